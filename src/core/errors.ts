@@ -1,0 +1,76 @@
+/**
+ * Operating errors: typed, with a stable `code`, and a message that says what to do.
+ * Bugs are not errors of this kind: they fail an `assert` (see assert.ts).
+ */
+export class MoetierError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** A model file that is not a valid GGUF v3 file (truncated, corrupt, inconsistent). */
+export class GgufFormatError extends MoetierError {
+  readonly file: string;
+  readonly where: string;
+  constructor(file: string, where: string, expected: string, options?: { cause?: unknown }) {
+    super('E_GGUF_FORMAT', `${file}: ${where}: expected ${expected}`, options);
+    this.file = file;
+    this.where = where;
+  }
+}
+
+/** A valid GGUF file whose architecture, tensor type or metadata moetier does not support. */
+export class UnsupportedModelError extends MoetierError {
+  readonly file: string;
+  readonly where: string;
+  constructor(file: string, where: string, expected: string) {
+    super('E_UNSUPPORTED_MODEL', `${file}: ${where}: expected ${expected}`);
+    this.file = file;
+    this.where = where;
+  }
+}
+
+/** A bad option passed to the API or the CLI; nothing was changed. */
+export class InvalidOptionError extends MoetierError {
+  readonly option: string;
+  constructor(option: string, expected: string, got: unknown) {
+    super('E_INVALID_OPTION', `option ${option}: expected ${expected}, got ${describe(got)}`);
+    this.option = option;
+  }
+}
+
+/** A failure inside the native addon (allocation, mapping, I/O). */
+export class NativeError extends MoetierError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('E_NATIVE', message, options);
+  }
+}
+
+/** A named limit was reached (context length, queue depth, ...). */
+export class LimitExceededError extends MoetierError {
+  readonly limit: string;
+  constructor(limit: string, value: number, max: number) {
+    super('E_LIMIT', `limit ${limit} exceeded: ${value} > ${max}`);
+    this.limit = limit;
+  }
+}
+
+/** The request was cancelled through its AbortSignal. */
+export class RequestAbortedError extends MoetierError {
+  constructor() {
+    super('E_ABORTED', 'request aborted');
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
+  try {
+    return JSON.stringify(value).slice(0, 80);
+  } catch {
+    return typeof value;
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * Every limit in one place, with its reason. Checked where input enters.
+ */
+export const limits = {
+  /** Largest GGUF metadata string we accept (bytes); real files stay far below. */
+  ggufStringBytesMax: 16 * 1024 * 1024,
+  /** Largest metadata array (elements); a 256k-token vocabulary fits. */
+  ggufArrayLengthMax: 4 * 1024 * 1024,
+  /** Largest tensor count in one file. */
+  ggufTensorCountMax: 1 << 20,
+  /** Largest metadata key/value count. */
+  ggufKvCountMax: 1 << 16,
+  /** Largest tensor rank GGUF allows. */
+  ggufDimsMax: 4,
+  /** Default context length of an engine (tokens of KV cache per request). */
+  contextTokensDefault: 2048,
+  /** Hard cap on the context length we allocate. */
+  contextTokensMax: 32768,
+  /** Default and hard cap on generated tokens per request. */
+  maxTokensDefault: 128,
+  maxTokensMax: 32768,
+  /** Native compute threads. */
+  threadsMax: 64,
+} as const;

@@ -1,0 +1,90 @@
+/**
+ * Model-file vocabulary shared by the GGUF reader, the reference forward pass,
+ * the native binding and the synthetic-model writer.
+ *
+ * Dimension order follows ggml: dims[0] (ne0) is the contiguous one. A weight
+ * matrix used as y = W x with x of length n and y of length d has dims [n, d]:
+ * d rows of n elements each. Expert tensors add the expert index last:
+ * ffn_gate_exps / ffn_up_exps are [nEmbd, nFfExp, nExpert],
+ * ffn_down_exps is [nFfExp, nEmbd, nExpert].
+ */
+
+/** Tensor element types we read, with their GGML type ids. */
+export const GGML_TYPE = {
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q8_0: 8,
+  BF16: 30,
+} as const;
+export type GgmlTypeName = keyof typeof GGML_TYPE;
+
+/** Elements per block and bytes per block of each supported type. */
+export const GGML_BLOCK: Record<GgmlTypeName, { elements: number; bytes: number }> = {
+  F32: { elements: 1, bytes: 4 },
+  F16: { elements: 1, bytes: 2 },
+  BF16: { elements: 1, bytes: 2 },
+  Q8_0: { elements: 32, bytes: 34 }, // f16 scale + 32 x int8
+  Q4_0: { elements: 32, bytes: 18 }, // f16 scale + 16 bytes of nibbles (low nibbles: elements 0..15, high: 16..31)
+};
+
+export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama';
+
+export interface TensorInfo {
+  name: string;
+  type: GgmlTypeName;
+  /** ggml order: dims[0] is contiguous. */
+  dims: number[];
+  /** Absolute byte offset of the tensor's data in the file. */
+  offset: number;
+  byteLength: number;
+}
+
+export type GgufScalar = number | bigint | boolean | string;
+export type GgufValue = GgufScalar | GgufScalar[];
+
+export interface GgufFile {
+  path: string;
+  version: number;
+  metadata: Map<string, GgufValue>;
+  tensors: Map<string, TensorInfo>;
+  alignment: number;
+  /** Absolute offset of the tensor data section. */
+  dataOffset: number;
+  /** The whole file (memory-mapped by the addon, or read for tests). */
+  bytes: Uint8Array;
+}
+
+/**
+ * Hyper-parameters that decide the forward pass. Architecture differences are
+ * expressed as flags so that the reference and the native pass read the same switches.
+ */
+export interface HParams {
+  arch: Arch;
+  nLayer: number;
+  nEmbd: number;
+  nHead: number;
+  nHeadKv: number;
+  headDim: number;
+  nVocab: number;
+  nCtxTrain: number;
+  nExpert: number;
+  nExpertUsed: number;
+  nFfExp: number;
+  /** Shared-expert FFN width (qwen2moe); 0 when the arch has none. */
+  nFfShexp: number;
+  rmsEps: number;
+  ropeBase: number;
+  /** 'norm': rotate adjacent pairs (x[2i], x[2i+1]); 'neox': rotate (x[i], x[i + headDim/2]). */
+  ropeType: 'norm' | 'neox';
+  /** 'head': RMSNorm over each head's headDim (qwen3moe); 'full': over the whole q / k vector (olmoe). */
+  qkNorm: 'none' | 'head' | 'full';
+  /** Renormalise the top-k softmax weights to sum to 1 (qwen3moe, llama/Mixtral). */
+  normTopK: boolean;
+  /** q, k, v projections have biases (qwen2moe). */
+  attnBias: boolean;
+  /** Shared expert with a sigmoid gate (qwen2moe). */
+  sharedExpert: boolean;
+  /** No output.weight: the LM head reuses token_embd. */
+  tiedOutput: boolean;
+}

@@ -1,0 +1,93 @@
+/**
+ * The whole native binding in one place: the only file that loads the `.node`.
+ * Every verb the addon exports is declared here; optional verbs are marked optional.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { NativeError } from '../core/errors.js';
+
+/** Opaque handles: the addon owns the memory, JS only passes these back. */
+export type MappedFileHandle = { readonly __brand: 'MappedFile' };
+export type NativeModelHandle = { readonly __brand: 'NativeModel' };
+export type NativeContextHandle = { readonly __brand: 'NativeContext' };
+
+export interface NativeTensorDesc {
+  name: string;
+  typeId: number;
+  dims: number[];
+  /** Absolute byte offset in the mapped file. */
+  offset: number;
+}
+
+export interface NativeModelDesc {
+  hparams: import('../model/types.js').HParams;
+  tensors: NativeTensorDesc[];
+}
+
+export interface NativeEvalOptions {
+  /** Write logits for every row (nTokens * nVocab) instead of only the last row. */
+  allLogits?: boolean;
+  /** If given, receives the routed expert ids: [nTokens][nLayer][nExpertUsed], router rank order. */
+  routes?: Int32Array;
+}
+
+export interface NativeBinding {
+  version(): string;
+
+  /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */
+  mapFile(filePath: string): { handle: MappedFileHandle; buffer: ArrayBuffer };
+  unmapFile(handle: MappedFileHandle): void;
+
+  /** Kernel path control (tests and benches). */
+  isaBest(): number;
+  isaActive(): number;
+  isaSet(isa: number): boolean;
+  isaName(isa: number): string;
+
+  /** y = W x for a whole matrix W [rows, cols] of typeId, on the calling thread. */
+  matvec(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, y: Float32Array): void;
+  /** Y [n, rows] = X [n, cols] W^T. */
+  matmul(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, n: number, y: Float32Array): void;
+  dequantRow(typeId: number, row: Uint8Array, cols: number, out: Float32Array): void;
+
+  /** A model over a mapped file: validates every tensor's extent against the mapping. */
+  createModel(file: MappedFileHandle, desc: NativeModelDesc): NativeModelHandle;
+  /** A KV cache of nCtx tokens and a pool of `threads` compute threads. */
+  createContext(model: NativeModelHandle, options: { nCtx: number; threads: number }): NativeContextHandle;
+  /** Run tokens at positions [pos, pos + n) off the event loop; logits for the last row (or all). */
+  evalAsync(
+    ctx: NativeContextHandle,
+    tokens: Int32Array,
+    pos: number,
+    logits: Float32Array,
+    options?: NativeEvalOptions,
+  ): Promise<void>;
+  /** Same as evalAsync on the calling thread (benchmarks, worker threads). */
+  evalSync(ctx: NativeContextHandle, tokens: Int32Array, pos: number, logits: Float32Array, options?: NativeEvalOptions): void;
+  freeContext(ctx: NativeContextHandle): void;
+  freeModel(model: NativeModelHandle): void;
+}
+
+export const ISA = { scalar: 0, avx2: 1, avx512vnni: 2 } as const;
+
+let cached: NativeBinding | undefined;
+
+/** Load the addon once; a missing build is an operating error that says how to fix it. */
+export function loadNative(): NativeBinding {
+  if (cached) return cached;
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  // Works from src/native (vitest) and from dist/src/native (compiled).
+  const candidates = [
+    path.resolve(here, '../../native/build/Release/moetier.node'),
+    path.resolve(here, '../../../native/build/Release/moetier.node'),
+  ];
+  const found = candidates.find((p) => existsSync(p));
+  if (!found) {
+    throw new NativeError(`native addon not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``);
+  }
+  const require = createRequire(import.meta.url);
+  cached = require(found) as NativeBinding;
+  return cached;
+}
