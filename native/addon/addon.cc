@@ -1,7 +1,15 @@
+// The addon's entry point: every verb is registered by the file that implements it.
 #include <napi.h>
+#include "registry.h"
+
 static Napi::Value Version(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), "0.1.0"); }
+
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("version", Napi::Function::New(env, Version));
+  RegisterMmap(env, exports);
+  RegisterOps(env, exports);
+  RegisterModel(env, exports);
   return exports;
 }
+
 NODE_API_MODULE(moetier, Init)

@@ -1,0 +1,80 @@
+// mapFile / unmapFile: read-only memory mapping of a model file, exposed to JS as an
+// external ArrayBuffer. The mapping lives until unmapFile or until the handle is collected.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include "registry.h"
+
+static void ReleaseMapping(MappedFile* m) {
+  if (!m->closed && m->base != nullptr && m->length > 0) munmap(m->base, m->length);
+  m->closed = true;
+  m->base = nullptr;
+}
+
+MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle) {
+  if (!handle.IsExternal()) {
+    Napi::TypeError::New(env, "expected a mapped file handle").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  MappedFile* m = handle.As<Napi::External<MappedFile>>().Data();
+  if (m->closed) {
+    Napi::Error::New(env, "mapped file was already unmapped").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return m;
+}
+
+static Napi::Value MapFile(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) {
+    Napi::TypeError::New(env, "mapFile(path: string)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  std::string path = info[0].As<Napi::String>();
+  int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    Napi::Error::New(env, path + ": cannot open: " + std::strerror(errno)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+    close(fd);
+    Napi::Error::New(env, path + ": empty or unreadable file").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  size_t length = static_cast<size_t>(st.st_size);
+  void* base = mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);  // the mapping keeps the file alive
+  if (base == MAP_FAILED) {
+    Napi::Error::New(env, path + ": mmap failed: " + std::strerror(errno)).ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  auto* m = new MappedFile{base, length, false};
+  auto handle = Napi::External<MappedFile>::New(env, m, [](Napi::Env, MappedFile* mf) {
+    ReleaseMapping(mf);
+    delete mf;
+  });
+  // The ArrayBuffer does not own the mapping; JS must not use it after unmapFile.
+  auto buffer = Napi::ArrayBuffer::New(env, base, length);
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("handle", handle);
+  result.Set("buffer", buffer);
+  return result;
+}
+
+static Napi::Value UnmapFile(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MappedFile* m = UnwrapMappedFile(env, info[0]);
+  if (m == nullptr) return env.Undefined();
+  ReleaseMapping(m);
+  return env.Undefined();
+}
+
+void RegisterMmap(Napi::Env env, Napi::Object exports) {
+  exports.Set("mapFile", Napi::Function::New(env, MapFile));
+  exports.Set("unmapFile", Napi::Function::New(env, UnmapFile));
+}

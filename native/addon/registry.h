@@ -1,0 +1,15 @@
+// Each addon source file registers its own verbs; addon.cc calls them all.
+#pragma once
+#include <napi.h>
+
+void RegisterMmap(Napi::Env env, Napi::Object exports);   // mmap.cc
+void RegisterOps(Napi::Env env, Napi::Object exports);    // ops.cc: kernels for tests and benches
+void RegisterModel(Napi::Env env, Napi::Object exports);  // model.cc: model, context, eval
+
+// The mapping behind a MappedFileHandle (an External<MappedFile>), for model.cc.
+struct MappedFile {
+  void* base = nullptr;
+  size_t length = 0;
+  bool closed = false;
+};
+MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle);
