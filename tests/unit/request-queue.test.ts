@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { LimitExceededError, RequestAbortedError } from '../../src/core/errors.js';
+import { RequestQueue } from '../../src/engine/request-queue.js';
+
+describe('RequestQueue', () => {
+  it('runs requests one at a time in arrival order', async () => {
+    const queue = new RequestQueue(8);
+    const log: string[] = [];
+    const job = async (name: string) => {
+      const release = await queue.acquire();
+      log.push(`${name}+`);
+      await new Promise((r) => setTimeout(r, 5));
+      log.push(`${name}-`);
+      release();
+    };
+    await Promise.all([job('a'), job('b'), job('c')]);
+    expect(log).toEqual(['a+', 'a-', 'b+', 'b-', 'c+', 'c-']);
+  });
+
+  it('refuses past its depth and skips an aborted waiter', async () => {
+    const queue = new RequestQueue(1);
+    const first = await queue.acquire();
+    const controller = new AbortController();
+    const second = queue.acquire(controller.signal);
+    await expect(queue.acquire()).rejects.toBeInstanceOf(LimitExceededError);
+    controller.abort();
+    first();
+    await expect(second).rejects.toBeInstanceOf(RequestAbortedError);
+    const third = await queue.acquire();
+    third();
+  });
+});
