@@ -1,0 +1,74 @@
+/**
+ * Which tensors an architecture needs, with the dims its hyper-parameters imply (ggml order).
+ * One list for the validator, the synthetic writer, the native desc and the test fixtures.
+ */
+import type { HParams } from './types.js';
+
+/** norm / bias: 1-D f32; router: f32 matrix; matrix and experts: stored in the model's quant type. */
+export type TensorRole = 'norm' | 'bias' | 'router' | 'matrix' | 'experts';
+
+export interface TensorSpec {
+  name: string;
+  dims: number[];
+  role: TensorRole;
+}
+
+export function expectedTensors(hp: HParams): TensorSpec[] {
+  const specs: TensorSpec[] = [{ name: 'token_embd.weight', dims: [hp.nEmbd, hp.nVocab], role: 'matrix' }];
+  const qDim = hp.nHead * hp.headDim;
+  const kvDim = hp.nHeadKv * hp.headDim;
+  for (let l = 0; l < hp.nLayer; l++) {
+    const p = `blk.${l}.`;
+    specs.push(
+      { name: p + 'attn_norm.weight', dims: [hp.nEmbd], role: 'norm' },
+      { name: p + 'attn_q.weight', dims: [hp.nEmbd, qDim], role: 'matrix' },
+      { name: p + 'attn_k.weight', dims: [hp.nEmbd, kvDim], role: 'matrix' },
+      { name: p + 'attn_v.weight', dims: [hp.nEmbd, kvDim], role: 'matrix' },
+      { name: p + 'attn_output.weight', dims: [qDim, hp.nEmbd], role: 'matrix' },
+    );
+    if (hp.attnBias) {
+      specs.push(
+        { name: p + 'attn_q.bias', dims: [qDim], role: 'bias' },
+        { name: p + 'attn_k.bias', dims: [kvDim], role: 'bias' },
+        { name: p + 'attn_v.bias', dims: [kvDim], role: 'bias' },
+      );
+    }
+    if (hp.qkNorm === 'head') {
+      specs.push(
+        { name: p + 'attn_q_norm.weight', dims: [hp.headDim], role: 'norm' },
+        { name: p + 'attn_k_norm.weight', dims: [hp.headDim], role: 'norm' },
+      );
+    } else if (hp.qkNorm === 'full') {
+      specs.push(
+        { name: p + 'attn_q_norm.weight', dims: [qDim], role: 'norm' },
+        { name: p + 'attn_k_norm.weight', dims: [kvDim], role: 'norm' },
+      );
+    }
+    specs.push(
+      { name: p + 'ffn_norm.weight', dims: [hp.nEmbd], role: 'norm' },
+      { name: p + 'ffn_gate_inp.weight', dims: [hp.nEmbd, hp.nExpert], role: 'router' },
+      { name: p + 'ffn_gate_exps.weight', dims: [hp.nEmbd, hp.nFfExp, hp.nExpert], role: 'experts' },
+      { name: p + 'ffn_up_exps.weight', dims: [hp.nEmbd, hp.nFfExp, hp.nExpert], role: 'experts' },
+      { name: p + 'ffn_down_exps.weight', dims: [hp.nFfExp, hp.nEmbd, hp.nExpert], role: 'experts' },
+    );
+    if (hp.sharedExpert) {
+      specs.push(
+        { name: p + 'ffn_gate_inp_shexp.weight', dims: [hp.nEmbd], role: 'norm' },
+        { name: p + 'ffn_gate_shexp.weight', dims: [hp.nEmbd, hp.nFfShexp], role: 'matrix' },
+        { name: p + 'ffn_up_shexp.weight', dims: [hp.nEmbd, hp.nFfShexp], role: 'matrix' },
+        { name: p + 'ffn_down_shexp.weight', dims: [hp.nFfShexp, hp.nEmbd], role: 'matrix' },
+      );
+    }
+  }
+  specs.push({ name: 'output_norm.weight', dims: [hp.nEmbd], role: 'norm' });
+  if (!hp.tiedOutput) specs.push({ name: 'output.weight', dims: [hp.nEmbd, hp.nVocab], role: 'matrix' });
+  return specs;
+}
+
+/** The flags of each architecture (docs/FORWARD.md's table). */
+export const ARCH_FLAGS = {
+  qwen3moe: { ropeType: 'neox', qkNorm: 'head', normTopK: true, attnBias: false, sharedExpert: false },
+  qwen2moe: { ropeType: 'neox', qkNorm: 'none', normTopK: false, attnBias: true, sharedExpert: true },
+  olmoe: { ropeType: 'neox', qkNorm: 'full', normTopK: false, attnBias: false, sharedExpert: false },
+  llama: { ropeType: 'norm', qkNorm: 'none', normTopK: true, attnBias: false, sharedExpert: false },
+} as const satisfies Record<HParams['arch'], Pick<HParams, 'ropeType' | 'qkNorm' | 'normTopK' | 'attnBias' | 'sharedExpert'>>;

@@ -1,0 +1,160 @@
+/**
+ * The reference forward pass: plain f32 TypeScript, read top to bottom. This file is the spec
+ * (docs/FORWARD.md summarises it); the native pass is tested against it.
+ *
+ * One session = one sequence with its KV cache. eval() appends tokens at the next positions and
+ * returns every row's logits and routed experts.
+ */
+import { InvalidOptionError, LimitExceededError } from '../core/errors.js';
+import type { HParams } from '../model/types.js';
+import { matVec, rmsNorm, rope, sigmoid, silu, softmax, topK } from './math.js';
+import { WeightCache, type ReferenceWeights } from './weights.js';
+
+export type { ReferenceWeights } from './weights.js';
+
+export interface ReferenceEval {
+  /** logits[row] [nVocab] */
+  logits: Float32Array[];
+  /** routes[row][layer] = expert ids in router rank order */
+  routes: number[][][];
+}
+
+export interface ReferenceSession {
+  readonly position: number;
+  eval(tokens: number[]): ReferenceEval;
+}
+
+export function createReferenceSession(weights: ReferenceWeights, nCtx: number): ReferenceSession {
+  const hp = weights.hparams;
+  const w = new WeightCache(weights);
+  const kvDim = hp.nHeadKv * hp.headDim;
+  // KV cache per layer: [nCtx, kvDim]
+  const keys = Array.from({ length: hp.nLayer }, () => new Float32Array(nCtx * kvDim));
+  const values = Array.from({ length: hp.nLayer }, () => new Float32Array(nCtx * kvDim));
+  let position = 0;
+
+  function evalRow(token: number, pos: number): { logits: Float32Array; routes: number[][] } {
+    if (!Number.isInteger(token) || token < 0 || token >= hp.nVocab) {
+      throw new InvalidOptionError('token', `an id in [0, ${hp.nVocab})`, token);
+    }
+    // x [nEmbd] = row `token` of token_embd [nEmbd, nVocab]
+    const x = w.get('token_embd.weight').slice(token * hp.nEmbd, (token + 1) * hp.nEmbd);
+    const routes: number[][] = [];
+    for (let layer = 0; layer < hp.nLayer; layer++) {
+      attention(x, layer, pos);
+      routes.push(moe(x, layer));
+    }
+    const h = rmsNorm(x, w.get('output_norm.weight'), hp.rmsEps);
+    const head = hp.tiedOutput ? 'token_embd.weight' : 'output.weight';
+    return { logits: matVec(w.get(head), hp.nVocab, hp.nEmbd, h), routes };
+  }
+
+  /** x += Wo attention(rmsnorm(x)) with this row's k, v appended to the cache at pos. */
+  function attention(x: Float32Array, layer: number, pos: number): void {
+    const p = `blk.${layer}.`;
+    const qDim = hp.nHead * hp.headDim;
+    const h = rmsNorm(x, w.get(p + 'attn_norm.weight'), hp.rmsEps);
+    const q = matVec(w.get(p + 'attn_q.weight'), qDim, hp.nEmbd, h);
+    const k = matVec(w.get(p + 'attn_k.weight'), kvDim, hp.nEmbd, h);
+    const v = matVec(w.get(p + 'attn_v.weight'), kvDim, hp.nEmbd, h);
+    if (hp.attnBias) {
+      addInPlace(q, w.get(p + 'attn_q.bias'));
+      addInPlace(k, w.get(p + 'attn_k.bias'));
+      addInPlace(v, w.get(p + 'attn_v.bias'));
+    }
+    if (hp.qkNorm === 'full') {
+      rmsNorm(q, w.get(p + 'attn_q_norm.weight'), hp.rmsEps, q);
+      rmsNorm(k, w.get(p + 'attn_k_norm.weight'), hp.rmsEps, k);
+    } else if (hp.qkNorm === 'head') {
+      normEachHead(q, hp.nHead, w.get(p + 'attn_q_norm.weight'));
+      normEachHead(k, hp.nHeadKv, w.get(p + 'attn_k_norm.weight'));
+    }
+    for (let head = 0; head < hp.nHead; head++) rope(q, head * hp.headDim, hp.headDim, pos, hp.ropeBase, hp.ropeType);
+    for (let head = 0; head < hp.nHeadKv; head++) rope(k, head * hp.headDim, hp.headDim, pos, hp.ropeBase, hp.ropeType);
+    keys[layer].set(k, pos * kvDim);
+    values[layer].set(v, pos * kvDim);
+
+    const out = new Float32Array(qDim);
+    const groupSize = hp.nHead / hp.nHeadKv;
+    const scale = 1 / Math.sqrt(hp.headDim);
+    const scores = new Float32Array(pos + 1);
+    for (let head = 0; head < hp.nHead; head++) {
+      const kvOffset = Math.floor(head / groupSize) * hp.headDim;
+      const qOffset = head * hp.headDim;
+      for (let j = 0; j <= pos; j++) {
+        let dot = 0;
+        for (let d = 0; d < hp.headDim; d++) dot += q[qOffset + d] * keys[layer][j * kvDim + kvOffset + d];
+        scores[j] = dot * scale;
+      }
+      softmax(scores);
+      for (let j = 0; j <= pos; j++) {
+        for (let d = 0; d < hp.headDim; d++) out[qOffset + d] += scores[j] * values[layer][j * kvDim + kvOffset + d];
+      }
+    }
+    addInPlace(x, matVec(w.get(p + 'attn_output.weight'), hp.nEmbd, qDim, out));
+  }
+
+  function normEachHead(v: Float32Array, heads: number, weight: Float32Array): void {
+    for (let head = 0; head < heads; head++) {
+      const slice = v.subarray(head * hp.headDim, (head + 1) * hp.headDim);
+      rmsNorm(slice, weight, hp.rmsEps, slice);
+    }
+  }
+
+  /** x += sum over the routed experts of w_e * expert_e(rmsnorm(x)) (+ the shared expert). Returns the route. */
+  function moe(x: Float32Array, layer: number): number[] {
+    const p = `blk.${layer}.`;
+    const h = rmsNorm(x, w.get(p + 'ffn_norm.weight'), hp.rmsEps);
+    const probs = matVec(w.get(p + 'ffn_gate_inp.weight'), hp.nExpert, hp.nEmbd, h);
+    softmax(probs);
+    const chosen = topK(probs, hp.nExpertUsed);
+    const total = hp.normTopK ? chosen.reduce((s, e) => s + probs[e], 0) : 1;
+    const sum = new Float32Array(hp.nEmbd);
+    for (const expert of chosen) {
+      const y = expertFfn(h, p + 'ffn_gate_exps.weight', p + 'ffn_up_exps.weight', p + 'ffn_down_exps.weight', hp.nFfExp, expert);
+      const weight = probs[expert] / total;
+      for (let i = 0; i < hp.nEmbd; i++) sum[i] += weight * y[i];
+    }
+    if (hp.sharedExpert) {
+      const y = expertFfn(h, p + 'ffn_gate_shexp.weight', p + 'ffn_up_shexp.weight', p + 'ffn_down_shexp.weight', hp.nFfShexp, 0);
+      const gateWeights = w.get(p + 'ffn_gate_inp_shexp.weight');
+      let gate = 0;
+      for (let i = 0; i < hp.nEmbd; i++) gate += gateWeights[i] * h[i];
+      const g = sigmoid(gate);
+      for (let i = 0; i < hp.nEmbd; i++) sum[i] += g * y[i];
+    }
+    addInPlace(x, sum);
+    return chosen;
+  }
+
+  /** Down [nEmbd, nFf] @ (silu(Gate [nFf, nEmbd] @ h) * (Up [nFf, nEmbd] @ h)); expert e's rows start at e * nFf. */
+  function expertFfn(h: Float32Array, gate: string, up: string, down: string, nFf: number, expert: number): Float32Array {
+    const g = matVec(w.get(gate), nFf, hp.nEmbd, h, expert * nFf);
+    const u = matVec(w.get(up), nFf, hp.nEmbd, h, expert * nFf);
+    const act = new Float32Array(nFf);
+    for (let i = 0; i < nFf; i++) act[i] = silu(g[i]) * u[i];
+    return matVec(w.get(down), hp.nEmbd, nFf, act, expert * hp.nEmbd);
+  }
+
+  return {
+    get position() {
+      return position;
+    },
+    eval(tokens: number[]): ReferenceEval {
+      if (position + tokens.length > nCtx) throw new LimitExceededError('contextTokens', position + tokens.length, nCtx);
+      const result: ReferenceEval = { logits: [], routes: [] };
+      for (const token of tokens) {
+        const row = evalRow(token, position++);
+        result.logits.push(row.logits);
+        result.routes.push(row.routes);
+      }
+      return result;
+    },
+  };
+}
+
+function addInPlace(a: Float32Array, b: Float32Array): void {
+  for (let i = 0; i < a.length; i++) a[i] += b[i];
+}
+
+export type { HParams };
