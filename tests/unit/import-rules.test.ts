@@ -1,0 +1,85 @@
+/**
+ * The import rules of ARCHITECTURE.md, checked: no cycles, nothing in src/ imports tests/,
+ * only src/native/binding.ts loads the addon, the reference and the policies stay pure,
+ * and libraries trace through @opentelemetry/api only.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+function sourceFiles(dir: string): string[] {
+  const abs = path.join(root, dir);
+  let entries: string[];
+  try {
+    entries = readdirSync(abs);
+  } catch {
+    return [];
+  }
+  return entries.flatMap((name) => {
+    const rel = path.join(dir, name);
+    if (statSync(path.join(root, rel)).isDirectory()) return sourceFiles(rel);
+    return rel.endsWith('.ts') ? [rel] : [];
+  });
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(path.join(root, file), 'utf8');
+  const specs = [...text.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)];
+  return specs.map((m) => m[1] ?? m[2]);
+}
+
+function resolveLocal(from: string, spec: string): string | undefined {
+  if (!spec.startsWith('.')) return undefined;
+  return path.normalize(path.join(path.dirname(from), spec)).replace(/\.js$/, '.ts');
+}
+
+const files = [...sourceFiles('src'), ...sourceFiles('otel')];
+const graph = new Map(files.map((f) => [f, importsOf(f)]));
+
+describe('import rules', () => {
+  it('finds the sources', () => {
+    expect(files.length).toBeGreaterThan(10);
+  });
+
+  it('has no import cycles in src/', () => {
+    const state = new Map<string, 'visiting' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (file: string, trail: string[]) => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'visiting') {
+        cycles.push([...trail.slice(trail.indexOf(file)), file].join(' -> '));
+        return;
+      }
+      state.set(file, 'visiting');
+      for (const spec of graph.get(file) ?? []) {
+        const target = resolveLocal(file, spec);
+        if (target && graph.has(target)) visit(target, [...trail, file]);
+      }
+      state.set(file, 'done');
+    };
+    for (const f of files) visit(f, []);
+    expect(cycles).toEqual([]);
+  });
+
+  it('keeps layers apart', () => {
+    const violations: string[] = [];
+    for (const [file, specs] of graph) {
+      for (const spec of specs) {
+        const target = resolveLocal(file, spec) ?? spec;
+        if (target.startsWith('tests/')) violations.push(`${file} imports tests: ${spec}`);
+        if (spec.endsWith('.node') || (spec.includes('native/build') && file !== 'src/native/binding.ts')) violations.push(`${file} loads the addon`);
+        if (file.startsWith('src/reference/') && target.startsWith('src/native/')) violations.push(`${file}: the reference must not use native code`);
+        if (file.startsWith('src/tiers/') && (target.startsWith('src/native/') || spec.startsWith('node:'))) {
+          violations.push(`${file}: policies are pure (no native, no node: I/O): ${spec}`);
+        }
+        if (file.startsWith('src/streams/') && target.startsWith('src/native/')) violations.push(`${file}: streams do not reach into kernels`);
+        if (file.startsWith('src/') && spec.startsWith('@opentelemetry/') && spec !== '@opentelemetry/api') {
+          violations.push(`${file}: libraries trace through @opentelemetry/api only (${spec})`);
+        }
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+});
