@@ -1,0 +1,175 @@
+/**
+ * npm run bench -- decode [--rounds R] [--prompt-tokens P] [--tokens N] [--preset medium]
+ *
+ * Decode and prefill tok/s of moetier and llama.cpp on the medium qwen3moe preset, Q8_0 and Q4_0,
+ * at 1 and 2 threads, in one run so that both see the same machine state:
+ *
+ *   per quant: bytes/token (napkin math, lib/weights.mjs) and read bandwidth (1, 2 threads)
+ *              round r = 1..R:  moetier@1  llama@1  moetier@2  llama@2   (alternating)
+ *              medians per (engine, threads); each engine's best setting; ratios; bound
+ *
+ * Each measured run is preceded, in its own process/engine, by a short warm-up run (page cache,
+ * thread pool). Results go to results/decode.json and the table in README.md.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { measureReadBandwidth } from './lib/bandwidth.mjs';
+import { ensureBenchDeps } from './lib/deps.mjs';
+import { greedy, importDist, openMoetier, presetModel } from './lib/moetier.mjs';
+import { writeReadmeTable } from './lib/readme.mjs';
+import { bestByMedian, median } from './lib/stats.mjs';
+import { decodeBytesPerToken } from './lib/weights.mjs';
+import { runLlamaCpp } from './llamacpp/runner.mjs';
+
+const threadCounts = [1, 2];
+const quants = ['q8_0', 'q4_0'];
+const arch = 'qwen3moe';
+const bandwidthBytes = 512 * 1024 * 1024;
+const warmupTokens = 4;
+
+export async function main(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      rounds: { type: 'string', default: '3' },
+      'prompt-tokens': { type: 'string', default: '128' },
+      tokens: { type: 'string', default: '64' },
+      preset: { type: 'string', default: 'medium' },
+    },
+  });
+  const config = {
+    preset: values.preset,
+    rounds: Number(values.rounds),
+    promptTokens: Number(values['prompt-tokens']),
+    maxTokens: Number(values.tokens),
+  };
+  ensureBenchDeps();
+  const cases = [];
+  for (const quant of quants) cases.push(await benchQuant(quant, config));
+  const results = { bench: 'decode', date: new Date().toISOString(), config, cases };
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(new URL('./results/decode.json', import.meta.url), JSON.stringify(results, null, 2) + '\n');
+  writeReadmeTable(new URL('./README.md', import.meta.url), results);
+  for (const c of cases) process.stdout.write(JSON.stringify(headline(c)) + '\n');
+}
+
+async function benchQuant(quant, config) {
+  const modelPath = await presetModel({ preset: config.preset, arch, quant, seed: 1 });
+  const napkin = await napkinMath(modelPath);
+  const bandwidth = {};
+  for (const threads of threadCounts) {
+    bandwidth[threads] = await measureReadBandwidth(bandwidthBytes, threads);
+    progress(`${quant}: read bandwidth ${threads}T ${(bandwidth[threads].bytesPerS / 1e9).toFixed(1)} GB/s (${bandwidth[threads].source})`);
+  }
+  const promptTokens = await benchPrompt(modelPath, config.promptTokens);
+  const runs = { moetier: { 1: [], 2: [] }, llamaCpp: { 1: [], 2: [] } };
+  for (let round = 0; round < config.rounds; round++) {
+    for (const threads of threadCounts) {
+      const ours = await moetierRun(modelPath, threads, promptTokens, config.maxTokens);
+      runs.moetier[threads].push(ours);
+      const theirs = await llamaRun(modelPath, threads, promptTokens, config.maxTokens);
+      runs.llamaCpp[threads].push({ ...theirs, tokensIdentical: sameTokens(ours.tokens, theirs.tokens) });
+      progress(
+        `${quant} round ${round + 1}/${config.rounds} ${threads}T: moetier ${ours.decodeTokPerS.toFixed(1)} tok/s decode, ` +
+          `llama.cpp ${theirs.decodeTokPerS.toFixed(1)} tok/s`,
+      );
+    }
+  }
+  return summarize({ quant, preset: config.preset, arch, modelPath, napkin, bandwidth, runs });
+}
+
+function summarize({ quant, preset, modelPath, napkin, bandwidth, runs }) {
+  const ours = { decode: bestByMedian(runs.moetier, 'decodeTokPerS'), prefill: bestByMedian(runs.moetier, 'prefillTokPerS') };
+  const theirs = { decode: bestByMedian(runs.llamaCpp, 'decodeTokPerS'), prefill: bestByMedian(runs.llamaCpp, 'prefillTokPerS') };
+  const boundByThreads = Object.fromEntries(threadCounts.map((t) => [t, bandwidth[t].bytesPerS / napkin.bytesPerToken]));
+  const medians = (byThreads) =>
+    Object.fromEntries(
+      threadCounts.map((t) => [t, { decodeTokPerS: median(byThreads[t].map((r) => r.decodeTokPerS)), prefillTokPerS: median(byThreads[t].map((r) => r.prefillTokPerS)) }]),
+    );
+  return {
+    arch,
+    preset,
+    quant,
+    model: modelPath,
+    moetierDecodeTokPerS: ours.decode.median,
+    moetierDecodeThreads: ours.decode.threads,
+    llamaCppDecodeTokPerS: theirs.decode.median,
+    llamaCppDecodeThreads: theirs.decode.threads,
+    decodeRatio: ours.decode.median / theirs.decode.median,
+    moetierPrefillTokPerS: ours.prefill.median,
+    llamaCppPrefillTokPerS: theirs.prefill.median,
+    prefillRatio: ours.prefill.median / theirs.prefill.median,
+    bandwidthBoundTokPerS: Math.max(...Object.values(boundByThreads)),
+    bandwidthBoundByThreads: boundByThreads,
+    readBandwidthGBPerS: Object.fromEntries(threadCounts.map((t) => [t, bandwidth[t].bytesPerS / 1e9])),
+    bandwidthSource: bandwidth[threadCounts[0]].source,
+    weightBytesPerToken: napkin.bytesPerToken,
+    weightBytesPerTokenBreakdown: napkin.breakdown,
+    fileWeightBytes: napkin.fileWeightBytes,
+    medians: { moetier: medians(runs.moetier), llamaCpp: medians(runs.llamaCpp) },
+    runs,
+  };
+}
+
+/** Weight bytes per decode token from the file's own tensor table (read by node-llama-cpp's parser). */
+async function napkinMath(modelPath) {
+  const { readGgufFileInfo } = await import('node-llama-cpp');
+  const info = await readGgufFileInfo(modelPath, { readTensorInfo: true, logWarnings: false });
+  const meta = info.metadata;
+  const archMeta = meta[meta.general.architecture];
+  const tensors = info.tensorInfo.map((t) => ({ name: t.name, ggmlType: t.ggmlType, dims: t.dimensions }));
+  return decodeBytesPerToken(tensors, {
+    nExpert: archMeta.expert_count,
+    nExpertUsed: archMeta.expert_used_count,
+    nVocab: meta.tokenizer.ggml.tokens.length,
+  });
+}
+
+/** The parity prompts, tokenized and repeated up to `count` ids (BOS once, at the start). */
+async function benchPrompt(modelPath, count) {
+  const { parityPrompts } = await importDist('src/synth/prompts.js');
+  const engine = await openMoetier(modelPath, 1, count + 8);
+  try {
+    const ids = engine.tokenize(parityPrompts.join(' '));
+    const body = engine.tokenize(' ' + parityPrompts.join(' '), { addBos: false });
+    while (ids.length < count) ids.push(...body);
+    return ids.slice(0, count);
+  } finally {
+    await engine.close();
+  }
+}
+
+async function moetierRun(modelPath, threads, promptTokens, maxTokens) {
+  const engine = await openMoetier(modelPath, threads, promptTokens.length + maxTokens + 8);
+  try {
+    await greedy(engine, promptTokens.slice(0, 16), warmupTokens);
+    const { tokens, stats } = await greedy(engine, promptTokens, maxTokens);
+    return { threads, tokens, ...pickTimings(stats) };
+  } finally {
+    await engine.close();
+  }
+}
+
+async function llamaRun(modelPath, threads, promptTokens, maxTokens) {
+  const warmup = { promptTokens: promptTokens.slice(0, 16), maxTokens: warmupTokens };
+  const reply = await runLlamaCpp({ modelPath, threads, maxTokens, logitsMode: 'none', runs: [warmup, { promptTokens }] });
+  const measured = reply.results[1];
+  return { threads, contextThreads: measured.contextThreads, tokens: measured.tokens, llamaCppRelease: reply.llamaCppRelease, ...pickTimings(measured.timings) };
+}
+
+function pickTimings({ promptTokens, generatedTokens, ttftMs, prefillTokPerS, decodeTokPerS }) {
+  return { promptTokens, generatedTokens, ttftMs, prefillTokPerS, decodeTokPerS };
+}
+
+function sameTokens(a, b) {
+  return a.length === b.length && a.every((t, i) => t === b[i]);
+}
+
+function headline(c) {
+  const keys = ['quant', 'moetierDecodeTokPerS', 'llamaCppDecodeTokPerS', 'decodeRatio', 'moetierPrefillTokPerS', 'llamaCppPrefillTokPerS', 'prefillRatio', 'bandwidthBoundTokPerS'];
+  return Object.fromEntries(keys.map((k) => [k, typeof c[k] === 'number' ? Number(c[k].toFixed(3)) : c[k]]));
+}
+
+function progress(line) {
+  process.stderr.write(`bench decode: ${line}\n`);
+}

@@ -1,0 +1,130 @@
+/**
+ * llama.cpp side of the peer harness, run as a child process (bad metadata can abort llama.cpp,
+ * and an abort must not take the parent with it).
+ *
+ *   parent --(one JSON request on stdin)--> child --(one JSON line on stdout)--> parent
+ *
+ * Request: { modelPath, threads, maxTokens, logitsMode: 'none' | 'first' | 'all',
+ *            runs: [{ promptTokens: number[], promptText?: string, maxTokens? }] }
+ * Reply:   { ok: true, llamaCppRelease, results: [{ tokens, stoppedAtEog, firstLogits, top2,
+ *            tokenizationIdentical?, timings }] } | { ok: false, error }
+ *
+ * One model load serves all runs; each run gets a fresh context (empty KV cache).
+ * Sampling is pure argmax: temperature 0 makes node-llama-cpp's sampler chain [greedy] alone;
+ * token bias, repeat penalty, DRY and XTC join the chain only when asked for, and we ask for
+ * none. Its greedy sampler keeps the first of equal logits: ties go to the lower id, as in moetier.
+ *
+ * Raw logits: node-llama-cpp 3.21.1 does not expose llama_get_logits to JavaScript. It exposes
+ * `probabilities` = softmax over the sampler's candidates, which under the greedy chain are the
+ * raw logits of the whole vocabulary; so log(p_i) - log(p_max) = l_i - l_max, the logits
+ * shifted so that the top-1 is 0 (see ../lib/logits.mjs).
+ */
+import { performance } from 'node:perf_hooks';
+import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
+import { logitsFromProbabilities, topK } from '../lib/logits.mjs';
+
+async function main() {
+  const request = JSON.parse(await readStdin());
+  const llama = await getLlama({
+    gpu: false,
+    build: 'never',
+    usePrebuiltBinaries: true,
+    skipDownload: true,
+    progressLogs: false,
+    maxThreads: request.threads,
+    logLevel: LlamaLogLevel.error,
+    logger: (level, message) => process.stderr.write(`[llama.cpp ${level}] ${message}`),
+  });
+  const loadStart = performance.now();
+  const model = await llama.loadModel({ modelPath: request.modelPath, gpuLayers: 0, useMmap: true });
+  const loadMs = performance.now() - loadStart;
+  const results = [];
+  for (const run of request.runs) results.push(await runOne(model, request, run));
+  await model.dispose();
+  const reply = { ok: true, llamaCppRelease: llama.llamaCppRelease, loadMs, results };
+  await llama.dispose();
+  process.stdout.write(JSON.stringify(reply) + '\n');
+}
+
+async function runOne(model, { threads, maxTokens: requestMaxTokens, logitsMode = 'none' }, run) {
+  const { promptTokens, promptText, maxTokens = requestMaxTokens } = run;
+  // One batch holds the whole prompt, so prefill is one evaluation, as in moetier.
+  const context = await model.createContext({
+    contextSize: promptTokens.length + maxTokens + 8,
+    batchSize: Math.max(promptTokens.length, 1),
+    threads: { ideal: threads, min: threads },
+    sequences: 1,
+  });
+  const wantProbabilities = logitsMode !== 'none';
+  const tokens = [];
+  const top2 = [];
+  let firstLogits = null;
+  let stoppedAtEog = false;
+  const t0 = performance.now();
+  let tFirst = t0;
+  let tLast = t0;
+  const generator = context
+    .getSequence()
+    .evaluateWithMetadata(promptTokens, { probabilities: wantProbabilities }, { temperature: 0, yieldEogToken: true });
+  for await (const { token, probabilities } of generator) {
+    tLast = performance.now();
+    if (tokens.length === 0) tFirst = tLast;
+    tokens.push(token);
+    if (wantProbabilities && (logitsMode === 'all' || tokens.length === 1)) {
+      const shifted = logitsFromProbabilities(probabilities);
+      if (tokens.length === 1) firstLogits = Array.from(shifted, (v) => (Number.isFinite(v) ? v : null));
+      top2.push(topK(shifted, 2));
+    }
+    if (model.isEogToken(token)) {
+      stoppedAtEog = true;
+      break;
+    }
+    if (tokens.length >= maxTokens) break;
+  }
+  const result = {
+    contextThreads: context.currentThreads,
+    tokens,
+    stoppedAtEog,
+    firstLogits,
+    top2,
+    ...(promptText == null ? {} : compareTokenization(model, promptText, promptTokens)),
+    timings: timings(promptTokens.length, tokens.length, tFirst - t0, tLast - tFirst),
+  };
+  await context.dispose();
+  return result;
+}
+
+/** ttft covers the prompt's evaluation and the first sample; decode the N - 1 tokens after it. */
+function timings(promptTokens, generatedTokens, ttftMs, decodeMs) {
+  return {
+    promptTokens,
+    generatedTokens,
+    ttftMs,
+    prefillTokPerS: (promptTokens / ttftMs) * 1000,
+    decodeTokPerS: generatedTokens > 1 ? ((generatedTokens - 1) / decodeMs) * 1000 : null,
+  };
+}
+
+/** llama.cpp's own tokenisation of the text, with BOS added the way the model's metadata asks. */
+function compareTokenization(model, text, ours) {
+  const body = model.tokenize(text, false);
+  const mine = model.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos, ...body] : body;
+  const identical = mine.length === ours.length && mine.every((t, i) => t === ours[i]);
+  return { tokenizationIdentical: identical, llamaCppPromptTokens: mine };
+}
+
+function readStdin() {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk) => (text += chunk));
+    process.stdin.on('end', () => resolve(text));
+    process.stdin.on('error', reject);
+  });
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error?.stack ?? error}\n`);
+  process.stdout.write(JSON.stringify({ ok: false, error: String(error?.message ?? error) }) + "\n");
+  process.exitCode = 1;
+});

@@ -1,0 +1,102 @@
+/**
+ * npm run parity [-- --threads T --tokens N]
+ *
+ * moetier vs llama.cpp (node-llama-cpp, in a child process) on the same generated GGUF files,
+ * greedy from the same prompt ids:
+ *
+ *   for each model (tiny/small x q8_0/q4_0 qwen3moe, and tiny q8_0 of each architecture):
+ *     moetier:   open engine -> tokenize the 3 parity prompts -> greedy N -> first-step logits
+ *     llama.cpp: one child, one load -> the same ids -> greedy N, top-2 at every step
+ *     compare:   identical ids? max |first-step logit diff|; on divergence, both top-2 there
+ *
+ * Prints one JSON line { allTokensIdentical, cases, ... } and saves it to results/parity.json.
+ * Exit code 1 when a case diverges or a run fails.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { compareCase, summarizeParity } from './lib/compare.mjs';
+import { ensureBenchDeps } from './lib/deps.mjs';
+import { greedy, importDist, openMoetier, presetModel, shiftedLogits, top2AtStep } from './lib/moetier.mjs';
+import { runLlamaCpp } from './llamacpp/runner.mjs';
+
+const models = [
+  { preset: 'tiny', arch: 'qwen3moe', quant: 'q8_0' },
+  { preset: 'tiny', arch: 'qwen3moe', quant: 'q4_0' },
+  { preset: 'small', arch: 'qwen3moe', quant: 'q8_0' },
+  { preset: 'small', arch: 'qwen3moe', quant: 'q4_0' },
+  { preset: 'tiny', arch: 'qwen2moe', quant: 'q8_0' },
+  { preset: 'tiny', arch: 'olmoe', quant: 'q8_0' },
+  { preset: 'tiny', arch: 'llama', quant: 'q8_0' },
+];
+const seed = 1;
+const contextTokens = 512;
+
+async function main() {
+  const { values } = parseArgs({ options: { threads: { type: 'string', default: '1' }, tokens: { type: 'string', default: '64' } } });
+  const threads = Number(values.threads);
+  const maxTokens = Number(values.tokens);
+  ensureBenchDeps();
+  const { parityPrompts } = await importDist('src/synth/prompts.js');
+  const cases = [];
+  for (const spec of models) cases.push(...(await parityForModel(spec, parityPrompts, threads, maxTokens)));
+  const summary = summarizeParity(cases, {
+    threads,
+    maxTokens,
+    seed,
+    logitsAre: 'shifted so that each engine\'s top-1 logit is 0 (node-llama-cpp exposes softmax probabilities, not raw logits)',
+  });
+  const line = JSON.stringify(summary);
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(new URL('./results/parity.json', import.meta.url), JSON.stringify(summary, null, 2) + '\n');
+  process.stdout.write(line + '\n');
+  if (!summary.allTokensIdentical) process.exitCode = 1;
+}
+
+/** All prompts of one model: one moetier engine, one llama.cpp child. */
+async function parityForModel(spec, prompts, threads, maxTokens) {
+  process.stderr.write(`parity: ${spec.preset}/${spec.arch}/${spec.quant}\n`);
+  const modelPath = await presetModel({ ...spec, seed });
+  const engine = await openMoetier(modelPath, threads, contextTokens);
+  try {
+    const promptTokens = prompts.map((text) => engine.tokenize(text));
+    const runs = prompts.map((promptText, i) => ({ promptText, promptTokens: promptTokens[i] }));
+    let peer;
+    try {
+      peer = await runLlamaCpp({ modelPath, threads, maxTokens, logitsMode: 'all', runs });
+    } catch (error) {
+      process.stderr.write(`  ${error.message}\n`);
+      return prompts.map((prompt) => ({ ...spec, prompt, identical: false, maxAbsLogitDiff: null, error: error.message }));
+    }
+    const cases = [];
+    for (const [i, prompt] of prompts.entries()) {
+      const ours = await greedy(engine, promptTokens[i], maxTokens);
+      const firstLogits = await shiftedLogits(engine, promptTokens[i]);
+      const theirs = peer.results[i];
+      const verdict = await compareCase({ tokens: ours.tokens, firstLogits }, theirs, (step) =>
+        top2AtStep(engine, promptTokens[i], ours.tokens, step),
+      );
+      cases.push({
+        ...spec,
+        prompt,
+        ...verdict,
+        promptTokens: promptTokens[i].length,
+        tokenizationIdentical: theirs.tokenizationIdentical,
+        firstStepMargin: marginOf(theirs.top2[0]),
+      });
+      process.stderr.write(`  prompt ${i}: ${verdict.identical ? 'identical' : `diverges at step ${verdict.divergence.step}`}, max |dlogit| ${verdict.maxAbsLogitDiff.toExponential(2)}\n`);
+    }
+    return cases;
+  } finally {
+    await engine.close();
+  }
+}
+
+/** Top-1 minus top-2 logit (llama.cpp's): how decisive the first greedy choice was. */
+function marginOf(top2) {
+  return top2 && top2.length === 2 ? top2[0].logit - top2[1].logit : null;
+}
+
+main().catch((error) => {
+  process.stderr.write(`parity failed: ${error.stack ?? error}\n`);
+  process.exitCode = 2;
+});

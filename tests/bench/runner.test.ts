@@ -1,0 +1,53 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+// @ts-expect-error plain .mjs bench module without declarations
+import { runLlamaCpp } from '../../bench/llamacpp/runner.mjs';
+// @ts-expect-error plain .mjs bench module without declarations
+import { writeReadmeTable } from '../../bench/lib/readme.mjs';
+
+describe('llama.cpp child runner', () => {
+  const request = (modelPath: string) => ({ modelPath, threads: 1, maxTokens: 1, logitsMode: 'none', runs: [{ promptTokens: [1] }] });
+
+  it('turns a failing child into a PeerRunError that names the model', async () => {
+    const missing = path.join(tmpdir(), 'moetier-bench-no-such-model.gguf');
+    await expect(runLlamaCpp(request(missing))).rejects.toMatchObject({ name: 'PeerRunError', code: 'E_PEER_RUN', modelPath: missing });
+  });
+
+  it('kills a child that does not answer in time', async () => {
+    await expect(runLlamaCpp(request('/dev/null'), { timeoutMs: 1 })).rejects.toThrow(/no reply within 1 ms; the child was killed/);
+  });
+});
+
+describe('README results table', () => {
+  const medians = { 1: { decodeTokPerS: 60, prefillTokPerS: 200 }, 2: { decodeTokPerS: 40, prefillTokPerS: 270 } };
+  const results = {
+    date: '2025-01-02T00:00:00.000Z',
+    config: { rounds: 3, promptTokens: 128, maxTokens: 64 },
+    cases: [{
+      preset: 'medium', quant: 'q8_0', moetierDecodeTokPerS: 80, moetierDecodeThreads: 2, llamaCppDecodeTokPerS: 60,
+      llamaCppDecodeThreads: 1, decodeRatio: 80 / 60, moetierPrefillTokPerS: 300, llamaCppPrefillTokPerS: 270, prefillRatio: 300 / 270,
+      medians: { moetier: medians, llamaCpp: medians }, weightBytesPerToken: 189e6, readBandwidthGBPerS: { 1: 30, 2: 48 },
+      bandwidthBoundTokPerS: 48e9 / 189e6, bandwidthSource: 'native measureReadBandwidth',
+    }],
+  };
+
+  it('rewrites only the text between its markers', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'moetier-bench-')), 'README.md');
+    writeFileSync(file, 'intro\n<!-- decode-results:begin -->\nold table\n<!-- decode-results:end -->\noutro\n');
+    writeReadmeTable(pathToFileURL(file), results);
+    const text = readFileSync(file, 'utf8');
+    expect(text.startsWith('intro\n<!-- decode-results:begin -->\n')).toBe(true);
+    expect(text.endsWith('<!-- decode-results:end -->\noutro\n')).toBe(true);
+    expect(text).not.toContain('old table');
+    expect(text).toContain('| medium q8_0 | 80.0 (2T) | 60.0 (1T) | 1.33 | 300.0 | 270.0 | 1.11 | 60.0 / 40.0 | 60.0 / 40.0 | 189.0 | 30.0 / 48.0 | 254.0 |');
+  });
+
+  it('refuses a README without the markers', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'moetier-bench-')), 'README.md');
+    writeFileSync(file, 'no markers\n');
+    expect(() => writeReadmeTable(pathToFileURL(file), results)).toThrow(/markers/);
+  });
+});
