@@ -1,0 +1,49 @@
+/**
+ * Byte-level BPE pre-tokenizers (llama.cpp `llm_tokenizer_bpe` regexes per
+ * `tokenizer.ggml.pre`). Each regex splits every fragment left by the previous
+ * one into its matches and the unmatched gaps between them (both kept, as
+ * llama.cpp's unicode_regex_split does).
+ */
+const CONTRACTIONS_CI = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
+const GPT2 = String.raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)`;
+const LLAMA3_LIKE = (digits: string) =>
+  CONTRACTIONS_CI + String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}${digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+
+/** Pre-tokenizer name -> its regexes, applied in order. */
+const PRE_TOKENIZERS: Record<string, string[]> = {
+  default: [String.raw`[\p{P}\$\+<=>\^~\|]+`, GPT2, String.raw`\p{N}+`, '[0-9][0-9][0-9]'],
+  // llama.cpp's hand-written gpt2 splitter also takes lone whitespace (`\s+`) as a piece.
+  gpt2: [GPT2 + String.raw`|\s+`],
+  'gpt-2': [GPT2 + String.raw`|\s+`],
+  olmo: [GPT2 + String.raw`|\s+`],
+  qwen2: [LLAMA3_LIKE('')],
+  'llama-bpe': [LLAMA3_LIKE('{1,3}')],
+};
+
+export const PRE_TOKENIZER_NAMES = Object.keys(PRE_TOKENIZERS);
+
+export type PreTokenizer = (text: string) => string[];
+
+export function preTokenizer(name: string): PreTokenizer | undefined {
+  const sources = PRE_TOKENIZERS[name];
+  if (sources === undefined) return undefined;
+  const regexes = sources.map((s) => new RegExp(s, 'gu'));
+  return (text) => {
+    let fragments = [text];
+    for (const re of regexes) fragments = fragments.flatMap((f) => splitKeepingGaps(f, re));
+    return fragments;
+  };
+}
+
+function splitKeepingGaps(text: string, re: RegExp): string[] {
+  const out: string[] = [];
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m[0].length === 0) continue;
+    if (m.index > last) out.push(text.slice(last, m.index));
+    out.push(m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}

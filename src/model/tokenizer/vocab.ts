@@ -1,0 +1,97 @@
+/**
+ * The vocabulary shared by both tokenizer kinds, read from `tokenizer.ggml.*`
+ * and checked (lengths agree, ids in range, token types known), plus the
+ * special-token partition of an input text.
+ */
+import { GgufFormatError } from '../../core/errors.js';
+import { metaBool, metaNumberArray, metaStringArray, metaUint } from '../gguf/metadata.js';
+import type { GgufFile } from '../types.js';
+
+/** llama.cpp `llama_token_type`. */
+export const TOKEN_TYPE = { undefined: 0, normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
+
+export interface Vocab {
+  tokens: string[];
+  types: number[];
+  scores: number[] | undefined;
+  /** text -> id (the last id wins on duplicates, as in llama.cpp's token_to_id) */
+  ids: Map<string, number>;
+  bosId: number | undefined;
+  eosId: number | undefined;
+  unkId: number | undefined;
+  addBos: boolean;
+  /** Control / user-defined / unknown tokens matched literally in input text, longest first. */
+  specials: Array<{ id: number; text: string }>;
+  /** End-of-generation ids: eos, eot, and control tokens that end a turn. */
+  eogIds: Set<number>;
+}
+
+const EOG_TEXTS = new Set(['<|eot_id|>', '<|im_end|>', '<|end|>', '<|endoftext|>', '<end_of_turn>', '</s>', '<|eom_id|>']);
+
+export function readVocab(file: GgufFile, defaults: { bos?: number; eos?: number; unk?: number; addBos: boolean }): Vocab {
+  const tokens = metaStringArray(file, 'tokenizer.ggml.tokens');
+  const n = tokens.length;
+  if (n === 0) throw new GgufFormatError(file.path, 'key tokenizer.ggml.tokens', 'at least one token');
+  const types = metaNumberArray(file, 'tokenizer.ggml.token_type', n) ?? new Array<number>(n).fill(TOKEN_TYPE.normal);
+  const badType = types.findIndex((t) => !Number.isInteger(t) || t < 0 || t > 6);
+  if (badType >= 0) {
+    throw new GgufFormatError(file.path, 'key tokenizer.ggml.token_type', `token types 0 to 6, got ${types[badType]} at index ${badType}`);
+  }
+  const scores = metaNumberArray(file, 'tokenizer.ggml.scores', n);
+  const id = (key: string, fallback: number | undefined): number | undefined => {
+    if (!file.metadata.has(`tokenizer.ggml.${key}`) && (fallback === undefined || fallback >= n)) return undefined;
+    return metaUint(file, `tokenizer.ggml.${key}`, { max: n - 1, fallback });
+  };
+  const bosId = id('bos_token_id', defaults.bos);
+  const eosId = id('eos_token_id', defaults.eos);
+  const unkId = id('unknown_token_id', defaults.unk);
+  const addBos = metaBool(file, 'tokenizer.ggml.add_bos_token', defaults.addBos);
+  if (addBos && bosId === undefined) {
+    throw new GgufFormatError(file.path, 'key tokenizer.ggml.bos_token_id', 'a BOS token id, since tokenizer.ggml.add_bos_token is true');
+  }
+  const ids = new Map<string, number>();
+  tokens.forEach((text, i) => ids.set(text, i));
+  const specials = tokens
+    .map((text, i) => ({ id: i, text }))
+    .filter(({ id: i, text }) => text.length > 0 && isSpecialType(types[i]))
+    .sort((a, b) => b.text.length - a.text.length || a.id - b.id);
+  const eogIds = new Set<number>();
+  if (eosId !== undefined) eogIds.add(eosId);
+  const eotId = id('eot_token_id', undefined);
+  if (eotId !== undefined) eogIds.add(eotId);
+  for (const s of specials) if (types[s.id] === TOKEN_TYPE.control && EOG_TEXTS.has(s.text)) eogIds.add(s.id);
+  return { tokens, types, scores, ids, bosId, eosId, unkId, addBos, specials, eogIds };
+}
+
+function isSpecialType(type: number): boolean {
+  return type === TOKEN_TYPE.control || type === TOKEN_TYPE.userDefined || type === TOKEN_TYPE.unknown;
+}
+
+/** A run of plain text, or one special token found literally in the input. */
+export type Fragment = { text: string } | { id: number };
+
+/**
+ * Split `text` at literal occurrences of special tokens, longest first
+ * (llama.cpp tokenizer_st_partition): "<|im_start|>user\nhi" -> [{id}, {text: 'user\nhi'}].
+ */
+export function partitionSpecials(text: string, vocab: Vocab, parseSpecial: boolean): Fragment[] {
+  let fragments: Fragment[] = text.length > 0 ? [{ text }] : [];
+  for (const special of vocab.specials) {
+    // Control and unknown tokens count only when asked to parse specials; user-defined ones always.
+    if (!parseSpecial && vocab.types[special.id] !== TOKEN_TYPE.userDefined) continue;
+    const next: Fragment[] = [];
+    for (const f of fragments) {
+      if (!('text' in f) || !f.text.includes(special.text)) {
+        next.push(f);
+        continue;
+      }
+      const parts = f.text.split(special.text);
+      parts.forEach((part, i) => {
+        if (i > 0) next.push({ id: special.id });
+        if (part.length > 0) next.push({ text: part });
+      });
+    }
+    fragments = next;
+  }
+  return fragments;
+}
