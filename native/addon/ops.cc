@@ -1,3 +1,274 @@
-// Kernel verbs for tests and benchmarks (filled in with the kernels).
+// Kernel verbs for tests and benchmarks: ISA control, matvec / matmul / dequantRow on
+// caller-owned typed arrays, a thread pool handle, and a read-bandwidth probe.
+// Every argument is checked here; bad input becomes a thrown TypeError / RangeError
+// that names the verb, the argument and what was expected. The kernels assume valid input.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+#include "../cpu/pool.h"
 #include "registry.h"
-void RegisterOps(Napi::Env, Napi::Object) {}
+
+namespace {
+
+void Throw(Napi::Env env, bool range, const std::string& msg) {
+  if (range) {
+    Napi::RangeError::New(env, msg).ThrowAsJavaScriptException();
+  } else {
+    Napi::TypeError::New(env, msg).ThrowAsJavaScriptException();
+  }
+}
+
+// An integer argument in [lo, hi].
+bool ArgInt(const Napi::CallbackInfo& info, size_t i, const char* verb, const char* name, int64_t lo, int64_t hi,
+            int64_t* out) {
+  Napi::Env env = info.Env();
+  if (i >= info.Length() || !info[i].IsNumber()) {
+    Throw(env, false, std::string(verb) + ": " + name + ": expected a number");
+    return false;
+  }
+  double v = info[i].As<Napi::Number>().DoubleValue();
+  if (!(v >= (double)lo && v <= (double)hi) || v != (double)(int64_t)v) {
+    Throw(env, true,
+          std::string(verb) + ": " + name + ": expected an integer in [" + std::to_string(lo) + ", " +
+              std::to_string(hi) + "], got " + std::to_string(v));
+    return false;
+  }
+  *out = (int64_t)v;
+  return true;
+}
+
+// A typed array of the wanted kind with exactly `want` elements. napi_get_typedarray_info
+// returns the data pointer already offset, and works for SharedArrayBuffer-backed arrays.
+bool ArgArray(const Napi::CallbackInfo& info, size_t i, const char* verb, const char* name, napi_typedarray_type kind,
+              size_t want, void** data) {
+  Napi::Env env = info.Env();
+  const char* kind_name = kind == napi_uint8_array ? "Uint8Array" : "Float32Array";
+  bool is_typed = false;
+  if (i < info.Length()) napi_is_typedarray(env, info[i], &is_typed);
+  napi_typedarray_type got_kind;
+  size_t length = 0;
+  if (!is_typed || napi_get_typedarray_info(env, info[i], &got_kind, &length, data, nullptr, nullptr) != napi_ok ||
+      got_kind != kind) {
+    Throw(env, false, std::string(verb) + ": " + name + ": expected a " + kind_name);
+    return false;
+  }
+  if (length != want) {
+    Throw(env, true,
+          std::string(verb) + ": " + name + ": expected " + std::to_string(want) + " elements, got " +
+              std::to_string(length));
+    return false;
+  }
+  return true;
+}
+
+// A supported weight type and a column count that is a whole number of its blocks.
+bool ArgTypeCols(const Napi::CallbackInfo& info, const char* verb, int64_t type, int64_t cols) {
+  if (!mt_type_supported((int)type)) {
+    Throw(info.Env(), true,
+          std::string(verb) + ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 8 (Q8_0), 30 (BF16), got " +
+              std::to_string(type));
+    return false;
+  }
+  if (mt_row_bytes((int)type, cols) == 0) {
+    Throw(info.Env(), true, std::string(verb) + ": cols: expected a multiple of 32 for a quantised type, got " +
+                                std::to_string(cols));
+    return false;
+  }
+  return true;
+}
+
+constexpr int64_t kDimMax = int64_t(1) << 31;
+
+Napi::Value IsaBest(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), mt_isa_best()); }
+Napi::Value IsaActive(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), mt_isa_active()); }
+
+Napi::Value IsaSet(const Napi::CallbackInfo& info) {
+  int64_t isa;
+  if (!ArgInt(info, 0, "isaSet", "isa", 0, 2, &isa)) return info.Env().Undefined();
+  return Napi::Boolean::New(info.Env(), mt_isa_set((int)isa) == 0);
+}
+
+Napi::Value IsaName(const Napi::CallbackInfo& info) {
+  int64_t isa;
+  if (!ArgInt(info, 0, "isaName", "isa", 0, 2, &isa)) return info.Env().Undefined();
+  return Napi::String::New(info.Env(), mt_isa_name((int)isa));
+}
+
+// The operands of matvec / matmul once checked: W [rows, cols], X [n, cols], Y [n, rows].
+struct MatArgs {
+  int type;
+  int64_t rows, cols, n;
+  const void* w;
+  const float* x;
+  float* y;
+};
+
+// (typeId, weights, rows, cols, x, [n,] y) starting at argument `first`.
+bool ReadMatArgs(const Napi::CallbackInfo& info, const char* verb, size_t first, bool has_n, MatArgs* m) {
+  int64_t type;
+  size_t a = first;
+  if (!ArgInt(info, a, verb, "typeId", 0, 1000, &type) || !ArgInt(info, a + 2, verb, "rows", 1, kDimMax, &m->rows) ||
+      !ArgInt(info, a + 3, verb, "cols", 1, kDimMax, &m->cols) || !ArgTypeCols(info, verb, type, m->cols))
+    return false;
+  m->type = (int)type;
+  m->n = 1;
+  if (has_n && !ArgInt(info, a + 5, verb, "n", 1, kDimMax, &m->n)) return false;
+  void *w, *x, *y;
+  size_t y_arg = a + (has_n ? 6 : 5);
+  if (!ArgArray(info, a + 1, verb, "weights", napi_uint8_array, m->rows * mt_row_bytes(m->type, m->cols), &w) ||
+      !ArgArray(info, a + 4, verb, "x", napi_float32_array, m->n * m->cols, &x) ||
+      !ArgArray(info, y_arg, verb, "y", napi_float32_array, m->n * m->rows, &y))
+    return false;
+  m->w = w;
+  m->x = (const float*)x;
+  m->y = (float*)y;
+  return true;
+}
+
+std::vector<uint8_t> PrepareActs(const MatArgs& m) {
+  size_t act_bytes = mt_act_row_bytes(m.type, m.cols);
+  std::vector<uint8_t> acts(act_bytes * m.n);
+  for (int64_t i = 0; i < m.n; i++) mt_act_prepare(m.type, m.x + i * m.cols, m.cols, acts.data() + i * act_bytes);
+  return acts;
+}
+
+Napi::Value Matvec(const Napi::CallbackInfo& info) {
+  MatArgs m;
+  if (!ReadMatArgs(info, "matvec", 0, false, &m)) return info.Env().Undefined();
+  std::vector<uint8_t> act = PrepareActs(m);
+  mt_matvec_rows(m.type, m.w, m.cols, act.data(), m.y, 0, m.rows);
+  return info.Env().Undefined();
+}
+
+Napi::Value Matmul(const Napi::CallbackInfo& info) {
+  MatArgs m;
+  if (!ReadMatArgs(info, "matmul", 0, true, &m)) return info.Env().Undefined();
+  std::vector<uint8_t> acts = PrepareActs(m);
+  mt_matmul_rows(m.type, m.w, m.cols, acts.data(), m.n, m.y, m.rows, 0, m.rows);
+  return info.Env().Undefined();
+}
+
+Napi::Value DequantRow(const Napi::CallbackInfo& info) {
+  int64_t type, cols;
+  void *row, *out;
+  if (!ArgInt(info, 0, "dequantRow", "typeId", 0, 1000, &type) ||
+      !ArgInt(info, 2, "dequantRow", "cols", 1, kDimMax, &cols) || !ArgTypeCols(info, "dequantRow", type, cols) ||
+      !ArgArray(info, 1, "dequantRow", "row", napi_uint8_array, mt_row_bytes((int)type, cols), &row) ||
+      !ArgArray(info, 3, "dequantRow", "out", napi_float32_array, (size_t)cols, &out))
+    return info.Env().Undefined();
+  mt_dequant_row((int)type, row, cols, (float*)out);
+  return info.Env().Undefined();
+}
+
+// A pool handle: External<PoolBox>; freePool destroys it, the finalizer covers a forgotten one.
+struct PoolBox {
+  mt_pool* pool;
+};
+
+mt_pool* ArgPool(const Napi::CallbackInfo& info, const char* verb) {
+  if (info.Length() < 1 || !info[0].IsExternal()) {
+    Throw(info.Env(), false, std::string(verb) + ": pool: expected a pool handle from createPool");
+    return nullptr;
+  }
+  PoolBox* box = info[0].As<Napi::External<PoolBox>>().Data();
+  if (box->pool == nullptr) Throw(info.Env(), false, std::string(verb) + ": pool: already freed");
+  return box->pool;
+}
+
+Napi::Value CreatePool(const Napi::CallbackInfo& info) {
+  int64_t threads, spin_us = MT_POOL_SPIN_US_DEFAULT;
+  if (!ArgInt(info, 0, "createPool", "threads", 1, MT_POOL_THREADS_MAX, &threads)) return info.Env().Undefined();
+  if (info.Length() > 1 && !info[1].IsUndefined() &&
+      !ArgInt(info, 1, "createPool", "spinUs", 0, 1000000, &spin_us))
+    return info.Env().Undefined();
+  mt_pool* pool = mt_pool_create((int)threads);
+  if (pool == nullptr) {
+    Napi::Error::New(info.Env(), "createPool: could not start " + std::to_string(threads) + " threads")
+        .ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  mt_pool_set_spin_us(pool, (int)spin_us);
+  return Napi::External<PoolBox>::New(info.Env(), new PoolBox{pool}, [](Napi::Env, PoolBox* box) {
+    mt_pool_destroy(box->pool);
+    delete box;
+  });
+}
+
+Napi::Value FreePool(const Napi::CallbackInfo& info) {
+  mt_pool* pool = ArgPool(info, "freePool");
+  if (pool == nullptr) return info.Env().Undefined();
+  mt_pool_destroy(pool);
+  info[0].As<Napi::External<PoolBox>>().Data()->pool = nullptr;
+  return info.Env().Undefined();
+}
+
+Napi::Value PoolMatvec(const Napi::CallbackInfo& info) {
+  MatArgs m;
+  mt_pool* pool = ArgPool(info, "poolMatvec");
+  if (pool == nullptr || !ReadMatArgs(info, "poolMatvec", 1, false, &m)) return info.Env().Undefined();
+  std::vector<uint8_t> act = PrepareActs(m);
+  mt_pool_matvec(pool, m.type, m.w, m.rows, m.cols, act.data(), m.y);
+  return info.Env().Undefined();
+}
+
+Napi::Value PoolMatmul(const Napi::CallbackInfo& info) {
+  MatArgs m;
+  mt_pool* pool = ArgPool(info, "poolMatmul");
+  if (pool == nullptr || !ReadMatArgs(info, "poolMatmul", 1, true, &m)) return info.Env().Undefined();
+  std::vector<uint8_t> acts = PrepareActs(m);
+  mt_pool_matmul(pool, m.type, m.w, m.rows, m.cols, acts.data(), m.n, m.y);
+  return info.Env().Undefined();
+}
+
+// poolCheck(pool, jobs) -> { runsPerThread: number[], threadsPerJob: number[], nthOk: boolean }
+Napi::Value PoolCheck(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int64_t jobs;
+  mt_pool* pool = ArgPool(info, "poolCheck");
+  if (pool == nullptr || !ArgInt(info, 1, "poolCheck", "jobs", 1, 1000000, &jobs)) return env.Undefined();
+  int nth = mt_pool_threads(pool);
+  std::vector<int64_t> per_thread(nth, 0), per_job(jobs, 0);
+  int rc = mt_pool_check(pool, jobs, per_thread.data(), per_job.data());
+  Napi::Array threads = Napi::Array::New(env, nth), job_counts = Napi::Array::New(env, jobs);
+  for (int i = 0; i < nth; i++) threads.Set(i, Napi::Number::New(env, (double)per_thread[i]));
+  for (int64_t i = 0; i < jobs; i++) job_counts.Set((uint32_t)i, Napi::Number::New(env, (double)per_job[i]));
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("runsPerThread", threads);
+  out.Set("threadsPerJob", job_counts);
+  out.Set("nthOk", Napi::Boolean::New(env, rc == 0));
+  return out;
+}
+
+Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
+  int64_t bytes, threads;
+  if (!ArgInt(info, 0, "measureReadBandwidth", "bytes", 1 << 20, int64_t(16) << 30, &bytes) ||
+      !ArgInt(info, 1, "measureReadBandwidth", "threads", 1, MT_POOL_THREADS_MAX, &threads))
+    return info.Env().Undefined();
+  double gbs = mt_read_bandwidth_gbs((size_t)bytes, (int)threads);
+  if (gbs < 0) {
+    Napi::Error::New(info.Env(), "measureReadBandwidth: could not allocate " + std::to_string(bytes) + " bytes")
+        .ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+  }
+  return Napi::Number::New(info.Env(), gbs);
+}
+
+}  // namespace
+
+void RegisterOps(Napi::Env env, Napi::Object exports) {
+  exports.Set("isaBest", Napi::Function::New(env, IsaBest));
+  exports.Set("isaActive", Napi::Function::New(env, IsaActive));
+  exports.Set("isaSet", Napi::Function::New(env, IsaSet));
+  exports.Set("isaName", Napi::Function::New(env, IsaName));
+  exports.Set("matvec", Napi::Function::New(env, Matvec));
+  exports.Set("matmul", Napi::Function::New(env, Matmul));
+  exports.Set("dequantRow", Napi::Function::New(env, DequantRow));
+  exports.Set("createPool", Napi::Function::New(env, CreatePool));
+  exports.Set("freePool", Napi::Function::New(env, FreePool));
+  exports.Set("poolMatvec", Napi::Function::New(env, PoolMatvec));
+  exports.Set("poolMatmul", Napi::Function::New(env, PoolMatmul));
+  exports.Set("poolCheck", Napi::Function::New(env, PoolCheck));
+  exports.Set("measureReadBandwidth", Napi::Function::New(env, MeasureReadBandwidth));
+}

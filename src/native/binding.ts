@@ -12,6 +12,7 @@ import { NativeError } from '../core/errors.js';
 export type MappedFileHandle = { readonly __brand: 'MappedFile' };
 export type NativeModelHandle = { readonly __brand: 'NativeModel' };
 export type NativeContextHandle = { readonly __brand: 'NativeContext' };
+export type NativePoolHandle = { readonly __brand: 'NativePool' };
 
 export interface NativeTensorDesc {
   name: string;
@@ -51,6 +52,26 @@ export interface NativeBinding {
   /** Y [n, rows] = X [n, cols] W^T. */
   matmul(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, n: number, y: Float32Array): void;
   dequantRow(typeId: number, row: Uint8Array, cols: number, out: Float32Array): void;
+
+  /** A compute pool of `threads` (the caller is thread 0); idle workers spin `spinUs` (default 100) before sleeping. */
+  createPool(threads: number, spinUs?: number): NativePoolHandle;
+  freePool(pool: NativePoolHandle): void;
+  /** matvec / matmul with rows split over the pool's threads (tests and benches). */
+  poolMatvec(pool: NativePoolHandle, typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, y: Float32Array): void;
+  poolMatmul(
+    pool: NativePoolHandle,
+    typeId: number,
+    weights: Uint8Array,
+    rows: number,
+    cols: number,
+    x: Float32Array,
+    n: number,
+    y: Float32Array,
+  ): void;
+  /** Run `jobs` jobs back to back; counts how often each thread ran and how many threads ran each job. */
+  poolCheck(pool: NativePoolHandle, jobs: number): { runsPerThread: number[]; threadsPerJob: number[]; nthOk: boolean };
+  /** Streaming read bandwidth (GB/s, 1e9 B/s) over a fresh `bytes` buffer with `threads` threads; blocks ~0.3 s (benches). */
+  measureReadBandwidth(bytes: number, threads: number): number;
 
   /** A model over a mapped file: validates every tensor's extent against the mapping. */
   createModel(file: MappedFileHandle, desc: NativeModelDesc): NativeModelHandle;

@@ -1,0 +1,85 @@
+// Run-time ISA choice: detect what the CPU (and the OS, for the wider register
+// state) supports, pick the best path once, and let tests and benches force another.
+#include <atomic>
+#include "kernels_internal.h"
+
+namespace {
+
+typedef void (*matvec_fn)(int, const void*, int64_t, const void*, float*, int64_t, int64_t);
+typedef void (*matmul_fn)(int, const void*, int64_t, const void*, int64_t, float*, int64_t, int64_t, int64_t);
+typedef uint64_t (*read_sum_fn)(const void*, size_t);
+
+struct Path {
+  const char* name;
+  matvec_fn matvec;
+  matmul_fn matmul;
+  read_sum_fn read_sum;
+};
+
+const Path kPaths[] = {
+    {"scalar", mt_matvec_rows_scalar, mt_matmul_rows_scalar, mt_read_sum_scalar},
+    {"avx2", mt_matvec_rows_avx2, mt_matmul_rows_avx2, mt_read_sum_avx2},
+    {"avx512vnni", mt_matvec_rows_avx512, mt_matmul_rows_avx512, mt_read_sum_avx512},
+};
+constexpr int kPathCount = sizeof(kPaths) / sizeof(kPaths[0]);
+
+// __builtin_cpu_supports reads cpuid and, for AVX / AVX-512, also checks XCR0
+// (xgetbv) so a CPU whose OS does not save ymm / zmm state reports no support.
+int detect_best() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  if (avx512) return MT_ISA_AVX512VNNI;
+  if (avx2) return MT_ISA_AVX2;
+#endif
+  return MT_ISA_SCALAR;
+}
+
+int best() {
+  static const int b = detect_best();
+  return b;
+}
+
+std::atomic<int> g_active{-1};  // -1: not chosen yet, take best()
+
+const Path& active_path() {
+  int a = g_active.load(std::memory_order_relaxed);
+  if (a < 0) a = best();
+  return kPaths[a];
+}
+
+}  // namespace
+
+extern "C" {
+
+int mt_isa_best(void) { return best(); }
+
+int mt_isa_active(void) {
+  int a = g_active.load(std::memory_order_relaxed);
+  return a < 0 ? best() : a;
+}
+
+// Paths are ordered: each one's CPU features include the previous one's.
+int mt_isa_set(int isa) {
+  if (isa < 0 || isa >= kPathCount || isa > best()) return -1;
+  g_active.store(isa, std::memory_order_relaxed);
+  return 0;
+}
+
+const char* mt_isa_name(int isa) { return isa >= 0 && isa < kPathCount ? kPaths[isa].name : "unknown"; }
+
+void mt_matvec_rows(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
+  active_path().matvec(wtype, W, cols, act, y, r0, r1);
+}
+
+void mt_matmul_rows(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                    int64_t r0, int64_t r1) {
+  active_path().matmul(wtype, W, cols, acts, n, Y, ldy, r0, r1);
+}
+
+// Not in the C ABI: the streaming loop behind the addon's read-bandwidth probe.
+uint64_t mt_read_sum(const void* p, size_t bytes) { return active_path().read_sum(p, bytes); }
+
+}  // extern "C"

@@ -1,0 +1,211 @@
+// The AVX2 path (+FMA, F16C). Compiled for those features by the target pragma
+// below, never by global flags: isa.cc calls in here only when the CPU has them.
+//   F32 / F16 / BF16: widen to f32, FMA into 8-lane accumulators.
+//   Q8_0: |w| (unsigned) x sign(x, w) (signed) with maddubs -> int16 pairs -> madd -> int32.
+//   Q4_0: nibbles (unsigned 0..15) x q_x with maddubs, minus 8 * sum(q_x) in integers.
+// matmul keeps one weight row in registers / L1 and runs it against 4 activation rows at once.
+#include <immintrin.h>
+#include "kernels_internal.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace {
+
+constexpr int kTile = 4;  // activation rows per weight-row pass in matmul
+
+inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 8 weights at element i, widened to f32.
+inline __m256 load8_f32(const uint8_t* w, int64_t i) { return _mm256_loadu_ps((const float*)(w + 4 * i)); }
+inline __m256 load8_f16(const uint8_t* w, int64_t i) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(w + 2 * i)));
+}
+inline __m256 load8_bf16(const uint8_t* w, int64_t i) {
+  __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)(w + 2 * i)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+}
+inline float scalar_weight(int wtype, const uint8_t* w, int64_t i) {
+  if (wtype == MT_F32) return mt_load_f32(w + 4 * i);
+  if (wtype == MT_F16) return mt_f16_to_f32(mt_load_u16(w + 2 * i));
+  return mt_bf16_to_f32(mt_load_u16(w + 2 * i));
+}
+
+// out[k] = w . x_k for k < kTile (float weights); x_k = acts + k * cols.
+template <__m256 (*Load)(const uint8_t*, int64_t)>
+void dot_float_tile(int wtype, const uint8_t* w, const float* const* x, int64_t cols, float* out) {
+  __m256 acc[kTile];
+  for (int k = 0; k < kTile; k++) acc[k] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= cols; i += 8) {
+    __m256 wv = Load(w, i);
+    for (int k = 0; k < kTile; k++) acc[k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[k] + i), acc[k]);
+  }
+  for (int k = 0; k < kTile; k++) out[k] = hsum8(acc[k]);
+  for (; i < cols; i++) {
+    float wi = scalar_weight(wtype, w, i);
+    for (int k = 0; k < kTile; k++) out[k] += wi * x[k][i];
+  }
+}
+
+// One row against one x: four accumulators hide the FMA latency.
+template <__m256 (*Load)(const uint8_t*, int64_t)>
+float dot_float(int wtype, const uint8_t* w, const float* x, int64_t cols) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    a0 = _mm256_fmadd_ps(Load(w, i), _mm256_loadu_ps(x + i), a0);
+    a1 = _mm256_fmadd_ps(Load(w, i + 8), _mm256_loadu_ps(x + i + 8), a1);
+    a2 = _mm256_fmadd_ps(Load(w, i + 16), _mm256_loadu_ps(x + i + 16), a2);
+    a3 = _mm256_fmadd_ps(Load(w, i + 24), _mm256_loadu_ps(x + i + 24), a3);
+  }
+  for (; i + 8 <= cols; i += 8) a0 = _mm256_fmadd_ps(Load(w, i), _mm256_loadu_ps(x + i), a0);
+  float s = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; i < cols; i++) s += scalar_weight(wtype, w, i) * x[i];
+  return s;
+}
+
+// Q8_0 block b: 8 int32 lanes summing to sum(q_w * q_x), exactly.
+inline __m256i block_dot_q8(__m256i qw, const mt_act_q8& a) {
+  __m256i qx = _mm256_loadu_si256((const __m256i*)a.q);
+  __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+// Q4_0 block: nibbles are unsigned 0..15, so maddubs takes them directly; the -8
+// offset is removed from lane 0 in integers: sum((n - 8) q_x) = sum(n q_x) - 8 sum(q_x).
+inline __m256i block_dot_q4(__m256i nib, const mt_act_q8& a) {
+  __m256i qx = _mm256_loadu_si256((const __m256i*)a.q);
+  __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(nib, qx), _mm256_set1_epi16(1));
+  return _mm256_sub_epi32(p32, _mm256_setr_epi32(8 * a.sum, 0, 0, 0, 0, 0, 0, 0));
+}
+
+// 16 bytes of nibbles -> 32 bytes in element order: low nibbles (0..15), then high (16..31).
+inline __m256i unpack_q4(const uint8_t* nib) {
+  __m128i b = _mm_loadu_si128((const __m128i*)nib);
+  __m128i m = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+inline __m256i load_q8(const uint8_t* blk) { return _mm256_loadu_si256((const __m256i*)(blk + 2)); }
+
+// out[k] = w . a_k for kTile activation rows; weights decoded once per block.
+template <int kBlockBytes, bool kQ4>
+void dot_quant_tile(const uint8_t* w, const mt_act_q8* const* a, int64_t cols, float* out) {
+  __m256 acc[kTile];
+  for (int k = 0; k < kTile; k++) acc[k] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    const uint8_t* blk = w + b * kBlockBytes;
+    float dw = mt_f16_to_f32(mt_load_u16(blk));
+    __m256i qw = kQ4 ? unpack_q4(blk + 2) : load_q8(blk);
+    for (int k = 0; k < kTile; k++) {
+      __m256i p = kQ4 ? block_dot_q4(qw, a[k][b]) : block_dot_q8(qw, a[k][b]);
+      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a[k][b].d), acc[k]);
+    }
+  }
+  for (int k = 0; k < kTile; k++) out[k] = hsum8(acc[k]);
+}
+
+template <int kBlockBytes, bool kQ4>
+float dot_quant(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+  int64_t nb = cols / MT_QK, b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const uint8_t* b0 = w + b * kBlockBytes;
+    const uint8_t* b1 = b0 + kBlockBytes;
+    __m256i p0 = kQ4 ? block_dot_q4(unpack_q4(b0 + 2), a[b]) : block_dot_q8(load_q8(b0), a[b]);
+    __m256i p1 = kQ4 ? block_dot_q4(unpack_q4(b1 + 2), a[b + 1]) : block_dot_q8(load_q8(b1), a[b + 1]);
+    float s0 = mt_f16_to_f32(mt_load_u16(b0)) * a[b].d;
+    float s1 = mt_f16_to_f32(mt_load_u16(b1)) * a[b + 1].d;
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(s0), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(s1), acc1);
+  }
+  for (; b < nb; b++) {
+    const uint8_t* b0 = w + b * kBlockBytes;
+    __m256i p0 = kQ4 ? block_dot_q4(unpack_q4(b0 + 2), a[b]) : block_dot_q8(load_q8(b0), a[b]);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(mt_f16_to_f32(mt_load_u16(b0)) * a[b].d), acc0);
+  }
+  return hsum8(_mm256_add_ps(acc0, acc1));
+}
+
+float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
+  const float* x = (const float*)act;
+  const mt_act_q8* a = (const mt_act_q8*)act;
+  switch (wtype) {
+    case MT_F32: return dot_float<load8_f32>(wtype, w, x, cols);
+    case MT_F16: return dot_float<load8_f16>(wtype, w, x, cols);
+    case MT_BF16: return dot_float<load8_bf16>(wtype, w, x, cols);
+    case MT_Q8_0: return dot_quant<MT_Q8_0_BYTES, false>(w, a, cols);
+    case MT_Q4_0: return dot_quant<MT_Q4_0_BYTES, true>(w, a, cols);
+    default: return 0.0f;
+  }
+}
+
+// acts[k] point at kTile prepared rows (a short tile repeats its last row).
+void dot_tile(int wtype, const uint8_t* w, int64_t cols, const void* const* acts, float* out) {
+  const float* const* x = (const float* const*)acts;
+  const mt_act_q8* const* a = (const mt_act_q8* const*)acts;
+  switch (wtype) {
+    case MT_F32: dot_float_tile<load8_f32>(wtype, w, x, cols, out); break;
+    case MT_F16: dot_float_tile<load8_f16>(wtype, w, x, cols, out); break;
+    case MT_BF16: dot_float_tile<load8_bf16>(wtype, w, x, cols, out); break;
+    case MT_Q8_0: dot_quant_tile<MT_Q8_0_BYTES, false>(w, a, cols, out); break;
+    case MT_Q4_0: dot_quant_tile<MT_Q4_0_BYTES, true>(w, a, cols, out); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void mt_matvec_rows_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
+  size_t row_bytes = mt_row_bytes(wtype, cols);
+  for (int64_t r = r0; r < r1; r++) y[r] = dot_row(wtype, (const uint8_t*)W + r * row_bytes, cols, act);
+}
+
+// Y [n, ldy] (columns r0..r1) = acts [n, cols] W^T: each weight row is read once and
+// multiplied with the activation rows kTile at a time (the rows sit in L2).
+void mt_matmul_rows_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                         int64_t r0, int64_t r1) {
+  size_t row_bytes = mt_row_bytes(wtype, cols);
+  size_t act_bytes = mt_act_row_bytes(wtype, cols);
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t* w = (const uint8_t*)W + r * row_bytes;
+    for (int64_t i0 = 0; i0 < n; i0 += kTile) {
+      const void* tile[kTile];
+      for (int k = 0; k < kTile; k++) {
+        int64_t i = i0 + k < n ? i0 + k : n - 1;
+        tile[k] = (const uint8_t*)acts + i * act_bytes;
+      }
+      float out[kTile] = {0, 0, 0, 0};
+      dot_tile(wtype, w, cols, tile, out);
+      for (int k = 0; k < kTile && i0 + k < n; k++) Y[(i0 + k) * ldy + r] = out[k];
+    }
+  }
+}
+
+uint64_t mt_read_sum_avx2(const void* p, size_t bytes) {
+  const uint8_t* b = (const uint8_t*)p;
+  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+  size_t i = 0;
+  for (; i + 128 <= bytes; i += 128) {
+    s0 = _mm256_add_epi64(s0, _mm256_loadu_si256((const __m256i*)(b + i)));
+    s1 = _mm256_add_epi64(s1, _mm256_loadu_si256((const __m256i*)(b + i + 32)));
+    s2 = _mm256_add_epi64(s2, _mm256_loadu_si256((const __m256i*)(b + i + 64)));
+    s3 = _mm256_add_epi64(s3, _mm256_loadu_si256((const __m256i*)(b + i + 96)));
+  }
+  __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
+  uint64_t lanes[4];
+  _mm256_storeu_si256((__m256i*)lanes, s);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+}  // extern "C"
+
+#pragma GCC pop_options

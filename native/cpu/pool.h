@@ -1,0 +1,34 @@
+// Pool and probe extras beyond the C ABI, for the addon's test and bench verbs.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "mt_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* How long an idle worker spins on the job counter before it sleeps (microseconds).
+ * 0 sleeps at once: every job then pays a futex wake-up per worker. */
+void mt_pool_set_spin_us(mt_pool* pool, int spin_us);
+int mt_pool_spin_us(const mt_pool* pool);
+#define MT_POOL_SPIN_US_DEFAULT 100
+#define MT_POOL_THREADS_MAX 64
+
+/* Sum of `bytes` bytes read with the active ISA's widest loads (a streaming read probe). */
+uint64_t mt_read_sum(const void* p, size_t bytes);
+
+/* Jobs on a pool (pool_jobs.cc). Rows are split evenly over the pool's threads. */
+/* y [rows] = W [rows, cols] . act (one prepared row). */
+void mt_pool_matvec(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* act, float* y);
+/* Y [n, rows] = acts [n prepared rows] W^T. */
+void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* acts, int64_t n,
+                    float* Y);
+/* Run `jobs` jobs back to back; each adds 1 to runs_per_thread[ith] (pool_threads entries)
+ * and to threads_per_job[job] (jobs entries). Returns 0, or -1 if a job saw a wrong nth. */
+int mt_pool_check(mt_pool* pool, int64_t jobs, int64_t* runs_per_thread, int64_t* threads_per_job);
+/* Streaming read bandwidth over a fresh buffer of `bytes`, split over `threads` threads:
+ * the best of several passes, in GB/s (1e9 bytes per second); negative if allocation fails. */
+double mt_read_bandwidth_gbs(size_t bytes, int threads);
+#ifdef __cplusplus
+}
+#endif

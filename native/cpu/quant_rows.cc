@@ -1,0 +1,99 @@
+// Row sizes, activation preparation and dequantisation: the type-level half of
+// mt_kernels.h, one scalar implementation shared by every ISA path.
+#include <math.h>
+#include "kernels_internal.h"
+
+extern "C" {
+
+int mt_type_supported(int type) {
+  return type == MT_F32 || type == MT_F16 || type == MT_BF16 || type == MT_Q8_0 || type == MT_Q4_0;
+}
+
+// Bytes of one row of `cols` elements; 0 for an unsupported type or a partial block.
+size_t mt_row_bytes(int type, int64_t cols) {
+  if (cols < 0) return 0;
+  switch (type) {
+    case MT_F32: return (size_t)cols * 4;
+    case MT_F16:
+    case MT_BF16: return (size_t)cols * 2;
+    case MT_Q8_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q8_0_BYTES;
+    case MT_Q4_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q4_0_BYTES;
+    default: return 0;
+  }
+}
+
+// Float weights read an f32 copy of x; quantised weights read 8-bit blocks (mt_act_q8).
+size_t mt_act_row_bytes(int wtype, int64_t cols) {
+  if (!mt_type_supported(wtype) || cols < 0) return 0;
+  if (mt_is_quant(wtype)) return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * sizeof(mt_act_q8);
+  return (size_t)cols * sizeof(float);
+}
+
+// x [cols] -> blocks of 32: d = max|x| / 127, q = round(x / d). The error per element is
+// at most d / 2, which is the tolerance the tests derive for the integer paths.
+static void quantise_q8(const float* x, int64_t cols, mt_act_q8* out) {
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    const float* xb = x + b * MT_QK;
+    float amax = 0.0f;
+    for (int i = 0; i < MT_QK; i++) amax = fmaxf(amax, fabsf(xb[i]));
+    float d = amax / 127.0f;
+    float inv = d > 0.0f ? 1.0f / d : 0.0f;
+    int32_t sum = 0;
+    for (int i = 0; i < MT_QK; i++) {
+      int q = (int)roundf(xb[i] * inv);
+      q = q > 127 ? 127 : (q < -127 ? -127 : q);
+      out[b].q[i] = (int8_t)q;
+      sum += q;
+    }
+    out[b].d = d;
+    out[b].sum = sum;
+  }
+}
+
+void mt_act_prepare(int wtype, const float* x, int64_t cols, void* act) {
+  if (mt_is_quant(wtype)) {
+    quantise_q8(x, cols, (mt_act_q8*)act);
+  } else {
+    memcpy(act, x, (size_t)cols * sizeof(float));
+  }
+}
+
+static void dequant_q8_0(const uint8_t* row, int64_t cols, float* out) {
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    const uint8_t* blk = row + b * MT_Q8_0_BYTES;
+    float d = mt_f16_to_f32(mt_load_u16(blk));
+    const int8_t* q = (const int8_t*)(blk + 2);
+    for (int i = 0; i < MT_QK; i++) out[b * MT_QK + i] = (float)q[i] * d;
+  }
+}
+
+static void dequant_q4_0(const uint8_t* row, int64_t cols, float* out) {
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    const uint8_t* blk = row + b * MT_Q4_0_BYTES;
+    float d = mt_f16_to_f32(mt_load_u16(blk));
+    const uint8_t* nib = blk + 2;
+    float* o = out + b * MT_QK;
+    for (int j = 0; j < MT_QK / 2; j++) {
+      o[j] = (float)((int)(nib[j] & 0x0f) - 8) * d;
+      o[j + MT_QK / 2] = (float)((int)(nib[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void mt_dequant_row(int type, const void* row, int64_t cols, float* out) {
+  const uint8_t* p = (const uint8_t*)row;
+  switch (type) {
+    case MT_F32: memcpy(out, p, (size_t)cols * 4); break;
+    case MT_F16:
+      for (int64_t i = 0; i < cols; i++) out[i] = mt_f16_to_f32(mt_load_u16(p + 2 * i));
+      break;
+    case MT_BF16:
+      for (int64_t i = 0; i < cols; i++) out[i] = mt_bf16_to_f32(mt_load_u16(p + 2 * i));
+      break;
+    case MT_Q8_0: dequant_q8_0(p, cols, out); break;
+    case MT_Q4_0: dequant_q4_0(p, cols, out); break;
+    default: break;
+  }
+}
+
+}  // extern "C"

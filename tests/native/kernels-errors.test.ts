@@ -1,0 +1,57 @@
+/**
+ * Bad input to the kernel verbs is refused with a thrown error that names the argument
+ * and what was expected; nothing is read or written out of bounds, the process survives.
+ */
+import { describe, expect, it } from 'vitest';
+import { loadNative } from '../../src/native/binding.js';
+import { GGML_TYPE } from '../../src/model/types.js';
+
+const native = loadNative();
+const Q8 = GGML_TYPE.Q8_0;
+
+// A valid Q8_0 call: W [3, 64] (3 rows of 2 blocks of 34 bytes), x [64], y [3].
+const w = new Uint8Array(3 * 68);
+const x = new Float32Array(64);
+const y = new Float32Array(3);
+
+describe('kernel verbs refuse bad input', () => {
+  it('accepts the valid baseline call', () => {
+    expect(() => native.matvec(Q8, w, 3, 64, x, y)).not.toThrow();
+  });
+
+  it('wrong buffer sizes', () => {
+    expect(() => native.matvec(Q8, w.subarray(1), 3, 64, x, y)).toThrow(/weights: expected 204 elements, got 203/);
+    expect(() => native.matvec(Q8, w, 3, 64, new Float32Array(63), y)).toThrow(/x: expected 64 elements/);
+    expect(() => native.matvec(Q8, w, 3, 64, x, new Float32Array(4))).toThrow(/y: expected 3 elements/);
+    expect(() => native.matmul(Q8, w, 3, 64, x, 2, new Float32Array(6))).toThrow(/x: expected 128 elements/);
+    expect(() => native.matmul(Q8, w, 3, 64, new Float32Array(128), 2, y)).toThrow(/y: expected 6 elements/);
+    expect(() => native.dequantRow(Q8, w, 64, new Float32Array(64))).toThrow(/row: expected 68 elements/);
+    expect(() => native.dequantRow(Q8, w.subarray(0, 68), 64, new Float32Array(32))).toThrow(/out: expected 64/);
+  });
+
+  it('unsupported type ids', () => {
+    for (const typeId of [3, 6, 7, 12, 99]) {
+      expect(() => native.matvec(typeId, w, 3, 64, x, y)).toThrow(/typeId: expected one of/);
+      expect(() => native.dequantRow(typeId, w, 64, new Float32Array(64))).toThrow(RangeError);
+    }
+    expect(() => native.matvec(-1, w, 3, 64, x, y)).toThrow(/typeId/);
+  });
+
+  it('cols not a multiple of the block size', () => {
+    for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0]) {
+      expect(() => native.matvec(type, w, 3, 48, new Float32Array(48), y)).toThrow(/cols: expected a multiple of 32/);
+      expect(() => native.dequantRow(type, w, 31, new Float32Array(31))).toThrow(/multiple of 32/);
+    }
+  });
+
+  it('wrong kinds and non-integer numbers', () => {
+    expect(() => native.matvec(Q8, Array.from(w) as never, 3, 64, x, y)).toThrow(TypeError);
+    expect(() => native.matvec(Q8, w, 3, 64, new Float64Array(64) as never, y)).toThrow(/x: expected a Float32Array/);
+    expect(() => native.matvec(Q8, new Int8Array(204) as never, 3, 64, x, y)).toThrow(/weights: expected a Uint8Array/);
+    expect(() => native.matvec(Q8, w, 2.5, 64, x, y)).toThrow(/rows: expected an integer/);
+    expect(() => native.matvec(Q8, w, 0, 64, x, new Float32Array(0))).toThrow(/rows/);
+    expect(() => native.matvec(Q8, w, 3, Number.NaN, x, y)).toThrow(/cols/);
+    expect(() => (native.matvec as (...a: unknown[]) => void)(Q8, w, 3)).toThrow(/cols: expected a number/);
+    expect(() => native.isaSet(7)).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,94 @@
+/**
+ * The native compute pool: every job runs on every thread exactly once, jobs back to back,
+ * through both the spinning and the sleeping hand-off, and the pool can be destroyed while idle.
+ */
+import { describe, expect, it } from 'vitest';
+import { loadNative } from '../../src/native/binding.js';
+import { GGML_TYPE } from '../../src/model/types.js';
+
+const native = loadNative();
+
+function expectEveryJobOnEveryThread(threads: number, spinUs: number, jobs: number): void {
+  const pool = native.createPool(threads, spinUs);
+  try {
+    const r = native.poolCheck(pool, jobs);
+    expect(r.nthOk).toBe(true);
+    expect(r.runsPerThread).toEqual(new Array(threads).fill(jobs));
+    expect(r.threadsPerJob).toEqual(new Array(jobs).fill(threads));
+  } finally {
+    native.freePool(pool);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('native pool', () => {
+  it('runs each of 3000 back-to-back jobs once on each of 2 spinning threads', () => {
+    expectEveryJobOnEveryThread(2, 200, 3000);
+  });
+
+  it('hands jobs to sleeping workers (spin 0) without losing a wake-up', () => {
+    expectEveryJobOnEveryThread(2, 0, 1000);
+    expectEveryJobOnEveryThread(3, 0, 300); // more threads than cores: workers are descheduled
+  });
+
+  it('runs a one-thread pool on the caller alone', () => {
+    expectEveryJobOnEveryThread(1, 100, 10);
+  });
+
+  it('wakes workers that went to sleep between jobs, and is destroyed while idle', async () => {
+    const pool = native.createPool(2, 50);
+    for (let round = 0; round < 3; round++) {
+      await sleep(5); // far past the 50 us spin: both workers are asleep
+      expect(native.poolCheck(pool, 5).runsPerThread).toEqual([5, 5]);
+    }
+    await sleep(5);
+    native.freePool(pool);
+    expect(() => native.poolCheck(pool, 1)).toThrow(/already freed/);
+    expect(() => native.freePool(pool)).toThrow(/already freed/);
+  });
+
+  it('creates and destroys pools back to back, also right after a job while workers spin', () => {
+    for (let i = 0; i < 20; i++) {
+      const pool = native.createPool(2, 1000);
+      expect(native.poolCheck(pool, 3).threadsPerJob).toEqual([2, 2, 2]);
+      native.freePool(pool);
+    }
+  });
+
+  it('splits matvec and matmul rows over threads with the same result as one thread', () => {
+    const rows = 37, cols = 128, n = 6;
+    const w = new Uint8Array(rows * (cols / 32) * 34);
+    for (let b = 0; b < w.length; b += 34) {
+      w.set([0x00, 0x24], b); // d = 2^-6 (f16 0x2400)
+      for (let j = 2; j < 34; j++) w[b + j] = (b * 7 + j * 13) & 0xff;
+    }
+    const x = Float32Array.from({ length: n * cols }, (_, i) => Math.sin(i));
+    const one = new Float32Array(n * rows), two = new Float32Array(n * rows);
+    const pool = native.createPool(2);
+    native.matmul(GGML_TYPE.Q8_0, w, rows, cols, x, n, one);
+    native.poolMatmul(pool, GGML_TYPE.Q8_0, w, rows, cols, x, n, two);
+    expect(Array.from(two)).toEqual(Array.from(one));
+    const y1 = new Float32Array(rows), y2 = new Float32Array(rows);
+    native.matvec(GGML_TYPE.Q8_0, w, rows, cols, x.subarray(0, cols), y1);
+    native.poolMatvec(pool, GGML_TYPE.Q8_0, w, rows, cols, x.subarray(0, cols), y2);
+    expect(Array.from(y2)).toEqual(Array.from(y1));
+    expect(y1.some((v) => v !== 0)).toBe(true);
+    native.freePool(pool);
+  });
+
+  it('refuses bad thread counts and handles', () => {
+    expect(() => native.createPool(0)).toThrow(RangeError);
+    expect(() => native.createPool(65)).toThrow(/threads: expected an integer in \[1, 64\]/);
+    expect(() => native.createPool(2, -1)).toThrow(/spinUs/);
+    expect(() => native.poolCheck({} as never, 1)).toThrow(/pool handle/);
+  });
+
+  it('measures a positive read bandwidth at 1 and 2 threads', () => {
+    for (const threads of [1, 2]) {
+      const gbs = native.measureReadBandwidth(8 << 20, threads);
+      expect(gbs).toBeGreaterThan(0.5);
+      expect(gbs).toBeLessThan(10_000);
+    }
+  });
+});
