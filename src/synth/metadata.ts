@@ -1,0 +1,70 @@
+/**
+ * GGUF metadata of a synthetic model: the keys llama.cpp's loader reads for qwen3moe,
+ * qwen2moe, olmoe and llama (Mixtral), and the tokenizer.
+ * feed_forward_length is the expert FFN width for every arch: olmoe and llama size their
+ * expert tensors from it, qwen*moe read expert_feed_forward_length (written too).
+ */
+import type { GgufTypedValue } from '../model/gguf/values.js';
+import type { HParams } from '../model/types.js';
+import { CHATML_TEMPLATE, type SynthVocab } from './vocab.js';
+
+export type Metadata = Array<[string, GgufTypedValue]>;
+
+const u32 = (value: number): GgufTypedValue => ({ type: 'u32', value });
+const f32 = (value: number): GgufTypedValue => ({ type: 'f32', value });
+const str = (value: string): GgufTypedValue => ({ type: 'string', value });
+const bool = (value: boolean): GgufTypedValue => ({ type: 'bool', value });
+
+export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Metadata {
+  const a = hp.arch;
+  const meta: Metadata = [
+    ['general.architecture', str(a)],
+    ['general.name', str(name)],
+    ['general.alignment', u32(32)],
+    [`${a}.context_length`, u32(hp.nCtxTrain)],
+    [`${a}.embedding_length`, u32(hp.nEmbd)],
+    [`${a}.block_count`, u32(hp.nLayer)],
+    [`${a}.feed_forward_length`, u32(hp.nFfExp)],
+    [`${a}.attention.head_count`, u32(hp.nHead)],
+    [`${a}.attention.head_count_kv`, u32(hp.nHeadKv)],
+    [`${a}.attention.key_length`, u32(hp.headDim)],
+    [`${a}.attention.value_length`, u32(hp.headDim)],
+    [`${a}.attention.layer_norm_rms_epsilon`, f32(hp.rmsEps)],
+    [`${a}.rope.freq_base`, f32(hp.ropeBase)],
+    [`${a}.rope.dimension_count`, u32(hp.headDim)],
+    [`${a}.expert_count`, u32(hp.nExpert)],
+    [`${a}.expert_used_count`, u32(hp.nExpertUsed)],
+    [`${a}.expert_feed_forward_length`, u32(hp.nFfExp)],
+  ];
+  // Only qwen2moe: llama would then expect Granite-style shared-expert tensors.
+  if (hp.sharedExpert) meta.push([`${a}.expert_shared_feed_forward_length`, u32(hp.nFfShexp)]);
+  return meta.concat(tokenizerMetadata(vocab));
+}
+
+function tokenizerMetadata(vocab: SynthVocab): Metadata {
+  const meta: Metadata = [
+    ['tokenizer.ggml.model', str(vocab.model)],
+    ['tokenizer.ggml.tokens', { type: 'array', itemType: 'string', values: vocab.tokens }],
+    ['tokenizer.ggml.token_type', { type: 'array', itemType: 'i32', values: Int32Array.from(vocab.types) }],
+    ['tokenizer.ggml.bos_token_id', u32(vocab.bosId)],
+    ['tokenizer.ggml.eos_token_id', u32(vocab.eosId)],
+  ];
+  if (vocab.model === 'gpt2') {
+    meta.push(
+      ['tokenizer.ggml.pre', str('qwen2')],
+      ['tokenizer.ggml.merges', { type: 'array', itemType: 'string', values: vocab.merges }],
+      ['tokenizer.ggml.padding_token_id', u32(vocab.eosId)],
+      ['tokenizer.ggml.add_bos_token', bool(false)],
+      ['tokenizer.chat_template', str(CHATML_TEMPLATE)],
+    );
+  } else {
+    meta.push(
+      ['tokenizer.ggml.scores', { type: 'array', itemType: 'f32', values: Float32Array.from(vocab.scores) }],
+      ['tokenizer.ggml.unknown_token_id', u32(0)],
+      ['tokenizer.ggml.add_bos_token', bool(true)],
+      ['tokenizer.ggml.add_eos_token', bool(false)],
+      ['tokenizer.ggml.add_space_prefix', bool(true)],
+    );
+  }
+  return meta;
+}

@@ -1,0 +1,82 @@
+/**
+ * Synthetic model shapes and the planted-structure strengths.
+ *
+ * Sizes at Q8_0 (34 bytes per 32 weights): tiny ~1.1 MB (tests), small ~120 MB (the demo),
+ * medium ~2.0 GB (benchmarks: 24 x 128 experts x 3 x 768 x 256 weights dominate).
+ * All matrix widths (dims[0]) are multiples of 32, as Q8_0 / Q4_0 rows need.
+ */
+import { ARCH_FLAGS } from '../model/arch.js';
+import type { Arch, HParams } from '../model/types.js';
+
+export type PresetName = 'tiny' | 'small' | 'medium';
+export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'medium'];
+export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama'];
+
+export interface PresetShape {
+  nEmbd: number;
+  nLayer: number;
+  nExpert: number;
+  nExpertUsed: number;
+  nFfExp: number;
+  nFfShexp: number;
+  nHead: number;
+  nHeadKv: number;
+  headDim: number;
+  nVocab: number;
+  nTopics: number;
+}
+
+export const PRESETS: Record<PresetName, PresetShape> = {
+  tiny: { nEmbd: 64, nLayer: 4, nExpert: 8, nExpertUsed: 2, nFfExp: 32, nFfShexp: 64, nHead: 4, nHeadKv: 2, headDim: 16, nVocab: 2048, nTopics: 4 },
+  small: { nEmbd: 512, nLayer: 8, nExpert: 32, nExpertUsed: 4, nFfExp: 256, nFfShexp: 512, nHead: 8, nHeadKv: 4, headDim: 64, nVocab: 8192, nTopics: 8 },
+  medium: { nEmbd: 768, nLayer: 24, nExpert: 128, nExpertUsed: 8, nFfExp: 256, nFfShexp: 512, nHead: 12, nHeadKv: 4, headDim: 64, nVocab: 32000, nTopics: 16 },
+};
+
+/**
+ * How strongly the structure is planted (see planted.ts for where each enters).
+ * Residual x = a c_t + b u_v has norm ~sqrt(a^2 + b^2); rmsnorm scales it to sqrt(nEmbd).
+ */
+export const PLANT = {
+  /** Embedding: topic-centroid weight a and token-specific weight b. */
+  topicWeight: 1,
+  tokenWeight: 1,
+  /** LM head row of w = alpha c_t(w) + beta u_pred(w); both scaled to logits by sqrt(nEmbd) / |x|. */
+  headTopic: 1.5,
+  headSuccessor: 2.5,
+  /** Router: a preferred expert's logit bonus over the others, and the noise logit's std. */
+  routerBonusLogits: 4,
+  routerNoiseLogits: 1,
+  /** Each (layer, topic) prefers this many times top-k experts. */
+  preferredPerTopk: 2,
+  /** Norm of each sublayer's output relative to |x|: small, so the residual stays near the embedding. */
+  attentionShare: 0.08,
+  expertShare: 0.12,
+  sharedExpertShare: 0.06,
+  /** Norm weights are 1 +- this (uniform), biases uniform with this std. */
+  normJitter: 0.05,
+  biasStd: 0.05,
+} as const;
+
+/** The HParams a preset implies for an architecture. olmoe has no GQA in llama.cpp (k_norm is [nEmbd]). */
+export function presetHParams(preset: PresetName, arch: Arch): HParams {
+  const s = PRESETS[preset];
+  const flags = ARCH_FLAGS[arch];
+  return {
+    arch,
+    nLayer: s.nLayer,
+    nEmbd: s.nEmbd,
+    nHead: s.nHead,
+    nHeadKv: arch === 'olmoe' ? s.nHead : s.nHeadKv,
+    headDim: s.headDim,
+    nVocab: s.nVocab,
+    nCtxTrain: 4096,
+    nExpert: s.nExpert,
+    nExpertUsed: s.nExpertUsed,
+    nFfExp: s.nFfExp,
+    nFfShexp: flags.sharedExpert ? s.nFfShexp : 0,
+    rmsEps: 1e-6,
+    ropeBase: 10000,
+    tiedOutput: false,
+    ...flags,
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * Built-in prompts, written in the synthetic vocabulary's real words (every word is one
+ * token). Their topics are 0..3, which every preset has. Each ends on a topic word, so
+ * greedy generation continues along that topic's cycle.
+ */
+import { TOPICS } from './topics.js';
+import type { TokenizerModel } from './vocab.js';
+
+export interface BuiltinPrompt {
+  name: string;
+  /** Index into TOPICS. */
+  topic: number;
+  words: readonly string[];
+}
+
+const prompt = (name: string, topic: string, text: string): BuiltinPrompt => ({
+  name,
+  topic: TOPICS.findIndex((t) => t.name === topic),
+  words: text.split(' '),
+});
+
+export const DEMO_PROMPT = prompt('demo', 'music', 'the band will play a song on the guitar and the piano with a melody');
+
+export const PARITY_PROMPTS: readonly BuiltinPrompt[] = [
+  prompt('parity-ocean', 'ocean', 'the captain and the crew sail the ship across the sea to the harbor'),
+  prompt('parity-code', 'code', 'we compile the function and debug the program with a test'),
+  prompt('parity-space', 'space', 'the rocket will launch into orbit around the moon and the planet'),
+];
+
+/**
+ * The prompt as text for a tokenizer: SentencePiece (llama) adds the leading "▁" itself;
+ * the byte-level BPE (gpt2) needs the leading space for the first word to be its "Ġword" token.
+ */
+export function promptText(p: BuiltinPrompt, model: TokenizerModel): string {
+  const text = p.words.join(' ');
+  return model === 'gpt2' ? ` ${text}` : text;
+}

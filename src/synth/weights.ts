@@ -1,0 +1,87 @@
+/**
+ * Tensor bytes of a synthetic model, one tensor at a time (the writer pulls them in order,
+ * so at most one tensor is in memory: 27 MB for a medium expert tensor).
+ *
+ * Scales (D = nEmbd, |h| = sqrt(D) after rmsnorm, |x| ~ |e| the embedding norm):
+ *   q, k, v, gate, up        std 1/sqrt(D)  -> pre-activations of std ~1
+ *   attn_output [qDim -> D]  |out| ~ attentionShare |x|
+ *   down [F -> D]            |out| ~ expertShare |x|   (E[silu(g)^2] ~ 0.35 for g ~ N(0, 1))
+ */
+import { expectedTensors, type TensorSpec } from '../model/arch.js';
+import { quantizeRow, rowBytes } from '../model/quant.js';
+import type { GgmlTypeName, HParams } from '../model/types.js';
+import type { PlantedModel } from './planted.js';
+import { PLANT } from './presets.js';
+import { Rng } from './prng.js';
+
+export type QuantName = 'q8_0' | 'q4_0' | 'f16' | 'bf16' | 'f32';
+export const QUANT_NAMES: readonly QuantName[] = ['q8_0', 'q4_0', 'f16', 'bf16', 'f32'];
+export const QUANT_TYPE: Record<QuantName, GgmlTypeName> = { q8_0: 'Q8_0', q4_0: 'Q4_0', f16: 'F16', bf16: 'BF16', f32: 'F32' };
+
+export interface SynthTensor {
+  name: string;
+  type: GgmlTypeName;
+  dims: number[];
+  data: () => Uint8Array;
+}
+
+type RowFill = (row: number, out: Float32Array) => void;
+
+export function synthTensors(plant: PlantedModel, quant: QuantName): SynthTensor[] {
+  return expectedTensors(plant.hp).map((spec) => {
+    // Norms, biases and the router stay F32 (llama.cpp and our reader expect it).
+    const type: GgmlTypeName = spec.role === 'matrix' || spec.role === 'experts' ? QUANT_TYPE[quant] : 'F32';
+    return { name: spec.name, type, dims: spec.dims, data: () => tensorBytes(spec, type, rowFiller(spec, plant)) };
+  });
+}
+
+function tensorBytes(spec: TensorSpec, type: GgmlTypeName, fill: RowFill): Uint8Array {
+  const cols = spec.dims[0];
+  const rows = spec.dims.slice(1).reduce((a, b) => a * b, 1);
+  const stride = rowBytes(type, cols);
+  const bytes = new Uint8Array(rows * stride);
+  const row = new Float32Array(cols);
+  for (let r = 0; r < rows; r++) {
+    fill(r, row);
+    quantizeRow(type, row, 0, cols, bytes, r * stride);
+  }
+  return bytes;
+}
+
+function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
+  const hp = plant.hp;
+  const rng = new Rng(plant.seed, spec.name);
+  const uniform = (sd: number): RowFill => (_row, out) => rng.fillUniform(out, sd);
+  const unit = 1 / Math.sqrt(hp.nEmbd);
+  const layered = /^blk\.(\d+)\.(.+)$/.exec(spec.name);
+  const kind = layered ? layered[2] : spec.name;
+  switch (kind) {
+    case 'token_embd.weight':
+      return (v, out) => plant.embeddingRow(v, out);
+    case 'output.weight':
+      return (w, out) => plant.headRow(w, out);
+    case 'ffn_gate_inp.weight':
+      return (e, out) => plant.routerRow(Number(layered![1]), e, rng, out);
+    case 'attn_output.weight':
+      return uniform((PLANT.attentionShare * plant.embedNorm) / Math.sqrt(hp.nHead * hp.headDim * hp.nEmbd));
+    case 'ffn_down_exps.weight':
+      return uniform(downStd(hp, hp.nFfExp, PLANT.expertShare, plant.embedNorm));
+    case 'ffn_down_shexp.weight':
+      return uniform(downStd(hp, hp.nFfShexp, PLANT.sharedExpertShare, plant.embedNorm));
+    case 'attn_q.bias':
+    case 'attn_k.bias':
+    case 'attn_v.bias':
+      return uniform(PLANT.biasStd);
+  }
+  if (spec.role === 'norm' && kind !== 'ffn_gate_inp_shexp.weight') {
+    return (_row, out) => {
+      rng.fillUniform(out, PLANT.normJitter / Math.sqrt(3));
+      for (let i = 0; i < out.length; i++) out[i] += 1;
+    };
+  }
+  return uniform(unit); // q, k, v, gate, up (experts and shared), shared-expert gate input
+}
+
+function downStd(hp: HParams, width: number, share: number, embedNorm: number): number {
+  return (share * embedNorm) / (Math.sqrt(0.35 * width) * Math.sqrt(hp.nEmbd));
+}
