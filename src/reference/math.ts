@@ -4,7 +4,7 @@
  */
 
 /** out = x / sqrt(mean(x^2) + eps) * w */
-export function rmsNorm(x: Float32Array, w: Float32Array, eps: number, out = new Float32Array(x.length)): Float32Array {
+export function rmsNorm(x: Float32Array, w: Float32Array, eps: number, out: Float32Array = new Float32Array(x.length)): Float32Array {
   let sumSquares = 0;
   for (let i = 0; i < x.length; i++) sumSquares += x[i] * x[i];
   const scale = 1 / Math.sqrt(sumSquares / x.length + eps);
