@@ -1,0 +1,114 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../../src/core/errors.js';
+import { genModel, progressPrinter } from '../../../src/cli/commands/gen-model.js';
+import { commands } from '../../../src/cli/commands/index.js';
+import { ensurePresetModel, modelCacheDir, presetModelFileName } from '../../../src/model/cache.js';
+import { parseGguf } from '../../../src/model/gguf/reader.js';
+import { GENERATOR_VERSION } from '../../../src/synth/generate.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'moetier-gen-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function collector(): { lines: string[]; write(text: string): void } {
+  const lines: string[] = [];
+  return { lines, write: (text: string) => void lines.push(text) };
+}
+
+describe('moetier gen-model', () => {
+  it('is registered', () => {
+    expect(commands.map((c) => c.name)).toContain('gen-model');
+  });
+
+  it('writes the same bytes twice for a seed, other bytes for another seed', async () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((n) => join(dir, `${n}.gguf`));
+    const err = collector();
+    expect(await genModel(['--preset', 'tiny', '--out', a], err)).toBe(0);
+    expect(await genModel(['--preset', 'tiny', '--seed', '1', '--arch', 'qwen3moe', '--quant', 'q8_0', '--out', b], collector())).toBe(0);
+    expect(await genModel(['--preset', 'tiny', '--seed', '2', '--out', c], collector())).toBe(0);
+    expect(Buffer.compare(readFileSync(a), readFileSync(b))).toBe(0);
+    expect(Buffer.compare(readFileSync(a), readFileSync(c))).not.toBe(0);
+    expect(existsSync(`${a}.tmp`)).toBe(false);
+    expect(parseGguf(new Uint8Array(readFileSync(a)), a).metadata.get('general.architecture')).toBe('qwen3moe');
+    // progress: a 100 % line with the size in MB, then the summary
+    const text = err.lines.join('');
+    expect(text).toMatch(/100% \d+\.\d \/ \d+\.\d MB/);
+    expect(text).toContain(`wrote ${a}`);
+  });
+
+  it('writes each quant with its tensor type', async () => {
+    for (const [quant, type] of [['q4_0', 'Q4_0'], ['f16', 'F16'], ['bf16', 'BF16'], ['f32', 'F32']] as const) {
+      const out = join(dir, `${quant}.gguf`);
+      await genModel(['--preset', 'tiny', '--arch', 'olmoe', '--quant', quant, '--out', out], collector());
+      const file = parseGguf(new Uint8Array(readFileSync(out)), out);
+      expect(file.tensors.get('blk.0.ffn_down_exps.weight')!.type).toBe(type);
+      expect(file.tensors.get('blk.0.ffn_gate_inp.weight')!.type).toBe('F32');
+    }
+  });
+
+  it('refuses bad options with an InvalidOptionError naming the option', async () => {
+    const out = join(dir, 'bad.gguf');
+    const cases: Array<[string[], string]> = [
+      [['--preset', 'huge', '--out', out], 'preset'],
+      [['--preset', 'tiny', '--arch', 'gpt2', '--out', out], 'arch'],
+      [['--preset', 'tiny', '--quant', 'q5_k', '--out', out], 'quant'],
+      [['--preset', 'tiny', '--seed=-3', '--out', out], 'seed'],
+      [['--preset', 'tiny', '--seed', '1.5', '--out', out], 'seed'],
+      [['--preset', 'tiny'], '--out'],
+      [['--preset', 'tiny', '--out', out, '--colour', 'red'], 'arguments'],
+    ];
+    for (const [argv, option] of cases) {
+      const error = await genModel(argv, collector()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidOptionError);
+      expect((error as InvalidOptionError).option).toBe(option);
+    }
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('throttles progress lines but always prints 100 %', () => {
+    const sink = collector();
+    let clock = 0;
+    const progress = progressPrinter(sink, 250, () => clock);
+    for (let done = 1; done <= 10; done++) {
+      clock += 50;
+      progress(done * 1e6, 10e6);
+    }
+    expect(sink.lines).toHaveLength(3); // t = 50 (first), 300, and the final 100 %
+    expect(sink.lines[2]).toContain('100% 10.0 / 10.0 MB');
+  });
+});
+
+describe('model cache', () => {
+  it('generates a preset once into MOETIER_CACHE_DIR, named with the generator version', async () => {
+    const previous = process.env.MOETIER_CACHE_DIR;
+    process.env.MOETIER_CACHE_DIR = join(dir, 'cache');
+    try {
+      expect(modelCacheDir()).toBe(join(dir, 'cache'));
+      const options = { preset: 'tiny', arch: 'llama', quant: 'q4_0', seed: 3 };
+      const [first, concurrent] = await Promise.all([ensurePresetModel(options), ensurePresetModel(options)]);
+      expect(concurrent).toBe(first);
+      expect(first).toBe(join(dir, 'cache', presetModelFileName({ preset: 'tiny', arch: 'llama', quant: 'q4_0', seed: 3 })));
+      expect(first).toContain(`-g${GENERATOR_VERSION}.gguf`);
+      const mtime = statSync(first).mtimeMs;
+      expect(await ensurePresetModel(options)).toBe(first);
+      expect(statSync(first).mtimeMs).toBe(mtime);
+      expect(parseGguf(new Uint8Array(readFileSync(first)), first).metadata.get('general.architecture')).toBe('llama');
+      await expect(ensurePresetModel({ preset: 'tiny', quant: 'int3' })).rejects.toBeInstanceOf(InvalidOptionError);
+    } finally {
+      if (previous === undefined) delete process.env.MOETIER_CACHE_DIR;
+      else process.env.MOETIER_CACHE_DIR = previous;
+    }
+  });
+
+  it('defaults to the git-ignored .cache/models of the repository', () => {
+    const previous = process.env.MOETIER_CACHE_DIR;
+    delete process.env.MOETIER_CACHE_DIR;
+    try {
+      expect(modelCacheDir()).toBe(join(process.cwd(), '.cache', 'models'));
+    } finally {
+      if (previous !== undefined) process.env.MOETIER_CACHE_DIR = previous;
+    }
+  });
+});
