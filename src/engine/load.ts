@@ -1,0 +1,47 @@
+/**
+ * Opening a model: map the file (native), parse and validate it (TypeScript), build the tokenizer,
+ * and hand the validated tensor table to the native forward pass.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { GgufFormatError, InvalidOptionError, NativeError } from '../core/errors.js';
+import { parseGguf } from '../model/gguf/reader.js';
+import { readHParams } from '../model/hparams.js';
+import { createTokenizer, type Tokenizer } from '../model/tokenizer/index.js';
+import { GGML_TYPE, type GgufFile, type HParams } from '../model/types.js';
+import type { MappedFileHandle, NativeBinding, NativeModelHandle } from '../native/binding.js';
+
+export interface LoadedModel {
+  path: string;
+  file: GgufFile;
+  hparams: HParams;
+  tokenizer: Tokenizer;
+  mapping: MappedFileHandle;
+  nativeModel: NativeModelHandle;
+}
+
+export function loadModel(native: NativeBinding, path: string): LoadedModel {
+  if (typeof path !== 'string' || path.length === 0) throw new InvalidOptionError('model', 'a path to a .gguf file', path);
+  if (!existsSync(path) || !statSync(path).isFile()) throw new InvalidOptionError('model', 'an existing .gguf file', path);
+  let mapped: { handle: MappedFileHandle; buffer: ArrayBuffer };
+  try {
+    mapped = native.mapFile(path);
+  } catch (err) {
+    throw new GgufFormatError(path, 'file', 'a readable, non-empty file', { cause: err });
+  }
+  try {
+    const file = parseGguf(new Uint8Array(mapped.buffer), path);
+    const hparams = readHParams(file);
+    const tokenizer = createTokenizer(file);
+    const tensors = [...file.tensors.values()].map((t) => ({ name: t.name, typeId: GGML_TYPE[t.type], dims: t.dims, offset: t.offset }));
+    let nativeModel: NativeModelHandle;
+    try {
+      nativeModel = native.createModel(mapped.handle, { hparams, tensors });
+    } catch (err) {
+      throw new NativeError(`${path}: the native forward pass refused the model: ${(err as Error).message}`, { cause: err });
+    }
+    return { path, file, hparams, tokenizer, mapping: mapped.handle, nativeModel };
+  } catch (err) {
+    native.unmapFile(mapped.handle);
+    throw err;
+  }
+}
