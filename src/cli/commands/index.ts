@@ -1,5 +1,6 @@
 import type { Command } from '../command.js';
+import { demoCommand } from './demo.js';
 import { genModelCommand } from './gen-model.js';
+import { runCommand } from './run.js';
 
 /** Every sub-command, in the order `moetier --help` lists them. */
-export const commands: Command[] = [genModelCommand];
