@@ -4,3 +4,4 @@ import { genModelCommand } from './gen-model.js';
 import { runCommand } from './run.js';
 
 /** Every sub-command, in the order `moetier --help` lists them. */
+export const commands: Command[] = [runCommand, demoCommand, genModelCommand];
