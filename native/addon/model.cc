@@ -1,3 +1,244 @@
-// Model, context and eval verbs (filled in with the forward pass).
-#include "registry.h"
-void RegisterModel(Napi::Env, Napi::Object) {}
+// Model, context and eval verbs over include/mt_forward.h.
+//
+//   createModel(file, desc)  -> model handle   (holds the file handle: the mapping outlives it)
+//   createContext(model, o)  -> context handle (holds the model)
+//   evalAsync(ctx, ...)      -> Promise        (AsyncWorker: runs off the event loop, holds
+//                                               ctx, tokens, logits and routes until it settles)
+//   evalSync(ctx, ...)       same on the calling thread
+//   freeContext / freeModel  explicit release; refused while an eval runs / contexts live
+//
+// Handles are type-tagged externals, so a wrong handle is a TypeError, not a crash.
+#include <memory>
+#include <string>
+#include <vector>
+#include "model_napi.h"
+
+namespace {
+
+constexpr napi_type_tag kModelTag = {0x6d6f6574696572ULL, 0x4d4f44454cULL};
+constexpr napi_type_tag kContextTag = {0x6d6f6574696572ULL, 0x43545854ULL};
+
+struct ModelState {
+  mt_model* model = nullptr;
+  MappedFile* file = nullptr;
+  Napi::Reference<Napi::Value> file_ref;  // keeps the mapping's handle (and so the mapping) alive
+  int contexts = 0;
+  ~ModelState() { mt_model_free(model); }
+};
+
+struct ContextState {
+  std::shared_ptr<ModelState> model;
+  mt_context* ctx = nullptr;
+  bool busy = false;
+  ~ContextState() {
+    mt_context_free(ctx);
+    if (ctx != nullptr) model->contexts--;
+  }
+};
+
+template <class State>
+struct Handle {
+  std::shared_ptr<State> state;
+};
+
+template <class State>
+std::shared_ptr<State> Unwrap(Napi::Env env, Napi::Value v, const napi_type_tag& tag, const char* what) {
+  if (!v.IsExternal() || !v.As<Napi::External<Handle<State>>>().CheckTypeTag(&tag)) {
+    Napi::TypeError::New(env, std::string("expected a ") + what + " handle").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  auto state = v.As<Napi::External<Handle<State>>>().Data()->state;
+  if (!state) Napi::Error::New(env, std::string(what) + " was already freed").ThrowAsJavaScriptException();
+  return state;
+}
+
+template <class State>
+Napi::Value Wrap(Napi::Env env, std::shared_ptr<State> state, const napi_type_tag& tag) {
+  auto handle = Napi::External<Handle<State>>::New(env, new Handle<State>{std::move(state)},
+                                                   [](Napi::Env, Handle<State>* h) { delete h; });
+  handle.TypeTag(&tag);
+  return handle;
+}
+
+Napi::Value Throw(Napi::Env env, const std::string& message) {
+  Napi::Error::New(env, message).ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+Napi::Value CreateModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MappedFile* file = UnwrapMappedFile(env, info[0]);
+  if (file == nullptr) return env.Undefined();
+  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, "createModel(file, desc): desc must be an object");
+  Napi::Object desc = info[1].As<Napi::Object>();
+  mt_hparams hp{};
+  std::vector<std::string> names;
+  std::vector<mt_tensor_desc> tensors;
+  std::string err;
+  if (!ReadHParams(desc.Get("hparams"), &hp, &err) || !ReadTensors(desc.Get("tensors"), &names, &tensors, &err))
+    return Throw(env, "createModel: " + err);
+  char message[512] = "";
+  mt_model* model = mt_model_create(&hp, tensors.data(), int32_t(tensors.size()), static_cast<const uint8_t*>(file->base),
+                                    file->length, message, sizeof message);
+  if (model == nullptr) return Throw(env, std::string("createModel: ") + message);
+  auto state = std::make_shared<ModelState>();
+  state->model = model;
+  state->file = file;
+  state->file_ref = Napi::Reference<Napi::Value>::New(info[0], 1);
+  return Wrap(env, std::move(state), kModelTag);
+}
+
+Napi::Value CreateContext(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto model = Unwrap<ModelState>(env, info[0], kModelTag, "model");
+  if (!model) return env.Undefined();
+  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, "createContext(model, { nCtx, threads })");
+  Napi::Object options = info[1].As<Napi::Object>();
+  int32_t n_ctx = 0, threads = 0;
+  std::string err;
+  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err))
+    return Throw(env, "createContext: " + err);
+  char message[512] = "";
+  mt_context* ctx = mt_context_create(model->model, n_ctx, threads, message, sizeof message);
+  if (ctx == nullptr) return Throw(env, std::string("createContext: ") + message);
+  auto state = std::make_shared<ContextState>();
+  state->model = model;
+  state->ctx = ctx;
+  model->contexts++;
+  return Wrap(env, std::move(state), kContextTag);
+}
+
+// Arguments of one eval, checked on the JS thread; tokens copied, outputs written in place.
+struct EvalCall {
+  std::shared_ptr<ContextState> state;
+  std::vector<int32_t> tokens;
+  mt_eval_args args{};
+};
+
+bool PrepareEval(const Napi::CallbackInfo& info, EvalCall* call, std::string* err) {
+  Napi::Env env = info.Env();
+  call->state = Unwrap<ContextState>(env, info[0], kContextTag, "context");
+  if (!call->state) return false;
+  if (call->state->busy) return *err = "eval: the context is already running an eval; await it first", false;
+  if (call->state->model->file->closed) return *err = "eval: the model's file was unmapped", false;
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    return *err = "eval: tokens must be an Int32Array", false;
+  if (!info[2].IsNumber()) return *err = "eval: pos must be a number", false;
+  if (!info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    return *err = "eval: logits must be a Float32Array", false;
+  Napi::Int32Array tokens = info[1].As<Napi::Int32Array>();
+  Napi::Float32Array logits = info[3].As<Napi::Float32Array>();
+  call->tokens.assign(tokens.Data(), tokens.Data() + tokens.ElementLength());
+  const double pos = info[2].As<Napi::Number>().DoubleValue();
+  if (!(pos >= 0 && pos <= 2147483647.0 && pos == double(int64_t(pos)))) return *err = "eval: pos must be an integer >= 0", false;
+  mt_eval_args& a = call->args;
+  a.tokens = call->tokens.data();
+  a.n_tokens = int32_t(call->tokens.size() > 0x7fffffff ? 0x7fffffff : call->tokens.size());
+  a.pos = int32_t(pos);
+  a.logits = logits.Data();
+  a.logits_len = logits.ElementLength();
+  if (info.Length() > 4 && info[4].IsObject()) {
+    Napi::Object o = info[4].As<Napi::Object>();
+    a.all_logits = o.Get("allLogits").ToBoolean().Value() ? 1 : 0;
+    Napi::Value routes = o.Get("routes");
+    if (!routes.IsUndefined()) {
+      if (!routes.IsTypedArray() || routes.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+        return *err = "eval: options.routes must be an Int32Array", false;
+      a.routes = routes.As<Napi::Int32Array>().Data();
+      a.routes_len = routes.As<Napi::Int32Array>().ElementLength();
+    }
+  }
+  return true;
+}
+
+Napi::Value EvalSync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  EvalCall call;
+  std::string err;
+  if (!PrepareEval(info, &call, &err)) return err.empty() ? env.Undefined() : Throw(env, err);
+  char message[512] = "";
+  call.state->busy = true;
+  const int rc = mt_eval(call.state->ctx, &call.args, message, sizeof message);
+  call.state->busy = false;
+  if (rc != 0) return Throw(env, std::string("eval: ") + message);
+  return env.Undefined();
+}
+
+class EvalWorker : public Napi::AsyncWorker {
+ public:
+  EvalWorker(const Napi::CallbackInfo& info, EvalCall call, Napi::Promise::Deferred deferred)
+      : Napi::AsyncWorker(info.Env(), "moetier.eval"), call_(std::move(call)), deferred_(deferred) {
+    // The JS objects whose memory the eval reads or writes stay referenced until it settles.
+    for (size_t i = 0; i < info.Length() && i < 5; i++)
+      if (info[i].IsObject() || info[i].IsExternal()) refs_.push_back(Napi::Reference<Napi::Value>::New(info[i], 1));
+    if (info.Length() > 4 && info[4].IsObject()) {
+      Napi::Value routes = info[4].As<Napi::Object>().Get("routes");
+      if (routes.IsObject()) refs_.push_back(Napi::Reference<Napi::Value>::New(routes, 1));
+    }
+    call_.state->busy = true;
+  }
+  void Execute() override {
+    char message[512] = "";
+    if (mt_eval(call_.state->ctx, &call_.args, message, sizeof message) != 0) SetError(std::string("eval: ") + message);
+  }
+  void OnOK() override {
+    call_.state->busy = false;
+    deferred_.Resolve(Env().Undefined());
+  }
+  void OnError(const Napi::Error& e) override {
+    call_.state->busy = false;
+    deferred_.Reject(e.Value());
+  }
+
+ private:
+  EvalCall call_;
+  Napi::Promise::Deferred deferred_;
+  std::vector<Napi::Reference<Napi::Value>> refs_;
+};
+
+Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto deferred = Napi::Promise::Deferred::New(env);
+  EvalCall call;
+  std::string err;
+  if (!PrepareEval(info, &call, &err)) {
+    Napi::Value error = env.Undefined();
+    if (env.IsExceptionPending()) error = env.GetAndClearPendingException().Value();
+    else error = Napi::Error::New(env, err).Value();
+    deferred.Reject(error);
+    return deferred.Promise();
+  }
+  (new EvalWorker(info, std::move(call), deferred))->Queue();
+  return deferred.Promise();
+}
+
+Napi::Value FreeContext(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto state = Unwrap<ContextState>(env, info[0], kContextTag, "context");
+  if (!state) return env.Undefined();
+  if (state->busy) return Throw(env, "freeContext: an eval is running on this context; await it first");
+  info[0].As<Napi::External<Handle<ContextState>>>().Data()->state.reset();
+  return env.Undefined();
+}
+
+Napi::Value FreeModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto state = Unwrap<ModelState>(env, info[0], kModelTag, "model");
+  if (!state) return env.Undefined();
+  if (state->contexts > 0)
+    return Throw(env, "freeModel: " + std::to_string(state->contexts) + " context(s) still use this model; free them first");
+  info[0].As<Napi::External<Handle<ModelState>>>().Data()->state.reset();
+  return env.Undefined();
+}
+
+}  // namespace
+
+void RegisterModel(Napi::Env env, Napi::Object exports) {
+  exports.Set("createModel", Napi::Function::New(env, CreateModel));
+  exports.Set("createContext", Napi::Function::New(env, CreateContext));
+  exports.Set("evalSync", Napi::Function::New(env, EvalSync));
+  exports.Set("evalAsync", Napi::Function::New(env, EvalAsync));
+  exports.Set("freeContext", Napi::Function::New(env, FreeContext));
+  exports.Set("freeModel", Napi::Function::New(env, FreeModel));
+  exports.Set("forwardOps", ForwardOps(env));
+}

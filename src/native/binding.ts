@@ -34,6 +34,30 @@ export interface NativeEvalOptions {
   routes?: Int32Array;
 }
 
+/** Elementwise ops exactly as the native forward pass runs them; all in place or into `out`. */
+export interface NativeForwardOps {
+  /** out = x / sqrt(mean(x^2) + eps) * w */
+  rmsNorm(x: Float32Array, w: Float32Array, eps: number, out: Float32Array): void;
+  /** Rotates nHeads heads of v at position pos; neox pairs (i, i + hd/2), else (2i, 2i + 1). */
+  rope(v: Float32Array, nHeads: number, headDim: number, pos: number, base: number, neox: boolean): void;
+  softmax(x: Float32Array): void;
+  /** g = silu(g) * u */
+  swiglu(g: Float32Array, u: Float32Array): void;
+  /** The k largest of p, descending; ties to the lower index. */
+  topK(p: Float32Array, k: number): Int32Array;
+  /** One query row over all nKv cached positions (GQA: head h reads KV head h / (nHead / nHeadKv)); keys/values [nKv, nHeadKv * headDim]. */
+  attention(
+    q: Float32Array,
+    keys: Float32Array,
+    values: Float32Array,
+    nHead: number,
+    nHeadKv: number,
+    headDim: number,
+    nKv: number,
+    out: Float32Array,
+  ): void;
+}
+
 export interface NativeBinding {
   version(): string;
 
@@ -89,6 +113,9 @@ export interface NativeBinding {
   evalSync(ctx: NativeContextHandle, tokens: Int32Array, pos: number, logits: Float32Array, options?: NativeEvalOptions): void;
   freeContext(ctx: NativeContextHandle): void;
   freeModel(model: NativeModelHandle): void;
+
+  /** The forward pass's elementwise ops on f32 arrays (tests compare each with plain TypeScript). */
+  forwardOps: NativeForwardOps;
 }
 
 export const ISA = { scalar: 0, avx2: 1, avx512vnni: 2 } as const;

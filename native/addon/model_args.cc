@@ -1,0 +1,95 @@
+// JS arguments of createModel / createContext read into the C structs of mt_forward.h.
+#include <cmath>
+#include "model_napi.h"
+
+namespace {
+
+bool ReadNumber(Napi::Object o, const char* key, double* out, std::string* err) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsNumber()) return *err = std::string(key) + ": expected a number", false;
+  *out = v.As<Napi::Number>().DoubleValue();
+  return true;
+}
+
+bool ReadBool(Napi::Object o, const char* key, int32_t* out, std::string* err) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsBoolean()) return *err = std::string(key) + ": expected a boolean", false;
+  *out = v.As<Napi::Boolean>().Value() ? 1 : 0;
+  return true;
+}
+
+// One of `choices` (index into it).
+bool ReadChoice(Napi::Object o, const char* key, std::initializer_list<const char*> choices, int32_t* out, std::string* err) {
+  Napi::Value v = o.Get(key);
+  std::string got = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
+  int32_t i = 0;
+  std::string names;
+  for (const char* c : choices) {
+    if (got == c) return *out = i, true;
+    names += (i++ ? " | " : "") + std::string("'") + c + "'";
+  }
+  return *err = std::string(key) + ": expected " + names, false;
+}
+
+}  // namespace
+
+bool ReadInt(Napi::Object o, const char* key, int32_t* out, std::string* err) {
+  double d = 0;
+  if (!ReadNumber(o, key, &d, err)) return false;
+  if (!(d == std::floor(d) && d >= -2147483648.0 && d <= 2147483647.0))
+    return *err = std::string(key) + ": expected an integer (got " + std::to_string(d) + ")", false;
+  *out = int32_t(d);
+  return true;
+}
+
+bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err) {
+  if (!v.IsObject()) return *err = "hparams: expected an object", false;
+  Napi::Object o = v.As<Napi::Object>();
+  bool ok = ReadInt(o, "nLayer", &hp->n_layer, err) && ReadInt(o, "nEmbd", &hp->n_embd, err) &&
+            ReadInt(o, "nHead", &hp->n_head, err) && ReadInt(o, "nHeadKv", &hp->n_head_kv, err) &&
+            ReadInt(o, "headDim", &hp->head_dim, err) && ReadInt(o, "nVocab", &hp->n_vocab, err) &&
+            ReadInt(o, "nExpert", &hp->n_expert, err) && ReadInt(o, "nExpertUsed", &hp->n_expert_used, err) &&
+            ReadInt(o, "nFfExp", &hp->n_ff_exp, err) && ReadInt(o, "nFfShexp", &hp->n_ff_shexp, err) &&
+            ReadNumber(o, "rmsEps", &hp->rms_eps, err) && ReadNumber(o, "ropeBase", &hp->rope_base, err) &&
+            ReadChoice(o, "ropeType", {"norm", "neox"}, &hp->rope_neox, err) &&
+            ReadChoice(o, "qkNorm", {"none", "head", "full"}, &hp->qk_norm, err) &&
+            ReadBool(o, "normTopK", &hp->norm_top_k, err) && ReadBool(o, "attnBias", &hp->attn_bias, err) &&
+            ReadBool(o, "sharedExpert", &hp->shared_expert, err) && ReadBool(o, "tiedOutput", &hp->tied_output, err);
+  if (!ok) *err = "hparams." + *err;
+  return ok;
+}
+
+bool ReadTensors(Napi::Value v, std::vector<std::string>* names, std::vector<mt_tensor_desc>* out, std::string* err) {
+  if (!v.IsArray()) return *err = "tensors: expected an array", false;
+  Napi::Array a = v.As<Napi::Array>();
+  names->resize(a.Length());
+  out->resize(a.Length());
+  for (uint32_t i = 0; i < a.Length(); i++) {
+    const std::string at = "tensors[" + std::to_string(i) + "]";
+    Napi::Value e = a.Get(i);
+    if (!e.IsObject()) return *err = at + ": expected { name, typeId, dims, offset }", false;
+    Napi::Object t = e.As<Napi::Object>();
+    if (!t.Get("name").IsString()) return *err = at + ".name: expected a string", false;
+    (*names)[i] = t.Get("name").As<Napi::String>().Utf8Value();
+    mt_tensor_desc& d = (*out)[i];
+    d.name = (*names)[i].c_str();
+    const std::string where = at + " (" + (*names)[i] + ")";
+    double offset = 0;
+    if (!ReadInt(t, "typeId", &d.type, err) || !ReadNumber(t, "offset", &offset, err)) return *err = where + "." + *err, false;
+    if (!(offset >= 0 && offset <= 9007199254740991.0 && offset == std::floor(offset)))
+      return *err = where + ".offset: expected an integer >= 0", false;
+    d.offset = uint64_t(offset);
+    Napi::Value dims = t.Get("dims");
+    if (!dims.IsArray() || dims.As<Napi::Array>().Length() < 1 || dims.As<Napi::Array>().Length() > 4)
+      return *err = where + ".dims: expected an array of 1 to 4 sizes", false;
+    Napi::Array da = dims.As<Napi::Array>();
+    d.n_dims = int32_t(da.Length());
+    for (uint32_t j = 0; j < da.Length(); j++) {
+      Napi::Value x = da.Get(j);
+      const double n = x.IsNumber() ? x.As<Napi::Number>().DoubleValue() : -1;
+      if (!(n >= 1 && n <= 2147483647.0 && n == std::floor(n))) return *err = where + ".dims: expected integers >= 1", false;
+      d.dims[j] = int64_t(n);
+    }
+  }
+  return true;
+}

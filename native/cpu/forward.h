@@ -1,0 +1,182 @@
+// Internal structures of the native forward pass (the C ABI is include/mt_forward.h).
+//
+//   mt_model    hparams + per-layer views into the mapping (Matrix / Experts) + owned f32
+//               copies of the small vectors (norms, biases, shared-expert gate).
+//   mt_context  KV cache + scratch for one chunk of up to rows_max rows + thread pool.
+//   Pass        what one chunk's phases share (the pool's void* arg).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+#include "mt_forward.h"
+#include "mt_kernels.h"
+
+namespace mt {
+
+// Rows per prefill chunk: scratch is sized for this many rows; longer evals run in chunks.
+constexpr int32_t kChunkRowsMax = 256;
+// Type ids index small tables (BF16 = 30 is the largest we support).
+constexpr int kTypeIds = 31;
+
+// A weight matrix W [rows, cols] in the mapping: rows of row_bytes bytes each.
+struct Matrix {
+  const uint8_t* data = nullptr;
+  int32_t type = -1;
+  int64_t rows = 0, cols = 0;
+  size_t row_bytes = 0;
+};
+
+// nExpert matrices of one geometry back to back: expert e starts at e * expert_bytes.
+struct Experts {
+  Matrix first;
+  size_t expert_bytes = 0;
+  Matrix of(int32_t e) const {
+    Matrix m = first;
+    m.data = first.data + size_t(e) * expert_bytes;
+    return m;
+  }
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;
+  Matrix q, k, v, o;
+  const float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;
+  const float *q_norm = nullptr, *k_norm = nullptr;
+  const float* ffn_norm = nullptr;
+  Matrix router;
+  Experts gate, up, down;
+  const float* shexp_gate_inp = nullptr;  // [nEmbd]: sigmoid(. h) scales the shared expert
+  Matrix shexp_gate, shexp_up, shexp_down;
+};
+
+// One expert's work in a layer: its slots [first, first + count) are token rows routed to it.
+struct ExpertRun {
+  int32_t expert = 0;  // -1: the shared expert
+  int32_t first = 0, count = 0;
+  Matrix gate, up, down;
+  const uint8_t* acts = nullptr;  // count prepared rows of h for gate/up
+  uint8_t* acts_down = nullptr;   // count prepared rows of silu(g) * u for down
+  size_t act_down_stride = 0;
+};
+
+// A matrix's rows with their cost (cols * (token rows + 2)); a pool phase splits the total cost
+// of its segments evenly, so threads get equal work and each weight row is streamed once.
+struct Segment {
+  int64_t rows = 0, cost_per_row = 0;
+};
+
+// Buffers from calloc.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+}  // namespace mt
+
+struct mt_model {
+  mt_hparams hp{};
+  const uint8_t* base = nullptr;
+  size_t length = 0;
+  mt::Matrix token_embd, output;
+  const float* output_norm = nullptr;
+  std::vector<mt::LayerWeights> layers;
+  std::vector<std::unique_ptr<float[]>> owned;  // the f32 copies the pointers above use
+  std::vector<double> inv_freq;                 // RoPE: ropeBase^(-2i/headDim), [headDim/2]
+};
+
+struct mt_context {
+  const mt_model* model = nullptr;
+  int32_t n_ctx = 0, rows_max = 0, n_threads = 1;
+  mt_pool* pool = nullptr;
+  std::unique_ptr<void, mt::FreeDeleter> arena;  // every buffer below, one calloc
+  float *k_cache = nullptr, *v_cache = nullptr;  // [nLayer][nCtx][nHeadKv * headDim], f32
+  // Per chunk row [rows_max][...]:
+  float *x = nullptr, *h = nullptr, *proj = nullptr;      // [nEmbd]
+  float *q = nullptr, *attn = nullptr;                    // [nHead * headDim]
+  float *k = nullptr, *v = nullptr;                       // [nHeadKv * headDim]
+  float *rope_cos = nullptr, *rope_sin = nullptr;         // [headDim / 2]
+  uint8_t* act_h[mt::kTypeIds] = {};                      // h prepared for each weight type that reads it
+  uint8_t* act_attn = nullptr;                            // attention output prepared for attn_output
+  float *router = nullptr, *shexp_logit = nullptr;        // [nExpert], [1]
+  int32_t* route_ids = nullptr;                           // [nExpertUsed]
+  float* route_w = nullptr;                               // [nExpertUsed]
+  int32_t* row_slot = nullptr;                            // [nExpertUsed]: slot of (row, rank)
+  // Per slot: rows_max * nExpertUsed routed slots grouped by expert, then rows_max shared ones.
+  int32_t* slot_row = nullptr;
+  int32_t* expert_count = nullptr;  // [nExpert]
+  std::vector<mt::ExpertRun> runs;  // active experts of the current layer, then the shared one
+  std::vector<mt::Segment> gate_up_segs, down_segs;  // their pool splits
+  uint8_t* slot_act = nullptr;       // gathered h rows, per routed slot
+  float *slot_gate = nullptr, *slot_up = nullptr;  // [slots][nFfMax]
+  uint8_t* slot_act_down = nullptr;  // routed slots, prepared for ffn_down_exps
+  uint8_t* shexp_act_down = nullptr; // shared slots, prepared for ffn_down_shexp
+  float* slot_down = nullptr;        // [slots][nEmbd]
+  float* scores = nullptr;           // [n_threads][nCtx] attention scratch
+  int64_t n_ff_max = 0;
+};
+
+namespace mt {
+
+// What the phases of one chunk share. Rows r of the chunk sit at positions pos0 + r.
+struct Pass {
+  mt_context* c = nullptr;
+  const mt_model* m = nullptr;
+  const LayerWeights* L = nullptr;
+  int32_t layer = 0, n = 0, pos0 = 0;
+  const int32_t* tokens = nullptr;
+  bool combine_pending = false;  // the previous layer's expert outputs wait in slot_down
+  int32_t n_runs = 0;            // c->runs [0, n_runs) of the current layer
+  int32_t* routes = nullptr;     // [n][nLayer][nExpertUsed] for this chunk, or null
+  int32_t logit_row0 = 0;        // rows [logit_row0, n) get logits
+  float* logits = nullptr;       // [n - logit_row0][nVocab]
+};
+
+// The contiguous share [begin, end) of count items that thread ith of nth owns.
+inline void share(int64_t count, int ith, int nth, int64_t* begin, int64_t* end) {
+  *begin = count * ith / nth;
+  *end = count * (ith + 1) / nth;
+}
+
+// W rows [r0, r1) times n prepared rows: matvec for one row (decode), else one streamed pass.
+inline void project(const Matrix& w, const uint8_t* acts, int32_t n, float* y, int64_t ldy, int64_t r0, int64_t r1) {
+  if (n == 1) mt_matvec_rows(w.type, w.data, w.cols, acts, y, r0, r1);
+  else mt_matmul_rows(w.type, w.data, w.cols, acts, n, y, ldy, r0, r1);
+}
+
+// Boundaries fall on multiples of kRowGrain rows; both neighbours compute the same boundary.
+constexpr int64_t kRowGrain = 8;
+
+template <class Visit>
+void for_my_rows(const Segment* segs, int n_segs, int ith, int nth, Visit&& visit) {
+  int64_t total = 0;
+  for (int s = 0; s < n_segs; s++) total += segs[s].rows * segs[s].cost_per_row;
+  const int64_t lo = total * ith / nth, hi = total * (ith + 1) / nth;
+  int64_t start = 0;
+  for (int s = 0; s < n_segs; s++) {
+    const Segment& g = segs[s];
+    const int64_t end = start + g.rows * g.cost_per_row;
+    auto row_at = [&](int64_t cost) -> int64_t {
+      if (cost <= start) return 0;
+      if (cost >= end) return g.rows;
+      int64_t r = (cost - start + g.cost_per_row - 1) / g.cost_per_row;
+      r = (r + kRowGrain - 1) / kRowGrain * kRowGrain;
+      return r < g.rows ? r : g.rows;
+    };
+    const int64_t r0 = row_at(lo), r1 = row_at(hi);
+    if (r0 < r1) visit(s, r0, r1);
+    start = end;
+  }
+}
+
+// Runs a phase over the pool, or on the caller when it is one row of cheap work.
+inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel) {
+  if (parallel && p.c->n_threads > 1) mt_pool_run(p.c->pool, fn, &p);
+  else fn(&p, 0, 1);
+}
+
+// forward_moe.cc: the MoE half of a layer, and the deferred x += moe of a row.
+void moe_layer(Pass& p);
+void combine_row(const Pass& p, int32_t r);
+
+}  // namespace mt

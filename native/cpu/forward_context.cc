@@ -1,0 +1,123 @@
+// mt_context_create: one zeroed allocation holds the f32 KV cache and every scratch buffer
+// (sized for a chunk of rows_max rows), so eval never allocates.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include "forward.h"
+
+namespace {
+
+// Lays buffers out 64-byte aligned: first with base == nullptr to measure, then for real.
+struct Carver {
+  uint8_t* base = nullptr;
+  size_t offset = 0;
+  template <class T>
+  T* take(size_t count) {
+    offset = (offset + 63) / 64 * 64;
+    T* p = base != nullptr ? reinterpret_cast<T*>(base + offset) : nullptr;
+    offset += count * sizeof(T);
+    return p;
+  }
+};
+
+// Bytes of one prepared row of cols for the widest of the given matrices' types.
+template <class Pick>
+size_t act_row_max(const mt_model& m, int64_t cols, Pick pick) {
+  size_t most = 0;
+  for (const mt::LayerWeights& L : m.layers) {
+    const mt::Matrix& w = pick(L);
+    if (w.data != nullptr) most = std::max(most, mt_act_row_bytes(w.type, cols));
+  }
+  return most;
+}
+
+void layout(mt_context* c, Carver& a) {
+  const mt_model& m = *c->model;
+  const mt_hparams& hp = m.hp;
+  const size_t R = size_t(c->rows_max), E = size_t(hp.n_embd), K = size_t(hp.n_expert_used);
+  const size_t Q = size_t(hp.n_head) * size_t(hp.head_dim), KV = size_t(hp.n_head_kv) * size_t(hp.head_dim);
+  const size_t routed = R * K, slots = routed + (hp.shared_expert ? R : 0);
+  c->k_cache = a.take<float>(size_t(hp.n_layer) * size_t(c->n_ctx) * KV);
+  c->v_cache = a.take<float>(size_t(hp.n_layer) * size_t(c->n_ctx) * KV);
+  c->x = a.take<float>(R * E);
+  c->h = a.take<float>(R * E);
+  c->proj = a.take<float>(R * E);
+  c->q = a.take<float>(R * Q);
+  c->attn = a.take<float>(R * Q);
+  c->k = a.take<float>(R * KV);
+  c->v = a.take<float>(R * KV);
+  c->rope_cos = a.take<float>(R * size_t(hp.head_dim / 2));
+  c->rope_sin = a.take<float>(R * size_t(hp.head_dim / 2));
+  // h is prepared once per weight type that reads it: q, k, v, router, gate/up, output.
+  bool reads_h[mt::kTypeIds] = {};
+  reads_h[m.output.type] = true;
+  for (const mt::LayerWeights& L : m.layers) {
+    for (const mt::Matrix* w : {&L.q, &L.k, &L.v, &L.router, &L.gate.first, &L.shexp_gate})
+      if (w->data != nullptr) reads_h[w->type] = true;
+  }
+  for (int t = 0; t < mt::kTypeIds; t++) c->act_h[t] = reads_h[t] ? a.take<uint8_t>(R * mt_act_row_bytes(t, hp.n_embd)) : nullptr;
+  c->act_attn = a.take<uint8_t>(R * act_row_max(m, int64_t(Q), [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.o; }));
+  c->router = a.take<float>(R * size_t(hp.n_expert));
+  c->shexp_logit = a.take<float>(R);
+  c->route_ids = a.take<int32_t>(routed);
+  c->route_w = a.take<float>(routed);
+  c->row_slot = a.take<int32_t>(routed);
+  c->slot_row = a.take<int32_t>(slots);
+  c->expert_count = a.take<int32_t>(size_t(hp.n_expert));
+  c->n_ff_max = std::max<int64_t>(hp.n_ff_exp, hp.shared_expert ? hp.n_ff_shexp : 0);
+  c->slot_act = a.take<uint8_t>(routed * act_row_max(m, hp.n_embd, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.gate.first; }));
+  c->slot_gate = a.take<float>(slots * size_t(c->n_ff_max));
+  c->slot_up = a.take<float>(slots * size_t(c->n_ff_max));
+  c->slot_act_down = a.take<uint8_t>(routed * act_row_max(m, hp.n_ff_exp, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.down.first; }));
+  c->shexp_act_down = a.take<uint8_t>(R * act_row_max(m, hp.n_ff_shexp, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.shexp_down; }));
+  c->slot_down = a.take<float>(slots * E);
+  c->scores = a.take<float>(size_t(c->n_threads) * size_t(c->n_ctx));
+}
+
+}  // namespace
+
+extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err, size_t err_bytes) {
+  if (n_ctx < 1 || n_ctx > (1 << 20)) {
+    std::snprintf(err, err_bytes, "nCtx: expected 1..%d (got %d)", 1 << 20, n_ctx);
+    return nullptr;
+  }
+  if (n_threads < 1 || n_threads > 64) {
+    std::snprintf(err, err_bytes, "threads: expected 1..64 (got %d)", n_threads);
+    return nullptr;
+  }
+  std::unique_ptr<mt_context> c(new (std::nothrow) mt_context());
+  if (!c) return nullptr;
+  c->model = model;
+  c->n_ctx = n_ctx;
+  c->n_threads = n_threads;
+  c->rows_max = std::min(n_ctx, mt::kChunkRowsMax);
+  c->runs.resize(size_t(model->hp.n_expert) + 1);
+  c->gate_up_segs.resize(c->runs.size());
+  c->down_segs.resize(c->runs.size());
+  Carver measure;
+  layout(c.get(), measure);
+  // calloc: the KV cache pages stay untouched until used, and unread rows read as 0.
+  c->arena.reset(std::calloc(1, measure.offset + 64));
+  if (!c->arena) {
+    std::snprintf(err, err_bytes, "context of %d tokens: out of memory allocating %zu bytes", n_ctx, measure.offset);
+    return nullptr;
+  }
+  Carver carve;
+  carve.base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(c->arena.get()) + 63) / 64 * 64);
+  layout(c.get(), carve);
+  c->pool = mt_pool_create(n_threads);
+  if (c->pool == nullptr) {
+    std::snprintf(err, err_bytes, "threads: could not start a pool of %d threads", n_threads);
+    return nullptr;
+  }
+  return c.release();
+}
+
+extern "C" void mt_context_free(mt_context* ctx) {
+  if (ctx == nullptr) return;
+  if (ctx->pool != nullptr) mt_pool_destroy(ctx->pool);
+  delete ctx;
+}
+
+extern "C" int32_t mt_context_n_ctx(const mt_context* ctx) { return ctx->n_ctx; }

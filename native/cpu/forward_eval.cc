@@ -1,0 +1,234 @@
+// mt_eval: one chunk of rows at a time through every layer, then the LM head.
+//
+//   tokens -> embed -> [ attention half | MoE half (forward_moe.cc) ] x nLayer -> norm -> logits
+//
+// Each half is a short sequence of phases. Matrix phases always run on the pool (rows split
+// by cost, each weight row streamed once for the whole chunk); per-row phases run on the
+// pool for prefill chunks and on the caller for decode (one row is cheaper than a wake-up).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include "forward.h"
+#include "ops_elementwise.h"
+
+namespace mt {
+namespace {
+
+Pass& pass_of(void* arg) { return *static_cast<Pass*>(arg); }
+
+// x [r] = token_embd row of tokens[r]; RoPE tables of position pos0 + r. [rows]
+void embed_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  const mt_model& m = *p.m;
+  const int64_t E = m.hp.n_embd, half = m.hp.head_dim / 2;
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    const uint8_t* row = m.token_embd.data + size_t(p.tokens[r]) * m.token_embd.row_bytes;
+    mt_dequant_row(m.token_embd.type, row, E, p.c->x + r * E);
+    rope_table(m.inv_freq.data(), int32_t(half), p.pos0 + r, p.c->rope_cos + r * half, p.c->rope_sin + r * half);
+  }
+}
+
+// [x += moe of the previous layer]; h = rmsnorm(x, attn_norm), prepared for q, k, v. [rows]
+void attn_norm_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const int64_t E = p.m->hp.n_embd;
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    if (p.combine_pending) combine_row(p, int32_t(r));
+    rms_norm(c.x + r * E, p.L->attn_norm, E, p.m->hp.rms_eps, c.h + r * E);
+    for (const Matrix* w : {&p.L->q, &p.L->k, &p.L->v}) {
+      if (w != &p.L->q && w->type == p.L->q.type) continue;  // prepared already
+      const size_t stride = mt_act_row_bytes(w->type, E);
+      mt_act_prepare(w->type, c.h + r * E, E, c.act_h[w->type] + size_t(r) * stride);
+    }
+  }
+}
+
+// q [n, qDim], k, v [n, kvDim] = W h. [pool]
+void qkv_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const Matrix* w[3] = {&p.L->q, &p.L->k, &p.L->v};
+  float* y[3] = {c.q, c.k, c.v};
+  Segment segs[3];
+  for (int s = 0; s < 3; s++) segs[s] = Segment{w[s]->rows, w[s]->cols * (p.n + 2)};
+  for_my_rows(segs, 3, ith, nth, [&](int s, int64_t r0, int64_t r1) {
+    project(*w[s], c.act_h[w[s]->type], p.n, y[s], w[s]->rows, r0, r1);
+  });
+}
+
+void add(float* y, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) y[i] += b[i];
+}
+
+// Biases, q/k norms, RoPE; k and v of row r into the cache at pos0 + r. [rows]
+void qk_post_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const mt_hparams& hp = p.m->hp;
+  const LayerWeights& L = *p.L;
+  const int64_t hd = hp.head_dim, Q = hp.n_head * hd, KV = hp.n_head_kv * hd, half = hd / 2;
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    float *q = c.q + r * Q, *k = c.k + r * KV, *v = c.v + r * KV;
+    if (hp.attn_bias) {
+      add(q, L.q_bias, Q);
+      add(k, L.k_bias, KV);
+      add(v, L.v_bias, KV);
+    }
+    if (hp.qk_norm == MT_QK_NORM_FULL) {
+      rms_norm(q, L.q_norm, Q, hp.rms_eps, q);
+      rms_norm(k, L.k_norm, KV, hp.rms_eps, k);
+    } else if (hp.qk_norm == MT_QK_NORM_HEAD) {
+      for (int64_t h = 0; h < hp.n_head; h++) rms_norm(q + h * hd, L.q_norm, hd, hp.rms_eps, q + h * hd);
+      for (int64_t h = 0; h < hp.n_head_kv; h++) rms_norm(k + h * hd, L.k_norm, hd, hp.rms_eps, k + h * hd);
+    }
+    rope_apply(q, hp.n_head, int32_t(hd), c.rope_cos + r * half, c.rope_sin + r * half, hp.rope_neox != 0);
+    rope_apply(k, hp.n_head_kv, int32_t(hd), c.rope_cos + r * half, c.rope_sin + r * half, hp.rope_neox != 0);
+    const size_t at = (size_t(p.layer) * size_t(c.n_ctx) + size_t(p.pos0 + r)) * size_t(KV);
+    std::memcpy(c.k_cache + at, k, size_t(KV) * sizeof(float));
+    std::memcpy(c.v_cache + at, v, size_t(KV) * sizeof(float));
+  }
+}
+
+// attn [r, head] = softmax(q . K / sqrt(hd)) V over positions <= pos0 + r. [pool]
+// Prefill: rows interleaved over threads (causal cost grows with r); decode: heads split
+// contiguously, so the query heads of one KV head mostly stay on one thread.
+void attention_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const mt_hparams& hp = p.m->hp;
+  const int64_t Q = int64_t(hp.n_head) * hp.head_dim, KV = int64_t(hp.n_head_kv) * hp.head_dim;
+  const float* keys = c.k_cache + size_t(p.layer) * size_t(c.n_ctx) * size_t(KV);
+  const float* values = c.v_cache + size_t(p.layer) * size_t(c.n_ctx) * size_t(KV);
+  float* scores = c.scores + size_t(ith) * size_t(c.n_ctx);
+  auto heads = [&](int64_t r, int64_t h0, int64_t h1) {
+    attention_heads(c.q + r * Q, keys, values, hp.n_head, hp.n_head_kv, hp.head_dim, int32_t(p.pos0 + r + 1), int32_t(h0),
+                    int32_t(h1), scores, c.attn + r * Q);
+  };
+  if (p.n >= nth) {
+    for (int64_t r = ith; r < p.n; r += nth) heads(r, 0, hp.n_head);
+    return;
+  }
+  int64_t b, e;
+  share(int64_t(p.n) * hp.n_head, ith, nth, &b, &e);
+  for (int64_t i = b; i < e;) {
+    const int64_t r = i / hp.n_head, h1 = std::min<int64_t>(e - r * hp.n_head, hp.n_head);
+    heads(r, i % hp.n_head, h1);
+    i = r * hp.n_head + h1;
+  }
+}
+
+// attn rows prepared for attn_output. [rows]
+void attn_prep_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  const Matrix& o = p.L->o;
+  const size_t stride = mt_act_row_bytes(o.type, o.cols);
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b; r < e; r++) mt_act_prepare(o.type, p.c->attn + r * o.cols, o.cols, p.c->act_attn + size_t(r) * stride);
+}
+
+// proj [n, nEmbd] = Wo attn; added to x by the MoE half's first phase. [pool]
+void attn_out_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  const Matrix& o = p.L->o;
+  const Segment seg{o.rows, o.cols * (p.n + 2)};
+  for_my_rows(&seg, 1, ith, nth, [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
+}
+
+// [x += moe]; rows from logit_row0 normed and prepared for the LM head. [rows]
+void output_norm_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  const mt_model& m = *p.m;
+  const int64_t E = m.hp.n_embd;
+  const size_t stride = mt_act_row_bytes(m.output.type, E);
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b < p.logit_row0 ? p.logit_row0 : b; r < e; r++) {
+    combine_row(p, int32_t(r));
+    rms_norm(p.c->x + r * E, m.output_norm, E, m.hp.rms_eps, p.c->h + r * E);
+    mt_act_prepare(m.output.type, p.c->h + r * E, E, p.c->act_h[m.output.type] + size_t(r - p.logit_row0) * stride);
+  }
+}
+
+// logits [n - logit_row0, nVocab] = Wout h. [pool]
+void output_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  const Matrix& w = p.m->output;
+  const int32_t rows = p.n - p.logit_row0;
+  const Segment seg{w.rows, w.cols * (rows + 2)};
+  for_my_rows(&seg, 1, ith, nth, [&](int, int64_t r0, int64_t r1) {
+    project(w, p.c->act_h[w.type], rows, p.logits, w.rows, r0, r1);
+  });
+}
+
+void attention_layer(Pass& p) {
+  const bool rows_parallel = p.n > 1;
+  run_phase(p, attn_norm_phase, rows_parallel);
+  run_phase(p, qkv_phase, true);
+  run_phase(p, qk_post_phase, rows_parallel);
+  run_phase(p, attention_phase, true);
+  run_phase(p, attn_prep_phase, rows_parallel);
+  run_phase(p, attn_out_phase, true);
+}
+
+bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t err_bytes) {
+  const mt_hparams& hp = c.model->hp;
+  if (a.n_tokens < 1) return std::snprintf(err, err_bytes, "tokens: expected at least one token"), false;
+  if (a.pos < 0 || int64_t(a.pos) + a.n_tokens > c.n_ctx)
+    return std::snprintf(err, err_bytes, "pos + tokens.length: expected <= nCtx %d (got pos %d + %d tokens)", c.n_ctx, a.pos,
+                         a.n_tokens),
+           false;
+  for (int32_t i = 0; i < a.n_tokens; i++)
+    if (a.tokens[i] < 0 || a.tokens[i] >= hp.n_vocab)
+      return std::snprintf(err, err_bytes, "tokens[%d]: expected a token id in [0, %d) (got %d)", i, hp.n_vocab, a.tokens[i]),
+             false;
+  const size_t logits_need = size_t(a.all_logits ? a.n_tokens : 1) * size_t(hp.n_vocab);
+  if (a.logits == nullptr || a.logits_len < logits_need)
+    return std::snprintf(err, err_bytes, "logits: expected room for %zu floats (got %zu)", logits_need, a.logits_len), false;
+  const size_t routes_need = size_t(a.n_tokens) * size_t(hp.n_layer) * size_t(hp.n_expert_used);
+  if (a.routes != nullptr && a.routes_len < routes_need)
+    return std::snprintf(err, err_bytes, "routes: expected room for %zu ids (tokens x nLayer x nExpertUsed, got %zu)", routes_need,
+                         a.routes_len),
+           false;
+  return true;
+}
+
+}  // namespace
+}  // namespace mt
+
+extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, size_t err_bytes) {
+  using namespace mt;
+  if (!check_args(*ctx, *args, err, err_bytes)) return -1;
+  const mt_hparams& hp = ctx->model->hp;
+  for (int32_t row0 = 0; row0 < args->n_tokens; row0 += ctx->rows_max) {
+    Pass p;
+    p.c = ctx;
+    p.m = ctx->model;
+    p.n = args->n_tokens - row0 < ctx->rows_max ? args->n_tokens - row0 : ctx->rows_max;
+    p.pos0 = args->pos + row0;
+    p.tokens = args->tokens + row0;
+    p.routes = args->routes ? args->routes + size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used) : nullptr;
+    run_phase(p, embed_phase, p.n > 1);
+    for (int32_t l = 0; l < hp.n_layer; l++) {
+      p.layer = l;
+      p.L = &ctx->model->layers[size_t(l)];
+      attention_layer(p);
+      moe_layer(p);
+    }
+    const bool last_chunk = row0 + p.n == args->n_tokens;
+    if (!args->all_logits && !last_chunk) continue;
+    p.logit_row0 = args->all_logits ? 0 : p.n - 1;
+    p.logits = args->all_logits ? args->logits + size_t(row0) * size_t(hp.n_vocab) : args->logits;
+    run_phase(p, output_norm_phase, p.n - p.logit_row0 > 1);
+    run_phase(p, output_phase, true);
+  }
+  return 0;
+}

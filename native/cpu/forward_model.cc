@@ -1,0 +1,195 @@
+// mt_model_create: checks every tensor the architecture needs (name, dims, type, extent
+// inside the mapping) and builds the per-layer views. A bad desc is an error message,
+// never a read outside the mapping.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include "forward.h"
+
+namespace {
+
+using mt::Experts;
+using mt::Matrix;
+
+bool is_float_type(int32_t t) { return t == MT_F32 || t == MT_F16 || t == MT_BF16; }
+bool is_block_type(int32_t t) { return t == MT_Q8_0 || t == MT_Q4_0; }
+
+std::string dims_text(const int64_t* dims, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; i++) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+class Builder {
+ public:
+  Builder(mt_model* m, const mt_tensor_desc* tensors, int32_t n_tensors) : m_(m) {
+    for (int32_t i = 0; i < n_tensors; i++)
+      if (tensors[i].name != nullptr) by_name_[tensors[i].name] = &tensors[i];
+  }
+  std::string error;
+
+  // W [rows, cols] stored as ggml dims [cols, rows].
+  bool matrix(const std::string& name, int64_t cols, int64_t rows, Matrix* out) {
+    const int64_t want[2] = {cols, rows};
+    const mt_tensor_desc* d = find(name, want, 2);
+    if (d == nullptr || !check_type(name, d->type, cols)) return false;
+    *out = Matrix{nullptr, d->type, rows, cols, mt_row_bytes(d->type, cols)};
+    out->data = extent(name, d, out->row_bytes, rows);
+    return out->data != nullptr;
+  }
+
+  // nExpert matrices [rows, cols] stored as ggml dims [cols, rows, nExpert].
+  bool experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert, Experts* out) {
+    const int64_t want[3] = {cols, rows, n_expert};
+    const mt_tensor_desc* d = find(name, want, 3);
+    if (d == nullptr || !check_type(name, d->type, cols)) return false;
+    out->first = Matrix{nullptr, d->type, rows, cols, mt_row_bytes(d->type, cols)};
+    out->expert_bytes = out->first.row_bytes * size_t(rows);
+    out->first.data = extent(name, d, out->first.row_bytes, rows * n_expert);
+    return out->first.data != nullptr;
+  }
+
+  // A 1-D tensor [len] of F32 / F16 / BF16, copied to an owned f32 array.
+  bool vector(const std::string& name, int64_t len, const float** out) {
+    const int64_t want[1] = {len};
+    const mt_tensor_desc* d = find(name, want, 1);
+    if (d == nullptr) return false;
+    if (!is_float_type(d->type)) return fail(name, "type F32, F16 or BF16 (got type id " + std::to_string(d->type) + ")");
+    const uint8_t* data = extent(name, d, mt_row_bytes(d->type, len), 1);
+    if (data == nullptr) return false;
+    m_->owned.emplace_back(new float[size_t(len)]);
+    mt_dequant_row(d->type, data, len, m_->owned.back().get());
+    *out = m_->owned.back().get();
+    return true;
+  }
+
+  bool fail(const std::string& where, const std::string& expected) {
+    error = where + ": expected " + expected;
+    return false;
+  }
+
+ private:
+  mt_model* m_;
+  std::unordered_map<std::string, const mt_tensor_desc*> by_name_;
+
+  // Dims compare after dropping trailing 1s (GGUF writers differ on them).
+  const mt_tensor_desc* find(const std::string& name, const int64_t* want, int n_want) {
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) {
+      fail(name, "a tensor of dims " + dims_text(want, n_want) + " (missing)");
+      return nullptr;
+    }
+    const mt_tensor_desc* d = it->second;
+    int n = d->n_dims < 0 ? 0 : d->n_dims > 4 ? 4 : d->n_dims;
+    while (n > 1 && d->dims[n - 1] == 1) n--;
+    while (n_want > 1 && want[n_want - 1] == 1) n_want--;
+    bool same = n == n_want && d->n_dims >= 1 && d->n_dims <= 4;
+    for (int i = 0; same && i < n; i++) same = d->dims[i] == want[i];
+    if (!same) {
+      fail(name, "dims " + dims_text(want, n_want) + " (got " + dims_text(d->dims, d->n_dims < 0 || d->n_dims > 4 ? 0 : d->n_dims) + ")");
+      return nullptr;
+    }
+    return d;
+  }
+
+  bool check_type(const std::string& name, int32_t type, int64_t cols) {
+    if (!(is_float_type(type) || is_block_type(type)) || !mt_type_supported(type))
+      return fail(name, "type F32, F16, BF16, Q8_0 or Q4_0 (got type id " + std::to_string(type) + ")");
+    if (is_block_type(type) && cols % 32 != 0) return fail(name, "a row length divisible by 32 for a block type");
+    return true;
+  }
+
+  // The tensor's first byte, if offset + row_bytes * rows lies inside the mapping.
+  const uint8_t* extent(const std::string& name, const mt_tensor_desc* d, size_t row_bytes, int64_t rows) {
+    const unsigned __int128 bytes = (unsigned __int128)row_bytes * (unsigned __int128)rows;
+    const unsigned __int128 end = bytes + d->offset;
+    if (end > m_->length) {
+      fail(name, "offset + bytes inside the file's " + std::to_string(m_->length) + " bytes (offset " +
+                     std::to_string(d->offset) + ", " + std::to_string((unsigned long long)bytes) + " bytes)");
+      return nullptr;
+    }
+    return m_->base + d->offset;
+  }
+};
+
+bool check_hparams(const mt_hparams& hp, Builder& b) {
+  const int32_t big = 1 << 20;
+  auto in = [](int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; };
+  if (!in(hp.n_layer, 1, 4096)) return b.fail("hparams.nLayer", "1..4096");
+  if (!in(hp.n_embd, 1, big)) return b.fail("hparams.nEmbd", "1..2^20");
+  if (!in(hp.n_head, 1, 4096) || !in(hp.n_head_kv, 1, hp.n_head) || hp.n_head % hp.n_head_kv != 0)
+    return b.fail("hparams.nHead/nHeadKv", "nHead a multiple of nHeadKv, both >= 1");
+  if (!in(hp.head_dim, 2, 4096) || hp.head_dim % 2 != 0) return b.fail("hparams.headDim", "an even number 2..4096");
+  if (!in(hp.n_vocab, 1, 1 << 24)) return b.fail("hparams.nVocab", "1..2^24");
+  if (!in(hp.n_expert, 1, 4096)) return b.fail("hparams.nExpert", "1..4096");
+  if (!in(hp.n_expert_used, 1, hp.n_expert) || hp.n_expert_used > 64)
+    return b.fail("hparams.nExpertUsed", "1..min(nExpert, 64)");
+  if (!in(hp.n_ff_exp, 1, big)) return b.fail("hparams.nFfExp", "1..2^20");
+  if (hp.shared_expert && !in(hp.n_ff_shexp, 1, big)) return b.fail("hparams.nFfShexp", "1..2^20 with a shared expert");
+  if (!(hp.rms_eps >= 0 && std::isfinite(hp.rms_eps))) return b.fail("hparams.rmsEps", "a finite number >= 0");
+  if (!(hp.rope_base > 0 && std::isfinite(hp.rope_base))) return b.fail("hparams.ropeBase", "a finite number > 0");
+  if (!in(hp.qk_norm, MT_QK_NORM_NONE, MT_QK_NORM_FULL)) return b.fail("hparams.qkNorm", "none, head or full");
+  return true;
+}
+
+bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* L) {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const int64_t q_dim = int64_t(hp.n_head) * hp.head_dim, kv_dim = int64_t(hp.n_head_kv) * hp.head_dim;
+  bool ok = b.vector(p + "attn_norm.weight", hp.n_embd, &L->attn_norm) &&
+            b.matrix(p + "attn_q.weight", hp.n_embd, q_dim, &L->q) && b.matrix(p + "attn_k.weight", hp.n_embd, kv_dim, &L->k) &&
+            b.matrix(p + "attn_v.weight", hp.n_embd, kv_dim, &L->v) &&
+            b.matrix(p + "attn_output.weight", q_dim, hp.n_embd, &L->o);
+  if (ok && hp.attn_bias)
+    ok = b.vector(p + "attn_q.bias", q_dim, &L->q_bias) && b.vector(p + "attn_k.bias", kv_dim, &L->k_bias) &&
+         b.vector(p + "attn_v.bias", kv_dim, &L->v_bias);
+  if (ok && hp.qk_norm != MT_QK_NORM_NONE) {
+    const bool head = hp.qk_norm == MT_QK_NORM_HEAD;
+    ok = b.vector(p + "attn_q_norm.weight", head ? hp.head_dim : q_dim, &L->q_norm) &&
+         b.vector(p + "attn_k_norm.weight", head ? hp.head_dim : kv_dim, &L->k_norm);
+  }
+  ok = ok && b.vector(p + "ffn_norm.weight", hp.n_embd, &L->ffn_norm) &&
+       b.matrix(p + "ffn_gate_inp.weight", hp.n_embd, hp.n_expert, &L->router) &&
+       b.experts(p + "ffn_gate_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->gate) &&
+       b.experts(p + "ffn_up_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->up) &&
+       b.experts(p + "ffn_down_exps.weight", hp.n_ff_exp, hp.n_embd, hp.n_expert, &L->down);
+  // Gate and up read the same prepared activations, so they must share a type.
+  if (ok && L->up.first.type != L->gate.first.type) return b.fail(p + "ffn_up_exps.weight", "the type of ffn_gate_exps");
+  if (ok && hp.shared_expert) {
+    ok = b.vector(p + "ffn_gate_inp_shexp.weight", hp.n_embd, &L->shexp_gate_inp) &&
+         b.matrix(p + "ffn_gate_shexp.weight", hp.n_embd, hp.n_ff_shexp, &L->shexp_gate) &&
+         b.matrix(p + "ffn_up_shexp.weight", hp.n_embd, hp.n_ff_shexp, &L->shexp_up) &&
+         b.matrix(p + "ffn_down_shexp.weight", hp.n_ff_shexp, hp.n_embd, &L->shexp_down);
+    if (ok && L->shexp_up.type != L->shexp_gate.type) return b.fail(p + "ffn_up_shexp.weight", "the type of ffn_gate_shexp");
+  }
+  return ok;
+}
+
+}  // namespace
+
+extern "C" mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
+                                     const uint8_t* base, size_t length, char* err, size_t err_bytes) {
+  std::unique_ptr<mt_model> m(new mt_model());
+  m->hp = *hp;
+  m->base = base;
+  m->length = length;
+  Builder b(m.get(), tensors, n_tensors);
+  bool ok = check_hparams(*hp, b) && b.matrix("token_embd.weight", hp->n_embd, hp->n_vocab, &m->token_embd);
+  m->layers.resize(ok ? size_t(hp->n_layer) : 0);
+  for (int32_t l = 0; ok && l < hp->n_layer; l++) ok = build_layer(*hp, l, b, &m->layers[size_t(l)]);
+  ok = ok && b.vector("output_norm.weight", hp->n_embd, &m->output_norm);
+  if (ok && hp->tied_output) m->output = m->token_embd;
+  else if (ok) ok = b.matrix("output.weight", hp->n_embd, hp->n_vocab, &m->output);
+  if (!ok) {
+    std::snprintf(err, err_bytes, "%s", b.error.c_str());
+    return nullptr;
+  }
+  for (int32_t i = 0; i < hp->head_dim / 2; i++)
+    m->inv_freq.push_back(std::pow(hp->rope_base, -2.0 * i / hp->head_dim));
+  return m.release();
+}
+
+extern "C" void mt_model_free(mt_model* model) { delete model; }
+
+extern "C" const mt_hparams* mt_model_hparams(const mt_model* model) { return &model->hp; }

@@ -1,0 +1,198 @@
+// The MoE half of a layer, for a chunk of n rows:
+//
+//   x += proj; h = rmsnorm(x, ffn_norm)     [rows]  (+ shared gate logit)
+//   router [n, nExpert] = Wr h              [pool]
+//   softmax, top-k, weights, routes         [rows]
+//   group slots by expert (counting sort)   [caller]
+//   gather h rows per expert                [rows]  (prefill only)
+//   g = silu(Gate_e h) * (Up_e h)           [pool]  experts x rows of nFf, each expert once
+//   prepare g for Down                      [rows]
+//   slot_down = Down_e g                    [pool]
+//   x += sum_k w_k slot_down (+ shared)     deferred: combine_row, in the next phase
+//
+// A slot is one (row, rank) pair; slots are grouped by expert so each expert's weights are
+// streamed once for all its rows. The shared expert (qwen2moe) is one more run over all rows.
+#include <cstring>
+#include "forward.h"
+#include "ops_elementwise.h"
+
+namespace mt {
+namespace {
+
+Pass& pass_of(void* arg) { return *static_cast<Pass*>(arg); }
+
+void ffn_norm_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const LayerWeights& L = *p.L;
+  const int64_t E = p.m->hp.n_embd;
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    float *x = c.x + r * E, *h = c.h + r * E;
+    for (int64_t i = 0; i < E; i++) x[i] += c.proj[r * E + i];
+    rms_norm(x, L.ffn_norm, E, p.m->hp.rms_eps, h);
+    int32_t done[3] = {-1, -1, -1};
+    const Matrix* readers[3] = {&L.router, &L.gate.first, L.shexp_gate_inp ? &L.shexp_gate : nullptr};
+    for (int i = 0; i < 3; i++) {
+      if (readers[i] == nullptr || readers[i]->type == done[0] || readers[i]->type == done[1]) continue;
+      const int32_t t = done[i] = readers[i]->type;
+      mt_act_prepare(t, h, E, c.act_h[t] + size_t(r) * mt_act_row_bytes(t, E));
+    }
+    if (L.shexp_gate_inp != nullptr) c.shexp_logit[r] = dot(L.shexp_gate_inp, h, E);
+  }
+}
+
+void router_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  const Matrix& w = p.L->router;
+  const Segment seg{w.rows, w.cols * (p.n + 2)};
+  for_my_rows(&seg, 1, ith, nth, [&](int, int64_t r0, int64_t r1) { project(w, p.c->act_h[w.type], p.n, p.c->router, w.rows, r0, r1); });
+}
+
+// p = softmax(router logits); the top k in rank order; w = p (or p / sum of the top k).
+void route_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const mt_hparams& hp = p.m->hp;
+  const int32_t K = hp.n_expert_used;
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    float* probs = c.router + r * hp.n_expert;
+    int32_t* ids = c.route_ids + r * K;
+    softmax(probs, hp.n_expert);
+    top_k(probs, hp.n_expert, K, ids);
+    float total = 0.0f;
+    for (int32_t k = 0; k < K; k++) total += probs[ids[k]];
+    for (int32_t k = 0; k < K; k++) c.route_w[r * K + k] = hp.norm_top_k ? probs[ids[k]] / total : probs[ids[k]];
+    if (p.routes != nullptr) std::memcpy(p.routes + (r * hp.n_layer + p.layer) * K, ids, size_t(K) * sizeof(int32_t));
+  }
+}
+
+// Counting sort of the n * K slots by expert id; one run per expert with rows, then the shared one.
+void group_slots(Pass& p) {
+  mt_context& c = *p.c;
+  const mt_hparams& hp = p.m->hp;
+  const LayerWeights& L = *p.L;
+  const int32_t K = hp.n_expert_used, routed = p.n * K;
+  const int64_t E = hp.n_embd;
+  std::memset(c.expert_count, 0, size_t(hp.n_expert) * sizeof(int32_t));
+  for (int32_t s = 0; s < routed; s++) c.expert_count[c.route_ids[s]]++;
+  const size_t act_stride = mt_act_row_bytes(L.gate.first.type, E);
+  const size_t down_stride = mt_act_row_bytes(L.down.first.type, hp.n_ff_exp);
+  size_t n_runs = 0;
+  int32_t first = 0;
+  for (int32_t x = 0; x < hp.n_expert; x++) {
+    const int32_t count = c.expert_count[x];
+    c.expert_count[x] = first;  // from here on: the next free slot of expert x
+    if (count == 0) continue;
+    ExpertRun& run = c.runs[n_runs++];
+    run = ExpertRun{x, first, count, L.gate.of(x), L.up.of(x), L.down.of(x), nullptr, nullptr, down_stride};
+    // Decode: the single row's prepared h is used in place; prefill gathers rows per expert.
+    run.acts = p.n == 1 ? c.act_h[L.gate.first.type] : c.slot_act + size_t(first) * act_stride;
+    run.acts_down = c.slot_act_down + size_t(first) * down_stride;
+    first += count;
+  }
+  for (int32_t r = 0; r < p.n; r++)
+    for (int32_t k = 0; k < K; k++) {
+      const int32_t slot = c.expert_count[c.route_ids[r * K + k]]++;
+      c.slot_row[slot] = r;
+      c.row_slot[r * K + k] = slot;
+    }
+  if (L.shexp_gate_inp != nullptr) {
+    const size_t sh_stride = mt_act_row_bytes(L.shexp_down.type, hp.n_ff_shexp);
+    c.runs[n_runs++] = ExpertRun{-1, routed, p.n, L.shexp_gate, L.shexp_up, L.shexp_down, c.act_h[L.shexp_gate.type],
+                                 c.shexp_act_down, sh_stride};
+  }
+  p.n_runs = int32_t(n_runs);
+  for (size_t i = 0; i < n_runs; i++) {
+    const ExpertRun& run = c.runs[i];
+    c.gate_up_segs[i] = Segment{run.gate.rows, run.gate.cols * (run.count + 2)};
+    c.down_segs[i] = Segment{run.down.rows, run.down.cols * (run.count + 2)};
+  }
+}
+
+// Prefill: slot s gets row slot_row[s]'s prepared h, so each expert's rows are contiguous. [rows]
+void gather_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const int32_t type = p.L->gate.first.type;
+  const size_t stride = mt_act_row_bytes(type, p.m->hp.n_embd);
+  int64_t b, e;
+  share(int64_t(p.n) * p.m->hp.n_expert_used, ith, nth, &b, &e);
+  for (int64_t s = b; s < e; s++) std::memcpy(c.slot_act + size_t(s) * stride, c.act_h[type] + size_t(c.slot_row[s]) * stride, stride);
+}
+
+// slot_gate [slot, :] = silu(Gate_e h) * (Up_e h), rows of every run split over the pool. [pool]
+void gate_up_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const int64_t ld = c.n_ff_max;
+  for_my_rows(c.gate_up_segs.data(), p.n_runs, ith, nth, [&](int i, int64_t r0, int64_t r1) {
+    const ExpertRun& run = c.runs[size_t(i)];
+    float* g = c.slot_gate + size_t(run.first) * size_t(ld);
+    float* u = c.slot_up + size_t(run.first) * size_t(ld);
+    project(run.gate, run.acts, run.count, g, ld, r0, r1);
+    project(run.up, run.acts, run.count, u, ld, r0, r1);
+    for (int32_t j = 0; j < run.count; j++) swiglu(g + j * ld + r0, u + j * ld + r0, r1 - r0);
+  });
+}
+
+// Every slot's silu(g) * u prepared for its run's Down matrix. [rows over slots]
+void down_prep_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const int32_t slots = p.n * p.m->hp.n_expert_used + (p.L->shexp_gate_inp ? p.n : 0);
+  int64_t b, e;
+  share(slots, ith, nth, &b, &e);
+  for (int32_t i = 0; i < p.n_runs; i++) {
+    const ExpertRun& run = c.runs[size_t(i)];
+    const int64_t lo = run.first > b ? run.first : b, hi = run.first + run.count < e ? run.first + run.count : e;
+    for (int64_t s = lo; s < hi; s++)
+      mt_act_prepare(run.down.type, c.slot_gate + s * c.n_ff_max, run.down.cols, run.acts_down + size_t(s - run.first) * run.act_down_stride);
+  }
+}
+
+// slot_down [slot, nEmbd] = Down_e (silu(g) * u). [pool]
+void down_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  mt_context& c = *p.c;
+  const int64_t E = p.m->hp.n_embd;
+  for_my_rows(c.down_segs.data(), p.n_runs, ith, nth, [&](int i, int64_t r0, int64_t r1) {
+    const ExpertRun& run = c.runs[size_t(i)];
+    project(run.down, run.acts_down, run.count, c.slot_down + size_t(run.first) * size_t(E), E, r0, r1);
+  });
+}
+
+}  // namespace
+
+// x [r] += sum_k w_k * slot_down [row_slot (r, k)] (+ sigmoid(gate) * shared), summed first
+// in rank order as the reference does. proj [r] is free by now and holds the sum.
+void combine_row(const Pass& p, int32_t r) {
+  mt_context& c = *p.c;
+  const mt_hparams& hp = p.m->hp;
+  const int64_t E = hp.n_embd;
+  const int32_t K = hp.n_expert_used;
+  float* sum = c.proj + r * E;
+  std::memset(sum, 0, size_t(E) * sizeof(float));
+  for (int32_t k = 0; k < K; k++) axpy(c.route_w[r * K + k], c.slot_down + size_t(c.row_slot[r * K + k]) * size_t(E), sum, E);
+  if (hp.shared_expert) axpy(sigmoid(c.shexp_logit[r]), c.slot_down + size_t(p.n * K + r) * size_t(E), sum, E);
+  float* x = c.x + r * E;
+  for (int64_t i = 0; i < E; i++) x[i] += sum[i];
+}
+
+void moe_layer(Pass& p) {
+  const bool rows_parallel = p.n > 1;
+  run_phase(p, ffn_norm_phase, rows_parallel);
+  run_phase(p, router_phase, true);
+  run_phase(p, route_phase, rows_parallel);
+  group_slots(p);
+  if (p.n > 1) run_phase(p, gather_phase, true);
+  run_phase(p, gate_up_phase, true);
+  run_phase(p, down_prep_phase, rows_parallel);
+  run_phase(p, down_phase, true);
+  p.combine_pending = true;
+}
+
+}  // namespace mt

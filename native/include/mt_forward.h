@@ -1,0 +1,74 @@
+/*
+ * moetier forward pass: the C ABI between the addon and the native MoE forward.
+ *
+ *   mt_model    read-only view of a mapped model file (weights stay in the mapping,
+ *               in their container type); validated once at creation.
+ *   mt_context  KV cache (f32, [nLayer][nCtx][nHeadKv * headDim] for K and for V),
+ *               scratch sized for one prefill chunk, and a thread pool.
+ *   mt_eval     rows at positions [pos, pos + n): writes logits, optionally routes.
+ *
+ * The math is docs/FORWARD.md; src/reference/forward.ts is the spec it is tested against.
+ * Every verb returns NULL / -1 on an operating error and writes a message naming
+ * the tensor, option or value and what was expected into err (err_bytes bytes).
+ */
+#ifndef MT_FORWARD_H
+#define MT_FORWARD_H
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mt_qk_norm { MT_QK_NORM_NONE = 0, MT_QK_NORM_HEAD = 1, MT_QK_NORM_FULL = 2 };
+
+/* The switches of docs/FORWARD.md (HParams in src/model/types.ts). */
+typedef struct mt_hparams {
+  int32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_vocab;
+  int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+  double rms_eps, rope_base;
+  int32_t rope_neox;  /* 0: rotate (x[2i], x[2i+1]); 1: rotate (x[i], x[i + headDim/2]) */
+  int32_t qk_norm;    /* enum mt_qk_norm */
+  int32_t norm_top_k, attn_bias, shared_expert, tied_output;
+} mt_hparams;
+
+/* One tensor of the file: GGUF name, GGML type id, ggml-order dims, absolute offset. */
+typedef struct mt_tensor_desc {
+  const char* name;
+  int32_t type;
+  int32_t n_dims;
+  int64_t dims[4];
+  uint64_t offset;
+} mt_tensor_desc;
+
+typedef struct mt_model mt_model;
+typedef struct mt_context mt_context;
+
+/* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */
+mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
+                          const uint8_t* base, size_t length, char* err, size_t err_bytes);
+void mt_model_free(mt_model* model);
+const mt_hparams* mt_model_hparams(const mt_model* model);
+
+/* n_threads compute threads (the caller of mt_eval is one of them). */
+mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err, size_t err_bytes);
+void mt_context_free(mt_context* ctx);
+int32_t mt_context_n_ctx(const mt_context* ctx);
+
+typedef struct mt_eval_args {
+  const int32_t* tokens;
+  int32_t n_tokens;
+  int32_t pos;          /* first position; [pos, pos + n) must lie inside n_ctx */
+  float* logits;        /* n_vocab floats, or n_tokens * n_vocab with all_logits */
+  size_t logits_len;    /* floats available at logits */
+  int32_t all_logits;
+  int32_t* routes;      /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank] */
+  size_t routes_len;
+} mt_eval_args;
+
+/* 0 on success, -1 on an operating error (message in err). Not re-entrant per context. */
+int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, size_t err_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
