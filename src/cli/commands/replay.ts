@@ -1,0 +1,114 @@
+/**
+ * moetier replay: routing traces through placement policies, against the offline
+ * optimum, with a napkin cost model. Pure computation: no model, no device.
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { InvalidOptionError } from '../../core/errors.js';
+import type { Command } from '../command.js';
+import { costDefaults, parseCostOverrides } from '../../tiers/cost.js';
+import { loadTraceFiles, runLab, type LabOptions } from '../../tiers/lab.js';
+import { policyNames } from '../../tiers/policies/index.js';
+import { lineChartSvg } from '../../tiers/report/svg.js';
+import { formatTable } from '../../tiers/report/table.js';
+import type { ReplayRow } from '../../tiers/report/rows.js';
+
+const usage = `usage: moetier replay --trace F [--trace F2 | F1,F2] [options]
+
+  --budget 16,24,32          device slots per layer (default 16,24,32)
+  --policy a,b,...           of ${policyNames.join(', ')} (default all)
+  --offload hosted|hostless  hosted: misses run on the host; host-less: every miss is uploaded (default hosted)
+  --scope layer|global       per-layer budgets, or one budget of slots x layers for the model (default layer)
+  --start empty|ids|heat     starting content shared by every policy (default heat with a heat prefix, else ids)
+  --heat-from-prefix N       heat table from the first N decode tokens; they are not replayed
+  --prefill-from-prefix N    the first N decode tokens play the prompt's prefill (replan, TTFT); not replayed
+  --geometry NAME            expert byte geometry (default: from the trace's model)
+  --model NAME               model name of a headerless trace (default: file name up to the first dot)
+  --cost k=v,...             cost-model overrides of ${Object.keys(costDefaults).join(', ')}
+  --json                     rows as JSON instead of tables
+  --plot out.svg             hit rate against budget, one line per policy`;
+
+interface Parsed {
+  files: string[];
+  lab: LabOptions;
+  model?: string;
+  json: boolean;
+  plot?: string;
+}
+
+function intList(option: string, v: string): number[] {
+  const xs = v.split(',').map(Number);
+  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x))) throw new InvalidOptionError(option, 'comma-separated integers', v);
+  return xs;
+}
+
+function oneOf<T extends string>(option: string, v: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(v)) throw new InvalidOptionError(option, allowed.join(' or '), v);
+  return v as T;
+}
+
+export function parseReplayArgs(argv: readonly string[]): Parsed {
+  const p: Parsed = {
+    files: [], json: false,
+    lab: { budgets: [16, 24, 32], policies: [...policyNames], offload: 'hosted', scope: 'layer' },
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--json') {
+      p.json = true;
+      continue;
+    }
+    const v = argv[i + 1];
+    if (v === undefined || v.startsWith('--')) throw new InvalidOptionError(a, 'a value after it', v);
+    i++;
+    switch (a) {
+      case '--trace': p.files.push(...v.split(',').filter((f) => f !== '')); break;
+      case '--budget': p.lab.budgets = intList(a, v); break;
+      case '--policy': p.lab.policies = v.split(','); break;
+      case '--offload': p.lab.offload = oneOf(a, v, ['hosted', 'hostless'] as const); break;
+      case '--scope': p.lab.scope = oneOf(a, v, ['layer', 'global'] as const); break;
+      case '--start': p.lab.start = oneOf(a, v, ['empty', 'ids', 'heat'] as const); break;
+      case '--heat-from-prefix': p.lab.heatFromPrefix = intList(a, v)[0]; break;
+      case '--prefill-from-prefix': p.lab.prefillFromPrefix = intList(a, v)[0]; break;
+      case '--geometry': p.lab.geometry = v; break;
+      case '--model': p.model = v; break;
+      case '--cost': p.lab.cost = parseCostOverrides(v); break;
+      case '--plot': p.plot = v; break;
+      default: throw new InvalidOptionError(a, 'a known option (see moetier replay --help)', a);
+    }
+  }
+  if (p.files.length === 0) throw new InvalidOptionError('--trace', 'at least one trace file', undefined);
+  return p;
+}
+
+/** Hit rate against budget; one line per policy (per trace and policy with several traces). */
+export function plotRows(rows: readonly ReplayRow[]): string {
+  const traces = [...new Set(rows.map((r) => r.trace))];
+  const keyOf = (r: ReplayRow): string => (traces.length > 1 ? `${path.basename(r.trace)}: ` : '') + r.policy;
+  const keys = [...new Set(rows.map(keyOf))];
+  const series = keys.map((label) => ({
+    label,
+    points: rows.filter((r) => keyOf(r) === label).map((r) => ({ x: r.budget, y: r.hitRate })),
+  }));
+  const r0 = rows[0];
+  const title = `${traces.map((t) => path.basename(t)).join(', ')}: decode hit rate (${r0.offload}, ${r0.scope} budget, start ${r0.start})`;
+  return lineChartSvg(series, { title, xLabel: 'resident experts per layer (budget)', yLabel: 'decode hit rate' });
+}
+
+export async function replayMain(argv: readonly string[], out: (text: string) => void): Promise<number> {
+  const p = parseReplayArgs(argv);
+  const rows = runLab(loadTraceFiles(p.files, p.model), p.lab);
+  if (p.json) out(`[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]`);
+  else {
+    for (const t of [...new Set(rows.map((r) => r.trace))]) out(formatTable(rows.filter((r) => r.trace === t)) + '\n');
+  }
+  if (p.plot) writeFileSync(p.plot, plotRows(rows));
+  return 0;
+}
+
+export const replayCommand: Command = {
+  name: 'replay',
+  summary: 'replay routing traces through placement policies (hit rate, uploads, cost estimate)',
+  usage,
+  run: (argv) => replayMain(argv, (text) => console.log(text)),
+};

@@ -1,0 +1,54 @@
+/**
+ * The policy lab: every (trace, budget, policy) replayed into result rows.
+ * `moetier replay` is a thin front end over `runLab`.
+ */
+import { InvalidOptionError } from '../core/errors.js';
+import { readTraces } from '../routes/load.js';
+import type { Trace } from '../routes/types.js';
+import { costDefaults, type CostParams, type Offload } from './cost.js';
+import { geometryByName, requireGeometry } from './geometry.js';
+import { policyByName, policyNames } from './policies/index.js';
+import { replay } from './replay.js';
+import { toRow, type ReplayRow } from './report/rows.js';
+import { buildScenario } from './scenario.js';
+import type { StartKind } from './start.js';
+import type { Budget } from './types.js';
+
+export interface LabOptions {
+  /** Slots per layer; under a global scope the model gets budget x layers slots. */
+  budgets: readonly number[];
+  policies: readonly string[];
+  offload: Offload;
+  scope: 'layer' | 'global';
+  start?: StartKind;
+  heatFromPrefix?: number;
+  prefillFromPrefix?: number;
+  /** Byte geometry; default: the one named like the trace's model. */
+  geometry?: string;
+  cost?: CostParams;
+}
+
+export function loadTraceFiles(files: readonly string[], model?: string): Trace[] {
+  return files.flatMap((f) => readTraces(f, { model, expertsOf: (m) => geometryByName(m)?.experts }));
+}
+
+export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
+  const chosen = o.policies.map((name) => {
+    const p = policyByName(name);
+    if (!p) throw new InvalidOptionError('--policy', `names from ${policyNames.join(', ')}`, name);
+    return p;
+  });
+  const rows: ReplayRow[] = [];
+  for (const trace of traces) {
+    const g = requireGeometry(o.geometry ?? trace.header.model, o.geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known)`);
+    for (const b of o.budgets) {
+      if (!Number.isInteger(b) || b < 1 || b > trace.header.experts) {
+        throw new InvalidOptionError('--budget', `integers in [1, ${trace.header.experts}] (slots per layer)`, b);
+      }
+      const budget: Budget = o.scope === 'layer' ? { scope: 'layer', slots: b } : { scope: 'global', slots: b * trace.header.layers };
+      const sc = buildScenario(trace, { budget, start: o.start, heatFromPrefix: o.heatFromPrefix, prefillFromPrefix: o.prefillFromPrefix });
+      for (const p of chosen) rows.push(toRow(p, sc, replay(p, sc, o.offload), o.offload, g, o.cost ?? costDefaults));
+    }
+  }
+  return rows;
+}
