@@ -1,7 +1,8 @@
 import type { Command } from '../command.js';
 import { demoCommand } from './demo.js';
 import { genModelCommand } from './gen-model.js';
+import { replayCommand } from './replay.js';
 import { runCommand } from './run.js';
 
 /** Every sub-command, in the order `moetier --help` lists them. */
-export const commands: Command[] = [runCommand, demoCommand, genModelCommand];
+export const commands: Command[] = [runCommand, demoCommand, genModelCommand, replayCommand];
