@@ -8,18 +8,20 @@ namespace {
 typedef void (*matvec_fn)(int, const void*, int64_t, const void*, float*, int64_t, int64_t);
 typedef void (*matmul_fn)(int, const void*, int64_t, const void*, int64_t, float*, int64_t, int64_t, int64_t);
 typedef uint64_t (*read_sum_fn)(const void*, size_t);
+typedef void (*prepare_fn)(int, const float*, int64_t, void*);
 
 struct Path {
   const char* name;
   matvec_fn matvec;
   matmul_fn matmul;
   read_sum_fn read_sum;
+  prepare_fn prepare;
 };
 
 const Path kPaths[] = {
-    {"scalar", mt_matvec_rows_scalar, mt_matmul_rows_scalar, mt_read_sum_scalar},
-    {"avx2", mt_matvec_rows_avx2, mt_matmul_rows_avx2, mt_read_sum_avx2},
-    {"avx512vnni", mt_matvec_rows_avx512, mt_matmul_rows_avx512, mt_read_sum_avx512},
+    {"scalar", mt_matvec_rows_scalar, mt_matmul_rows_scalar, mt_read_sum_scalar, mt_act_prepare_scalar},
+    {"avx2", mt_matvec_rows_avx2, mt_matmul_rows_avx2, mt_read_sum_avx2, mt_act_prepare_avx2},
+    {"avx512vnni", mt_matvec_rows_avx512, mt_matmul_rows_avx512, mt_read_sum_avx512, mt_act_prepare_avx2},  // AVX2 prepare: already identical and cheap
 };
 constexpr int kPathCount = sizeof(kPaths) / sizeof(kPaths[0]);
 
@@ -69,6 +71,8 @@ int mt_isa_set(int isa) {
 }
 
 const char* mt_isa_name(int isa) { return isa >= 0 && isa < kPathCount ? kPaths[isa].name : "unknown"; }
+
+void mt_act_prepare(int wtype, const float* x, int64_t cols, void* act) { active_path().prepare(wtype, x, cols, act); }
 
 void mt_matvec_rows(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
   active_path().matvec(wtype, W, cols, act, y, r0, r1);

@@ -14,6 +14,9 @@ namespace {
 
 constexpr int kTile = 4;  // activation rows per weight-row pass in matmul
 
+// A block\'s f16 scale with one F16C instruction (the scalar decoder branches).
+inline float scale_f16(const uint8_t* blk) { return _cvtsh_ss(mt_load_u16(blk)); }
+
 inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -101,7 +104,7 @@ void dot_quant_tile(const uint8_t* w, const mt_act_q8* const* a, int64_t cols, f
   for (int k = 0; k < kTile; k++) acc[k] = _mm256_setzero_ps();
   for (int64_t b = 0; b < cols / MT_QK; b++) {
     const uint8_t* blk = w + b * kBlockBytes;
-    float dw = mt_f16_to_f32(mt_load_u16(blk));
+    float dw = scale_f16(blk);
     __m256i qw = kQ4 ? unpack_q4(blk + 2) : load_q8(blk);
     for (int k = 0; k < kTile; k++) {
       __m256i p = kQ4 ? block_dot_q4(qw, a[k][b]) : block_dot_q8(qw, a[k][b]);
@@ -120,15 +123,15 @@ float dot_quant(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
     const uint8_t* b1 = b0 + kBlockBytes;
     __m256i p0 = kQ4 ? block_dot_q4(unpack_q4(b0 + 2), a[b]) : block_dot_q8(load_q8(b0), a[b]);
     __m256i p1 = kQ4 ? block_dot_q4(unpack_q4(b1 + 2), a[b + 1]) : block_dot_q8(load_q8(b1), a[b + 1]);
-    float s0 = mt_f16_to_f32(mt_load_u16(b0)) * a[b].d;
-    float s1 = mt_f16_to_f32(mt_load_u16(b1)) * a[b + 1].d;
+    float s0 = scale_f16(b0) * a[b].d;
+    float s1 = scale_f16(b1) * a[b + 1].d;
     acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(s0), acc0);
     acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(s1), acc1);
   }
   for (; b < nb; b++) {
     const uint8_t* b0 = w + b * kBlockBytes;
     __m256i p0 = kQ4 ? block_dot_q4(unpack_q4(b0 + 2), a[b]) : block_dot_q8(load_q8(b0), a[b]);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(mt_f16_to_f32(mt_load_u16(b0)) * a[b].d), acc0);
+    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(scale_f16(b0) * a[b].d), acc0);
   }
   return hsum8(_mm256_add_ps(acc0, acc1));
 }
@@ -187,6 +190,45 @@ void mt_matmul_rows_avx2(int wtype, const void* W, int64_t cols, const void* act
       dot_tile(wtype, w, cols, tile, out);
       for (int k = 0; k < kTile && i0 + k < n; k++) Y[(i0 + k) * ldy + r] = out[k];
     }
+  }
+}
+
+// The scalar quantiser's exact output (same products x * (1 / d), round to nearest even,
+// clamp to +-127), 32 elements at a time. Decode prepares an activation for every matvec.
+void mt_act_prepare_avx2(int wtype, const float* x, int64_t cols, void* act) {
+  if (!mt_is_quant(wtype)) {
+    memcpy(act, x, (size_t)cols * sizeof(float));
+    return;
+  }
+  mt_act_q8* out = (mt_act_q8*)act;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; k++) {
+      v[k] = _mm256_loadu_ps(x + b * MT_QK + 8 * k);
+      amax = _mm256_max_ps(amax, _mm256_and_ps(v[k], abs_mask));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    float d = _mm_cvtss_f32(m) / 127.0f;
+    __m256 inv = _mm256_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    __m256i q[4];
+    for (int k = 0; k < 4; k++) {
+      __m256 r = _mm256_round_ps(_mm256_mul_ps(v[k], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q[k] = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+    }
+    __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    s4 = _mm_hadd_epi32(s4, s4);
+    s4 = _mm_hadd_epi32(s4, s4);
+    // int32 -> int8: packs interleave 128-bit lanes; the permute restores element order.
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i*)out[b].q, p);
+    out[b].d = d;
+    out[b].sum = _mm_cvtsi128_si32(s4);
   }
 }
 

@@ -63,14 +63,16 @@ static inline float mt_bf16_to_f32(uint16_t h) { return mt_bits_f32((uint32_t)h 
 static inline int mt_is_quant(int type) { return type == MT_Q8_0 || type == MT_Q4_0; }
 
 // Per-ISA entry points: same contract as mt_matvec_rows / mt_matmul_rows in mt_kernels.h.
-// Activations are always prepared by the one scalar mt_act_prepare, so every path
-// reads identical quantised inputs and differs from scalar only in summation order.
+// Every path's activation prepare produces bit-identical output (the same IEEE products,
+// round-to-nearest-even), so paths read identical quantised inputs and differ from scalar
+// only in summation order.
 #define MT_DECLARE_PATH(suffix)                                                                             \
   void mt_matvec_rows_##suffix(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, \
                                int64_t r1);                                                                 \
   void mt_matmul_rows_##suffix(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, \
                                int64_t ldy, int64_t r0, int64_t r1);                                        \
-  uint64_t mt_read_sum_##suffix(const void* p, size_t bytes);
+  uint64_t mt_read_sum_##suffix(const void* p, size_t bytes);                                              \
+  void mt_act_prepare_##suffix(int wtype, const float* x, int64_t cols, void* act);
 
 #ifdef __cplusplus
 extern "C" {

@@ -216,6 +216,36 @@ describe.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))('path %s'
   });
 });
 
+describe('activation quantisation', () => {
+  it('is bit-identical on every path (read back through one-hot Q8_0 rows)', () => {
+    // Row j of W [32, 32] is one block with d = 1 and q[j] = 1, so y[j] = d_x * q_x[j] exactly.
+    const w = new Uint8Array(32 * 34);
+    for (let j = 0; j < 32; j++) {
+      w.set([0x00, 0x3c], j * 34); // f16 1.0
+      w[j * 34 + 2 + j] = 1;
+    }
+    const next = rng(99);
+    // Random values, exact ties (x / d = k + 0.5 with amax 127 -> d = 1), zeros and a negative max.
+    const xs = [
+      Float32Array.from({ length: 32 }, () => next() * 2 - 1),
+      Float32Array.from({ length: 32 }, (_, i) => (i === 0 ? 127 : (i % 5) - 2 + 0.5)),
+      new Float32Array(32),
+      Float32Array.from({ length: 32 }, (_, i) => (i === 7 ? -3 : i / 100)),
+    ];
+    for (const x of xs) {
+      const byPath = PATHS.map((isa) => {
+        native.isaSet(isa);
+        const y = new Float32Array(32);
+        native.matvec(GGML_TYPE.Q8_0, w, 32, 32, x, y);
+        return Array.from(y);
+      });
+      for (const y of byPath) expect(y).toEqual(byPath[0]);
+      const d = Math.max(...Array.from(x, Math.abs)) / 127;
+      byPath[0].forEach((v, j) => expect(Math.abs(v - x[j])).toBeLessThanOrEqual(d / 2 + 1e-6 * d));
+    }
+  });
+});
+
 describe('ISA control', () => {
   it('names every path and refuses one the CPU lacks', () => {
     expect([0, 1, 2].map((isa) => native.isaName(isa))).toEqual(['scalar', 'avx2', 'avx512vnni']);

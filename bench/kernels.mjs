@@ -1,0 +1,105 @@
+/**
+ * Kernel throughput per ISA path and weight type, as GB/s of weight bytes streamed:
+ *   matvec      one activation row, W [rows, 4096] of ~48 MB (larger than the caches:
+ *               decode streams weights from memory, so read bandwidth is the ceiling)
+ *   matmul n=64 64 activation rows, W of ~3 MB: each weight row is read once for all 64 rows,
+ *               so this is compute-bound; GFLOP/s = 2 rows cols n / t
+ * Baselines in the same run: the scalar path (speedup column) and the native streaming read
+ * bandwidth at 1 thread (the decode ceiling). The best path is also run on the 2-thread pool.
+ *
+ * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/kernels.mjs
+ * Writes bench/results/kernels.json.
+ */
+import { randomFillSync } from 'node:crypto';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { loadNative } = await import(new URL('../dist/src/native/binding.js', import.meta.url).href);
+const native = loadNative();
+
+const TYPES = { F32: [0, 4, 1], F16: [1, 2, 1], BF16: [30, 2, 1], Q8_0: [8, 34, 32], Q4_0: [2, 18, 32] }; // id, block bytes, block elements
+const COLS = 4096;
+const MATVEC_BYTES = 48 << 20;
+const MATMUL_BYTES = 3 << 20;
+const N = 64;
+
+/** W [rows, COLS] of `type` with finite values (f16 / bf16 / scale bit patterns kept in range). */
+function weightsFor(type, targetBytes) {
+  const [, blockBytes, blockElems] = TYPES[type];
+  const rowBytes = (COLS / blockElems) * blockBytes;
+  const rows = Math.max(1, Math.floor(targetBytes / rowBytes));
+  const w = new Uint8Array(rows * rowBytes);
+  randomFillSync(w);
+  if (type === 'F32') for (let i = 3; i < w.length; i += 4) w[i] = (w[i] & 0x80) | 0x3e; // |v| < 1
+  if (type === 'F16') for (let i = 1; i < w.length; i += 2) w[i] = (w[i] & 0x83) | 0x30; // |v| < 1
+  if (type === 'BF16') for (let i = 1; i < w.length; i += 2) w[i] = (w[i] & 0x80) | 0x3e;
+  if (blockElems === 32) for (let b = 0; b < w.length; b += blockBytes) w[b + 1] = 0x1c; // d ~ 2^-8
+  return { w, rows };
+}
+
+/** Median seconds of `reps` calls after one warm-up, with at least `minSeconds` of samples. */
+function timeIt(fn, minSeconds) {
+  fn();
+  const s = [];
+  const start = performance.now();
+  while (s.length < 3 || (performance.now() - start) / 1e3 < minSeconds) {
+    const t0 = performance.now();
+    fn();
+    s.push((performance.now() - t0) / 1e3);
+    if (s.length >= 50) break;
+  }
+  s.sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+const paths = [0, 1, 2].filter((isa) => isa <= native.isaBest());
+const pool = native.createPool(2);
+const results = [];
+for (const type of Object.keys(TYPES)) {
+  const id = TYPES[type][0];
+  const mv = weightsFor(type, MATVEC_BYTES);
+  const mm = weightsFor(type, MATMUL_BYTES);
+  const x = Float32Array.from({ length: N * COLS }, (_, i) => Math.sin(i));
+  const y = new Float32Array(N * mv.rows);
+  const runs = [];
+  for (const isa of paths) {
+    native.isaSet(isa);
+    runs.push({ isa, threads: 1, op: 'matvec', n: 1, m: mv, fn: () => native.matvec(id, mv.w, mv.rows, COLS, x.subarray(0, COLS), y.subarray(0, mv.rows)) });
+    runs.push({ isa, threads: 1, op: 'matmul', n: N, m: mm, fn: () => native.matmul(id, mm.w, mm.rows, COLS, x, N, y.subarray(0, N * mm.rows)) });
+  }
+  const best = native.isaBest();
+  runs.push({ isa: best, threads: 2, op: 'matvec', n: 1, m: mv, fn: () => native.poolMatvec(pool, id, mv.w, mv.rows, COLS, x.subarray(0, COLS), y.subarray(0, mv.rows)) });
+  runs.push({ isa: best, threads: 2, op: 'matmul', n: N, m: mm, fn: () => native.poolMatmul(pool, id, mm.w, mm.rows, COLS, x, N, y.subarray(0, N * mm.rows)) });
+  for (const r of runs) {
+    native.isaSet(r.isa);
+    const s = timeIt(r.fn, r.isa === 0 ? 0.2 : 0.5);
+    results.push({
+      type, path: native.isaName(r.isa), op: r.op, n: r.n, threads: r.threads, rows: r.m.rows, cols: COLS,
+      weightBytes: r.m.w.length, ms: s * 1e3, weightGBs: r.m.w.length / s / 1e9, gflops: (2 * r.m.rows * COLS * r.n) / s / 1e9,
+    });
+  }
+}
+native.freePool(pool);
+native.isaSet(native.isaBest());
+
+for (const r of results) {
+  const base = results.find((b) => b.type === r.type && b.op === r.op && b.path === 'scalar' && b.threads === 1);
+  r.speedupVsScalar = base ? base.ms / r.ms : null;
+}
+const readGBs = { threads1: native.measureReadBandwidth(256 << 20, 1), threads2: native.measureReadBandwidth(256 << 20, 2) };
+const out = {
+  date: new Date().toISOString(),
+  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, loadAvg1m: os.loadavg()[0], isaBest: native.isaName(native.isaBest()) },
+  readBandwidthGBs: readGBs,
+  results,
+};
+mkdirSync(path.join(here, 'results'), { recursive: true });
+writeFileSync(path.join(here, 'results', 'kernels.json'), JSON.stringify(out, null, 2) + '\n');
+console.table(results.map((r) => ({
+  type: r.type, path: r.path, op: r.op, threads: r.threads, ms: +r.ms.toFixed(2), weightGBs: +r.weightGBs.toFixed(2),
+  gflops: +r.gflops.toFixed(1), speedup: r.speedupVsScalar && +r.speedupVsScalar.toFixed(1),
+})));
+console.log('read bandwidth GB/s', readGBs, 'load', os.loadavg()[0]);
