@@ -122,7 +122,7 @@ class Raw {
     const b = typeof s === 'string' ? [...new TextEncoder().encode(s)] : s;
     this.u64(b.length); this.parts.push(...b); return this;
   }
-  header(tensors: number, kvs: number): this { return this.u32(0x46554747).u32(3).u64(tensors).u64(kvs); }
+  header(tensors: number | bigint, kvs: number | bigint): this { return this.u32(0x46554747).u32(3).u64(tensors).u64(kvs); }
   tensor(name: string, dims: Array<number | bigint>, type: number, offset: number): this {
     this.str(name).u32(dims.length);
     for (const d of dims) this.u64(d);
