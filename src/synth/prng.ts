@@ -28,9 +28,9 @@ export class Rng {
   /** A stream for `label` under the model seed `seed`. */
   constructor(seed: number, label: string) {
     const key = `${seed}:${label}`;
-    this.a = hash32(key, 1);
-    this.b = hash32(key, 2);
-    this.c = hash32(key, 3);
+    this.a = hash32(key, 1) | 0; // int32 fields keep the hot loops in integer registers
+    this.b = hash32(key, 2) | 0;
+    this.c = hash32(key, 3) | 0;
     this.d = hash32(key, 4) | 1;
     for (let i = 0; i < 12; i++) this.nextU32(); // mix the seeded state
   }
@@ -70,11 +70,26 @@ export class Rng {
     return r * Math.cos(2 * Math.PI * v);
   }
 
-  /** out[i] = uniform in [-1, 1) * sqrt(3) * sd: zero mean, standard deviation sd. */
+  /**
+   * out[i] = uniform in [-1, 1) * sqrt(3) * sd: zero mean, standard deviation sd.
+   * The sfc32 step is inlined on local int32 state: the hot loop of model generation.
+   */
   fillUniform(out: Float32Array, sd: number, offset = 0, length = out.length - offset): void {
-    const scale = (2 * Math.sqrt(3) * sd) / 4294967296;
-    const shift = Math.sqrt(3) * sd;
-    for (let i = offset; i < offset + length; i++) out[i] = this.nextU32() * scale - shift;
+    const scale = (Math.sqrt(3) * sd) / 2147483648; // signed int32 / 2^31 is in [-1, 1)
+    let { a, b, c, d } = this;
+    for (let i = offset; i < offset + length; i++) {
+      const t = (((a + b) | 0) + d) | 0;
+      d = (d + 1) | 0;
+      a = b ^ (b >>> 9);
+      b = (c + (c << 3)) | 0;
+      c = (c << 21) | (c >>> 11);
+      c = (c + t) | 0;
+      out[i] = t * scale;
+    }
+    this.a = a;
+    this.b = b;
+    this.c = c;
+    this.d = d;
   }
 
   /** A Fisher-Yates shuffled copy of [0, n). */

@@ -7,7 +7,8 @@ import { genModel, progressPrinter } from '../../../src/cli/commands/gen-model.j
 import { commands } from '../../../src/cli/commands/index.js';
 import { ensurePresetModel, modelCacheDir, presetModelFileName } from '../../../src/model/cache.js';
 import { parseGguf } from '../../../src/model/gguf/reader.js';
-import { GENERATOR_VERSION } from '../../../src/synth/generate.js';
+import { GENERATOR_VERSION, buildSynthModel } from '../../../src/synth/generate.js';
+import { rowBytes } from '../../../src/model/quant.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'moetier-gen-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -110,5 +111,18 @@ describe('model cache', () => {
     } finally {
       if (previous !== undefined) process.env.MOETIER_CACHE_DIR = previous;
     }
+  });
+});
+
+describe('preset sizes at Q8_0 (from the tensor list, nothing written)', () => {
+  const bytesOf = (preset: 'tiny' | 'small' | 'medium'): number =>
+    buildSynthModel({ preset, arch: 'qwen3moe', quant: 'q8_0', seed: 1 }).tensors
+      .reduce((sum, t) => sum + rowBytes(t.type, t.dims[0]) * t.dims.slice(1).reduce((a, b) => a * b, 1), 0);
+  it('tiny is under 2 MB, small about 120 MB, medium about 2.0 GB', () => {
+    expect(bytesOf('tiny')).toBeLessThan(2e6);
+    expect(bytesOf('small')).toBeGreaterThan(90e6);
+    expect(bytesOf('small')).toBeLessThan(130e6);
+    expect(bytesOf('medium')).toBeGreaterThan(1.9e9);
+    expect(bytesOf('medium')).toBeLessThan(2.1e9);
   });
 });

@@ -9,13 +9,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseGguf } from '../../../src/model/gguf/reader.js';
 import { readHParams } from '../../../src/model/hparams.js';
+import { createTokenizer } from '../../../src/model/tokenizer/index.js';
 import { dequantizeRow } from '../../../src/model/quant.js';
 import type { Arch, GgufFile } from '../../../src/model/types.js';
 import { createReferenceSession } from '../../../src/reference/forward.js';
 import { matVec, rmsNorm, topK } from '../../../src/reference/math.js';
 import { writeSynthModel, type SynthModel } from '../../../src/synth/generate.js';
 import { ARCHS, PRESETS, presetHParams } from '../../../src/synth/presets.js';
-import { DEMO_PROMPT, PARITY_PROMPTS } from '../../../src/synth/prompts.js';
+import { DEMO_PROMPT, PARITY_PROMPTS, promptText } from '../../../src/synth/prompts.js';
 import type { QuantName } from '../../../src/synth/weights.js';
 
 /** The top-1 margin we promise at every greedy step (logits); measured minimum is ~6.9. */
@@ -74,6 +75,20 @@ describe.each(ARCHS)('tiny %s', (arch) => {
       expect([name, info.type]).toEqual([name, f32 ? 'F32' : 'Q8_0']);
     }
     expect(file.tensors.has('output.weight')).toBe(true);
+  });
+
+  it('tokenizes every built-in prompt to one token per word with our tokenizer', async () => {
+    const { file, model } = await tiny(arch, 'q8_0');
+    const tokenizer = createTokenizer(file);
+    expect(tokenizer.kind).toBe(model.vocab.model);
+    for (const prompt of [DEMO_PROMPT, ...PARITY_PROMPTS]) {
+      const text = promptText(prompt, model.vocab.model);
+      const words = prompt.words.map((w) => model.vocab.wordToken.get(w)!);
+      const bos = arch === 'llama' ? [model.vocab.bosId] : [];
+      expect(tokenizer.encode(text)).toEqual([...bos, ...words]);
+      expect(tokenizer.decode(words, { special: false }).trim()).toBe(prompt.words.join(' '));
+    }
+    if (arch !== 'llama') expect(tokenizer.eogIds.has(model.vocab.tokens.indexOf('<|im_end|>'))).toBe(true);
   });
 });
 
