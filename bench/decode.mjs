@@ -127,11 +127,12 @@ async function napkinMath(modelPath) {
 
 /** The parity prompts, tokenized and repeated up to `count` ids (BOS once, at the start). */
 async function benchPrompt(modelPath, count) {
-  const { parityPrompts } = await importDist('src/synth/prompts.js');
+  const { PARITY_PROMPTS, promptText } = await importDist('src/synth/prompts.js');
   const engine = await openMoetier(modelPath, 1, count + 8);
   try {
-    const ids = engine.tokenize(parityPrompts.join(' '));
-    const body = engine.tokenize(' ' + parityPrompts.join(' '), { addBos: false });
+    const text = PARITY_PROMPTS.map((p) => promptText(p, engine.tokenizer.kind)).join(' ');
+    const ids = engine.tokenize(text);
+    const body = engine.tokenize(` ${text.trimStart()}`, { addBos: false });
     while (ids.length < count) ids.push(...body);
     return ids.slice(0, count);
   } finally {

@@ -13,6 +13,7 @@
  * Exit code 1 when a case diverges or a run fails.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { compareCase, summarizeParity } from './lib/compare.mjs';
 import { ensureBenchDeps } from './lib/deps.mjs';
@@ -36,9 +37,9 @@ async function main() {
   const threads = Number(values.threads);
   const maxTokens = Number(values.tokens);
   ensureBenchDeps();
-  const { parityPrompts } = await importDist('src/synth/prompts.js');
+  const { PARITY_PROMPTS, promptText } = await importDist('src/synth/prompts.js');
   const cases = [];
-  for (const spec of models) cases.push(...(await parityForModel(spec, parityPrompts, threads, maxTokens)));
+  for (const spec of models) cases.push(...(await parityForModel(spec, PARITY_PROMPTS, promptText, threads, maxTokens)));
   const summary = summarizeParity(cases, {
     threads,
     maxTokens,
@@ -53,22 +54,24 @@ async function main() {
 }
 
 /** All prompts of one model: one moetier engine, one llama.cpp child. */
-async function parityForModel(spec, prompts, threads, maxTokens) {
+async function parityForModel(spec, prompts, promptText, threads, maxTokens) {
   process.stderr.write(`parity: ${spec.preset}/${spec.arch}/${spec.quant}\n`);
   const modelPath = await presetModel({ ...spec, seed });
   const engine = await openMoetier(modelPath, threads, contextTokens);
   try {
-    const promptTokens = prompts.map((text) => engine.tokenize(text));
-    const runs = prompts.map((promptText, i) => ({ promptText, promptTokens: promptTokens[i] }));
+    // The prompt text as the model's tokenizer kind wants it (gpt2 needs a leading space).
+    const texts = prompts.map((p) => promptText(p, engine.tokenizer.kind));
+    const promptTokens = texts.map((text) => engine.tokenize(text));
+    const runs = texts.map((text, i) => ({ promptText: text, promptTokens: promptTokens[i] }));
     let peer;
     try {
       peer = await runLlamaCpp({ modelPath, threads, maxTokens, logitsMode: 'all', runs });
     } catch (error) {
       process.stderr.write(`  ${error.message}\n`);
-      return prompts.map((prompt) => ({ ...spec, prompt, identical: false, maxAbsLogitDiff: null, error: error.message }));
+      return prompts.map((p) => ({ ...spec, prompt: p.name, identical: false, maxAbsLogitDiff: null, error: error.message }));
     }
     const cases = [];
-    for (const [i, prompt] of prompts.entries()) {
+    for (const [i, { name: prompt }] of prompts.entries()) {
       const ours = await greedy(engine, promptTokens[i], maxTokens);
       const firstLogits = await shiftedLogits(engine, promptTokens[i]);
       const theirs = peer.results[i];
@@ -78,12 +81,14 @@ async function parityForModel(spec, prompts, threads, maxTokens) {
       cases.push({
         ...spec,
         prompt,
+        model: basename(modelPath),
         ...verdict,
         promptTokens: promptTokens[i].length,
         tokenizationIdentical: theirs.tokenizationIdentical,
         firstStepMargin: marginOf(theirs.top2[0]),
+        minStepMargin: Math.min(...theirs.top2.map(marginOf).filter((m) => m !== null)),
       });
-      process.stderr.write(`  prompt ${i}: ${verdict.identical ? 'identical' : `diverges at step ${verdict.divergence.step}`}, max |dlogit| ${verdict.maxAbsLogitDiff.toExponential(2)}\n`);
+      process.stderr.write(`  ${prompt}: ${verdict.identical ? 'identical' : `diverges at step ${verdict.divergence.step}`}, max |dlogit| ${verdict.maxAbsLogitDiff.toExponential(2)}\n`);
     }
     return cases;
   } finally {
@@ -91,7 +96,7 @@ async function parityForModel(spec, prompts, threads, maxTokens) {
   }
 }
 
-/** Top-1 minus top-2 logit (llama.cpp's): how decisive the first greedy choice was. */
+/** Top-1 minus top-2 logit (llama.cpp's): how decisive a greedy choice was. */
 function marginOf(top2) {
   return top2 && top2.length === 2 ? top2[0].logit - top2[1].logit : null;
 }

@@ -108,7 +108,7 @@ function timings(promptTokens, generatedTokens, ttftMs, decodeMs) {
 /** llama.cpp's own tokenisation of the text, with BOS added the way the model's metadata asks. */
 function compareTokenization(model, text, ours) {
   const body = model.tokenize(text, false);
-  const mine = model.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos, ...body] : body;
+  const mine = model.tokens.shouldPrependBosToken ? [model.tokens.bos, ...body] : body;
   const identical = mine.length === ours.length && mine.every((t, i) => t === ours[i]);
   return { tokenizationIdentical: identical, llamaCppPromptTokens: mine };
 }
