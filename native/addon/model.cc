@@ -67,6 +67,12 @@ Napi::Value Throw(Napi::Env env, const std::string& message) {
 
 Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  // Our own handles are externals too: refuse them before they are read as a mapping.
+  if (info[0].IsExternal() && (info[0].As<Napi::External<void>>().CheckTypeTag(&kModelTag) ||
+                               info[0].As<Napi::External<void>>().CheckTypeTag(&kContextTag))) {
+    Napi::TypeError::New(env, "createModel: expected a mapped file handle (got a model or context handle)").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
   MappedFile* file = UnwrapMappedFile(env, info[0]);
   if (file == nullptr) return env.Undefined();
   if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, "createModel(file, desc): desc must be an object");

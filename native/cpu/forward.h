@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -130,6 +131,7 @@ struct Pass {
   int32_t* routes = nullptr;     // [n][nLayer][nExpertUsed] for this chunk, or null
   int32_t logit_row0 = 0;        // rows [logit_row0, n) get logits
   float* logits = nullptr;       // [n - logit_row0][nVocab]
+  std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim
 };
 
 // The contiguous share [begin, end) of count items that thread ith of nth owns.
@@ -169,8 +171,21 @@ void for_my_rows(const Segment* segs, int n_segs, int ith, int nth, Visit&& visi
   }
 }
 
+// Matrix phases cut their cost into kPiecesPerThread pieces per thread, claimed in turn: a
+// thread that starts late or is preempted (two shared cores) leaves its pieces to the others.
+// A row's result does not depend on who computes it, so outputs stay identical.
+constexpr int kPiecesPerThread = 4;
+
+template <class Visit>
+void for_claimed_rows(Pass& p, const Segment* segs, int n_segs, int nth, Visit&& visit) {
+  const int pieces = nth == 1 ? 1 : nth * kPiecesPerThread;
+  for (int piece; (piece = p.next_piece.fetch_add(1, std::memory_order_relaxed)) < pieces;)
+    for_my_rows(segs, n_segs, piece, pieces, visit);
+}
+
 // Runs a phase over the pool, or on the caller when it is one row of cheap work.
 inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel) {
+  p.next_piece.store(0, std::memory_order_relaxed);  // published to the workers by mt_pool_run
   if (parallel && p.c->n_threads > 1) mt_pool_run(p.c->pool, fn, &p);
   else fn(&p, 0, 1);
 }

@@ -50,14 +50,14 @@ void attn_norm_phase(void* arg, int ith, int nth) {
 }
 
 // q [n, qDim], k, v [n, kvDim] = W h. [pool]
-void qkv_phase(void* arg, int ith, int nth) {
+void qkv_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const Matrix* w[3] = {&p.L->q, &p.L->k, &p.L->v};
   float* y[3] = {c.q, c.k, c.v};
   Segment segs[3];
   for (int s = 0; s < 3; s++) segs[s] = Segment{w[s]->rows, w[s]->cols * (p.n + 2)};
-  for_my_rows(segs, 3, ith, nth, [&](int s, int64_t r0, int64_t r1) {
+  for_claimed_rows(p, segs, 3, nth, [&](int s, int64_t r0, int64_t r1) {
     project(*w[s], c.act_h[w[s]->type], p.n, y[s], w[s]->rows, r0, r1);
   });
 }
@@ -136,11 +136,11 @@ void attn_prep_phase(void* arg, int ith, int nth) {
 }
 
 // proj [n, nEmbd] = Wo attn; added to x by the MoE half's first phase. [pool]
-void attn_out_phase(void* arg, int ith, int nth) {
+void attn_out_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& o = p.L->o;
   const Segment seg{o.rows, o.cols * (p.n + 2)};
-  for_my_rows(&seg, 1, ith, nth, [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
+  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
 }
 
 // [x += moe]; rows from logit_row0 normed and prepared for the LM head. [rows]
@@ -159,12 +159,12 @@ void output_norm_phase(void* arg, int ith, int nth) {
 }
 
 // logits [n - logit_row0, nVocab] = Wout h. [pool]
-void output_phase(void* arg, int ith, int nth) {
+void output_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& w = p.m->output;
   const int32_t rows = p.n - p.logit_row0;
   const Segment seg{w.rows, w.cols * (rows + 2)};
-  for_my_rows(&seg, 1, ith, nth, [&](int, int64_t r0, int64_t r1) {
+  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) {
     project(w, p.c->act_h[w.type], rows, p.logits, w.rows, r0, r1);
   });
 }

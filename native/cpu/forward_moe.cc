@@ -43,11 +43,11 @@ void ffn_norm_phase(void* arg, int ith, int nth) {
   }
 }
 
-void router_phase(void* arg, int ith, int nth) {
+void router_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& w = p.L->router;
   const Segment seg{w.rows, w.cols * (p.n + 2)};
-  for_my_rows(&seg, 1, ith, nth, [&](int, int64_t r0, int64_t r1) { project(w, p.c->act_h[w.type], p.n, p.c->router, w.rows, r0, r1); });
+  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) { project(w, p.c->act_h[w.type], p.n, p.c->router, w.rows, r0, r1); });
 }
 
 // p = softmax(router logits); the top k in rank order; w = p (or p / sum of the top k).
@@ -125,11 +125,11 @@ void gather_phase(void* arg, int ith, int nth) {
 }
 
 // slot_gate [slot, :] = silu(Gate_e h) * (Up_e h), rows of every run split over the pool. [pool]
-void gate_up_phase(void* arg, int ith, int nth) {
+void gate_up_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t ld = c.n_ff_max;
-  for_my_rows(c.gate_up_segs.data(), p.n_runs, ith, nth, [&](int i, int64_t r0, int64_t r1) {
+  for_claimed_rows(p, c.gate_up_segs.data(), p.n_runs, nth, [&](int i, int64_t r0, int64_t r1) {
     const ExpertRun& run = c.runs[size_t(i)];
     float* g = c.slot_gate + size_t(run.first) * size_t(ld);
     float* u = c.slot_up + size_t(run.first) * size_t(ld);
@@ -155,11 +155,11 @@ void down_prep_phase(void* arg, int ith, int nth) {
 }
 
 // slot_down [slot, nEmbd] = Down_e (silu(g) * u). [pool]
-void down_phase(void* arg, int ith, int nth) {
+void down_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t E = p.m->hp.n_embd;
-  for_my_rows(c.down_segs.data(), p.n_runs, ith, nth, [&](int i, int64_t r0, int64_t r1) {
+  for_claimed_rows(p, c.down_segs.data(), p.n_runs, nth, [&](int i, int64_t r0, int64_t r1) {
     const ExpertRun& run = c.runs[size_t(i)];
     project(run.down, run.acts_down, run.count, c.slot_down + size_t(run.first) * size_t(E), E, r0, r1);
   });

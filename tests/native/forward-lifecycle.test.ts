@@ -117,6 +117,7 @@ describe('native forward: refusals', () => {
 
   it('refuses wrong handles, bad context options and freeing a model that has contexts', () => {
     expect(() => native.createContext(ctx as never, { nCtx: 8, threads: 1 })).toThrow(TypeError);
+    expect(() => native.createModel(ctx as never, descOf(m.model))).toThrow(/expected a mapped file handle/);
     expect(() => native.evalSync(m.handle as never, Int32Array.of(1), 0, logits)).toThrow(TypeError);
     expect(() => native.createContext(m.handle, { nCtx: 0, threads: 1 })).toThrow(/nCtx: expected 1\.\./);
     expect(() => native.createContext(m.handle, { nCtx: 8, threads: 65 })).toThrow(/threads: expected 1\.\.64/);
