@@ -1,4 +1,6 @@
 /** `moetier gen-model`: write a synthetic MoE model with planted routing structure. */
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../../core/errors.js';
 import { ARCHS, PRESET_NAMES } from '../../synth/presets.js';
@@ -8,7 +10,7 @@ import type { Command } from '../command.js';
 
 const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out F [options]
 
-  --preset P   model shape: tiny (~1 MB, tests), small (~120 MB, demo), medium (~2 GB, benchmarks)
+  --preset P   model shape: tiny (~0.6 MB at q8_0, tests), small (~120 MB, demo), medium (~2 GB, benchmarks)
   --arch A     ${ARCHS.join(' | ')} (default ${SYNTH_DEFAULTS.arch})
   --quant Q    ${QUANT_NAMES.join(' | ')} (default ${SYNTH_DEFAULTS.quant})
   --seed S     integer seed; same seed, same bytes (default ${SYNTH_DEFAULTS.seed})
@@ -45,6 +47,7 @@ export async function genModel(argv: string[], stderr: TextSink): Promise<number
   }
   const out = values.out;
   if (out === undefined || out.length === 0) throw new InvalidOptionError('--out', 'an output file path', out);
+  if (!existsSync(dirname(resolve(out)))) throw new InvalidOptionError('--out', 'a path in an existing directory', out);
   const seed = values.seed === undefined ? undefined : /^\d+$/.test(values.seed) ? Number(values.seed) : values.seed;
   const options = checkSynthOptions({ preset: values.preset, arch: values.arch, quant: values.quant, seed });
   const started = Date.now();

@@ -58,6 +58,7 @@ describe('moetier gen-model', () => {
       [['--preset', 'tiny', '--seed=-3', '--out', out], 'seed'],
       [['--preset', 'tiny', '--seed', '1.5', '--out', out], 'seed'],
       [['--preset', 'tiny'], '--out'],
+      [['--preset', 'tiny', '--out', join(dir, 'no-such-dir', 'm.gguf')], '--out'],
       [['--preset', 'tiny', '--out', out, '--colour', 'red'], 'arguments'],
     ];
     for (const [argv, option] of cases) {
