@@ -13,10 +13,11 @@
  * so routing varies from token to token as in real decoding.
  *
  * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/forward-smoke.mjs [--tokens 64] [--threads 1,2]
+ *      [--keep-model /path/model.bin]   (reuse one generated file across runs instead of a temp file)
  * Writes bench/results/forward-smoke.json.
  */
 import { randomFillSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +31,14 @@ const { rowBytes, f32ToF16 } = await import(dist('model/quant.js'));
 const { GGML_TYPE } = await import(dist('model/types.js'));
 const native = loadNative();
 
-const { values: args } = parseArgs({ options: { tokens: { type: 'string', default: '64' }, threads: { type: 'string', default: '1,2' } } });
+const { values: args } = parseArgs({
+  options: {
+    tokens: { type: 'string', default: '64' },
+    threads: { type: 'string', default: '1,2' },
+    // Keep the generated model at this path and reuse it on later runs (profiling sessions).
+    'keep-model': { type: 'string' },
+  },
+});
 const decodeTokens = Number(args.tokens);
 const threadCounts = args.threads.split(',').map(Number);
 
@@ -41,7 +49,7 @@ const hparams = {
 };
 
 /** All tensors laid out 32-byte aligned in one buffer; Q8_0 blocks get random int8 and a fixed scale. */
-function buildModel() {
+function buildModel(fill) {
   const specs = expectedTensors(hparams).map((s) => ({ ...s, type: s.role === 'norm' || s.role === 'router' ? 'F32' : 'Q8_0' }));
   let offset = 0;
   const tensors = specs.map((s) => {
@@ -51,7 +59,10 @@ function buildModel() {
     offset += t.bytes;
     return t;
   });
-  const bytes = new Uint8Array(Math.ceil(offset / 32) * 32);
+  const descs = tensors.map(({ name, typeId, dims, offset }) => ({ name, typeId, dims, offset }));
+  const byteLength = Math.ceil(offset / 32) * 32;
+  if (!fill) return { tensors: descs, byteLength, bytes: null };
+  const bytes = new Uint8Array(byteLength);
   // Random bytes from a 16 MiB pool copied at shifting offsets: distinct memory per tensor
   // (nothing shared in cache), at a fraction of the cost of 2 GB of fresh randomness.
   const pool = randomFillSync(new Uint8Array(16 << 20));
@@ -74,7 +85,7 @@ function buildModel() {
       for (let i = 0; i < f.length; i++) f[i] = t.spec.role === 'norm' ? 1 : (Math.random() * 2 - 1) * (3 / Math.sqrt(cols));
     }
   }
-  return { tensors: tensors.map(({ name, typeId, dims, offset }) => ({ name, typeId, dims, offset })), bytes };
+  return { tensors: descs, byteLength, bytes };
 }
 
 function argmax(v) {
@@ -86,13 +97,16 @@ function argmax(v) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const t0 = performance.now();
-const model = buildModel();
-const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-forward-smoke-'));
-const file = path.join(dir, 'medium-q8_0.bin');
-writeFileSync(file, model.bytes);
-const weightBytes = model.bytes.length;
-model.bytes = null;
-console.error(`model: ${(weightBytes / 1e9).toFixed(2)} GB written in ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
+const dir = args['keep-model'] ? null : mkdtempSync(path.join(os.tmpdir(), 'moetier-forward-smoke-'));
+const file = args['keep-model'] ?? path.join(dir, 'medium-q8_0.bin');
+let model = buildModel(false);
+const weightBytes = model.byteLength;
+if (!existsSync(file) || statSync(file).size !== weightBytes) {
+  model = buildModel(true);
+  writeFileSync(file, model.bytes);
+  model.bytes = null;
+  console.error(`model: ${(weightBytes / 1e9).toFixed(2)} GB written in ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
+}
 
 const mapped = native.mapFile(file);
 const results = [];
@@ -102,7 +116,7 @@ try {
     const ctx = native.createContext(handle, { nCtx: 512, threads });
     const logits = new Float32Array(hparams.nVocab);
     const prompt = Int32Array.from({ length: 64 }, (_, i) => (i * 7919) % hparams.nVocab);
-    native.evalSync(ctx, prompt.subarray(0, 8), 0, logits); // warm-up: page the weights in
+    native.evalSync(ctx, prompt, 0, logits); // warm-up: faults the mapping's pages in (most experts are routed)
     const p0 = performance.now();
     native.evalSync(ctx, prompt, 0, logits);
     const prefillMs = performance.now() - p0;
@@ -134,7 +148,7 @@ try {
   native.freeModel(handle);
 } finally {
   native.unmapFile(mapped.handle);
-  rmSync(dir, { recursive: true, force: true });
+  if (dir) rmSync(dir, { recursive: true, force: true });
 }
 
 /** Weight bytes one decoded token reads (the napkin math above). */

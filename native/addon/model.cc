@@ -114,14 +114,15 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   return Wrap(env, std::move(state), kContextTag);
 }
 
-// Arguments of one eval, checked on the JS thread; tokens copied, outputs written in place.
+// Arguments of one eval, checked on the JS thread; outputs are written in place. An async
+// eval copies the tokens (JS may change them meanwhile); a sync one reads them where they are.
 struct EvalCall {
   std::shared_ptr<ContextState> state;
   std::vector<int32_t> tokens;
   mt_eval_args args{};
 };
 
-bool PrepareEval(const Napi::CallbackInfo& info, EvalCall* call, std::string* err) {
+bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* call, std::string* err) {
   Napi::Env env = info.Env();
   call->state = Unwrap<ContextState>(env, info[0], kContextTag, "context");
   if (!call->state) return false;
@@ -134,12 +135,12 @@ bool PrepareEval(const Napi::CallbackInfo& info, EvalCall* call, std::string* er
     return *err = "eval: logits must be a Float32Array", false;
   Napi::Int32Array tokens = info[1].As<Napi::Int32Array>();
   Napi::Float32Array logits = info[3].As<Napi::Float32Array>();
-  call->tokens.assign(tokens.Data(), tokens.Data() + tokens.ElementLength());
+  if (copy_tokens) call->tokens.assign(tokens.Data(), tokens.Data() + tokens.ElementLength());
   const double pos = info[2].As<Napi::Number>().DoubleValue();
   if (!(pos >= 0 && pos <= 2147483647.0 && pos == double(int64_t(pos)))) return *err = "eval: pos must be an integer >= 0", false;
   mt_eval_args& a = call->args;
-  a.tokens = call->tokens.data();
-  a.n_tokens = int32_t(call->tokens.size() > 0x7fffffff ? 0x7fffffff : call->tokens.size());
+  a.tokens = copy_tokens ? call->tokens.data() : tokens.Data();
+  a.n_tokens = int32_t(tokens.ElementLength() > 0x7fffffff ? 0x7fffffff : tokens.ElementLength());
   a.pos = int32_t(pos);
   a.logits = logits.Data();
   a.logits_len = logits.ElementLength();
@@ -161,7 +162,7 @@ Napi::Value EvalSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   EvalCall call;
   std::string err;
-  if (!PrepareEval(info, &call, &err)) return err.empty() ? env.Undefined() : Throw(env, err);
+  if (!PrepareEval(info, false, &call, &err)) return err.empty() ? env.Undefined() : Throw(env, err);
   char message[512] = "";
   call.state->busy = true;
   const int rc = mt_eval(call.state->ctx, &call.args, message, sizeof message);
@@ -207,7 +208,7 @@ Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
   auto deferred = Napi::Promise::Deferred::New(env);
   EvalCall call;
   std::string err;
-  if (!PrepareEval(info, &call, &err)) {
+  if (!PrepareEval(info, true, &call, &err)) {
     Napi::Value error = env.Undefined();
     if (env.IsExceptionPending()) error = env.GetAndClearPendingException().Value();
     else error = Napi::Error::New(env, err).Value();
