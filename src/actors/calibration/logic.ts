@@ -1,0 +1,90 @@
+/**
+ * Calibration logic (pure): timing events in, EWMA estimates out (SPEC.md section 4).
+ *   ewma' = a * sample + (1 - a) * ewma   (the first sample seeds it)
+ * Non-positive samples are rejected; samples of an older invocation are stale. Both are counted.
+ * The transfer window that an overlap-aware prefetch may fill is derived here too.
+ */
+import { InvalidOptionError } from '../../core/errors.js';
+import type { CalibrationMessage, CalibrationSnapshot } from './messages.js';
+
+export interface CalibrationConfig {
+  /** EWMA weight of a new sample (public default 0.2). */
+  alpha: number;
+  nLayer: number;
+}
+
+export const CALIBRATION_DEFAULTS = { alpha: 0.2 } as const;
+
+export function initialCalibration(config: CalibrationConfig): CalibrationSnapshot {
+  if (!(config.alpha > 0 && config.alpha <= 1)) throw new InvalidOptionError('calibration.alpha', 'a number in (0, 1]', config.alpha);
+  if (!Number.isInteger(config.nLayer) || config.nLayer < 1) throw new InvalidOptionError('calibration.nLayer', 'an integer >= 1', config.nLayer);
+  return {
+    invocation: 0,
+    bandwidthBytesPerSEwma: undefined,
+    transferFixedMsEwma: undefined,
+    computeMsEwma: new Array<number | undefined>(config.nLayer).fill(undefined),
+    samplesAccepted: 0,
+    samplesRejected: 0,
+    samplesStale: 0,
+  };
+}
+
+export function ewma(old: number | undefined, sample: number, alpha: number): number {
+  return old === undefined ? sample : alpha * sample + (1 - alpha) * old;
+}
+
+/** Returns the next snapshot; never mutates `state`. */
+export function calibrate(state: CalibrationSnapshot, message: CalibrationMessage, config: CalibrationConfig): CalibrationSnapshot {
+  if (message.kind === 'invocation') {
+    return message.invocation > state.invocation ? { ...state, invocation: message.invocation } : state;
+  }
+  if (message.invocation !== state.invocation || message.layer < 0 || message.layer >= config.nLayer) {
+    return { ...state, samplesStale: state.samplesStale + 1 };
+  }
+  if (message.kind === 'compute') {
+    const ms = (message.endNs - message.startNs) / 1e6;
+    if (!(ms > 0)) return { ...state, samplesRejected: state.samplesRejected + 1 };
+    const computeMsEwma = state.computeMsEwma.slice();
+    computeMsEwma[message.layer] = ewma(computeMsEwma[message.layer], ms, config.alpha);
+    return { ...state, computeMsEwma, samplesAccepted: state.samplesAccepted + 1 };
+  }
+  const moveS = (message.endNs - message.startNs) / 1e9;
+  const fixedMs = (message.startNs - message.issuedNs) / 1e6;
+  if (!(moveS > 0) || !(message.bytes > 0) || fixedMs < 0) return { ...state, samplesRejected: state.samplesRejected + 1 };
+  return {
+    ...state,
+    bandwidthBytesPerSEwma: ewma(state.bandwidthBytesPerSEwma, message.bytes / moveS, config.alpha),
+    // A transfer that started at once has a fixed cost of 0: a valid sample.
+    transferFixedMsEwma: ewma(state.transferFixedMsEwma, fixedMs, config.alpha),
+    samplesAccepted: state.samplesAccepted + 1,
+  };
+}
+
+export interface TransferWindowLimits {
+  /** Fraction of the compute window trusted (public default 0.8). */
+  safety: number;
+  /** Cap on bytes admitted into one window (public default 256 MiB). */
+  windowBytesMax: number;
+}
+
+export const TRANSFER_WINDOW_DEFAULTS: TransferWindowLimits = { safety: 0.8, windowBytesMax: 256 * 1024 * 1024 };
+
+/**
+ * Bytes a speculative transfer may start while layer `layer` computes:
+ *   T_window = max(0, safety * compute_ewma[l] - queue_wait - fixed cost)
+ *   B_admit  = clamp(bandwidth * T_window - inflight, 0, windowBytesMax)
+ * undefined while a compute or a transfer sample is missing (cold start: the caller admits at most one expert).
+ */
+export function transferWindowBytes(
+  state: CalibrationSnapshot,
+  layer: number,
+  inflightBytes: number,
+  queueWaitMs: number,
+  limits: TransferWindowLimits = TRANSFER_WINDOW_DEFAULTS,
+): number | undefined {
+  const compute = state.computeMsEwma[layer];
+  if (compute === undefined || state.bandwidthBytesPerSEwma === undefined || state.transferFixedMsEwma === undefined) return undefined;
+  const windowMs = Math.max(0, limits.safety * compute - queueWaitMs - state.transferFixedMsEwma);
+  const windowBytes = (state.bandwidthBytesPerSEwma * windowMs) / 1000;
+  return Math.min(limits.windowBytesMax, Math.max(0, windowBytes - inflightBytes));
+}

@@ -1,0 +1,48 @@
+/**
+ * Messages of the calibration actor. Timestamps are CLOCK_MONOTONIC nanoseconds from the
+ * backends' timing events (the clock of process.hrtime.bigint()), as plain numbers.
+ */
+
+/** A request (invocation) began; samples of older invocations are stale from now on. */
+export interface InvocationStarted {
+  kind: 'invocation';
+  invocation: number;
+}
+
+/** One finished transfer: issued by the upload queue, started and ended on the backend. */
+export interface TransferSample {
+  kind: 'transfer';
+  invocation: number;
+  layer: number;
+  bytes: number;
+  issuedNs: number;
+  startNs: number;
+  endNs: number;
+}
+
+/** One layer's compute window in one step. */
+export interface ComputeSample {
+  kind: 'compute';
+  invocation: number;
+  layer: number;
+  startNs: number;
+  endNs: number;
+}
+
+export type CalibrationMessage = InvocationStarted | TransferSample | ComputeSample;
+
+/** What the actor publishes after every accepted sample. */
+export interface CalibrationSnapshot {
+  invocation: number;
+  /** EWMA of bytes / (end - start) over transfers; undefined until the first sample. */
+  bandwidthBytesPerSEwma: number | undefined;
+  /** EWMA of start - issued: the fixed cost a transfer pays before its bytes move. */
+  transferFixedMsEwma: number | undefined;
+  /** Per-layer EWMA of compute time. */
+  computeMsEwma: Array<number | undefined>;
+  samplesAccepted: number;
+  /** Non-positive durations: rejected, counted. */
+  samplesRejected: number;
+  /** Samples of an older invocation, or of an unknown layer: counted, not used. */
+  samplesStale: number;
+}

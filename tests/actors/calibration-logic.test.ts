@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import { calibrate, initialCalibration, transferWindowBytes } from '../../src/actors/calibration/logic.js';
+import type { CalibrationMessage } from '../../src/actors/calibration/messages.js';
+
+const config = { alpha: 0.2, nLayer: 2 };
+const run = (messages: CalibrationMessage[]) => messages.reduce((s, m) => calibrate(s, m, config), initialCalibration(config));
+const transfer = (bytes: number, issuedNs: number, startNs: number, endNs: number, invocation = 1): CalibrationMessage => ({
+  kind: 'transfer', invocation, layer: 0, bytes, issuedNs, startNs, endNs,
+});
+
+describe('calibration logic', () => {
+  it('seeds with the first sample, then follows the EWMA formula', () => {
+    const s = run([
+      { kind: 'invocation', invocation: 1 },
+      transfer(1e6, 0, 100_000, 1_100_000), // 1 MB in 1 ms = 1e9 B/s, fixed 0.1 ms
+      transfer(1e6, 0, 300_000, 800_000), // 2e9 B/s, fixed 0.3 ms
+      { kind: 'compute', invocation: 1, layer: 1, startNs: 0, endNs: 2_000_000 },
+      { kind: 'compute', invocation: 1, layer: 1, startNs: 0, endNs: 4_000_000 },
+    ]);
+    expect(s.bandwidthBytesPerSEwma).toBeCloseTo(0.2 * 2e9 + 0.8 * 1e9, 0);
+    expect(s.transferFixedMsEwma).toBeCloseTo(0.2 * 0.3 + 0.8 * 0.1, 9);
+    expect(s.computeMsEwma[1]).toBeCloseTo(0.2 * 4 + 0.8 * 2, 9);
+    expect(s.computeMsEwma[0]).toBeUndefined();
+    expect(s.samplesAccepted).toBe(4);
+  });
+
+  it('rejects non-positive samples and counts stale ones without using them', () => {
+    const s = run([
+      { kind: 'invocation', invocation: 2 },
+      transfer(1e6, 0, 5, 5, 2), // zero duration
+      { kind: 'compute', invocation: 2, layer: 0, startNs: 10, endNs: 5 },
+      transfer(1e6, 0, 0, 1000, 1), // older invocation
+      { kind: 'compute', invocation: 2, layer: 7, startNs: 0, endNs: 10 }, // unknown layer
+    ]);
+    expect(s.samplesRejected).toBe(2);
+    expect(s.samplesStale).toBe(2);
+    expect(s.samplesAccepted).toBe(0);
+    expect(s.bandwidthBytesPerSEwma).toBeUndefined();
+  });
+
+  it('derives the transfer window from the estimates, clamped and net of in-flight bytes', () => {
+    const s = run([
+      { kind: 'invocation', invocation: 1 },
+      transfer(1e6, 0, 100_000, 1_100_000), // 1e9 B/s, fixed 0.1 ms
+      { kind: 'compute', invocation: 1, layer: 0, startNs: 0, endNs: 1_000_000 }, // 1 ms
+    ]);
+    // (0.8 * 1 ms - 0.05 ms wait - 0.1 ms fixed) * 1e9 B/s = 650 kB, minus 150 kB in flight
+    expect(transferWindowBytes(s, 0, 150_000, 0.05)).toBeCloseTo(500_000, 0);
+    expect(transferWindowBytes(s, 0, 10e6, 0)).toBe(0);
+    expect(transferWindowBytes(s, 0, 0, 0, { safety: 0.8, windowBytesMax: 1000 })).toBe(1000);
+    expect(transferWindowBytes(s, 1, 0, 0)).toBeUndefined(); // no compute sample for layer 1 yet
+  });
+
+  it('refuses a bad configuration', () => {
+    expect(() => initialCalibration({ alpha: 0, nLayer: 2 })).toThrow(InvalidOptionError);
+    expect(() => initialCalibration({ alpha: 0.2, nLayer: 0 })).toThrow(InvalidOptionError);
+  });
+});
