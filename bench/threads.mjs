@@ -8,10 +8,12 @@
  *   (the next op needs the result), as in the forward pass.
  * Modes:
  *   native-1t          matvec on the calling thread
- *   native-2t-spin     the native pool, 2 threads, workers spin 100 us before sleeping
+ *   native-2t-spin     the native pool, 2 threads, workers spin 100 us before sleeping (and the
+ *                      pool sleeps for 256 jobs after it finds a worker descheduled)
  *   native-2t-sleep    the native pool, 2 threads, spin 0 (every job wakes a sleeping worker)
  *   workers-2          2 Node worker threads, each calls the native matvec on half the rows;
- *                      the main thread publishes each job and waits (Atomics, spin then wait)
+ *                      the main thread publishes each job and waits (Atomics.wait, no spinning)
+ *   workers-2-spin     the same, workers spin ~100 us on Atomics.load before Atomics.wait
  *   main+worker        the main thread computes one half, one worker the other
  * Also the native streaming read bandwidth at 1 and 2 threads: the bound decode cannot beat.
  *
@@ -117,10 +119,8 @@ import(bindingUrl).then(({ loadNative }) => {
 `;
 
 /** Start `count` workers that own halves [first, first + count) of `halves`. */
-async function startWorkers(count, first, halves) {
+async function startWorkers(count, first, halves, spinLoads) {
   const ctl = new Int32Array(new SharedArrayBuffer(16));
-  // ~100 us of Atomics.load spinning before Atomics.wait, like the native pool.
-  const spinLoads = 20000;
   const workers = [];
   for (let i = 0; i < count; i++) {
     const w = new Worker(workerSource, {
@@ -136,9 +136,11 @@ async function startWorkers(count, first, halves) {
   return { ctl, workers, halves };
 }
 
-function waitDone(ctl, target) {
+// The main thread spins only when it computed a half itself: in workers-2 it would take a
+// core from a worker.
+function waitDone(ctl, target, spinLoads) {
   let done = Atomics.load(ctl, 1);
-  for (let i = 0; done < target && i < 20000; i++) done = Atomics.load(ctl, 1);
+  for (let i = 0; done < target && i < spinLoads; i++) done = Atomics.load(ctl, 1);
   while (done < target) {
     Atomics.wait(ctl, 1, done, 10);
     done = Atomics.load(ctl, 1);
@@ -157,7 +159,7 @@ function tokenWorkers(team, mainJobs) {
       const j = mainJobs[k];
       native.matvec(Q8_0, j.w, j.rows, j.cols, j.x, j.y);
     }
-    waitDone(ctl, workers.length);
+    waitDone(ctl, workers.length, mainJobs ? 20000 : 0);
   }
 }
 
@@ -221,14 +223,17 @@ function checkSameResult(fn, label) {
 
 const poolSpin = native.createPool(2, 100);
 const poolSleep = native.createPool(2, 0);
-const team2 = await startWorkers(2, 0, 2);
-const team1 = await startWorkers(1, 1, 2);
+// 20000 Atomics.load ~ 100 us of spinning before Atomics.wait, like the native pool.
+const team2 = await startWorkers(2, 0, 2, 0);
+const team2spin = await startWorkers(2, 0, 2, 20000);
+const team1 = await startWorkers(1, 1, 2, 20000);
 const mainJobs = mainHalfJobs();
 const modes = {
   'native-1t': tokenNative1,
   'native-2t-spin': () => tokenPool(poolSpin),
   'native-2t-sleep': () => tokenPool(poolSleep),
   'workers-2': () => tokenWorkers(team2, null),
+  'workers-2-spin': () => tokenWorkers(team2spin, null),
   'main+worker': () => tokenWorkers(team1, mainJobs),
 };
 for (const [label, fn] of Object.entries(modes)) if (label !== 'native-1t') checkSameResult(fn, label);
@@ -236,7 +241,10 @@ for (const [label, fn] of Object.entries(modes)) if (label !== 'native-1t') chec
 const rounds_ = Object.fromEntries(Object.keys(modes).map((k) => [k, []]));
 for (let r = 0; r < rounds; r++) for (const [label, fn] of Object.entries(modes)) rounds_[label].push(timeTokens(fn));
 await stopWorkers(team2);
+await stopWorkers(team2spin);
 await stopWorkers(team1);
+// How often the spinning pool found its worker descheduled and fell back to sleeping.
+const poolStragglerJobs = { spin: native.poolCheck(poolSpin, 1).stragglerJobs, sleep: native.poolCheck(poolSleep, 1).stragglerJobs };
 native.freePool(poolSpin);
 native.freePool(poolSleep);
 
@@ -265,6 +273,7 @@ const out = {
   tokensPerRound: tokens,
   readBandwidth: bandwidth,
   decodeBoundMsPerToken: { threads1: bytes / (bandwidth.threads1GBs * 1e6), threads2: bytes / (bandwidth.threads2GBs * 1e6) },
+  poolStragglerJobs,
   results,
   decision: `${fastest.mode} is fastest at ${fastest.msPerTokenQuietest.toFixed(2)} ms/token ` +
     `(median of ${tokens} tokens in its quietest round, other processes using ${fastest.foreignCoresQuietest.toFixed(2)} cores)`,

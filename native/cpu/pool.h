@@ -11,21 +11,26 @@ extern "C" {
  * 0 sleeps at once: every job then pays a futex wake-up per worker. */
 void mt_pool_set_spin_us(mt_pool* pool, int spin_us);
 int mt_pool_spin_us(const mt_pool* pool);
+/* Jobs after which the caller found a worker had not been running (it waited past the spin
+ * budget); each one switches the pool to sleeping for the next 256 jobs (see pool.cc). */
+int64_t mt_pool_straggler_jobs(const mt_pool* pool);
 #define MT_POOL_SPIN_US_DEFAULT 100
 #define MT_POOL_THREADS_MAX 64
 
 /* Sum of `bytes` bytes read with the active ISA's widest loads (a streaming read probe). */
 uint64_t mt_read_sum(const void* p, size_t bytes);
 
-/* Jobs on a pool (pool_jobs.cc). Rows are split evenly over the pool's threads. */
+/* Jobs on a pool (pool_jobs.cc). Threads claim chunks of rows from a shared counter. */
 /* y [rows] = W [rows, cols] . act (one prepared row). */
 void mt_pool_matvec(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* act, float* y);
 /* Y [n, rows] = acts [n prepared rows] W^T. */
 void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* acts, int64_t n,
                     float* Y);
 /* Run `jobs` jobs back to back; each adds 1 to runs_per_thread[ith] (pool_threads entries)
- * and to threads_per_job[job] (jobs entries). Returns 0, or -1 if a job saw a wrong nth. */
-int mt_pool_check(mt_pool* pool, int64_t jobs, int64_t* runs_per_thread, int64_t* threads_per_job);
+ * and to threads_per_job[job] (jobs entries); thread 1 first sleeps worker_delay_us.
+ * Returns 0, or -1 if a job saw a wrong nth. */
+int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
+                  int64_t* threads_per_job);
 /* Streaming read bandwidth over a fresh buffer of `bytes`, split over `threads` threads:
  * the best of several passes, in GB/s (1e9 bytes per second); negative if allocation fails. */
 double mt_read_bandwidth_gbs(size_t bytes, int threads);

@@ -4,40 +4,54 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include "pool.h"
 
 namespace {
 
-// Thread ith of nth owns rows [r0, r1) of `rows`.
-inline void split_rows(int64_t rows, int ith, int nth, int64_t* r0, int64_t* r1) {
-  *r0 = rows * ith / nth;
-  *r1 = rows * (ith + 1) / nth;
-}
-
+// Rows are handed out in chunks from a shared counter rather than as fixed halves: a
+// thread that starts late (woken from sleep, or preempted on a shared machine) takes fewer
+// chunks instead of holding the others up. Each row's result does not depend on which
+// thread computes it, so the output is the same for every thread count.
 struct MatJob {
   int wtype;
   const void* W;
   int64_t rows, cols, n;
   const void* acts;
   float* Y;
+  int64_t chunk_rows;
+  std::atomic<int64_t> next_row;
 };
 
-void run_matvec(void* arg, int ith, int nth) {
-  const MatJob* j = (const MatJob*)arg;
-  int64_t r0, r1;
-  split_rows(j->rows, ith, nth, &r0, &r1);
-  mt_matvec_rows(j->wtype, j->W, j->cols, j->acts, j->Y, r0, r1);
+// About 8 chunks per thread, at least 16 rows (a few KB of weights) each.
+int64_t chunk_rows_for(int64_t rows, int nth) {
+  int64_t c = rows / (8 * (int64_t)nth);
+  return c < 16 ? 16 : c;
 }
 
-void run_matmul(void* arg, int ith, int nth) {
-  const MatJob* j = (const MatJob*)arg;
-  int64_t r0, r1;
-  split_rows(j->rows, ith, nth, &r0, &r1);
-  mt_matmul_rows(j->wtype, j->W, j->cols, j->acts, j->n, j->Y, j->rows, r0, r1);
+void run_matvec(void* arg, int, int) {
+  MatJob* j = (MatJob*)arg;
+  for (;;) {
+    int64_t r0 = j->next_row.fetch_add(j->chunk_rows, std::memory_order_relaxed);
+    if (r0 >= j->rows) return;
+    int64_t r1 = r0 + j->chunk_rows < j->rows ? r0 + j->chunk_rows : j->rows;
+    mt_matvec_rows(j->wtype, j->W, j->cols, j->acts, j->Y, r0, r1);
+  }
+}
+
+void run_matmul(void* arg, int, int) {
+  MatJob* j = (MatJob*)arg;
+  for (;;) {
+    int64_t r0 = j->next_row.fetch_add(j->chunk_rows, std::memory_order_relaxed);
+    if (r0 >= j->rows) return;
+    int64_t r1 = r0 + j->chunk_rows < j->rows ? r0 + j->chunk_rows : j->rows;
+    mt_matmul_rows(j->wtype, j->W, j->cols, j->acts, j->n, j->Y, j->rows, r0, r1);
+  }
 }
 
 struct CheckJob {
   int nth_expected;
+  int worker_delay_us;                 // thread 1 sleeps this long in every job (straggler tests)
   int64_t job;
   int64_t* runs_per_thread;            // written only by thread ith: no race
   std::atomic<int64_t>* threads_per_job;  // all threads add to one slot per job
@@ -47,6 +61,7 @@ struct CheckJob {
 void run_check(void* arg, int ith, int nth) {
   CheckJob* c = (CheckJob*)arg;
   if (nth != c->nth_expected || ith < 0 || ith >= nth) c->bad_nth.store(1);
+  if (ith == 1 && c->worker_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(c->worker_delay_us));
   c->runs_per_thread[ith] += 1;
   c->threads_per_job[c->job].fetch_add(1, std::memory_order_relaxed);
 }
@@ -73,21 +88,23 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 extern "C" {
 
 void mt_pool_matvec(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* act, float* y) {
-  MatJob j{wtype, W, rows, cols, 1, act, y};
+  MatJob j{wtype, W, rows, cols, 1, act, y, chunk_rows_for(rows, mt_pool_threads(pool)), {0}};
   mt_pool_run(pool, run_matvec, &j);
 }
 
 void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* acts, int64_t n,
                     float* Y) {
-  MatJob j{wtype, W, rows, cols, n, acts, Y};
+  MatJob j{wtype, W, rows, cols, n, acts, Y, chunk_rows_for(rows, mt_pool_threads(pool)), {0}};
   mt_pool_run(pool, run_matmul, &j);
 }
 
-int mt_pool_check(mt_pool* pool, int64_t jobs, int64_t* runs_per_thread, int64_t* threads_per_job) {
+int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
+                  int64_t* threads_per_job) {
   std::atomic<int64_t>* per_job = new std::atomic<int64_t>[jobs];
   for (int64_t i = 0; i < jobs; i++) per_job[i].store(0);
   CheckJob c;
   c.nth_expected = mt_pool_threads(pool);
+  c.worker_delay_us = worker_delay_us;
   c.runs_per_thread = runs_per_thread;
   c.threads_per_job = per_job;
   c.bad_nth.store(0);

@@ -92,8 +92,16 @@ export interface NativeBinding {
     n: number,
     y: Float32Array,
   ): void;
-  /** Run `jobs` jobs back to back; counts how often each thread ran and how many threads ran each job. */
-  poolCheck(pool: NativePoolHandle, jobs: number): { runsPerThread: number[]; threadsPerJob: number[]; nthOk: boolean };
+  /**
+   * Run `jobs` jobs back to back (thread 1 first sleeps `workerDelayUs` in each); counts how often each
+   * thread ran and how many threads ran each job. stragglerJobs: the pool's count of jobs after which
+   * it found a worker not running and stopped spinning for a while.
+   */
+  poolCheck(
+    pool: NativePoolHandle,
+    jobs: number,
+    workerDelayUs?: number,
+  ): { runsPerThread: number[]; threadsPerJob: number[]; nthOk: boolean; stragglerJobs: number };
   /** Streaming read bandwidth (GB/s, 1e9 B/s) over a fresh `bytes` buffer with `threads` threads; blocks ~0.3 s (benches). */
   measureReadBandwidth(bytes: number, threads: number): number;
 

@@ -77,6 +77,18 @@ describe('native pool', () => {
     native.freePool(pool);
   });
 
+  it('stops spinning after a job whose worker was not running, and only once per back-off', () => {
+    const pool = native.createPool(2, 100);
+    // Thread 1 sleeps 2 ms in each job: the caller waits far past the 100 us spin budget.
+    const r = native.poolCheck(pool, 3, 2000);
+    expect(r.runsPerThread).toEqual([3, 3]);
+    expect(r.stragglerJobs).toBe(1); // job 1 starts a 256-job back-off that covers jobs 2 and 3
+    native.freePool(pool);
+    const sleeping = native.createPool(2, 0);
+    expect(native.poolCheck(sleeping, 3, 2000).stragglerJobs).toBe(0); // nothing to back off from
+    native.freePool(sleeping);
+  });
+
   it('refuses bad thread counts and handles', () => {
     expect(() => native.createPool(0)).toThrow(RangeError);
     expect(() => native.createPool(65)).toThrow(/threads: expected an integer in \[1, 64\]/);
