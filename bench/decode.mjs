@@ -12,10 +12,12 @@
  * thread pool). Results go to results/decode.json and the table in README.md.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { measureReadBandwidth } from './lib/bandwidth.mjs';
 import { ensureBenchDeps } from './lib/deps.mjs';
 import { greedy, importDist, openMoetier, presetModel } from './lib/moetier.mjs';
+import { oneOf, positiveInt } from './lib/options.mjs';
 import { writeReadmeTable } from './lib/readme.mjs';
 import { bestByMedian, median } from './lib/stats.mjs';
 import { decodeBytesPerToken } from './lib/weights.mjs';
@@ -31,22 +33,25 @@ export async function main(argv) {
   const { values } = parseArgs({
     args: argv,
     options: {
-      rounds: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '5' },
       'prompt-tokens': { type: 'string', default: '128' },
       tokens: { type: 'string', default: '64' },
       preset: { type: 'string', default: 'medium' },
     },
   });
   const config = {
-    preset: values.preset,
-    rounds: Number(values.rounds),
-    promptTokens: Number(values['prompt-tokens']),
-    maxTokens: Number(values.tokens),
+    preset: oneOf('preset', values.preset, ['tiny', 'small', 'medium']),
+    rounds: positiveInt('rounds', values.rounds, 100),
+    promptTokens: positiveInt('prompt-tokens', values['prompt-tokens'], 4096),
+    maxTokens: positiveInt('tokens', values.tokens, 4096),
   };
   ensureBenchDeps();
+  // The load average says whether other work shared the cores while this ran.
+  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageAtStart: os.loadavg() };
   const cases = [];
   for (const quant of quants) cases.push(await benchQuant(quant, config));
-  const results = { bench: 'decode', date: new Date().toISOString(), config, cases };
+  machine.loadAverageAtEnd = os.loadavg();
+  const results = { bench: 'decode', date: new Date().toISOString(), config, machine, cases };
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/decode.json', import.meta.url), JSON.stringify(results, null, 2) + '\n');
   writeReadmeTable(new URL('./README.md', import.meta.url), results);

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { compareCase, summarizeParity } from './lib/compare.mjs';
 import { ensureBenchDeps } from './lib/deps.mjs';
 import { greedy, importDist, openMoetier, presetModel, shiftedLogits, top2AtStep } from './lib/moetier.mjs';
+import { positiveInt } from './lib/options.mjs';
 import { runLlamaCpp } from './llamacpp/runner.mjs';
 
 const models = [
@@ -34,8 +35,8 @@ const contextTokens = 512;
 
 async function main() {
   const { values } = parseArgs({ options: { threads: { type: 'string', default: '1' }, tokens: { type: 'string', default: '64' } } });
-  const threads = Number(values.threads);
-  const maxTokens = Number(values.tokens);
+  const threads = positiveInt('threads', values.threads, 64);
+  const maxTokens = positiveInt('tokens', values.tokens, 4096);
   ensureBenchDeps();
   const { PARITY_PROMPTS, promptText } = await importDist('src/synth/prompts.js');
   const cases = [];
@@ -102,6 +103,7 @@ function marginOf(top2) {
 }
 
 main().catch((error) => {
-  process.stderr.write(`parity failed: ${error.stack ?? error}\n`);
+  // Operating errors (with a code) say what to do; anything else is a bug: show its stack.
+  process.stderr.write(`parity failed: ${error.code ? error.message : (error.stack ?? error)}\n`);
   process.exitCode = 2;
 });

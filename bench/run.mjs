@@ -14,7 +14,8 @@ if (!name || !(name in benches)) {
   benches[name]()
     .then((bench) => bench.main(rest))
     .catch((error) => {
-      process.stderr.write(`bench ${name} failed: ${error.stack ?? error}\n`);
+      // Operating errors (with a code) say what to do; anything else is a bug: show its stack.
+      process.stderr.write(`bench ${name} failed: ${error.code ? error.message : (error.stack ?? error)}\n`);
       process.exitCode = 1;
     });
 }

@@ -25,8 +25,12 @@ export function decodeTable(results) {
     ].join(' | '),
   );
   const { rounds, promptTokens, maxTokens } = results.config;
+  const load = (l) => (l ? l.map((v) => v.toFixed(1)).join(' ') : 'n/a');
+  const { machine = {} } = results;
   return [
-    `Measured ${results.date.slice(0, 10)}; medians of ${rounds} alternating rounds, prompt ${promptTokens} tokens, ${maxTokens} generated.`,
+    `Measured ${results.date.slice(0, 10)} on ${machine.cpus ?? '?'} cores (${machine.cpuModel ?? 'unknown CPU'}); ` +
+      `medians of ${rounds} alternating rounds, prompt ${promptTokens} tokens, ${maxTokens} generated; ` +
+      `load average at start ${load(machine.loadAverageAtStart)}, at end ${load(machine.loadAverageAtEnd)}.`,
     '',
     '| model | moetier decode tok/s (best) | llama.cpp decode tok/s (best) | decode ratio | moetier prefill tok/s | llama.cpp prefill tok/s | prefill ratio | moetier decode 1T / 2T | llama.cpp decode 1T / 2T | MB read / token | read GB/s 1T / 2T | bandwidth bound tok/s |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',

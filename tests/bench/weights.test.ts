@@ -71,3 +71,15 @@ describe('stats', () => {
     expect(bestByMedian(runs, 'r')).toEqual({ threads: 1, median: 63 });
   });
 });
+
+describe('bench options', () => {
+  it('accepts positive integers and names the option it refuses', async () => {
+    // @ts-expect-error plain .mjs bench module without declarations
+    const { oneOf, positiveInt } = await import('../../bench/lib/options.mjs');
+    expect(positiveInt('rounds', '5')).toBe(5);
+    expect(() => positiveInt('rounds', '0')).toThrow('option --rounds: expected an integer in [1, 1048576], got "0"');
+    expect(() => positiveInt('tokens', 'many', 10)).toThrow(/--tokens/);
+    expect(oneOf('preset', 'medium', ['small', 'medium'])).toBe('medium');
+    expect(() => oneOf('preset', 'huge', ['small', 'medium'])).toThrow(/--preset: expected one of small, medium/);
+  });
+});
