@@ -1,7 +1,15 @@
 // Norms, RoPE, softmax, SwiGLU, top-k and the small vector helpers (see ops_elementwise.h).
 // Loops keep 8 independent accumulators so the compiler can vectorise them without -ffast-math.
+// dot and axpy (attention's inner loops) are also built for x86-64-v3 (AVX2 + FMA), chosen
+// at load time; the baseline build stays for older CPUs.
 #include "ops_elementwise.h"
 #include <cmath>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MT_AVX2_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MT_AVX2_CLONES
+#endif
 
 namespace mt {
 
@@ -66,7 +74,7 @@ void top_k(const float* p, int32_t n, int32_t k, int32_t* ids) {
   }
 }
 
-float dot(const float* a, const float* b, int64_t n) {
+MT_AVX2_CLONES float dot(const float* a, const float* b, int64_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -76,7 +84,7 @@ float dot(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
-void axpy(float a, const float* x, float* y, int64_t n) {
+MT_AVX2_CLONES void axpy(float a, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
