@@ -5,8 +5,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
+#include <unistd.h>
 #include "../cpu/pool.h"
 #include "registry.h"
 
@@ -79,7 +82,9 @@ bool ArgTypeCols(const Napi::CallbackInfo& info, const char* verb, int64_t type,
   return true;
 }
 
+// rows, n <= 2^31 and cols <= 2^28 keep rows * rowBytes, n * cols and n * rows far below 2^63.
 constexpr int64_t kDimMax = int64_t(1) << 31;
+constexpr int64_t kColsMax = int64_t(1) << 28;
 
 Napi::Value IsaBest(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), mt_isa_best()); }
 Napi::Value IsaActive(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), mt_isa_active()); }
@@ -110,7 +115,7 @@ bool ReadMatArgs(const Napi::CallbackInfo& info, const char* verb, size_t first,
   int64_t type;
   size_t a = first;
   if (!ArgInt(info, a, verb, "typeId", 0, 1000, &type) || !ArgInt(info, a + 2, verb, "rows", 1, kDimMax, &m->rows) ||
-      !ArgInt(info, a + 3, verb, "cols", 1, kDimMax, &m->cols) || !ArgTypeCols(info, verb, type, m->cols))
+      !ArgInt(info, a + 3, verb, "cols", 1, kColsMax, &m->cols) || !ArgTypeCols(info, verb, type, m->cols))
     return false;
   m->type = (int)type;
   m->n = 1;
@@ -127,26 +132,32 @@ bool ReadMatArgs(const Napi::CallbackInfo& info, const char* verb, size_t first,
   return true;
 }
 
-std::vector<uint8_t> PrepareActs(const MatArgs& m) {
+// The prepared activation rows; null (and a thrown Error) if they do not fit in memory.
+std::unique_ptr<uint8_t[]> PrepareActs(const Napi::CallbackInfo& info, const MatArgs& m) {
   size_t act_bytes = mt_act_row_bytes(m.type, m.cols);
-  std::vector<uint8_t> acts(act_bytes * m.n);
-  for (int64_t i = 0; i < m.n; i++) mt_act_prepare(m.type, m.x + i * m.cols, m.cols, acts.data() + i * act_bytes);
+  std::unique_ptr<uint8_t[]> acts(new (std::nothrow) uint8_t[act_bytes * m.n]);
+  if (!acts) {
+    Napi::Error::New(info.Env(), "cannot allocate " + std::to_string(act_bytes * m.n) + " bytes of activations")
+        .ThrowAsJavaScriptException();
+    return acts;
+  }
+  for (int64_t i = 0; i < m.n; i++) mt_act_prepare(m.type, m.x + i * m.cols, m.cols, acts.get() + i * act_bytes);
   return acts;
 }
 
 Napi::Value Matvec(const Napi::CallbackInfo& info) {
   MatArgs m;
   if (!ReadMatArgs(info, "matvec", 0, false, &m)) return info.Env().Undefined();
-  std::vector<uint8_t> act = PrepareActs(m);
-  mt_matvec_rows(m.type, m.w, m.cols, act.data(), m.y, 0, m.rows);
+  auto act = PrepareActs(info, m);
+  if (act) mt_matvec_rows(m.type, m.w, m.cols, act.get(), m.y, 0, m.rows);
   return info.Env().Undefined();
 }
 
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   MatArgs m;
   if (!ReadMatArgs(info, "matmul", 0, true, &m)) return info.Env().Undefined();
-  std::vector<uint8_t> acts = PrepareActs(m);
-  mt_matmul_rows(m.type, m.w, m.cols, acts.data(), m.n, m.y, m.rows, 0, m.rows);
+  auto acts = PrepareActs(info, m);
+  if (acts) mt_matmul_rows(m.type, m.w, m.cols, acts.get(), m.n, m.y, m.rows, 0, m.rows);
   return info.Env().Undefined();
 }
 
@@ -154,7 +165,7 @@ Napi::Value DequantRow(const Napi::CallbackInfo& info) {
   int64_t type, cols;
   void *row, *out;
   if (!ArgInt(info, 0, "dequantRow", "typeId", 0, 1000, &type) ||
-      !ArgInt(info, 2, "dequantRow", "cols", 1, kDimMax, &cols) || !ArgTypeCols(info, "dequantRow", type, cols) ||
+      !ArgInt(info, 2, "dequantRow", "cols", 1, kColsMax, &cols) || !ArgTypeCols(info, "dequantRow", type, cols) ||
       !ArgArray(info, 1, "dequantRow", "row", napi_uint8_array, mt_row_bytes((int)type, cols), &row) ||
       !ArgArray(info, 3, "dequantRow", "out", napi_float32_array, (size_t)cols, &out))
     return info.Env().Undefined();
@@ -208,8 +219,8 @@ Napi::Value PoolMatvec(const Napi::CallbackInfo& info) {
   MatArgs m;
   mt_pool* pool = ArgPool(info, "poolMatvec");
   if (pool == nullptr || !ReadMatArgs(info, "poolMatvec", 1, false, &m)) return info.Env().Undefined();
-  std::vector<uint8_t> act = PrepareActs(m);
-  mt_pool_matvec(pool, m.type, m.w, m.rows, m.cols, act.data(), m.y);
+  auto act = PrepareActs(info, m);
+  if (act) mt_pool_matvec(pool, m.type, m.w, m.rows, m.cols, act.get(), m.y);
   return info.Env().Undefined();
 }
 
@@ -217,8 +228,8 @@ Napi::Value PoolMatmul(const Napi::CallbackInfo& info) {
   MatArgs m;
   mt_pool* pool = ArgPool(info, "poolMatmul");
   if (pool == nullptr || !ReadMatArgs(info, "poolMatmul", 1, true, &m)) return info.Env().Undefined();
-  std::vector<uint8_t> acts = PrepareActs(m);
-  mt_pool_matmul(pool, m.type, m.w, m.rows, m.cols, acts.data(), m.n, m.y);
+  auto acts = PrepareActs(info, m);
+  if (acts) mt_pool_matmul(pool, m.type, m.w, m.rows, m.cols, acts.get(), m.n, m.y);
   return info.Env().Undefined();
 }
 
@@ -247,7 +258,9 @@ Napi::Value PoolCheck(const Napi::CallbackInfo& info) {
 
 Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
   int64_t bytes, threads;
-  if (!ArgInt(info, 0, "measureReadBandwidth", "bytes", 1 << 20, int64_t(16) << 30, &bytes) ||
+  // At most half the RAM: the buffer is touched in full, and overcommit would not save us.
+  int64_t half_ram = (int64_t)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE) / 2;
+  if (!ArgInt(info, 0, "measureReadBandwidth", "bytes", 1 << 20, half_ram, &bytes) ||
       !ArgInt(info, 1, "measureReadBandwidth", "threads", 1, MT_POOL_THREADS_MAX, &threads))
     return info.Env().Undefined();
   double gbs = mt_read_bandwidth_gbs((size_t)bytes, (int)threads);

@@ -53,5 +53,8 @@ describe('kernel verbs refuse bad input', () => {
     expect(() => native.matvec(Q8, w, 3, Number.NaN, x, y)).toThrow(/cols/);
     expect(() => (native.matvec as (...a: unknown[]) => void)(Q8, w, 3)).toThrow(/cols: expected a number/);
     expect(() => native.isaSet(7)).toThrow(RangeError);
+    // Sizes whose byte counts would overflow are refused before any arithmetic on them.
+    expect(() => native.matvec(GGML_TYPE.F32, w, 2 ** 31, 2 ** 31, x, y)).toThrow(/cols: expected an integer in \[1, 268435456\]/);
+    expect(() => native.measureReadBandwidth(2 ** 52, 1)).toThrow(/bytes/);
   });
 });
