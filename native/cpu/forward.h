@@ -146,7 +146,9 @@ inline void project(const Matrix& w, const uint8_t* acts, int32_t n, float* y, i
   else mt_matmul_rows(w.type, w.data, w.cols, acts, n, y, ldy, r0, r1);
 }
 
-// Boundaries fall on multiples of kRowGrain rows; both neighbours compute the same boundary.
+// Piece ith of nth of the segments' total cost, visited as row ranges (segment, r0, r1).
+// Boundaries fall on multiples of kRowGrain rows; both neighbours compute the same boundary,
+// so the pieces cover every row exactly once.
 constexpr int64_t kRowGrain = 8;
 
 template <class Visit>
