@@ -1,0 +1,15 @@
+/** Library-side tracing and metrics helpers (@opentelemetry/api only; the SDK is set up in otel/). */
+export { ClockBridge, clockBridge, msToNs, sampleClockAnchor, type ClockAnchor, type MonotonicNs } from './clock.js';
+export { endSpan, inSpan, moetierTracer, recordTimedSpan, startSpan } from './spans.js';
+export { extractContext, formatTraceparent, injectContext, parseTraceparent, type TraceCarrier } from './propagation.js';
+export { RequestMetrics, type RequestTierStats } from './metrics.js';
+export {
+  AttrNames,
+  calibrationAttributes,
+  layerComputeAttributes,
+  MetricSpecs,
+  rebuildAttributes,
+  SpanNames,
+  uploadAttributes,
+  type Phase,
+} from '../../otel/semconv.js';
