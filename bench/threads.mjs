@@ -110,8 +110,11 @@ import(bindingUrl).then(({ loadNative }) => {
     while (g === seen) { Atomics.wait(ctl, 0, seen); g = Atomics.load(ctl, 0); }
     seen = g;
     if (Atomics.load(ctl, 2)) break;
-    const j = jobs[Atomics.load(ctl, 3)];
-    native.matvec(8, j.w, j.rows, j.cols, j.x, j.y);
+    const k = Atomics.load(ctl, 3);
+    if (k >= 0) {
+      const j = jobs[k];
+      native.matvec(8, j.w, j.rows, j.cols, j.x, j.y);
+    }
     Atomics.add(ctl, 1, 1);
     Atomics.notify(ctl, 1);
   }
@@ -168,6 +171,26 @@ async function stopWorkers(team) {
   Atomics.add(team.ctl, 0, 1);
   Atomics.notify(team.ctl, 0);
   await Promise.all(team.workers.map((w) => w.terminate()));
+}
+
+/** One empty job (k = -1) through the workers: the hand-off and barrier alone, in us. */
+function emptyJobUsWorkers(team, jobs) {
+  const { ctl, workers } = team;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < jobs; i++) {
+    Atomics.store(ctl, 1, 0);
+    Atomics.store(ctl, 3, -1);
+    Atomics.add(ctl, 0, 1);
+    Atomics.notify(ctl, 0);
+    waitDone(ctl, workers.length, 0);
+  }
+  return Number(process.hrtime.bigint() - t0) / 1e3 / jobs;
+}
+
+function emptyJobUsPool(pool, jobs) {
+  const t0 = process.hrtime.bigint();
+  native.poolCheck(pool, jobs);
+  return Number(process.hrtime.bigint() - t0) / 1e3 / jobs;
 }
 
 /** The main thread's half 0 of 2, as views. */
@@ -240,6 +263,14 @@ for (const [label, fn] of Object.entries(modes)) if (label !== 'native-1t') chec
 
 const rounds_ = Object.fromEntries(Object.keys(modes).map((k) => [k, []]));
 for (let r = 0; r < rounds; r++) for (const [label, fn] of Object.entries(modes)) rounds_[label].push(timeTokens(fn));
+// The cost of one barrier (577 per token), best of 5 runs of 500 empty jobs.
+const best = (f) => Math.min(...Array.from({ length: 5 }, f));
+const emptyJobUs = {
+  'native-2t-spin': best(() => emptyJobUsPool(poolSpin, 500)),
+  'native-2t-sleep': best(() => emptyJobUsPool(poolSleep, 500)),
+  'workers-2': best(() => emptyJobUsWorkers(team2, 500)),
+  'workers-2-spin': best(() => emptyJobUsWorkers(team2spin, 500)),
+};
 await stopWorkers(team2);
 await stopWorkers(team2spin);
 await stopWorkers(team1);
@@ -274,7 +305,12 @@ const out = {
   readBandwidth: bandwidth,
   decodeBoundMsPerToken: { threads1: bytes / (bandwidth.threads1GBs * 1e6), threads2: bytes / (bandwidth.threads2GBs * 1e6) },
   poolStragglerJobs,
+  emptyJobUsBest: emptyJobUs,
   results,
+  caveat: fastest.foreignCoresQuietest > 0.25
+    ? `shared machine: other processes kept ${fastest.foreignCoresQuietest.toFixed(2)} of ${os.cpus().length} cores busy even in the ` +
+      'quietest round, so 2-thread figures measure contention as much as parallelism; rerun on an idle machine'
+    : null,
   decision: `${fastest.mode} is fastest at ${fastest.msPerTokenQuietest.toFixed(2)} ms/token ` +
     `(median of ${tokens} tokens in its quietest round, other processes using ${fastest.foreignCoresQuietest.toFixed(2)} cores)`,
 };
@@ -284,4 +320,4 @@ console.table(results.map((r) => ({
   mode: r.mode, msQuietest: +r.msPerTokenQuietest.toFixed(2), foreignCores: +r.foreignCoresQuietest.toFixed(2),
   GBs: +r.weightGBsQuietest.toFixed(2), msAllRounds: +r.msPerTokenAllRounds.toFixed(2),
 })));
-console.log('read bandwidth GB/s', bandwidth, '\n' + out.decision);
+console.log('read bandwidth GB/s', bandwidth, '\nempty job (barrier) us', emptyJobUs, '\n' + out.decision);
