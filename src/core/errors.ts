@@ -11,14 +11,21 @@ export class MoetierError extends Error {
   }
 }
 
-/** A model file that is not a valid GGUF v3 file (truncated, corrupt, inconsistent). */
-export class GgufFormatError extends MoetierError {
+/** A file moetier reads (heat file, route trace, ...) that is corrupt or inconsistent. */
+export class FileFormatError extends MoetierError {
   readonly file: string;
   readonly where: string;
-  constructor(file: string, where: string, expected: string, options?: { cause?: unknown }) {
-    super('E_GGUF_FORMAT', `${file}: ${where}: expected ${expected}`, options);
+  constructor(file: string, where: string, expected: string, options?: { cause?: unknown; code?: string }) {
+    super(options?.code ?? 'E_FILE_FORMAT', `${file}: ${where}: expected ${expected}`, options);
     this.file = file;
     this.where = where;
+  }
+}
+
+/** A model file that is not a valid GGUF v3 file (truncated, corrupt, inconsistent). */
+export class GgufFormatError extends FileFormatError {
+  constructor(file: string, where: string, expected: string, options?: { cause?: unknown }) {
+    super(file, where, expected, { ...options, code: 'E_GGUF_FORMAT' });
   }
 }
 

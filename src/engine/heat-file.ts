@@ -1,0 +1,82 @@
+/**
+ * Heat files: per (layer, expert) routing counts from earlier requests, persisted between runs
+ * (SPEC.md section 1). One JSON file per model, in the cache folder unless a path is given;
+ * merged after each request; written atomically (tmp + rename) so a crash never leaves half a file.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { FileFormatError, InvalidOptionError } from '../core/errors.js';
+import { modelCacheDir } from '../model/cache.js';
+import type { HParams } from '../model/types.js';
+
+export const HEAT_FILE_VERSION = 1;
+
+export interface HeatFile {
+  version: number;
+  arch: string;
+  layers: number;
+  experts: number;
+  /** Routed (token, expert) pairs counted into it. */
+  routedPairs: number;
+  /** counts[layer][expert] */
+  counts: number[][];
+}
+
+/** Default location: <cache>/heat/<model file name>.heat.json */
+export function defaultHeatPath(modelPath: string): string {
+  return path.join(modelCacheDir(), 'heat', `${path.basename(modelPath)}.heat.json`);
+}
+
+export function emptyHeat(hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile {
+  return {
+    version: HEAT_FILE_VERSION,
+    arch: hp.arch,
+    layers: hp.nLayer,
+    experts: hp.nExpert,
+    routedPairs: 0,
+    counts: Array.from({ length: hp.nLayer }, () => new Array<number>(hp.nExpert).fill(0)),
+  };
+}
+
+/** Reads a heat file for this model; undefined when it does not exist. A file for another geometry is refused. */
+export function readHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile | undefined {
+  if (!existsSync(file)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new FileFormatError(file, 'heat file', 'JSON written by moetier', { cause: err });
+  }
+  const heat = parsed as Partial<HeatFile>;
+  const shapeOk =
+    heat.version === HEAT_FILE_VERSION &&
+    heat.layers === hp.nLayer &&
+    heat.experts === hp.nExpert &&
+    Array.isArray(heat.counts) &&
+    heat.counts.length === hp.nLayer &&
+    heat.counts.every((row) => Array.isArray(row) && row.length === hp.nExpert && row.every((c) => Number.isFinite(c) && c >= 0));
+  if (!shapeOk) {
+    throw new InvalidOptionError('heat', `a version-${HEAT_FILE_VERSION} heat file for ${hp.nLayer} layers x ${hp.nExpert} experts`, file);
+  }
+  return heat as HeatFile;
+}
+
+/** Adds a request's routes ([row][layer] = expert ids) into the heat. */
+export function addRoutes(heat: HeatFile, routes: readonly (readonly (readonly number[])[])[]): HeatFile {
+  const counts = heat.counts.map((row) => row.slice());
+  let pairs = 0;
+  for (const row of routes) {
+    row.forEach((experts, layer) => {
+      for (const e of experts) counts[layer][e]++;
+      pairs += experts.length;
+    });
+  }
+  return { ...heat, counts, routedPairs: heat.routedPairs + pairs };
+}
+
+export function writeHeatFile(file: string, heat: HeatFile): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(heat));
+  renameSync(tmp, file);
+}
