@@ -25,7 +25,10 @@ export function ensureBenchDeps() {
       : `bench deps have node-llama-cpp ${version}, want ${pinned}: running npm ci --prefix bench\n`,
   );
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const result = spawnSync(npm, ['ci', '--prefix', benchDir, '--no-audit', '--no-fund'], { stdio: ['ignore', 2, 2] });
+  // npm versions that run install scripts would let node-llama-cpp's postinstall fetch or build
+  // llama.cpp when its prebuilt binary did not fit; this variable keeps that step offline.
+  const env = { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' };
+  const result = spawnSync(npm, ['ci', '--prefix', benchDir, '--no-audit', '--no-fund'], { stdio: ['ignore', 2, 2], env });
   if (result.status !== 0 || installedVersion() !== pinned) {
     throw new BenchSetupError(`npm ci --prefix bench failed (exit ${result.status})`, 'check the npm registry is reachable and rerun');
   }
