@@ -89,10 +89,12 @@ inline __m256i block_dot_q4(__m256i nib, const mt_act_q8& a) {
 }
 
 // 16 bytes of nibbles -> 32 bytes in element order: low nibbles (0..15), then high (16..31).
+// The 16 bytes go to both halves; the high half is shifted right by 4 (64-bit lanes, so
+// bits of a neighbouring byte land in the top nibble), then both are masked to 0..15.
 inline __m256i unpack_q4(const uint8_t* nib) {
-  __m128i b = _mm_loadu_si128((const __m128i*)nib);
-  __m128i m = _mm_set1_epi8(0x0f);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+  __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)nib));
+  __m256i shifted = _mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4));
+  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
 }
 
 inline __m256i load_q8(const uint8_t* blk) { return _mm256_loadu_si256((const __m256i*)(blk + 2)); }

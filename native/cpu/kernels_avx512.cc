@@ -74,9 +74,8 @@ inline __m256i load_u8_q8(const uint8_t* blk) {
   return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(blk + 2)), _mm256_set1_epi8((char)0x80));
 }
 inline __m256i load_u8_q4(const uint8_t* blk) {
-  __m128i b = _mm_loadu_si128((const __m128i*)(blk + 2));
-  __m128i m = _mm_set1_epi8(0x0f);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+  __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(blk + 2)));
+  return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
 }
 
 // 8 int32 lanes summing exactly to sum((u - c) * q_x).
