@@ -9,7 +9,8 @@
  *     llama.cpp: one child, one load -> the same ids -> greedy N, top-2 at every step
  *     compare:   identical ids? max |first-step logit diff|; on divergence, both top-2 there
  *
- * Prints one JSON line { allTokensIdentical, cases, ... } and saves it to results/parity.json.
+ * Prints one JSON line { allTokensIdentical, cases, ... }, saves it to results/parity.json and
+ * its summary to the parity table in README.md.
  * Exit code 1 when a case diverges or a run fails.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +20,7 @@ import { compareCase, summarizeParity } from './lib/compare.mjs';
 import { ensureBenchDeps } from './lib/deps.mjs';
 import { greedy, importDist, openMoetier, presetModel, shiftedLogits, top2AtStep } from './lib/moetier.mjs';
 import { positiveInt } from './lib/options.mjs';
+import { parityTable, writeReadmeSection } from './lib/readme.mjs';
 import { runLlamaCpp } from './llamacpp/runner.mjs';
 
 const models = [
@@ -50,6 +52,7 @@ async function main() {
   const line = JSON.stringify(summary);
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/parity.json', import.meta.url), JSON.stringify(summary, null, 2) + '\n');
+  writeReadmeSection(new URL('./README.md', import.meta.url), 'parity', parityTable(summary));
   process.stdout.write(line + '\n');
   if (!summary.allTokensIdentical) process.exitCode = 1;
 }

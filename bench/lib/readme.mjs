@@ -1,10 +1,8 @@
 /**
- * The results table in bench/README.md, rewritten between its two markers after each bench run.
+ * The results tables in bench/README.md, each rewritten between its two markers
+ * (<!-- NAME-results:begin --> ... <!-- NAME-results:end -->) after a run.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-
-const begin = '<!-- decode-results:begin -->';
-const end = '<!-- decode-results:end -->';
 
 export function decodeTable(results) {
   const f = (v, digits = 1) => (typeof v === 'number' ? v.toFixed(digits) : 'n/a');
@@ -40,10 +38,47 @@ export function decodeTable(results) {
   ].join('\n');
 }
 
+/** One row per model: its prompts' verdicts folded together. */
+export function parityTable(summary) {
+  const byModel = new Map();
+  for (const c of summary.cases) {
+    const key = `${c.preset} ${c.arch} ${c.quant}`;
+    byModel.set(key, [...(byModel.get(key) ?? []), c]);
+  }
+  const worst = (cases, field, pick) => {
+    const values = cases.map((c) => c[field]).filter((v) => typeof v === 'number');
+    return values.length ? pick(...values) : null;
+  };
+  const rows = [...byModel].map(([model, cases]) => {
+    const maxDiff = worst(cases, 'maxAbsLogitDiff', Math.max);
+    const minMargin = worst(cases, 'minStepMargin', Math.min);
+    return [
+      model,
+      `${cases.filter((c) => c.identical).length} / ${cases.length}`,
+      maxDiff === null ? 'n/a' : maxDiff.toFixed(3),
+      minMargin === null ? 'n/a' : minMargin.toFixed(2),
+      cases.every((c) => c.tokenizationIdentical) ? 'yes' : 'no',
+    ].join(' | ');
+  });
+  return [
+    `allTokensIdentical: **${summary.allTokensIdentical}** (greedy ${summary.maxTokens} tokens, ${summary.threads} thread(s), seed ${summary.seed}).`,
+    '',
+    '| model | prompts identical | max abs first-step logit diff | min top-1 margin over all steps (llama.cpp) | tokenization identical |',
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r} |`),
+  ].join('\n');
+}
+
 export function writeReadmeTable(readmeUrl, results) {
+  writeReadmeSection(readmeUrl, 'decode', decodeTable(results));
+}
+
+export function writeReadmeSection(readmeUrl, name, body) {
+  const begin = `<!-- ${name}-results:begin -->`;
+  const end = `<!-- ${name}-results:end -->`;
   const text = readFileSync(readmeUrl, 'utf8');
   const from = text.indexOf(begin);
   const to = text.indexOf(end);
   if (from < 0 || to < from) throw new RangeError(`${readmeUrl.pathname}: expected the markers ${begin} ... ${end}`);
-  writeFileSync(readmeUrl, `${text.slice(0, from + begin.length)}\n${decodeTable(results)}\n${text.slice(to)}`);
+  writeFileSync(readmeUrl, `${text.slice(0, from + begin.length)}\n${body}\n${text.slice(to)}`);
 }

@@ -51,3 +51,20 @@ describe('README results table', () => {
     expect(() => writeReadmeTable(pathToFileURL(file), results)).toThrow(/markers/);
   });
 });
+
+describe('README parity table', () => {
+  it('folds the prompts of a model into one row with the worst figures', async () => {
+    // @ts-expect-error plain .mjs bench module without declarations
+    const { parityTable } = await import('../../bench/lib/readme.mjs');
+    const base = { preset: 'tiny', arch: 'olmoe', quant: 'q8_0', tokenizationIdentical: true };
+    const table = parityTable({
+      allTokensIdentical: false, maxTokens: 64, threads: 1, seed: 1,
+      cases: [
+        { ...base, identical: true, maxAbsLogitDiff: 0.02, minStepMargin: 7.5 },
+        { ...base, identical: false, maxAbsLogitDiff: 0.09, minStepMargin: 6.25 },
+      ],
+    });
+    expect(table).toContain('allTokensIdentical: **false**');
+    expect(table).toContain('| tiny olmoe q8_0 | 1 / 2 | 0.090 | 6.25 | yes |');
+  });
+});
