@@ -9,6 +9,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterMmap(env, exports);
   RegisterOps(env, exports);
   RegisterModel(env, exports);
+  RegisterBackend(env, exports);
   return exports;
 }
 

@@ -5,6 +5,7 @@
 void RegisterMmap(Napi::Env env, Napi::Object exports);   // mmap.cc
 void RegisterOps(Napi::Env env, Napi::Object exports);    // ops.cc: kernels for tests and benches
 void RegisterModel(Napi::Env env, Napi::Object exports);  // model.cc: model, context, eval
+void RegisterBackend(Napi::Env env, Napi::Object exports);  // backend.cc: slots, uploads, events, leases
 
 // The mapping behind a MappedFileHandle (an External<MappedFile>), for model.cc.
 struct MappedFile {

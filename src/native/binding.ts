@@ -13,6 +13,7 @@ export type MappedFileHandle = { readonly __brand: 'MappedFile' };
 export type NativeModelHandle = { readonly __brand: 'NativeModel' };
 export type NativeContextHandle = { readonly __brand: 'NativeContext' };
 export type NativePoolHandle = { readonly __brand: 'NativePool' };
+export type NativeBackendHandle = { readonly __brand: 'NativeBackend' };
 
 export interface NativeTensorDesc {
   name: string;
@@ -58,7 +59,71 @@ export interface NativeForwardOps {
   ): void;
 }
 
-export interface NativeBinding {
+/** A backend's configuration (native/include/mt_backend.h); fake-only fields are ignored by cpu. */
+export interface NativeBackendConfig {
+  budgetBytes: number;
+  bandwidthBytesPerS?: number;
+  transferFixedUs?: number;
+  computeBytesPerS?: number;
+  overwriteSupported?: boolean;
+  /** 0: never; else the upload that takes the total uploaded bytes past this fails there (once). */
+  failTransferAfterBytes?: number;
+}
+
+/** A timing event: ns on CLOCK_MONOTONIC (process.hrtime.bigint()), or the fake's virtual clock. */
+export interface NativeBackendEvent {
+  state: 'pending' | 'done' | 'failed';
+  kind: 'upload' | 'compute';
+  startNs: bigint;
+  /** 0n while an upload is pending on the cpu backend. */
+  endNs: bigint;
+  label: number;
+  /** -1 for compute markers. */
+  slot: number;
+  bytes: number;
+}
+
+export interface NativeBackendStats {
+  slots: number;
+  slotBytes: number;
+  slotStrideBytes: number;
+  reservedBytes: number;
+  budgetBytes: number;
+  leases: number;
+  uploadsInFlight: number;
+  uploadsDone: number;
+  uploadsFailed: number;
+  bytesUploaded: number;
+  overwriteSupported: boolean;
+  hostVisible: boolean;
+  /** Upload sources the addon still references (released once their upload finished). */
+  sourcesHeld: number;
+}
+
+/** The backend verbs (native/addon/backend.cc); src/native/backend.ts is their typed wrapper. */
+export interface NativeBackendVerbs {
+  backendPreset(name: 'consumer-8gb'): Required<NativeBackendConfig>;
+  createBackend(kind: 'cpu' | 'fake', config: NativeBackendConfig): NativeBackendHandle;
+  /** Adds n slots; returns the first new slot id. */
+  slotsReserve(b: NativeBackendHandle, n: number, slotBytes: number): number;
+  /** Starts an asynchronous copy of the sources, back to back, into the slot; returns the event id. */
+  upload(b: NativeBackendHandle, slot: number, sources: ArrayBufferView[], overwrite: boolean, label: number): number;
+  overwriteSupported(b: NativeBackendHandle): boolean;
+  freeSlot(b: NativeBackendHandle, slot: number): void;
+  slotState(b: NativeBackendHandle, slot: number): 'empty' | 'uploading' | 'valid' | 'invalid';
+  eventQuery(b: NativeBackendHandle, event: number): NativeBackendEvent;
+  eventWait(b: NativeBackendHandle, event: number): Promise<NativeBackendEvent>;
+  computeRecord(b: NativeBackendHandle, label: number, workBytes: number): number;
+  lease(b: NativeBackendHandle, slot: number): number;
+  release(b: NativeBackendHandle, lease: number): void;
+  leaseCount(b: NativeBackendHandle, slot?: number): number;
+  backendStats(b: NativeBackendHandle): NativeBackendStats;
+  /** Copies a slot's bytes into out (tests); returns the bytes copied. */
+  slotRead(b: NativeBackendHandle, slot: number, out: Uint8Array): number;
+  destroyBackend(b: NativeBackendHandle): void;
+}
+
+export interface NativeBinding extends NativeBackendVerbs {
   version(): string;
 
   /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */

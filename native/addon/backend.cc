@@ -1,0 +1,374 @@
+// Backend verbs over include/mt_backend.h (src/native/backend.ts wraps them).
+//
+//   createBackend(kind, config) -> handle      backendPreset(name) -> config
+//   slotsReserve / upload / freeSlot / slotState / overwriteSupported
+//   eventQuery (sync) / eventWait (Promise: an AsyncWorker blocks off the event loop)
+//   computeRecord / lease / release / leaseCount / backendStats
+//   slotRead(handle, slot, out)   copies a slot's bytes out (tests); the forward pass reads
+//                                 mt_backend_slot_data natively, never through JS
+//   destroyBackend(handle)        waits for in-flight uploads (after the last eventWait settles)
+//
+// An upload's source typed arrays stay referenced until its event has finished: the map
+// `sources` is swept on every verb and emptied on destroy, after the uploads drained.
+// Operating errors throw an Error with `backendStatus` (mt_backend_status_name) that the
+// wrapper turns into a typed BackendError; a bad slot or event id is a RangeError.
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+#include "mt_backend.h"
+#include "registry.h"
+
+namespace {
+
+constexpr napi_type_tag kBackendTag = {0x6d6f6574696572ULL, 0x4241434b454e44ULL};
+
+struct BackendState {
+  mt_backend* backend = nullptr;
+  std::unordered_map<mt_event_id, std::vector<Napi::Reference<Napi::Value>>> sources;  // JS thread only
+  ~BackendState() {
+    mt_backend_destroy(backend);  // drains first: the sources below outlive every copy
+    sources.clear();
+  }
+};
+
+struct Handle {
+  std::shared_ptr<BackendState> state;
+};
+
+Napi::Value Throw(Napi::Env env, int status, const std::string& message) {
+  Napi::Error e = status == MT_BACKEND_INVALID ? Napi::RangeError::New(env, message) : Napi::Error::New(env, message);
+  if (status != MT_BACKEND_INVALID) e.Set("backendStatus", Napi::String::New(env, mt_backend_status_name(status)));
+  e.ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+Napi::Value TypeError(Napi::Env env, const std::string& message) {
+  Napi::TypeError::New(env, message).ThrowAsJavaScriptException();
+  return env.Undefined();
+}
+
+// Releases the sources of finished uploads.
+void Sweep(BackendState& s) {
+  for (auto it = s.sources.begin(); it != s.sources.end();) {
+    mt_event_info info{};
+    const bool finished = mt_backend_event_query(s.backend, it->first, &info, nullptr, 0) != MT_BACKEND_OK || info.state != MT_EVENT_PENDING;
+    it = finished ? s.sources.erase(it) : std::next(it);
+  }
+}
+
+std::shared_ptr<BackendState> Unwrap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Value v = info[0];
+  if (!v.IsExternal() || !v.As<Napi::External<Handle>>().CheckTypeTag(&kBackendTag)) {
+    TypeError(env, "expected a backend handle");
+    return nullptr;
+  }
+  auto state = v.As<Napi::External<Handle>>().Data()->state;
+  if (!state) Napi::Error::New(env, "the backend was already destroyed").ThrowAsJavaScriptException();
+  else Sweep(*state);
+  return state;
+}
+
+// A non-negative integer argument (ids, counts, byte sizes up to 2^53).
+bool ArgUint(const Napi::CallbackInfo& info, size_t i, const char* what, double max, uint64_t* out) {
+  const double v = i < info.Length() && info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : -1;
+  if (!(v >= 0 && v <= max) || v != double(uint64_t(v))) {
+    Napi::RangeError::New(info.Env(), std::string(what) + ": expected an integer in [0, " + std::to_string(uint64_t(max)) + "]")
+        .ThrowAsJavaScriptException();
+    return false;
+  }
+  *out = uint64_t(v);
+  return true;
+}
+
+double Number(Napi::Object o, const char* key, double fallback) {
+  Napi::Value v = o.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+}
+
+Napi::Object ConfigObject(Napi::Env env, const mt_backend_config& c) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("budgetBytes", double(c.budget_bytes));
+  o.Set("bandwidthBytesPerS", c.bandwidth_bytes_per_s);
+  o.Set("transferFixedUs", c.transfer_fixed_us);
+  o.Set("computeBytesPerS", c.compute_bytes_per_s);
+  o.Set("overwriteSupported", c.overwrite_supported != 0);
+  o.Set("failTransferAfterBytes", double(c.fail_transfer_after_bytes));
+  return o;
+}
+
+Napi::Value BackendPreset(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsString() || info[0].As<Napi::String>().Utf8Value() != "consumer-8gb")
+    return TypeError(env, "backendPreset: name: expected \"consumer-8gb\"");
+  mt_backend_config c{};
+  mt_backend_config_preset_consumer_8gb(&c);
+  return ConfigObject(env, c);
+}
+
+// createBackend(kind, config): numbers are validated by the wrapper; C checks them again.
+Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string kind = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  if ((kind != "cpu" && kind != "fake") || !info[1].IsObject())
+    return TypeError(env, "createBackend(kind, config): kind: expected \"cpu\" or \"fake\", config: an object");
+  Napi::Object o = info[1].As<Napi::Object>();
+  mt_backend_config c{};
+  c.kind = kind == "cpu" ? MT_BACKEND_CPU : MT_BACKEND_FAKE;
+  c.budget_bytes = uint64_t(Number(o, "budgetBytes", 0));
+  c.bandwidth_bytes_per_s = Number(o, "bandwidthBytesPerS", 0);
+  c.transfer_fixed_us = Number(o, "transferFixedUs", 0);
+  c.compute_bytes_per_s = Number(o, "computeBytesPerS", 0);
+  c.overwrite_supported = o.Get("overwriteSupported").ToBoolean().Value() ? 1 : 0;
+  c.fail_transfer_after_bytes = uint64_t(Number(o, "failTransferAfterBytes", 0));
+  char err[512] = "";
+  mt_backend* b = mt_backend_create(&c, err, sizeof err);
+  if (b == nullptr) return Throw(env, MT_BACKEND_INVALID, std::string("createBackend: ") + err);
+  auto state = std::make_shared<BackendState>();
+  state->backend = b;
+  auto handle = Napi::External<Handle>::New(env, new Handle{std::move(state)}, [](Napi::Env, Handle* h) { delete h; });
+  handle.TypeTag(&kBackendTag);
+  return handle;
+}
+
+Napi::Value SlotsReserve(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t n = 0, bytes = 0;
+  if (!s || !ArgUint(info, 1, "slotsReserve: n", 2147483647.0, &n) || !ArgUint(info, 2, "slotsReserve: slotBytes", 9007199254740991.0, &bytes))
+    return info.Env().Undefined();
+  char err[512] = "";
+  int32_t first = 0;
+  if (int rc = mt_backend_slots_reserve(s->backend, int32_t(n), bytes, &first, err, sizeof err)) return Throw(info.Env(), rc, err);
+  return Napi::Number::New(info.Env(), first);
+}
+
+// upload(handle, slot, sources: ArrayBufferView[], overwrite, label) -> event id
+Napi::Value Upload(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "upload: slot", 2147483647.0, &slot)) return env.Undefined();
+  if (!info[2].IsArray()) return TypeError(env, "upload: sources: expected an array of typed arrays");
+  Napi::Array list = info[2].As<Napi::Array>();
+  if (list.Length() < 1 || list.Length() > MT_UPLOAD_PIECES_MAX)
+    return Throw(env, MT_BACKEND_INVALID, "upload: sources: expected 1 to " + std::to_string(MT_UPLOAD_PIECES_MAX) + " typed arrays");
+  mt_upload_piece pieces[MT_UPLOAD_PIECES_MAX] = {};
+  std::vector<Napi::Reference<Napi::Value>> refs;
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    Napi::Value v = list.Get(i);
+    bool is_typed = false;
+    napi_is_typedarray(env, v, &is_typed);
+    napi_typedarray_type type;
+    size_t length = 0;
+    void* data = nullptr;
+    // napi_get_typedarray_info: offset-adjusted data, also for SharedArrayBuffer-backed arrays.
+    if (!is_typed || napi_get_typedarray_info(env, v, &type, &length, &data, nullptr, nullptr) != napi_ok)
+      return TypeError(env, "upload: sources[" + std::to_string(i) + "]: expected a typed array");
+    pieces[i] = mt_upload_piece{data, length * size_t(v.As<Napi::TypedArray>().ElementSize())};
+    refs.push_back(Napi::Reference<Napi::Value>::New(v, 1));
+  }
+  const int32_t overwrite = info[3].ToBoolean().Value() ? 1 : 0;
+  const int64_t label = info[4].IsNumber() ? info[4].As<Napi::Number>().Int64Value() : 0;
+  char err[512] = "";
+  mt_event_id event = 0;
+  if (int rc = mt_backend_upload(s->backend, int32_t(slot), pieces, int32_t(list.Length()), overwrite, label, &event, err, sizeof err))
+    return Throw(env, rc, err);
+  s->sources.emplace(event, std::move(refs));
+  return Napi::Number::New(env, double(event));
+}
+
+Napi::Value OverwriteSupported(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  if (!s) return info.Env().Undefined();
+  return Napi::Boolean::New(info.Env(), mt_backend_overwrite_supported(s->backend) != 0);
+}
+
+Napi::Value FreeSlot(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "freeSlot: slot", 2147483647.0, &slot)) return info.Env().Undefined();
+  char err[512] = "";
+  if (int rc = mt_backend_free(s->backend, int32_t(slot), err, sizeof err)) return Throw(info.Env(), rc, err);
+  return info.Env().Undefined();
+}
+
+Napi::Value SlotState(const Napi::CallbackInfo& info) {
+  static const char* names[] = {"empty", "uploading", "valid", "invalid"};
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "slotState: slot", 2147483647.0, &slot)) return info.Env().Undefined();
+  char err[512] = "";
+  int32_t state = 0;
+  if (int rc = mt_backend_slot_state(s->backend, int32_t(slot), &state, err, sizeof err)) return Throw(info.Env(), rc, err);
+  return Napi::String::New(info.Env(), names[state]);
+}
+
+Napi::Object EventObject(Napi::Env env, const mt_event_info& e) {
+  static const char* states[] = {"pending", "done", "failed"};
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("state", states[e.state]);
+  o.Set("kind", e.kind == MT_EVENT_UPLOAD ? "upload" : "compute");
+  o.Set("startNs", Napi::BigInt::New(env, e.start_ns));
+  o.Set("endNs", Napi::BigInt::New(env, e.end_ns));
+  o.Set("label", double(e.label));
+  o.Set("slot", e.slot);
+  o.Set("bytes", double(e.bytes));
+  return o;
+}
+
+Napi::Value EventQuery(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t event = 0;
+  if (!s || !ArgUint(info, 1, "eventQuery: event", 9007199254740991.0, &event)) return info.Env().Undefined();
+  char err[512] = "";
+  mt_event_info e{};
+  if (int rc = mt_backend_event_query(s->backend, event, &e, err, sizeof err)) return Throw(info.Env(), rc, err);
+  return EventObject(info.Env(), e);
+}
+
+// Blocks a libuv pool thread (not the event loop) until the event finishes. It holds the
+// backend state, so a destroy meanwhile only takes effect once this settles.
+class EventWaitWorker : public Napi::AsyncWorker {
+ public:
+  EventWaitWorker(Napi::Env env, std::shared_ptr<BackendState> s, mt_event_id event, Napi::Promise::Deferred deferred)
+      : Napi::AsyncWorker(env, "moetier.eventWait"), state_(std::move(s)), event_(event), deferred_(deferred) {}
+  void Execute() override { rc_ = mt_backend_event_wait(state_->backend, event_, &info_, err_, sizeof err_); }
+  void OnOK() override {
+    Sweep(*state_);
+    if (rc_ == MT_BACKEND_OK) deferred_.Resolve(EventObject(Env(), info_));
+    else deferred_.Reject(Napi::RangeError::New(Env(), err_).Value());
+  }
+
+ private:
+  std::shared_ptr<BackendState> state_;
+  mt_event_id event_;
+  Napi::Promise::Deferred deferred_;
+  mt_event_info info_{};
+  int rc_ = 0;
+  char err_[512] = "";
+};
+
+Napi::Value EventWait(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto deferred = Napi::Promise::Deferred::New(env);
+  auto s = Unwrap(info);
+  uint64_t event = 0;
+  if (!s || !ArgUint(info, 1, "eventWait: event", 9007199254740991.0, &event)) {
+    deferred.Reject(env.GetAndClearPendingException().Value());
+    return deferred.Promise();
+  }
+  (new EventWaitWorker(env, s, event, deferred))->Queue();
+  return deferred.Promise();
+}
+
+Napi::Value ComputeRecord(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t work = 0;
+  if (!s || !ArgUint(info, 2, "computeRecord: workBytes", 9007199254740991.0, &work)) return info.Env().Undefined();
+  const int64_t label = info[1].IsNumber() ? info[1].As<Napi::Number>().Int64Value() : 0;
+  char err[512] = "";
+  mt_event_id event = 0;
+  if (int rc = mt_backend_compute_record(s->backend, label, work, &event, err, sizeof err)) return Throw(info.Env(), rc, err);
+  return Napi::Number::New(info.Env(), double(event));
+}
+
+Napi::Value Lease(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "lease: slot", 2147483647.0, &slot)) return info.Env().Undefined();
+  char err[512] = "";
+  mt_lease_id lease = 0;
+  if (int rc = mt_backend_lease(s->backend, int32_t(slot), &lease, err, sizeof err)) return Throw(info.Env(), rc, err);
+  return Napi::Number::New(info.Env(), double(lease));
+}
+
+Napi::Value Release(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t lease = 0;
+  if (s && ArgUint(info, 1, "release: lease", 9007199254740991.0, &lease)) mt_backend_release(s->backend, lease);
+  return info.Env().Undefined();
+}
+
+// leaseCount(handle, slot?): one slot's leases, or every lease.
+Napi::Value LeaseCount(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s) return info.Env().Undefined();
+  if (info.Length() > 1 && !info[1].IsUndefined() && !ArgUint(info, 1, "leaseCount: slot", 2147483647.0, &slot)) return info.Env().Undefined();
+  const bool all = info.Length() < 2 || info[1].IsUndefined();
+  return Napi::Number::New(info.Env(), double(mt_backend_lease_count(s->backend, all ? -1 : int32_t(slot))));
+}
+
+Napi::Value BackendStats(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  if (!s) return info.Env().Undefined();
+  mt_backend_stats st{};
+  mt_backend_stats_get(s->backend, &st);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("slots", st.slots);
+  o.Set("slotBytes", double(st.slot_bytes));
+  o.Set("slotStrideBytes", double(st.slot_stride_bytes));
+  o.Set("reservedBytes", double(st.reserved_bytes));
+  o.Set("budgetBytes", double(st.budget_bytes));
+  o.Set("leases", double(st.leases));
+  o.Set("uploadsInFlight", st.uploads_in_flight);
+  o.Set("uploadsDone", double(st.uploads_done));
+  o.Set("uploadsFailed", double(st.uploads_failed));
+  o.Set("bytesUploaded", double(st.bytes_uploaded));
+  o.Set("overwriteSupported", st.overwrite_supported != 0);
+  o.Set("hostVisible", st.host_visible != 0);
+  o.Set("sourcesHeld", double(s->sources.size()));
+  return o;
+}
+
+// slotRead(handle, slot, out: Uint8Array): copies min(out.length, slotBytes) bytes (tests).
+Napi::Value SlotRead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "slotRead: slot", 2147483647.0, &slot)) return env.Undefined();
+  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    return TypeError(env, "slotRead: out: expected a Uint8Array");
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* out = nullptr;
+  napi_get_typedarray_info(env, info[2], &type, &length, &out, nullptr, nullptr);
+  char err[512] = "";
+  uint8_t* data = nullptr;
+  if (int rc = mt_backend_slot_data(s->backend, int32_t(slot), &data, err, sizeof err)) return Throw(env, rc, err);
+  mt_backend_stats st{};
+  mt_backend_stats_get(s->backend, &st);
+  const size_t n = length < st.slot_bytes ? length : size_t(st.slot_bytes);
+  std::memcpy(out, data, n);
+  return Napi::Number::New(env, double(n));
+}
+
+Napi::Value DestroyBackend(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  if (!s) return info.Env().Undefined();
+  info[0].As<Napi::External<Handle>>().Data()->state.reset();
+  return info.Env().Undefined();  // s drops here: the backend drains and frees unless an eventWait holds it
+}
+
+}  // namespace
+
+void RegisterBackend(Napi::Env env, Napi::Object exports) {
+  exports.Set("backendPreset", Napi::Function::New(env, BackendPreset));
+  exports.Set("createBackend", Napi::Function::New(env, CreateBackend));
+  exports.Set("slotsReserve", Napi::Function::New(env, SlotsReserve));
+  exports.Set("upload", Napi::Function::New(env, Upload));
+  exports.Set("overwriteSupported", Napi::Function::New(env, OverwriteSupported));
+  exports.Set("freeSlot", Napi::Function::New(env, FreeSlot));
+  exports.Set("slotState", Napi::Function::New(env, SlotState));
+  exports.Set("eventQuery", Napi::Function::New(env, EventQuery));
+  exports.Set("eventWait", Napi::Function::New(env, EventWait));
+  exports.Set("computeRecord", Napi::Function::New(env, ComputeRecord));
+  exports.Set("lease", Napi::Function::New(env, Lease));
+  exports.Set("release", Napi::Function::New(env, Release));
+  exports.Set("leaseCount", Napi::Function::New(env, LeaseCount));
+  exports.Set("backendStats", Napi::Function::New(env, BackendStats));
+  exports.Set("slotRead", Napi::Function::New(env, SlotRead));
+  exports.Set("destroyBackend", Napi::Function::New(env, DestroyBackend));
+}

@@ -1,0 +1,38 @@
+// The cpu backend: the device is RAM. Slot blocks are page-aligned allocations (one per
+// reserve call, counted against the budget); uploads are memcpys on one upload thread,
+// so they overlap the caller's compute; events carry CLOCK_MONOTONIC stamps.
+//
+//   upload verb --submit--> queue (at most one job per slot: bounded by the slot count)
+//                              |
+//   upload thread:  pop, stamp start, copy pieces, stamp end --> complete()
+//
+// The fake backend (fake/) is this with a virtual clock and fault injection.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include "../backend/backend.h"
+
+namespace mt {
+
+class CpuBackend : public mt_backend {
+ public:
+  explicit CpuBackend(const mt_backend_config& c);
+  ~CpuBackend() override;
+  uint8_t* alloc_block(uint64_t bytes) override;
+  void free_block(uint8_t* block) override;
+  void submit(const UploadJob& job) override;
+  int64_t compute_stamp(uint64_t work_bytes) override;
+  void drain() override;
+
+ private:
+  void run();
+  std::mutex queue_mu_;  // never taken while waiting for mu (complete() takes mu unlocked here)
+  std::condition_variable queue_cv_;
+  std::deque<UploadJob> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mt

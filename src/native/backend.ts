@@ -1,0 +1,196 @@
+/**
+ * A typed handle over one native backend (native/include/mt_backend.h): fixed-size slots
+ * under a byte budget, asynchronous uploads with timing events, compute markers and leases.
+ *
+ *   const b = Backend.create('fake', { ...Backend.preset('consumer-8gb'), budgetBytes });
+ *   const first = b.reserve(n, slotBytes);
+ *   const ev = b.upload(slot, [gate, up, down]);      // returns at once
+ *   (await b.wait(ev)).state === 'done'               // or b.query(ev) without blocking
+ *   const lease = b.lease(slot); ... b.release(lease); // compute reads the slot meanwhile
+ *
+ * Native refusals become BackendError with a `reason` the caller branches on ('busy',
+ * 'no-overwrite' -> free then upload, ...). A bad slot or event id is a bug: RangeError.
+ */
+import { InvalidOptionError, MoetierError } from '../core/errors.js';
+import {
+  loadNative,
+  type NativeBackendConfig,
+  type NativeBackendEvent,
+  type NativeBackendHandle,
+  type NativeBackendStats,
+  type NativeBinding,
+} from './binding.js';
+
+export type BackendKind = 'cpu' | 'fake';
+export type BackendPresetName = 'consumer-8gb';
+export type SlotState = 'empty' | 'uploading' | 'valid' | 'invalid';
+export type BackendEvent = NativeBackendEvent;
+export type BackendStats = NativeBackendStats;
+export type BackendConfig = NativeBackendConfig;
+
+/** Why the backend refused (mt_backend_status_name), plus 'transfer': an upload's event failed. */
+export type BackendFailure = 'budget' | 'busy' | 'no-overwrite' | 'state' | 'no-memory' | 'unsupported' | 'closed' | 'transfer';
+
+/** A refused backend verb or a failed transfer; `code` is E_BACKEND_<REASON>. */
+export class BackendError extends MoetierError {
+  readonly reason: BackendFailure;
+  constructor(reason: BackendFailure, message: string, options?: { cause?: unknown }) {
+    super(`E_BACKEND_${reason.toUpperCase().replace('-', '_')}`, message, options);
+    this.reason = reason;
+  }
+}
+
+const failures: ReadonlySet<string> = new Set<BackendFailure>(['budget', 'busy', 'no-overwrite', 'state', 'no-memory', 'unsupported', 'closed']);
+
+/** Runs a native verb; a native error with a known backendStatus becomes a BackendError. */
+function guard<T>(verb: () => T): T {
+  try {
+    return verb();
+  } catch (err) {
+    throw typed(err);
+  }
+}
+
+function typed(err: unknown): unknown {
+  const status = (err as { backendStatus?: unknown } | null)?.backendStatus;
+  if (typeof status === 'string' && failures.has(status)) {
+    return new BackendError(status as BackendFailure, (err as Error).message, { cause: err });
+  }
+  return err;
+}
+
+function checkConfig(kind: BackendKind, c: BackendConfig): void {
+  const positive = (name: keyof BackendConfig, v: number | undefined, zeroOk = false): void => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (v === 0 && !zeroOk)) {
+      throw new InvalidOptionError(`backend.${name}`, zeroOk ? 'a finite number >= 0' : 'a finite number > 0', v);
+    }
+  };
+  if (!Number.isSafeInteger(c.budgetBytes) || c.budgetBytes <= 0) {
+    throw new InvalidOptionError('backend.budgetBytes', 'an integer number of bytes > 0', c.budgetBytes);
+  }
+  if (kind !== 'fake') return;
+  positive('bandwidthBytesPerS', c.bandwidthBytesPerS);
+  positive('computeBytesPerS', c.computeBytesPerS);
+  positive('transferFixedUs', c.transferFixedUs ?? 0, true);
+  const failAfter = c.failTransferAfterBytes ?? 0;
+  if (!Number.isSafeInteger(failAfter) || failAfter < 0) {
+    throw new InvalidOptionError('backend.failTransferAfterBytes', 'an integer number of bytes >= 0 (0: never)', failAfter);
+  }
+}
+
+export class Backend {
+  readonly kind: BackendKind;
+  private readonly native: NativeBinding;
+  private handle: NativeBackendHandle | undefined;
+
+  private constructor(kind: BackendKind, native: NativeBinding, handle: NativeBackendHandle) {
+    this.kind = kind;
+    this.native = native;
+    this.handle = handle;
+  }
+
+  /** Validates the config (InvalidOptionError names the field), then creates the device. */
+  static create(kind: BackendKind, config: BackendConfig): Backend {
+    if (kind !== 'cpu' && kind !== 'fake') throw new InvalidOptionError('backend', '"cpu" or "fake"', kind);
+    checkConfig(kind, config);
+    const native = loadNative();
+    return new Backend(kind, native, native.createBackend(kind, config));
+  }
+
+  /** A named fake-device configuration (the numbers live in the native header). */
+  static preset(name: BackendPresetName): Required<BackendConfig> {
+    return loadNative().backendPreset(name);
+  }
+
+  private get h(): NativeBackendHandle {
+    if (this.handle === undefined) throw new BackendError('closed', 'the backend was destroyed');
+    return this.handle;
+  }
+
+  /** Adds n slots of slotBytes each (every call the same size); returns the first new id. */
+  reserve(n: number, slotBytes: number): number {
+    return guard(() => this.native.slotsReserve(this.h, n, slotBytes));
+  }
+
+  /**
+   * Starts copying sources back to back into the slot and returns the event id at once.
+   * overwrite: write a valid or invalid slot in place (refused with 'no-overwrite' where unsupported).
+   * The sources are held natively until the copy finished; do not change them meanwhile.
+   */
+  upload(slot: number, sources: ArrayBufferView | ArrayBufferView[], options: { overwrite?: boolean; label?: number } = {}): number {
+    const list = Array.isArray(sources) ? sources : [sources];
+    return guard(() => this.native.upload(this.h, slot, list, options.overwrite ?? false, options.label ?? 0));
+  }
+
+  get overwriteSupported(): boolean {
+    return guard(() => this.native.overwriteSupported(this.h));
+  }
+
+  /** Drops the slot's content; refused ('busy') while leased or uploading. */
+  free(slot: number): void {
+    guard(() => this.native.freeSlot(this.h, slot));
+  }
+
+  slotState(slot: number): SlotState {
+    return guard(() => this.native.slotState(this.h, slot));
+  }
+
+  query(event: number): BackendEvent {
+    return guard(() => this.native.eventQuery(this.h, event));
+  }
+
+  /** Resolves once the event is done or failed (off the event loop). */
+  async wait(event: number): Promise<BackendEvent> {
+    try {
+      return await this.native.eventWait(this.h, event);
+    } catch (err) {
+      throw typed(err);
+    }
+  }
+
+  /** wait(), but a failed upload rejects with BackendError('transfer') naming the slot. */
+  async waitUploaded(event: number): Promise<BackendEvent> {
+    const e = await this.wait(event);
+    if (e.state === 'failed') {
+      throw new BackendError('transfer', `upload into slot ${e.slot} failed after part of its ${e.bytes} bytes; the slot is invalid: free it and upload again`);
+    }
+    return e;
+  }
+
+  /** A compute timing marker; workBytes: weight bytes computed since the previous marker (moves the fake clock). */
+  recordCompute(label: number, workBytes = 0): number {
+    return guard(() => this.native.computeRecord(this.h, label, workBytes));
+  }
+
+  /** Holds a valid slot's content for compute; uploads into it and frees are refused until released. */
+  lease(slot: number): number {
+    return guard(() => this.native.lease(this.h, slot));
+  }
+
+  /** Idempotent: releasing a released lease does nothing. */
+  release(lease: number): void {
+    guard(() => this.native.release(this.h, lease));
+  }
+
+  /** One slot's live leases, or all of them. */
+  leaseCount(slot?: number): number {
+    return guard(() => this.native.leaseCount(this.h, slot));
+  }
+
+  stats(): BackendStats {
+    return guard(() => this.native.backendStats(this.h));
+  }
+
+  /** Copies the slot's bytes into out (tests, debugging); returns the bytes copied. */
+  read(slot: number, out: Uint8Array): number {
+    return guard(() => this.native.slotRead(this.h, slot, out));
+  }
+
+  /** Waits for in-flight uploads and frees the device (deferred while a wait() is pending). Idempotent. */
+  destroy(): void {
+    if (this.handle === undefined) return;
+    const handle = this.handle;
+    this.handle = undefined;
+    this.native.destroyBackend(handle);
+  }
+}

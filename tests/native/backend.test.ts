@@ -1,0 +1,221 @@
+/**
+ * The cpu backend (and the slot table every kind shares): real copies on the upload thread,
+ * overlap with a busy caller, the byte budget, slot states, leases, refusals and teardown.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import { Backend, BackendError } from '../../src/native/backend.js';
+
+/** n bytes of a seeded pattern (xorshift), so a misplaced or missing byte shows. */
+export function pattern(n: number, seed: number): Uint8Array {
+  const out = new Uint8Array(n);
+  let x = (seed * 2654435761) >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+export function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, (at += p.length) - p.length);
+  return out;
+}
+
+export function expectBackendError(fn: () => unknown, reason: BackendError['reason']): BackendError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(BackendError);
+    expect((err as BackendError).reason).toBe(reason);
+    return err as BackendError;
+  }
+  throw new Error(`expected a BackendError (${reason})`);
+}
+
+const live: Backend[] = [];
+function cpu(budgetBytes: number): Backend {
+  const b = Backend.create('cpu', { budgetBytes });
+  live.push(b);
+  return b;
+}
+afterEach(() => {
+  for (const b of live.splice(0)) b.destroy();
+});
+
+describe('cpu backend: uploads', () => {
+  it('copies the pieces back to back into the slot; the event is stamped on process.hrtime', async () => {
+    const b = cpu(1 << 20);
+    const gate = pattern(3000, 1), up = pattern(3000, 2), down = pattern(2500, 3);
+    const slot = b.reserve(4, 8500) + 2;
+    const before = process.hrtime.bigint();
+    const ev = b.upload(slot, [gate, up, down], { label: 7 });
+    const done = await b.wait(ev);
+    const after = process.hrtime.bigint();
+    expect(done).toMatchObject({ state: 'done', kind: 'upload', slot, bytes: 8500, label: 7 });
+    expect(done.startNs >= before && done.startNs <= done.endNs && done.endNs <= after).toBe(true);
+    const out = new Uint8Array(8500);
+    expect(b.read(slot, out)).toBe(8500);
+    expect(out).toEqual(concat([gate, up, down]));
+    expect(b.slotState(slot)).toBe('valid');
+    expect(b.stats()).toMatchObject({ uploadsDone: 1, bytesUploaded: 8500, uploadsInFlight: 0, sourcesHeld: 0 });
+  });
+
+  it('reads SharedArrayBuffer-backed and offset views at their offset', async () => {
+    const b = cpu(1 << 16);
+    const shared = new Uint8Array(new SharedArrayBuffer(4096));
+    shared.set(pattern(4096, 5));
+    const view = shared.subarray(1000, 1000 + 2048);
+    const words = new Uint32Array(pattern(1024, 6).buffer); // 256 words = 1024 bytes
+    const slot = b.reserve(1, 3072);
+    await b.wait(b.upload(slot, [view, words]));
+    const out = new Uint8Array(3072);
+    b.read(slot, out);
+    expect(out).toEqual(concat([view, pattern(1024, 6)]));
+  });
+
+  it('returns at once and copies on its own thread while the caller spins', () => {
+    const slotBytes = 8 << 20, n = 4;
+    const b = cpu(n * slotBytes);
+    const first = b.reserve(n, slotBytes);
+    const sources = Array.from({ length: n }, (_, i) => {
+      const tile = pattern(1 << 16, i + 1), big = new Uint8Array(slotBytes);
+      for (let at = 0; at < slotBytes; at += tile.length) big.set(tile, at);
+      return big;
+    });
+    const events = sources.map((src, i) => b.upload(first + i, src));
+    const returned = process.hrtime.bigint();
+    // Spin without yielding to the event loop: only the upload thread can finish the copies.
+    const deadline = returned + 5_000_000_000n;
+    let last = b.query(events[n - 1]);
+    while (last.state === 'pending' && process.hrtime.bigint() < deadline) last = b.query(events[n - 1]);
+    expect(last.state).toBe('done');
+    // Four verbs returned before the last of their 32 MiB of serialised copies ended.
+    expect(returned < last.endNs).toBe(true);
+    const starts = events.map((e) => b.query(e));
+    for (let i = 1; i < n; i++) expect(starts[i].startNs >= starts[i - 1].endNs).toBe(true); // one queue
+    const out = new Uint8Array(slotBytes);
+    for (let i = 0; i < n; i++) {
+      b.read(first + i, out);
+      expect(Buffer.compare(out, sources[i])).toBe(0);
+    }
+  });
+
+  it('overwrites in place on request, and refuses an upload into a full slot without it', async () => {
+    const b = cpu(1 << 16);
+    const slot = b.reserve(1, 512);
+    expect(b.overwriteSupported).toBe(true);
+    await b.waitUploaded(b.upload(slot, pattern(512, 1)));
+    expectBackendError(() => b.upload(slot, pattern(512, 2)), 'state');
+    await b.waitUploaded(b.upload(slot, pattern(512, 2), { overwrite: true }));
+    const out = new Uint8Array(512);
+    b.read(slot, out);
+    expect(out).toEqual(pattern(512, 2));
+  });
+
+  it('refuses an upload or a free of a slot whose upload is in flight (busy)', async () => {
+    const b = cpu(16 << 20);
+    const slot = b.reserve(1, 16 << 20);
+    const ev = b.upload(slot, new Uint8Array(16 << 20));
+    if (b.query(ev).state === 'pending') {
+      expect(b.slotState(slot)).toBe('uploading');
+      expectBackendError(() => b.upload(slot, pattern(64, 1), { overwrite: true }), 'busy');
+      expectBackendError(() => b.free(slot), 'busy');
+      expectBackendError(() => b.lease(slot), 'state');
+    }
+    expect((await b.wait(ev)).state).toBe('done');
+  });
+});
+
+describe('cpu backend: budget and slots', () => {
+  it('never reserves past the budget; slots count at their 64-byte stride', () => {
+    const b = cpu(1000);
+    expect(b.reserve(5, 100)).toBe(0);
+    expect(b.stats()).toMatchObject({ slots: 5, slotBytes: 100, slotStrideBytes: 128, reservedBytes: 640 });
+    const e = expectBackendError(() => b.reserve(3, 100), 'budget');
+    expect(e.code).toBe('E_BACKEND_BUDGET');
+    expect(e.message).toMatch(/360 of 1000 bytes left/);
+    expect(b.stats().slots).toBe(5);
+    expect(b.reserve(2, 100)).toBe(5);
+    expectBackendError(() => b.reserve(1, 100), 'budget');
+    const s = b.stats();
+    expect(s.reservedBytes).toBe(896);
+    expect(s.reservedBytes).toBeLessThanOrEqual(s.budgetBytes);
+  });
+
+  it('keeps one slot size per backend and checks sizes and ids', () => {
+    const b = cpu(1 << 16);
+    b.reserve(2, 256);
+    expectBackendError(() => b.reserve(1, 512), 'state');
+    expect(() => b.upload(0, new Uint8Array(257))).toThrow(RangeError);
+    expect(() => b.upload(2, new Uint8Array(8))).toThrow(RangeError);
+    expect(() => b.slotState(-1)).toThrow(RangeError);
+    expect(() => b.query(12345)).toThrow(/never issued/);
+  });
+
+  it('refuses a bad config with the option named', () => {
+    expect(() => Backend.create('cpu', { budgetBytes: 0 })).toThrow(InvalidOptionError);
+    expect(() => Backend.create('cpu', { budgetBytes: 1.5 })).toThrow(/backend.budgetBytes/);
+    expect(() => Backend.create('gpu' as 'cpu', { budgetBytes: 1 })).toThrow(/"cpu" or "fake"/);
+  });
+});
+
+describe('cpu backend: leases', () => {
+  it('refuses uploads and frees of a leased slot; release is idempotent; no lease leaks', async () => {
+    const b = cpu(1 << 16);
+    const slot = b.reserve(2, 1024);
+    expectBackendError(() => b.lease(slot), 'state'); // empty
+    await b.waitUploaded(b.upload(slot, pattern(1024, 1)));
+    const l1 = b.lease(slot), l2 = b.lease(slot);
+    expect(b.leaseCount(slot)).toBe(2);
+    expect(b.leaseCount()).toBe(2);
+    expectBackendError(() => b.upload(slot, pattern(1024, 2), { overwrite: true }), 'busy');
+    expectBackendError(() => b.free(slot), 'busy');
+    b.release(l1);
+    b.release(l1);
+    expect(b.leaseCount(slot)).toBe(1);
+    expectBackendError(() => b.free(slot), 'busy');
+    b.release(l2);
+    expect(b.leaseCount()).toBe(0);
+    b.free(slot);
+    expect(b.slotState(slot)).toBe('empty');
+    const out = new Uint8Array(1024);
+    await b.waitUploaded(b.upload(slot, pattern(1024, 3)));
+    b.read(slot, out);
+    expect(out).toEqual(pattern(1024, 3));
+    expect(b.stats().leases).toBe(0);
+  });
+});
+
+describe('cpu backend: compute markers and teardown', () => {
+  it('stamps compute markers on the monotonic clock, in order', () => {
+    const b = cpu(1 << 12);
+    const t0 = process.hrtime.bigint();
+    const a = b.query(b.recordCompute(1));
+    const c = b.query(b.recordCompute(2, 4096));
+    expect(a).toMatchObject({ kind: 'compute', state: 'done', label: 1, slot: -1 });
+    expect(t0 <= a.startNs && a.startNs <= c.startNs && c.startNs <= process.hrtime.bigint()).toBe(true);
+    expect(c.bytes).toBe(4096);
+  });
+
+  it('destroys with uploads in flight and with a wait pending, without crashing', async () => {
+    const b = Backend.create('cpu', { budgetBytes: 8 << 20 });
+    const first = b.reserve(8, 1 << 20);
+    const events = Array.from({ length: 8 }, (_, i) => b.upload(first + i, new Uint8Array(1 << 20).fill(i)));
+    const pending = b.wait(events[7]);
+    b.destroy();
+    b.destroy();
+    expect((await pending).state).toBe('done');
+    expectBackendError(() => b.upload(0, new Uint8Array(1)), 'closed');
+    const c = Backend.create('cpu', { budgetBytes: 4 << 20 });
+    c.reserve(4, 1 << 20);
+    for (let i = 0; i < 4; i++) c.upload(i, new Uint8Array(1 << 20));
+    c.destroy();
+  });
+});
