@@ -6,7 +6,7 @@
  *   used[layer]             = resident count of the layer
  */
 import { assert } from '../core/assert.js';
-import type { Budget, Decision, ExpertKey } from './types.js';
+import type { Budget, Decision, ExpertKey } from './keys.js';
 
 export interface Residency {
   readonly budget: Budget;

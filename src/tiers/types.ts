@@ -11,24 +11,15 @@
  *   decisions: fill(expert)                    upload into a free slot
  *              swap(victim, newcomer)          overwrite the victim's slot: budget-neutral
  */
+import type { Budget, Decision, ExpertKey } from './keys.js';
 import type { Residency } from './residency.js';
 
-export interface ExpertKey {
-  layer: number;
-  expert: number;
-}
+export type { Budget, Decision, ExpertKey } from './keys.js';
 
 export type TierEvent =
   | { kind: 'route'; layer: number; experts: readonly number[] }
   | { kind: 'decodeTick'; token: number }
   | { kind: 'prefillCounts'; layer: number; counts: readonly number[] };
-
-export type Decision =
-  | { kind: 'fill'; expert: ExpertKey }
-  | { kind: 'swap'; victim: ExpertKey; newcomer: ExpertKey };
-
-/** Per-layer: each layer owns `slots` device slots. Global: `slots` shared by all layers. */
-export type Budget = { scope: 'layer'; slots: number } | { scope: 'global'; slots: number };
 
 /** Per layer and expert routing counts (a heat file, or a prompt's prefill): heat[layer][expert]. */
 export type HeatTable = readonly (readonly number[])[];
