@@ -13,6 +13,7 @@
 namespace {
 
 constexpr int kTile = 4;  // activation rows per weight-row pass in matmul
+constexpr int kPrefetchBytes = 1024;  // how far ahead of the weight stream quantised matvec prefetches
 
 // A block\'s f16 scale with one F16C instruction (the scalar decoder branches).
 inline float scale_f16(const uint8_t* blk) { return _cvtsh_ss(mt_load_u16(blk)); }
@@ -123,6 +124,9 @@ float dot_quant(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
   for (; b + 2 <= nb; b += 2) {
     const uint8_t* b0 = w + b * kBlockBytes;
     const uint8_t* b1 = b0 + kBlockBytes;
+    // Measured (CPU time, 48 MB Q8_0 matrix): 12-15 GB/s with it, 10-12 without; the
+    // float kernels showed no clear gain, so they rely on the hardware prefetcher.
+    _mm_prefetch((const char*)(b0 + kPrefetchBytes), _MM_HINT_T0);
     __m256i p0 = kQ4 ? block_dot_q4(unpack_q4(b0 + 2), a[b]) : block_dot_q8(load_q8(b0), a[b]);
     __m256i p1 = kQ4 ? block_dot_q4(unpack_q4(b1 + 2), a[b + 1]) : block_dot_q8(load_q8(b1), a[b + 1]);
     float s0 = scale_f16(b0) * a[b].d;

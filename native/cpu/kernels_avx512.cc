@@ -120,6 +120,7 @@ float dot_quant(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
   for (; b + 2 <= nb; b += 2) {
     const uint8_t* b0 = w + b * kBlockBytes;
     const uint8_t* b1 = b0 + kBlockBytes;
+    _mm_prefetch((const char*)(b0 + 1024), _MM_HINT_T0);  // as in kernels_avx2.cc
     __m256i p0 = block_dot<kOffset>(load_u8<kBlockBytes, kQ4>(b0), a[b]);
     __m256i p1 = block_dot<kOffset>(load_u8<kBlockBytes, kQ4>(b1), a[b + 1]);
     acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(scale_f16(b0) * a[b].d), acc0);
