@@ -121,7 +121,7 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   c.bandwidth_bytes_per_s = Number(o, "bandwidthBytesPerS", 0);
   c.transfer_fixed_us = Number(o, "transferFixedUs", 0);
   c.compute_bytes_per_s = Number(o, "computeBytesPerS", 0);
-  c.overwrite_supported = o.Get("overwriteSupported").ToBoolean().Value() ? 1 : 0;
+  c.overwrite_supported = o.Get("overwriteSupported").IsUndefined() || o.Get("overwriteSupported").ToBoolean().Value() ? 1 : 0;
   c.fail_transfer_after_bytes = uint64_t(Number(o, "failTransferAfterBytes", 0));
   char err[512] = "";
   mt_backend* b = mt_backend_create(&c, err, sizeof err);

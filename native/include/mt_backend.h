@@ -13,6 +13,13 @@
  *   lease        compute holds a slot's content: uploads into a leased slot and frees
  *                of it are refused (MT_BACKEND_BUSY) instead of racing the reader.
  *
+ * Slot layout the forward pass expects (one upload, three pieces straight from the mapping):
+ *   [0, g)          gate rows of expert e   g = ffn_gate_exps' expert_bytes
+ *   [g, g + u)      up rows                 u = ffn_up_exps'   expert_bytes
+ *   [g + u, g+u+d)  down rows               d = ffn_down_exps' expert_bytes
+ * so slot_bytes = g + u + d and a resident runs with the mt_kernels.h kernels on Matrix views
+ * at those offsets of mt_backend_slot_data, under a lease (cpu, fake).
+ *
  * Slot life:  empty --upload--> uploading --done--> valid --free--> empty
  *                                          \--failed--> invalid --free--> empty
  *             valid / invalid --upload(overwrite)--> uploading   (in place, where supported)

@@ -14,6 +14,7 @@ export type NativeModelHandle = { readonly __brand: 'NativeModel' };
 export type NativeContextHandle = { readonly __brand: 'NativeContext' };
 export type NativePoolHandle = { readonly __brand: 'NativePool' };
 export type NativeBackendHandle = { readonly __brand: 'NativeBackend' };
+export type NativeTierHandle = { readonly __brand: 'Tier' };
 
 export interface NativeTensorDesc {
   name: string;
@@ -33,6 +34,8 @@ export interface NativeEvalOptions {
   allLogits?: boolean;
   /** If given, receives the routed expert ids: [nTokens][nLayer][nExpertUsed], router rank order. */
   routes?: Int32Array;
+  /** With a tier attached: per layer [startNs, endNs, moeStartNs, moeEndNs, hits, misses] of the step just run (nLayer * 6). */
+  layerStats?: Float64Array;
 }
 
 /** Elementwise ops exactly as the native forward pass runs them; all in place or into `out`. */
@@ -65,6 +68,7 @@ export interface NativeBackendConfig {
   bandwidthBytesPerS?: number;
   transferFixedUs?: number;
   computeBytesPerS?: number;
+  /** Default true; false: the fake refuses in-place overwrite. */
   overwriteSupported?: boolean;
   /** 0: never; else the upload that takes the total uploaded bytes past this fails there (once). */
   failTransferAfterBytes?: number;
@@ -123,7 +127,57 @@ export interface NativeBackendVerbs {
   destroyBackend(b: NativeBackendHandle): void;
 }
 
-export interface NativeBinding extends NativeBackendVerbs {
+/** One finished (or failed) swap upload, reported once by tierPoll. Times: CLOCK_MONOTONIC ns (virtual on the fake). */
+export interface NativeTierUpload {
+  taskId: number;
+  layer: number;
+  expert: number;
+  victim: number;
+  ok: boolean;
+  inPlace: boolean;
+  fellBack: boolean;
+  bytes: number;
+  issuedNs: number;
+  startNs: number;
+  endNs: number;
+}
+
+export interface NativeTierStats {
+  hits: number;
+  misses: number;
+  lazyMisses: number;
+  leases: number;
+  slotsUsed: number[];
+  slotsBudget: number[];
+}
+
+/** The expert tier (resident experts from backend slots, misses from host copies); see src/engine/tier/. */
+export interface NativeTierVerbs {
+  createTier(
+    ctx: NativeContextHandle,
+    backend: NativeBackendHandle,
+    options: { slotsPerLayer: number[]; hostCopies?: Uint8Array; hostCopyOffsets?: Int32Array },
+  ): NativeTierHandle;
+  /** Bytes of one expert in the container type / as a Q8_0 host copy. */
+  tierExpertBytes(tier: NativeTierHandle): { container: number; hostCopy: number };
+  /** Makes these experts of this layer resident (free slots), uploads and waits. */
+  tierWarmstart(tier: NativeTierHandle, layer: number, experts: Int32Array): Promise<void>;
+  /** Queues a swap issued right after `layer` next finishes computing; 0 or a negative code. */
+  tierRequestSwap(tier: NativeTierHandle, layer: number, victim: number, newcomer: number, taskId: number): number;
+  tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }> };
+  /** [nLayer * nExpert]: slot id or -1. */
+  tierResidency(tier: NativeTierHandle): Int32Array;
+  tierStats(tier: NativeTierHandle): NativeTierStats;
+  /** The stats mark (e.g. after the prefill). */
+  tierResetStats(tier: NativeTierHandle): void;
+  /** Waits for in-flight uploads; releases every lease and slot. */
+  freeTier(tier: NativeTierHandle): void;
+  /** Writes the expert's gate|up|down as Q8_0 rows back to back at dstOffset. */
+  requantizeExpertToQ8(model: NativeModelHandle, layer: number, expert: number, dst: Uint8Array, dstOffset: number): void;
+}
+
+/** The tier verbs are optional until the addon has them: src/engine/tier falls back to a TypeScript tier over the backend verbs. */
+export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVerbs> {
   version(): string;
 
   /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */
