@@ -144,7 +144,7 @@ Napi::Value SlotsReserve(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), first);
 }
 
-// upload(handle, slot, sources: ArrayBufferView[], overwrite, label) -> event id
+// upload(handle, slot, sources: ArrayBufferView[], overwrite, label, keepAlive?) -> event id
 Napi::Value Upload(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info);
@@ -169,6 +169,8 @@ Napi::Value Upload(const Napi::CallbackInfo& info) {
     pieces[i] = mt_upload_piece{data, length * size_t(v.As<Napi::TypedArray>().ElementSize())};
     refs.push_back(Napi::Reference<Napi::Value>::New(v, 1));
   }
+  // keepAlive: what owns the sources' memory (a mapped file's handle: its ArrayBuffer does not).
+  if (info.Length() > 5 && (info[5].IsObject() || info[5].IsExternal())) refs.push_back(Napi::Reference<Napi::Value>::New(info[5], 1));
   const int32_t overwrite = info[3].ToBoolean().Value() ? 1 : 0;
   const int64_t label = info[4].IsNumber() ? info[4].As<Napi::Number>().Int64Value() : 0;
   char err[512] = "";

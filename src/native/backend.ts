@@ -28,6 +28,15 @@ export type BackendEvent = NativeBackendEvent;
 export type BackendStats = NativeBackendStats;
 export type BackendConfig = NativeBackendConfig;
 
+export interface UploadOptions {
+  /** Write a valid or invalid slot in place (refused with 'no-overwrite' where unsupported). */
+  overwrite?: boolean;
+  /** The caller's tag, reported by the event (e.g. invocation and layer, for calibration). */
+  label?: number;
+  /** What owns the sources' memory; held until the copy ends. */
+  keepAlive?: object;
+}
+
 /** Why the backend refused (mt_backend_status_name), plus 'transfer': an upload's event failed. */
 export type BackendFailure = 'budget' | 'busy' | 'no-overwrite' | 'state' | 'no-memory' | 'unsupported' | 'closed' | 'transfer';
 
@@ -114,12 +123,12 @@ export class Backend {
 
   /**
    * Starts copying sources back to back into the slot and returns the event id at once.
-   * overwrite: write a valid or invalid slot in place (refused with 'no-overwrite' where unsupported).
-   * The sources are held natively until the copy finished; do not change them meanwhile.
+   * The sources (and keepAlive, e.g. the MappedFileHandle whose buffer they view) are held
+   * natively until the copy finished; do not change them, or unmap their file, meanwhile.
    */
-  upload(slot: number, sources: ArrayBufferView | ArrayBufferView[], options: { overwrite?: boolean; label?: number } = {}): number {
+  upload(slot: number, sources: ArrayBufferView | ArrayBufferView[], options: UploadOptions = {}): number {
     const list = Array.isArray(sources) ? sources : [sources];
-    return guard(() => this.native.upload(this.h, slot, list, options.overwrite ?? false, options.label ?? 0));
+    return guard(() => this.native.upload(this.h, slot, list, options.overwrite ?? false, options.label ?? 0, options.keepAlive));
   }
 
   get overwriteSupported(): boolean {

@@ -111,7 +111,15 @@ export interface NativeBackendVerbs {
   /** Adds n slots; returns the first new slot id. */
   slotsReserve(b: NativeBackendHandle, n: number, slotBytes: number): number;
   /** Starts an asynchronous copy of the sources, back to back, into the slot; returns the event id. */
-  upload(b: NativeBackendHandle, slot: number, sources: ArrayBufferView[], overwrite: boolean, label: number): number;
+  upload(
+    b: NativeBackendHandle,
+    slot: number,
+    sources: ArrayBufferView[],
+    overwrite: boolean,
+    label: number,
+    /** Held with the sources until the copy ends: what owns their memory (a MappedFileHandle). */
+    keepAlive?: object,
+  ): number;
   overwriteSupported(b: NativeBackendHandle): boolean;
   freeSlot(b: NativeBackendHandle, slot: number): void;
   slotState(b: NativeBackendHandle, slot: number): 'empty' | 'uploading' | 'valid' | 'invalid';
@@ -212,15 +220,24 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
     y: Float32Array,
   ): void;
   /**
-   * Run `jobs` jobs back to back (thread 1 first sleeps `workerDelayUs` in each); counts how often each
-   * thread ran and how many threads ran each job. stragglerJobs: the pool's count of jobs after which
-   * it found a worker not running and stopped spinning for a while.
+   * Run `jobs` run-on-every-thread jobs back to back (thread 1 first sleeps `workerDelayUs` in each), each
+   * followed by a chunked job of `forChunks` chunks when given; counts how often each thread ran, how many
+   * threads ran each job, how often each chunk ran (over all jobs) and how many chunks workers took.
+   * stragglerJobs: the pool's count of jobs after which it found a worker not running and stopped spinning.
    */
   poolCheck(
     pool: NativePoolHandle,
     jobs: number,
     workerDelayUs?: number,
-  ): { runsPerThread: number[]; threadsPerJob: number[]; nthOk: boolean; stragglerJobs: number };
+    forChunks?: number,
+  ): {
+    runsPerThread: number[];
+    threadsPerJob: number[];
+    nthOk: boolean;
+    stragglerJobs: number;
+    chunkRuns: number[];
+    chunksOnWorkers: number;
+  };
   /** Streaming read bandwidth (GB/s, 1e9 B/s) over a fresh `bytes` buffer with `threads` threads; blocks ~0.3 s (benches). */
   measureReadBandwidth(bytes: number, threads: number): number;
 

@@ -2,7 +2,11 @@
  * The cpu backend (and the slot table every kind shares): real copies on the upload thread,
  * overlap with a busy caller, the byte budget, slot states, leases, refusals and teardown.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadNative } from '../../src/native/binding.js';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { Backend } from '../../src/native/backend.js';
 import { concat, expectBackendError, pattern } from './backend-helpers.js';
@@ -46,6 +50,28 @@ describe('cpu backend: uploads', () => {
     const out = new Uint8Array(3072);
     b.read(slot, out);
     expect(out).toEqual(concat([view, pattern(1024, 6)]));
+  });
+
+  it('uploads gate, up and down straight from views of a mapped file (no copy through JS)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'moetier-backend-'));
+    const file = path.join(dir, 'experts.bin');
+    const content = pattern(3 * 4096, 11); // three "tensors" of 4096 bytes, 4 experts of 1024 each
+    writeFileSync(file, content);
+    const native = loadNative();
+    const mapped = native.mapFile(file);
+    try {
+      const b = cpu(1 << 16);
+      const slot = b.reserve(1, 3 * 1024);
+      const expert = 2, views = [0, 1, 2].map((t) => new Uint8Array(mapped.buffer, t * 4096 + expert * 1024, 1024));
+      await b.waitUploaded(b.upload(slot, views, { keepAlive: mapped.handle }));
+      const out = new Uint8Array(3 * 1024);
+      b.read(slot, out);
+      expect(out).toEqual(concat([0, 1, 2].map((t) => content.subarray(t * 4096 + expert * 1024, t * 4096 + (expert + 1) * 1024))));
+      expect(b.stats().sourcesHeld).toBe(0);
+    } finally {
+      native.unmapFile(mapped.handle);
+      rmSync(dir, { recursive: true });
+    }
   });
 
   it('returns at once and copies on its own thread while the caller spins', () => {
