@@ -10,7 +10,9 @@
  *   native-1t          matvec on the calling thread
  *   native-2t-spin     the native pool, 2 threads, workers spin 100 us before sleeping (and the
  *                      pool sleeps for 256 jobs after it finds a worker descheduled)
+ *   native-2t-spin20   the same with a 20 us spin
  *   native-2t-sleep    the native pool, 2 threads, spin 0 (every job wakes a sleeping worker)
+ * The native pool hands rows out in chunks (mt_pool_for): a worker that is late takes none.
  *   workers-2          2 Node worker threads, each calls the native matvec on half the rows;
  *                      the main thread publishes each job and waits (Atomics.wait, no spinning)
  *   workers-2-spin     the same, workers spin ~100 us on Atomics.load before Atomics.wait
@@ -245,6 +247,7 @@ function checkSameResult(fn, label) {
 }
 
 const poolSpin = native.createPool(2, 100);
+const poolSpin20 = native.createPool(2, 20);
 const poolSleep = native.createPool(2, 0);
 // 20000 Atomics.load ~ 100 us of spinning before Atomics.wait, like the native pool.
 const team2 = await startWorkers(2, 0, 2, 0);
@@ -254,6 +257,7 @@ const mainJobs = mainHalfJobs();
 const modes = {
   'native-1t': tokenNative1,
   'native-2t-spin': () => tokenPool(poolSpin),
+  'native-2t-spin20': () => tokenPool(poolSpin20),
   'native-2t-sleep': () => tokenPool(poolSleep),
   'workers-2': () => tokenWorkers(team2, null),
   'workers-2-spin': () => tokenWorkers(team2spin, null),
@@ -275,8 +279,13 @@ await stopWorkers(team2);
 await stopWorkers(team2spin);
 await stopWorkers(team1);
 // How often the spinning pool found its worker descheduled and fell back to sleeping.
-const poolStragglerJobs = { spin: native.poolCheck(poolSpin, 1).stragglerJobs, sleep: native.poolCheck(poolSleep, 1).stragglerJobs };
+const poolStragglerJobs = {
+  spin: native.poolCheck(poolSpin, 1).stragglerJobs,
+  spin20: native.poolCheck(poolSpin20, 1).stragglerJobs,
+  sleep: native.poolCheck(poolSleep, 1).stragglerJobs,
+};
 native.freePool(poolSpin);
+native.freePool(poolSpin20);
 native.freePool(poolSleep);
 
 const bandwidth = {

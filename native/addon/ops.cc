@@ -233,26 +233,34 @@ Napi::Value PoolMatmul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// poolCheck(pool, jobs, workerDelayUs = 0)
-//   -> { runsPerThread: number[], threadsPerJob: number[], nthOk: boolean, stragglerJobs: number }
+// poolCheck(pool, jobs, workerDelayUs = 0, forChunks = 0) -> { runsPerThread, threadsPerJob, nthOk,
+//   stragglerJobs, chunkRuns, chunksOnWorkers } (see mt_pool_check)
 Napi::Value PoolCheck(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  int64_t jobs, delay_us = 0;
+  int64_t jobs, delay_us = 0, chunks = 0;
   mt_pool* pool = ArgPool(info, "poolCheck");
   if (pool == nullptr || !ArgInt(info, 1, "poolCheck", "jobs", 1, 1000000, &jobs)) return env.Undefined();
   if (info.Length() > 2 && !info[2].IsUndefined() && !ArgInt(info, 2, "poolCheck", "workerDelayUs", 0, 100000, &delay_us))
     return env.Undefined();
+  if (info.Length() > 3 && !info[3].IsUndefined() && !ArgInt(info, 3, "poolCheck", "forChunks", 0, 100000, &chunks))
+    return env.Undefined();
   int nth = mt_pool_threads(pool);
-  std::vector<int64_t> per_thread(nth, 0), per_job(jobs, 0);
-  int rc = mt_pool_check(pool, jobs, (int)delay_us, per_thread.data(), per_job.data());
-  Napi::Array threads = Napi::Array::New(env, nth), job_counts = Napi::Array::New(env, jobs);
-  for (int i = 0; i < nth; i++) threads.Set(i, Napi::Number::New(env, (double)per_thread[i]));
-  for (int64_t i = 0; i < jobs; i++) job_counts.Set((uint32_t)i, Napi::Number::New(env, (double)per_job[i]));
+  std::vector<int64_t> per_thread(nth, 0), per_job(jobs, 0), per_chunk(chunks, 0);
+  int64_t on_workers = 0;
+  int rc = mt_pool_check(pool, jobs, (int)delay_us, per_thread.data(), per_job.data(), chunks, per_chunk.data(),
+                         &on_workers);
+  auto to_array = [&](const std::vector<int64_t>& v) {
+    Napi::Array a = Napi::Array::New(env, v.size());
+    for (size_t i = 0; i < v.size(); i++) a.Set((uint32_t)i, Napi::Number::New(env, (double)v[i]));
+    return a;
+  };
   Napi::Object out = Napi::Object::New(env);
-  out.Set("runsPerThread", threads);
-  out.Set("threadsPerJob", job_counts);
+  out.Set("runsPerThread", to_array(per_thread));
+  out.Set("threadsPerJob", to_array(per_job));
   out.Set("nthOk", Napi::Boolean::New(env, rc == 0));
   out.Set("stragglerJobs", Napi::Number::New(env, (double)mt_pool_straggler_jobs(pool)));
+  out.Set("chunkRuns", to_array(per_chunk));
+  out.Set("chunksOnWorkers", Napi::Number::New(env, (double)on_workers));
   return out;
 }
 

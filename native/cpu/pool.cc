@@ -1,20 +1,25 @@
-// The compute thread pool. The caller of mt_pool_run is thread 0; workers 1..n-1 wait
-// for the job generation counter to move. A worker spins on it for spin_us after its
-// last job before it sleeps on a condition variable, because a futex wake-up costs
-// more than many of the small matvecs inside one token.
+// The compute thread pool. The caller is thread 0; workers 1..n-1 wait for the job
+// generation counter `gen` to move. A worker spins on it for spin_us after its last job
+// before it sleeps on a condition variable, because a futex wake-up costs more than many
+// of the small matvecs inside one token. Two kinds of job:
 //
-//   caller: fn, arg = ...; gen++ (release); [notify sleepers]; fn(0); wait pending == 0
-//   worker: spin / sleep until gen != seen; fn(ith); pending-- (release)
+//   run (mt_pool_run): fn(ith) on every thread exactly once; the caller waits for all.
+//     caller: fn, arg, pending = n-1; job = RUN(g); gen = g; fn(0); wait pending == 0
+//     worker: sees gen move; job RUN(g) not yet run -> fn(ith); pending--
+//   for (mt_pool_for): chunks [0, n_chunks) handed out from a claim word (for_id, next);
+//     the caller waits for the chunks, not for the workers. A worker that starts late
+//     (asleep, or preempted on a busy machine) finds nothing left and skips the job.
+//     caller: fn, arg, n_chunks; claim = (id, 0); job = FOR(g); gen = g; claim chunks; wait done == n_chunks
+//     worker: claim = CAS (id, c) -> (id, c + 1) while c < n_chunks; fn(c); done++
+//   A successful CAS on (id, c) proves job id was still open, so the fn / arg / n_chunks
+//   the worker read after loading (id, c) were job id's (they are only rewritten after
+//   every chunk of id is claimed and done).
 //
-// One job at a time: the caller waits for every worker before it publishes the next
-// job, so each worker sees every generation and runs every job exactly once.
-//
-// Spinning only pays while every thread has a core. On a shared machine a spinning
-// worker gets preempted, and the caller then waits a whole scheduler slice for it
-// (measured on 2 busy cores: 5x slower than sleeping). So the caller times how long it
-// waited for the others after its own share; a wait longer than the spin budget means a
-// worker was not running, and the pool sleeps instead of spinning for the next
-// kBackoffJobs jobs before it tries spinning again.
+// Spinning only pays while every thread has a core. On a shared machine a spinning worker
+// gets preempted, and a run job then waits a scheduler slice for it (measured on 2 busy
+// cores: 5x slower than sleeping). So the caller times how long it waited for the others
+// after its own share; a wait longer than the spin budget means a worker was not running,
+// and the pool sleeps instead of spinning for the next kBackoffJobs jobs.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -36,10 +41,14 @@ inline int64_t now_ns() {
       .count();
 }
 
-}  // namespace
-
-constexpr int kBackoffJobs = 256;      // about half a decode token's matvecs
+constexpr int kBackoffJobs = 256;           // about half a decode token's matvecs
 constexpr int64_t kStragglerMinNs = 50000;  // waits below this are normal wake-up jitter
+constexpr uint64_t kChunkMask = 0xffffffffu;
+
+typedef void (*run_fn)(void*, int, int);
+typedef void (*for_fn)(void*, int64_t, int);
+
+}  // namespace
 
 struct mt_pool {
   int n_threads = 1;
@@ -48,13 +57,20 @@ struct mt_pool {
   std::atomic<int64_t> straggler_jobs{0};
   std::vector<std::thread> workers;
 
-  // Written by the caller before gen moves; read by workers after they see it move.
-  void (*fn)(void*, int, int) = nullptr;
-  void* arg = nullptr;
-
-  std::atomic<uint64_t> gen{0};
-  std::atomic<int> pending{0};
+  std::atomic<uint64_t> gen{0};       // moves once per job; workers wait on it
+  std::atomic<uint64_t> job{0};       // (gen of the job << 1) | 1 for run, 0 for for
   std::atomic<bool> stop{false};
+
+  std::atomic<run_fn> fn{nullptr};    // run jobs
+  std::atomic<void*> arg{nullptr};
+  std::atomic<int> pending{0};
+
+  std::atomic<for_fn> ffn{nullptr};   // for jobs
+  std::atomic<void*> farg{nullptr};
+  std::atomic<int64_t> n_chunks{0};
+  std::atomic<uint64_t> claim{0};     // (for_id << 32) | next chunk
+  std::atomic<int64_t> chunks_done{0};
+  uint32_t for_id = 0;                // caller only
 
   // Sleep path. sleepers and gen are seq_cst on both sides (Dekker): either the
   // caller sees a sleeper and notifies under the mutex, or the sleeper sees the new gen.
@@ -88,21 +104,67 @@ uint64_t wait_for_job(mt_pool* p, uint64_t seen) {
   return p->stop.load() ? seen : p->gen.load(std::memory_order_acquire);
 }
 
+// Claim and run chunks of the open for job until none is left (or the job is over).
+void claim_chunks(mt_pool* p, int ith) {
+  uint64_t c = p->claim.load(std::memory_order_acquire);
+  const uint64_t id = c >> 32;
+  for_fn fn = p->ffn.load(std::memory_order_relaxed);
+  void* arg = p->farg.load(std::memory_order_relaxed);
+  const int64_t n = p->n_chunks.load(std::memory_order_relaxed);
+  while ((c >> 32) == id && (int64_t)(c & kChunkMask) < n) {
+    if (!p->claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    fn(arg, (int64_t)(c & kChunkMask), ith);
+    p->chunks_done.fetch_add(1, std::memory_order_release);
+    c = c + 1;
+  }
+}
+
 void worker_main(mt_pool* p, int ith) {
-  uint64_t seen = 0;
+  uint64_t seen = 0, last_run = 0;
   for (;;) {
     uint64_t g = wait_for_job(p, seen);
     if (g == seen) return;  // stopping
     seen = g;
-    p->fn(p->arg, ith, p->n_threads);
-    p->pending.fetch_sub(1, std::memory_order_release);
+    // The newest job: its gen may be ahead of g (published just now), never a run job
+    // that this worker skipped (a run job waits for every worker before the next one).
+    uint64_t job = p->job.load(std::memory_order_acquire);
+    if ((job & 1) == 0) {
+      claim_chunks(p, ith);
+    } else if ((job >> 1) > last_run) {
+      last_run = job >> 1;
+      p->fn.load(std::memory_order_relaxed)(p->arg.load(std::memory_order_relaxed), ith, p->n_threads);
+      p->pending.fetch_sub(1, std::memory_order_release);
+    }
   }
 }
 
-void wake_sleepers(mt_pool* p) {
+// Publish job word `job` for generation gen + 1 and wake sleepers.
+void publish(mt_pool* p, bool run) {
+  uint64_t g = p->gen.load(std::memory_order_relaxed) + 1;
+  p->job.store((g << 1) | (run ? 1 : 0), std::memory_order_release);
+  p->gen.fetch_add(1);  // seq_cst: orders before the sleepers check
   if (p->sleepers.load() == 0) return;
   std::lock_guard<std::mutex> lock(p->mu);
   p->cv.notify_all();
+}
+
+// Wait until done() after the caller's own share; back off spinning after a straggler.
+template <typename Done>
+void wait_rest(mt_pool* p, Done done) {
+  int64_t budget_ns = spin_ns(p);
+  int64_t wait_start = now_ns();
+  for (uint32_t i = 1; !done(); i++) {
+    cpu_relax();
+    if ((i & 63) == 0 && now_ns() - wait_start > budget_ns) std::this_thread::yield();
+  }
+  int64_t waited_ns = now_ns() - wait_start;
+  int backoff = p->backoff_jobs.load(std::memory_order_relaxed);
+  if (backoff > 0) {
+    p->backoff_jobs.store(backoff - 1, std::memory_order_relaxed);
+  } else if (budget_ns > 0 && waited_ns > budget_ns && waited_ns > kStragglerMinNs) {
+    p->straggler_jobs.fetch_add(1, std::memory_order_relaxed);
+    p->backoff_jobs.store(kBackoffJobs, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
@@ -135,34 +197,35 @@ void mt_pool_set_spin_us(mt_pool* p, int spin_us) { p->spin_us.store(spin_us < 0
 
 int mt_pool_spin_us(const mt_pool* p) { return p->spin_us.load(); }
 
+int64_t mt_pool_straggler_jobs(const mt_pool* p) { return p->straggler_jobs.load(); }
+
 void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
   if (p->n_threads == 1) {
     fn(arg, 0, 1);
     return;
   }
-  p->fn = fn;
-  p->arg = arg;
+  p->fn.store(fn, std::memory_order_relaxed);
+  p->arg.store(arg, std::memory_order_relaxed);
   p->pending.store(p->n_threads - 1, std::memory_order_relaxed);
-  p->gen.fetch_add(1);  // seq_cst: publishes fn / arg / pending, and orders before the sleepers check
-  wake_sleepers(p);
+  publish(p, true);
   fn(arg, 0, p->n_threads);
-  // The caller's share is done; the others normally finish within microseconds.
-  int64_t budget_ns = spin_ns(p);
-  int64_t wait_start = now_ns();
-  for (uint32_t i = 1; p->pending.load(std::memory_order_acquire) != 0; i++) {
-    cpu_relax();
-    if ((i & 63) == 0 && now_ns() - wait_start > budget_ns) std::this_thread::yield();
-  }
-  int64_t waited_ns = now_ns() - wait_start;
-  int backoff = p->backoff_jobs.load(std::memory_order_relaxed);
-  if (backoff > 0) {
-    p->backoff_jobs.store(backoff - 1, std::memory_order_relaxed);
-  } else if (budget_ns > 0 && waited_ns > budget_ns && waited_ns > kStragglerMinNs) {
-    p->straggler_jobs.fetch_add(1, std::memory_order_relaxed);
-    p->backoff_jobs.store(kBackoffJobs, std::memory_order_relaxed);
-  }
+  wait_rest(p, [p] { return p->pending.load(std::memory_order_acquire) == 0; });
 }
 
-int64_t mt_pool_straggler_jobs(const mt_pool* p) { return p->straggler_jobs.load(); }
+void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), void* arg) {
+  if (p->n_threads == 1 || n_chunks == 1) {
+    for (int64_t c = 0; c < n_chunks; c++) fn(arg, c, 0);
+    return;
+  }
+  p->ffn.store(fn, std::memory_order_relaxed);
+  p->farg.store(arg, std::memory_order_relaxed);
+  p->n_chunks.store(n_chunks, std::memory_order_relaxed);
+  p->chunks_done.store(0, std::memory_order_relaxed);
+  p->for_id++;
+  p->claim.store((uint64_t)p->for_id << 32, std::memory_order_release);
+  publish(p, false);
+  claim_chunks(p, 0);
+  wait_rest(p, [p, n_chunks] { return p->chunks_done.load(std::memory_order_acquire) == n_chunks; });
+}
 
 }  // extern "C"

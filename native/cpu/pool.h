@@ -7,6 +7,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* Run fn(arg, chunk, ith) once for every chunk in [0, n_chunks) (n_chunks < 2^32), chunks
+ * claimed by whichever threads are running; returns when all chunks are done. Unlike
+ * mt_pool_run it does not wait for a worker that has not started (asleep or preempted):
+ * the running threads take its share. */
+void mt_pool_for(mt_pool* pool, int64_t n_chunks, void (*fn)(void* arg, int64_t chunk, int ith), void* arg);
+
 /* How long an idle worker spins on the job counter before it sleeps (microseconds).
  * 0 sleeps at once: every job then pays a futex wake-up per worker. */
 void mt_pool_set_spin_us(mt_pool* pool, int spin_us);
@@ -20,17 +26,19 @@ int64_t mt_pool_straggler_jobs(const mt_pool* pool);
 /* Sum of `bytes` bytes read with the active ISA's widest loads (a streaming read probe). */
 uint64_t mt_read_sum(const void* p, size_t bytes);
 
-/* Jobs on a pool (pool_jobs.cc). Threads claim chunks of rows from a shared counter. */
+/* Jobs on a pool (pool_jobs.cc): mt_pool_for over chunks of rows. */
 /* y [rows] = W [rows, cols] . act (one prepared row). */
 void mt_pool_matvec(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* act, float* y);
 /* Y [n, rows] = acts [n prepared rows] W^T. */
 void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* acts, int64_t n,
                     float* Y);
-/* Run `jobs` jobs back to back; each adds 1 to runs_per_thread[ith] (pool_threads entries)
+/* Run `jobs` run jobs back to back; each adds 1 to runs_per_thread[ith] (pool_threads entries)
  * and to threads_per_job[job] (jobs entries); thread 1 first sleeps worker_delay_us.
- * Returns 0, or -1 if a job saw a wrong nth. */
+ * With for_chunks > 0, a for job of that many chunks follows every run job; each chunk
+ * adds 1 to chunk_runs[chunk] (for_chunks entries) and, when a worker (ith > 0) ran it,
+ * to *chunks_on_workers. Returns 0, or -1 if a job saw a wrong nth. */
 int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
-                  int64_t* threads_per_job);
+                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers);
 /* Streaming read bandwidth over a fresh buffer of `bytes`, split over `threads` threads:
  * the best of several passes, in GB/s (1e9 bytes per second); negative if allocation fails. */
 double mt_read_bandwidth_gbs(size_t bytes, int threads);

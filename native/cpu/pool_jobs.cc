@@ -9,9 +9,9 @@
 
 namespace {
 
-// Rows are handed out in chunks from a shared counter rather than as fixed halves: a
-// thread that starts late (woken from sleep, or preempted on a shared machine) takes fewer
-// chunks instead of holding the others up. Each row's result does not depend on which
+// Rows are handed out in chunks (mt_pool_for) rather than as fixed halves: a thread that
+// starts late (woken from sleep, or preempted on a shared machine) takes fewer chunks, or
+// none, instead of holding the others up. Each row's result does not depend on which
 // thread computes it, so the output is the same for every thread count.
 struct MatJob {
   int wtype;
@@ -20,7 +20,6 @@ struct MatJob {
   const void* acts;
   float* Y;
   int64_t chunk_rows;
-  std::atomic<int64_t> next_row;
 };
 
 // About 8 chunks per thread, at least 16 rows (a few KB of weights) each.
@@ -29,24 +28,18 @@ int64_t chunk_rows_for(int64_t rows, int nth) {
   return c < 16 ? 16 : c;
 }
 
-void run_matvec(void* arg, int, int) {
-  MatJob* j = (MatJob*)arg;
-  for (;;) {
-    int64_t r0 = j->next_row.fetch_add(j->chunk_rows, std::memory_order_relaxed);
-    if (r0 >= j->rows) return;
-    int64_t r1 = r0 + j->chunk_rows < j->rows ? r0 + j->chunk_rows : j->rows;
-    mt_matvec_rows(j->wtype, j->W, j->cols, j->acts, j->Y, r0, r1);
-  }
+void run_matvec(void* arg, int64_t chunk, int) {
+  const MatJob* j = (const MatJob*)arg;
+  int64_t r0 = chunk * j->chunk_rows;
+  int64_t r1 = r0 + j->chunk_rows < j->rows ? r0 + j->chunk_rows : j->rows;
+  mt_matvec_rows(j->wtype, j->W, j->cols, j->acts, j->Y, r0, r1);
 }
 
-void run_matmul(void* arg, int, int) {
-  MatJob* j = (MatJob*)arg;
-  for (;;) {
-    int64_t r0 = j->next_row.fetch_add(j->chunk_rows, std::memory_order_relaxed);
-    if (r0 >= j->rows) return;
-    int64_t r1 = r0 + j->chunk_rows < j->rows ? r0 + j->chunk_rows : j->rows;
-    mt_matmul_rows(j->wtype, j->W, j->cols, j->acts, j->n, j->Y, j->rows, r0, r1);
-  }
+void run_matmul(void* arg, int64_t chunk, int) {
+  const MatJob* j = (const MatJob*)arg;
+  int64_t r0 = chunk * j->chunk_rows;
+  int64_t r1 = r0 + j->chunk_rows < j->rows ? r0 + j->chunk_rows : j->rows;
+  mt_matmul_rows(j->wtype, j->W, j->cols, j->acts, j->n, j->Y, j->rows, r0, r1);
 }
 
 struct CheckJob {
@@ -57,6 +50,17 @@ struct CheckJob {
   std::atomic<int64_t>* threads_per_job;  // all threads add to one slot per job
   std::atomic<int> bad_nth;
 };
+
+struct ChunkCheck {
+  std::atomic<int64_t>* chunk_runs;
+  std::atomic<int64_t> on_workers;
+};
+
+void run_chunk_check(void* arg, int64_t chunk, int ith) {
+  ChunkCheck* c = (ChunkCheck*)arg;
+  c->chunk_runs[chunk].fetch_add(1, std::memory_order_relaxed);
+  if (ith > 0) c->on_workers.fetch_add(1, std::memory_order_relaxed);
+}
 
 void run_check(void* arg, int ith, int nth) {
   CheckJob* c = (CheckJob*)arg;
@@ -88,32 +92,41 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 extern "C" {
 
 void mt_pool_matvec(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* act, float* y) {
-  MatJob j{wtype, W, rows, cols, 1, act, y, chunk_rows_for(rows, mt_pool_threads(pool)), {0}};
-  mt_pool_run(pool, run_matvec, &j);
+  MatJob j{wtype, W, rows, cols, 1, act, y, chunk_rows_for(rows, mt_pool_threads(pool))};
+  mt_pool_for(pool, (rows + j.chunk_rows - 1) / j.chunk_rows, run_matvec, &j);
 }
 
 void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64_t cols, const void* acts, int64_t n,
                     float* Y) {
-  MatJob j{wtype, W, rows, cols, n, acts, Y, chunk_rows_for(rows, mt_pool_threads(pool)), {0}};
-  mt_pool_run(pool, run_matmul, &j);
+  MatJob j{wtype, W, rows, cols, n, acts, Y, chunk_rows_for(rows, mt_pool_threads(pool))};
+  mt_pool_for(pool, (rows + j.chunk_rows - 1) / j.chunk_rows, run_matmul, &j);
 }
 
 int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
-                  int64_t* threads_per_job) {
+                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers) {
   std::atomic<int64_t>* per_job = new std::atomic<int64_t>[jobs];
   for (int64_t i = 0; i < jobs; i++) per_job[i].store(0);
+  std::atomic<int64_t>* per_chunk = new std::atomic<int64_t>[for_chunks > 0 ? for_chunks : 1];
+  for (int64_t i = 0; i < for_chunks; i++) per_chunk[i].store(0);
   CheckJob c;
   c.nth_expected = mt_pool_threads(pool);
   c.worker_delay_us = worker_delay_us;
   c.runs_per_thread = runs_per_thread;
   c.threads_per_job = per_job;
   c.bad_nth.store(0);
+  ChunkCheck cc;
+  cc.chunk_runs = per_chunk;
+  cc.on_workers.store(0);
   for (int64_t i = 0; i < jobs; i++) {
     c.job = i;
     mt_pool_run(pool, run_check, &c);
+    if (for_chunks > 0) mt_pool_for(pool, for_chunks, run_chunk_check, &cc);
   }
   for (int64_t i = 0; i < jobs; i++) threads_per_job[i] = per_job[i].load();
+  for (int64_t i = 0; i < for_chunks; i++) chunk_runs[i] = per_chunk[i].load();
+  *chunks_on_workers = cc.on_workers.load();
   delete[] per_job;
+  delete[] per_chunk;
   return c.bad_nth.load() ? -1 : 0;
 }
 

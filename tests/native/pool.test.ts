@@ -32,6 +32,28 @@ describe('native pool', () => {
     expectEveryJobOnEveryThread(3, 0, 300); // more threads than cores: workers are descheduled
   });
 
+  it('runs every chunk of a chunked job exactly once, interleaved with run-on-every-thread jobs', () => {
+    for (const [threads, spinUs, jobs] of [[2, 200, 2000], [2, 0, 500], [3, 0, 200], [3, 100, 200]]) {
+      const pool = native.createPool(threads, spinUs);
+      const r = native.poolCheck(pool, jobs, 0, 37);
+      native.freePool(pool);
+      expect(r.runsPerThread).toEqual(new Array(threads).fill(jobs));
+      expect(r.threadsPerJob).toEqual(new Array(jobs).fill(threads));
+      expect(r.chunkRuns).toEqual(new Array(37).fill(jobs)); // each chunk once per job, never twice
+      if (spinUs === 200) expect(r.chunksOnWorkers).toBeGreaterThan(0); // workers do take chunks
+    }
+  });
+
+  it('finishes chunked jobs without the worker while it is held up elsewhere', () => {
+    // The worker sleeps 2 ms in each run job; the chunked job that follows must still run
+    // every chunk exactly once, whoever takes them.
+    const pool = native.createPool(2, 0);
+    const r = native.poolCheck(pool, 20, 2000, 64);
+    native.freePool(pool);
+    expect(r.chunkRuns).toEqual(new Array(64).fill(20));
+    expect(r.runsPerThread).toEqual([20, 20]);
+  });
+
   it('runs a one-thread pool on the caller alone', () => {
     expectEveryJobOnEveryThread(1, 100, 10);
   });
