@@ -4,18 +4,26 @@
  *   generate(prompt) -> queue -> prefill (batched) -> [sample -> decode one token]* -> release
  *
  * Native evaluation runs off the event loop (evalAsync); an AbortSignal is checked between tokens.
+ * With `resident` or `slotsPerLayer`, an expert tier is attached (src/engine/tier): each eval
+ * also reports its routing (and, natively, per-layer timing), which feeds the placement.
  */
 import { InvalidOptionError, LimitExceededError, RequestAbortedError } from '../core/errors.js';
 import { limits } from '../core/limits.js';
 import type { HParams } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer/index.js';
 import { loadNative, type NativeBinding, type NativeContextHandle } from '../native/binding.js';
+import { defaultHeatPath } from './heat-file.js';
 import { loadModel, type LoadedModel } from './load.js';
+import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
+import { RouteLog } from './tier/route-log.js';
+import type { TierRequest } from './tier/request.js';
+import { EngineTier } from './tier/tier.js';
+import { validateTune, type TuneOptions } from './tier/tune.js';
 import { RequestQueue } from './request-queue.js';
 import { createSampler, validateSampling, type SamplingOptions } from './sampler.js';
 import { rate, type GenerationStats } from './stats.js';
 
-export interface EngineOptions {
+export interface EngineOptions extends TierOptions {
   /** Path to a GGUF model file. */
   model: string;
   /** Native compute threads (default: 2, or the cores available if fewer). */
@@ -33,6 +41,8 @@ export interface GenerateOptions extends SamplingOptions {
   addBos?: boolean;
   /** Stop at an end-of-generation token (eos, <|im_end|>...; default true). */
   stopAtEos?: boolean;
+  /** Write this request's routing (prefill rows, decode steps) to this file, in the policy lab's JSONL format. */
+  traceRoutes?: string;
 }
 
 export interface GeneratedToken {
@@ -56,6 +66,8 @@ export interface Engine {
   generate(prompt: string | number[], options?: GenerateOptions): AsyncIterable<GeneratedToken>;
   /** Logits of the last row after evaluating `tokens` from an empty context. */
   logits(tokens: number[]): Promise<Float32Array>;
+  /** Changes the tier's budgets and policy parameters; validated (nothing changes on a bad value), applied before the next step. */
+  tune(options: TuneOptions): void;
   close(): Promise<void>;
 }
 
@@ -70,8 +82,18 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   }
   const native = loadNative();
   const model = loadModel(native, options.model);
+  const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, defaultHeatPath(options.model)) : undefined;
   const context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
-  return new NativeEngine(native, model, context, contextTokens, options.requestQueueDepthMax ?? 64);
+  let tier: EngineTier | undefined;
+  try {
+    if (tierConfig) tier = await EngineTier.create(native, model, context, tierConfig);
+  } catch (err) {
+    native.freeContext(context);
+    native.freeModel(model.nativeModel);
+    native.unmapFile(model.mapping);
+    throw err;
+  }
+  return new NativeEngine(native, model, context, contextTokens, options.requestQueueDepthMax ?? 64, tier);
 }
 
 class NativeEngine implements Engine {
@@ -85,6 +107,7 @@ class NativeEngine implements Engine {
     private readonly context: NativeContextHandle,
     private readonly contextTokens: number,
     queueDepthMax: number,
+    private readonly tier: EngineTier | undefined,
   ) {
     this.queue = new RequestQueue(queueDepthMax);
   }
@@ -144,14 +167,22 @@ class NativeEngine implements Engine {
       prefillTokPerS: 0,
       decodeTokPerS: 0,
       finishReason: 'length',
+      msPerToken: 0,
     };
+    const tierRequest = this.tier?.beginRequest();
+    const log = tierRequest || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
+    const routesOnly = log && !tierRequest ? new RouteBuffer(this.hparams) : undefined;
+    const evalOptions = (n: number) => tierRequest?.evalOptions(n) ?? routesOnly?.evalOptions(n);
+    const routesOf = (): Int32Array => (tierRequest ? tierRequest.lastRoutes() : routesOnly!.routes);
     try {
       const sampler = createSampler(options);
       const streamer = this.model.tokenizer.createStreamDecoder({ special: false });
       const logits = new Float32Array(this.hparams.nVocab);
       const prefillStart = performance.now();
-      await this.native.evalAsync(this.context, promptIds, 0, logits);
+      await this.native.evalAsync(this.context, promptIds, 0, logits, evalOptions(promptIds.length));
       stats.prefillMs = performance.now() - prefillStart;
+      log?.add('prefill', routesOf(), promptIds);
+      tierRequest?.afterPrefill(promptIds.length, 0);
       let position = promptIds.length;
       const decodeStart = performance.now();
       const step = new Int32Array(1);
@@ -174,15 +205,47 @@ class NativeEngine implements Engine {
           break;
         }
         step[0] = id;
-        await this.native.evalAsync(this.context, step, position++, logits);
+        await this.native.evalAsync(this.context, step, position, logits, evalOptions(1));
+        log?.add('decode', routesOf(), step);
+        tierRequest?.afterDecode(position);
+        position++;
       }
       stats.decodeMs = performance.now() - decodeStart;
       stats.prefillTokPerS = rate(stats.promptTokens, stats.prefillMs);
       stats.decodeTokPerS = rate(Math.max(0, stats.generatedTokens - 1), stats.decodeMs);
+      stats.msPerToken = stats.generatedTokens > 1 ? stats.decodeMs / (stats.generatedTokens - 1) : 0;
     } finally {
-      this.lastStats = stats;
-      release();
+      try {
+        this.finishTier(tierRequest, log, stats, options);
+      } finally {
+        this.lastStats = stats;
+        release();
+      }
     }
+  }
+
+  /** After every request (also an aborted or failed one): the tier's figures, the heat file, the route trace. */
+  private finishTier(request: TierRequest | undefined, log: RouteLog | undefined, stats: GenerationStats, options: GenerateOptions): void {
+    if (request) {
+      const t = request.finish();
+      Object.assign(stats, {
+        decodeHitRate: t.decodeHitRate,
+        prefillHitRate: t.prefillHitRate,
+        moeMsPerToken: t.moeMsPerToken,
+        uploads: t.uploads,
+        uploadBytes: t.uploadBytes,
+        tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
+      });
+      if (log) this.tier!.mergeHeat(log.rows());
+    }
+    if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path);
+  }
+
+  tune(options: TuneOptions): void {
+    this.checkOpen();
+    if (!this.tier) throw new InvalidOptionError('tune', 'an engine opened with an expert tier (resident or slotsPerLayer)', options);
+    const { lfru, upload } = validateTune(options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.slotsPerLayer[0]);
+    this.tier.tune(lfru, upload);
   }
 
   async close(): Promise<void> {
@@ -191,6 +254,7 @@ class NativeEngine implements Engine {
     // Wait for running and queued requests to finish before freeing native memory.
     const release = await this.queue.acquire();
     try {
+      this.tier?.close();
       this.native.freeContext(this.context);
       this.native.freeModel(this.model.nativeModel);
       this.native.unmapFile(this.model.mapping);
@@ -211,5 +275,16 @@ class NativeEngine implements Engine {
       if (!Number.isInteger(t) || t < 0 || t >= nVocab) throw new InvalidOptionError('prompt', `token ids in [0, ${nVocab})`, t);
     }
     return Int32Array.from(tokens);
+  }
+}
+
+/** The routes buffer of an engine without a tier that still records routing (--trace-routes). */
+class RouteBuffer {
+  routes = new Int32Array(0);
+  constructor(private readonly hp: HParams) {}
+  evalOptions(nTokens: number): { routes: Int32Array } {
+    const need = nTokens * this.hp.nLayer * this.hp.nExpertUsed;
+    if (this.routes.length !== need) this.routes = new Int32Array(need);
+    return { routes: this.routes };
   }
 }

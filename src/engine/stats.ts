@@ -10,6 +10,19 @@ export interface GenerationStats {
   /** Decode steps (tokens after the first) per second of decode time. */
   decodeTokPerS: number;
   finishReason: 'stop' | 'length' | 'context' | 'aborted';
+  /** Decode time per decode step (the tokens after the first). */
+  msPerToken: number;
+  /** With an expert tier attached (openEngine `resident` / `slotsPerLayer`): */
+  /** Resident hits / routed (token, expert) pairs, counted from the first decode token. */
+  decodeHitRate?: number;
+  prefillHitRate?: number;
+  /** Time in the MoE FFNs per decode step (from the native per-layer timing; NaN without it). */
+  moeMsPerToken?: number;
+  /** Experts uploaded into device slots during the request, and their bytes. */
+  uploads?: number;
+  uploadBytes?: number;
+  /** The tier's counters at the end of the request (leases, slots used vs budget). */
+  tier?: { hits: number; misses: number; leases: number; slotsUsed: number[]; slotsBudget: number[] };
 }
 
 export function rate(count: number, ms: number): number {

@@ -1,5 +1,6 @@
+import { InvalidOptionError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
-import { openEngine } from '../../engine/engine.js';
+import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
 import { intOption, numberOption, parse, requireString } from '../args.js';
 import type { Command } from '../command.js';
 import { formatStats, streamCompletion } from '../completion.js';
@@ -13,7 +14,15 @@ const usage = `usage: moetier run --model F --prompt P [-n N] [--json] [options]
   --threads T       native compute threads (default 2)
   --ctx N           context length in tokens (default ${limits.contextTokensDefault})
   --temperature X   0 = greedy (default 0)
-  --top-k K, --top-p P, --seed S   sampling controls`;
+  --top-k K, --top-p P, --seed S   sampling controls
+
+expert tier (attached with --resident or --slots-per-layer):
+  --backend cpu|fake      the device that holds resident experts (default cpu; fake: a simulated 8 GB card)
+  --resident X            fraction of all experts resident, in (0, 1]
+  --slots-per-layer B     device slots on every layer (instead of --resident)
+  --heat F|none           heat file to warmstart from and merge into (default: the model's in the cache folder)
+  --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
+  with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes`;
 
 export const runCommand: Command = {
   name: 'run',
@@ -31,11 +40,17 @@ export const runCommand: Command = {
       'top-k': { type: 'string' },
       'top-p': { type: 'string' },
       seed: { type: 'string' },
+      backend: { type: 'string' },
+      resident: { type: 'string' },
+      'slots-per-layer': { type: 'string' },
+      heat: { type: 'string' },
+      'trace-routes': { type: 'string' },
     });
     const engine = await openEngine({
       model: requireString(v, 'model'),
       threads: intOption(v, 'threads', 2, 1, limits.threadsMax),
       contextTokens: intOption(v, 'ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
+      ...tierOptions(v),
     });
     try {
       const json = v.json === true;
@@ -48,14 +63,66 @@ export const runCommand: Command = {
           topK: intOption(v, 'top-k', 0, 0),
           topP: numberOption(v, 'top-p', 1),
           seed: intOption(v, 'seed', 0),
+          traceRoutes: typeof v['trace-routes'] === 'string' ? requireString(v, 'trace-routes') : undefined,
         },
         json ? undefined : process.stdout,
       );
-      if (json) console.log(JSON.stringify(report));
-      else console.log(`\n\n${formatStats(report)}`);
+      const full = { ...report, ...tierReport(engine) };
+      if (json) console.log(JSON.stringify(full));
+      else console.log(`\n\n${formatStats(report)}${formatTier(full)}`);
       return 0;
     } finally {
       await engine.close();
     }
   },
 };
+
+function tierOptions(v: Record<string, string | boolean | undefined>): Partial<EngineOptions> {
+  const o: Partial<EngineOptions> = {};
+  if (v.backend !== undefined) {
+    if (v.backend !== 'cpu' && v.backend !== 'fake') throw new InvalidOptionError('--backend', '"cpu" or "fake"', v.backend);
+    o.backend = v.backend;
+  }
+  if (v.resident !== undefined) o.resident = numberOption(v, 'resident', 1);
+  if (v['slots-per-layer'] !== undefined) o.slotsPerLayer = intOption(v, 'slots-per-layer', 1, 1);
+  if (v.heat !== undefined) o.heat = v.heat === 'none' ? false : requireString(v, 'heat');
+  return o;
+}
+
+interface TierReport {
+  msPerToken: number;
+  decodeHitRate?: number | null;
+  prefillHitRate?: number | null;
+  moeMsPerToken?: number | null;
+  uploads?: number;
+  uploadBytes?: number;
+}
+
+/** The tier's figures of the last request; a figure that does not exist (no decode step, no native timing) is null. */
+function tierReport(engine: Engine): TierReport {
+  const s = engine.lastStats!;
+  const r: TierReport = { msPerToken: round(s.msPerToken) };
+  if (s.decodeHitRate === undefined) return r;
+  return {
+    ...r,
+    decodeHitRate: finite(s.decodeHitRate, 4),
+    prefillHitRate: finite(s.prefillHitRate!, 4),
+    moeMsPerToken: finite(s.moeMsPerToken!, 3),
+    uploads: s.uploads,
+    uploadBytes: s.uploadBytes,
+  };
+}
+
+function formatTier(r: TierReport): string {
+  if (r.decodeHitRate === undefined) return '';
+  const pct = (x: number | null | undefined) => (x == null ? 'n/a' : `${(x * 100).toFixed(1)} %`);
+  return `\nhits: decode ${pct(r.decodeHitRate)} | prefill ${pct(r.prefillHitRate)} | uploads ${r.uploads} (${r.uploadBytes} bytes) | ${r.msPerToken.toFixed(2)} ms/token`;
+}
+
+function finite(x: number, digits: number): number | null {
+  return Number.isFinite(x) ? Number(x.toFixed(digits)) : null;
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}

@@ -1,0 +1,58 @@
+/** The addon's expert tier behind the TierPort interface: a thin pass-through. */
+import type { NativeBinding, NativeTierHandle, NativeTierVerbs } from '../../native/binding.js';
+import type { TierPoll, TierPort, TierStats } from './port.js';
+
+export function hasNativeTier(native: NativeBinding): native is NativeBinding & NativeTierVerbs {
+  return typeof native.createTier === 'function' && typeof native.tierPoll === 'function';
+}
+
+export class NativeTierPort implements TierPort {
+  readonly kind = 'native' as const;
+  readonly hasLayerStats = true;
+  readonly expertBytes: { container: number; hostCopy: number };
+  private handle: NativeTierHandle | undefined;
+
+  constructor(
+    private readonly native: NativeTierVerbs,
+    handle: NativeTierHandle,
+    readonly nLayer: number,
+    readonly nExpert: number,
+    readonly slotsPerLayer: readonly number[],
+  ) {
+    this.handle = handle;
+    this.expertBytes = native.tierExpertBytes(handle);
+  }
+
+  private get h(): NativeTierHandle {
+    if (!this.handle) throw new Error('tier used after free');
+    return this.handle;
+  }
+
+  warmstart(layer: number, experts: Int32Array): Promise<void> {
+    return this.native.tierWarmstart(this.h, layer, experts);
+  }
+  requestSwap(layer: number, victim: number, newcomer: number, taskId: number): number {
+    return this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId);
+  }
+  afterEval(): void {
+    // The native tier counts hits and issues swaps itself, at the layer boundaries.
+  }
+  poll(): TierPoll {
+    return this.native.tierPoll(this.h);
+  }
+  residency(): Int32Array {
+    return this.native.tierResidency(this.h);
+  }
+  stats(): TierStats {
+    return this.native.tierStats(this.h);
+  }
+  resetStats(): void {
+    this.native.tierResetStats(this.h);
+  }
+  free(): void {
+    if (!this.handle) return;
+    const h = this.handle;
+    this.handle = undefined;
+    this.native.freeTier(h);
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The expert tier's options, validated where they enter (openEngine, the CLI, tune).
+ *
+ *   resident 0.37        -> slotsPerLayer = round(0.37 * nExpert) on every layer (at least 1)
+ *   slotsPerLayer B      -> B slots on every layer
+ *   neither              -> no tier: evaluation is exactly the foundation's path
+ */
+import { InvalidOptionError } from '../../core/errors.js';
+import type { HParams } from '../../model/types.js';
+import { lfruDefaults, type LfruParams } from '../../tiers/policies/lfru.js';
+import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
+
+export type TierBackendKind = 'cpu' | 'fake';
+
+export interface FakeBackendOptions {
+  /** A named fake device (default 'consumer-8gb'); the fields below override it. */
+  preset?: 'consumer-8gb';
+  bandwidthBytesPerS?: number;
+  transferFixedUs?: number;
+  computeBytesPerS?: number;
+  overwriteSupported?: boolean;
+  failTransferAfterBytes?: number;
+}
+
+export interface TierOptions {
+  backend?: TierBackendKind;
+  /** Fraction of all experts that hold a device slot, in (0, 1]. */
+  resident?: number;
+  /** Device slots on every layer (instead of `resident`). */
+  slotsPerLayer?: number;
+  /** Heat file path; default: the model's heat file in the cache folder; false: none. */
+  heat?: string | false;
+  fake?: FakeBackendOptions;
+  lfru?: Partial<LfruParams>;
+  upload?: Partial<UploadQueueLimits>;
+}
+
+export interface TierConfig {
+  backend: TierBackendKind;
+  slotsPerLayer: number[];
+  heat: string | false;
+  fake: FakeBackendOptions;
+  lfru: LfruParams;
+  upload: Partial<UploadQueueLimits>;
+}
+
+export function wantsTier(o: TierOptions): boolean {
+  return o.resident !== undefined || o.slotsPerLayer !== undefined;
+}
+
+export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | 'nExpert'>, defaultHeat: string): TierConfig {
+  const backend = o.backend ?? 'cpu';
+  if (backend !== 'cpu' && backend !== 'fake') throw new InvalidOptionError('backend', '"cpu" or "fake"', backend);
+  if (o.resident !== undefined && o.slotsPerLayer !== undefined) {
+    throw new InvalidOptionError('resident', 'either resident or slotsPerLayer, not both', o.resident);
+  }
+  let perLayer: number;
+  if (o.slotsPerLayer !== undefined) {
+    if (!Number.isInteger(o.slotsPerLayer) || o.slotsPerLayer < 1 || o.slotsPerLayer > hp.nExpert) {
+      throw new InvalidOptionError('slotsPerLayer', `an integer in [1, ${hp.nExpert}] (the expert count)`, o.slotsPerLayer);
+    }
+    perLayer = o.slotsPerLayer;
+  } else {
+    const r = o.resident;
+    if (typeof r !== 'number' || !(r > 0 && r <= 1)) throw new InvalidOptionError('resident', 'a fraction of all experts in (0, 1]', r);
+    perLayer = Math.min(hp.nExpert, Math.max(1, Math.round(r * hp.nExpert)));
+  }
+  const heat = o.heat === undefined ? defaultHeat : o.heat;
+  if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
+  return {
+    backend,
+    slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
+    heat,
+    fake: o.fake ?? {},
+    lfru: validateLfru({ ...lfruDefaults, ...o.lfru }),
+    upload: o.upload ?? {},
+  };
+}
+
+export function validateLfru(p: LfruParams): LfruParams {
+  for (const [name, value] of Object.entries(p)) {
+    if (!Number.isInteger(value) || value < 1) throw new InvalidOptionError(`lfru.${name}`, 'an integer >= 1', value);
+  }
+  return p;
+}

@@ -1,0 +1,172 @@
+/**
+ * The baseline placement, live: decode routes feed the LFRU policy (src/tiers, unchanged);
+ * its swaps pass the upload-queue logic (bounded in-flight bytes and transfers) on their
+ * way to the tier; settled uploads retire their bytes there.
+ *
+ *   route(l, ids) x nLayer, decodeTick ──> lfru.step ──> swap(v, n) ──> uploadQueue(enqueue)
+ *        ──start──> port.requestSwap ── ... ── port.poll ──> uploadQueue(settled)
+ *
+ * The policy's residency runs ahead of the tier's (a swap counts as done once decided).
+ * When a swap is refused, fails or is dropped, the policy's view is rebuilt from the tier's
+ * residency plus the swaps still in flight.
+ */
+import { initialUploadQueue, stepUploadQueue, type UploadQueueState } from '../../actors/upload-queue/logic.js';
+import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '../../actors/upload-queue/messages.js';
+import { residencyOf } from '../../tiers/residency.js';
+import { makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
+import type { Decision, HeatTable, Policy } from '../../tiers/types.js';
+import { residentSets, type TierPoll, type TierPort } from './port.js';
+
+interface SwapTask {
+  layer: number;
+  victim: number;
+  newcomer: number;
+}
+
+export interface PlacementCounts {
+  decided: number;
+  refused: number;
+  dropped: number;
+  failed: number;
+}
+
+export class TierPlacement {
+  private policy: Policy<LfruState>;
+  private state: LfruState;
+  private queue: UploadQueueState;
+  private readonly tasks = new Map<number, SwapTask>();
+  private nextTaskId = 1;
+  private generation = 0;
+  private token = 0;
+  readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
+
+  constructor(
+    private readonly port: TierPort,
+    params: LfruParams,
+    uploadLimits: Partial<UploadQueueLimits>,
+    heat: HeatTable | undefined,
+  ) {
+    this.policy = makeLfru(params);
+    this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.tierResidency(), heat }).state;
+    this.queue = initialUploadQueue(uploadLimits);
+  }
+
+  get uploadLimits(): UploadQueueLimits {
+    return this.queue.limits;
+  }
+  get inflightBytes(): number {
+    return this.queue.inflightBytes;
+  }
+  get inflightTransfers(): number {
+    return this.queue.inflight.size;
+  }
+
+  /** Prefill rows count into the heat (as in the replay), never decide. routes: [nTokens][nLayer][k]. */
+  observePrefill(routes: Int32Array, nTokens: number): void {
+    const { nLayer, nExpert } = this.port;
+    const k = routes.length / (nTokens * nLayer);
+    for (let l = 0; l < nLayer; l++) {
+      const counts = new Array<number>(nExpert).fill(0);
+      for (let t = 0; t < nTokens; t++) for (let j = 0; j < k; j++) counts[routes[(t * nLayer + l) * k + j]]++;
+      this.state = this.policy.step(this.state, { kind: 'prefillCounts', layer: l, counts }).state;
+    }
+  }
+
+  /** One decode token's routing [nLayer][k], then its tick; swaps go to the upload queue. */
+  observeDecode(routes: Int32Array): void {
+    const { nLayer } = this.port;
+    const k = routes.length / nLayer;
+    for (let l = 0; l < nLayer; l++) {
+      const experts = Array.from(routes.subarray(l * k, (l + 1) * k));
+      this.state = this.policy.step(this.state, { kind: 'route', layer: l, experts }).state;
+    }
+    const step = this.policy.step(this.state, { kind: 'decodeTick', token: this.token++ });
+    this.state = step.state;
+    for (const d of step.decisions) this.decide(d);
+  }
+
+  private decide(d: Decision): void {
+    this.counts.decided++;
+    if (d.kind === 'fill') {
+      // Warmstart fills every slot and slots only come back through failures (which resync):
+      // a fill can only follow a failed upload; leave the slot free rather than block on an upload.
+      this.resync();
+      return;
+    }
+    const id = this.nextTaskId++;
+    this.tasks.set(id, { layer: d.victim.layer, victim: d.victim.expert, newcomer: d.newcomer.expert });
+    this.send({
+      kind: 'enqueue',
+      task: { id, layer: d.newcomer.layer, expert: d.newcomer.expert, victimExpert: d.victim.expert, bytes: this.port.expertBytes.container, generation: this.generation },
+    });
+  }
+
+  private send(message: UploadQueueMessage): void {
+    const { state, effects } = stepUploadQueue(this.queue, message);
+    this.queue = state;
+    this.apply(effects);
+  }
+
+  private apply(effects: UploadQueueEffect[]): void {
+    let resync = false;
+    for (const e of effects) {
+      const task = this.tasks.get(e.task.id);
+      if (!task) continue;
+      if (e.kind === 'dropped') {
+        this.counts.dropped++;
+        this.tasks.delete(e.task.id);
+        resync = true;
+        continue;
+      }
+      if (this.port.requestSwap(task.layer, task.victim, task.newcomer, e.task.id) < 0) {
+        this.counts.refused++;
+        this.tasks.delete(e.task.id);
+        const next = stepUploadQueue(this.queue, { kind: 'settled', id: e.task.id, ok: false });
+        this.queue = next.state;
+        effects.push(...next.effects);
+        resync = true;
+      }
+    }
+    if (resync) this.resync();
+  }
+
+  /** Retires settled uploads in the queue (which may start queued ones). Returns the poll for stats and traces. */
+  settle(poll: TierPoll): TierPoll {
+    let failed = false;
+    for (const u of poll.uploads) {
+      if (!this.tasks.delete(u.taskId)) continue;
+      if (!u.ok) {
+        this.counts.failed++;
+        failed = true;
+      }
+      this.send({ kind: 'settled', id: u.taskId, ok: u.ok });
+    }
+    if (failed) this.resync();
+    return poll;
+  }
+
+  /** Queued (not yet issued) swaps of this request are dropped; issued ones finish on their own. */
+  endRequest(): void {
+    this.generation++;
+    this.send({ kind: 'cancelGeneration', generationBelow: this.generation });
+  }
+
+  /** Live tuning: validated by the caller; applied now, so before the next step's boundary. */
+  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined): void {
+    if (limits) this.send({ kind: 'tune', limits });
+    if (params) this.policy = makeLfru(params);
+  }
+
+  /** The tier's residency, with the swaps in flight counted as done (the policy's view). */
+  private tierResidency() {
+    const sets = residentSets(this.port);
+    for (const t of this.tasks.values()) {
+      sets[t.layer] = sets[t.layer].filter((e) => e !== t.victim && e !== t.newcomer).concat(t.newcomer);
+    }
+    return residencyOf(this.port.nExpert, { scope: 'layer', slots: Math.max(...this.port.slotsPerLayer) }, sets);
+  }
+
+  private resync(): void {
+    this.state = { ...this.state, residency: this.tierResidency() };
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * One request's view of the tier: the buffers each evaluation fills, the stats mark after
+ * the prefill, the placement fed from every decode step, and the request's figures.
+ *
+ *   routes      Int32Array [nTokens][nLayer][k]   routed expert ids, rank order
+ *   layerStats  Float64Array [nLayer][6]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
+ */
+import type { HParams } from '../../model/types.js';
+import type { NativeEvalOptions } from '../../native/binding.js';
+import type { TierPlacement } from './placement.js';
+import type { TierPoll, TierPort, TierStats } from './port.js';
+
+export const LAYER_STAT_FIELDS = 6;
+
+export interface TierRequestStats {
+  /** Hits / routed pairs from the first decode token on (NaN without a decode step). */
+  decodeHitRate: number;
+  prefillHitRate: number;
+  /** MoE time per decode step, from the native per-layer timing (NaN without it). */
+  moeMsPerToken: number;
+  uploads: number;
+  uploadBytes: number;
+  /** The tier's counters at the end (tests read leases and slot use from here). */
+  tier: TierStats;
+}
+
+/** What one step produced, for traces: the layer timing (when native) and the settled uploads. */
+export interface StepReport {
+  phase: 'prefill' | 'decode';
+  /** Position of the step's first token in the request. */
+  position: number;
+  layerStats: Float64Array | undefined;
+  poll: TierPoll;
+}
+
+export class TierRequest {
+  private routes = new Int32Array(0);
+  private readonly layerStats: Float64Array | undefined;
+  private prefill: TierStats | undefined;
+  private moeNs = 0;
+  private decodeSteps = 0;
+  private uploads = 0;
+  private uploadBytes = 0;
+  private finished = false;
+
+  constructor(
+    private readonly port: TierPort,
+    private readonly placement: TierPlacement,
+    private readonly hp: Pick<HParams, 'nLayer' | 'nExpertUsed'>,
+    private readonly onStep?: (report: StepReport) => void,
+  ) {
+    this.layerStats = port.hasLayerStats ? new Float64Array(hp.nLayer * LAYER_STAT_FIELDS) : undefined;
+    port.resetStats();
+  }
+
+  /** Options for evaluating nTokens tokens; the routes buffer is reused while it is big enough. */
+  evalOptions(nTokens: number): NativeEvalOptions {
+    const need = nTokens * this.hp.nLayer * this.hp.nExpertUsed;
+    if (this.routes.length !== need) this.routes = new Int32Array(need);
+    return this.layerStats ? { routes: this.routes, layerStats: this.layerStats } : { routes: this.routes };
+  }
+
+  /** The routes of the last evaluation, [nTokens][nLayer][k]. */
+  lastRoutes(): Int32Array {
+    return this.routes;
+  }
+
+  afterPrefill(nTokens: number, position: number): void {
+    this.port.afterEval(this.routes, nTokens);
+    this.prefill = this.port.stats();
+    this.port.resetStats(); // the stats mark: decode hits count from the first decode token
+    this.placement.observePrefill(this.routes, nTokens);
+    this.report('prefill', position);
+  }
+
+  afterDecode(position: number): void {
+    this.port.afterEval(this.routes, 1);
+    this.decodeSteps++;
+    if (this.layerStats) {
+      for (let l = 0; l < this.hp.nLayer; l++) this.moeNs += this.layerStats[l * LAYER_STAT_FIELDS + 3] - this.layerStats[l * LAYER_STAT_FIELDS + 2];
+    }
+    this.placement.observeDecode(this.routes);
+    this.report('decode', position);
+  }
+
+  private report(phase: 'prefill' | 'decode', position: number): void {
+    const poll = this.placement.settle(this.port.poll());
+    for (const u of poll.uploads) {
+      if (!u.ok) continue;
+      this.uploads++;
+      this.uploadBytes += u.bytes;
+    }
+    this.onStep?.({ phase, position, layerStats: this.layerStats, poll });
+  }
+
+  /** Ends the request (also after an abort or an error): queued swaps dropped, uploads settled so far counted. */
+  finish(): TierRequestStats {
+    if (!this.finished) {
+      this.finished = true;
+      this.placement.endRequest();
+      this.report('decode', -1);
+    }
+    const decode = this.port.stats();
+    const prefill = this.prefill;
+    return {
+      decodeHitRate: this.decodeSteps > 0 ? ratio(decode.hits, decode.hits + decode.misses) : Number.NaN,
+      prefillHitRate: prefill ? ratio(prefill.hits, prefill.hits + prefill.misses) : Number.NaN,
+      moeMsPerToken: this.layerStats && this.decodeSteps > 0 ? this.moeNs / 1e6 / this.decodeSteps : Number.NaN,
+      uploads: this.uploads,
+      uploadBytes: this.uploadBytes,
+      tier: decode,
+    };
+  }
+}
+
+function ratio(a: number, b: number): number {
+  return b > 0 ? a / b : Number.NaN;
+}

@@ -1,0 +1,40 @@
+/**
+ * engine.tune(): live changes to the placement. All values are checked before anything
+ * changes (a bad value throws InvalidOptionError and the engine keeps its settings); the
+ * new values apply before the next step, i.e. at the next layer boundary the engine owns.
+ */
+import { InvalidOptionError } from '../../core/errors.js';
+import { validateUploadLimits } from '../../actors/upload-queue/logic.js';
+import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
+import type { LfruParams } from '../../tiers/policies/lfru.js';
+import { validateLfru } from './options.js';
+
+export interface TuneOptions {
+  /** Device slots per layer. Slots are reserved when the tier opens: only the current value is accepted for now. */
+  residentSlotsPerLayer?: number;
+  uploadInflightBytesMax?: number;
+  uploadInflightTransfersMax?: number;
+  lfru?: Partial<LfruParams>;
+}
+
+const known = new Set(['residentSlotsPerLayer', 'uploadInflightBytesMax', 'uploadInflightTransfersMax', 'lfru']);
+
+export function validateTune(
+  o: TuneOptions,
+  lfru: LfruParams,
+  upload: UploadQueueLimits,
+  slotsPerLayer: number,
+): { lfru: LfruParams | undefined; upload: Partial<UploadQueueLimits> | undefined } {
+  if (typeof o !== 'object' || o === null) throw new InvalidOptionError('tune', 'an object of settings', o);
+  for (const key of Object.keys(o)) if (!known.has(key)) throw new InvalidOptionError(`tune.${key}`, `one of ${[...known].join(', ')}`, key);
+  if (o.residentSlotsPerLayer !== undefined && o.residentSlotsPerLayer !== slotsPerLayer) {
+    throw new InvalidOptionError('tune.residentSlotsPerLayer', `${slotsPerLayer} (device slots are reserved when the tier opens)`, o.residentSlotsPerLayer);
+  }
+  const limits: Partial<UploadQueueLimits> = {};
+  if (o.uploadInflightBytesMax !== undefined) limits.inflightBytesMax = o.uploadInflightBytesMax;
+  if (o.uploadInflightTransfersMax !== undefined) limits.inflightTransfersMax = o.uploadInflightTransfersMax;
+  const hasLimits = Object.keys(limits).length > 0;
+  if (hasLimits) validateUploadLimits({ ...upload, ...limits });
+  const nextLfru = o.lfru === undefined ? undefined : validateLfru({ ...lfru, ...o.lfru });
+  return { lfru: nextLfru, upload: hasLimits ? limits : undefined };
+}

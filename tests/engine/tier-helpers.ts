@@ -1,0 +1,24 @@
+/** Shared by the tier tests: a tiny synthetic model in a temp folder, and token collection. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Engine, GenerateOptions } from '../../src/engine/engine.js';
+import { writeSynthModel } from '../../src/synth/generate.js';
+
+export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A tiny qwen3moe model: 4 layers x 8 experts, top-2. */
+export async function tinyModel(dir: string, quant: 'q8_0' | 'q4_0' = 'q8_0', seed = 7): Promise<string> {
+  const file = path.join(dir, `tiny-${quant}-${seed}.gguf`);
+  await writeSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant, seed }, file);
+  return file;
+}
+
+export async function collect(engine: Engine, prompt: string | number[], options: GenerateOptions = {}): Promise<number[]> {
+  const ids: number[] = [];
+  for await (const t of engine.generate(prompt, options)) ids.push(t.id);
+  return ids;
+}
