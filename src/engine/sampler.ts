@@ -3,6 +3,7 @@
  * so that a seed reproduces a run.
  */
 import { InvalidOptionError } from '../core/errors.js';
+import { mulberry32 } from '../core/prng.js';
 
 export interface SamplingOptions {
   /** 0 (default) = greedy argmax. */
@@ -64,17 +65,5 @@ export function createSampler(options: SamplingOptions = {}): Sampler {
       }
       return kept[cut - 1];
     },
-  };
-}
-
-/** Small seeded PRNG (32-bit state), plenty for sampling. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }

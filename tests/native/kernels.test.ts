@@ -15,6 +15,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ISA, loadNative } from '../../src/native/binding.js';
 import { GGML_BLOCK, GGML_TYPE, type GgmlTypeName } from '../../src/model/types.js';
+import { mulberry32 } from '../../src/core/prng.js';
 
 const native = loadNative();
 const U = 2 ** -24;
@@ -25,17 +26,8 @@ afterEach(() => {
   native.isaSet(native.isaBest());
 });
 
-/** mulberry32: a small deterministic PRNG, so a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG, so a failure reproduces. */
+const rng = mulberry32;
 
 function f16ToNumber(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;

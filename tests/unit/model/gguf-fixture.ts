@@ -6,6 +6,7 @@ import { ARCH_FLAGS, expectedTensors } from '../../../src/model/arch.js';
 import { tensorByteLength, type GgufTypedValue } from '../../../src/model/gguf/values.js';
 import type { GgufTensorSource } from '../../../src/model/gguf/writer.js';
 import type { Arch, GgmlTypeName, HParams } from '../../../src/model/types.js';
+import { mulberry32 } from '../../../src/core/prng.js';
 
 export type Kv = Array<[string, GgufTypedValue]>;
 
@@ -39,16 +40,7 @@ export function hparamKeys(hp: HParams): Kv {
 }
 
 /** Seeded uniform PRNG (mulberry32). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const prng = mulberry32;
 
 /** Every tensor the architecture needs: 1-D and routers F32, matrices and experts `type`, random bytes. */
 export function modelTensors(hp: HParams, type: GgmlTypeName = 'F32', seed = 7): GgufTensorSource[] {

@@ -7,7 +7,7 @@ import { parseSharedDecodeTrace } from '../../../src/routes/shared-format.js';
 import { nextStepReuse, readTraces, routeCounts } from '../../../src/routes/load.js';
 import { TraceFormatError } from '../../../src/routes/errors.js';
 import type { Trace } from '../../../src/routes/types.js';
-import { mulberry32 } from '../../../src/tiers/prng.js';
+import { mulberry32 } from '../../../src/core/prng.js';
 import { randomTrace } from '../tiers/random-trace.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

@@ -3,7 +3,7 @@
  * (keep or bypass each miss, any unpinned victim) on tiny random traces.
  */
 import { describe, expect, it } from 'vitest';
-import { mulberry32, randomInt } from '../../../src/tiers/prng.js';
+import { mulberry32, randomInt } from '../../../src/core/prng.js';
 import { belady } from '../../../src/tiers/policies/belady.js';
 import { replay } from '../../../src/tiers/replay.js';
 import { buildScenario, type Scenario } from '../../../src/tiers/scenario.js';

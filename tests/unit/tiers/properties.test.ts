@@ -3,7 +3,7 @@
  * both offload models, random starts. The invariants of issue 3.
  */
 import { describe, expect, it } from 'vitest';
-import { mulberry32, randomInt, type Rng } from '../../../src/tiers/prng.js';
+import { mulberry32, randomInt, type Rng } from '../../../src/core/prng.js';
 import { policies } from '../../../src/tiers/policies/index.js';
 import { replanDefaults } from '../../../src/tiers/policies/replan.js';
 import { admitDefaults } from '../../../src/tiers/policies/admit.js';

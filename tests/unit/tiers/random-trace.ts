@@ -4,7 +4,7 @@
  * experts with probability `reuse`.
  */
 import type { Trace } from '../../../src/routes/types.js';
-import { randomInt, type Rng } from '../../../src/tiers/prng.js';
+import { randomInt, type Rng } from '../../../src/core/prng.js';
 
 export interface RandomTraceShape {
   layers: number;
