@@ -16,6 +16,7 @@ import { defaultHeatPath } from './heat-file.js';
 import { loadModel, type LoadedModel } from './load.js';
 import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
 import { RouteLog } from './tier/route-log.js';
+import type { TierStats } from './tier/port.js';
 import type { TierRequest } from './tier/request.js';
 import { EngineTier } from './tier/tier.js';
 import { validateTune, type TuneOptions } from './tier/tune.js';
@@ -68,6 +69,8 @@ export interface Engine {
   logits(tokens: number[]): Promise<Float32Array>;
   /** Changes the tier's budgets and policy parameters; validated (nothing changes on a bad value), applied before the next step. */
   tune(options: TuneOptions): void;
+  /** The tier's live counters (hits since the last stats mark, leases, slots used per layer vs budget); undefined without a tier. */
+  tierStats(): TierStats | undefined;
   close(): Promise<void>;
 }
 
@@ -169,7 +172,13 @@ class NativeEngine implements Engine {
       finishReason: 'length',
       msPerToken: 0,
     };
-    const tierRequest = this.tier?.beginRequest();
+    let tierRequest: TierRequest | undefined;
+    try {
+      tierRequest = await this.tier?.beginRequest();
+    } catch (err) {
+      release();
+      throw err;
+    }
     const log = tierRequest || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
     const routesOnly = log && !tierRequest ? new RouteBuffer(this.hparams) : undefined;
     const evalOptions = (n: number) => tierRequest?.evalOptions(n) ?? routesOnly?.evalOptions(n);
@@ -239,6 +248,10 @@ class NativeEngine implements Engine {
       if (log) this.tier!.mergeHeat(log.rows());
     }
     if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path);
+  }
+
+  tierStats(): TierStats | undefined {
+    return this.tier?.port.stats();
   }
 
   tune(options: TuneOptions): void {

@@ -14,7 +14,7 @@ import { initialUploadQueue, stepUploadQueue, type UploadQueueState } from '../.
 import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '../../actors/upload-queue/messages.js';
 import { residencyOf } from '../../tiers/residency.js';
 import { makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
-import type { Decision, HeatTable, Policy } from '../../tiers/types.js';
+import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
 import { residentSets, type TierPoll, type TierPort } from './port.js';
 
 interface SwapTask {
@@ -35,6 +35,7 @@ export class TierPlacement {
   private state: LfruState;
   private queue: UploadQueueState;
   private readonly tasks = new Map<number, SwapTask>();
+  private fills: ExpertKey[] = [];
   private nextTaskId = 1;
   private generation = 0;
   private token = 0;
@@ -88,9 +89,9 @@ export class TierPlacement {
   private decide(d: Decision): void {
     this.counts.decided++;
     if (d.kind === 'fill') {
-      // Warmstart fills every slot and slots only come back through failures (which resync):
-      // a fill can only follow a failed upload; leave the slot free rather than block on an upload.
-      this.resync();
+      // Slots only come free through a failed upload; fills wait for the next request's start
+      // (takeFills), where the tier can upload and wait without racing a running step.
+      if (!this.fills.some((f) => f.layer === d.expert.layer && f.expert === d.expert.expert)) this.fills.push(d.expert);
       return;
     }
     const id = this.nextTaskId++;
@@ -143,6 +144,18 @@ export class TierPlacement {
     }
     if (failed) this.resync();
     return poll;
+  }
+
+  /** The fills decided since the last call (free slots after failed uploads), one list per layer. */
+  takeFills(): ExpertKey[] {
+    const out = this.fills;
+    this.fills = [];
+    return out;
+  }
+
+  /** After the fills ran (or failed), the policy's view follows the tier's again. */
+  afterFills(): void {
+    this.resync();
   }
 
   /** Queued (not yet issued) swaps of this request are dropped; issued ones finish on their own. */

@@ -60,7 +60,16 @@ export class EngineTier {
     }
   }
 
-  beginRequest(): TierRequest {
+  /** Before a request: the fills the policy decided (slots freed by failed uploads), uploaded and awaited. */
+  async beginRequest(): Promise<TierRequest> {
+    const fills = this.placement.takeFills();
+    try {
+      for (const f of fills) await this.port.warmstart(f.layer, Int32Array.of(f.expert));
+    } catch {
+      // A failed fill leaves its slot free (counted by the backend); the next tick decides again.
+    } finally {
+      if (fills.length > 0) this.placement.afterFills();
+    }
     return new TierRequest(this.port, this.placement, this.model.hparams);
   }
 

@@ -1,0 +1,134 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expertContainerBytes } from '../../src/engine/tier/experts.js';
+import { parseGguf } from '../../src/model/gguf/reader.js';
+import { readHParams } from '../../src/model/hparams.js';
+import { InvalidOptionError, RequestAbortedError } from '../../src/core/errors.js';
+import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
+import { collect, tempDir, tinyModel } from './tier-helpers.js';
+
+const { dir, cleanup } = tempDir('moetier-tier-swaps-');
+afterAll(cleanup);
+let model: string;
+let prompt: number[];
+let reference: number[];
+const decodeTokens = 48;
+
+/** Generates, checking the slot budget and the leases after every token. */
+async function checkedRun(engine: Engine, options = {}): Promise<number[]> {
+  const ids: number[] = [];
+  for await (const t of engine.generate(prompt, { maxTokens: decodeTokens, stopAtEos: false, ...options })) {
+    ids.push(t.id);
+    const s = engine.tierStats()!;
+    s.slotsUsed.forEach((used, l) => expect(used).toBeLessThanOrEqual(s.slotsBudget[l]));
+  }
+  return ids;
+}
+
+function expectClean(engine: Engine): void {
+  const s = engine.tierStats()!;
+  expect(s.leases).toBe(0);
+  s.slotsUsed.forEach((used, l) => expect(used).toBeLessThanOrEqual(s.slotsBudget[l]));
+}
+
+beforeAll(async () => {
+  model = await tinyModel(dir, 'q4_0', 11);
+  const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
+  try {
+    prompt = plain.tokenize('one two three four five six seven eight nine ten');
+    reference = await collect(plain, prompt, { maxTokens: decodeTokens, stopAtEos: false });
+  } finally {
+    await plain.close();
+  }
+});
+
+const tierOptions = (o: Partial<EngineOptions> = {}): EngineOptions => ({
+  model, threads: 1, contextTokens: 128, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 2 }, ...o,
+});
+
+describe.each(['cpu', 'fake'] as const)('the LFRU tick on the %s backend', (backend) => {
+  let engine: Engine;
+  beforeAll(async () => {
+    engine = await openEngine(tierOptions({ backend }));
+  });
+  afterAll(() => engine.close());
+
+  it('swaps during a long decode, never past the budget, and the tokens are unchanged', async () => {
+    const ids = await checkedRun(engine);
+    expect(ids).toEqual(reference);
+    const s = engine.lastStats!;
+    expect(s.uploads).toBeGreaterThan(0);
+    expect(s.uploadBytes).toBeGreaterThan(0);
+    expect(s.uploadBytes! % s.uploads!).toBe(0); // whole experts
+    expectClean(engine);
+  });
+
+  it('a cancel mid-decode leaves no lease, and the next request gets the same tokens', async () => {
+    const controller = new AbortController();
+    await expect(
+      (async () => {
+        let n = 0;
+        for await (const _ of engine.generate(prompt, { maxTokens: decodeTokens, stopAtEos: false, signal: controller.signal })) {
+          if (++n === 20) controller.abort();
+        }
+      })(),
+    ).rejects.toBeInstanceOf(RequestAbortedError);
+    expect(engine.lastStats!.finishReason).toBe('aborted');
+    expectClean(engine);
+    expect(await checkedRun(engine)).toEqual(reference);
+  });
+
+  it('a consumer that throws mid-stream ends the request cleanly; the engine serves the next one', async () => {
+    const boom = new Error('consumer failed');
+    await expect(
+      (async () => {
+        let n = 0;
+        for await (const _ of engine.generate(prompt, { maxTokens: decodeTokens, stopAtEos: false })) if (++n === 9) throw boom;
+      })(),
+    ).rejects.toBe(boom);
+    expectClean(engine);
+    expect(await checkedRun(engine)).toEqual(reference);
+  });
+});
+
+describe('failures and tuning', () => {
+  it('a swap upload that fails half-way is counted, its slot refilled before the next request; tokens unchanged (fake)', async () => {
+    const gguf = parseGguf(new Uint8Array(readFileSync(model)), model);
+    const hp = readHParams(gguf);
+    const warmstartBytes = hp.nLayer * 2 * expertContainerBytes(gguf, hp);
+    const engine = await openEngine(tierOptions({ backend: 'fake', fake: { failTransferAfterBytes: warmstartBytes + 100 } }));
+    try {
+      expect(await checkedRun(engine)).toEqual(reference);
+      const s = engine.lastStats!;
+      const budget = s.tier!.slotsBudget.reduce((a, b) => a + b, 0);
+      // The failed upload freed its slot (one fewer used), and only the successful uploads count.
+      expect(s.tier!.slotsUsed.reduce((a, b) => a + b, 0)).toBe(budget - 1);
+      expect(s.uploadBytes).toBe(s.uploads! * expertContainerBytes(gguf, hp));
+      expectClean(engine);
+      // The next request starts by refilling the free slot.
+      expect(await checkedRun(engine)).toEqual(reference);
+      expect(engine.tierStats()!.slotsUsed.reduce((a, b) => a + b, 0)).toBe(budget);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('tune: bad values change nothing; good ones apply before the next step', async () => {
+    const engine = await openEngine(tierOptions());
+    try {
+      expect(() => engine.tune({ uploadInflightTransfersMax: 0 })).toThrow(InvalidOptionError);
+      expect(() => engine.tune({ lfru: { tickTokens: 1.5 } })).toThrow(InvalidOptionError);
+      expect(() => engine.tune({ residentSlotsPerLayer: 5 })).toThrow(InvalidOptionError);
+      expect(() => engine.tune({ bogus: 1 } as never)).toThrow(InvalidOptionError);
+      // A huge tick interval: no swap decision in this request.
+      engine.tune({ lfru: { tickTokens: 1000 }, uploadInflightTransfersMax: 1 });
+      expect(await checkedRun(engine)).toEqual(reference);
+      expect(engine.lastStats!.uploads).toBe(0);
+      engine.tune({ lfru: { tickTokens: 2 } });
+      expect(await checkedRun(engine)).toEqual(reference);
+      expect(engine.lastStats!.uploads).toBeGreaterThan(0);
+    } finally {
+      await engine.close();
+    }
+  });
+});
