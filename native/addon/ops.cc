@@ -88,6 +88,14 @@ constexpr int64_t kColsMax = int64_t(1) << 28;
 
 Napi::Value IsaBest(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), mt_isa_best()); }
 Napi::Value IsaActive(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), mt_isa_active()); }
+Napi::Value IsaDetected(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), mt_isa_detected()); }
+
+Napi::Value IsaVerify(const Napi::CallbackInfo& info) {
+  int64_t isa;
+  if (!ArgInt(info, 0, "isaVerify", "isa", 0, 2, &isa)) return info.Env().Undefined();
+  bool inject = info.Length() > 1 && info[1].ToBoolean().Value();
+  return Napi::Number::New(info.Env(), mt_isa_verify((int)isa, inject ? 1 : 0));
+}
 
 Napi::Value IsaSet(const Napi::CallbackInfo& info) {
   int64_t isa;
@@ -285,6 +293,8 @@ Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
 void RegisterOps(Napi::Env env, Napi::Object exports) {
   exports.Set("isaBest", Napi::Function::New(env, IsaBest));
   exports.Set("isaActive", Napi::Function::New(env, IsaActive));
+  exports.Set("isaDetected", Napi::Function::New(env, IsaDetected));
+  exports.Set("isaVerify", Napi::Function::New(env, IsaVerify));
   exports.Set("isaSet", Napi::Function::New(env, IsaSet));
   exports.Set("isaName", Napi::Function::New(env, IsaName));
   exports.Set("matvec", Napi::Function::New(env, Matvec));

@@ -2,6 +2,7 @@
 // state) supports, pick the best path once, and let tests and benches force another.
 #include <atomic>
 #include "kernels_internal.h"
+#include "isa_verify.h"
 
 namespace {
 
@@ -39,8 +40,20 @@ int detect_best() {
   return MT_ISA_SCALAR;
 }
 
+bool verify(int isa, int inject_error) {
+  const Path& p = kPaths[isa];
+  return isa == MT_ISA_SCALAR || mt_isa_verify_path(p.matvec, p.matmul, p.prepare, inject_error) == 1;
+}
+
+// The best path the CPU has that also agrees with scalar (isa_verify.cc says why).
+int verified_best() {
+  int isa = detect_best();
+  while (isa > MT_ISA_SCALAR && !verify(isa, 0)) isa--;
+  return isa;
+}
+
 int best() {
-  static const int b = detect_best();
+  static const int b = verified_best();
   return b;
 }
 
@@ -57,6 +70,13 @@ const Path& active_path() {
 extern "C" {
 
 int mt_isa_best(void) { return best(); }
+
+int mt_isa_detected(void) { return detect_best(); }
+
+int mt_isa_verify(int isa, int inject_error) {
+  if (isa < 0 || isa >= kPathCount || isa > detect_best()) return -1;
+  return verify(isa, inject_error) ? 1 : 0;
+}
 
 int mt_isa_active(void) {
   int a = g_active.load(std::memory_order_relaxed);

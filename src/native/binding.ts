@@ -196,6 +196,10 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
   isaBest(): number;
   isaActive(): number;
   isaSet(isa: number): boolean;
+  /** The best path the CPU reports, before the self-check that isaBest() applies. */
+  isaDetected(): number;
+  /** A path's self-check against scalar: 1 agrees, 0 disagrees, -1 the CPU lacks it; injectError proves the check can fail. */
+  isaVerify(isa: number, injectError?: boolean): number;
   isaName(isa: number): string;
 
   /** y = W x for a whole matrix W [rows, cols] of typeId, on the calling thread. */
