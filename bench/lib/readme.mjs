@@ -35,7 +35,19 @@ export function decodeTable(results) {
     ...rows.map((r) => `| ${r} |`),
     '',
     `Bandwidth source: ${results.cases[0]?.bandwidthSource ?? 'n/a'}.`,
+    ...contentionWarning(machine),
   ].join('\n');
+}
+
+/** A run that shared its cores with other work (1-minute load above half the cores) says so. */
+function contentionWarning(machine) {
+  const loads = [machine.loadAverageAtStart?.[0], machine.loadAverageAtEnd?.[0]].filter((v) => typeof v === 'number');
+  if (!machine.cpus || loads.length === 0 || Math.max(...loads) <= machine.cpus / 2) return [];
+  return [
+    '',
+    `**Contended run**: other work shared the ${machine.cpus} cores (1-minute load average up to ` +
+      `${Math.max(...loads).toFixed(1)}), so these figures are low and noisy, two-thread ones most; rerun on a quiet machine.`,
+  ];
 }
 
 /** One row per model: its prompts' verdicts folded together. */

@@ -68,3 +68,13 @@ describe('README parity table', () => {
     expect(table).toContain('| tiny olmoe q8_0 | 1 / 2 | 0.090 | 6.25 | yes |');
   });
 });
+
+describe('README decode table on a busy machine', () => {
+  it('warns when the load average exceeded half the cores', async () => {
+    // @ts-expect-error plain .mjs bench module without declarations
+    const { decodeTable } = await import('../../bench/lib/readme.mjs');
+    const base = { date: '2025-01-02T00:00:00.000Z', config: { rounds: 1, promptTokens: 8, maxTokens: 8 }, cases: [] };
+    expect(decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [0.4], loadAverageAtEnd: [0.9] } })).not.toContain('Contended');
+    expect(decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [7.3], loadAverageAtEnd: [5.9] } })).toContain('load average up to 7.3');
+  });
+});
