@@ -71,6 +71,8 @@ export interface Engine {
   tune(options: TuneOptions): void;
   /** The tier's live counters (hits since the last stats mark, leases, slots used per layer vs budget); undefined without a tier. */
   tierStats(): TierStats | undefined;
+  /** 'native' (the addon's tier), 'shadow' (the TypeScript fallback) or undefined (no tier). */
+  readonly tierKind: 'native' | 'shadow' | undefined;
   close(): Promise<void>;
 }
 
@@ -174,13 +176,14 @@ class NativeEngine implements Engine {
     };
     let tierRequest: TierRequest | undefined;
     try {
-      tierRequest = await this.tier?.beginRequest();
+      tierRequest = await this.tier?.beginRequest(promptIds.length);
     } catch (err) {
       release();
       throw err;
     }
     const log = tierRequest || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
     const routesOnly = log && !tierRequest ? new RouteBuffer(this.hparams) : undefined;
+    let failure: { error: unknown } | undefined;
     const evalOptions = (n: number) => tierRequest?.evalOptions(n) ?? routesOnly?.evalOptions(n);
     const routesOf = (): Int32Array => (tierRequest ? tierRequest.lastRoutes() : routesOnly!.routes);
     try {
@@ -223,9 +226,12 @@ class NativeEngine implements Engine {
       stats.prefillTokPerS = rate(stats.promptTokens, stats.prefillMs);
       stats.decodeTokPerS = rate(Math.max(0, stats.generatedTokens - 1), stats.decodeMs);
       stats.msPerToken = stats.generatedTokens > 1 ? stats.decodeMs / (stats.generatedTokens - 1) : 0;
+    } catch (err) {
+      failure = { error: err };
+      throw err;
     } finally {
       try {
-        this.finishTier(tierRequest, log, stats, options);
+        this.finishTier(tierRequest, log, stats, options, failure?.error);
       } finally {
         this.lastStats = stats;
         release();
@@ -234,20 +240,25 @@ class NativeEngine implements Engine {
   }
 
   /** After every request (also an aborted or failed one): the tier's figures, the heat file, the route trace. */
-  private finishTier(request: TierRequest | undefined, log: RouteLog | undefined, stats: GenerationStats, options: GenerateOptions): void {
+  private finishTier(request: TierRequest | undefined, log: RouteLog | undefined, stats: GenerationStats, options: GenerateOptions, error: unknown): void {
     if (request) {
-      const t = request.finish();
+      const t = request.finish({ msPerToken: stats.msPerToken, ttftMs: stats.ttftMs }, error);
       Object.assign(stats, {
         decodeHitRate: t.decodeHitRate,
         prefillHitRate: t.prefillHitRate,
         moeMsPerToken: t.moeMsPerToken,
         uploads: t.uploads,
         uploadBytes: t.uploadBytes,
+        failedUploads: t.failedUploads,
         tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
       });
       if (log) this.tier!.mergeHeat(log.rows());
     }
     if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path);
+  }
+
+  get tierKind(): 'native' | 'shadow' | undefined {
+    return this.tier?.port.kind;
   }
 
   tierStats(): TierStats | undefined {

@@ -21,6 +21,8 @@ export interface GenerationStats {
   /** Experts uploaded into device slots during the request, and their bytes. */
   uploads?: number;
   uploadBytes?: number;
+  /** Uploads that failed (their expert stayed or went back to a miss). */
+  failedUploads?: number;
   /** The tier's counters at the end of the request (leases, slots used vs budget). */
   tier?: { hits: number; misses: number; leases: number; slotsUsed: number[]; slotsBudget: number[] };
 }

@@ -33,9 +33,12 @@ export interface TierOptions {
   fake?: FakeBackendOptions;
   lfru?: Partial<LfruParams>;
   upload?: Partial<UploadQueueLimits>;
+  /** 'typescript': the fallback tier even when the addon has the native one (tests compare the two). */
+  tierImpl?: 'native' | 'typescript';
 }
 
 export interface TierConfig {
+  impl: 'native' | 'typescript';
   backend: TierBackendKind;
   slotsPerLayer: number[];
   heat: string | false;
@@ -67,7 +70,10 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
   }
   const heat = o.heat === undefined ? defaultHeat : o.heat;
   if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
+  const impl = o.tierImpl ?? 'native';
+  if (impl !== 'native' && impl !== 'typescript') throw new InvalidOptionError('tierImpl', '"native" or "typescript"', impl);
   return {
+    impl,
     backend,
     slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
     heat,

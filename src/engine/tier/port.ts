@@ -49,3 +49,15 @@ export function residentSets(port: Pick<TierPort, 'nLayer' | 'nExpert' | 'reside
     return ids;
   });
 }
+
+/** Fields per layer of the eval's layerStats: [startNs, endNs, moeStartNs, moeEndNs, hits, misses]. */
+export const LAYER_STAT_FIELDS = 6;
+
+/** What one step produced, for traces: the layer timing (when native) and the settled uploads. */
+export interface StepReport {
+  phase: 'prefill' | 'decode';
+  /** Position of the step's first token in the request; -1 for the request's final poll. */
+  position: number;
+  layerStats: Float64Array | undefined;
+  poll: TierPoll;
+}

@@ -8,9 +8,8 @@
 import type { HParams } from '../../model/types.js';
 import type { NativeEvalOptions } from '../../native/binding.js';
 import type { TierPlacement } from './placement.js';
-import type { TierPoll, TierPort, TierStats } from './port.js';
-
-export const LAYER_STAT_FIELDS = 6;
+import { LAYER_STAT_FIELDS, type TierPort, type TierStats } from './port.js';
+import type { RequestTracing } from './tracing.js';
 
 export interface TierRequestStats {
   /** Hits / routed pairs from the first decode token on (NaN without a decode step). */
@@ -20,17 +19,9 @@ export interface TierRequestStats {
   moeMsPerToken: number;
   uploads: number;
   uploadBytes: number;
+  failedUploads: number;
   /** The tier's counters at the end (tests read leases and slot use from here). */
   tier: TierStats;
-}
-
-/** What one step produced, for traces: the layer timing (when native) and the settled uploads. */
-export interface StepReport {
-  phase: 'prefill' | 'decode';
-  /** Position of the step's first token in the request. */
-  position: number;
-  layerStats: Float64Array | undefined;
-  poll: TierPoll;
 }
 
 export class TierRequest {
@@ -41,13 +32,14 @@ export class TierRequest {
   private decodeSteps = 0;
   private uploads = 0;
   private uploadBytes = 0;
+  private failedUploads = 0;
   private finished = false;
 
   constructor(
     private readonly port: TierPort,
     private readonly placement: TierPlacement,
     private readonly hp: Pick<HParams, 'nLayer' | 'nExpertUsed'>,
-    private readonly onStep?: (report: StepReport) => void,
+    private readonly tracing?: RequestTracing,
   ) {
     this.layerStats = port.hasLayerStats ? new Float64Array(hp.nLayer * LAYER_STAT_FIELDS) : undefined;
     port.resetStats();
@@ -86,15 +78,21 @@ export class TierRequest {
   private report(phase: 'prefill' | 'decode', position: number): void {
     const poll = this.placement.settle(this.port.poll());
     for (const u of poll.uploads) {
-      if (!u.ok) continue;
+      if (!u.ok) {
+        this.failedUploads++;
+        continue;
+      }
       this.uploads++;
       this.uploadBytes += u.bytes;
     }
-    this.onStep?.({ phase, position, layerStats: this.layerStats, poll });
+    this.tracing?.step({ phase, position, layerStats: this.layerStats, poll });
   }
 
-  /** Ends the request (also after an abort or an error): queued swaps dropped, uploads settled so far counted. */
-  finish(): TierRequestStats {
+  /**
+   * Ends the request (also after an abort or an error): queued swaps dropped, uploads settled
+   * so far counted, the request span ended (failed with `error`) and its metrics recorded.
+   */
+  finish(timing: { msPerToken: number; ttftMs: number }, error?: unknown): TierRequestStats {
     if (!this.finished) {
       this.finished = true;
       this.placement.endRequest();
@@ -102,14 +100,17 @@ export class TierRequest {
     }
     const decode = this.port.stats();
     const prefill = this.prefill;
-    return {
+    const stats: TierRequestStats = {
       decodeHitRate: this.decodeSteps > 0 ? ratio(decode.hits, decode.hits + decode.misses) : Number.NaN,
       prefillHitRate: prefill ? ratio(prefill.hits, prefill.hits + prefill.misses) : Number.NaN,
       moeMsPerToken: this.layerStats && this.decodeSteps > 0 ? this.moeNs / 1e6 / this.decodeSteps : Number.NaN,
       uploads: this.uploads,
       uploadBytes: this.uploadBytes,
+      failedUploads: this.failedUploads,
       tier: decode,
     };
+    this.tracing?.end({ ...stats, ...timing }, error);
+    return stats;
   }
 }
 

@@ -20,6 +20,8 @@ import type { TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
 import type { TierPort } from './port.js';
 import { TierRequest } from './request.js';
+import { TierTracing } from './tracing.js';
+import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
 import { ShadowTierPort } from './shadow-port.js';
 
 const slotAlignBytes = 64; // native/backend/backend.h kSlotAlignBytes: the budget covers the slot stride
@@ -33,6 +35,7 @@ export class EngineTier {
     readonly config: TierConfig,
     /** 'heat' when a heat file filled the slots, 'ids' on a cold start. */
     readonly start: 'heat' | 'ids',
+    readonly tracing: TierTracing = new TierTracing({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer: model.hparams.nLayer }, config.backend),
   ) {}
 
   static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
@@ -43,7 +46,7 @@ export class EngineTier {
     const backend = Backend.create(config.backend, config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes } : { budgetBytes });
     let port: TierPort | undefined;
     try {
-      port = hasNativeTier(native)
+      port = config.impl === 'native' && hasNativeTier(native)
         ? new NativeTierPort(native, native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer }), hp.nLayer, hp.nExpert, config.slotsPerLayer)
         : new ShadowTierPort(backend, model.file, hp, config.slotsPerLayer, containerBytes);
       const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
@@ -61,7 +64,7 @@ export class EngineTier {
   }
 
   /** Before a request: the fills the policy decided (slots freed by failed uploads), uploaded and awaited. */
-  async beginRequest(): Promise<TierRequest> {
+  async beginRequest(promptTokens: number): Promise<TierRequest> {
     const fills = this.placement.takeFills();
     try {
       for (const f of fills) await this.port.warmstart(f.layer, Int32Array.of(f.expert));
@@ -70,7 +73,7 @@ export class EngineTier {
     } finally {
       if (fills.length > 0) this.placement.afterFills();
     }
-    return new TierRequest(this.port, this.placement, this.model.hparams);
+    return new TierRequest(this.port, this.placement, this.model.hparams, this.tracing.beginRequest(promptTokens));
   }
 
   /** Merges a finished request's routing ([row][layer][k]) into the heat file. */
