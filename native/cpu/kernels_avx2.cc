@@ -2,7 +2,7 @@
 // below, never by global flags: isa.cc calls in here only when the CPU has them.
 //   F32 / F16 / BF16: widen to f32, FMA into 8-lane accumulators.
 //   Q8_0: |w| (unsigned) x sign(x, w) (signed) with maddubs -> int16 pairs -> madd -> int32.
-//   Q4_0: nibbles (unsigned 0..15) x q_x with maddubs, minus 8 * sum(q_x) in integers.
+//   Q4_0: nibble - 8 as signed bytes, then the Q8_0 path (bit-identical to a Q8_0 copy of the row).
 // matmul keeps one weight row in registers / L1 and runs it against 4 activation rows at once.
 #include <immintrin.h>
 #include "kernels_internal.h"
@@ -81,13 +81,10 @@ inline __m256i block_dot_q8(__m256i qw, const mt_act_q8& a) {
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-// Q4_0 block: nibbles are unsigned 0..15, so maddubs takes them directly; the -8
-// offset is removed from lane 0 in integers: sum((n - 8) q_x) = sum(n q_x) - 8 sum(q_x).
-inline __m256i block_dot_q4(__m256i nib, const mt_act_q8& a) {
-  __m256i qx = _mm256_loadu_si256((const __m256i*)a.q);
-  __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(nib, qx), _mm256_set1_epi16(1));
-  return _mm256_sub_epi32(p32, _mm256_setr_epi32(8 * a.sum, 0, 0, 0, 0, 0, 0, 0));
-}
+// Q4_0 block: nibble - 8 is the weight as a signed byte (-8..7), so the block goes through the
+// Q8_0 lanes above. A Q4_0 row and its exact Q8_0 copy (q = nibble - 8, the same d) then give
+// bit-identical dots: the tier computes a missed 4-bit expert from its int8 host copy.
+inline __m256i block_dot_q4(__m256i nib, const mt_act_q8& a) { return block_dot_q8(_mm256_sub_epi8(nib, _mm256_set1_epi8(8)), a); }
 
 // 16 bytes of nibbles -> 32 bytes in element order: low nibbles (0..15), then high (16..31).
 // The 16 bytes go to both halves; the high half is shifted right by 4 (64-bit lanes, so

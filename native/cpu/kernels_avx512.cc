@@ -2,8 +2,9 @@
 // pragma below; isa.cc calls in here only when the CPU and the OS (zmm state) allow it.
 //   F32 / F16 / BF16: widen to f32, FMA into 16-lane accumulators.
 //   Q8_0 / Q4_0: vpdpbusd (unsigned x signed bytes -> int32, no saturation).
-//     Q8_0 weights are made unsigned with w ^ 0x80 = w + 128; Q4_0 nibbles are already 0..15.
-//     The offset is removed in integers: sum((w + c) q_x) - c * sum(q_x), c = 128 or 8.
+//     Q8_0 weights are made unsigned with w ^ 0x80 = w + 128; Q4_0 nibbles n become n + 120
+//     = (n - 8) + 128, the same bytes as the row's Q8_0 copy. The offset is removed in
+//     integers: sum((w + 128) q_x) - 128 * sum(q_x).
 // matmul keeps one weight row in registers / L1 and runs it against 4 activation rows at once.
 #include <immintrin.h>
 #include "kernels_internal.h"
@@ -73,9 +74,12 @@ float dot_float(int wtype, const uint8_t* w, const float* x, int64_t cols) {
 inline __m256i load_u8_q8(const uint8_t* blk) {
   return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(blk + 2)), _mm256_set1_epi8((char)0x80));
 }
+// Q4_0: nibble + 120 = (nibble - 8) + 128, the very bytes load_u8_q8 makes of the row's exact
+// Q8_0 copy (q = nibble - 8), so both reduce identically (the tier's int8 host copies rely on it).
 inline __m256i load_u8_q4(const uint8_t* blk) {
   __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(blk + 2)));
-  return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
+  __m256i nib = _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
+  return _mm256_add_epi8(nib, _mm256_set1_epi8(120));
 }
 
 // 8 int32 lanes summing exactly to sum((u - c) * q_x).
@@ -93,7 +97,7 @@ inline __m256i load_u8(const uint8_t* blk) {
 
 template <int kBlockBytes, bool kQ4>
 void dot_quant_tile(const uint8_t* w, const mt_act_q8* const* a, int64_t cols, float* out) {
-  constexpr int kOffset = kQ4 ? 8 : 128;
+  constexpr int kOffset = 128;  // Q4_0 bytes carry +128 too (load_u8_q4)
   __m256 acc[kTile];
   for (int k = 0; k < kTile; k++) acc[k] = _mm256_setzero_ps();
   for (int64_t b = 0; b < cols / MT_QK; b++) {
@@ -114,7 +118,7 @@ void dot_quant_tile(const uint8_t* w, const mt_act_q8* const* a, int64_t cols, f
 
 template <int kBlockBytes, bool kQ4>
 float dot_quant(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
-  constexpr int kOffset = kQ4 ? 8 : 128;
+  constexpr int kOffset = 128;  // Q4_0 bytes carry +128 too (load_u8_q4)
   __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
   int64_t nb = cols / MT_QK, b = 0;
   for (; b + 2 <= nb; b += 2) {
