@@ -10,6 +10,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterOps(env, exports);
   RegisterModel(env, exports);
   RegisterBackend(env, exports);
+  RegisterTier(env, exports);
   return exports;
 }
 

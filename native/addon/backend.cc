@@ -356,6 +356,19 @@ Napi::Value DestroyBackend(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+std::shared_ptr<mt_backend> ShareBackend(Napi::Env env, Napi::Value handle) {
+  if (!handle.IsExternal() || !handle.As<Napi::External<Handle>>().CheckTypeTag(&kBackendTag)) {
+    TypeError(env, "expected a backend handle");
+    return nullptr;
+  }
+  auto state = handle.As<Napi::External<Handle>>().Data()->state;
+  if (!state) {
+    Napi::Error::New(env, "the backend was already destroyed").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return std::shared_ptr<mt_backend>(state, state->backend);  // shares the state: destroyBackend waits for it
+}
+
 void RegisterBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("backendPreset", Napi::Function::New(env, BackendPreset));
   exports.Set("createBackend", Napi::Function::New(env, CreateBackend));

@@ -18,24 +18,6 @@ namespace {
 constexpr napi_type_tag kModelTag = {0x6d6f6574696572ULL, 0x4d4f44454cULL};
 constexpr napi_type_tag kContextTag = {0x6d6f6574696572ULL, 0x43545854ULL};
 
-struct ModelState {
-  mt_model* model = nullptr;
-  MappedFile* file = nullptr;
-  Napi::Reference<Napi::Value> file_ref;  // keeps the mapping's handle (and so the mapping) alive
-  int contexts = 0;
-  ~ModelState() { mt_model_free(model); }
-};
-
-struct ContextState {
-  std::shared_ptr<ModelState> model;
-  mt_context* ctx = nullptr;
-  bool busy = false;
-  ~ContextState() {
-    mt_context_free(ctx);
-    if (ctx != nullptr) model->contexts--;
-  }
-};
-
 template <class State>
 struct Handle {
   std::shared_ptr<State> state;
@@ -59,6 +41,13 @@ Napi::Value Wrap(Napi::Env env, std::shared_ptr<State> state, const napi_type_ta
   handle.TypeTag(&tag);
   return handle;
 }
+
+}  // namespace
+
+std::shared_ptr<ModelState> UnwrapModel(Napi::Env env, Napi::Value v) { return Unwrap<ModelState>(env, v, kModelTag, "model"); }
+std::shared_ptr<ContextState> UnwrapContext(Napi::Env env, Napi::Value v) { return Unwrap<ContextState>(env, v, kContextTag, "context"); }
+
+namespace {
 
 Napi::Value Throw(Napi::Env env, const std::string& message) {
   Napi::Error::New(env, message).ThrowAsJavaScriptException();
@@ -118,6 +107,7 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
 // eval copies the tokens (JS may change them meanwhile); a sync one reads them where they are.
 struct EvalCall {
   std::shared_ptr<ContextState> state;
+  std::shared_ptr<TierState> tier;  // the attached tier, held until the eval settles
   std::vector<int32_t> tokens;
   mt_eval_args args{};
 };
@@ -154,6 +144,17 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
       a.routes = routes.As<Napi::Int32Array>().Data();
       a.routes_len = routes.As<Napi::Int32Array>().ElementLength();
     }
+    Napi::Value stats = o.Get("layerStats");
+    if (!stats.IsUndefined()) {
+      if (!stats.IsTypedArray() || stats.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+        return *err = "eval: options.layerStats must be a Float64Array", false;
+      a.layer_stats = stats.As<Napi::Float64Array>().Data();
+      a.layer_stats_len = stats.As<Napi::Float64Array>().ElementLength();
+    }
+  }
+  if (call->state->tier) {
+    call->tier = call->state->tier;
+    a.tier = TierOf(*call->tier);
   }
   return true;
 }
@@ -179,8 +180,10 @@ class EvalWorker : public Napi::AsyncWorker {
     for (size_t i = 0; i < info.Length() && i < 5; i++)
       if (info[i].IsObject() || info[i].IsExternal()) refs_.push_back(Napi::Reference<Napi::Value>::New(info[i], 1));
     if (info.Length() > 4 && info[4].IsObject()) {
-      Napi::Value routes = info[4].As<Napi::Object>().Get("routes");
-      if (routes.IsObject()) refs_.push_back(Napi::Reference<Napi::Value>::New(routes, 1));
+      for (const char* key : {"routes", "layerStats"}) {
+        Napi::Value v = info[4].As<Napi::Object>().Get(key);
+        if (v.IsObject()) refs_.push_back(Napi::Reference<Napi::Value>::New(v, 1));
+      }
     }
     call_.state->busy = true;
   }

@@ -2,10 +2,38 @@
 // model_args.cc reads JS arguments into the C structs of mt_forward.h, model_ops.cc
 // exposes the forward pass's elementwise ops to tests.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 #include "mt_forward.h"
 #include "registry.h"
+
+struct TierState;  // tier.cc: an expert tier attached to a context
+
+struct ModelState {
+  mt_model* model = nullptr;
+  MappedFile* file = nullptr;
+  Napi::Reference<Napi::Value> file_ref;  // keeps the mapping's handle (and so the mapping) alive
+  int contexts = 0;
+  ~ModelState() { mt_model_free(model); }
+};
+
+struct ContextState {
+  std::shared_ptr<ModelState> model;
+  mt_context* ctx = nullptr;
+  bool busy = false;                // an eval runs (JS thread only)
+  std::shared_ptr<TierState> tier;  // attached by createTier, detached by freeTier
+  ~ContextState() {
+    mt_context_free(ctx);
+    if (ctx != nullptr) model->contexts--;
+  }
+};
+
+// The state behind a model / context handle; null with a JS exception pending otherwise.
+std::shared_ptr<ModelState> UnwrapModel(Napi::Env env, Napi::Value v);
+std::shared_ptr<ContextState> UnwrapContext(Napi::Env env, Napi::Value v);
+// tier.cc: the native tier of an attached TierState (null once freed).
+mt_tier* TierOf(const TierState& s);
 
 // hparams (src/model/types.ts HParams) -> mt_hparams; false with a message naming the field.
 bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err);

@@ -1,11 +1,13 @@
 // Each addon source file registers its own verbs; addon.cc calls them all.
 #pragma once
 #include <napi.h>
+#include <memory>
 
 void RegisterMmap(Napi::Env env, Napi::Object exports);   // mmap.cc
 void RegisterOps(Napi::Env env, Napi::Object exports);    // ops.cc: kernels for tests and benches
 void RegisterModel(Napi::Env env, Napi::Object exports);  // model.cc: model, context, eval
 void RegisterBackend(Napi::Env env, Napi::Object exports);  // backend.cc: slots, uploads, events, leases
+void RegisterTier(Napi::Env env, Napi::Object exports);     // tier.cc: the expert tier of a context
 
 // The mapping behind a MappedFileHandle (an External<MappedFile>), for model.cc.
 struct MappedFile {
@@ -14,3 +16,6 @@ struct MappedFile {
   bool closed = false;
 };
 MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle);
+// The backend behind a backend handle, shared: it lives while the holder does (tier.cc). Null with
+// a JS exception pending when the handle is not a live backend.
+std::shared_ptr<struct mt_backend> ShareBackend(Napi::Env env, Napi::Value handle);

@@ -132,6 +132,12 @@ struct Pass {
   int32_t logit_row0 = 0;        // rows [logit_row0, n) get logits
   float* logits = nullptr;       // [n - logit_row0][nVocab]
   std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim
+  // The expert tier and step timing (tier/tier_eval.cc); both null: the plain path.
+  mt_tier* tier = nullptr;
+  double* layer_stats = nullptr;  // [nLayer][6] for the whole eval
+  bool first_chunk = true;
+  int64_t layer_start_ns = 0, moe_start_ns = 0;
+  int64_t layer_hits = 0, layer_misses = 0;
 };
 
 // The contiguous share [begin, end) of count items that thread ith of nth owns.
@@ -192,8 +198,9 @@ inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel) {
   else fn(&p, 0, 1);
 }
 
-// forward_moe.cc: the MoE half of a layer, and the deferred x += moe of a row.
-void moe_layer(Pass& p);
+// forward_moe.cc: the MoE half of a layer, and the deferred x += moe of a row. false: an
+// operating error of the tier (message in err), its leases released.
+bool moe_layer(Pass& p, char* err, size_t err_bytes);
 void combine_row(const Pass& p, int32_t r);
 
 }  // namespace mt

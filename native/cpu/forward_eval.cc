@@ -11,6 +11,7 @@
 #include <cstring>
 #include "forward.h"
 #include "ops_elementwise.h"
+#include "../tier/tier.h"
 
 namespace mt {
 namespace {
@@ -198,6 +199,12 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
     return std::snprintf(err, err_bytes, "routes: expected room for %zu ids (tokens x nLayer x nExpertUsed, got %zu)", routes_need,
                          a.routes_len),
            false;
+  const size_t stats_need = size_t(hp.n_layer) * 6;
+  if (a.layer_stats != nullptr && a.layer_stats_len < stats_need)
+    return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x 6, got %zu)", stats_need, a.layer_stats_len),
+           false;
+  if (a.tier != nullptr && a.tier->model != c.model)
+    return std::snprintf(err, err_bytes, "tier: it was created for another model than this context's"), false;
   return true;
 }
 
@@ -208,8 +215,12 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
   using namespace mt;
   if (!check_args(*ctx, *args, err, err_bytes)) return -1;
   const mt_hparams& hp = ctx->model->hp;
+  if (args->layer_stats != nullptr) std::memset(args->layer_stats, 0, size_t(hp.n_layer) * 6 * sizeof(double));
   for (int32_t row0 = 0; row0 < args->n_tokens; row0 += ctx->rows_max) {
     Pass p;
+    p.tier = args->tier;
+    p.layer_stats = args->layer_stats;
+    p.first_chunk = row0 == 0;
     p.c = ctx;
     p.m = ctx->model;
     p.n = args->n_tokens - row0 < ctx->rows_max ? args->n_tokens - row0 : ctx->rows_max;
@@ -220,8 +231,12 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
     for (int32_t l = 0; l < hp.n_layer; l++) {
       p.layer = l;
       p.L = &ctx->model->layers[size_t(l)];
+      const bool stepped = p.tier != nullptr || p.layer_stats != nullptr;
+      if (stepped) step_layer_begin(p);
       attention_layer(p);
-      moe_layer(p);
+      if (stepped) step_moe_begin(p);
+      if (!moe_layer(p, err, err_bytes)) return -1;
+      if (stepped) step_layer_end(p);
     }
     const bool last_chunk = row0 + p.n == args->n_tokens;
     if (!args->all_logits && !last_chunk) continue;

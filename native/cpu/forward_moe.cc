@@ -15,6 +15,7 @@
 #include <cstring>
 #include "forward.h"
 #include "ops_elementwise.h"
+#include "../tier/tier.h"
 
 namespace mt {
 namespace {
@@ -182,17 +183,19 @@ void combine_row(const Pass& p, int32_t r) {
   for (int64_t i = 0; i < E; i++) x[i] += sum[i];
 }
 
-void moe_layer(Pass& p) {
+bool moe_layer(Pass& p, char* err, size_t err_bytes) {
   const bool rows_parallel = p.n > 1;
   run_phase(p, ffn_norm_phase, rows_parallel);
   run_phase(p, router_phase, true);
   run_phase(p, route_phase, rows_parallel);
   group_slots(p);
+  if (p.tier != nullptr && !step_bind_runs(p, err, err_bytes)) return false;
   if (p.n > 1) run_phase(p, gather_phase, true);
   run_phase(p, gate_up_phase, true);
   run_phase(p, down_prep_phase, rows_parallel);
   run_phase(p, down_phase, true);
   p.combine_pending = true;
+  return true;
 }
 
 }  // namespace mt

@@ -42,6 +42,7 @@ typedef struct mt_tensor_desc {
 
 typedef struct mt_model mt_model;
 typedef struct mt_context mt_context;
+typedef struct mt_tier mt_tier;  /* native/tier/tier.h: the expert tier (resident slots, host copies) */
 
 /* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */
 mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
@@ -63,6 +64,9 @@ typedef struct mt_eval_args {
   int32_t all_logits;
   int32_t* routes;      /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank] */
   size_t routes_len;
+  mt_tier* tier;        /* NULL (every expert from the container), or the context's expert tier */
+  double* layer_stats;  /* NULL, or n_layer * 6: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] */
+  size_t layer_stats_len;
 } mt_eval_args;
 
 /* 0 on success, -1 on an operating error (message in err). Not re-entrant per context. */

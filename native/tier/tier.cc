@@ -1,0 +1,158 @@
+// Tier life: creation (checks, slot reservation), destruction (waits for uploads, frees slots),
+// the upload pieces of one expert, and the Q4_0 -> Q8_0 host-copy rebuild.
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+#include "tier.h"
+
+namespace mt {
+namespace {
+
+bool fail(char* err, size_t err_bytes, const std::string& message) {
+  std::snprintf(err, err_bytes, "%s", message.c_str());
+  return false;
+}
+
+bool quant(int32_t type) { return type == MT_Q8_0 || type == MT_Q4_0; }
+
+// Q4_0 row -> Q8_0 row, exactly: the same f16 scale d, q = nibble - 8 (element j: low nibble
+// of byte j, element j + 16: high nibble). A Q8_0 row is copied.
+void row_to_q8(int32_t type, const uint8_t* src, int64_t cols, uint8_t* dst) {
+  if (type == MT_Q8_0) {
+    std::memcpy(dst, src, mt_row_bytes(MT_Q8_0, cols));
+    return;
+  }
+  constexpr int kQ4Bytes = 18, kQ8Bytes = 34, kHalf = 16;
+  for (int64_t b = 0; b < cols / 32; b++) {
+    const uint8_t* in = src + b * kQ4Bytes;
+    uint8_t* out = dst + b * kQ8Bytes;
+    std::memcpy(out, in, 2);
+    int8_t* q = reinterpret_cast<int8_t*>(out + 2);
+    for (int j = 0; j < kHalf; j++) {
+      q[j] = int8_t(int(in[2 + j] & 0x0f) - 8);
+      q[j + kHalf] = int8_t(int(in[2 + j] >> 4) - 8);
+    }
+  }
+}
+
+bool check_options(const mt_model& m, const TierOptions& o, char* err, size_t err_bytes) {
+  const mt_hparams& hp = m.hp;
+  if (o.slots_per_layer.size() != size_t(hp.n_layer))
+    return fail(err, err_bytes, "slotsPerLayer: expected " + std::to_string(hp.n_layer) + " counts (one per layer), got " +
+                                    std::to_string(o.slots_per_layer.size()));
+  for (size_t l = 0; l < o.slots_per_layer.size(); l++)
+    if (o.slots_per_layer[l] < 0 || o.slots_per_layer[l] > hp.n_expert)
+      return fail(err, err_bytes, "slotsPerLayer[" + std::to_string(l) + "]: expected 0.." + std::to_string(hp.n_expert) + ", got " +
+                                      std::to_string(o.slots_per_layer[l]));
+  if (o.host != nullptr && tier_host_copy_bytes(m) == 0)
+    return fail(err, err_bytes, "hostCopies: this model's experts are not Q4_0 / Q8_0, so they have no exact int8 copy; omit hostCopies");
+  return true;
+}
+
+}  // namespace
+
+uint64_t tier_host_copy_bytes(const mt_model& m) {
+  uint64_t bytes = 0;
+  for (const LayerWeights& L : m.layers) {
+    const Matrix* parts[3] = {&L.gate.first, &L.up.first, &L.down.first};
+    uint64_t layer_bytes = 0;
+    for (const Matrix* w : parts) {
+      if (!quant(w->type)) return 0;
+      layer_bytes += uint64_t(w->rows) * mt_row_bytes(MT_Q8_0, w->cols);
+    }
+    if (bytes != 0 && layer_bytes != bytes) return 0;  // one geometry for every layer
+    bytes = layer_bytes;
+  }
+  return bytes;
+}
+
+void tier_pieces(const mt_tier& t, int32_t layer, int32_t expert, mt_upload_piece* pieces) {
+  const LayerWeights& L = t.model->layers[size_t(layer)];
+  const Experts* parts[3] = {&L.gate, &L.up, &L.down};
+  for (int i = 0; i < 3; i++) pieces[i] = mt_upload_piece{parts[i]->of(expert).data, parts[i]->expert_bytes};
+}
+
+bool tier_requantize(const mt_model& m, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err, size_t err_bytes) {
+  const uint64_t need = tier_host_copy_bytes(m);
+  if (need == 0) return fail(err, err_bytes, "requantizeExpertToQ8: this model's experts are not Q4_0 / Q8_0 in every layer");
+  if (dst_bytes < need)
+    return fail(err, err_bytes, "requantizeExpertToQ8: dst: expected room for " + std::to_string(need) + " bytes at dstOffset, got " +
+                                    std::to_string(dst_bytes));
+  const LayerWeights& L = m.layers[size_t(layer)];
+  for (const Experts* e : {&L.gate, &L.up, &L.down}) {
+    const Matrix w = e->of(expert);
+    const size_t out_row = mt_row_bytes(MT_Q8_0, w.cols);
+    for (int64_t r = 0; r < w.rows; r++, dst += out_row) row_to_q8(w.type, w.data + size_t(r) * w.row_bytes, w.cols, dst);
+  }
+  return true;
+}
+
+mt_tier* tier_create(const mt_model* model, mt_backend* backend, bool fake, const TierOptions& o, char* err, size_t err_bytes) {
+  if (!check_options(*model, o, err, err_bytes)) return nullptr;
+  mt_backend_stats st{};
+  mt_backend_stats_get(backend, &st);
+  if (!st.host_visible)
+    return fail(err, err_bytes, "backend: its slots are not host-visible; this tier computes residents from slot data"), nullptr;
+  const mt_hparams& hp = model->hp;
+  std::unique_ptr<mt_tier> t(new (std::nothrow) mt_tier());
+  if (!t) return fail(err, err_bytes, "createTier: out of memory"), nullptr;
+  t->model = model, t->backend = backend, t->fake = fake;
+  t->n_layer = hp.n_layer, t->n_expert = hp.n_expert;
+  t->host_copy_bytes = tier_host_copy_bytes(*model);
+  t->host = o.host, t->host_bytes = o.host_bytes, t->host_offsets = o.host_offsets;
+  uint64_t slot_bytes = 0;
+  int32_t total = 0;
+  for (int32_t l = 0; l < hp.n_layer; l++) {
+    const LayerWeights& L = model->layers[size_t(l)];
+    const uint64_t bytes = L.gate.expert_bytes + L.up.expert_bytes + L.down.expert_bytes;
+    slot_bytes = bytes > slot_bytes ? bytes : slot_bytes;
+    uint64_t attn = 0;
+    for (const Matrix* w : {&L.q, &L.k, &L.v, &L.o}) attn += uint64_t(w->rows) * w->row_bytes;
+    t->attn_bytes.push_back(attn);
+    total += o.slots_per_layer[size_t(l)];
+  }
+  int32_t first = 0;
+  if (total > 0) {
+    char why[512] = "";
+    if (int rc = mt_backend_slots_reserve(backend, total, slot_bytes, &first, why, sizeof why))
+      return fail(err, err_bytes, std::string("createTier: reserving ") + std::to_string(total) + " slots: " + mt_backend_status_name(rc) + ": " + why),
+             nullptr;
+  }
+  const size_t slot_ids = size_t(first) + size_t(total);
+  t->slot_data.assign(slot_ids, nullptr);
+  t->slot_expert.assign(slot_ids, -1);
+  t->slot_dirty.assign(slot_ids, 0);
+  for (int32_t s = first; s < first + total; s++) mt_backend_slot_data(backend, s, &t->slot_data[size_t(s)], nullptr, 0);
+  for (int32_t l = 0, next = first; l < hp.n_layer; next += o.slots_per_layer[size_t(l)], l++) {
+    t->slot_first.push_back(next);
+    t->slot_count.push_back(o.slots_per_layer[size_t(l)]);
+  }
+  const size_t experts = size_t(hp.n_layer) * size_t(hp.n_expert);
+  t->residency.reset(new std::atomic<int32_t>[experts]);
+  for (size_t i = 0; i < experts; i++) t->residency[i].store(-1);
+  t->pending_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
+  t->flight_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
+  for (int32_t l = 0; l < hp.n_layer; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
+  t->expert_state.assign(experts, kExpertNone);
+  t->pending.resize(size_t(hp.n_layer));
+  for (auto& q : t->pending) q.reserve(size_t(kSwapQueueDepthMax));
+  t->flights.reserve(size_t(total) + 1);
+  t->reports.reserve(64);
+  t->leases.assign(size_t(hp.n_expert), 0);
+  return t.release();
+}
+
+void tier_destroy(mt_tier* t) {
+  if (t == nullptr) return;
+  for (const InFlight& f : t->flights) {
+    mt_event_info info{};
+    mt_backend_event_wait(t->backend, f.event, &info, nullptr, 0);
+  }
+  for (int32_t l = 0; l < t->n_layer; l++)
+    for (int32_t s = t->slot_first[size_t(l)]; s < t->slot_first[size_t(l)] + t->slot_count[size_t(l)]; s++)
+      mt_backend_free(t->backend, s, nullptr, 0);
+  delete t;
+}
+
+}  // namespace mt
