@@ -1,6 +1,7 @@
 import { InvalidOptionError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
+import { startTelemetry } from '../../../otel/setup.js';
 import { intOption, numberOption, parse, requireString } from '../args.js';
 import type { Command } from '../command.js';
 import { formatStats, streamCompletion } from '../completion.js';
@@ -22,6 +23,8 @@ expert tier (attached with --resident or --slots-per-layer):
   --slots-per-layer B     device slots on every layer (instead of --resident)
   --heat F|none           heat file to warmstart from and merge into (default: the model's in the cache folder)
   --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
+  --trace-file F          write the spans (layer compute, uploads, calibration) as Chrome/Perfetto trace JSON;
+                          OTLP export follows the standard OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT)
   with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes`;
 
 export const runCommand: Command = {
@@ -45,37 +48,48 @@ export const runCommand: Command = {
       'slots-per-layer': { type: 'string' },
       heat: { type: 'string' },
       'trace-routes': { type: 'string' },
+      'trace-file': { type: 'string' },
     });
-    const engine = await openEngine({
-      model: requireString(v, 'model'),
-      threads: intOption(v, 'threads', 2, 1, limits.threadsMax),
-      contextTokens: intOption(v, 'ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
-      ...tierOptions(v),
-    });
+    const telemetry = startTelemetry({ traceFile: typeof v['trace-file'] === 'string' ? requireString(v, 'trace-file') : undefined });
     try {
-      const json = v.json === true;
-      const report = await streamCompletion(
-        engine,
-        requireString(v, 'prompt'),
-        {
-          maxTokens: intOption(v, 'max-tokens', limits.maxTokensDefault, 1, limits.maxTokensMax),
-          temperature: numberOption(v, 'temperature', 0),
-          topK: intOption(v, 'top-k', 0, 0),
-          topP: numberOption(v, 'top-p', 1),
-          seed: intOption(v, 'seed', 0),
-          traceRoutes: typeof v['trace-routes'] === 'string' ? requireString(v, 'trace-routes') : undefined,
-        },
-        json ? undefined : process.stdout,
-      );
-      const full = { ...report, ...tierReport(engine) };
-      if (json) console.log(JSON.stringify(full));
-      else console.log(`\n\n${formatStats(report)}${formatTier(full)}`);
-      return 0;
+      return await runWith(v);
     } finally {
-      await engine.close();
+      const report = await telemetry.shutdown();
+      if (report.traceFile) console.error(`trace file: ${report.traceFile.file} (${report.traceFile.spans} spans)`);
     }
   },
 };
+
+async function runWith(v: Record<string, string | boolean | undefined>): Promise<number> {
+  const engine = await openEngine({
+    model: requireString(v, 'model'),
+    threads: intOption(v, 'threads', 2, 1, limits.threadsMax),
+    contextTokens: intOption(v, 'ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
+    ...tierOptions(v),
+  });
+  try {
+    const json = v.json === true;
+    const report = await streamCompletion(
+      engine,
+      requireString(v, 'prompt'),
+      {
+        maxTokens: intOption(v, 'max-tokens', limits.maxTokensDefault, 1, limits.maxTokensMax),
+        temperature: numberOption(v, 'temperature', 0),
+        topK: intOption(v, 'top-k', 0, 0),
+        topP: numberOption(v, 'top-p', 1),
+        seed: intOption(v, 'seed', 0),
+        traceRoutes: typeof v['trace-routes'] === 'string' ? requireString(v, 'trace-routes') : undefined,
+      },
+      json ? undefined : process.stdout,
+    );
+    const full = { ...report, ...tierReport(engine) };
+    if (json) console.log(JSON.stringify(full));
+    else console.log(`\n\n${formatStats(report)}${formatTier(full)}`);
+    return 0;
+  } finally {
+    await engine.close();
+  }
+}
 
 function tierOptions(v: Record<string, string | boolean | undefined>): Partial<EngineOptions> {
   const o: Partial<EngineOptions> = {};

@@ -38,7 +38,8 @@ export class TierTracing {
   constructor(
     private readonly config: CalibrationConfig,
     private readonly backend: string,
-    private readonly tracer: Tracer = moetierTracer(),
+    /** Default: moetier's tracer from the global provider, looked up per request (the SDK may start after the engine). */
+    private readonly tracerOverride?: Tracer,
   ) {
     this.calibration = initialCalibration(config);
   }
@@ -56,8 +57,9 @@ export class TierTracing {
   beginRequest(promptTokens: number): RequestTracing {
     this.invocation++;
     this.calibration = calibrate(this.calibration, { kind: 'invocation', invocation: this.invocation }, this.config);
-    const span = startSpan(this.tracer, SpanNames.request, { [AttrNames.promptTokens]: promptTokens, [AttrNames.backend]: this.backend });
-    return new RequestTracing(this, span, trace.setSpan(context.active(), span), this.invocation);
+    const span = startSpan(this.tracerOf, SpanNames.request, { [AttrNames.promptTokens]: promptTokens, [AttrNames.backend]: this.backend });
+    const virtual = this.backend === 'fake';
+    return new RequestTracing(this, span, trace.setSpan(context.active(), span), this.invocation, virtual ? Number(process.hrtime.bigint()) : undefined);
   }
 
   /** Feeds samples; when any was accepted, publishes the snapshot and traces the update. */
@@ -68,7 +70,7 @@ export class TierTracing {
     const accepted = this.calibration.samplesAccepted - before;
     if (accepted === 0) return;
     const c = this.calibration;
-    recordTimedSpan(this.tracer, SpanNames.calibrationUpdate, startNs, process.hrtime.bigint(), calibrationAttributes({
+    recordTimedSpan(this.tracerOf, SpanNames.calibrationUpdate, startNs, process.hrtime.bigint(), calibrationAttributes({
       bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
       fixedCostMs: c.transferFixedMsEwma ?? 0,
       layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
@@ -82,7 +84,7 @@ export class TierTracing {
   }
 
   get tracerOf(): Tracer {
-    return this.tracer;
+    return this.tracerOverride ?? moetierTracer();
   }
 }
 
@@ -92,7 +94,22 @@ export class RequestTracing {
     private readonly span: Span,
     private readonly parent: Context,
     private readonly invocation: number,
+    /** Fake backend: real time at the request's start; its virtual stamps are shifted to start there. */
+    private readonly realStartNs: number | undefined,
   ) {}
+
+  private shiftNs = 0;
+  private shifted = false;
+
+  /** A stamp on the span timeline: real ns as they are; the fake's virtual ns moved so the request's first stamp lands at its start. */
+  private at(ns: number): number {
+    if (this.realStartNs === undefined) return Math.round(ns);
+    if (!this.shifted) {
+      this.shiftNs = this.realStartNs - Math.round(ns);
+      this.shifted = true;
+    }
+    return Math.round(ns) + this.shiftNs;
+  }
 
   step(r: StepReport): void {
     const tracer = this.owner.tracerOf;
@@ -102,13 +119,13 @@ export class RequestTracing {
       for (let l = 0; l < ls.length / LAYER_STAT_FIELDS; l++) {
         const [startNs, endNs, , , hits, misses] = Array.from(ls.subarray(l * LAYER_STAT_FIELDS, (l + 1) * LAYER_STAT_FIELDS), Math.round);
         if (!(endNs >= startNs && startNs > 0)) continue;
-        recordTimedSpan(tracer, SpanNames.layerCompute, startNs, endNs, layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
+        recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
         samples.push({ kind: 'compute', invocation: this.invocation, layer: l, startNs, endNs });
       }
     }
     for (const u of r.poll.uploads) {
       if (u.endNs >= u.startNs && u.startNs > 0) {
-        recordTimedSpan(tracer, SpanNames.upload, Math.round(u.startNs), Math.round(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
+        recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
       }
       if (u.ok) samples.push({ kind: 'transfer', invocation: this.invocation, layer: u.layer, bytes: u.bytes, issuedNs: u.issuedNs, startNs: u.startNs, endNs: u.endNs });
     }
