@@ -58,8 +58,10 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   // Our own handles are externals too: refuse them before they are read as a mapping.
   if (info[0].IsExternal() && (info[0].As<Napi::External<void>>().CheckTypeTag(&kModelTag) ||
-                               info[0].As<Napi::External<void>>().CheckTypeTag(&kContextTag))) {
-    Napi::TypeError::New(env, "createModel: expected a mapped file handle (got a model or context handle)").ThrowAsJavaScriptException();
+                               info[0].As<Napi::External<void>>().CheckTypeTag(&kContextTag) ||
+                               info[0].As<Napi::External<void>>().CheckTypeTag(&kTierTag) ||
+                               info[0].As<Napi::External<void>>().CheckTypeTag(&kBackendTagOfModel))) {
+    Napi::TypeError::New(env, "createModel: expected a mapped file handle (got a model, context, tier or backend handle)").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   MappedFile* file = UnwrapMappedFile(env, info[0]);

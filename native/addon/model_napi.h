@@ -10,6 +10,10 @@
 
 struct TierState;  // tier.cc: an expert tier attached to a context
 
+// Type tags of the handles that are not mapped files (createModel refuses them as a file).
+constexpr napi_type_tag kTierTag = {0x6d6f6574696572ULL, 0x54494552ULL};
+constexpr napi_type_tag kBackendTagOfModel = {0x6d6f6574696572ULL, 0x4241434b454e44ULL};  // = backend.cc's kBackendTag
+
 struct ModelState {
   mt_model* model = nullptr;
   MappedFile* file = nullptr;

@@ -35,8 +35,6 @@ mt_tier* TierOf(const TierState& s) { return s.tier; }
 
 namespace {
 
-constexpr napi_type_tag kTierTag = {0x6d6f6574696572ULL, 0x54494552ULL};
-
 struct Handle {
   std::shared_ptr<TierState> state;
 };

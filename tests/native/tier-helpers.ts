@@ -88,3 +88,6 @@ export function buildHostCopies(m: MappedModel, tier: NativeTierHandle, skip: (l
 export function range(n: number): Int32Array {
   return Int32Array.from({ length: n }, (_, i) => i);
 }
+
+/** tierRequestSwap's answers (native/tier/tier.h SwapCode). */
+export const TIER_SWAP_CODES = { ok: 0, queueFull: -1, notResident: -2, alreadyResident: -3 } as const;
