@@ -53,7 +53,9 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
     Napi::Error::New(env, path + ": mmap failed: " + std::strerror(errno)).ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  auto* m = new MappedFile{base, length, false};
+  auto* m = new MappedFile();
+  m->base = base;
+  m->length = length;
   auto handle = Napi::External<MappedFile>::New(env, m, [](Napi::Env, MappedFile* mf) {
     ReleaseMapping(mf);
     delete mf;
@@ -70,6 +72,12 @@ static Napi::Value UnmapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   MappedFile* m = UnwrapMappedFile(env, info[0]);
   if (m == nullptr) return env.Undefined();
+  if (m->users.load() > 0) {
+    Napi::Error::New(env, "unmapFile: the mapping is still read by " + std::to_string(m->users.load()) +
+                              " model(s); free their contexts, tiers and models first")
+        .ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
   ReleaseMapping(m);
   return env.Undefined();
 }

@@ -81,6 +81,7 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   auto state = std::make_shared<ModelState>();
   state->model = model;
   state->file = file;
+  file->users++;
   state->file_ref = Napi::Reference<Napi::Value>::New(info[0], 1);
   return Wrap(env, std::move(state), kModelTag);
 }

@@ -19,7 +19,10 @@ struct ModelState {
   MappedFile* file = nullptr;
   Napi::Reference<Napi::Value> file_ref;  // keeps the mapping's handle (and so the mapping) alive
   int contexts = 0;
-  ~ModelState() { mt_model_free(model); }
+  ~ModelState() {
+    mt_model_free(model);
+    if (file != nullptr) file->users--;
+  }
 };
 
 struct ContextState {

@@ -1,6 +1,7 @@
 // Each addon source file registers its own verbs; addon.cc calls them all.
 #pragma once
 #include <napi.h>
+#include <atomic>
 #include <memory>
 
 void RegisterMmap(Napi::Env env, Napi::Object exports);   // mmap.cc
@@ -14,6 +15,9 @@ struct MappedFile {
   void* base = nullptr;
   size_t length = 0;
   bool closed = false;
+  // Native objects reading the mapping (models: their contexts, tiers and uploads hold them).
+  // unmapFile refuses while any is alive, so no native reader can outlive the mapping.
+  std::atomic<int> users{0};
 };
 MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle);
 // The backend behind a backend handle, shared: it lives while the holder does (tier.cc). Null with

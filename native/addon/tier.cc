@@ -24,9 +24,12 @@ struct TierState {
   std::weak_ptr<ContextState> ctx;
   Napi::Reference<Napi::Value> host_ref, offsets_ref;  // the arrays the eval reads
   int warm_running = 0;                                 // warmstarts not settled yet (JS thread)
+  // Waits for in-flight uploads (tier_destroy), then lets go of the model, so that its
+  // mapping can be unmapped right after freeTier rather than when the handle is collected.
   void close() {
     mt::tier_destroy(tier);
     tier = nullptr;
+    model.reset();
   }
   ~TierState() { close(); }
 };
