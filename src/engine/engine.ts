@@ -12,6 +12,8 @@ import { limits } from '../core/limits.js';
 import type { HParams } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer/index.js';
 import { loadNative, type NativeBinding, type NativeContextHandle } from '../native/binding.js';
+import type { Observable } from 'rxjs';
+import { fromCancellable } from '../streams/tokens.js';
 import { defaultHeatPath } from './heat-file.js';
 import { loadModel, type LoadedModel } from './load.js';
 import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
@@ -65,6 +67,8 @@ export interface Engine {
   tokenize(text: string, options?: { addBos?: boolean }): number[];
   detokenize(ids: number[]): string;
   generate(prompt: string | number[], options?: GenerateOptions): AsyncIterable<GeneratedToken>;
+  /** The same tokens as an RxJS Observable; unsubscribing cancels the request. */
+  generate$(prompt: string | number[], options?: GenerateOptions): Observable<GeneratedToken>;
   /** Logits of the last row after evaluating `tokens` from an empty context. */
   logits(tokens: number[]): Promise<Float32Array>;
   /** Changes the tier's budgets and policy parameters; validated (nothing changes on a bad value), applied before the next step. */
@@ -159,6 +163,12 @@ class NativeEngine implements Engine {
     return this.run(promptIds, maxTokens, options);
   }
 
+  generate$(prompt: string | number[], options: GenerateOptions = {}): Observable<GeneratedToken> {
+    return fromCancellable((signal) =>
+      this.generate(prompt, { ...options, signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal }),
+    );
+  }
+
   private async *run(promptIds: Int32Array, maxTokens: number, options: GenerateOptions): AsyncGenerator<GeneratedToken> {
     const started = performance.now();
     const { signal } = options;
@@ -184,6 +194,7 @@ class NativeEngine implements Engine {
     const log = tierRequest || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
     const routesOnly = log && !tierRequest ? new RouteBuffer(this.hparams) : undefined;
     let failure: { error: unknown } | undefined;
+    let completed = false;
     const evalOptions = (n: number) => tierRequest?.evalOptions(n) ?? routesOnly?.evalOptions(n);
     const routesOf = (): Int32Array => (tierRequest ? tierRequest.lastRoutes() : routesOnly!.routes);
     try {
@@ -226,10 +237,13 @@ class NativeEngine implements Engine {
       stats.prefillTokPerS = rate(stats.promptTokens, stats.prefillMs);
       stats.decodeTokPerS = rate(Math.max(0, stats.generatedTokens - 1), stats.decodeMs);
       stats.msPerToken = stats.generatedTokens > 1 ? stats.decodeMs / (stats.generatedTokens - 1) : 0;
+      completed = true;
     } catch (err) {
       failure = { error: err };
       throw err;
     } finally {
+      // Closed early by the consumer (break, return(), an unsubscribed generate$()): a cancel.
+      if (!completed && !failure) stats.finishReason = 'aborted';
       try {
         this.finishTier(tierRequest, log, stats, options, failure?.error);
       } finally {

@@ -1,0 +1,18 @@
+/**
+ * How the tier's actors are wired (one edge per file; each says its concurrency and buffer):
+ *
+ *   engine.generate ──tokens.ts──> engine.generate$()          (pull, buffer 0; unsubscribe = abort)
+ *
+ *   layer-compute (native eval of one step: every layer, routes + layerStats in shared buffers)
+ *        │ step-reports.ts (in step order; ring of N, oldest dropped and counted)
+ *        ├──> placement: LFRU tick ──> upload-queue logic ──> tierRequestSwap     (src/engine/tier)
+ *        ├──> tracing: layer / upload spans                                       (src/engine/tier)
+ *        └──> calibration.ts: samples ──scan──> snapshots (EWMA bandwidth, fixed cost, compute/layer)
+ *
+ *   tierPoll ──evicted──> int8-rebuild (bounded worker pool) ──> host-copy arena offsets
+ *
+ * The per-layer critical path stays native: streams see one report per step, never per layer.
+ */
+export { calibrationSnapshots } from './calibration.js';
+export { StepReportBus } from './step-reports.js';
+export { fromCancellable } from './tokens.js';
