@@ -5,12 +5,19 @@
 //   evalAsync(ctx, ...)      -> Promise        (AsyncWorker: runs off the event loop, holds
 //                                               ctx, tokens, logits and routes until it settles)
 //   evalSync(ctx, ...)       same on the calling thread
+//     options.onLayerRouted(layer, counts)   evalAsync with a tier only: after each layer's
+//                              routing its rows per expert (Int32Array [nExpert]) are posted
+//                              to JS through a ThreadSafeFunction (non-blocking, at most
+//                              kLayerHookQueueMax waiting, the rest dropped and counted), so JS
+//                              can react while later layers compute; every posted call runs
+//                              before the eval's promise settles; a throw rejects it
 //   freeContext / freeModel  explicit release; refused while an eval runs / contexts live
 //
 // Handles are type-tagged externals, so a wrong handle is a TypeError, not a crash.
 #include <memory>
 #include <string>
 #include <vector>
+#include "../tier/tier.h"
 #include "model_napi.h"
 
 namespace {
@@ -159,6 +166,12 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
     call->tier = call->state->tier;
     a.tier = TierOf(*call->tier);
   }
+  if (info.Length() > 4 && info[4].IsObject()) {
+    Napi::Value hook = info[4].As<Napi::Object>().Get("onLayerRouted");
+    if (!hook.IsUndefined() && !hook.IsFunction()) return *err = "eval: options.onLayerRouted must be a function", false;
+    if (hook.IsFunction() && !copy_tokens) return *err = "eval: options.onLayerRouted needs evalAsync (evalSync blocks the thread it would run on)", false;
+    if (hook.IsFunction() && a.tier == nullptr) return *err = "eval: options.onLayerRouted needs a tier attached to the context (createTier)", false;
+  }
   return true;
 }
 
@@ -175,6 +188,41 @@ Napi::Value EvalSync(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// Layer-count calls waiting for the JS thread, per eval (a bounded queue: beyond, dropped).
+constexpr size_t kLayerHookQueueMax = 256;
+
+struct RoutedCall {
+  int32_t layer = 0;
+  std::vector<int32_t> counts;  // [nExpert]
+};
+
+// How the eval settles once its hook calls are drained (the hook's finalizer settles it).
+struct HookSettle {
+  Napi::Promise::Deferred deferred;
+  std::shared_ptr<ContextState> state;
+  Napi::Reference<Napi::Value> error;  // the eval's error, else the hook's first throw
+};
+
+void CallHook(Napi::Env env, Napi::Function fn, HookSettle* settle, RoutedCall* call) {
+  std::unique_ptr<RoutedCall> owned(call);
+  if (env == nullptr || settle == nullptr) return;  // closing: the call is dropped
+  Napi::Int32Array counts = Napi::Int32Array::New(env, call->counts.size());
+  std::copy(call->counts.begin(), call->counts.end(), counts.Data());
+  fn.Call({Napi::Number::New(env, call->layer), counts});
+  if (!env.IsExceptionPending()) return;
+  Napi::Value thrown = env.GetAndClearPendingException().Value();
+  if (settle->error.IsEmpty()) settle->error = Napi::Reference<Napi::Value>::New(thrown, 1);
+}
+
+using LayerHookFn = Napi::TypedThreadSafeFunction<HookSettle, RoutedCall, CallHook>;
+
+void SettleAfterHook(Napi::Env env, void*, HookSettle* settle) {
+  std::unique_ptr<HookSettle> owned(settle);
+  settle->state->busy = false;
+  if (settle->error.IsEmpty()) settle->deferred.Resolve(env.Undefined());
+  else settle->deferred.Reject(settle->error.Value());
+}
+
 class EvalWorker : public Napi::AsyncWorker {
  public:
   EvalWorker(const Napi::CallbackInfo& info, EvalCall call, Napi::Promise::Deferred deferred)
@@ -189,24 +237,52 @@ class EvalWorker : public Napi::AsyncWorker {
       }
     }
     call_.state->busy = true;
+    if (info.Length() > 4 && info[4].IsObject()) {
+      Napi::Value fn = info[4].As<Napi::Object>().Get("onLayerRouted");
+      if (fn.IsFunction()) {
+        settle_ = new HookSettle{deferred_, call_.state, {}};
+        hook_ = LayerHookFn::New(info.Env(), fn.As<Napi::Function>(), "moetier.layerRouted", kLayerHookQueueMax, 1, settle_, SettleAfterHook,
+                                 static_cast<void*>(nullptr));
+      }
+    }
   }
   void Execute() override {
     char message[512] = "";
+    mt_tier* tier = call_.args.tier;
+    if (settle_ != nullptr) tier->layer_hook = mt::LayerHook{PostCounts, this};
     if (mt_eval(call_.state->ctx, &call_.args, message, sizeof message) != 0) SetError(std::string("eval: ") + message);
+    if (settle_ != nullptr) tier->layer_hook = mt::LayerHook{};
   }
   void OnOK() override {
+    if (settle_ != nullptr) return hook_.Release(), void();  // SettleAfterHook resolves, after the queued calls
     call_.state->busy = false;
     deferred_.Resolve(Env().Undefined());
   }
   void OnError(const Napi::Error& e) override {
+    if (settle_ != nullptr) {
+      settle_->error = Napi::Reference<Napi::Value>::New(e.Value(), 1);
+      return hook_.Release(), void();
+    }
     call_.state->busy = false;
     deferred_.Reject(e.Value());
+  }
+
+  // Eval thread: one layer's counts, queued without blocking (dropped and counted when full).
+  static void PostCounts(void* user, int32_t layer, const int32_t* counts, int32_t n_expert) {
+    auto* self = static_cast<EvalWorker*>(user);
+    auto* call = new RoutedCall{layer, std::vector<int32_t>(counts, counts + n_expert)};
+    if (self->hook_.NonBlockingCall(call) != napi_ok) {
+      delete call;
+      self->call_.args.tier->hook_dropped.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
  private:
   EvalCall call_;
   Napi::Promise::Deferred deferred_;
   std::vector<Napi::Reference<Napi::Value>> refs_;
+  HookSettle* settle_ = nullptr;  // owned by hook_ (freed by its finalizer)
+  LayerHookFn hook_;
 };
 
 Napi::Value EvalAsync(const Napi::CallbackInfo& info) {

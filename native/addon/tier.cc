@@ -4,6 +4,8 @@
 //       attaches the tier to the context (its evals use it); the tier holds the model, the
 //       backend and the host-copy arrays alive
 //   tierExpertBytes / tierResidency / tierStats / tierResetStats / tierRequestSwap / tierPoll
+//   tierRequestSwap(tier, layer, victim, newcomer, taskId, { issueNow }?) -> 0 queued | 1 started
+//       now (issueNow, the layer not being computed) | a negative SwapCode
 //   tierWarmstart(tier, layer, experts) -> Promise   (AsyncWorker waits for the uploads)
 //   freeTier(tier)     detaches; waits for in-flight uploads; frees the tier's slots
 //   requantizeExpertToQ8(model, layer, expert, dst, dstOffset)
@@ -166,7 +168,12 @@ Napi::Value TierRequestSwap(const Napi::CallbackInfo& info) {
   const double task = info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : NAN;
   if (!(std::fabs(task) <= 9007199254740991.0 && task == std::floor(task)))
     return ThrowRange(info.Env(), "tierRequestSwap: taskId: expected a safe integer");
-  return Napi::Number::New(info.Env(), mt::tier_request_swap(*s->tier, layer, victim, newcomer, task));
+  bool issue_now = false;
+  if (info.Length() > 5 && !info[5].IsUndefined()) {
+    if (!info[5].IsObject()) return Napi::TypeError::New(info.Env(), "tierRequestSwap: options: expected { issueNow?: boolean }").ThrowAsJavaScriptException(), info.Env().Undefined();
+    issue_now = info[5].As<Napi::Object>().Get("issueNow").ToBoolean().Value();
+  }
+  return Napi::Number::New(info.Env(), mt::tier_request_swap(*s->tier, layer, victim, newcomer, task, issue_now));
 }
 
 Napi::Value TierPoll(const Napi::CallbackInfo& info) {
@@ -240,6 +247,10 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("slotsUsed", used);
   o.Set("slotsBudget", budget);
   o.Set("reportsDropped", double(t.reports_dropped));
+  o.Set("layerHookCalls", double(t.hook_calls.load()));
+  o.Set("layerHookNs", double(t.hook_ns.load()));
+  o.Set("layerHookDropped", double(t.hook_dropped.load()));
+  o.Set("swapsStartedNow", double(t.swaps_started_now.load()));
   return o;
 }
 

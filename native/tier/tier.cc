@@ -140,6 +140,7 @@ mt_tier* tier_create(const mt_model* model, mt_backend* backend, bool fake, cons
   t->flights.reserve(size_t(total) + 1);
   t->reports.reserve(64);
   t->leases.assign(size_t(hp.n_expert), 0);
+  t->hook_counts.assign(size_t(hp.n_expert), 0);
   return t.release();
 }
 

@@ -9,6 +9,14 @@
 //                 else        host copy (Q8_0) when its offset is >= 0, else the container
 //     end       release the layer's leases; stamp end; queued swaps of l are issued now,
 //               so their copies overlap layer l+1's compute
+//   hook      (optional, per eval) after bind: the layer's routed row counts [nExpert] go to
+//             layer_hook (the addon posts them to JS, non-blocking), so a replan can request
+//             swaps for layer l while l+1 computes
+//
+// A swap requested with issue_now is issued by the caller at once when its layer is not being
+// computed (`computing`, a Dekker pair with residency: the caller hides the victim first, then
+// reads computing; the eval thread publishes computing, then reads residency), else it waits in
+// the queue and the eval thread issues it at the layer's end.
 //
 // Expert states (under mu): none -> incoming (queued / uploading) -> resident -> outgoing
 // (queued as a victim, still computed from its slot) -> none once its slot is overwritten.
@@ -30,7 +38,7 @@ constexpr int32_t kSwapQueueDepthMax = 16;
 // Upload outcomes kept until tierPoll drains them; more are counted and dropped.
 constexpr size_t kReportsMax = 4096;
 
-enum SwapCode : int32_t { kSwapOk = 0, kSwapQueueFull = -1, kSwapNotResident = -2, kSwapAlreadyResident = -3 };
+enum SwapCode : int32_t { kSwapOk = 0, kSwapStarted = 1, kSwapQueueFull = -1, kSwapNotResident = -2, kSwapAlreadyResident = -3 };
 enum ExpertState : uint8_t { kExpertNone = 0, kExpertIncoming = 1, kExpertResident = 2, kExpertOutgoing = 3 };
 
 struct Swap {
@@ -62,6 +70,12 @@ struct Eviction {
   int32_t layer = 0, expert = 0;
 };
 
+// Called on the eval thread after a layer's routing: counts [n_expert] rows per expert.
+struct LayerHook {
+  void (*fn)(void* user, int32_t layer, const int32_t* counts, int32_t n_expert) = nullptr;
+  void* user = nullptr;
+};
+
 struct TierOptions {
   std::vector<int32_t> slots_per_layer;  // [nLayer]
   const uint8_t* host = nullptr;         // host copy arena (may be null)
@@ -89,6 +103,13 @@ struct mt_tier {
   std::atomic<uint64_t> hits{0}, misses{0}, lazy_misses{0};
   std::unique_ptr<std::atomic<int32_t>[]> pending_n;   // [nLayer]: swaps queued (a hint read without mu)
   std::unique_ptr<std::atomic<int32_t>[]> flight_n;    // [nLayer]: uploads not yet settled and promoted
+  std::atomic<int32_t> computing{-1};                  // the layer whose slots compute may lease, or -1
+
+  // Set by the addon around one eval (eval thread only); hook_counts: its scratch [nExpert].
+  mt::LayerHook layer_hook;
+  std::vector<int32_t> hook_counts;
+  std::atomic<uint64_t> hook_calls{0}, hook_ns{0}, hook_dropped{0};
+  std::atomic<uint64_t> swaps_started_now{0};  // issue_now swaps the caller issued itself
 
   std::mutex mu;  // everything below
   std::vector<int32_t> slot_expert;   // [backend slot id]: resident or incoming expert, -1: free
@@ -130,7 +151,11 @@ bool tier_warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t 
 bool tier_warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, size_t err_bytes);
 
 // tier_swap.cc
-int32_t tier_request_swap(mt_tier& t, int32_t layer, int32_t victim, int32_t newcomer, double task_id);
+// kSwapOk: queued (issued at the boundary after layer next computes); kSwapStarted: issue_now
+// and the layer was not being computed, so the caller issued its layer's queue itself.
+int32_t tier_request_swap(mt_tier& t, int32_t layer, int32_t victim, int32_t newcomer, double task_id, bool issue_now = false);
+// Now on the tier's clock: monotonic ns, or the fake backend's virtual compute clock.
+int64_t tier_now(mt_tier& t, int32_t label);
 // Settles finished events; at_boundary (the eval thread after layer computes): retries failed
 // in-place uploads as free-then-upload; promote (the eval thread at layer start): done -> resident.
 void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote, int64_t now_ns);  // under mu

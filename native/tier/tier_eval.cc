@@ -4,6 +4,7 @@
 //   (attention half)
 //   moe    stamp moeStart
 //   (router, top-k, group) -> bind: residents leased from slots, misses from host copies / container
+//                                 [hook: the layer's counts per expert, when an eval set one]
 //   (gate/up, down)
 //   end    stamp end = moeEnd, release leases, layerStats += [.., hits, misses]
 //                                           [issue l's queued swaps, only if any are queued]
@@ -11,6 +12,7 @@
 // Stamps are CLOCK_MONOTONIC ns; on the fake backend they are its compute markers, so the layer
 // intervals and the uploads' intervals share its virtual clock. The work a marker adds is the
 // weight bytes the step streamed (attention: q, k, v, o; MoE: router and every routed run).
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include "tier.h"
@@ -72,6 +74,7 @@ void step_layer_begin(Pass& p) {
   p.layer_hits = p.layer_misses = 0;
   p.layer_start_ns = stamp(p, 0);
   mt_tier* t = p.tier;
+  if (t != nullptr) t->computing.store(p.layer, std::memory_order_seq_cst);  // before any residency read of this layer
   if (t != nullptr && t->flight_n[p.layer].load(std::memory_order_acquire) > 0) {
     std::lock_guard<std::mutex> lock(t->mu);
     tier_settle_layer(*t, p.layer, false, true, p.layer_start_ns);
@@ -83,8 +86,21 @@ void step_moe_begin(Pass& p) {
   p.moe_start_ns = stamp(p, fake ? p.tier->attn_bytes[size_t(p.layer)] : 0);
 }
 
+// The layer's routed rows per expert to the eval's hook (a non-blocking post); its cost is timed.
+void post_counts(Pass& p) {
+  mt_tier& t = *p.tier;
+  const int64_t t0 = monotonic_now();
+  std::fill(t.hook_counts.begin(), t.hook_counts.end(), 0);
+  for (int32_t i = 0; i < p.n_runs; i++)
+    if (p.c->runs[size_t(i)].expert >= 0) t.hook_counts[size_t(p.c->runs[size_t(i)].expert)] = p.c->runs[size_t(i)].count;
+  t.layer_hook.fn(t.layer_hook.user, p.layer, t.hook_counts.data(), t.n_expert);
+  t.hook_calls.fetch_add(1, std::memory_order_relaxed);
+  t.hook_ns.fetch_add(uint64_t(monotonic_now() - t0), std::memory_order_relaxed);
+}
+
 bool step_bind_runs(Pass& p, char* err, size_t err_bytes) {
   mt_tier& t = *p.tier;
+  if (t.layer_hook.fn != nullptr) post_counts(p);
   const LayerWeights& L = *p.L;
   const size_t base_index = size_t(p.layer) * size_t(t.n_expert);
   const int32_t slot_end = t.slot_first[size_t(p.layer)] + t.slot_count[size_t(p.layer)];
@@ -93,7 +109,7 @@ bool step_bind_runs(Pass& p, char* err, size_t err_bytes) {
     ExpertRun& run = p.c->runs[size_t(i)];
     if (run.expert < 0) continue;  // the shared expert stays in the container
     const size_t index = base_index + size_t(run.expert);
-    const int32_t slot = t.residency[index].load(std::memory_order_acquire);
+    const int32_t slot = t.residency[index].load(std::memory_order_seq_cst);  // pairs with issue_now (tier_swap.cc)
     mt_lease_id lease = 0;
     if (slot >= t.slot_first[size_t(p.layer)] && slot < slot_end &&
         mt_backend_lease(t.backend, slot, &lease, nullptr, 0) == MT_BACKEND_OK) {
@@ -117,6 +133,7 @@ bool step_bind_runs(Pass& p, char* err, size_t err_bytes) {
                     "inside hostCopies (%zu bytes)",
                     index, p.layer, run.expert, offset, (unsigned long long)t.host_copy_bytes, t.host_bytes);
       release_leases(t);
+      t.computing.store(-1, std::memory_order_seq_cst);
       return false;
     }
     bind_host_copy(p, t.host + offset, run);
@@ -133,7 +150,7 @@ void step_layer_end(Pass& p) {
   mt_tier* t = p.tier;
   const int64_t end = stamp(p, t != nullptr && t->fake ? moe_work_bytes(p) : 0);
   if (t == nullptr) p.layer_misses = int64_t(p.n) * p.m->hp.n_expert_used;  // nothing is resident
-  else release_leases(*t);
+  else release_leases(*t), t->computing.store(-1, std::memory_order_seq_cst);  // then read pending_n: see tier_swap.cc
   if (p.layer_stats != nullptr) {
     double* s = p.layer_stats + size_t(p.layer) * kStatsPerLayer;
     // Over several chunks: the first start, the last end, and moeEnd - moeStart = their MoE time.
@@ -145,7 +162,7 @@ void step_layer_end(Pass& p) {
     s[4] += double(p.layer_hits);
     s[5] += double(p.layer_misses);
   }
-  if (t != nullptr && (t->pending_n[p.layer].load(std::memory_order_acquire) > 0 || t->flight_n[p.layer].load(std::memory_order_acquire) > 0)) {
+  if (t != nullptr && (t->pending_n[p.layer].load(std::memory_order_seq_cst) > 0 || t->flight_n[p.layer].load(std::memory_order_acquire) > 0)) {
     std::lock_guard<std::mutex> lock(t->mu);
     tier_settle_layer(*t, p.layer, true, false, end);
     tier_issue_swaps(*t, p.layer, end);
@@ -153,7 +170,7 @@ void step_layer_end(Pass& p) {
 }
 
 void step_abort(Pass& p) {
-  if (p.tier != nullptr) release_leases(*p.tier);
+  if (p.tier != nullptr) release_leases(*p.tier), p.tier->computing.store(-1, std::memory_order_seq_cst);
 }
 
 }  // namespace mt

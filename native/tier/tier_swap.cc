@@ -8,6 +8,12 @@
 //   settle    done: reported; resident from the layer's next start (promote)
 //             failed in place: retried once at the boundary as free-then-upload (fell back)
 //             failed otherwise: reported ok = false; newcomer none, slot free for reuse
+//   now       request with issue_now (caller thread): the victims are hidden (residency -1)
+//             first, then `computing` is read; if compute is not on the layer, the caller
+//             issues the layer's queue itself, else the victims come back and the eval thread
+//             issues the queue at the layer's end (it publishes computing = -1, then reads
+//             pending_n: one of the two sides always sees the other)
+#include <ctime>
 #include "tier.h"
 
 namespace mt {
@@ -53,9 +59,9 @@ int upload_expert(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, doubl
   return mt_backend_upload(t.backend, slot, pieces, 3, 0, label, event, nullptr, 0);
 }
 
-void issue_one(mt_tier& t, int32_t layer, const Swap& s, int64_t now_ns) {
+// slot: the victim's slot (its residency may already be hidden as -1 by an issue_now caller).
+void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t now_ns) {
   const size_t iv = index_of(t, layer, s.victim), in = index_of(t, layer, s.newcomer);
-  const int32_t slot = t.residency[iv].load(std::memory_order_relaxed);
   InFlight f;
   f.layer = layer, f.expert = s.newcomer, f.victim = s.victim, f.slot = slot, f.task_id = s.task_id, f.issued_ns = now_ns;
   bool freed = false;
@@ -67,6 +73,7 @@ void issue_one(mt_tier& t, int32_t layer, const Swap& s, int64_t now_ns) {
     push_eviction(t, layer, s.victim);
   } else {
     t.expert_state[iv] = kExpertResident;  // nothing touched its slot: it stays
+    t.residency[iv].store(slot, std::memory_order_release);
   }
   if (rc == MT_BACKEND_OK) {
     t.slot_expert[size_t(slot)] = s.newcomer;
@@ -110,9 +117,44 @@ bool settle_one(mt_tier& t, InFlight& f, bool at_boundary) {
   return true;
 }
 
+// The caller's side of issue_now (under mu): true when it issued layer's queue itself.
+bool issue_if_idle(mt_tier& t, int32_t layer) {
+  std::vector<Swap>& queue = t.pending[size_t(layer)];
+  int32_t slots[kSwapQueueDepthMax];
+  for (size_t i = 0; i < queue.size(); i++) {
+    std::atomic<int32_t>& r = t.residency[index_of(t, layer, queue[i].victim)];
+    slots[i] = r.load(std::memory_order_relaxed);
+    r.store(-1, std::memory_order_seq_cst);  // from here a bind of this layer computes the victim as a miss
+  }
+  if (t.computing.load(std::memory_order_seq_cst) == layer) {
+    for (size_t i = 0; i < queue.size(); i++) t.residency[index_of(t, layer, queue[i].victim)].store(slots[i], std::memory_order_release);
+    return false;
+  }
+  const int64_t now = tier_now(t, layer);
+  for (size_t i = 0; i < queue.size(); i++) issue_one(t, layer, queue[i], slots[i], now);
+  t.swaps_started_now.fetch_add(queue.size(), std::memory_order_relaxed);
+  queue.clear();
+  t.pending_n[layer].store(0, std::memory_order_seq_cst);
+  return true;
+}
+
 }  // namespace
 
-int32_t tier_request_swap(mt_tier& t, int32_t layer, int32_t victim, int32_t newcomer, double task_id) {
+int64_t tier_now(mt_tier& t, int32_t label) {
+  if (t.fake) {
+    mt_event_id event = 0;
+    mt_event_info info{};
+    if (mt_backend_compute_record(t.backend, label, 0, &event, nullptr, 0) == MT_BACKEND_OK &&
+        mt_backend_event_query(t.backend, event, &info, nullptr, 0) == MT_BACKEND_OK)
+      return info.start_ns;
+    return 0;
+  }
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int32_t tier_request_swap(mt_tier& t, int32_t layer, int32_t victim, int32_t newcomer, double task_id, bool issue_now) {
   std::lock_guard<std::mutex> lock(t.mu);
   const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, newcomer);
   if (t.expert_state[iv] != kExpertResident) return kSwapNotResident;
@@ -122,13 +164,13 @@ int32_t tier_request_swap(mt_tier& t, int32_t layer, int32_t victim, int32_t new
   queue.push_back(Swap{victim, newcomer, task_id});  // capacity reserved at creation
   t.expert_state[iv] = kExpertOutgoing;
   t.expert_state[in] = kExpertIncoming;
-  t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_release);
-  return kSwapOk;
+  t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
+  return issue_now && issue_if_idle(t, layer) ? kSwapStarted : kSwapOk;
 }
 
 void tier_issue_swaps(mt_tier& t, int32_t layer, int64_t now_ns) {
   std::vector<Swap>& queue = t.pending[size_t(layer)];
-  for (const Swap& s : queue) issue_one(t, layer, s, now_ns);
+  for (const Swap& s : queue) issue_one(t, layer, s, t.residency[index_of(t, layer, s.victim)].load(std::memory_order_relaxed), now_ns);
   queue.clear();
   t.pending_n[layer].store(0, std::memory_order_release);
 }

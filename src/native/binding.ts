@@ -36,6 +36,13 @@ export interface NativeEvalOptions {
   routes?: Int32Array;
   /** With a tier attached: per layer [startNs, endNs, moeStartNs, moeEndNs, hits, misses] of the step just run (nLayer * 6). */
   layerStats?: Float64Array;
+  /**
+   * evalAsync with a tier only: called on the JS thread after each layer's routing (per chunk of rows)
+   * with that layer's rows per expert [nExpert], while later layers compute. Posted without blocking
+   * (a bounded queue; drops counted in tierStats.layerHookDropped); every posted call runs before the
+   * eval's promise settles, and a throw rejects it.
+   */
+  onLayerRouted?: (layer: number, counts: Int32Array) => void;
 }
 
 /** Elementwise ops exactly as the native forward pass runs them; all in place or into `out`. */
@@ -157,6 +164,12 @@ export interface NativeTierStats {
   leases: number;
   slotsUsed: number[];
   slotsBudget: number[];
+  /** onLayerRouted posts (calls, total ns the eval thread spent posting, dropped); native tier only. */
+  layerHookCalls?: number;
+  layerHookNs?: number;
+  layerHookDropped?: number;
+  /** Swaps requested with issueNow that the caller issued at once (their layer was not computing). */
+  swapsStartedNow?: number;
 }
 
 /** The expert tier (resident experts from backend slots, misses from host copies); see src/engine/tier/. */
@@ -170,8 +183,11 @@ export interface NativeTierVerbs {
   tierExpertBytes(tier: NativeTierHandle): { container: number; hostCopy: number };
   /** Makes these experts of this layer resident (free slots), uploads and waits. */
   tierWarmstart(tier: NativeTierHandle, layer: number, experts: Int32Array): Promise<void>;
-  /** Queues a swap issued right after `layer` next finishes computing; 0 or a negative code. */
-  tierRequestSwap(tier: NativeTierHandle, layer: number, victim: number, newcomer: number, taskId: number): number;
+  /**
+   * Queues a swap issued right after `layer` next finishes computing: 0, or a negative code. With
+   * issueNow, a layer that is not being computed has its queue issued at once: 1.
+   */
+  tierRequestSwap(tier: NativeTierHandle, layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
   tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }> };
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
