@@ -75,6 +75,8 @@ export interface Engine {
   tune(options: TuneOptions): void;
   /** The tier's live counters (hits since the last stats mark, leases, slots used per layer vs budget); undefined without a tier. */
   tierStats(): TierStats | undefined;
+  /** The host int8 copies (native tier over a Q4_0 container): built, freed, failed, and published now; undefined without. */
+  hostCopies(): { built: number; freed: number; failed: number; dropped: number; published: number } | undefined;
   /** 'native' (the addon's tier), 'shadow' (the TypeScript fallback) or undefined (no tier). */
   readonly tierKind: 'native' | 'shadow' | undefined;
   close(): Promise<void>;
@@ -275,6 +277,14 @@ class NativeEngine implements Engine {
     return this.tier?.port.kind;
   }
 
+  hostCopies(): { built: number; freed: number; failed: number; dropped: number; published: number } | undefined {
+    const r = this.tier?.rebuild;
+    if (!r) return undefined;
+    let published = 0;
+    for (let i = 0; i < r.offsets.length; i++) if (Atomics.load(r.offsets, i) >= 0) published++;
+    return { ...r.counts, published };
+  }
+
   tierStats(): TierStats | undefined {
     return this.tier?.port.stats();
   }
@@ -292,7 +302,7 @@ class NativeEngine implements Engine {
     // Wait for running and queued requests to finish before freeing native memory.
     const release = await this.queue.acquire();
     try {
-      this.tier?.close();
+      await this.tier?.close();
       this.native.freeContext(this.context);
       this.native.freeModel(this.model.nativeModel);
       this.native.unmapFile(this.model.mapping);

@@ -51,3 +51,36 @@ describe.each(['q8_0', 'q4_0'] as const)('token invariance over random budgets (
     expect(swapped).toBeGreaterThan(0); // the property was tested with placement moving
   });
 });
+
+describe('host int8 copies (native tier, Q4_0 container)', () => {
+  it('are built for every non-resident expert, freed for residents, and the tokens do not change', async () => {
+    const model = await tinyModel(dir, 'q4_0', 23);
+    const plain = await openEngine({ model, threads: 1, contextTokens: 96 });
+    let reference: number[];
+    try {
+      reference = await collect(plain, prompt, { maxTokens: steps, stopAtEos: false });
+    } finally {
+      await plain.close();
+    }
+    const engine = await openEngine({ model, threads: 1, contextTokens: 96, heat: false, slotsPerLayer: 3, lfru: { tickTokens: 2 } });
+    try {
+      expect(await collect(engine, prompt, { maxTokens: steps, stopAtEos: false })).toEqual(reference);
+      const settled = async () => {
+        for (let i = 0; i < 200 && engine.tierKind === 'native' && engine.hostCopies()!.published !== 4 * (8 - 3); i++) await new Promise((r) => setTimeout(r, 25));
+      };
+      await settled();
+      const firstUploads = engine.lastStats!.uploads!;
+      // After the copies landed, a second request computes its misses from them: same tokens.
+      expect(await collect(engine, prompt, { maxTokens: steps, stopAtEos: false })).toEqual(reference);
+      expect(firstUploads + engine.lastStats!.uploads!).toBeGreaterThan(0);
+      await settled();
+      const h = engine.hostCopies();
+      if (engine.tierKind === 'native') {
+        expect(h!.built).toBeGreaterThanOrEqual(4 * (8 - 3)); // every non-resident expert at open
+        expect(h!.published).toBe(4 * (8 - 3)); // residents' copies freed: exactly the non-residents hold one
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+});

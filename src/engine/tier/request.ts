@@ -10,6 +10,7 @@ import type { NativeEvalOptions } from '../../native/binding.js';
 import type { TierPlacement } from './placement.js';
 import { LAYER_STAT_FIELDS, type TierPort, type TierStats } from './port.js';
 import type { RequestTracing } from './tracing.js';
+import type { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 
 export interface TierRequestStats {
   /** Hits / routed pairs from the first decode token on (NaN without a decode step). */
@@ -40,6 +41,7 @@ export class TierRequest {
     private readonly placement: TierPlacement,
     private readonly hp: Pick<HParams, 'nLayer' | 'nExpertUsed'>,
     private readonly tracing?: RequestTracing,
+    private readonly rebuild?: Int8RebuildActor,
   ) {
     this.layerStats = port.hasLayerStats ? new Float64Array(hp.nLayer * LAYER_STAT_FIELDS) : undefined;
     port.resetStats();
@@ -75,8 +77,14 @@ export class TierRequest {
     this.report('decode', position);
   }
 
-  private report(phase: 'prefill' | 'decode', position: number): void {
+  /** final: the request's last poll (in finish) reports nothing more to fail it with. */
+  private report(phase: 'prefill' | 'decode', position: number, final = false): void {
     const poll = this.placement.settle(this.port.poll());
+    if (this.rebuild) {
+      // Between steps: a newcomer's host copy is freed, a victim's is built.
+      this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
+      this.rebuild.send({ kind: 'evicted', experts: poll.evicted });
+    }
     for (const u of poll.uploads) {
       if (!u.ok) {
         this.failedUploads++;
@@ -86,6 +94,8 @@ export class TierRequest {
       this.uploadBytes += u.bytes;
     }
     this.tracing?.step({ phase, position, layerStats: this.layerStats, poll });
+    const failure = final ? undefined : this.rebuild?.takeFailure();
+    if (failure) throw failure;
   }
 
   /**
@@ -96,7 +106,7 @@ export class TierRequest {
     if (!this.finished) {
       this.finished = true;
       this.placement.endRequest();
-      this.report('decode', -1);
+      this.report('decode', -1, true);
     }
     const decode = this.port.stats();
     const prefill = this.prefill;

@@ -22,6 +22,9 @@ import type { TierPort } from './port.js';
 import { TierRequest } from './request.js';
 import { TierTracing } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
+import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
+import { assert } from '../../core/assert.js';
+import type { ExpertKey } from '../../tiers/keys.js';
 import { ShadowTierPort } from './shadow-port.js';
 
 const slotAlignBytes = 64; // native/backend/backend.h kSlotAlignBytes: the budget covers the slot stride
@@ -35,6 +38,8 @@ export class EngineTier {
     readonly config: TierConfig,
     /** 'heat' when a heat file filled the slots, 'ids' on a cold start. */
     readonly start: 'heat' | 'ids',
+    /** Host int8 copies of the non-resident experts (native tier over a Q4_0 container only). */
+    readonly rebuild: Int8RebuildActor | undefined,
     readonly tracing: TierTracing = new TierTracing({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer: model.hparams.nLayer }, config.backend),
   ) {}
 
@@ -45,18 +50,28 @@ export class EngineTier {
     const budgetBytes = totalSlots * Math.ceil(containerBytes / slotAlignBytes) * slotAlignBytes;
     const backend = Backend.create(config.backend, config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes } : { budgetBytes });
     let port: TierPort | undefined;
+    let rebuild: Int8RebuildActor | undefined;
     try {
-      port = config.impl === 'native' && hasNativeTier(native)
-        ? new NativeTierPort(native, native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer }), hp.nLayer, hp.nExpert, config.slotsPerLayer)
-        : new ShadowTierPort(backend, model.file, hp, config.slotsPerLayer, containerBytes);
+      if (config.impl === 'native' && hasNativeTier(native)) {
+        rebuild = wantsHostCopies(model) ? createRebuildActor(model, config) : undefined;
+        const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
+        const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host });
+        port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
+        assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
+      } else {
+        port = new ShadowTierPort(backend, model.file, hp, config.slotsPerLayer, containerBytes);
+      }
       const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
       const start = heat ? 'heat' : 'ids';
       const residency = startResidency(start, hp.nLayer, hp.nExpert, { scope: 'layer', slots: config.slotsPerLayer[0] }, heat?.counts);
       for (let l = 0; l < hp.nLayer; l++) await port.warmstart(l, Int32Array.from(residentIds(residency, l)));
       port.resetStats();
+      // Every expert without a slot gets a host copy, built in the background.
+      rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
       const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts);
-      return new EngineTier(port, backend, placement, model, config, start);
+      return new EngineTier(port, backend, placement, model, config, start, rebuild);
     } catch (err) {
+      await rebuild?.close();
       port?.free();
       backend.destroy();
       throw err;
@@ -73,7 +88,7 @@ export class EngineTier {
     } finally {
       if (fills.length > 0) this.placement.afterFills();
     }
-    return new TierRequest(this.port, this.placement, this.model.hparams, this.tracing.beginRequest(promptTokens));
+    return new TierRequest(this.port, this.placement, this.model.hparams, this.tracing.beginRequest(promptTokens), this.rebuild);
   }
 
   /** Merges a finished request's routing ([row][layer][k]) into the heat file. */
@@ -89,10 +104,37 @@ export class EngineTier {
     if (params) this.config.lfru = params;
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    await this.rebuild?.close();
     this.port.free();
     this.backend.destroy();
   }
+}
+
+/** Host copies pay off where the container is 4-bit: a Q4_0 expert becomes an exact Q8_0 copy. */
+function wantsHostCopies(model: LoadedModel): boolean {
+  return model.file.tensors.get('blk.0.ffn_gate_exps.weight')?.type === 'Q4_0';
+}
+
+/** gate | up | down as Q8_0 rows: 3 x nEmbd x nFfExp weights, 34 bytes per 32. */
+function hostCopyBytes(hp: LoadedModel['hparams']): number {
+  return ((3 * hp.nEmbd * hp.nFfExp) / 32) * 34;
+}
+
+/** Room for every non-resident expert, plus slack for the swaps between eviction and arrival. */
+function createRebuildActor(model: LoadedModel, config: TierConfig): Int8RebuildActor {
+  const hp = model.hparams;
+  const nonResident = config.slotsPerLayer.reduce((sum, slots) => sum + (hp.nExpert - slots), 0);
+  return new Int8RebuildActor(model.path, hp.nLayer, hp.nExpert, nonResident + rebuildSlackBlocks, hostCopyBytes(hp));
+}
+
+const rebuildSlackBlocks = 16;
+
+function nonResident(port: TierPort): ExpertKey[] {
+  const r = port.residency();
+  const keys: ExpertKey[] = [];
+  for (let i = 0; i < r.length; i++) if (r[i] < 0) keys.push({ layer: Math.floor(i / port.nExpert), expert: i % port.nExpert });
+  return keys;
 }
 
 function withoutPreset(o: TierConfig['fake']): Omit<TierConfig['fake'], 'preset'> {

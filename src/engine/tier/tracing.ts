@@ -63,14 +63,14 @@ export class TierTracing {
   }
 
   /** Feeds samples; when any was accepted, publishes the snapshot and traces the update. */
-  feed(messages: CalibrationMessage[], parent: Context): void {
+  feed(messages: CalibrationMessage[], parent: Context, recording: boolean): void {
     const before = this.calibration.samplesAccepted;
     const startNs = process.hrtime.bigint();
     for (const m of messages) this.calibration = calibrate(this.calibration, m, this.config);
     const accepted = this.calibration.samplesAccepted - before;
     if (accepted === 0) return;
     const c = this.calibration;
-    recordTimedSpan(this.tracerOf, SpanNames.calibrationUpdate, startNs, process.hrtime.bigint(), calibrationAttributes({
+    if (recording) recordTimedSpan(this.tracerOf, SpanNames.calibrationUpdate, startNs, process.hrtime.bigint(), calibrationAttributes({
       bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
       fixedCostMs: c.transferFixedMsEwma ?? 0,
       layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
@@ -113,23 +113,25 @@ export class RequestTracing {
 
   step(r: StepReport): void {
     const tracer = this.owner.tracerOf;
+    // Without an SDK (or when sampled out) the timed spans are skipped, not built and dropped.
+    const recording = this.span.isRecording();
     const samples: CalibrationMessage[] = [];
     const ls = r.layerStats;
     if (ls && r.position >= 0) {
       for (let l = 0; l < ls.length / LAYER_STAT_FIELDS; l++) {
         const [startNs, endNs, , , hits, misses] = Array.from(ls.subarray(l * LAYER_STAT_FIELDS, (l + 1) * LAYER_STAT_FIELDS), Math.round);
         if (!(endNs >= startNs && startNs > 0)) continue;
-        recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
+        if (recording) recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
         samples.push({ kind: 'compute', invocation: this.invocation, layer: l, startNs, endNs });
       }
     }
     for (const u of r.poll.uploads) {
-      if (u.endNs >= u.startNs && u.startNs > 0) {
+      if (recording && u.endNs >= u.startNs && u.startNs > 0) {
         recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
       }
       if (u.ok) samples.push({ kind: 'transfer', invocation: this.invocation, layer: u.layer, bytes: u.bytes, issuedNs: u.issuedNs, startNs: u.startNs, endNs: u.endNs });
     }
-    if (samples.length > 0) this.owner.feed(samples, this.parent);
+    if (samples.length > 0) this.owner.feed(samples, this.parent, recording);
   }
 
   end(stats: RequestTierStats, error?: unknown): void {

@@ -1,0 +1,101 @@
+/**
+ * The int8-rebuild actor: a bounded piscina pool of worker threads (worker.ts) building host
+ * copies into a SharedArrayBuffer arena; the logic (logic.ts) decides, this handle moves bytes.
+ *
+ *   send(evicted | resident) ──logic──> rebuild ──pool.run──> worker ──done──> publish (Atomics.store)
+ *
+ * Offsets change on the event loop only: `resident` unpublishes before its block is reused,
+ * and the engine sends it between steps, so no running evaluation reads a reused block. A
+ * worker that dies or throws is recorded in `failure`; the engine fails the request with it.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { NativeError } from '../../core/errors.js';
+import { initialInt8Rebuild, stepInt8Rebuild, type Int8RebuildState } from './logic.js';
+import type { Int8RebuildEffect, Int8RebuildLimits, Int8RebuildMessage } from './messages.js';
+import type { RebuildJob } from './worker.js';
+
+/** The worker as compiled JavaScript: next to this module (dist/), or in dist/ when running from src/ (tests). */
+export function rebuildWorkerFile(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const candidates = [path.join(here, 'worker.js'), path.resolve(here, '../../../dist/src/actors/int8-rebuild/worker.js')];
+  const found = candidates.find((p) => existsSync(p));
+  if (!found) throw new NativeError(`int8-rebuild worker not built (looked in ${candidates.join(', ')}); run \`npm run build:ts\``);
+  return found;
+}
+
+export class Int8RebuildActor {
+  readonly arena: Uint8Array;
+  readonly offsets: Int32Array;
+  private readonly state: Int8RebuildState;
+  private readonly pool: Piscina;
+  private running = 0;
+  private idle: Array<() => void> = [];
+  /** The first worker failure since the last `takeFailure`. */
+  private failure: Error | undefined;
+
+  constructor(
+    private readonly file: string,
+    nLayer: number,
+    nExpert: number,
+    blocks: number,
+    blockBytes: number,
+    limits: Partial<Int8RebuildLimits> = {},
+  ) {
+    this.state = initialInt8Rebuild(nLayer, nExpert, blocks, blockBytes, limits);
+    this.arena = new Uint8Array(new SharedArrayBuffer(Math.max(1, blocks * blockBytes)));
+    this.offsets = new Int32Array(new SharedArrayBuffer(nLayer * nExpert * 4)).fill(-1);
+    const threads = this.state.limits.inflightMax;
+    this.pool = new Piscina({ filename: rebuildWorkerFile(), minThreads: 1, maxThreads: threads, maxQueue: threads, idleTimeout: 30_000 });
+  }
+
+  get counts(): Int8RebuildState['counts'] {
+    return this.state.counts;
+  }
+
+  send(message: Int8RebuildMessage): void {
+    for (const effect of stepInt8Rebuild(this.state, message)) this.perform(effect);
+  }
+
+  private perform(e: Int8RebuildEffect): void {
+    const key = (layer: number, expert: number): number => layer * this.state.nExpert + expert;
+    if (e.kind === 'publish') Atomics.store(this.offsets, key(e.layer, e.expert), e.offset);
+    else if (e.kind === 'unpublish') Atomics.store(this.offsets, key(e.layer, e.expert), -1);
+    else {
+      const { layer, expert, offset } = e.task;
+      const job: RebuildJob = { file: this.file, arena: this.arena.buffer as SharedArrayBuffer, layer, expert, offset };
+      this.running++;
+      this.pool
+        .run(job)
+        .then(
+          () => this.send({ kind: 'done', layer, expert, ok: true }),
+          (err: unknown) => {
+            this.failure ??= new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, { cause: err });
+            this.send({ kind: 'done', layer, expert, ok: false });
+          },
+        )
+        .finally(() => {
+          if (--this.running === 0) for (const resolve of this.idle.splice(0)) resolve();
+        });
+    }
+  }
+
+  /** The failure to fail the current request with (cleared: the pool replaces dead workers). */
+  takeFailure(): Error | undefined {
+    const f = this.failure;
+    this.failure = undefined;
+    return f;
+  }
+
+  /** Resolves when no rebuild is running (tests, close). */
+  whenIdle(): Promise<void> {
+    return this.running === 0 ? Promise.resolve() : new Promise((r) => this.idle.push(r));
+  }
+
+  async close(): Promise<void> {
+    await this.whenIdle();
+    await this.pool.destroy();
+  }
+}

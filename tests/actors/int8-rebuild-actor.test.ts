@@ -1,0 +1,61 @@
+/** The int8-rebuild actor on real piscina workers: each maps the file and opens its own model handle. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Int8RebuildActor } from '../../src/actors/int8-rebuild/actor.js';
+import { loadModel, type LoadedModel } from '../../src/engine/load.js';
+import { loadNative } from '../../src/native/binding.js';
+import { tempDir, tinyModel } from '../engine/tier-helpers.js';
+
+const { dir, cleanup } = tempDir('moetier-rebuild-');
+let file: string;
+let model: LoadedModel;
+const native = loadNative();
+const copyBytes = ((3 * 64 * 32) / 32) * 34; // tiny: nEmbd 64, nFfExp 32
+
+beforeAll(async () => {
+  file = await tinyModel(dir, 'q4_0', 5);
+  model = loadModel(native, file);
+});
+afterAll(() => {
+  native.freeModel(model.nativeModel);
+  native.unmapFile(model.mapping);
+  cleanup();
+});
+
+describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild actor (workers)', () => {
+  it('writes the same Q8_0 copies as the main thread, publishes their offsets, frees residents', async () => {
+    const actor = new Int8RebuildActor(file, 4, 8, 6, copyBytes, { inflightMax: 2 });
+    try {
+      const experts = [{ layer: 0, expert: 1 }, { layer: 2, expert: 5 }, { layer: 3, expert: 7 }];
+      actor.send({ kind: 'evicted', experts });
+      await actor.whenIdle();
+      expect(actor.counts.built).toBe(3);
+      for (const { layer, expert } of experts) {
+        const offset = Atomics.load(actor.offsets, layer * 8 + expert);
+        expect(offset).toBeGreaterThanOrEqual(0);
+        const expected = new Uint8Array(copyBytes);
+        native.requantizeExpertToQ8!(model.nativeModel, layer, expert, expected, 0);
+        expect(actor.arena.subarray(offset, offset + copyBytes)).toEqual(expected);
+      }
+      actor.send({ kind: 'resident', experts: [experts[0]] });
+      expect(Atomics.load(actor.offsets, 1)).toBe(-1);
+      expect(actor.takeFailure()).toBeUndefined();
+    } finally {
+      await actor.close();
+    }
+  });
+
+  it('a worker failure is reported once as a typed error; the pool serves the next rebuild', async () => {
+    const actor = new Int8RebuildActor(`${file}.missing`, 4, 8, 2, copyBytes, { inflightMax: 1 });
+    try {
+      actor.send({ kind: 'evicted', experts: [{ layer: 0, expert: 0 }] });
+      await actor.whenIdle();
+      const failure = actor.takeFailure();
+      expect(failure).toMatchObject({ code: 'E_NATIVE' });
+      expect(failure!.message).toContain('int8-rebuild worker failed on expert 0/0');
+      expect(actor.takeFailure()).toBeUndefined();
+      expect(actor.counts.failed).toBe(1);
+    } finally {
+      await actor.close();
+    }
+  });
+});
