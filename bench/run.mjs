@@ -4,6 +4,7 @@
  */
 const benches = {
   decode: () => import('./decode.mjs'),
+  tier: () => import('./tier.mjs'),
 };
 
 const [name, ...rest] = process.argv.slice(2);
