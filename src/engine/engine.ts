@@ -230,6 +230,7 @@ class NativeEngine implements Engine {
           break;
         }
         step[0] = id;
+        await tierRequest?.beforeDecode();
         await this.native.evalAsync(this.context, step, position, logits, evalOptions(1));
         log?.add('decode', routesOf(), step);
         tierRequest?.afterDecode(position);
@@ -292,8 +293,8 @@ class NativeEngine implements Engine {
   tune(options: TuneOptions): void {
     this.checkOpen();
     if (!this.tier) throw new InvalidOptionError('tune', 'an engine opened with an expert tier (resident or slotsPerLayer)', options);
-    const { lfru, upload } = validateTune(options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.slotsPerLayer[0]);
-    this.tier.tune(lfru, upload);
+    const { lfru, upload, prefillReplan } = validateTune(options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.slotsPerLayer[0], this.tier.config.replan, this.hparams.nExpert);
+    this.tier.tune(lfru, upload, prefillReplan);
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,8 @@
  * token). Their topics are 0..3, which every preset has. Each ends on a topic word, so
  * greedy generation continues along that topic's cycle.
  */
-import { TOPICS } from './topics.js';
+import { mulberry32, randomInt } from '../core/prng.js';
+import { FUNCTION_WORDS, TOPICS } from './topics.js';
 import type { TokenizerModel } from './vocab.js';
 
 export interface BuiltinPrompt {
@@ -34,4 +35,23 @@ export const PARITY_PROMPTS: readonly BuiltinPrompt[] = [
 export function promptText(p: BuiltinPrompt, model: TokenizerModel): string {
   const text = p.words.join(' ');
   return model === 'gpt2' ? ` ${text}` : text;
+}
+
+/**
+ * A long prompt of one topic (benchmarks: prefill replan needs 200-250-token prompts): `length`
+ * words, deterministic in (topic, seed). Mostly the topic's words, one function word in three
+ * so it reads as glue; it ends on a topic word. Every word is one token in the synthetic vocab.
+ */
+export function longTopicPrompt(topic: number, length: number, seed: number): BuiltinPrompt {
+  const t = TOPICS[topic];
+  if (!t) throw new RangeError(`longTopicPrompt: topic: expected 0..${TOPICS.length - 1}, got ${topic}`);
+  if (!Number.isInteger(length) || length < 1) throw new RangeError(`longTopicPrompt: length: expected an integer >= 1, got ${length}`);
+  const rng = mulberry32(seed * 977 + topic);
+  const words: string[] = [];
+  for (let i = 0; i < length; i++) {
+    const glue = i % 3 === 1 && i !== length - 1;
+    const list = glue ? FUNCTION_WORDS : t.words;
+    words.push(list[randomInt(rng, 0, list.length - 1)]);
+  }
+  return { name: `long-${t.name}-${length}-s${seed}`, topic, words };
 }

@@ -22,6 +22,8 @@ expert tier (attached with --resident or --slots-per-layer):
   --resident X            fraction of all experts resident, in (0, 1]
   --slots-per-layer B     device slots on every layer (instead of --resident)
   --heat F|none           heat file to warmstart from and merge into (default: the model's in the cache folder)
+  --prefill-replan        re-plan each layer's residents from the prompt's own prefill routing (also MOETIER_PREFILL_REPLAN=1)
+  --replan-max N          swaps per layer at most (default 24; also MOETIER_PREFILL_REPLAN_MAX)
   --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
   --trace-file F          write the spans (layer compute, uploads, calibration) as Chrome/Perfetto trace JSON;
                           OTLP export follows the standard OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT)
@@ -47,6 +49,8 @@ export const runCommand: Command = {
       resident: { type: 'string' },
       'slots-per-layer': { type: 'string' },
       heat: { type: 'string' },
+      'prefill-replan': { type: 'boolean' },
+      'replan-max': { type: 'string' },
       'trace-routes': { type: 'string' },
       'trace-file': { type: 'string' },
     });
@@ -100,6 +104,11 @@ function tierOptions(v: Record<string, string | boolean | undefined>): Partial<E
   if (v.resident !== undefined) o.resident = numberOption(v, 'resident', 1);
   if (v['slots-per-layer'] !== undefined) o.slotsPerLayer = intOption(v, 'slots-per-layer', 1, 1);
   if (v.heat !== undefined) o.heat = v.heat === 'none' ? false : requireString(v, 'heat');
+  if (v['prefill-replan'] === true || v['replan-max'] !== undefined) {
+    o.prefillReplan = {};
+    if (v['prefill-replan'] === true) o.prefillReplan.enabled = true;
+    if (v['replan-max'] !== undefined) o.prefillReplan.maxSwapsPerLayer = intOption(v, 'replan-max', 24, 1);
+  }
   return o;
 }
 

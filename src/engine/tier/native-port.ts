@@ -31,8 +31,8 @@ export class NativeTierPort implements TierPort {
   warmstart(layer: number, experts: Int32Array): Promise<void> {
     return this.native.tierWarmstart(this.h, layer, experts);
   }
-  requestSwap(layer: number, victim: number, newcomer: number, taskId: number): number {
-    return this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId);
+  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number {
+    return options ? this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId, options) : this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId);
   }
   afterEval(): void {
     // The native tier counts hits and issues swaps itself, at the layer boundaries.

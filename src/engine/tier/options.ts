@@ -9,6 +9,7 @@ import { InvalidOptionError } from '../../core/errors.js';
 import type { HParams } from '../../model/types.js';
 import { lfruDefaults, type LfruParams } from '../../tiers/policies/lfru.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
+import { resolvePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
 
 export type TierBackendKind = 'cpu' | 'fake';
 
@@ -35,6 +36,8 @@ export interface TierOptions {
   upload?: Partial<UploadQueueLimits>;
   /** 'typescript': the fallback tier even when the addon has the native one (tests compare the two). */
   tierImpl?: 'native' | 'typescript';
+  /** Prefill replan (default off, cap 24; also MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX): replan-options.ts. */
+  prefillReplan?: PrefillReplanOptions;
 }
 
 export interface TierConfig {
@@ -45,6 +48,7 @@ export interface TierConfig {
   fake: FakeBackendOptions;
   lfru: LfruParams;
   upload: Partial<UploadQueueLimits>;
+  replan: PrefillReplanConfig;
 }
 
 export function wantsTier(o: TierOptions): boolean {
@@ -80,6 +84,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     fake: o.fake ?? {},
     lfru: validateLfru({ ...lfruDefaults, ...o.lfru }),
     upload: o.upload ?? {},
+    replan: resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert),
   };
 }
 

@@ -6,6 +6,11 @@
  *   route(l, ids) x nLayer, decodeTick ──> lfru.step ──> swap(v, n) ──> uploadQueue(enqueue)
  *        ──start──> port.requestSwap ── ... ── port.poll ──> uploadQueue(settled)
  *
+ * With prefill replan on (replan-options.ts) the policy is src/tiers' replan (LFRU plus the
+ * prefill's victim-first swaps), fed one layer at a time by the eval's hook while later layers
+ * compute; its swaps start at once (issueNow), as many as the upload queue has room for, the
+ * rest stay pending in the policy and drain on later calls and four per decode token.
+ *
  * The policy's residency runs ahead of the tier's (a swap counts as done once decided).
  * When a swap is refused, fails or is dropped, the policy's view is rebuilt from the tier's
  * residency plus the swaps still in flight.
@@ -14,6 +19,8 @@ import { initialUploadQueue, stepUploadQueue, type UploadQueueState } from '../.
 import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '../../actors/upload-queue/messages.js';
 import { residencyOf } from '../../tiers/residency.js';
 import { makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
+import { makeReplan, type ReplanState } from '../../tiers/policies/replan.js';
+import { replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
 import { residentSets, type TierPoll, type TierPort } from './port.js';
 
@@ -21,6 +28,8 @@ interface SwapTask {
   layer: number;
   victim: number;
   newcomer: number;
+  /** A replan swap: started at once when its layer is not computing (tierRequestSwap issueNow). */
+  now: boolean;
 }
 
 export interface PlacementCounts {
@@ -32,6 +41,7 @@ export interface PlacementCounts {
 
 export class TierPlacement {
   private policy: Policy<LfruState>;
+  private params: LfruParams;
   private state: LfruState;
   private queue: UploadQueueState;
   private readonly tasks = new Map<number, SwapTask>();
@@ -39,6 +49,8 @@ export class TierPlacement {
   private nextTaskId = 1;
   private generation = 0;
   private token = 0;
+  /** Layers whose counts reached the policy through the eval's hook in the current prefill. */
+  private replanned = new Set<number>();
   readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
 
   constructor(
@@ -46,8 +58,10 @@ export class TierPlacement {
     params: LfruParams,
     uploadLimits: Partial<UploadQueueLimits>,
     heat: HeatTable | undefined,
+    private replan: PrefillReplanConfig = { enabled: false, maxSwapsPerLayer: 24 },
   ) {
-    this.policy = makeLfru(params);
+    this.params = params;
+    this.policy = policyFor(params, replan, 0);
     this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.tierResidency(), heat }).state;
     this.queue = initialUploadQueue(uploadLimits);
   }
@@ -62,15 +76,50 @@ export class TierPlacement {
     return this.queue.inflight.size;
   }
 
-  /** Prefill rows count into the heat (as in the replay), never decide. routes: [nTokens][nLayer][k]. */
+  get replanEnabled(): boolean {
+    return this.replan.enabled;
+  }
+  /** Replan swaps decided but not started yet (waiting in the policy), and those dropped as stale. */
+  get replanPending(): { pending: number; staleDropped: number } {
+    const s = this.state as Partial<ReplanState>;
+    return { pending: s.pending?.length ?? 0, staleDropped: s.staleDropped ?? 0 };
+  }
+
+  /**
+   * One prefill layer's rows per expert (the eval's hook, while later layers compute): the replan
+   * policy's swaps start now, as many as the upload queue has room for; the rest stay pending.
+   */
+  replanLayer(layer: number, counts: ArrayLike<number>): void {
+    if (!this.replan.enabled) return;
+    this.replanned.add(layer);
+    const policy = policyFor(this.params, this.replan, this.uploadRoom());
+    const step = policy.step(this.state, { kind: 'prefillCounts', layer, counts: Array.from(counts) });
+    this.state = step.state;
+    for (const d of step.decisions) this.decide(d, true);
+  }
+
+  /**
+   * After the prefill: its rows count into the heat (as in the replay); with replan on, the layers
+   * the hook did not deliver are replanned from the routes now. routes: [nTokens][nLayer][k].
+   */
   observePrefill(routes: Int32Array, nTokens: number): void {
     const { nLayer, nExpert } = this.port;
     const k = routes.length / (nTokens * nLayer);
     for (let l = 0; l < nLayer; l++) {
+      if (this.replanned.has(l)) continue;
       const counts = new Array<number>(nExpert).fill(0);
       for (let t = 0; t < nTokens; t++) for (let j = 0; j < k; j++) counts[routes[(t * nLayer + l) * k + j]]++;
-      this.state = this.policy.step(this.state, { kind: 'prefillCounts', layer: l, counts }).state;
+      if (this.replan.enabled) this.replanLayer(l, counts);
+      else this.state = this.policy.step(this.state, { kind: 'prefillCounts', layer: l, counts }).state;
     }
+    this.replanned.clear();
+  }
+
+  /** Transfers the upload queue would start right now (free transfer and byte room, less what waits). */
+  private uploadRoom(): number {
+    const q = this.queue;
+    const byBytes = Math.floor((q.limits.inflightBytesMax - q.inflightBytes) / Math.max(1, this.port.expertBytes.container));
+    return Math.max(0, Math.min(q.limits.inflightTransfersMax - q.inflight.size, byBytes) - q.queued.length);
   }
 
   /** One decode token's routing [nLayer][k], then its tick; swaps go to the upload queue. */
@@ -86,7 +135,7 @@ export class TierPlacement {
     for (const d of step.decisions) this.decide(d);
   }
 
-  private decide(d: Decision): void {
+  private decide(d: Decision, now = false): void {
     this.counts.decided++;
     if (d.kind === 'fill') {
       // Slots only come free through a failed upload; fills wait for the next request's start
@@ -95,7 +144,7 @@ export class TierPlacement {
       return;
     }
     const id = this.nextTaskId++;
-    this.tasks.set(id, { layer: d.victim.layer, victim: d.victim.expert, newcomer: d.newcomer.expert });
+    this.tasks.set(id, { layer: d.victim.layer, victim: d.victim.expert, newcomer: d.newcomer.expert, now });
     this.send({
       kind: 'enqueue',
       task: { id, layer: d.newcomer.layer, expert: d.newcomer.expert, victimExpert: d.victim.expert, bytes: this.port.expertBytes.container, generation: this.generation },
@@ -119,7 +168,7 @@ export class TierPlacement {
         resync = true;
         continue;
       }
-      if (this.port.requestSwap(task.layer, task.victim, task.newcomer, e.task.id) < 0) {
+      if (this.port.requestSwap(task.layer, task.victim, task.newcomer, e.task.id, task.now ? { issueNow: true } : undefined) < 0) {
         this.counts.refused++;
         this.tasks.delete(e.task.id);
         const next = stepUploadQueue(this.queue, { kind: 'settled', id: e.task.id, ok: false });
@@ -165,9 +214,14 @@ export class TierPlacement {
   }
 
   /** Live tuning: validated by the caller; applied now, so before the next step's boundary. */
-  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined): void {
+  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig): void {
     if (limits) this.send({ kind: 'tune', limits });
-    if (params) this.policy = makeLfru(params);
+    if (params) this.params = params;
+    if (replan) this.replan = replan;
+    if (params || replan) {
+      this.policy = policyFor(this.params, this.replan, 0);
+      if (this.replan.enabled && !('pending' in this.state)) this.state = { ...this.state, pending: [], staleDropped: 0 } as ReplanState;
+    }
   }
 
   /** The tier's residency, with the swaps in flight counted as done (the policy's view). */
@@ -182,4 +236,15 @@ export class TierPlacement {
   private resync(): void {
     this.state = { ...this.state, residency: this.tierResidency() };
   }
+}
+
+/**
+ * The placement's policy: LFRU, or replan over it. startPerCall is the upload queue's room at
+ * the call (replan is rebuilt per prefill call with it). A ReplanState is an LfruState with its
+ * pending queue, and every state this policy steps came from a replan init or step (or was
+ * given an empty queue by tune), so the cast holds.
+ */
+function policyFor(params: LfruParams, replan: PrefillReplanConfig, startPerCall: number): Policy<LfruState> {
+  if (!replan.enabled) return makeLfru(params);
+  return makeReplan({ ...params, capPerLayer: replan.maxSwapsPerLayer, startPerCall, drainPerToken: replanDrainPerToken }) as unknown as Policy<LfruState>;
 }

@@ -29,8 +29,11 @@ export interface TierPort {
   /** True when evaluation fills `layerStats` (per-layer timing, hits and misses). */
   readonly hasLayerStats: boolean;
   warmstart(layer: number, experts: Int32Array): Promise<void>;
-  /** 0, or a negative code (queue full, victim not resident, newcomer already resident). */
-  requestSwap(layer: number, victim: number, newcomer: number, taskId: number): number;
+  /**
+   * 0, or a negative code (queue full, victim not resident, newcomer already resident). issueNow:
+   * started at once (1) when the layer is not being computed (native; the fallback queues it).
+   */
+  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
   afterEval(routes: Int32Array, nTokens: number): void;
   poll(): TierPoll;
   /** [nLayer * nExpert]: slot id or -1. */

@@ -4,11 +4,17 @@
  *
  *   routes      Int32Array [nTokens][nLayer][k]   routed expert ids, rank order
  *   layerStats  Float64Array [nLayer][6]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
+ *
+ * With prefill replan on a native tier, the prefill eval carries onLayerRouted: each layer's
+ * counts reach the placement while later layers compute (uploads settled so far are polled
+ * first, so the upload queue has room; they join the prefill's report, where the int8-rebuild
+ * actor hears of them, between steps). Before each decode step the host copies of evicted
+ * experts are awaited, so the miss path never computes them from the container.
  */
 import type { HParams } from '../../model/types.js';
 import type { NativeEvalOptions } from '../../native/binding.js';
 import type { TierPlacement } from './placement.js';
-import { LAYER_STAT_FIELDS, type TierPort, type TierStats } from './port.js';
+import { LAYER_STAT_FIELDS, type TierPoll, type TierPort, type TierStats } from './port.js';
 import type { RequestTracing } from './tracing.js';
 import type { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 
@@ -35,6 +41,8 @@ export class TierRequest {
   private uploadBytes = 0;
   private failedUploads = 0;
   private finished = false;
+  /** Polled inside the prefill (by the replan hook), reported with the prefill's step. */
+  private early: TierPoll = { uploads: [], evicted: [] };
 
   constructor(
     private readonly port: TierPort,
@@ -51,7 +59,31 @@ export class TierRequest {
   evalOptions(nTokens: number): NativeEvalOptions {
     const need = nTokens * this.hp.nLayer * this.hp.nExpertUsed;
     if (this.routes.length !== need) this.routes = new Int32Array(need);
-    return this.layerStats ? { routes: this.routes, layerStats: this.layerStats } : { routes: this.routes };
+    const options: NativeEvalOptions = this.layerStats ? { routes: this.routes, layerStats: this.layerStats } : { routes: this.routes };
+    if (this.prefill === undefined && this.placement.replanEnabled && this.port.kind === 'native') {
+      options.onLayerRouted = (layer, counts) => {
+        this.pollEarly();
+        this.placement.replanLayer(layer, counts);
+      };
+    }
+    return options;
+  }
+
+  /**
+   * Before a decode step: the host copies of experts evicted so far (and those still building
+   * since the tier opened) are ready, built in parallel on the actor's workers.
+   */
+  async beforeDecode(): Promise<void> {
+    if (!this.rebuild) return;
+    await this.rebuild.whenIdle();
+    const failure = this.rebuild.takeFailure();
+    if (failure) throw failure;
+  }
+
+  private pollEarly(): void {
+    const poll = this.placement.settle(this.port.poll());
+    this.early.uploads.push(...poll.uploads);
+    this.early.evicted.push(...poll.evicted);
   }
 
   /** The routes of the last evaluation, [nTokens][nLayer][k]. */
@@ -79,7 +111,9 @@ export class TierRequest {
 
   /** final: the request's last poll (in finish) reports nothing more to fail it with. */
   private report(phase: 'prefill' | 'decode', position: number, final = false): void {
-    const poll = this.placement.settle(this.port.poll());
+    const late = this.placement.settle(this.port.poll());
+    const poll: TierPoll = { uploads: [...this.early.uploads, ...late.uploads], evicted: [...this.early.evicted, ...late.evicted] };
+    this.early = { uploads: [], evicted: [] };
     if (this.rebuild) {
       // Between steps: a newcomer's host copy is freed, a victim's is built.
       this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });

@@ -18,6 +18,7 @@ import { expertContainerBytes } from './experts.js';
 import { hasNativeTier, NativeTierPort } from './native-port.js';
 import type { TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
+import type { PrefillReplanConfig } from './replan-options.js';
 import type { TierPort } from './port.js';
 import { TierRequest } from './request.js';
 import { TierTracing } from './tracing.js';
@@ -68,7 +69,7 @@ export class EngineTier {
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
-      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts);
+      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan);
       return new EngineTier(port, backend, placement, model, config, start, rebuild);
     } catch (err) {
       await rebuild?.close();
@@ -99,8 +100,9 @@ export class EngineTier {
     writeHeatFile(this.config.heat, addRoutes(current, rows));
   }
 
-  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined): void {
-    this.placement.tune(params, limits);
+  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig): void {
+    this.placement.tune(params, limits, replan);
+    if (replan) this.config.replan = replan;
     if (params) this.config.lfru = params;
   }
 

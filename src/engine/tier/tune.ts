@@ -8,6 +8,7 @@ import { validateUploadLimits } from '../../actors/upload-queue/logic.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import type { LfruParams } from '../../tiers/policies/lfru.js';
 import { validateLfru } from './options.js';
+import { validatePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
 
 export interface TuneOptions {
   /** Device slots per layer. Slots are reserved when the tier opens: only the current value is accepted for now. */
@@ -15,16 +16,20 @@ export interface TuneOptions {
   uploadInflightBytesMax?: number;
   uploadInflightTransfersMax?: number;
   lfru?: Partial<LfruParams>;
+  /** Prefill replan on / off and its cap per layer, from the next request's prefill. */
+  prefillReplan?: PrefillReplanOptions;
 }
 
-const known = new Set(['residentSlotsPerLayer', 'uploadInflightBytesMax', 'uploadInflightTransfersMax', 'lfru']);
+const known = new Set(['residentSlotsPerLayer', 'uploadInflightBytesMax', 'uploadInflightTransfersMax', 'lfru', 'prefillReplan']);
 
 export function validateTune(
   o: TuneOptions,
   lfru: LfruParams,
   upload: UploadQueueLimits,
   slotsPerLayer: number,
-): { lfru: LfruParams | undefined; upload: Partial<UploadQueueLimits> | undefined } {
+  replan?: PrefillReplanConfig,
+  nExpert = Number.MAX_SAFE_INTEGER,
+): { lfru: LfruParams | undefined; upload: Partial<UploadQueueLimits> | undefined; prefillReplan: PrefillReplanConfig | undefined } {
   if (typeof o !== 'object' || o === null) throw new InvalidOptionError('tune', 'an object of settings', o);
   for (const key of Object.keys(o)) if (!known.has(key)) throw new InvalidOptionError(`tune.${key}`, `one of ${[...known].join(', ')}`, key);
   if (o.residentSlotsPerLayer !== undefined && o.residentSlotsPerLayer !== slotsPerLayer) {
@@ -36,5 +41,12 @@ export function validateTune(
   const hasLimits = Object.keys(limits).length > 0;
   if (hasLimits) validateUploadLimits({ ...upload, ...limits });
   const nextLfru = o.lfru === undefined ? undefined : validateLfru({ ...lfru, ...o.lfru });
-  return { lfru: nextLfru, upload: hasLimits ? limits : undefined };
+  let prefillReplan: PrefillReplanConfig | undefined;
+  if (o.prefillReplan !== undefined) {
+    if (typeof o.prefillReplan !== 'object' || o.prefillReplan === null) {
+      throw new InvalidOptionError('tune.prefillReplan', '{ enabled?: boolean, maxSwapsPerLayer?: integer }', o.prefillReplan);
+    }
+    prefillReplan = validatePrefillReplan({ ...(replan ?? { enabled: false, maxSwapsPerLayer: 24 }), ...o.prefillReplan }, nExpert, 'tune.prefillReplan');
+  }
+  return { lfru: nextLfru, upload: hasLimits ? limits : undefined, prefillReplan };
 }
