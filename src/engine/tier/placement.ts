@@ -52,6 +52,11 @@ export class TierPlacement {
   /** Layers whose counts reached the policy through the eval's hook in the current prefill. */
   private replanned = new Set<number>();
   readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
+  /**
+   * Every layer holds all its experts (slots per layer are fixed when the tier opens, budgets
+   * are per layer): no swap or fill can ever be decided, so the decode tick is skipped.
+   */
+  private readonly full: boolean;
 
   constructor(
     private readonly port: TierPort,
@@ -64,6 +69,7 @@ export class TierPlacement {
     this.policy = policyFor(params, replan, 0);
     this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.tierResidency(), heat }).state;
     this.queue = initialUploadQueue(uploadLimits);
+    this.full = port.slotsPerLayer.every((slots) => slots >= port.nExpert);
   }
 
   get uploadLimits(): UploadQueueLimits {
@@ -124,10 +130,12 @@ export class TierPlacement {
 
   /** One decode token's routing [nLayer][k], then its tick; swaps go to the upload queue. */
   observeDecode(routes: Int32Array): void {
+    if (this.full) return;
     const { nLayer } = this.port;
     const k = routes.length / nLayer;
     for (let l = 0; l < nLayer; l++) {
-      const experts = Array.from(routes.subarray(l * k, (l + 1) * k));
+      const experts = new Array<number>(k);
+      for (let j = 0; j < k; j++) experts[j] = routes[l * k + j];
       this.state = this.policy.step(this.state, { kind: 'route', layer: l, experts }).state;
     }
     const step = this.policy.step(this.state, { kind: 'decodeTick', token: this.token++ });

@@ -10,6 +10,19 @@
  * first, so the upload queue has room; they join the prefill's report, where the int8-rebuild
  * actor hears of them, between steps). Before each decode step the host copies of evicted
  * experts are awaited, so the miss path never computes them from the container.
+ *
+ * A decode step's work is split by what must happen between two evaluations:
+ *
+ *   afterDecode(t)  now:    poll -> settle -> int8-rebuild messages (a host copy's block is
+ *                           only reused between evaluations), hit and MoE counters
+ *                   later:  placement.observeDecode(routes t) -> swaps;  tracing.step(t)
+ *                           (setImmediate: runs while evaluation t+1 computes, or at the
+ *                           next afterDecode / finish, whichever comes first)
+ *
+ * so the policy tick and the spans (tens of us per token) stay off the token's critical path.
+ * The buffers are double: evaluation t+1 writes one while the deferred work of t reads the
+ * other. A swap the tick decides is requested during evaluation t+1 and issued at its layer's
+ * next boundary, like any swap requested while an evaluation runs; placement never changes tokens.
  */
 import type { HParams } from '../../model/types.js';
 import type { NativeEvalOptions } from '../../native/binding.js';
@@ -31,9 +44,23 @@ export interface TierRequestStats {
   tier: TierStats;
 }
 
+/** A decode step's policy tick and traces, run off the critical path (see the header). */
+interface DeferredStep {
+  routes: Int32Array;
+  layerStats: Float64Array | undefined;
+  position: number;
+  poll: TierPoll;
+}
+
 export class TierRequest {
-  private routes = new Int32Array(0);
-  private readonly layerStats: Float64Array | undefined;
+  /** Double buffers: the next evaluation writes [current ^ 1] while deferred work reads [current]. */
+  private readonly routeBuffers = [new Int32Array(0), new Int32Array(0)];
+  private readonly statBuffers: [Float64Array, Float64Array] | undefined;
+  private current = 0;
+  private deferred: DeferredStep | undefined;
+  private immediate: ReturnType<typeof setImmediate> | undefined;
+  /** What deferred work threw; the next afterDecode or finish throws it. */
+  private deferredFailure: { error: unknown } | undefined;
   private prefill: TierStats | undefined;
   private moeNs = 0;
   private decodeSteps = 0;
@@ -51,15 +78,20 @@ export class TierRequest {
     private readonly tracing?: RequestTracing,
     private readonly rebuild?: Int8RebuildActor,
   ) {
-    this.layerStats = port.hasLayerStats ? new Float64Array(hp.nLayer * LAYER_STAT_FIELDS) : undefined;
+    const statsLength = hp.nLayer * LAYER_STAT_FIELDS;
+    this.statBuffers = port.hasLayerStats ? [new Float64Array(statsLength), new Float64Array(statsLength)] : undefined;
     port.resetStats();
   }
 
-  /** Options for evaluating nTokens tokens; the routes buffer is reused while it is big enough. */
+  /** Options for evaluating nTokens tokens; each buffer is reused while it is big enough. */
   evalOptions(nTokens: number): NativeEvalOptions {
+    const next = this.current ^ 1;
+    if (this.deferred?.routes === this.routeBuffers[next]) this.runDeferred(); // never hand out what deferred work reads
+    this.current = next;
     const need = nTokens * this.hp.nLayer * this.hp.nExpertUsed;
-    if (this.routes.length !== need) this.routes = new Int32Array(need);
-    const options: NativeEvalOptions = this.layerStats ? { routes: this.routes, layerStats: this.layerStats } : { routes: this.routes };
+    if (this.routeBuffers[next].length !== need) this.routeBuffers[next] = new Int32Array(need);
+    const routes = this.routeBuffers[next];
+    const options: NativeEvalOptions = this.statBuffers ? { routes, layerStats: this.statBuffers[next] } : { routes };
     if (this.prefill === undefined && this.placement.replanEnabled && this.port.kind === 'native') {
       options.onLayerRouted = (layer, counts) => {
         this.pollEarly();
@@ -88,33 +120,80 @@ export class TierRequest {
 
   /** The routes of the last evaluation, [nTokens][nLayer][k]. */
   lastRoutes(): Int32Array {
-    return this.routes;
+    return this.routeBuffers[this.current];
+  }
+
+  /** The layer timing of the last evaluation, [nLayer][6]. */
+  private get layerStats(): Float64Array | undefined {
+    return this.statBuffers?.[this.current];
   }
 
   afterPrefill(nTokens: number, position: number): void {
-    this.port.afterEval(this.routes, nTokens);
+    const routes = this.lastRoutes();
+    this.port.afterEval(routes, nTokens);
     this.prefill = this.port.stats();
     this.port.resetStats(); // the stats mark: decode hits count from the first decode token
-    this.placement.observePrefill(this.routes, nTokens);
+    this.placement.observePrefill(routes, nTokens);
     this.report('prefill', position);
   }
 
   afterDecode(position: number): void {
-    this.port.afterEval(this.routes, 1);
+    this.runDeferred();
+    this.throwDeferredFailure();
+    const routes = this.lastRoutes();
+    const layerStats = this.layerStats;
+    this.port.afterEval(routes, 1);
     this.decodeSteps++;
-    if (this.layerStats) {
-      for (let l = 0; l < this.hp.nLayer; l++) this.moeNs += this.layerStats[l * LAYER_STAT_FIELDS + 3] - this.layerStats[l * LAYER_STAT_FIELDS + 2];
+    if (layerStats) {
+      for (let l = 0; l < this.hp.nLayer; l++) this.moeNs += layerStats[l * LAYER_STAT_FIELDS + 3] - layerStats[l * LAYER_STAT_FIELDS + 2];
     }
-    this.placement.observeDecode(this.routes);
-    this.report('decode', position);
+    this.deferred = { routes, layerStats, position, poll: this.settle(false) };
+    this.immediate ??= setImmediate(() => {
+      this.immediate = undefined;
+      this.runDeferred();
+    });
   }
 
-  /** final: the request's last poll (in finish) reports nothing more to fail it with. */
+  /** The last afterDecode's deferred step, if it has not run yet; a throw is kept for the caller. */
+  private runDeferred(): void {
+    if (this.immediate) {
+      clearImmediate(this.immediate);
+      this.immediate = undefined;
+    }
+    const d = this.deferred;
+    if (!d) return;
+    this.deferred = undefined;
+    try {
+      this.placement.observeDecode(d.routes);
+      this.tracing?.step({ phase: 'decode', position: d.position, layerStats: d.layerStats, poll: d.poll });
+    } catch (error) {
+      this.deferredFailure ??= { error };
+    }
+  }
+
+  private throwDeferredFailure(): void {
+    const f = this.deferredFailure;
+    this.deferredFailure = undefined;
+    if (f) throw f.error;
+  }
+
+  /** The prefill's poll and the request's final one, traced at once. */
   private report(phase: 'prefill' | 'decode', position: number, final = false): void {
+    const poll = this.settle(final);
+    this.tracing?.step({ phase, position, layerStats: this.layerStats, poll });
+  }
+
+  /**
+   * Uploads settled since the last call (with those the replan hook polled) to the placement, the
+   * int8-rebuild actor and the counters. Between evaluations only: `resident` frees a host copy's
+   * block for reuse. final: the request's last poll (in finish) has nothing more to fail it with.
+   */
+  private settle(final: boolean): TierPoll {
     const late = this.placement.settle(this.port.poll());
-    const poll: TierPoll = { uploads: [...this.early.uploads, ...late.uploads], evicted: [...this.early.evicted, ...late.evicted] };
-    this.early = { uploads: [], evicted: [] };
-    if (this.rebuild) {
+    const early = this.early;
+    const poll: TierPoll = early.uploads.length + early.evicted.length === 0 ? late : { uploads: [...early.uploads, ...late.uploads], evicted: [...early.evicted, ...late.evicted] };
+    if (early.uploads.length + early.evicted.length > 0) this.early = { uploads: [], evicted: [] };
+    if (this.rebuild && poll.uploads.length + poll.evicted.length > 0) {
       // Between steps: a newcomer's host copy is freed, a victim's is built.
       this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
       this.rebuild.send({ kind: 'evicted', experts: poll.evicted });
@@ -127,9 +206,9 @@ export class TierRequest {
       this.uploads++;
       this.uploadBytes += u.bytes;
     }
-    this.tracing?.step({ phase, position, layerStats: this.layerStats, poll });
     const failure = final ? undefined : this.rebuild?.takeFailure();
     if (failure) throw failure;
+    return poll;
   }
 
   /**
@@ -137,6 +216,9 @@ export class TierRequest {
    * so far counted, the request span ended (failed with `error`) and its metrics recorded.
    */
   finish(timing: { msPerToken: number; ttftMs: number }, error?: unknown): TierRequestStats {
+    this.runDeferred();
+    const late = this.deferredFailure;
+    this.deferredFailure = undefined;
     if (!this.finished) {
       this.finished = true;
       this.placement.endRequest();
@@ -153,7 +235,9 @@ export class TierRequest {
       failedUploads: this.failedUploads,
       tier: decode,
     };
-    this.tracing?.end({ ...stats, ...timing }, error);
+    this.tracing?.end({ ...stats, ...timing }, error ?? late?.error);
+    // The last step's tick or traces threw after its token went out: the request fails with it.
+    if (late && error === undefined) throw late.error;
     return stats;
   }
 }

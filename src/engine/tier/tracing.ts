@@ -118,9 +118,13 @@ export class RequestTracing {
     const samples: CalibrationMessage[] = [];
     const ls = r.layerStats;
     if (ls && r.position >= 0) {
-      for (let l = 0; l < ls.length / LAYER_STAT_FIELDS; l++) {
-        const [startNs, endNs, , , hits, misses] = Array.from(ls.subarray(l * LAYER_STAT_FIELDS, (l + 1) * LAYER_STAT_FIELDS), Math.round);
+      // Read in place: a subarray and an array per layer and step cost more than the rest of the step.
+      for (let l = 0, at = 0; at < ls.length; l++, at += LAYER_STAT_FIELDS) {
+        const startNs = Math.round(ls[at]);
+        const endNs = Math.round(ls[at + 1]);
         if (!(endNs >= startNs && startNs > 0)) continue;
+        const hits = Math.round(ls[at + 4]);
+        const misses = Math.round(ls[at + 5]);
         if (recording) recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
         samples.push({ kind: 'compute', invocation: this.invocation, layer: l, startNs, endNs });
       }

@@ -1,0 +1,107 @@
+/**
+ * The per-step costs kept off the critical path (src/engine/tier/request.ts): a decode step's
+ * LFRU tick and traces run after its token went out (while the next step computes, or at the
+ * next step / finish). Every step is still ticked exactly once and in order, a throw there
+ * fails the request (no lease left, the engine usable), and a tier that holds every expert
+ * skips the tick (it has nothing to decide) without changing the tokens.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
+import type { TierPlacement } from '../../src/engine/tier/placement.js';
+import type { LfruState } from '../../src/tiers/policies/lfru.js';
+import { collect, tempDir, tinyModel } from './tier-helpers.js';
+
+const { dir, cleanup } = tempDir('moetier-tier-deferred-');
+afterAll(cleanup);
+let model: string;
+let prompt: number[];
+let reference: number[];
+const decodeTokens = 24;
+
+beforeAll(async () => {
+  model = await tinyModel(dir, 'q8_0', 5);
+  const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
+  try {
+    prompt = plain.tokenize('one two three four five six seven');
+    reference = await collect(plain, prompt, { maxTokens: decodeTokens, stopAtEos: false });
+  } finally {
+    await plain.close();
+  }
+});
+
+const options = (o: Partial<EngineOptions>): EngineOptions => ({ model, threads: 1, contextTokens: 128, heat: false, lfru: { tickTokens: 2 }, ...o });
+
+/** The engine's placement: private in the engine, read here to see the policy's own tick count. */
+function placementOf(engine: Engine): TierPlacement {
+  return (engine as unknown as { tier: { placement: TierPlacement } }).tier.placement;
+}
+function ticksOf(engine: Engine): number {
+  return (placementOf(engine) as unknown as { state: LfruState }).state.ticks;
+}
+
+describe('deferred decode work', () => {
+  let engine: Engine;
+  beforeAll(async () => {
+    engine = await openEngine(options({ slotsPerLayer: 2 }));
+  });
+  afterAll(() => engine.close());
+
+  it('ticks the policy once per decode step, by the end of each request, and the tokens are unchanged', async () => {
+    for (let request = 1; request <= 2; request++) {
+      // maxTokens tokens come from maxTokens - 1 decode evaluations (the first comes from the prefill).
+      expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
+      expect(ticksOf(engine)).toBe(request * (decodeTokens - 1));
+    }
+    expect(placementOf(engine).counts.decided).toBeGreaterThan(0);
+    expect(engine.tierStats()!.leases).toBe(0);
+  });
+
+  it('a throw in a deferred tick fails the request; no lease is left and the next request runs', async () => {
+    const placement = placementOf(engine);
+    const boom = new Error('tick failed');
+    const original = placement.observeDecode;
+    let calls = 0;
+    placement.observeDecode = function (this: TierPlacement, routes: Int32Array) {
+      if (++calls === 3) throw boom;
+      return original.call(this, routes);
+    };
+    try {
+      await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
+    } finally {
+      placement.observeDecode = original;
+    }
+    expect(engine.tierStats()!.leases).toBe(0);
+    expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
+  });
+
+  it('a throw in the last step\'s deferred tick still fails the request (thrown by finish)', async () => {
+    const placement = placementOf(engine);
+    const boom = new Error('last tick failed');
+    const original = placement.observeDecode;
+    let calls = 0;
+    placement.observeDecode = function (this: TierPlacement, routes: Int32Array) {
+      if (++calls === decodeTokens - 1) throw boom;
+      return original.call(this, routes);
+    };
+    try {
+      await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
+    } finally {
+      placement.observeDecode = original;
+    }
+    expect(engine.tierStats()!.leases).toBe(0);
+  });
+});
+
+describe('a tier that holds every expert', () => {
+  it('skips the tick (nothing to decide) and gives the tokens of the engine without a tier', async () => {
+    const engine = await openEngine(options({ resident: 1 }));
+    try {
+      expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
+      expect(ticksOf(engine)).toBe(0);
+      expect(engine.lastStats?.decodeHitRate).toBe(1);
+      expect(placementOf(engine).counts.decided).toBe(0);
+    } finally {
+      await engine.close();
+    }
+  });
+});
