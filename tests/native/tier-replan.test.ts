@@ -163,9 +163,9 @@ describe('tierRequestSwap issueNow', () => {
 });
 
 describe('prefill replan timing (fake backend, virtual clock)', () => {
-  // Layers heavy enough (a 160-row prefill, nEmbd 256) that the JS thread answers a layer's
-  // counts while the next layer is still computing.
-  const m = mapModel(tinyHParams('qwen3moe', { nLayer: 4, nEmbd: 256, nFfExp: 256, nHead: 4, nHeadKv: 2, headDim: 64 }), {
+  // Layers heavy enough (a 256-row prefill through 256 x 512 experts on one thread: tens of ms
+  // each) that the JS thread answers a layer's counts while the next layer is still computing.
+  const m = mapModel(tinyHParams('qwen3moe', { nLayer: 4, nEmbd: 256, nFfExp: 512, nHead: 4, nHeadKv: 2, headDim: 64 }), {
     type: 'Q8_0',
     seed: 9,
     routerScale: 8,
@@ -177,7 +177,7 @@ describe('prefill replan timing (fake backend, virtual clock)', () => {
     const residency = native.tierResidency(tier);
     const requested = new Map<number, number>(); // taskId -> layer
     let task = 1;
-    const tokens = prompt(160, hp.nVocab);
+    const tokens = prompt(256, hp.nVocab);
     const layerStats = new Float64Array(hp.nLayer * 6);
     await native.evalAsync(ctx, tokens, 0, new Float32Array(hp.nVocab), {
       layerStats,
@@ -192,7 +192,7 @@ describe('prefill replan timing (fake backend, virtual clock)', () => {
   }
 
   it('the swaps of layer L start after L computes and overlap L + 1; each lands in place, once', async () => {
-    const ctx = native.createContext(m.handle, { nCtx: 192, threads: 1 });
+    const ctx = native.createContext(m.handle, { nCtx: 288, threads: 1 });
     const backend = fakeBackend({ bandwidthBytesPerS: 4e9, computeBytesPerS: 2e9 });
     const tier = native.createTier(ctx, backend, { slotsPerLayer: Array(hp.nLayer).fill(SLOTS) });
     try {
