@@ -1,9 +1,9 @@
 // The AVX2 path (+FMA, F16C). Compiled for those features by the target pragma
 // below, never by global flags: isa.cc calls in here only when the CPU has them.
 //   F32 / F16 / BF16: widen to f32, FMA into 8-lane accumulators.
-//   Q8_0: |w| (unsigned) x sign(x, w) (signed) with maddubs -> int16 pairs -> madd -> int32.
-//   Q4_0: nibble - 8 as signed bytes, then the Q8_0 path (bit-identical to a Q8_0 copy of the row).
-// matmul keeps one weight row in registers / L1 and runs it against 4 activation rows at once.
+//   Q8_0 / Q4_0: kernels_avx2_quant.cc (integer block dots; a Q4_0 row and its Q8_0 copy agree
+//   bit for bit). Activation prepare for them is here.
+// Float matmul keeps one weight row in registers / L1 and runs it against 4 activation rows at once.
 #include <immintrin.h>
 #include "kernels_internal.h"
 
@@ -13,7 +13,6 @@
 namespace {
 
 constexpr int kTile = 4;  // activation rows per weight-row pass in matmul
-constexpr int kPrefetchBytes = 1024;  // how far ahead of the weight stream quantised matvec prefetches
 
 // A block\'s f16 scale with one F16C instruction (the scalar decoder branches).
 inline float scale_f16(const uint8_t* blk) { return _cvtsh_ss(mt_load_u16(blk)); }
@@ -74,80 +73,12 @@ float dot_float(int wtype, const uint8_t* w, const float* x, int64_t cols) {
   return s;
 }
 
-// Q8_0 block b: 8 int32 lanes summing to sum(q_w * q_x), exactly.
-inline __m256i block_dot_q8(__m256i qw, const mt_act_q8& a) {
-  __m256i qx = _mm256_loadu_si256((const __m256i*)a.q);
-  __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(qw, qw), _mm256_sign_epi8(qx, qw));
-  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-}
-
-// Q4_0 block: nibble - 8 is the weight as a signed byte (-8..7), so the block goes through the
-// Q8_0 lanes above. A Q4_0 row and its exact Q8_0 copy (q = nibble - 8, the same d) then give
-// bit-identical dots: the tier computes a missed 4-bit expert from its int8 host copy.
-inline __m256i block_dot_q4(__m256i nib, const mt_act_q8& a) { return block_dot_q8(_mm256_sub_epi8(nib, _mm256_set1_epi8(8)), a); }
-
-// 16 bytes of nibbles -> 32 bytes in element order: low nibbles (0..15), then high (16..31).
-// The 16 bytes go to both halves; the high half is shifted right by 4 (64-bit lanes, so
-// bits of a neighbouring byte land in the top nibble), then both are masked to 0..15.
-inline __m256i unpack_q4(const uint8_t* nib) {
-  __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)nib));
-  __m256i shifted = _mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4));
-  return _mm256_and_si256(shifted, _mm256_set1_epi8(0x0f));
-}
-
-inline __m256i load_q8(const uint8_t* blk) { return _mm256_loadu_si256((const __m256i*)(blk + 2)); }
-
-// out[k] = w . a_k for kTile activation rows; weights decoded once per block.
-template <int kBlockBytes, bool kQ4>
-void dot_quant_tile(const uint8_t* w, const mt_act_q8* const* a, int64_t cols, float* out) {
-  __m256 acc[kTile];
-  for (int k = 0; k < kTile; k++) acc[k] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < cols / MT_QK; b++) {
-    const uint8_t* blk = w + b * kBlockBytes;
-    float dw = scale_f16(blk);
-    __m256i qw = kQ4 ? unpack_q4(blk + 2) : load_q8(blk);
-    for (int k = 0; k < kTile; k++) {
-      __m256i p = kQ4 ? block_dot_q4(qw, a[k][b]) : block_dot_q8(qw, a[k][b]);
-      acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a[k][b].d), acc[k]);
-    }
-  }
-  for (int k = 0; k < kTile; k++) out[k] = hsum8(acc[k]);
-}
-
-template <int kBlockBytes, bool kQ4>
-float dot_quant(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-  int64_t nb = cols / MT_QK, b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const uint8_t* b0 = w + b * kBlockBytes;
-    const uint8_t* b1 = b0 + kBlockBytes;
-    // Measured (CPU time, 48 MB Q8_0 matrix): 12-15 GB/s with it, 10-12 without; the
-    // float kernels showed no clear gain, so they rely on the hardware prefetcher.
-    _mm_prefetch((const char*)(b0 + kPrefetchBytes), _MM_HINT_T0);
-    __m256i p0 = kQ4 ? block_dot_q4(unpack_q4(b0 + 2), a[b]) : block_dot_q8(load_q8(b0), a[b]);
-    __m256i p1 = kQ4 ? block_dot_q4(unpack_q4(b1 + 2), a[b + 1]) : block_dot_q8(load_q8(b1), a[b + 1]);
-    float s0 = scale_f16(b0) * a[b].d;
-    float s1 = scale_f16(b1) * a[b + 1].d;
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(s0), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(s1), acc1);
-  }
-  for (; b < nb; b++) {
-    const uint8_t* b0 = w + b * kBlockBytes;
-    __m256i p0 = kQ4 ? block_dot_q4(unpack_q4(b0 + 2), a[b]) : block_dot_q8(load_q8(b0), a[b]);
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(scale_f16(b0) * a[b].d), acc0);
-  }
-  return hsum8(_mm256_add_ps(acc0, acc1));
-}
-
 float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
   const float* x = (const float*)act;
-  const mt_act_q8* a = (const mt_act_q8*)act;
   switch (wtype) {
     case MT_F32: return dot_float<load8_f32>(wtype, w, x, cols);
     case MT_F16: return dot_float<load8_f16>(wtype, w, x, cols);
     case MT_BF16: return dot_float<load8_bf16>(wtype, w, x, cols);
-    case MT_Q8_0: return dot_quant<MT_Q8_0_BYTES, false>(w, a, cols);
-    case MT_Q4_0: return dot_quant<MT_Q4_0_BYTES, true>(w, a, cols);
     default: return 0.0f;
   }
 }
@@ -155,13 +86,10 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
 // acts[k] point at kTile prepared rows (a short tile repeats its last row).
 void dot_tile(int wtype, const uint8_t* w, int64_t cols, const void* const* acts, float* out) {
   const float* const* x = (const float* const*)acts;
-  const mt_act_q8* const* a = (const mt_act_q8* const*)acts;
   switch (wtype) {
     case MT_F32: dot_float_tile<load8_f32>(wtype, w, x, cols, out); break;
     case MT_F16: dot_float_tile<load8_f16>(wtype, w, x, cols, out); break;
     case MT_BF16: dot_float_tile<load8_bf16>(wtype, w, x, cols, out); break;
-    case MT_Q8_0: dot_quant_tile<MT_Q8_0_BYTES, false>(w, a, cols, out); break;
-    case MT_Q4_0: dot_quant_tile<MT_Q4_0_BYTES, true>(w, a, cols, out); break;
     default: break;
   }
 }
@@ -171,6 +99,7 @@ void dot_tile(int wtype, const uint8_t* w, int64_t cols, const void* const* acts
 extern "C" {
 
 void mt_matvec_rows_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
+  if (mt_is_quant(wtype)) return mt_matvec_quant_avx2(wtype, W, cols, act, y, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
   for (int64_t r = r0; r < r1; r++) y[r] = dot_row(wtype, (const uint8_t*)W + r * row_bytes, cols, act);
 }
@@ -179,6 +108,7 @@ void mt_matvec_rows_avx2(int wtype, const void* W, int64_t cols, const void* act
 // multiplied with the activation rows kTile at a time (the rows sit in L2).
 void mt_matmul_rows_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                          int64_t r0, int64_t r1) {
+  if (mt_is_quant(wtype)) return mt_matmul_quant_avx2(wtype, W, cols, acts, n, Y, ldy, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
   size_t act_bytes = mt_act_row_bytes(wtype, cols);
   for (int64_t r = r0; r < r1; r++) {

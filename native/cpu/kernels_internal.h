@@ -80,6 +80,10 @@ extern "C" {
 MT_DECLARE_PATH(scalar)
 MT_DECLARE_PATH(avx2)
 MT_DECLARE_PATH(avx512)
+// The AVX2 path's Q8_0 / Q4_0 kernels (kernels_avx2_quant.cc), same contract as above.
+void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
+void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                          int64_t r0, int64_t r1);
 #ifdef __cplusplus
 }
 #endif
