@@ -203,6 +203,7 @@ class NativeEngine implements Engine {
       const sampler = createSampler(options);
       const streamer = this.model.tokenizer.createStreamDecoder({ special: false });
       const logits = new Float32Array(this.hparams.nVocab);
+      await tierRequest?.beforeStep(); // part of TTFT, not of prefillMs
       const prefillStart = performance.now();
       await this.native.evalAsync(this.context, promptIds, 0, logits, evalOptions(promptIds.length));
       stats.prefillMs = performance.now() - prefillStart;
@@ -230,7 +231,7 @@ class NativeEngine implements Engine {
           break;
         }
         step[0] = id;
-        await tierRequest?.beforeDecode();
+        await tierRequest?.beforeStep();
         await this.native.evalAsync(this.context, step, position, logits, evalOptions(1));
         log?.add('decode', routesOf(), step);
         tierRequest?.afterDecode(position);

@@ -102,10 +102,11 @@ export class TierRequest {
   }
 
   /**
-   * Before a decode step: the host copies of experts evicted so far (and those still building
-   * since the tier opened) are ready, built in parallel on the actor's workers.
+   * Before each step (the prefill, every decode step): the host copies of experts evicted so far
+   * (and those still building since the tier opened) are ready, built in parallel on the actor's
+   * workers, so the miss path never computes an evicted expert from the container.
    */
-  async beforeDecode(): Promise<void> {
+  async beforeStep(): Promise<void> {
     if (!this.rebuild) return;
     await this.rebuild.whenIdle();
     const failure = this.rebuild.takeFailure();
