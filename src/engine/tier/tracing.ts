@@ -65,7 +65,7 @@ export class TierTracing {
   /** Feeds samples; when any was accepted, publishes the snapshot and traces the update. */
   feed(messages: CalibrationMessage[], parent: Context, recording: boolean): void {
     const before = this.calibration.samplesAccepted;
-    const startNs = process.hrtime.bigint();
+    const startNs = recording ? process.hrtime.bigint() : 0n;
     for (const m of messages) this.calibration = calibrate(this.calibration, m, this.config);
     const accepted = this.calibration.samplesAccepted - before;
     if (accepted === 0) return;
