@@ -27,7 +27,19 @@ constexpr int kRows = 8;                   // matvec: weight rows per pass over 
 constexpr int kTileRows = 2;               // matmul tile: weight rows ...
 constexpr int kTileActs = 4;               // ... x activation rows = 8 accumulators
 
-inline float scale_f16(const uint8_t* blk) { return _cvtsh_ss(mt_load_u16(blk)); }
+// f16 -> f32 for every bit pattern, filled once with F16C. A block scale then costs one load
+// instead of an insert and a conversion on the vector pipes, which bound the Q4_0 matvec
+// (~256 KB, but a tensor's scales span a few exponents: a few KB of it stay hot in L1).
+const float* f16_table() {
+  static const float* table = [] {
+    static float t[65536];
+    for (uint32_t h = 0; h < 65536; h++) t[h] = _cvtsh_ss((unsigned short)h);
+    return t;
+  }();
+  return table;
+}
+
+inline float scale_f16(const float* table, const uint8_t* blk) { return table[mt_load_u16(blk)]; }
 
 inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -81,7 +93,7 @@ inline __m256 accumulate(__m256i lanes, float dw, float dx, __m256 acc) {
 
 // y[r] = row r . a for R consecutive rows (rows are row_bytes apart, nb blocks each).
 template <int kBlockBytes, bool kQ4, int R>
-void dot_rows(const uint8_t* w, size_t row_bytes, const mt_act_q8* a, int64_t nb, float* y) {
+void dot_rows(const float* f16, const uint8_t* w, size_t row_bytes, const mt_act_q8* a, int64_t nb, float* y) {
   __m256 acc[R];
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   const uint8_t* next = w + R * row_bytes;  // the next group's rows, fetched while this one computes
@@ -90,7 +102,7 @@ void dot_rows(const uint8_t* w, size_t row_bytes, const mt_act_q8* a, int64_t nb
     for (int p = 0; p < R * kBlockBytes; p += 64) _mm_prefetch((const char*)(next + b * R * kBlockBytes + p), _MM_HINT_T0);
     for (int r = 0; r < R; r++) {
       const uint8_t* blk = w + r * row_bytes + b * kBlockBytes;
-      acc[r] = accumulate(block_lanes<kQ4>(WeightBlock<kQ4>(blk), x), scale_f16(blk), x.d, acc[r]);
+      acc[r] = accumulate(block_lanes<kQ4>(WeightBlock<kQ4>(blk), x), scale_f16(f16, blk), x.d, acc[r]);
     }
   }
   for (int r = 0; r < R; r++) y[r] = hsum8(acc[r]);
@@ -100,14 +112,15 @@ template <int kBlockBytes, bool kQ4>
 void matvec(const uint8_t* W, int64_t cols, const mt_act_q8* a, float* y, int64_t r0, int64_t r1) {
   const size_t row_bytes = (size_t)(cols / MT_QK) * kBlockBytes;
   const int64_t nb = cols / MT_QK;
+  const float* f16 = f16_table();
   int64_t r = r0;
-  for (; r + kRows <= r1; r += kRows) dot_rows<kBlockBytes, kQ4, kRows>(W + r * row_bytes, row_bytes, a, nb, y + r);
-  for (; r < r1; r++) dot_rows<kBlockBytes, kQ4, 1>(W + r * row_bytes, row_bytes, a, nb, y + r);
+  for (; r + kRows <= r1; r += kRows) dot_rows<kBlockBytes, kQ4, kRows>(f16, W + r * row_bytes, row_bytes, a, nb, y + r);
+  for (; r < r1; r++) dot_rows<kBlockBytes, kQ4, 1>(f16, W + r * row_bytes, row_bytes, a, nb, y + r);
 }
 
 // out[r * A + k] = row r . a_k: an R x A register tile, blocks in order.
 template <int kBlockBytes, bool kQ4, int R, int A>
-void dot_tile(const uint8_t* w, size_t row_bytes, const mt_act_q8* const* a, int64_t nb, float* out) {
+void dot_tile(const float* f16, const uint8_t* w, size_t row_bytes, const mt_act_q8* const* a, int64_t nb, float* out) {
   __m256 acc[R][A];
   for (int r = 0; r < R; r++)
     for (int k = 0; k < A; k++) acc[r][k] = _mm256_setzero_ps();
@@ -117,7 +130,7 @@ void dot_tile(const uint8_t* w, size_t row_bytes, const mt_act_q8* const* a, int
     for (int r = 0; r < R; r++) {
       const uint8_t* blk = w + r * row_bytes + b * kBlockBytes;
       const WeightBlock<kQ4> wb(blk);
-      const float dw = scale_f16(blk);
+      const float dw = scale_f16(f16, blk);
       for (int k = 0; k < A; k++) acc[r][k] = accumulate(block_lanes<kQ4>(wb, x[k]), dw, x[k].d, acc[r][k]);
     }
   }
@@ -133,6 +146,7 @@ void matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t n, floa
   const size_t row_bytes = (size_t)(cols / MT_QK) * kBlockBytes;
   const size_t act_bytes = (size_t)(cols / MT_QK) * sizeof(mt_act_q8);
   const int64_t nb = cols / MT_QK;
+  const float* f16 = f16_table();
   for (int64_t r = r0; r < r1;) {
     const int64_t rows = r + kTileRows <= r1 ? kTileRows : 1;
     const uint8_t* w = W + r * row_bytes;
@@ -140,8 +154,8 @@ void matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t n, floa
       const mt_act_q8* tile[kTileActs];
       for (int k = 0; k < kTileActs; k++) tile[k] = (const mt_act_q8*)(acts + (i0 + k < n ? i0 + k : n - 1) * act_bytes);
       float out[kTileRows * kTileActs];
-      if (rows == kTileRows) dot_tile<kBlockBytes, kQ4, kTileRows, kTileActs>(w, row_bytes, tile, nb, out);
-      else dot_tile<kBlockBytes, kQ4, 1, kTileActs>(w, row_bytes, tile, nb, out);
+      if (rows == kTileRows) dot_tile<kBlockBytes, kQ4, kTileRows, kTileActs>(f16, w, row_bytes, tile, nb, out);
+      else dot_tile<kBlockBytes, kQ4, 1, kTileActs>(f16, w, row_bytes, tile, nb, out);
       for (int64_t q = 0; q < rows; q++)
         for (int k = 0; k < kTileActs && i0 + k < n; k++) Y[(i0 + k) * ldy + r + q] = out[q * kTileActs + k];
     }
