@@ -125,21 +125,39 @@ void dot_tile(const float* f16, const uint8_t* w, size_t row_bytes, const mt_act
   for (int r = 0; r < R; r++)
     for (int k = 0; k < A; k++) acc[r][k] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
-    ActBlock x[A];
-    for (int k = 0; k < A; k++) x[k] = load_act(a[k][b]);
+    // Activation blocks stream through one at a time (holding all A of them in registers next
+    // to the R x A accumulators spilled the accumulators); the weight decode is hoisted.
+    const uint8_t* blk[R];
+    float dw[R];
     for (int r = 0; r < R; r++) {
-      const uint8_t* blk = w + r * row_bytes + b * kBlockBytes;
-      const WeightBlock<kQ4> wb(blk);
-      const float dw = scale_f16(f16, blk);
-      for (int k = 0; k < A; k++) acc[r][k] = accumulate(block_lanes<kQ4>(wb, x[k]), dw, x[k].d, acc[r][k]);
+      blk[r] = w + r * row_bytes + b * kBlockBytes;
+      dw[r] = scale_f16(f16, blk[r]);
+    }
+    for (int k = 0; k < A; k++) {
+      const ActBlock x = load_act(a[k][b]);
+      for (int r = 0; r < R; r++) acc[r][k] = accumulate(block_lanes<kQ4>(WeightBlock<kQ4>(blk[r]), x), dw[r], x.d, acc[r][k]);
     }
   }
   for (int r = 0; r < R; r++)
     for (int k = 0; k < A; k++) out[r * A + k] = hsum8(acc[r][k]);
 }
 
+// A tile of R weight rows x m activation rows (m <= kTileActs): the short last tile of an expert
+// with few rows computes only its m rows (prefill gives most experts a handful of rows).
+template <int kBlockBytes, bool kQ4, int R>
+void dot_tile_m(int64_t m, const float* f16, const uint8_t* w, size_t row_bytes, const mt_act_q8* const* a, int64_t nb,
+                float* out) {
+  static_assert(kTileActs == 4, "one case per tile width");
+  switch (m) {
+    case 1: dot_tile<kBlockBytes, kQ4, R, 1>(f16, w, row_bytes, a, nb, out); break;
+    case 2: dot_tile<kBlockBytes, kQ4, R, 2>(f16, w, row_bytes, a, nb, out); break;
+    case 3: dot_tile<kBlockBytes, kQ4, R, 3>(f16, w, row_bytes, a, nb, out); break;
+    default: dot_tile<kBlockBytes, kQ4, R, 4>(f16, w, row_bytes, a, nb, out); break;
+  }
+}
+
 // Y [n, ldy] (columns r0..r1) = acts [n, cols] W^T. Weight rows go kTileRows at a time (a short
-// last group row by row) through every activation tile (a short tile repeats its last row).
+// last group row by row) through every activation tile.
 template <int kBlockBytes, bool kQ4>
 void matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t n, float* Y, int64_t ldy, int64_t r0,
             int64_t r1) {
@@ -151,13 +169,14 @@ void matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t n, floa
     const int64_t rows = r + kTileRows <= r1 ? kTileRows : 1;
     const uint8_t* w = W + r * row_bytes;
     for (int64_t i0 = 0; i0 < n; i0 += kTileActs) {
+      const int64_t m = n - i0 < kTileActs ? n - i0 : kTileActs;
       const mt_act_q8* tile[kTileActs];
-      for (int k = 0; k < kTileActs; k++) tile[k] = (const mt_act_q8*)(acts + (i0 + k < n ? i0 + k : n - 1) * act_bytes);
+      for (int64_t k = 0; k < m; k++) tile[k] = (const mt_act_q8*)(acts + (i0 + k) * act_bytes);
       float out[kTileRows * kTileActs];
-      if (rows == kTileRows) dot_tile<kBlockBytes, kQ4, kTileRows, kTileActs>(f16, w, row_bytes, tile, nb, out);
-      else dot_tile<kBlockBytes, kQ4, 1, kTileActs>(f16, w, row_bytes, tile, nb, out);
+      if (rows == kTileRows) dot_tile_m<kBlockBytes, kQ4, kTileRows>(m, f16, w, row_bytes, tile, nb, out);
+      else dot_tile_m<kBlockBytes, kQ4, 1>(m, f16, w, row_bytes, tile, nb, out);
       for (int64_t q = 0; q < rows; q++)
-        for (int k = 0; k < kTileActs && i0 + k < n; k++) Y[(i0 + k) * ldy + r + q] = out[q * kTileActs + k];
+        for (int64_t k = 0; k < m; k++) Y[(i0 + k) * ldy + r + q] = out[q * m + k];
     }
     r += rows;
   }
