@@ -24,6 +24,7 @@
 namespace {
 
 constexpr int kRows = 8;                   // matvec: weight rows per pass over the activation
+constexpr size_t kPrefetchLeadBytes = 4096;  // matvec: how far ahead the weight stream is fetched
 constexpr int kTileRows = 2;               // matmul tile: weight rows ...
 constexpr int kTileActs = 4;               // ... x activation rows = 8 accumulators
 
@@ -96,7 +97,11 @@ template <int kBlockBytes, bool kQ4, int R>
 void dot_rows(const float* f16, const uint8_t* w, size_t row_bytes, const mt_act_q8* a, int64_t nb, float* y) {
   __m256 acc[R];
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-  const uint8_t* next = w + R * row_bytes;  // the next group's rows, fetched while this one computes
+  // Rows further on, fetched while this group computes: whole groups, at least kPrefetchLeadBytes
+  // ahead (a group of short rows, as in an expert's down matrix, computes in less than a memory
+  // latency).
+  const size_t group_bytes = R * row_bytes;
+  const uint8_t* next = w + group_bytes * ((kPrefetchLeadBytes + group_bytes - 1) / group_bytes);
   for (int64_t b = 0; b < nb; b++) {
     const ActBlock x = load_act(a[b]);
     for (int p = 0; p < R * kBlockBytes; p += 64) _mm_prefetch((const char*)(next + b * R * kBlockBytes + p), _MM_HINT_T0);
