@@ -11,6 +11,8 @@
  *              before the request), order alternated per prompt; the tokens of off and on must
  *              be equal (placement never changes routing or the cpu kernels' sums)
  *   ablation   cpu: caps 12 and uncapped (= nExpert) next to 24
+ *   ttft       the TTFT price alone: prompt 0, --ttft-rounds alternating off/on rounds per backend
+ *              (2 tokens each), medians and the median of the paired differences
  *   replay     the cpu "off" runs record route traces (--trace-routes); `moetier replay` runs
  *              lfru vs replan on them (cold start: replay takes no heat file)
  *
@@ -48,6 +50,7 @@ export async function main(argv) {
       backends: { type: 'string', default: 'cpu,fake' },
       caps: { type: 'string', default: '12,uncapped' },
       'no-replay': { type: 'boolean', default: false },
+      'ttft-rounds': { type: 'string', default: '5' },
     },
   });
   const config = {
@@ -59,6 +62,7 @@ export async function main(argv) {
     backends: values.backends.split(',').map((b) => oneOf('backends', b, ['cpu', 'fake'])),
     ablationCaps: values.caps.split(',').filter(Boolean).map((c) => (c === 'uncapped' ? 'uncapped' : positiveInt('caps', c, 4096))),
     repetitions: 1,
+    ttftRounds: positiveInt('ttft-rounds', values['ttft-rounds'], 100),
     arch,
     quant,
   };
@@ -104,12 +108,13 @@ export async function main(argv) {
         }
       }
     }
+    const ttft = await measureTtft(open, heatFile, prompts[0], promptText, config, machine);
     const replay = values['no-replay'] ? undefined : runReplay(prompts.map((p) => path.join(scratch, `trace-${p.name}.jsonl`)), config, nExpert);
     machine.loadAverageAtEnd = os.loadavg();
     for (const c of [...cells, ...ablation]) delete c.tokens;
     const results = {
       bench: 'replan', date: new Date().toISOString(), config, machine,
-      heatFrom: heatPrompts.map((p) => p.name), prompts: prompts.map((p) => p.name), cells, ablation, replay,
+      heatFrom: heatPrompts.map((p) => p.name), prompts: prompts.map((p) => p.name), cells, ablation, ttft, replay,
     };
     mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
     writeFileSync(new URL('./results/replan.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
@@ -130,17 +135,42 @@ async function buildHeat(open, heatFile, prompts, promptText, maxTokens) {
   }
 }
 
+/** TTFT off vs on, alternating rounds of 2-token requests on prompt 0 (the price is in the prefill). */
+async function measureTtft(open, heatFile, prompt, promptText, config, machine) {
+  const out = [];
+  for (const backend of config.backends) {
+    const rounds = [];
+    for (let r = 0; r < config.ttftRounds; r++) {
+      const round = {};
+      for (const mode of r % 2 === 0 ? ['off', 24] : [24, 'off']) {
+        const cell = await runCell(open, { backend, mode, heat: copyHeat(heatFile, `ttft-${backend}-${r}-${mode}`), prompt, promptText, config, tokens: 2 });
+        round[mode] = { ttftMs: cell.ttftMs, prefillMs: cell.prefillMs };
+      }
+      rounds.push(round);
+      machine.loadAverages.push(os.loadavg()[0]);
+    }
+    const med = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+    out.push({
+      backend, prompt: prompt.name, rounds,
+      offMedianMs: med(rounds.map((x) => x.off.ttftMs)), onMedianMs: med(rounds.map((x) => x[24].ttftMs)),
+      deltaMedianMs: med(rounds.map((x) => x[24].ttftMs - x.off.ttftMs)),
+    });
+    process.stderr.write(`  ttft ${backend}: off ${out.at(-1).offMedianMs.toFixed(0)} ms, on ${out.at(-1).onMedianMs.toFixed(0)} ms (medians of ${config.ttftRounds})\n`);
+  }
+  return out;
+}
+
 /** One fresh engine, one request. mode: 'off' or the replan cap. */
-async function runCell(open, { backend, mode, heat, prompt, promptText, config, trace }) {
+async function runCell(open, { backend, mode, heat, prompt, promptText, config, trace, tokens = config.maxTokens }) {
   const e = await open({ backend, heat, prefillReplan: mode === 'off' ? { enabled: false } : { enabled: true, maxSwapsPerLayer: mode } });
   try {
     await hostCopiesReady(e);
     const text = promptText(prompt, e.tokenizer.kind);
     const promptTokens = e.tokenize(text).length;
-    const { tokens, stats } = await generate(e, text, config.maxTokens, trace);
+    const { tokens: ids, stats } = await generate(e, text, tokens, trace);
     const tier = e.tierStats();
     return {
-      backend, replan: mode, prompt: prompt.name, promptTokens, tokens,
+      backend, replan: mode, prompt: prompt.name, promptTokens, tokens: ids,
       nExpert: e.hparams.nExpert, slotsPerLayer: tier.slotsBudget[0],
       decodeHitRate: stats.decodeHitRate, prefillHitRate: stats.prefillHitRate,
       moeMsPerToken: stats.moeMsPerToken, msPerToken: stats.msPerToken, ttftMs: stats.ttftMs, prefillMs: stats.prefillMs,
@@ -218,7 +248,11 @@ export function replanTable(r) {
   const ttft = r.cells.filter((x) => x.replan === 24).map((on) => on.ttftMs - r.cells.find((x) => x.backend === on.backend && x.prompt === on.prompt && x.replan === 'off').ttftMs);
   if (ttft.length > 0) {
     const sorted = [...ttft].sort((a, b) => a - b);
-    lines.push('', `TTFT on - off over the ${ttft.length} pairs: median ${f(sorted[sorted.length >> 1], 0)} ms, range ${f(sorted[0], 0)} .. ${f(sorted[sorted.length - 1], 0)} ms.`);
+    lines.push('', `- TTFT on - off over the ${ttft.length} pairs of the table: median ${f(sorted[sorted.length >> 1], 0)} ms, range ${f(sorted[0], 0)} .. ${f(sorted[sorted.length - 1], 0)} ms.`);
+  }
+  if (r.ttft?.length) lines.push('');
+  for (const t of r.ttft ?? []) {
+    lines.push(`- TTFT alone (${t.backend}, ${t.prompt}, ${t.rounds.length} alternating rounds of 2-token requests): off ${f(t.offMedianMs, 0)} ms, on ${f(t.onMedianMs, 0)} ms (medians); on - off, paired: median ${f(t.deltaMedianMs, 0)} ms.`);
   }
   if (r.ablation.length > 0) {
     const caps = [...new Set(r.ablation.map((x) => x.cap))];
