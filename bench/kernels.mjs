@@ -9,6 +9,12 @@
  * One-thread runs also report figures from process CPU time (*Cpu), which a shared, busy
  * machine disturbs far less than wall time.
  *
+ * Decode shapes (results.decodeShapes): one thread, the medium qwen3moe preset's matvecs per token:
+ *   experts  24 layers x 8 routed x (gate, up: W [256, 768]; down: W [768, 256]) picked from 96
+ *            distinct experts (more than the caches hold, as in decode), activation prepared per call
+ *   head     W [32000, 768]
+ * as ms per token and GB/s of weights, per quantised type and path.
+ *
  * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/kernels.mjs
  * Writes bench/results/kernels.json.
  */
@@ -102,12 +108,56 @@ for (const r of results) {
   r.speedupVsScalar = base ? base.ms / r.ms : null;
   r.speedupVsScalarCpu = base && r.cpuMs ? base.cpuMs / r.cpuMs : null;
 }
+/** Decode-like matvecs of the medium preset (see the header), per quantised type and path. */
+function decodeShapes() {
+  const E = 768, F = 256, V = 32000, experts = 96, layers = 24, routed = 8;
+  const out = [];
+  for (const type of ['Q8_0', 'Q4_0']) {
+    const [id, blockBytes] = TYPES[type];
+    const upBytes = (F * E / 32) * blockBytes, downBytes = (E * F / 32) * blockBytes;
+    const mats = Array.from({ length: experts }, () => {
+      const w = new Uint8Array(2 * upBytes + downBytes);
+      randomFillSync(w);
+      for (let b = 0; b < w.length; b += blockBytes) w[b + 1] = 0x1c;
+      return { gate: w.subarray(0, upBytes), up: w.subarray(upBytes, 2 * upBytes), down: w.subarray(2 * upBytes) };
+    });
+    const head = weightsFor(type, (V * E / 32) * blockBytes);
+    const x = Float32Array.from({ length: E }, (_, i) => Math.sin(i)), g = new Float32Array(F), u = new Float32Array(F), y = new Float32Array(E);
+    const logits = new Float32Array(V);
+    let t = 0;
+    const token = () => {
+      for (let l = 0; l < layers; l++)
+        for (let k = 0; k < routed; k++) {
+          const m = mats[(l * 37 + k * 11 + t * 5) % experts];
+          native.matvec(id, m.gate, F, E, x, g);
+          native.matvec(id, m.up, F, E, x, u);
+          native.matvec(id, m.down, E, F, g, y);
+        }
+      t++;
+    };
+    for (const isa of paths) {
+      native.isaSet(isa);
+      const ex = timeIt(token, isa === 0 ? 0.3 : 0.6);
+      const hd = timeIt(() => native.matvec(id, head.w, V, E, x, logits), 0.3);
+      const expertBytes = layers * routed * (2 * upBytes + downBytes);
+      out.push({
+        type, path: native.isaName(isa), expertsMs: ex.s * 1e3, expertsCpuMs: ex.cpuS * 1e3, expertsGBsCpu: expertBytes / ex.cpuS / 1e9,
+        headMs: hd.s * 1e3, headCpuMs: hd.cpuS * 1e3, headGBsCpu: head.w.length / hd.cpuS / 1e9,
+      });
+    }
+  }
+  native.isaSet(native.isaBest());
+  return out;
+}
+
+const decode = decodeShapes();
 const readGBs = { threads1: native.measureReadBandwidth(256 << 20, 1), threads2: native.measureReadBandwidth(256 << 20, 2) };
 const out = {
   date: new Date().toISOString(),
   machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, loadAvg1m: os.loadavg()[0], isaBest: native.isaName(native.isaBest()) },
   readBandwidthGBs: readGBs,
   results,
+  decodeShapes: decode,
 };
 mkdirSync(path.join(here, 'results'), { recursive: true });
 writeFileSync(path.join(here, 'results', 'kernels.json'), JSON.stringify(out, null, 2) + '\n');
@@ -116,5 +166,9 @@ console.table(results.map((r) => ({
   gflops: +r.gflops.toFixed(1), speedup: r.speedupVsScalar && +r.speedupVsScalar.toFixed(1),
   GBsCpu: r.weightGBsCpu && +r.weightGBsCpu.toFixed(2), gflopsCpu: r.gflopsCpu && +r.gflopsCpu.toFixed(1),
   speedupCpu: r.speedupVsScalarCpu && +r.speedupVsScalarCpu.toFixed(1),
+})));
+console.table(decode.map((r) => ({
+  type: r.type, path: r.path, expertsMs: +r.expertsMs.toFixed(2), expertsCpuMs: +r.expertsCpuMs.toFixed(2), expertsGBsCpu: +r.expertsGBsCpu.toFixed(1),
+  headMs: +r.headMs.toFixed(2), headCpuMs: +r.headCpuMs.toFixed(2), headGBsCpu: +r.headGBsCpu.toFixed(1),
 })));
 console.log('read bandwidth GB/s', readGBs, 'load', os.loadavg()[0]);

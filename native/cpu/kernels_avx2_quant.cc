@@ -24,7 +24,9 @@
 namespace {
 
 constexpr int kRows = 8;                   // matvec: weight rows per pass over the activation
-constexpr size_t kPrefetchLeadBytes = 4096;  // matvec: how far ahead the weight stream is fetched
+constexpr size_t kPrefetchLeadBytes = 4096;  // matvec, short rows: how far ahead whole groups are fetched
+constexpr size_t kLongGroupBytes = 24576;    // matvec: a row group larger than this (~L1) counts as long rows
+constexpr size_t kRowLeadBytes = 1024;       // matvec, long rows: how far ahead each row is fetched
 constexpr int kTileRows = 2;               // matmul tile: weight rows ...
 constexpr int kTileActs = 4;               // ... x activation rows = 8 accumulators
 
@@ -93,34 +95,42 @@ inline __m256 accumulate(__m256i lanes, float dw, float dx, __m256 acc) {
 }
 
 // y[r] = row r . a for R consecutive rows (rows are row_bytes apart, nb blocks each).
-template <int kBlockBytes, bool kQ4, int R>
+// Prefetch: short rows (a group of them computes in less than a memory latency, as an expert's
+// down rows do) fetch whole groups at least kPrefetchLeadBytes ahead; long rows (a group about as
+// large as L1: the next one would evict this one) fetch each row's own stream kRowLeadBytes ahead.
+template <int kBlockBytes, bool kQ4, int R, bool kLongRows>
 void dot_rows(const float* f16, const uint8_t* w, size_t row_bytes, const mt_act_q8* a, int64_t nb, float* y) {
   __m256 acc[R];
   for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-  // Rows further on, fetched while this group computes: whole groups, at least kPrefetchLeadBytes
-  // ahead (a group of short rows, as in an expert's down matrix, computes in less than a memory
-  // latency).
   const size_t group_bytes = R * row_bytes;
   const uint8_t* next = w + group_bytes * ((kPrefetchLeadBytes + group_bytes - 1) / group_bytes);
   for (int64_t b = 0; b < nb; b++) {
     const ActBlock x = load_act(a[b]);
-    for (int p = 0; p < R * kBlockBytes; p += 64) _mm_prefetch((const char*)(next + b * R * kBlockBytes + p), _MM_HINT_T0);
+    if (!kLongRows)
+      for (int p = 0; p < R * kBlockBytes; p += 64) _mm_prefetch((const char*)(next + b * R * kBlockBytes + p), _MM_HINT_T0);
     for (int r = 0; r < R; r++) {
       const uint8_t* blk = w + r * row_bytes + b * kBlockBytes;
+      if (kLongRows) _mm_prefetch((const char*)(blk + kRowLeadBytes), _MM_HINT_T0);
       acc[r] = accumulate(block_lanes<kQ4>(WeightBlock<kQ4>(blk), x), scale_f16(f16, blk), x.d, acc[r]);
     }
   }
   for (int r = 0; r < R; r++) y[r] = hsum8(acc[r]);
 }
 
+template <int kBlockBytes, bool kQ4, bool kLongRows>
+void matvec_rows(const float* f16, const uint8_t* W, size_t row_bytes, const mt_act_q8* a, int64_t nb, float* y,
+                 int64_t r0, int64_t r1) {
+  int64_t r = r0;
+  for (; r + kRows <= r1; r += kRows) dot_rows<kBlockBytes, kQ4, kRows, kLongRows>(f16, W + r * row_bytes, row_bytes, a, nb, y + r);
+  for (; r < r1; r++) dot_rows<kBlockBytes, kQ4, 1, kLongRows>(f16, W + r * row_bytes, row_bytes, a, nb, y + r);
+}
+
 template <int kBlockBytes, bool kQ4>
 void matvec(const uint8_t* W, int64_t cols, const mt_act_q8* a, float* y, int64_t r0, int64_t r1) {
   const size_t row_bytes = (size_t)(cols / MT_QK) * kBlockBytes;
   const int64_t nb = cols / MT_QK;
-  const float* f16 = f16_table();
-  int64_t r = r0;
-  for (; r + kRows <= r1; r += kRows) dot_rows<kBlockBytes, kQ4, kRows>(f16, W + r * row_bytes, row_bytes, a, nb, y + r);
-  for (; r < r1; r++) dot_rows<kBlockBytes, kQ4, 1>(f16, W + r * row_bytes, row_bytes, a, nb, y + r);
+  if (kRows * row_bytes > kLongGroupBytes) matvec_rows<kBlockBytes, kQ4, true>(f16_table(), W, row_bytes, a, nb, y, r0, r1);
+  else matvec_rows<kBlockBytes, kQ4, false>(f16_table(), W, row_bytes, a, nb, y, r0, r1);
 }
 
 // out[r * A + k] = row r . a_k: an R x A register tile, blocks in order.

@@ -4,7 +4,8 @@
  *    bit-identical matvec and matmul results;
  *  - a row's result does not depend on which rows are computed with it (the SIMD kernels run rows
  *    in groups and tiles; the thread pool hands out arbitrary row ranges).
- * Shapes cover groups, tiles and their tails (rows 1..33, n 1..9) and the medium expert widths.
+ * Shapes cover groups, tiles and their tails (rows 1..33, n 1..9), the medium expert widths and
+ * rows long enough (3072) for the AVX2 matvec's long-row prefetch.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ISA, loadNative } from '../../src/native/binding.js';
@@ -58,7 +59,7 @@ const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer,
 describe.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))('path %s', (_name, isa) => {
   it('a Q4_0 matrix and its Q8_0 copy give bit-identical matvec and matmul', () => {
     native.isaSet(isa);
-    for (const cols of [32, 256, 768]) {
+    for (const cols of [32, 256, 768, 3072]) {
       for (const rows of [1, 7, 8, 9, 17, 33]) {
         const q4 = randomQ4(rows, cols, rows * 31 + cols);
         const q8 = q8CopyOf(q4);
