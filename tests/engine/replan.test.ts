@@ -13,7 +13,7 @@ import { parseGguf } from '../../src/model/gguf/reader.js';
 import { readHParams } from '../../src/model/hparams.js';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
 import { resolvePrefillReplan } from '../../src/engine/tier/replan-options.js';
-import { collect, tempDir, tinyModel } from './tier-helpers.js';
+import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-replan-');
 afterAll(cleanup);
@@ -24,14 +24,8 @@ const decodeTokens = 24;
 
 beforeAll(async () => {
   model = await tinyModel(dir, 'q4_0', 13);
-  const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
-  try {
     // A long prompt that mixes topics: its routing disagrees with a cold start's experts 0..1.
-    prompt = plain.tokenize('the ship will sail across the sea and we compile the function to debug the program then the rocket will launch into orbit around the moon with a song on the guitar');
-    reference = await collect(plain, prompt, { maxTokens: decodeTokens, stopAtEos: false });
-  } finally {
-    await plain.close();
-  }
+  ({ prompt, reference } = await referenceRun(model, 'the ship will sail across the sea and we compile the function to debug the program then the rocket will launch into orbit around the moon with a song on the guitar', decodeTokens));
 });
 
 const options = (o: Partial<EngineOptions> = {}): EngineOptions => ({

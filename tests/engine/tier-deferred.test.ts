@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
 import type { TierPlacement } from '../../src/engine/tier/placement.js';
 import type { LfruState } from '../../src/tiers/policies/lfru.js';
-import { collect, tempDir, tinyModel } from './tier-helpers.js';
+import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-tier-deferred-');
 afterAll(cleanup);
@@ -20,13 +20,7 @@ const decodeTokens = 24;
 
 beforeAll(async () => {
   model = await tinyModel(dir, 'q8_0', 5);
-  const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
-  try {
-    prompt = plain.tokenize('one two three four five six seven');
-    reference = await collect(plain, prompt, { maxTokens: decodeTokens, stopAtEos: false });
-  } finally {
-    await plain.close();
-  }
+  ({ prompt, reference } = await referenceRun(model, 'one two three four five six seven', decodeTokens));
 });
 
 const options = (o: Partial<EngineOptions>): EngineOptions => ({ model, threads: 1, contextTokens: 128, heat: false, lfru: { tickTokens: 2 }, ...o });

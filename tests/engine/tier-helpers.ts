@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Engine, GenerateOptions } from '../../src/engine/engine.js';
+import { openEngine, type Engine, type GenerateOptions } from '../../src/engine/engine.js';
 import { writeSynthModel } from '../../src/synth/generate.js';
 
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
@@ -21,4 +21,15 @@ export async function collect(engine: Engine, prompt: string | number[], options
   const ids: number[] = [];
   for await (const t of engine.generate(prompt, options)) ids.push(t.id);
   return ids;
+}
+
+/** The prompt's ids and the tokens an engine without a tier generates from them: what every tier run must reproduce. */
+export async function referenceRun(model: string, text: string, maxTokens: number): Promise<{ prompt: number[]; reference: number[] }> {
+  const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
+  try {
+    const prompt = plain.tokenize(text);
+    return { prompt, reference: await collect(plain, prompt, { maxTokens, stopAtEos: false }) };
+  } finally {
+    await plain.close();
+  }
 }

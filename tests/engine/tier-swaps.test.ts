@@ -7,7 +7,7 @@ import { loadNative } from '../../src/native/binding.js';
 import { hasNativeTier } from '../../src/engine/tier/native-port.js';
 import { InvalidOptionError, RequestAbortedError } from '../../src/core/errors.js';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
-import { collect, tempDir, tinyModel } from './tier-helpers.js';
+import { referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-tier-swaps-');
 afterAll(cleanup);
@@ -35,13 +35,7 @@ function expectClean(engine: Engine): void {
 
 beforeAll(async () => {
   model = await tinyModel(dir, 'q4_0', 11);
-  const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
-  try {
-    prompt = plain.tokenize('one two three four five six seven eight nine ten');
-    reference = await collect(plain, prompt, { maxTokens: decodeTokens, stopAtEos: false });
-  } finally {
-    await plain.close();
-  }
+  ({ prompt, reference } = await referenceRun(model, 'one two three four five six seven eight nine ten', decodeTokens));
 });
 
 const tierOptions = (o: Partial<EngineOptions> = {}): EngineOptions => ({
