@@ -77,8 +77,8 @@ export interface Engine {
   tierStats(): TierStats | undefined;
   /** The host int8 copies (native tier over a Q4_0 container): built, freed, failed, and published now; undefined without. */
   hostCopies(): { built: number; freed: number; failed: number; dropped: number; published: number } | undefined;
-  /** 'native' (the addon's tier), 'shadow' (the TypeScript fallback) or undefined (no tier). */
-  readonly tierKind: 'native' | 'shadow' | undefined;
+  /** 'native' (the addon's tier) or undefined (no tier). */
+  readonly tierKind: 'native' | undefined;
   close(): Promise<void>;
 }
 
@@ -275,7 +275,7 @@ class NativeEngine implements Engine {
     if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path);
   }
 
-  get tierKind(): 'native' | 'shadow' | undefined {
+  get tierKind(): 'native' | undefined {
     return this.tier?.port.kind;
   }
 

@@ -3,8 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expertContainerBytes } from '../../src/engine/tier/experts.js';
 import { parseGguf } from '../../src/model/gguf/reader.js';
 import { readHParams } from '../../src/model/hparams.js';
-import { loadNative } from '../../src/native/binding.js';
-import { hasNativeTier } from '../../src/engine/tier/native-port.js';
 import { InvalidOptionError, RequestAbortedError } from '../../src/core/errors.js';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
 import { referenceRun, tempDir, tinyModel } from './tier-helpers.js';
@@ -42,14 +40,11 @@ const tierOptions = (o: Partial<EngineOptions> = {}): EngineOptions => ({
   model, threads: 1, contextTokens: 128, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 2 }, ...o,
 });
 
-const impls = ['native', 'typescript'] as const;
-const cases = impls.flatMap((tierImpl) => (['cpu', 'fake'] as const).map((backend) => ({ tierImpl, backend })));
-
-describe.each(cases)('the LFRU tick: $tierImpl tier on the $backend backend', ({ tierImpl, backend }) => {
+describe.each(['cpu', 'fake'] as const)('the LFRU tick on the %s backend', (backend) => {
   let engine: Engine;
   beforeAll(async () => {
-    engine = await openEngine(tierOptions({ backend, tierImpl }));
-    expect(engine.tierKind).toBe(tierImpl === 'native' && hasNativeTier(loadNative()) ? 'native' : 'shadow');
+    engine = await openEngine(tierOptions({ backend }));
+    expect(engine.tierKind).toBe('native');
   });
   afterAll(() => engine.close());
 
@@ -91,19 +86,18 @@ describe.each(cases)('the LFRU tick: $tierImpl tier on the $backend backend', ({
   });
 });
 
-describe.each(impls)('failures and tuning (%s tier)', (tierImpl) => {
+describe('failures and tuning', () => {
   it('a swap upload that fails half-way leaves the tokens unchanged and the budget kept; the slot is in use again by the next request (fake)', async () => {
     const gguf = parseGguf(new Uint8Array(readFileSync(model)), model);
     const hp = readHParams(gguf);
     const warmstartBytes = hp.nLayer * 2 * expertContainerBytes(gguf, hp);
-    const engine = await openEngine(tierOptions({ backend: 'fake', fake: { failTransferAfterBytes: warmstartBytes + 100 }, tierImpl }));
+    const engine = await openEngine(tierOptions({ backend: 'fake', fake: { failTransferAfterBytes: warmstartBytes + 100 } }));
     try {
       expect(await checkedRun(engine)).toEqual(reference);
       const s = engine.lastStats!;
       const budget = s.tier!.slotsBudget.reduce((a, b) => a + b, 0);
-      // The failed upload freed its slot (typescript tier) or was retried free-then-upload (native).
+      // The failed upload left its slot free, or the tier retried it free-then-upload.
       expect(s.tier!.slotsUsed.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(budget - 1);
-      expect(s.failedUploads).toBeGreaterThanOrEqual(tierImpl === 'typescript' ? 1 : 0);
       expect(s.uploadBytes).toBe(s.uploads! * expertContainerBytes(gguf, hp));
       expectClean(engine);
       // The next request starts by refilling the free slot.
@@ -115,7 +109,7 @@ describe.each(impls)('failures and tuning (%s tier)', (tierImpl) => {
   });
 
   it('tune: bad values change nothing; good ones apply before the next step', async () => {
-    const engine = await openEngine(tierOptions({ tierImpl }));
+    const engine = await openEngine(tierOptions());
     try {
       expect(() => engine.tune({ uploadInflightTransfersMax: 0 })).toThrow(InvalidOptionError);
       expect(() => engine.tune({ lfru: { tickTokens: 1.5 } })).toThrow(InvalidOptionError);

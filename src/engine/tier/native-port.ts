@@ -8,7 +8,6 @@ export function hasNativeTier(native: NativeBinding): native is NativeBinding & 
 
 export class NativeTierPort implements TierPort {
   readonly kind = 'native' as const;
-  readonly hasLayerStats = true;
   readonly expertBytes: { container: number; hostCopy: number };
   private handle: NativeTierHandle | undefined;
 
@@ -33,9 +32,6 @@ export class NativeTierPort implements TierPort {
   }
   requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number {
     return options ? this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId, options) : this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId);
-  }
-  afterEval(): void {
-    // The native tier counts hits and issues swaps itself, at the layer boundaries.
   }
   poll(): TierPoll {
     return this.native.tierPoll(this.h);

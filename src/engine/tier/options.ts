@@ -34,14 +34,11 @@ export interface TierOptions {
   fake?: FakeBackendOptions;
   lfru?: Partial<LfruParams>;
   upload?: Partial<UploadQueueLimits>;
-  /** 'typescript': the fallback tier even when the addon has the native one (tests compare the two). */
-  tierImpl?: 'native' | 'typescript';
   /** Prefill replan (default off, cap 24; also MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX): replan-options.ts. */
   prefillReplan?: PrefillReplanOptions;
 }
 
 export interface TierConfig {
-  impl: 'native' | 'typescript';
   backend: TierBackendKind;
   slotsPerLayer: number[];
   heat: string | false;
@@ -74,10 +71,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
   }
   const heat = o.heat === undefined ? defaultHeat : o.heat;
   if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
-  const impl = o.tierImpl ?? 'native';
-  if (impl !== 'native' && impl !== 'typescript') throw new InvalidOptionError('tierImpl', '"native" or "typescript"', impl);
   return {
-    impl,
     backend,
     slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
     heat,

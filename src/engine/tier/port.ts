@@ -1,11 +1,9 @@
 /**
- * The engine's view of an expert tier: the contract of the native tier verbs
- * (src/native/binding.ts, NativeTierVerbs) as one interface, so the engine drives
- * either the native tier or the TypeScript fallback (shadow-port.ts) the same way.
+ * The engine's view of the expert tier: the contract of the native tier verbs
+ * (src/native/binding.ts, NativeTierVerbs) as one interface (native-port.ts implements it).
  *
  *   warmstart(layer, ids)          fill free slots, wait for the uploads
  *   requestSwap(l, victim, new)    queued; issued at the boundary after layer l next computes
- *   afterEval(routes, nTokens)     the step's routing [nTokens][nLayer][k] (the fallback counts hits from it)
  *   poll()                         uploads settled and experts evicted since the last poll
  */
 import type { NativeTierStats, NativeTierUpload } from '../../native/binding.js';
@@ -20,21 +18,18 @@ export interface TierPoll {
 }
 
 export interface TierPort {
-  /** 'native': the addon's tier (hits computed on the backend); 'shadow': the TypeScript fallback. */
-  readonly kind: 'native' | 'shadow';
+  /** The addon's tier: hits computed on the backend, per-layer timing in every eval's layerStats. */
+  readonly kind: 'native';
   readonly nLayer: number;
   readonly nExpert: number;
   readonly slotsPerLayer: readonly number[];
   readonly expertBytes: { container: number; hostCopy: number };
-  /** True when evaluation fills `layerStats` (per-layer timing, hits and misses). */
-  readonly hasLayerStats: boolean;
   warmstart(layer: number, experts: Int32Array): Promise<void>;
   /**
    * 0, or a negative code (queue full, victim not resident, newcomer already resident). issueNow:
-   * started at once (1) when the layer is not being computed (native; the fallback queues it).
+   * started at once (1) when the layer is not being computed.
    */
   requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
-  afterEval(routes: Int32Array, nTokens: number): void;
   poll(): TierPoll;
   /** [nLayer * nExpert]: slot id or -1. */
   residency(): Int32Array;
@@ -56,7 +51,7 @@ export function residentSets(port: Pick<TierPort, 'nLayer' | 'nExpert' | 'reside
 /** Fields per layer of the eval's layerStats: [startNs, endNs, moeStartNs, moeEndNs, hits, misses]. */
 export const LAYER_STAT_FIELDS = 6;
 
-/** What one step produced, for traces: the layer timing (when native) and the settled uploads. */
+/** What one step produced, for traces: the layer timing and the settled uploads. */
 export interface StepReport {
   phase: 'prefill' | 'decode';
   /** Position of the step's first token in the request; -1 for the request's final poll. */

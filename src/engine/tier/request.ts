@@ -49,7 +49,7 @@ const nothingSettled: TierPoll = Object.freeze({ uploads: Object.freeze([]) as u
 /** A decode step's policy tick and traces, run off the critical path (see the header). */
 interface DeferredStep {
   routes: Int32Array;
-  layerStats: Float64Array | undefined;
+  layerStats: Float64Array;
   position: number;
   poll: TierPoll;
 }
@@ -57,7 +57,7 @@ interface DeferredStep {
 export class TierRequest {
   /** Double buffers: the next evaluation writes [current ^ 1] while deferred work reads [current]. */
   private readonly routeBuffers = [new Int32Array(0), new Int32Array(0)];
-  private readonly statBuffers: [Float64Array, Float64Array] | undefined;
+  private readonly statBuffers: [Float64Array, Float64Array];
   private current = 0;
   private deferred: DeferredStep | undefined;
   private immediate: ReturnType<typeof setImmediate> | undefined;
@@ -81,7 +81,7 @@ export class TierRequest {
     private readonly rebuild?: Int8RebuildActor,
   ) {
     const statsLength = hp.nLayer * LAYER_STAT_FIELDS;
-    this.statBuffers = port.hasLayerStats ? [new Float64Array(statsLength), new Float64Array(statsLength)] : undefined;
+    this.statBuffers = [new Float64Array(statsLength), new Float64Array(statsLength)];
     port.resetStats();
   }
 
@@ -93,8 +93,8 @@ export class TierRequest {
     const need = nTokens * this.hp.nLayer * this.hp.nExpertUsed;
     if (this.routeBuffers[next].length !== need) this.routeBuffers[next] = new Int32Array(need);
     const routes = this.routeBuffers[next];
-    const options: NativeEvalOptions = this.statBuffers ? { routes, layerStats: this.statBuffers[next] } : { routes };
-    if (this.prefill === undefined && this.placement.replanEnabled && this.port.kind === 'native') {
+    const options: NativeEvalOptions = { routes, layerStats: this.statBuffers[next] };
+    if (this.prefill === undefined && this.placement.replanEnabled) {
       options.onLayerRouted = (layer, counts) => {
         this.pollEarly();
         this.placement.replanLayer(layer, counts);
@@ -127,13 +127,12 @@ export class TierRequest {
   }
 
   /** The layer timing of the last evaluation, [nLayer][6]. */
-  private get layerStats(): Float64Array | undefined {
-    return this.statBuffers?.[this.current];
+  private get layerStats(): Float64Array {
+    return this.statBuffers[this.current];
   }
 
   afterPrefill(nTokens: number, position: number): void {
     const routes = this.lastRoutes();
-    this.port.afterEval(routes, nTokens);
     this.prefill = this.port.stats();
     this.port.resetStats(); // the stats mark: decode hits count from the first decode token
     this.placement.observePrefill(routes, nTokens);
@@ -145,11 +144,8 @@ export class TierRequest {
     this.throwDeferredFailure();
     const routes = this.lastRoutes();
     const layerStats = this.layerStats;
-    this.port.afterEval(routes, 1);
     this.decodeSteps++;
-    if (layerStats) {
-      for (let l = 0; l < this.hp.nLayer; l++) this.moeNs += layerStats[l * LAYER_STAT_FIELDS + 3] - layerStats[l * LAYER_STAT_FIELDS + 2];
-    }
+    for (let l = 0; l < this.hp.nLayer; l++) this.moeNs += layerStats[l * LAYER_STAT_FIELDS + 3] - layerStats[l * LAYER_STAT_FIELDS + 2];
     this.deferred = { routes, layerStats, position, poll: this.settle(false) };
     this.immediate ??= setImmediate(() => {
       this.immediate = undefined;
@@ -234,7 +230,7 @@ export class TierRequest {
     const stats: TierRequestStats = {
       decodeHitRate: this.decodeSteps > 0 ? ratio(decode.hits, decode.hits + decode.misses) : Number.NaN,
       prefillHitRate: prefill ? ratio(prefill.hits, prefill.hits + prefill.misses) : Number.NaN,
-      moeMsPerToken: this.layerStats && this.decodeSteps > 0 ? this.moeNs / 1e6 / this.decodeSteps : Number.NaN,
+      moeMsPerToken: this.decodeSteps > 0 ? this.moeNs / 1e6 / this.decodeSteps : Number.NaN,
       uploads: this.uploads,
       uploadBytes: this.uploadBytes,
       failedUploads: this.failedUploads,

@@ -1,6 +1,5 @@
 /**
- * The expert tier in the engine: builds the backend and the tier (native, or the TypeScript
- * fallback), warmstarts it from the heat file, and runs the placement around each request.
+ * The expert tier in the engine: builds the backend and the native tier, warmstarts it from the heat file, and runs the placement around each request.
  *
  *   open:     backend(budget = slots x slot bytes) -> tier -> warmstart (hottest per layer | ids)
  *   request:  prefill eval -> afterPrefill (stats mark) -> [decode eval -> afterDecode]* -> finish
@@ -25,8 +24,8 @@ import { TierTracing } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { assert } from '../../core/assert.js';
+import { NativeError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
-import { ShadowTierPort } from './shadow-port.js';
 
 const slotAlignBytes = 64; // native/backend/backend.h kSlotAlignBytes: the budget covers the slot stride
 
@@ -53,15 +52,12 @@ export class EngineTier {
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;
     try {
-      if (config.impl === 'native' && hasNativeTier(native)) {
-        rebuild = wantsHostCopies(model) ? createRebuildActor(model, config) : undefined;
-        const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
-        const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host });
-        port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
-        assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
-      } else {
-        port = new ShadowTierPort(backend, model.file, hp, config.slotsPerLayer, containerBytes);
-      }
+      if (!hasNativeTier(native)) throw new NativeError('the addon has no expert tier verbs (createTier, tierPoll): rebuild it with npm run build:native');
+      rebuild = wantsHostCopies(model) ? createRebuildActor(model, config) : undefined;
+      const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
+      const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host });
+      port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
+      assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
       const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
       const start = heat ? 'heat' : 'ids';
       const residency = startResidency(start, hp.nLayer, hp.nExpert, { scope: 'layer', slots: config.slotsPerLayer[0] }, heat?.counts);
