@@ -13,6 +13,7 @@ import type { HParams } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer/index.js';
 import { loadNative, type NativeBinding, type NativeContextHandle } from '../native/binding.js';
 import type { Observable } from 'rxjs';
+import type { CalibrationSnapshot } from '../actors/calibration/messages.js';
 import { fromCancellable } from '../streams/tokens.js';
 import { defaultHeatPath } from './heat-file.js';
 import { loadModel, type LoadedModel } from './load.js';
@@ -77,6 +78,12 @@ export interface Engine {
   tierStats(): TierStats | undefined;
   /** The host int8 copies (native tier over a Q4_0 container): built, freed, failed, and published now; undefined without. */
   hostCopies(): { built: number; freed: number; failed: number; dropped: number; published: number } | undefined;
+  /**
+   * The calibration actor's snapshots (EWMA upload bandwidth, fixed cost per transfer, compute ms
+   * per layer): the latest one at once (after the first accepted sample), then one per step that
+   * moved an estimate; completes when the engine closes. Throws InvalidOptionError without a tier.
+   */
+  calibration$(): Observable<CalibrationSnapshot>;
   /** 'native' (the addon's tier) or undefined (no tier). */
   readonly tierKind: 'native' | undefined;
   close(): Promise<void>;
@@ -289,6 +296,11 @@ class NativeEngine implements Engine {
 
   tierStats(): TierStats | undefined {
     return this.tier?.port.stats();
+  }
+
+  calibration$(): Observable<CalibrationSnapshot> {
+    if (!this.tier) throw new InvalidOptionError('calibration$', 'an engine opened with an expert tier (resident or slotsPerLayer)', undefined);
+    return this.tier.tracing.calibration.snapshots$();
   }
 
   tune(options: TuneOptions): void {

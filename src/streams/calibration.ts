@@ -1,12 +1,20 @@
 /**
- * Edge: timing samples -> calibration snapshots (the calibration actor's logic, src/actors/calibration).
+ * Edges into the calibration actor's logic (src/actors/calibration).
+ *
+ * calibrationSnapshots: timing samples -> snapshots
  *   concurrency 1: samples fold in arrival order (scan), synchronously
  *   buffer 0:      a snapshot is emitted only when a sample was accepted (rejected / stale are counted in it)
  *   error / teardown: pass through; the fold has no resources of its own
+ *
+ * calibrationUpdates: step reports (the step-report bus) -> one update per step that moved the EWMAs
+ *   each step's samples (stepSamples) fold through calibrationSnapshots' logic in order; the
+ *   update carries the step (its trace context) and, when the step is traced, the fold's window
+ *   on the monotonic clock (the calibration span's start and end)
+ *   concurrency 1, buffer 0, error / teardown: as above
  */
 import { filter, map, scan, type Observable, type OperatorFunction } from 'rxjs';
-import { calibrate, initialCalibration, type CalibrationConfig } from '../actors/calibration/logic.js';
-import type { CalibrationMessage, CalibrationSnapshot } from '../actors/calibration/messages.js';
+import { calibrate, initialCalibration, stepSamples, type CalibrationConfig } from '../actors/calibration/logic.js';
+import type { CalibrationMessage, CalibrationSnapshot, StepTimings } from '../actors/calibration/messages.js';
 
 export function calibrationSnapshots(config: CalibrationConfig): OperatorFunction<CalibrationMessage, CalibrationSnapshot> {
   return (samples: Observable<CalibrationMessage>) =>
@@ -20,5 +28,30 @@ export function calibrationSnapshots(config: CalibrationConfig): OperatorFunctio
       ),
       filter((s) => s.changed),
       map((s) => s.snapshot),
+    );
+}
+
+export interface CalibrationUpdate {
+  snapshot: CalibrationSnapshot;
+  /** Samples of this step that were accepted (> 0). */
+  accepted: number;
+  step: StepTimings;
+  /** The fold's window, monotonic ns; 0n / 0n when the step is not traced. */
+  startNs: bigint;
+  endNs: bigint;
+}
+
+export function calibrationUpdates(config: CalibrationConfig, clockNs: () => bigint = process.hrtime.bigint): OperatorFunction<StepTimings, CalibrationUpdate> {
+  const first: CalibrationUpdate = { snapshot: initialCalibration(config), accepted: 0, step: undefined as unknown as StepTimings, startNs: 0n, endNs: 0n };
+  return (steps: Observable<StepTimings>) =>
+    steps.pipe(
+      scan((acc, step) => {
+        const startNs = step.traced ? clockNs() : 0n;
+        let snapshot = acc.snapshot;
+        for (const m of stepSamples(step)) snapshot = calibrate(snapshot, m, config);
+        const accepted = snapshot.samplesAccepted - acc.snapshot.samplesAccepted;
+        return { snapshot, accepted, step, startNs, endNs: step.traced ? clockNs() : 0n };
+      }, first),
+      filter((u) => u.accepted > 0),
     );
 }

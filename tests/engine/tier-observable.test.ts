@@ -1,4 +1,6 @@
-import { firstValueFrom, take, toArray } from 'rxjs';
+import { firstValueFrom, lastValueFrom, take, toArray } from 'rxjs';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import type { CalibrationSnapshot } from '../../src/actors/calibration/messages.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine, type Engine } from '../../src/engine/engine.js';
 import { collect, tempDir, tinyModel } from './tier-helpers.js';
@@ -36,5 +38,41 @@ describe('engine.generate$()', () => {
 
   it('a bad option is the stream error, typed', async () => {
     await expect(firstValueFrom(engine.generate$(prompt, { maxTokens: 0 }))).rejects.toMatchObject({ option: 'maxTokens' });
+  });
+});
+
+describe('engine.calibration$()', () => {
+  it('publishes the calibration actor\'s snapshots while a request runs: compute per layer, and on the fake backend its configured bandwidth; completes on close', async () => {
+    const bandwidthBytesPerS = 2e9;
+    const fake = await openEngine({ model: await tinyModel(dir), threads: 1, contextTokens: 96, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 1 }, backend: 'fake', fake: { bandwidthBytesPerS } });
+    const seen: CalibrationSnapshot[] = [];
+    const done = lastValueFrom(fake.calibration$().pipe(toArray())).then((all) => seen.push(...all));
+    try {
+      await collect(fake, prompt, { maxTokens: 24, stopAtEos: false });
+      expect(fake.lastStats!.uploads).toBeGreaterThan(0);
+    } finally {
+      await fake.close();
+    }
+    await done;
+    // One snapshot per step at least (every step times its layers); accepted counts only grow.
+    expect(seen.length).toBeGreaterThanOrEqual(23);
+    for (let i = 1; i < seen.length; i++) expect(seen[i].samplesAccepted).toBeGreaterThan(seen[i - 1].samplesAccepted);
+    const last = seen.at(-1)!;
+    expect(last.invocation).toBe(1);
+    expect(last.computeMsEwma).toHaveLength(fake.hparams.nLayer);
+    for (const ms of last.computeMsEwma) expect(ms).toBeGreaterThan(0);
+    // The fake moves bytes at most at its configured rate on its virtual clock (its windows also hold its per-transfer cost).
+    expect(last.bandwidthBytesPerSEwma).toBeGreaterThan(0);
+    expect(last.bandwidthBytesPerSEwma!).toBeLessThanOrEqual(bandwidthBytesPerS * 1.001);
+    expect(last.transferFixedMsEwma).toBeGreaterThanOrEqual(0);
+  });
+
+  it('throws a typed error on an engine without a tier', async () => {
+    const plain = await openEngine({ model: await tinyModel(dir), threads: 1, contextTokens: 96 });
+    try {
+      expect(() => plain.calibration$()).toThrow(InvalidOptionError);
+    } finally {
+      await plain.close();
+    }
   });
 });

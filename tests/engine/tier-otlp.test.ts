@@ -53,8 +53,10 @@ describe.runIf(hasNativeTier(loadNative()))('tier tracing over OTLP (native tier
     const request = spans.find((s) => s.name === SpanNames.request)!;
     expect(computes.length).toBeGreaterThanOrEqual(4 * 20); // 4 layers x (prefill + decode steps), first stamps at 0 skipped
     expect(uploads.length).toBe(engine.lastStats!.uploads! + engine.lastStats!.failedUploads!);
-    expect(spans.some((s) => s.name === SpanNames.calibrationUpdate)).toBe(true);
-    for (const s of [...computes, ...uploads]) {
+    const calibrations = spans.filter((s) => s.name === SpanNames.calibrationUpdate);
+    expect(calibrations.length).toBeGreaterThan(0);
+    // The calibration actor's spans: the request's context travelled in its messages.
+    for (const s of [...computes, ...uploads, ...calibrations]) {
       expect(s.traceId).toBe(request.traceId);
       expect(s.parentSpanId).toBe(request.spanId);
     }

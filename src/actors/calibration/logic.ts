@@ -5,7 +5,7 @@
  * The transfer window that an overlap-aware prefetch may fill is derived here too.
  */
 import { InvalidOptionError } from '../../core/errors.js';
-import type { CalibrationMessage, CalibrationSnapshot } from './messages.js';
+import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings } from './messages.js';
 
 export interface CalibrationConfig {
   /** EWMA weight of a new sample (public default 0.2). */
@@ -87,4 +87,25 @@ export function transferWindowBytes(
   const windowMs = Math.max(0, limits.safety * compute - queueWaitMs - state.transferFixedMsEwma);
   const windowBytes = (state.bandwidthBytesPerSEwma * windowMs) / 1000;
   return Math.min(limits.windowBytesMax, Math.max(0, windowBytes - inflightBytes));
+}
+
+/**
+ * A step's samples, in the order the fold takes them: the invocation first (a new request makes
+ * older samples stale; an equal one is a no-op), then each timed layer, then each finished upload.
+ */
+export function stepSamples(step: StepTimings): CalibrationMessage[] {
+  const out: CalibrationMessage[] = [{ kind: 'invocation', invocation: step.invocation }];
+  const ls = step.layerStats;
+  if (ls) {
+    for (let l = 0, at = 0; at < ls.length; l++, at += STEP_LAYER_FIELDS) {
+      const startNs = Math.round(ls[at]);
+      const endNs = Math.round(ls[at + 1]);
+      // A layer the step did not time (0 stamps, or an end before its start) gives no sample.
+      if (endNs >= startNs && startNs > 0) out.push({ kind: 'compute', invocation: step.invocation, layer: l, startNs, endNs });
+    }
+  }
+  for (const u of step.uploads) {
+    if (u.ok) out.push({ kind: 'transfer', invocation: step.invocation, layer: u.layer, bytes: u.bytes, issuedNs: u.issuedNs, startNs: u.startNs, endNs: u.endNs });
+  }
+  return out;
 }

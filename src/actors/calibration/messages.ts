@@ -46,3 +46,32 @@ export interface CalibrationSnapshot {
   /** Samples of an older invocation, or of an unknown layer: counted, not used. */
   samplesStale: number;
 }
+
+/** Fields per layer of a step's timing: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] (the eval's layerStats). */
+export const STEP_LAYER_FIELDS = 6;
+
+/** One settled upload, as the tier reports it. */
+export interface StepUpload {
+  layer: number;
+  bytes: number;
+  ok: boolean;
+  issuedNs: number;
+  startNs: number;
+  endNs: number;
+}
+
+/**
+ * What the actor receives on the step-report bus: one evaluation step's timing (or a request's
+ * final poll, with no layer timing). The actor derives its samples from it (stepSamples).
+ */
+export interface StepTimings {
+  kind: 'step';
+  invocation: number;
+  /** [nLayer][STEP_LAYER_FIELDS], a copy (the eval reuses its buffer); undefined: uploads only. */
+  layerStats: Float64Array | undefined;
+  uploads: readonly StepUpload[];
+  /** Trace context of the request: the parent of the update's span. In-process, like the actor. */
+  traceContext?: import('@opentelemetry/api').Context;
+  /** The request span records: time the update and trace it (else skip the clock reads). */
+  traced: boolean;
+}

@@ -23,6 +23,9 @@ import { TierRequest } from './request.js';
 import { TierTracing } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
+import { CalibrationActor } from '../../actors/calibration/actor.js';
+import type { StepTimings } from '../../actors/calibration/messages.js';
+import { StepReportBus } from '../../streams/step-reports.js';
 import { assert } from '../../core/assert.js';
 import { NativeError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
@@ -40,7 +43,7 @@ export class EngineTier {
     readonly start: 'heat' | 'ids',
     /** Host int8 copies of the non-resident experts (native tier over a Q4_0 container only). */
     readonly rebuild: Int8RebuildActor | undefined,
-    readonly tracing: TierTracing = new TierTracing({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer: model.hparams.nLayer }, config.backend),
+    readonly tracing: TierTracing = tierTracing(config.backend, model.hparams.nLayer),
   ) {}
 
   static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
@@ -103,6 +106,8 @@ export class EngineTier {
   }
 
   async close(): Promise<void> {
+    this.tracing.steps.end();
+    this.tracing.calibration.close();
     await this.rebuild?.close();
     this.port.free();
     this.backend.destroy();
@@ -127,6 +132,18 @@ function createRebuildActor(model: LoadedModel, config: TierConfig): Int8Rebuild
 }
 
 const rebuildSlackBlocks = 16;
+
+/** Step reports kept for a late subscriber of the bus (the calibration actor subscribes at once). */
+const stepReportBufferMax = 4;
+
+/** The step-report bus, the calibration actor listening on it, and the spans that publish to it. */
+function tierTracing(backend: string, nLayer: number): TierTracing {
+  const steps = new StepReportBus<StepTimings>(stepReportBufferMax);
+  let tracing: TierTracing | undefined = undefined;
+  const calibration = new CalibrationActor({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer }, steps.reports$(), () => tracing!.tracerOf);
+  tracing = new TierTracing(backend, steps, calibration);
+  return tracing;
+}
 
 function nonResident(port: TierPort): ExpertKey[] {
   const r = port.residency();

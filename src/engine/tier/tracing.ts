@@ -1,22 +1,22 @@
 /**
- * The tier's spans and calibration, through @opentelemetry/api only (no-ops until otel/ set up
- * the SDK). Spans are built after each step from the native timing (explicit start and end on
- * the monotonic clock; the fake backend's virtual clock for both compute and uploads):
+ * The tier's spans, through @opentelemetry/api only (no-ops until otel/ set up the SDK). Spans
+ * are built after each step from the native timing (explicit start and end on the monotonic
+ * clock; the fake backend's virtual clock for both compute and uploads):
  *
  *   moetier.request (live, ends in finish)
  *   ├── moetier.layer.compute   per layer and step: layer, phase, token, hits, misses   (layerStats)
  *   ├── moetier.upload          per settled upload: layer, expert, bytes, in place      (tierPoll)
- *   └── moetier.calibration.update  after a step whose samples changed the EWMAs
+ *   └── moetier.calibration.update  by the calibration actor, after a step whose samples moved the EWMAs
  *
- * Calibration: each layer's compute window and each upload become samples of the calibration
- * logic (src/actors/calibration); its snapshot is published to the listeners.
+ * Each step's timing is published on the step-report bus (src/streams/step-reports.ts), with the
+ * request's trace context; the calibration actor (src/actors/calibration/actor.ts) reads it there.
  */
 import { context, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
-import { calibrate, initialCalibration, type CalibrationConfig } from '../../actors/calibration/logic.js';
-import type { CalibrationMessage, CalibrationSnapshot } from '../../actors/calibration/messages.js';
+import type { CalibrationActor } from '../../actors/calibration/actor.js';
+import type { StepTimings } from '../../actors/calibration/messages.js';
+import type { StepReportBus } from '../../streams/step-reports.js';
 import {
   AttrNames,
-  calibrationAttributes,
   layerComputeAttributes,
   moetierTracer,
   recordTimedSpan,
@@ -30,53 +30,30 @@ import {
 import { LAYER_STAT_FIELDS, type StepReport } from './port.js';
 
 export class TierTracing {
-  private calibration: CalibrationSnapshot;
   private readonly metrics = new RequestMetrics();
-  private readonly listeners = new Set<(s: CalibrationSnapshot) => void>();
   private invocation = 0;
 
   constructor(
-    private readonly config: CalibrationConfig,
     private readonly backend: string,
+    /** Where each step's timing goes (the calibration actor listens). */
+    readonly steps: StepReportBus<StepTimings>,
+    readonly calibration: CalibrationActor,
     /** Default: moetier's tracer from the global provider, looked up per request (the SDK may start after the engine). */
     private readonly tracerOverride?: Tracer,
-  ) {
-    this.calibration = initialCalibration(config);
-  }
-
-  get snapshot(): CalibrationSnapshot {
-    return this.calibration;
-  }
-
-  /** Calls `listener` with every new calibration snapshot; returns the unsubscribe. */
-  onCalibration(listener: (s: CalibrationSnapshot) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
+  ) {}
 
   beginRequest(promptTokens: number): RequestTracing {
     this.invocation++;
-    this.calibration = calibrate(this.calibration, { kind: 'invocation', invocation: this.invocation }, this.config);
     const span = startSpan(this.tracerOf, SpanNames.request, { [AttrNames.promptTokens]: promptTokens, [AttrNames.backend]: this.backend });
     const virtual = this.backend === 'fake';
     return new RequestTracing(this, span, trace.setSpan(context.active(), span), this.invocation, virtual ? Number(process.hrtime.bigint()) : undefined);
   }
 
-  /** Feeds samples; when any was accepted, publishes the snapshot and traces the update. */
-  feed(messages: CalibrationMessage[], parent: Context, recording: boolean): void {
-    const before = this.calibration.samplesAccepted;
-    const startNs = recording ? process.hrtime.bigint() : 0n;
-    for (const m of messages) this.calibration = calibrate(this.calibration, m, this.config);
-    const accepted = this.calibration.samplesAccepted - before;
-    if (accepted === 0) return;
-    const c = this.calibration;
-    if (recording) recordTimedSpan(this.tracerOf, SpanNames.calibrationUpdate, startNs, process.hrtime.bigint(), calibrationAttributes({
-      bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
-      fixedCostMs: c.transferFixedMsEwma ?? 0,
-      layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
-      samples: accepted,
-    }), parent);
-    for (const l of this.listeners) l(c);
+  /** Publishes a step's timing; the calibration actor folds it at once (a throw there fails the request). */
+  publish(step: StepTimings): void {
+    this.steps.publish(step);
+    const failure = this.calibration.takeFailure();
+    if (failure !== undefined) throw failure;
   }
 
   record(stats: RequestTierStats): void {
@@ -115,9 +92,8 @@ export class RequestTracing {
     const tracer = this.owner.tracerOf;
     // Without an SDK (or when sampled out) the timed spans are skipped, not built and dropped.
     const recording = this.span.isRecording();
-    const samples: CalibrationMessage[] = [];
-    const ls = r.layerStats;
-    if (ls && r.position >= 0) {
+    const ls = r.position >= 0 ? r.layerStats : undefined;
+    if (ls && recording) {
       // Read in place: a subarray and an array per layer and step cost more than the rest of the step.
       for (let l = 0, at = 0; at < ls.length; l++, at += LAYER_STAT_FIELDS) {
         const startNs = Math.round(ls[at]);
@@ -125,17 +101,19 @@ export class RequestTracing {
         if (!(endNs >= startNs && startNs > 0)) continue;
         const hits = Math.round(ls[at + 4]);
         const misses = Math.round(ls[at + 5]);
-        if (recording) recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
-        samples.push({ kind: 'compute', invocation: this.invocation, layer: l, startNs, endNs });
+        recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
       }
     }
-    for (const u of r.poll.uploads) {
-      if (recording && u.endNs >= u.startNs && u.startNs > 0) {
-        recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
+    if (recording) {
+      for (const u of r.poll.uploads) {
+        if (u.endNs >= u.startNs && u.startNs > 0) {
+          recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
+        }
       }
-      if (u.ok) samples.push({ kind: 'transfer', invocation: this.invocation, layer: u.layer, bytes: u.bytes, issuedNs: u.issuedNs, startNs: u.startNs, endNs: u.endNs });
     }
-    if (samples.length > 0) this.owner.feed(samples, this.parent, recording);
+    if (!ls && r.poll.uploads.length === 0) return;
+    // A copy: the eval writes this buffer again two steps on, and the bus may replay the report.
+    this.owner.publish({ kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: r.poll.uploads, traceContext: this.parent, traced: recording });
   }
 
   end(stats: RequestTierStats, error?: unknown): void {
