@@ -7,6 +7,8 @@
 //   tierRequestSwap(tier, layer, victim, newcomer, taskId, { issueNow }?) -> 0 queued | 1 started
 //       now (issueNow, the layer not being computed) | a negative SwapCode
 //   tierWarmstart(tier, layer, experts) -> Promise   (AsyncWorker waits for the uploads)
+//   tierResize(tier, layer, slots, victims)   between evals: the layer's slot count grows
+//       (spare, then reserved slots) or shrinks (free slots, then victims evicted); throws, nothing changed
 //   freeTier(tier)     detaches; waits for in-flight uploads; frees the tier's slots
 //   requantizeExpertToQ8(model, layer, expert, dst, dstOffset)
 //
@@ -236,14 +238,16 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   std::lock_guard<std::mutex> lock(t.mu);
   for (int32_t l = 0; l < t.n_layer; l++) {
     int32_t n = 0;
-    for (int32_t slot = t.slot_first[size_t(l)]; slot < t.slot_first[size_t(l)] + t.slot_count[size_t(l)]; slot++) {
+    for (int32_t slot : t.layer_slots[size_t(l)]) {
       n += t.slot_expert[size_t(slot)] >= 0;
       leases += mt_backend_lease_count(t.backend, slot);
     }
     used.Set(uint32_t(l), n);
-    budget.Set(uint32_t(l), t.slot_count[size_t(l)]);
+    budget.Set(uint32_t(l), int32_t(t.layer_slots[size_t(l)].size()));
   }
+  for (int32_t slot : t.spare_slots) leases += mt_backend_lease_count(t.backend, slot);
   o.Set("leases", double(leases));
+  o.Set("slotsSpare", double(t.spare_slots.size()));
   o.Set("slotsUsed", used);
   o.Set("slotsBudget", budget);
   o.Set("reportsDropped", double(t.reports_dropped));
@@ -311,6 +315,26 @@ Napi::Value TierWarmstart(const Napi::CallbackInfo& info) {
   return deferred.Promise();
 }
 
+// tierResize(tier, layer, slots, victims: Int32Array): between evals and warmstarts only.
+Napi::Value TierResize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierResize");
+  int32_t layer = 0, count = 0;
+  if (!s || !ArgInt(info, 1, "tierResize: layer", 0, s->tier->n_layer - 1, &layer) ||
+      !ArgInt(info, 2, "tierResize: slots", 0, s->tier->n_expert, &count))
+    return env.Undefined();
+  int32_t* victims = nullptr;
+  size_t n = 0;
+  if (!TypedArg(info[3], napi_int32_array, &victims, &n))
+    return Napi::TypeError::New(env, "tierResize: victims: expected an Int32Array").ThrowAsJavaScriptException(), env.Undefined();
+  auto ctx = s->ctx.lock();
+  if (ctx && ctx->busy) return Throw(env, "tierResize: an eval is running on its context; await it first");
+  if (s->warm_running > 0) return Throw(env, "tierResize: a tierWarmstart is still running; await it first");
+  char err[512] = "";
+  if (!mt::tier_resize(*s->tier, layer, count, victims, int32_t(n), err, sizeof err)) return Throw(env, err);
+  return env.Undefined();
+}
+
 Napi::Value FreeTier(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info, "freeTier");
@@ -356,6 +380,7 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierResidency", Napi::Function::New(env, TierResidency));
   exports.Set("tierStats", Napi::Function::New(env, TierStats));
   exports.Set("tierResetStats", Napi::Function::New(env, TierResetStats));
+  exports.Set("tierResize", Napi::Function::New(env, TierResize));
   exports.Set("freeTier", Napi::Function::New(env, FreeTier));
   exports.Set("requantizeExpertToQ8", Napi::Function::New(env, RequantizeExpertToQ8));
 }

@@ -112,22 +112,15 @@ mt_tier* tier_create(const mt_model* model, mt_backend* backend, bool fake, cons
     t->attn_bytes.push_back(attn);
     total += o.slots_per_layer[size_t(l)];
   }
-  int32_t first = 0;
-  if (total > 0) {
-    char why[512] = "";
-    if (int rc = mt_backend_slots_reserve(backend, total, slot_bytes, &first, why, sizeof why))
-      return fail(err, err_bytes, std::string("createTier: reserving ") + std::to_string(total) + " slots: " + mt_backend_status_name(rc) + ": " + why),
-             nullptr;
-  }
-  const size_t slot_ids = size_t(first) + size_t(total);
-  t->slot_data.assign(slot_ids, nullptr);
-  t->slot_expert.assign(slot_ids, -1);
-  t->slot_dirty.assign(slot_ids, 0);
-  for (int32_t s = first; s < first + total; s++) mt_backend_slot_data(backend, s, &t->slot_data[size_t(s)], nullptr, 0);
-  for (int32_t l = 0, next = first; l < hp.n_layer; next += o.slots_per_layer[size_t(l)], l++) {
-    t->slot_first.push_back(next);
-    t->slot_count.push_back(o.slots_per_layer[size_t(l)]);
-  }
+  t->slot_bytes = slot_bytes;
+  std::vector<int32_t> ids;
+  if (!tier_reserve_slots(*t, total, &ids, err, err_bytes)) return nullptr;
+  t->layer_slots.resize(size_t(hp.n_layer));
+  for (int32_t l = 0, next = 0; l < hp.n_layer; l++)
+    for (int32_t i = 0; i < o.slots_per_layer[size_t(l)]; i++, next++) {
+      t->layer_slots[size_t(l)].push_back(ids[size_t(next)]);
+      t->slot_layer[size_t(ids[size_t(next)])] = l;
+    }
   const size_t experts = size_t(hp.n_layer) * size_t(hp.n_expert);
   t->residency.reset(new std::atomic<int32_t>[experts]);
   for (size_t i = 0; i < experts; i++) t->residency[i].store(-1);
@@ -137,11 +130,32 @@ mt_tier* tier_create(const mt_model* model, mt_backend* backend, bool fake, cons
   t->expert_state.assign(experts, kExpertNone);
   t->pending.resize(size_t(hp.n_layer));
   for (auto& q : t->pending) q.reserve(size_t(kSwapQueueDepthMax));
-  t->flights.reserve(size_t(total) + 1);
+  t->flights.reserve(t->flights.capacity() + 1);
   t->reports.reserve(64);
   t->leases.assign(size_t(hp.n_expert), 0);
   t->hook_counts.assign(size_t(hp.n_expert), 0);
   return t.release();
+}
+
+bool tier_reserve_slots(mt_tier& t, int32_t n, std::vector<int32_t>* ids, char* err, size_t err_bytes) {
+  if (n <= 0) return true;
+  int32_t first = 0;
+  char why[512] = "";
+  if (int rc = mt_backend_slots_reserve(t.backend, n, t.slot_bytes, &first, why, sizeof why))
+    return fail(err, err_bytes, "reserving " + std::to_string(n) + " slots: " + mt_backend_status_name(rc) + ": " + why);
+  const size_t end = size_t(first) + size_t(n);
+  if (t.slot_data.size() < end) {
+    t.slot_data.resize(end, nullptr);
+    t.slot_layer.resize(end, -1);
+    t.slot_expert.resize(end, -1);
+    t.slot_dirty.resize(end, 0);
+  }
+  for (int32_t s = first; s < first + n; s++) {
+    mt_backend_slot_data(t.backend, s, &t.slot_data[size_t(s)], nullptr, 0);
+    ids->push_back(s);
+  }
+  t.flights.reserve(t.flights.size() + size_t(n));
+  return true;
 }
 
 void tier_destroy(mt_tier* t) {
@@ -150,9 +164,8 @@ void tier_destroy(mt_tier* t) {
     mt_event_info info{};
     mt_backend_event_wait(t->backend, f.event, &info, nullptr, 0);
   }
-  for (int32_t l = 0; l < t->n_layer; l++)
-    for (int32_t s = t->slot_first[size_t(l)]; s < t->slot_first[size_t(l)] + t->slot_count[size_t(l)]; s++)
-      mt_backend_free(t->backend, s, nullptr, 0);
+  for (const std::vector<int32_t>& slots : t->layer_slots)
+    for (int32_t s : slots) mt_backend_free(t->backend, s, nullptr, 0);
   delete t;
 }
 

@@ -1,7 +1,10 @@
 // The expert tier inside the forward pass: which routed experts of a layer are computed from
 // backend slots (residents), which from host int8 copies, which from the container.
 //
-//   createTier  reserve sum(slots_per_layer) slots; layer l owns [slot_first[l], +slot_count[l])
+//   createTier  reserve sum(slots_per_layer) slots; layer l uses the slot ids in layer_slots[l]
+//   resize      between evals (tier_resize.cc): a layer's slot count grows (spare slots first, then
+//               a new backend reserve of the same slot size) or shrinks (free slots first, then the
+//               caller's victims, evicted; the slots become spare)
 //   eval, per layer l:
 //     begin     stamp start; promote finished uploads of l (lock only if some are in flight)
 //     bind      after the routes are grouped: each routed run reads residency[l][x] (atomic):
@@ -93,7 +96,11 @@ struct mt_tier {
   uint64_t gate_bytes = 0, up_bytes = 0, down_bytes = 0;  // one expert in the container
   uint64_t host_copy_bytes = 0;                           // one expert as Q8_0 rows; 0: no host copy possible
   std::vector<uint64_t> attn_bytes;                       // [nLayer]: q, k, v, o weight bytes (fake clock work)
-  std::vector<int32_t> slot_first, slot_count;            // [nLayer]: backend slot ids of each layer
+  uint64_t slot_bytes = 0;                                // every slot's size: the largest expert
+  // Changed only by tier_resize, under mu, while no eval runs (the eval reads them without mu).
+  std::vector<std::vector<int32_t>> layer_slots;          // [nLayer]: backend slot ids the layer uses (its budget: size())
+  std::vector<int32_t> slot_layer;                        // [backend slot id]: the layer using it, -1: spare / not the tier's
+  std::vector<int32_t> spare_slots;                       // reserved, empty, no layer's (a shrink left them)
   std::vector<uint8_t*> slot_data;                        // [backend slot id]: where its bytes live
   const uint8_t* host = nullptr;
   size_t host_bytes = 0;
@@ -129,6 +136,8 @@ struct mt_tier {
 namespace mt {
 
 // tier.cc: create (reserves slots) / destroy (waits for uploads, frees slots).
+// Reserves n more backend slots of slot_bytes and grows the per-slot arrays: false with a message.
+bool tier_reserve_slots(mt_tier& t, int32_t n, std::vector<int32_t>* ids, char* err, size_t err_bytes);
 mt_tier* tier_create(const mt_model* model, mt_backend* backend, bool fake, const TierOptions& o, char* err, size_t err_bytes);
 void tier_destroy(mt_tier* t);
 // The bytes of one expert of layer l: gate | up | down in the container, as upload pieces.
@@ -162,6 +171,12 @@ void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote
 void tier_issue_swaps(mt_tier& t, int32_t layer, int64_t now_ns);                                    // under mu
 // Moves the finished swaps and evictions out (poll).
 void tier_drain(mt_tier& t, std::vector<UploadReport>* uploads, std::vector<Eviction>* evicted);
+
+// tier_resize.cc: layer's slot count becomes count. Shrinking frees free slots first, then the
+// slots of victims (in the given order, lowest score first) that are plainly resident (no swap
+// queued or in flight), evicting them (reported by tier_drain). Between evals only (the caller
+// checks); false with a message: nothing changed.
+bool tier_resize(mt_tier& t, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err, size_t err_bytes);
 
 // tier_eval.cc: the hooks mt_eval calls (Pass::tier != null or Pass::layer_stats != null).
 void step_layer_begin(Pass& p);

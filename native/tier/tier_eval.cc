@@ -103,7 +103,6 @@ bool step_bind_runs(Pass& p, char* err, size_t err_bytes) {
   if (t.layer_hook.fn != nullptr) post_counts(p);
   const LayerWeights& L = *p.L;
   const size_t base_index = size_t(p.layer) * size_t(t.n_expert);
-  const int32_t slot_end = t.slot_first[size_t(p.layer)] + t.slot_count[size_t(p.layer)];
   int64_t hits = 0, misses = 0, lazy = 0;
   for (int32_t i = 0; i < p.n_runs; i++) {
     ExpertRun& run = p.c->runs[size_t(i)];
@@ -111,7 +110,7 @@ bool step_bind_runs(Pass& p, char* err, size_t err_bytes) {
     const size_t index = base_index + size_t(run.expert);
     const int32_t slot = t.residency[index].load(std::memory_order_seq_cst);  // pairs with issue_now (tier_swap.cc)
     mt_lease_id lease = 0;
-    if (slot >= t.slot_first[size_t(p.layer)] && slot < slot_end &&
+    if (slot >= 0 && size_t(slot) < t.slot_layer.size() && t.slot_layer[size_t(slot)] == p.layer &&
         mt_backend_lease(t.backend, slot, &lease, nullptr, 0) == MT_BACKEND_OK) {
       t.leases[size_t(t.n_leases++)] = lease;
       const uint8_t* data = t.slot_data[size_t(slot)];

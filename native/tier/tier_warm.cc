@@ -29,12 +29,12 @@ bool tier_warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t 
     if (t.expert_state[base + size_t(x)] == kExpertNone) wanted.push_back(x);  // resident / incoming already: nothing to do
   }
   std::vector<int32_t> free_slots;
-  const int32_t first = t.slot_first[size_t(layer)], end = first + t.slot_count[size_t(layer)];
-  for (int32_t s = first; s < end; s++)
+  const std::vector<int32_t>& slots = t.layer_slots[size_t(layer)];
+  for (int32_t s : slots)
     if (t.slot_expert[size_t(s)] < 0) free_slots.push_back(s);
   if (wanted.size() > free_slots.size())
     return fail(err, err_bytes, "tierWarmstart: layer " + std::to_string(layer) + " has " + std::to_string(free_slots.size()) + " free slots of " +
-                                    std::to_string(end - first) + ", " + std::to_string(wanted.size()) + " experts are not resident yet");
+                                    std::to_string(slots.size()) + ", " + std::to_string(wanted.size()) + " experts are not resident yet");
   for (size_t i = 0; i < wanted.size(); i++) {
     const int32_t slot = free_slots[i], x = wanted[i];
     mt_upload_piece pieces[3];

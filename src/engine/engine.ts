@@ -306,8 +306,9 @@ class NativeEngine implements Engine {
   tune(options: TuneOptions): void {
     this.checkOpen();
     if (!this.tier) throw new InvalidOptionError('tune', 'an engine opened with an expert tier (resident or slotsPerLayer)', options);
-    const { lfru, upload, prefillReplan } = validateTune(options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.slotsPerLayer[0], this.tier.config.replan, this.hparams.nExpert);
+    const { lfru, upload, prefillReplan, residentSlotsPerLayer } = validateTune(options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.replan, this.hparams.nExpert);
     this.tier.tune(lfru, upload, prefillReplan);
+    if (residentSlotsPerLayer !== undefined) this.tier.resizeSlots(residentSlotsPerLayer);
   }
 
   async close(): Promise<void> {

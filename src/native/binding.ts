@@ -170,6 +170,8 @@ export interface NativeTierStats {
   layerHookDropped?: number;
   /** Swaps requested with issueNow that the caller issued at once (their layer was not computing). */
   swapsStartedNow?: number;
+  /** Slots reserved on the backend that no layer uses now (a tierResize shrink left them empty). */
+  slotsSpare?: number;
 }
 
 /** The expert tier (resident experts from backend slots, misses from host copies); see src/engine/tier/. */
@@ -194,6 +196,13 @@ export interface NativeTierVerbs {
   tierStats(tier: NativeTierHandle): NativeTierStats;
   /** The stats mark (e.g. after the prefill). */
   tierResetStats(tier: NativeTierHandle): void;
+  /**
+   * Between evals and warmstarts: the layer's slot count becomes `slots`. Growing takes spare slots,
+   * then reserves more of the same size (the new ones are free: warmstart fills them); shrinking
+   * gives up free slots, then the slots of `victims` (in order; those with a swap pending are
+   * skipped), evicted and reported by tierPoll. Throws with nothing changed when it cannot.
+   */
+  tierResize(tier: NativeTierHandle, layer: number, slots: number, victims: Int32Array): void;
   /** Waits for in-flight uploads; releases every lease and slot. */
   freeTier(tier: NativeTierHandle): void;
   /** Writes the expert's gate|up|down as Q8_0 rows back to back at dstOffset. */

@@ -113,7 +113,7 @@ describe('failures and tuning', () => {
     try {
       expect(() => engine.tune({ uploadInflightTransfersMax: 0 })).toThrow(InvalidOptionError);
       expect(() => engine.tune({ lfru: { tickTokens: 1.5 } })).toThrow(InvalidOptionError);
-      expect(() => engine.tune({ residentSlotsPerLayer: 5 })).toThrow(InvalidOptionError);
+      expect(() => engine.tune({ residentSlotsPerLayer: 9 })).toThrow(InvalidOptionError);
       expect(() => engine.tune({ bogus: 1 } as never)).toThrow(InvalidOptionError);
       // A huge tick interval: no swap decision in this request.
       engine.tune({ lfru: { tickTokens: 1000 }, uploadInflightTransfersMax: 1 });

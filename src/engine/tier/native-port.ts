@@ -10,14 +10,16 @@ export class NativeTierPort implements TierPort {
   readonly kind = 'native' as const;
   readonly expertBytes: { container: number; hostCopy: number };
   private handle: NativeTierHandle | undefined;
+  private readonly slots: number[];
 
   constructor(
     private readonly native: NativeTierVerbs,
     handle: NativeTierHandle,
     readonly nLayer: number,
     readonly nExpert: number,
-    readonly slotsPerLayer: readonly number[],
+    slotsPerLayer: readonly number[],
   ) {
+    this.slots = slotsPerLayer.slice();
     this.handle = handle;
     this.expertBytes = native.tierExpertBytes(handle);
   }
@@ -32,6 +34,13 @@ export class NativeTierPort implements TierPort {
   }
   requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number {
     return options ? this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId, options) : this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId);
+  }
+  get slotsPerLayer(): readonly number[] {
+    return this.slots;
+  }
+  resize(layer: number, slots: number, victims: Int32Array): void {
+    this.native.tierResize(this.h, layer, slots, victims);
+    this.slots[layer] = slots;
   }
   poll(): TierPoll {
     return this.native.tierPoll(this.h);

@@ -18,7 +18,7 @@
 import { initialUploadQueue, stepUploadQueue, type UploadQueueState } from '../../actors/upload-queue/logic.js';
 import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '../../actors/upload-queue/messages.js';
 import { residencyOf } from '../../tiers/residency.js';
-import { makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
+import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
 import { makeReplan, type ReplanState } from '../../tiers/policies/replan.js';
 import { replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
@@ -53,10 +53,10 @@ export class TierPlacement {
   private replanned = new Set<number>();
   readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
   /**
-   * Every layer holds all its experts (slots per layer are fixed when the tier opens, budgets
-   * are per layer): no swap or fill can ever be decided, so the decode tick is skipped.
+   * Every layer holds all its experts (budgets are per layer; recomputed when a tune resizes
+   * them): no swap or fill can ever be decided, so the decode tick is skipped.
    */
-  private readonly full: boolean;
+  private full: boolean;
 
   constructor(
     private readonly port: TierPort,
@@ -230,6 +230,29 @@ export class TierPlacement {
       this.policy = policyFor(this.params, this.replan, 0);
       if (this.replan.enabled && !('pending' in this.state)) this.state = { ...this.state, pending: [], staleDropped: 0 } as ReplanState;
     }
+  }
+
+  /** Residents of `layer` in the policy's view, lowest score first (the victims of a shrink). */
+  coldestResidents(layer: number): number[] {
+    return this.byScore(layer, true).sort((a, b) => a.score - b.score).map((x) => x.expert);
+  }
+
+  /** Up to n non-residents of `layer` in the policy's view, highest score (heat, then recency) first. */
+  hottestOutside(layer: number, n: number): number[] {
+    return this.byScore(layer, false).sort((a, b) => b.score - a.score).slice(0, Math.max(0, n)).map((x) => x.expert);
+  }
+
+  private byScore(layer: number, resident: boolean): Array<{ expert: number; score: number }> {
+    const row = this.state.residency.resident[layer];
+    const out: Array<{ expert: number; score: number }> = [];
+    for (let e = 0; e < row.length; e++) if ((row[e] === 1) === resident) out.push({ expert: e, score: lfruScore(this.state, layer, e) });
+    return out;
+  }
+
+  /** After the tier's slot budgets changed: the policy's view takes the new budget and residency. */
+  afterResize(): void {
+    this.full = this.port.slotsPerLayer.every((slots) => slots >= this.port.nExpert);
+    this.resync();
   }
 
   /** The tier's residency, with the swaps in flight counted as done (the policy's view). */

@@ -5,6 +5,7 @@
  *   warmstart(layer, ids)          fill free slots, wait for the uploads
  *   requestSwap(l, victim, new)    queued; issued at the boundary after layer l next computes
  *   poll()                         uploads settled and experts evicted since the last poll
+ *   resize(layer, slots, victims)  between evals: the layer's slot budget grows (free slots) or shrinks (victims evicted)
  */
 import type { NativeTierStats, NativeTierUpload } from '../../native/binding.js';
 import type { ExpertKey } from '../../tiers/keys.js';
@@ -22,6 +23,7 @@ export interface TierPort {
   readonly kind: 'native';
   readonly nLayer: number;
   readonly nExpert: number;
+  /** Device slots per layer now (resize changes them). */
   readonly slotsPerLayer: readonly number[];
   readonly expertBytes: { container: number; hostCopy: number };
   warmstart(layer: number, experts: Int32Array): Promise<void>;
@@ -31,6 +33,8 @@ export interface TierPort {
    */
   requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
   poll(): TierPoll;
+  /** Between evals and warmstarts; throws with nothing changed (e.g. every candidate victim has a swap pending). */
+  resize(layer: number, slots: number, victims: Int32Array): void;
   /** [nLayer * nExpert]: slot id or -1. */
   residency(): Int32Array;
   stats(): TierStats;

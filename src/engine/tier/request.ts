@@ -79,6 +79,8 @@ export class TierRequest {
     private readonly hp: Pick<HParams, 'nLayer' | 'nExpertUsed'>,
     private readonly tracing?: RequestTracing,
     private readonly rebuild?: Int8RebuildActor,
+    /** The boundary work a tune left (a new slot budget), run before each step; undefined: none. */
+    private readonly boundary?: () => Promise<boolean> | undefined,
   ) {
     const statsLength = hp.nLayer * LAYER_STAT_FIELDS;
     this.statBuffers = [new Float64Array(statsLength), new Float64Array(statsLength)];
@@ -104,11 +106,13 @@ export class TierRequest {
   }
 
   /**
-   * Before each step (the prefill, every decode step): the host copies of experts evicted so far
+   * Before each step (the prefill, every decode step): a tuned slot budget is applied, then the host copies of experts evicted so far
    * (and those still building since the tier opened) are ready, built in parallel on the actor's
    * workers, so the miss path never computes an evicted expert from the container.
    */
   async beforeStep(): Promise<void> {
+    const tuned = this.boundary?.();
+    if (tuned) await tuned;
     if (!this.rebuild) return;
     await this.rebuild.whenIdle();
     const failure = this.rebuild.takeFailure();
@@ -197,7 +201,7 @@ export class TierRequest {
     if (this.rebuild && poll.uploads.length + poll.evicted.length > 0) {
       // Between steps: a newcomer's host copy is freed, a victim's is built.
       this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
-      this.rebuild.send({ kind: 'evicted', experts: poll.evicted });
+      this.rebuild.send({ kind: 'evicted', experts: this.stillEvicted(poll.evicted) });
     }
     for (const u of poll.uploads) {
       if (!u.ok) {
@@ -210,6 +214,16 @@ export class TierRequest {
     const failure = final ? undefined : this.rebuild?.takeFailure();
     if (failure) throw failure;
     return poll;
+  }
+
+  /**
+   * Evictions are reported at the next poll, which may come after a tune's grow filled the expert
+   * again: only those still without a slot get a host copy.
+   */
+  private stillEvicted(evicted: TierPoll['evicted']): TierPoll['evicted'] {
+    if (evicted.length === 0) return evicted;
+    const r = this.port.residency();
+    return evicted.filter((k) => r[k.layer * this.port.nExpert + k.expert] < 0);
   }
 
   /**

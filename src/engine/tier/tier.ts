@@ -4,6 +4,13 @@
  *   open:     backend(budget = slots x slot bytes) -> tier -> warmstart (hottest per layer | ids)
  *   request:  prefill eval -> afterPrefill (stats mark) -> [decode eval -> afterDecode]* -> finish
  *   finish:   drop queued swaps, settle uploads, merge the request's routing into the heat file
+ *   tune:     a new slot budget per layer waits for the next boundary (before the request's next
+ *             step, or the next request): grow = more slots filled hottest first, shrink = the
+ *             coldest residents evicted (their host copies rebuilt) and their slots left spare
+ *
+ * The backend's byte budget covers every expert (the most a tune may grow to; slots are reserved
+ * as the tier needs them), and the host-copy arena covers all but one expert per layer (the
+ * least a tune may shrink to); both are address space until used.
  */
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import type { NativeBinding, NativeContextHandle } from '../../native/binding.js';
@@ -18,7 +25,7 @@ import { hasNativeTier, NativeTierPort } from './native-port.js';
 import type { TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
 import type { PrefillReplanConfig } from './replan-options.js';
-import type { TierPort } from './port.js';
+import { residentSets, type TierPort } from './port.js';
 import { TierRequest } from './request.js';
 import { TierTracing } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
@@ -49,14 +56,13 @@ export class EngineTier {
   static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
     const hp = model.hparams;
     const containerBytes = expertContainerBytes(model.file, hp);
-    const totalSlots = config.slotsPerLayer.reduce((a, b) => a + b, 0);
-    const budgetBytes = totalSlots * Math.ceil(containerBytes / slotAlignBytes) * slotAlignBytes;
+    const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / slotAlignBytes) * slotAlignBytes;
     const backend = Backend.create(config.backend, config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes } : { budgetBytes });
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;
     try {
       if (!hasNativeTier(native)) throw new NativeError('the addon has no expert tier verbs (createTier, tierPoll): rebuild it with npm run build:native');
-      rebuild = wantsHostCopies(model) ? createRebuildActor(model, config) : undefined;
+      rebuild = wantsHostCopies(model) ? createRebuildActor(model) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
@@ -78,8 +84,12 @@ export class EngineTier {
     }
   }
 
-  /** Before a request: the fills the policy decided (slots freed by failed uploads), uploaded and awaited. */
+  /** Slots per layer a tune asked for, applied at the next boundary (applyResize). */
+  private pendingSlots: number | undefined;
+
+  /** Before a request: a tuned slot budget, then the fills the policy decided (slots freed by failed uploads), uploaded and awaited. */
   async beginRequest(promptTokens: number): Promise<TierRequest> {
+    await this.applyResize();
     const fills = this.placement.takeFills();
     try {
       for (const f of fills) await this.port.warmstart(f.layer, Int32Array.of(f.expert));
@@ -88,7 +98,53 @@ export class EngineTier {
     } finally {
       if (fills.length > 0) this.placement.afterFills();
     }
-    return new TierRequest(this.port, this.placement, this.model.hparams, this.tracing.beginRequest(promptTokens), this.rebuild);
+    return new TierRequest(this.port, this.placement, this.model.hparams, this.tracing.beginRequest(promptTokens), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()));
+  }
+
+  /** A new slot budget for every layer (validated by the caller), from the next boundary on. */
+  resizeSlots(slotsPerLayer: number): void {
+    this.pendingSlots = this.port.slotsPerLayer.every((s) => s === slotsPerLayer) ? undefined : slotsPerLayer;
+  }
+
+  /** The slot budget that applies after the next boundary. */
+  get targetSlotsPerLayer(): number {
+    return this.pendingSlots ?? Math.max(...this.port.slotsPerLayer);
+  }
+
+  /**
+   * Between evaluations: applies a tuned slot budget. Shrinking evicts each layer's coldest residents
+   * (the tier skips those with a swap pending); growing fills the new slots hottest first. A layer
+   * that cannot shrink yet (every candidate has a swap pending) is retried at the next boundary.
+   * The evicted get host copies (and the filled lose theirs) before the next step. true: something changed.
+   */
+  async applyResize(): Promise<boolean> {
+    const target = this.pendingSlots;
+    if (target === undefined) return false;
+    const before = residentSets(this.port);
+    let waiting = false;
+    for (let l = 0; l < this.port.nLayer; l++) {
+      const now = this.port.slotsPerLayer[l];
+      if (now === target) continue;
+      try {
+        this.port.resize(l, target, target < now ? Int32Array.from(this.placement.coldestResidents(l)) : new Int32Array(0));
+      } catch {
+        waiting = true;
+        continue;
+      }
+      if (target > now) {
+        const fill = this.placement.hottestOutside(l, target - this.port.stats().slotsUsed[l]);
+        // A failed fill leaves its slot free (the backend counts it); the policy may fill it later.
+        if (fill.length > 0) await this.port.warmstart(l, Int32Array.from(fill)).catch(() => undefined);
+      }
+    }
+    if (!waiting) this.pendingSlots = undefined;
+    this.config.slotsPerLayer = this.port.slotsPerLayer.slice();
+    this.placement.afterResize();
+    const after = residentSets(this.port);
+    const diff = (a: number[][], b: number[][]): ExpertKey[] => a.flatMap((ids, layer) => ids.filter((e) => !b[layer].includes(e)).map((expert) => ({ layer, expert })));
+    this.rebuild?.send({ kind: 'resident', experts: diff(after, before) });
+    this.rebuild?.send({ kind: 'evicted', experts: diff(before, after) });
+    return true;
   }
 
   /** Merges a finished request's routing ([row][layer][k]) into the heat file. */
@@ -125,10 +181,11 @@ function hostCopyBytes(hp: LoadedModel['hparams']): number {
 }
 
 /** Room for every non-resident expert, plus slack for the swaps between eviction and arrival. */
-function createRebuildActor(model: LoadedModel, config: TierConfig): Int8RebuildActor {
+function createRebuildActor(model: LoadedModel): Int8RebuildActor {
   const hp = model.hparams;
-  const nonResident = config.slotsPerLayer.reduce((sum, slots) => sum + (hp.nExpert - slots), 0);
-  return new Int8RebuildActor(model.path, hp.nLayer, hp.nExpert, nonResident + rebuildSlackBlocks, hostCopyBytes(hp));
+  // A tune may shrink every layer to one slot: room for all the others.
+  const nonResidentMax = hp.nLayer * (hp.nExpert - 1);
+  return new Int8RebuildActor(model.path, hp.nLayer, hp.nExpert, nonResidentMax + rebuildSlackBlocks, hostCopyBytes(hp));
 }
 
 const rebuildSlackBlocks = 16;

@@ -11,7 +11,10 @@ import { validateLfru } from './options.js';
 import { validatePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
 
 export interface TuneOptions {
-  /** Device slots per layer. Slots are reserved when the tier opens: only the current value is accepted for now. */
+  /**
+   * Device slots per layer, in [1, nExpert], from the next boundary (before the next step): growing
+   * reserves more slots and fills them hottest first; shrinking evicts the coldest residents.
+   */
   residentSlotsPerLayer?: number;
   uploadInflightBytesMax?: number;
   uploadInflightTransfersMax?: number;
@@ -26,14 +29,14 @@ export function validateTune(
   o: TuneOptions,
   lfru: LfruParams,
   upload: UploadQueueLimits,
-  slotsPerLayer: number,
-  replan?: PrefillReplanConfig,
-  nExpert = Number.MAX_SAFE_INTEGER,
-): { lfru: LfruParams | undefined; upload: Partial<UploadQueueLimits> | undefined; prefillReplan: PrefillReplanConfig | undefined } {
+  replan: PrefillReplanConfig | undefined,
+  nExpert: number,
+): { lfru: LfruParams | undefined; upload: Partial<UploadQueueLimits> | undefined; prefillReplan: PrefillReplanConfig | undefined; residentSlotsPerLayer: number | undefined } {
   if (typeof o !== 'object' || o === null) throw new InvalidOptionError('tune', 'an object of settings', o);
   for (const key of Object.keys(o)) if (!known.has(key)) throw new InvalidOptionError(`tune.${key}`, `one of ${[...known].join(', ')}`, key);
-  if (o.residentSlotsPerLayer !== undefined && o.residentSlotsPerLayer !== slotsPerLayer) {
-    throw new InvalidOptionError('tune.residentSlotsPerLayer', `${slotsPerLayer} (device slots are reserved when the tier opens)`, o.residentSlotsPerLayer);
+  const slots = o.residentSlotsPerLayer;
+  if (slots !== undefined && !(Number.isInteger(slots) && slots >= 1 && slots <= nExpert)) {
+    throw new InvalidOptionError('tune.residentSlotsPerLayer', `an integer in [1, ${nExpert}] (the expert count)`, slots);
   }
   const limits: Partial<UploadQueueLimits> = {};
   if (o.uploadInflightBytesMax !== undefined) limits.inflightBytesMax = o.uploadInflightBytesMax;
@@ -48,5 +51,5 @@ export function validateTune(
     }
     prefillReplan = validatePrefillReplan({ ...(replan ?? { enabled: false, maxSwapsPerLayer: 24 }), ...o.prefillReplan }, nExpert, 'tune.prefillReplan');
   }
-  return { lfru: nextLfru, upload: hasLimits ? limits : undefined, prefillReplan };
+  return { lfru: nextLfru, upload: hasLimits ? limits : undefined, prefillReplan, residentSlotsPerLayer: slots };
 }
