@@ -204,7 +204,9 @@ class NativeEngine implements Engine {
     const routesOnly = log && !tierRequest ? new RouteBuffer(this.hparams) : undefined;
     let failure: { error: unknown } | undefined;
     let completed = false;
-    const evalOptions = (n: number) => tierRequest?.evalOptions(n) ?? routesOnly?.evalOptions(n);
+    // With a tier, steps go through its layer-compute actor (placement and traces read its reports).
+    const evaluate = (phase: 'prefill' | 'decode', tokens: Int32Array, position: number, logits: Float32Array): Promise<void> =>
+      tierRequest ? tierRequest.evaluate(phase, tokens, position, logits) : this.native.evalAsync(this.context, tokens, position, logits, routesOnly?.evalOptions(tokens.length));
     const routesOf = (): Int32Array => (tierRequest ? tierRequest.lastRoutes() : routesOnly!.routes);
     try {
       const sampler = createSampler(options);
@@ -212,10 +214,9 @@ class NativeEngine implements Engine {
       const logits = new Float32Array(this.hparams.nVocab);
       await tierRequest?.beforeStep(); // part of TTFT, not of prefillMs
       const prefillStart = performance.now();
-      await this.native.evalAsync(this.context, promptIds, 0, logits, evalOptions(promptIds.length));
+      await evaluate('prefill', promptIds, 0, logits);
       stats.prefillMs = performance.now() - prefillStart;
       log?.add('prefill', routesOf(), promptIds);
-      tierRequest?.afterPrefill(promptIds.length, 0);
       let position = promptIds.length;
       const decodeStart = performance.now();
       const step = new Int32Array(1);
@@ -239,9 +240,8 @@ class NativeEngine implements Engine {
         }
         step[0] = id;
         await tierRequest?.beforeStep();
-        await this.native.evalAsync(this.context, step, position, logits, evalOptions(1));
+        await evaluate('decode', step, position, logits);
         log?.add('decode', routesOf(), step);
-        tierRequest?.afterDecode(position);
         position++;
       }
       stats.decodeMs = performance.now() - decodeStart;

@@ -32,6 +32,11 @@ export class StepReportBus<T> {
     this.subject.complete();
   }
 
+  /** Live reports only (a subscriber that must not see an earlier request's). */
+  live$(): Observable<T> {
+    return this.subject.asObservable();
+  }
+
   /** Replays the buffered reports, then follows live ones. */
   reports$(): Observable<T> {
     return new Observable<T>((subscriber) => {

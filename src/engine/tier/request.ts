@@ -1,6 +1,8 @@
 /**
- * One request's view of the tier: the buffers each evaluation fills, the stats mark after
- * the prefill, the placement fed from every decode step, and the request's figures.
+ * One request's view of the tier: its steps run through the layer-compute actor
+ * (src/actors/layer-compute), whose report of each step (routes and per-layer timing, in the
+ * actor's double buffers) reaches this request on the step-report bus; from there come the stats
+ * mark after the prefill, the placement fed from every decode step, the traces, and the figures.
  *
  *   routes      Int32Array [nTokens][nLayer][k]   routed expert ids, rank order
  *   layerStats  Float64Array [nLayer][6]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
@@ -13,21 +15,24 @@
  *
  * A decode step's work is split by what must happen between two evaluations:
  *
- *   afterDecode(t)  now:    poll -> settle -> int8-rebuild messages (a host copy's block is
+ *   report of decode step t on the bus (afterDecode)
+ *                   now:    poll -> settle -> int8-rebuild messages (a host copy's block is
  *                           only reused between evaluations), hit and MoE counters
  *                   later:  placement.observeDecode(routes t) -> swaps;  tracing.step(t)
  *                           (setImmediate: runs while evaluation t+1 computes, or at the
  *                           next afterDecode / finish, whichever comes first)
  *
  * so the policy tick and the spans (tens of us per token) stay off the token's critical path.
- * The buffers are double: evaluation t+1 writes one while the deferred work of t reads the
- * other. A swap the tick decides is requested during evaluation t+1 and issued at its layer's
+ * The actor's buffers are double: evaluation t+1 writes one while the deferred work of t reads
+ * the other (the actor asks before it reuses a pair: beforeReuse runs deferred work still on it). A swap the tick decides is requested during evaluation t+1 and issued at its layer's
  * next boundary, like any swap requested while an evaluation runs; placement never changes tokens.
  */
-import type { HParams } from '../../model/types.js';
-import type { NativeEvalOptions } from '../../native/binding.js';
+import type { Subscription } from 'rxjs';
+import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
+import { moeNs } from '../../actors/layer-compute/logic.js';
+import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
 import type { TierPlacement } from './placement.js';
-import { LAYER_STAT_FIELDS, type TierPoll, type TierPort, type TierStats } from './port.js';
+import type { TierPoll, TierPort, TierStats } from './port.js';
 import type { RequestTracing } from './tracing.js';
 import type { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 
@@ -55,14 +60,13 @@ interface DeferredStep {
 }
 
 export class TierRequest {
-  /** Double buffers: the next evaluation writes [current ^ 1] while deferred work reads [current]. */
-  private readonly routeBuffers = [new Int32Array(0), new Int32Array(0)];
-  private readonly statBuffers: [Float64Array, Float64Array];
-  private current = 0;
   private deferred: DeferredStep | undefined;
   private immediate: ReturnType<typeof setImmediate> | undefined;
   /** What deferred work threw; the next afterDecode or finish throws it. */
   private deferredFailure: { error: unknown } | undefined;
+  /** What handling a step report threw (on the bus); evaluate throws it. */
+  private reportFailure: { error: unknown } | undefined;
+  private readonly subscription: Subscription;
   private prefill: TierStats | undefined;
   private moeNs = 0;
   private decodeSteps = 0;
@@ -76,33 +80,45 @@ export class TierRequest {
   constructor(
     private readonly port: TierPort,
     private readonly placement: TierPlacement,
-    private readonly hp: Pick<HParams, 'nLayer' | 'nExpertUsed'>,
+    private readonly compute: LayerComputeActor,
     private readonly tracing?: RequestTracing,
     private readonly rebuild?: Int8RebuildActor,
     /** The boundary work a tune left (a new slot budget), run before each step; undefined: none. */
     private readonly boundary?: () => Promise<boolean> | undefined,
   ) {
-    const statsLength = hp.nLayer * LAYER_STAT_FIELDS;
-    this.statBuffers = [new Float64Array(statsLength), new Float64Array(statsLength)];
     port.resetStats();
+    // Placement and tracing read the steps on the layer-compute actor's bus (this request's only).
+    this.subscription = compute.reports$().subscribe((r) => this.onReport(r));
   }
 
-  /** Options for evaluating nTokens tokens; each buffer is reused while it is big enough. */
-  evalOptions(nTokens: number): NativeEvalOptions {
-    const next = this.current ^ 1;
-    if (this.deferred?.routes === this.routeBuffers[next]) this.runDeferred(); // never hand out what deferred work reads
-    this.current = next;
-    const need = nTokens * this.hp.nLayer * this.hp.nExpertUsed;
-    if (this.routeBuffers[next].length !== need) this.routeBuffers[next] = new Int32Array(need);
-    const routes = this.routeBuffers[next];
-    const options: NativeEvalOptions = { routes, layerStats: this.statBuffers[next] };
-    if (this.prefill === undefined && this.placement.replanEnabled) {
-      options.onLayerRouted = (layer, counts) => {
+  /**
+   * One step through the layer-compute actor: its report reaches this request on the bus (placement,
+   * traces) before this resolves; a throw there fails the request here.
+   */
+  async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array): Promise<void> {
+    const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
+    if (phase === 'prefill' && this.placement.replanEnabled) {
+      step.onLayerRouted = (layer, counts) => {
         this.pollEarly();
         this.placement.replanLayer(layer, counts);
       };
     }
-    return options;
+    // Never let the step overwrite what deferred work still reads.
+    await this.compute.evaluate(step, (old) => {
+      if (this.deferred?.routes === old.routes) this.runDeferred();
+    });
+    const f = this.reportFailure;
+    this.reportFailure = undefined;
+    if (f) throw f.error;
+  }
+
+  private onReport(r: LayerStepReport): void {
+    try {
+      if (r.phase === 'prefill') this.afterPrefill(r);
+      else this.afterDecode(r);
+    } catch (error) {
+      this.reportFailure ??= { error };
+    }
   }
 
   /**
@@ -127,30 +143,22 @@ export class TierRequest {
 
   /** The routes of the last evaluation, [nTokens][nLayer][k]. */
   lastRoutes(): Int32Array {
-    return this.routeBuffers[this.current];
+    return this.compute.last?.routes ?? new Int32Array(0);
   }
 
-  /** The layer timing of the last evaluation, [nLayer][6]. */
-  private get layerStats(): Float64Array {
-    return this.statBuffers[this.current];
-  }
-
-  afterPrefill(nTokens: number, position: number): void {
-    const routes = this.lastRoutes();
+  private afterPrefill(r: LayerStepReport): void {
     this.prefill = this.port.stats();
     this.port.resetStats(); // the stats mark: decode hits count from the first decode token
-    this.placement.observePrefill(routes, nTokens);
-    this.report('prefill', position);
+    this.placement.observePrefill(r.routes, r.nTokens);
+    this.report('prefill', r.position, r.layerStats);
   }
 
-  afterDecode(position: number): void {
+  private afterDecode(r: LayerStepReport): void {
     this.runDeferred();
     this.throwDeferredFailure();
-    const routes = this.lastRoutes();
-    const layerStats = this.layerStats;
     this.decodeSteps++;
-    for (let l = 0; l < this.hp.nLayer; l++) this.moeNs += layerStats[l * LAYER_STAT_FIELDS + 3] - layerStats[l * LAYER_STAT_FIELDS + 2];
-    this.deferred = { routes, layerStats, position, poll: this.settle(false) };
+    this.moeNs += moeNs(r.layerStats);
+    this.deferred = { routes: r.routes, layerStats: r.layerStats, position: r.position, poll: this.settle(false) };
     this.immediate ??= setImmediate(() => {
       this.immediate = undefined;
       this.runDeferred();
@@ -181,9 +189,9 @@ export class TierRequest {
   }
 
   /** The prefill's poll and the request's final one, traced at once. */
-  private report(phase: 'prefill' | 'decode', position: number, final = false): void {
+  private report(phase: 'prefill' | 'decode', position: number, layerStats: Float64Array, final = false): void {
     const poll = this.settle(final);
-    this.tracing?.step({ phase, position, layerStats: this.layerStats, poll });
+    this.tracing?.step({ phase, position, layerStats, poll });
   }
 
   /**
@@ -237,7 +245,9 @@ export class TierRequest {
     if (!this.finished) {
       this.finished = true;
       this.placement.endRequest();
-      this.report('decode', -1, true);
+      // The final poll: no step of its own (position -1: the traces skip the layer timing).
+      this.report('decode', -1, this.compute.last?.layerStats ?? new Float64Array(0), true);
+      this.subscription.unsubscribe();
     }
     const decode = this.port.stats();
     const prefill = this.prefill;

@@ -31,6 +31,7 @@ import { TierTracing } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { CalibrationActor } from '../../actors/calibration/actor.js';
+import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
 import { StepReportBus } from '../../streams/step-reports.js';
 import { assert } from '../../core/assert.js';
@@ -50,6 +51,8 @@ export class EngineTier {
     readonly start: 'heat' | 'ids',
     /** Host int8 copies of the non-resident experts (native tier over a Q4_0 container only). */
     readonly rebuild: Int8RebuildActor | undefined,
+    /** Owns the native eval calls of the requests; publishes each step's routing and timing. */
+    readonly compute: LayerComputeActor,
     readonly tracing: TierTracing = tierTracing(config.backend, model.hparams.nLayer),
   ) {}
 
@@ -75,7 +78,8 @@ export class EngineTier {
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
       const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan);
-      return new EngineTier(port, backend, placement, model, config, start, rebuild);
+      const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
+      return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
     } catch (err) {
       await rebuild?.close();
       port?.free();
@@ -98,7 +102,7 @@ export class EngineTier {
     } finally {
       if (fills.length > 0) this.placement.afterFills();
     }
-    return new TierRequest(this.port, this.placement, this.model.hparams, this.tracing.beginRequest(promptTokens), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()));
+    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(promptTokens), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()));
   }
 
   /** A new slot budget for every layer (validated by the caller), from the next boundary on. */
@@ -162,6 +166,7 @@ export class EngineTier {
   }
 
   async close(): Promise<void> {
+    this.compute.close();
     this.tracing.steps.end();
     this.tracing.calibration.close();
     await this.rebuild?.close();

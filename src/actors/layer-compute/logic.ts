@@ -1,0 +1,41 @@
+/**
+ * Layer-compute logic (pure): which buffer pair a step writes, how big its routes are, and the
+ * per-step totals read from layerStats. The actor owns the arrays; this decides about them.
+ *
+ *   step t writes pair (t mod 2); the report of step t - 1 stays readable while step t computes
+ */
+import { LAYER_STAT_FIELDS } from './messages.js';
+
+export interface StepShape {
+  nLayer: number;
+  /** Experts routed per token (top-k). */
+  k: number;
+}
+
+/** The pair the next step writes: the other one than the last step's. */
+export function nextBuffer(last: number | undefined): number {
+  return last === undefined ? 0 : last ^ 1;
+}
+
+/** Int32 entries of a step's routes: [nTokens][nLayer][k]. */
+export function routesLength(shape: StepShape, nTokens: number): number {
+  return nTokens * shape.nLayer * shape.k;
+}
+
+/** Float64 entries of a step's layerStats: [nLayer][LAYER_STAT_FIELDS]. */
+export function layerStatsLength(shape: StepShape): number {
+  return shape.nLayer * LAYER_STAT_FIELDS;
+}
+
+/** Sum over layers of the MoE half's time (moeEnd - moeStart), ns. */
+export function moeNs(layerStats: Float64Array): number {
+  let ns = 0;
+  for (let at = 0; at < layerStats.length; at += LAYER_STAT_FIELDS) ns += layerStats[at + 3] - layerStats[at + 2];
+  return ns;
+}
+
+/** Layer `layer`'s experts for token `t` of a step: a view into routes (no copy). */
+export function routedExperts(routes: Int32Array, shape: StepShape, t: number, layer: number): Int32Array {
+  const at = (t * shape.nLayer + layer) * shape.k;
+  return routes.subarray(at, at + shape.k);
+}

@@ -1,0 +1,39 @@
+/**
+ * Messages of the layer-compute actor. One evaluation step runs every layer natively (the
+ * per-layer critical path never crosses into JavaScript); what it publishes is one report per
+ * step, read in place from the buffers the eval filled:
+ *
+ *   routes      Int32Array   [nTokens][nLayer][k]   routed expert ids, rank order
+ *   layerStats  Float64Array [nLayer][6]            [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
+ */
+
+/** Fields per layer of layerStats. */
+export const LAYER_STAT_FIELDS = 6;
+
+export type StepPhase = 'prefill' | 'decode';
+
+/** Evaluate tokens at position; logits of the last row land in `logits`. */
+export interface EvaluateStep {
+  kind: 'evaluate';
+  phase: StepPhase;
+  tokens: Int32Array;
+  position: number;
+  logits: Float32Array;
+  /** Prefill replan: each layer's rows per expert while later layers compute (posted from the eval thread). */
+  onLayerRouted?: (layer: number, counts: Int32Array) => void;
+}
+
+/**
+ * What one step produced. The buffers are the actor's: valid until the step after next (the actor
+ * double-buffers), so a subscriber that keeps a report longer copies what it needs.
+ */
+export interface LayerStepReport {
+  phase: StepPhase;
+  /** Position of the step's first token in the context. */
+  position: number;
+  nTokens: number;
+  routes: Int32Array;
+  layerStats: Float64Array;
+  /** Which of the two buffer pairs the step wrote (0 | 1). */
+  buffer: number;
+}
