@@ -3,13 +3,15 @@
  *
  *   engine.generate ──tokens.ts──> engine.generate$()          (pull, buffer 0; unsubscribe = abort)
  *
- *   layer-compute (native eval of one step: every layer, routes + layerStats in shared buffers)
- *        │ step-reports.ts (in step order; ring of N, oldest dropped and counted)
+ *   layer-compute actor (src/actors/layer-compute: the native eval of one step, every layer;
+ *        │                routes + layerStats in its double buffers)
+ *        │ step-reports.ts (in step order, live only: the buffers are reused two steps on)
  *        ├──> placement: LFRU tick ──> upload-queue logic ──> tierRequestSwap     (src/engine/tier)
- *        ├──> tracing: layer / upload spans; publishes the step's timing on the bus (src/engine/tier)
- *        └──> calibration actor (src/actors/calibration/actor.ts): calibration.ts calibrationUpdates
- *               ──scan──> snapshots (EWMA bandwidth, fixed cost, compute/layer) ──> engine.calibration$()
- *               + a span per update, parented by the request's context carried in the report
+ *        └──> tracing: layer / upload spans                                       (src/engine/tier)
+ *               │ step-reports.ts again: each step's timing (copied; ring of 4, oldest dropped and counted)
+ *               └──> calibration actor (src/actors/calibration/actor.ts): calibration.ts calibrationUpdates
+ *                      ──scan──> snapshots (EWMA bandwidth, fixed cost, compute/layer) ──> engine.calibration$()
+ *                      + a span per update, parented by the request's context carried in the report
  *
  *   tierPoll ──evicted──> int8-rebuild (bounded worker pool) ──> host-copy arena offsets
  *

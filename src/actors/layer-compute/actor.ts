@@ -16,7 +16,7 @@ import type { Observable } from 'rxjs';
 import { assert } from '../../core/assert.js';
 import type { NativeBinding, NativeContextHandle, NativeEvalOptions } from '../../native/binding.js';
 import { StepReportBus } from '../../streams/step-reports.js';
-import { layerStatsLength, moeNs, nextBuffer, routesLength, type StepShape } from './logic.js';
+import { layerStatsLength, nextBuffer, routesLength, type StepShape } from './logic.js';
 import type { EvaluateStep, LayerStepReport } from './messages.js';
 
 export class LayerComputeActor {
@@ -70,11 +70,6 @@ export class LayerComputeActor {
     this.lastBuffer = buffer;
     this.bus.publish(report);
     return report;
-  }
-
-  /** MoE time of a report's step, ns (summed over layers). */
-  static moeNs(report: LayerStepReport): number {
-    return moeNs(report.layerStats);
   }
 
   close(): void {

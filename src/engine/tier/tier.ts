@@ -185,10 +185,12 @@ function hostCopyBytes(hp: LoadedModel['hparams']): number {
   return ((3 * hp.nEmbd * hp.nFfExp) / 32) * 34;
 }
 
-/** Room for every non-resident expert, plus slack for the swaps between eviction and arrival. */
+/**
+ * Room for every expert but one per layer (a tune may shrink every layer to one slot), plus slack
+ * for the swaps between eviction and arrival. Blocks are reused lowest first: untouched ones stay address space.
+ */
 function createRebuildActor(model: LoadedModel): Int8RebuildActor {
   const hp = model.hparams;
-  // A tune may shrink every layer to one slot: room for all the others.
   const nonResidentMax = hp.nLayer * (hp.nExpert - 1);
   return new Int8RebuildActor(model.path, hp.nLayer, hp.nExpert, nonResidentMax + rebuildSlackBlocks, hostCopyBytes(hp));
 }
