@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadNative } from '../../src/native/binding.js';
 import { InvalidOptionError } from '../../src/core/errors.js';
-import { Backend } from '../../src/native/backend.js';
+import { Backend, BackendError } from '../../src/native/backend.js';
 import { concat, expectBackendError, pattern } from './backend-helpers.js';
 
 const live: Backend[] = [];
@@ -114,16 +114,33 @@ describe('cpu backend: uploads', () => {
   });
 
   it('refuses an upload or a free of a slot whose upload is in flight (busy)', async () => {
-    const b = cpu(16 << 20);
-    const slot = b.reserve(1, 16 << 20);
-    const ev = b.upload(slot, new Uint8Array(16 << 20));
-    if (b.query(ev).state === 'pending') {
-      expect(b.slotState(slot)).toBe('uploading');
-      expectBackendError(() => b.upload(slot, pattern(64, 1), { overwrite: true }), 'busy');
-      expectBackendError(() => b.free(slot), 'busy');
-      expectBackendError(() => b.lease(slot), 'state');
+    // Eight 16 MiB copies queue on the one upload thread, so the last stays in flight for a while;
+    // still, it may finish at any instant, so every call below must either be refused as busy or
+    // find that upload already done (never succeed over a copy in flight).
+    const size = 16 << 20;
+    const b = cpu(8 * size);
+    const first = b.reserve(8, size);
+    const events = Array.from({ length: 8 }, (_, i) => b.upload(first + i, new Uint8Array(size)));
+    const slot = first + 7;
+    const ev = events[7];
+    const refusedOrDone = (call: () => unknown, reason: 'busy' | 'state'): void => {
+      const pendingBefore = b.query(ev).state === 'pending';
+      try {
+        call();
+      } catch (err) {
+        expect(err).toBeInstanceOf(BackendError);
+        expect((err as BackendError).reason).toBe(reason);
+        return;
+      }
+      expect(pendingBefore && b.query(ev).state === 'pending').toBe(false);
+    };
+    if (b.slotState(slot) === 'uploading') {
+      refusedOrDone(() => b.lease(slot), 'state');
+      refusedOrDone(() => b.upload(slot, pattern(64, 1), { overwrite: true }), 'busy');
+      refusedOrDone(() => b.free(slot), 'busy');
     }
-    expect((await b.wait(ev)).state).toBe('done');
+    for (const e of events) expect((await b.wait(e)).state).toBe('done');
+    expect(b.stats().leases).toBeLessThanOrEqual(1);
   });
 });
 
