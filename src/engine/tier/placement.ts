@@ -15,7 +15,7 @@
  * When a swap is refused, fails or is dropped, the policy's view is rebuilt from the tier's
  * residency plus the swaps still in flight.
  */
-import { initialUploadQueue, stepUploadQueue, type UploadQueueState } from '../../actors/upload-queue/logic.js';
+import { UploadQueueActor } from '../../actors/upload-queue/actor.js';
 import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '../../actors/upload-queue/messages.js';
 import { residencyOf } from '../../tiers/residency.js';
 import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
@@ -43,7 +43,7 @@ export class TierPlacement {
   private policy: Policy<LfruState>;
   private params: LfruParams;
   private state: LfruState;
-  private queue: UploadQueueState;
+  private readonly queue: UploadQueueActor;
   private readonly tasks = new Map<number, SwapTask>();
   private fills: ExpertKey[] = [];
   private nextTaskId = 1;
@@ -68,7 +68,7 @@ export class TierPlacement {
     this.params = params;
     this.policy = policyFor(params, replan, 0);
     this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.tierResidency(), heat }).state;
-    this.queue = initialUploadQueue(uploadLimits);
+    this.queue = new UploadQueueActor(uploadLimits);
     this.full = port.slotsPerLayer.every((slots) => slots >= port.nExpert);
   }
 
@@ -79,7 +79,7 @@ export class TierPlacement {
     return this.queue.inflightBytes;
   }
   get inflightTransfers(): number {
-    return this.queue.inflight.size;
+    return this.queue.inflightTransfers;
   }
 
   get replanEnabled(): boolean {
@@ -125,7 +125,7 @@ export class TierPlacement {
   private uploadRoom(): number {
     const q = this.queue;
     const byBytes = Math.floor((q.limits.inflightBytesMax - q.inflightBytes) / Math.max(1, this.port.expertBytes.container));
-    return Math.max(0, Math.min(q.limits.inflightTransfersMax - q.inflight.size, byBytes) - q.queued.length);
+    return Math.max(0, Math.min(q.limits.inflightTransfersMax - q.inflightTransfers, byBytes) - q.queuedTransfers);
   }
 
   /** One decode token's routing [nLayer][k], then its tick; swaps go to the upload queue. */
@@ -160,9 +160,7 @@ export class TierPlacement {
   }
 
   private send(message: UploadQueueMessage): void {
-    const { state, effects } = stepUploadQueue(this.queue, message);
-    this.queue = state;
-    this.apply(effects);
+    this.apply(this.queue.send(message));
   }
 
   private apply(effects: UploadQueueEffect[]): void {
@@ -179,9 +177,7 @@ export class TierPlacement {
       if (this.port.requestSwap(task.layer, task.victim, task.newcomer, e.task.id, task.now ? { issueNow: true } : undefined) < 0) {
         this.counts.refused++;
         this.tasks.delete(e.task.id);
-        const next = stepUploadQueue(this.queue, { kind: 'settled', id: e.task.id, ok: false });
-        this.queue = next.state;
-        effects.push(...next.effects);
+        effects.push(...this.queue.send({ kind: 'settled', id: e.task.id, ok: false }));
         resync = true;
       }
     }
