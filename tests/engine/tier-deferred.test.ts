@@ -50,7 +50,7 @@ describe('deferred decode work', () => {
     expect(engine.tierStats()!.leases).toBe(0);
   });
 
-  it('a throw in a deferred tick fails the request; no lease is left and the next request runs', async () => {
+  it('a throw in the policy tick fails the request; no lease is left and the next request runs', async () => {
     const placement = placementOf(engine);
     const boom = new Error('tick failed');
     const original = placement.observeDecode;
@@ -68,7 +68,7 @@ describe('deferred decode work', () => {
     expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
   });
 
-  it('a throw in the last step\'s deferred tick still fails the request (thrown by finish)', async () => {
+  it('a throw in the last evaluated step\'s tick still fails the request', async () => {
     const placement = placementOf(engine);
     const boom = new Error('last tick failed');
     const original = placement.observeDecode;

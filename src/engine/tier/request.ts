@@ -20,12 +20,12 @@
  *                           only reused between evaluations), hit and MoE counters
  *                   then:   placement.observeDecode(routes t) -> swaps;  tracing.step(t)
  *
- * The second part once ran later (setImmediate, while evaluation t+1 computed), but on two cores
- * that JavaScript competes with both compute threads: measured on the small preset with every
- * expert resident, 2 threads, the tier's overhead fell from 1.37-1.51x to 1.11-1.21x when it runs
- * right away. runDeferred and beforeReuse still guard the actor's double buffers (evaluation t+1
- * writes one pair while t's report is read), should work be deferred again. A swap the tick decides
- * is issued at its layer's next boundary, like any swap; placement never changes tokens.
+ * Both parts run right away, before the next evaluation. The second once ran later (setImmediate,
+ * while evaluation t+1 computed), but on two cores that JavaScript competes with both compute
+ * threads: measured on the small preset with every expert resident, 2 threads, the tier's overhead
+ * fell from 1.37-1.51x to 1.11-1.21x without the deferral. A throw in either part fails the step's
+ * evaluate (reportFailure). A swap the tick decides is issued at its layer's next boundary, like
+ * any swap; placement never changes tokens.
  */
 import type { Subscription } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
@@ -51,18 +51,7 @@ export interface TierRequestStats {
 
 const nothingSettled: TierPoll = Object.freeze({ uploads: Object.freeze([]) as unknown as TierPoll['uploads'], evicted: Object.freeze([]) as unknown as TierPoll['evicted'] });
 
-/** A decode step's policy tick and traces, run off the critical path (see the header). */
-interface DeferredStep {
-  routes: Int32Array;
-  layerStats: Float64Array;
-  position: number;
-  poll: TierPoll;
-}
-
 export class TierRequest {
-  private deferred: DeferredStep | undefined;
-  /** What deferred work threw; the next afterDecode or finish throws it. */
-  private deferredFailure: { error: unknown } | undefined;
   /** What handling a step report threw (on the bus); evaluate throws it. */
   private reportFailure: { error: unknown } | undefined;
   private readonly subscription: Subscription;
@@ -102,10 +91,7 @@ export class TierRequest {
         this.placement.replanLayer(layer, counts);
       };
     }
-    // Never let the step overwrite what deferred work still reads.
-    await this.compute.evaluate(step, (old) => {
-      if (this.deferred?.routes === old.routes) this.runDeferred();
-    });
+    await this.compute.evaluate(step);
     const f = this.reportFailure;
     this.reportFailure = undefined;
     if (f) throw f.error;
@@ -153,31 +139,11 @@ export class TierRequest {
   }
 
   private afterDecode(r: LayerStepReport): void {
-    this.runDeferred();
-    this.throwDeferredFailure();
     this.decodeSteps++;
     this.moeNs += moeNs(r.layerStats);
-    this.deferred = { routes: r.routes, layerStats: r.layerStats, position: r.position, poll: this.settle(false) };
-    this.runDeferred();
-  }
-
-  /** The last afterDecode's deferred step, if it has not run yet; a throw is kept for the caller. */
-  private runDeferred(): void {
-    const d = this.deferred;
-    if (!d) return;
-    this.deferred = undefined;
-    try {
-      this.placement.observeDecode(d.routes);
-      this.tracing?.step({ phase: 'decode', position: d.position, layerStats: d.layerStats, poll: d.poll });
-    } catch (error) {
-      this.deferredFailure ??= { error };
-    }
-  }
-
-  private throwDeferredFailure(): void {
-    const f = this.deferredFailure;
-    this.deferredFailure = undefined;
-    if (f) throw f.error;
+    const poll = this.settle(false);
+    this.placement.observeDecode(r.routes);
+    this.tracing?.step({ phase: 'decode', position: r.position, layerStats: r.layerStats, poll });
   }
 
   /** The prefill's poll and the request's final one, traced at once. */
@@ -231,9 +197,6 @@ export class TierRequest {
    * so far counted, the request span ended (failed with `error`) and its metrics recorded.
    */
   finish(timing: { msPerToken: number; ttftMs: number }, error?: unknown): TierRequestStats {
-    this.runDeferred();
-    const late = this.deferredFailure;
-    this.deferredFailure = undefined;
     if (!this.finished) {
       this.finished = true;
       this.placement.endRequest();
@@ -252,9 +215,7 @@ export class TierRequest {
       failedUploads: this.failedUploads,
       tier: decode,
     };
-    this.tracing?.end({ ...stats, ...timing }, error ?? late?.error);
-    // The last step's tick or traces threw after its token went out: the request fails with it.
-    if (late && error === undefined) throw late.error;
+    this.tracing?.end({ ...stats, ...timing }, error);
     return stats;
   }
 }
