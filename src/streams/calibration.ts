@@ -7,13 +7,14 @@
  *   error / teardown: pass through; the fold has no resources of its own
  *
  * calibrationUpdates: step reports (the step-report bus) -> one update per step that moved the EWMAs
- *   each step's samples (stepSamples) fold through calibrationSnapshots' logic in order; the
+ *   each step's samples fold at once (calibrateStep: the same result as folding stepSamples through
+ *   calibrationSnapshots' logic in order, with one copy of the state); the
  *   update carries the step (its trace context) and, when the step is traced, the fold's window
  *   on the monotonic clock (the calibration span's start and end)
  *   concurrency 1, buffer 0, error / teardown: as above
  */
 import { filter, map, scan, type Observable, type OperatorFunction } from 'rxjs';
-import { calibrate, initialCalibration, stepSamples, type CalibrationConfig } from '../actors/calibration/logic.js';
+import { calibrate, calibrateStep, initialCalibration, type CalibrationConfig } from '../actors/calibration/logic.js';
 import type { CalibrationMessage, CalibrationSnapshot, StepTimings } from '../actors/calibration/messages.js';
 
 export function calibrationSnapshots(config: CalibrationConfig): OperatorFunction<CalibrationMessage, CalibrationSnapshot> {
@@ -47,9 +48,7 @@ export function calibrationUpdates(config: CalibrationConfig, clockNs: () => big
     steps.pipe(
       scan((acc, step) => {
         const startNs = step.traced ? clockNs() : 0n;
-        let snapshot = acc.snapshot;
-        for (const m of stepSamples(step)) snapshot = calibrate(snapshot, m, config);
-        const accepted = snapshot.samplesAccepted - acc.snapshot.samplesAccepted;
+        const { snapshot, accepted } = calibrateStep(acc.snapshot, step, config);
         return { snapshot, accepted, step, startNs, endNs: step.traced ? clockNs() : 0n };
       }, first),
       filter((u) => u.accepted > 0),

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/core/errors.js';
-import { calibrate, initialCalibration, transferWindowBytes } from '../../src/actors/calibration/logic.js';
-import type { CalibrationMessage } from '../../src/actors/calibration/messages.js';
+import { calibrate, calibrateStep, initialCalibration, stepSamples, transferWindowBytes } from '../../src/actors/calibration/logic.js';
+import type { CalibrationMessage, CalibrationSnapshot, StepTimings } from '../../src/actors/calibration/messages.js';
+import { mulberry32, randomInt, type Rng } from '../../src/core/prng.js';
 
 const config = { alpha: 0.2, nLayer: 2 };
 const run = (messages: CalibrationMessage[]) => messages.reduce((s, m) => calibrate(s, m, config), initialCalibration(config));
@@ -52,8 +53,45 @@ describe('calibration logic', () => {
     expect(transferWindowBytes(s, 1, 0, 0)).toBeUndefined(); // no compute sample for layer 1 yet
   });
 
+  it('folds a whole step at once to the same snapshot as its samples one by one', () => {
+    // Random steps: current, newer and older invocations, untimed and inverted layers, zero
+    // durations, failed and negative-fixed-cost uploads, layers past the model's.
+    const cfg = { alpha: 0.3, nLayer: 4 };
+    for (let seed = 1; seed <= 200; seed++) {
+      const rng = mulberry32(seed);
+      let bySample: CalibrationSnapshot = initialCalibration(cfg);
+      let byStep: CalibrationSnapshot = bySample;
+      for (let i = 0; i < 12; i++) {
+        const step = randomStep(rng, cfg.nLayer);
+        const before = byStep;
+        const folded = calibrateStep(byStep, step, cfg);
+        for (const m of stepSamples(step)) bySample = calibrate(bySample, m, cfg);
+        byStep = folded.snapshot;
+        expect(byStep).toEqual(bySample);
+        expect(folded.accepted).toBe(bySample.samplesAccepted - before.samplesAccepted);
+        expect(before).not.toBe(byStep); // never mutated in place: a new object every step
+      }
+    }
+  });
+
   it('refuses a bad configuration', () => {
     expect(() => initialCalibration({ alpha: 0, nLayer: 2 })).toThrow(InvalidOptionError);
     expect(() => initialCalibration({ alpha: 0.2, nLayer: 0 })).toThrow(InvalidOptionError);
   });
 });
+
+function randomStep(rng: Rng, nLayer: number): StepTimings {
+  const layers = randomInt(rng, 0, nLayer + 1);
+  const ls = layers === 0 && rng() < 0.3 ? undefined : new Float64Array(layers * 6);
+  for (let at = 0; ls && at < ls.length; at += 6) {
+    const start = rng() < 0.1 ? 0 : randomInt(rng, 1, 1e9);
+    ls[at] = start;
+    ls[at + 1] = rng() < 0.1 ? start - 5 : rng() < 0.1 ? start : start + randomInt(rng, 1, 5e6) + 0.4;
+  }
+  const uploads = Array.from({ length: randomInt(rng, 0, 3) }, () => {
+    const issuedNs = randomInt(rng, 1, 1e9);
+    const startNs = issuedNs + (rng() < 0.1 ? -10 : randomInt(rng, 0, 1e5));
+    return { layer: randomInt(rng, -1, nLayer), bytes: rng() < 0.1 ? 0 : randomInt(rng, 1, 1e7), ok: rng() < 0.85, issuedNs, startNs, endNs: startNs + (rng() < 0.1 ? 0 : randomInt(rng, 1, 1e7)) };
+  });
+  return { kind: 'step', invocation: randomInt(rng, 1, 3), layerStats: ls, uploads, traced: false };
+}

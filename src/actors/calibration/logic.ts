@@ -90,6 +90,60 @@ export function transferWindowBytes(
 }
 
 /**
+ * One step's samples folded at once: the same snapshot as folding stepSamples(step) through
+ * calibrate one by one (tested), with one copy of the state instead of one per sample. It runs
+ * on the event loop after every decode step, between two evaluations, where a token waits for it.
+ * Returns the next snapshot (never mutates `state`) and how many samples were accepted.
+ */
+export function calibrateStep(state: CalibrationSnapshot, step: StepTimings, config: CalibrationConfig): { snapshot: CalibrationSnapshot; accepted: number } {
+  let invocation = state.invocation;
+  if (step.invocation > invocation) invocation = step.invocation;
+  const current = step.invocation === invocation;
+  const next: CalibrationSnapshot = { ...state, invocation, computeMsEwma: state.computeMsEwma };
+  let computeCopied = false;
+  const ls = step.layerStats;
+  if (ls) {
+    for (let l = 0, at = 0; at < ls.length; l++, at += STEP_LAYER_FIELDS) {
+      const startNs = Math.round(ls[at]);
+      const endNs = Math.round(ls[at + 1]);
+      if (!(endNs >= startNs && startNs > 0)) continue;
+      if (!current || l >= config.nLayer) {
+        next.samplesStale++;
+        continue;
+      }
+      const ms = (endNs - startNs) / 1e6;
+      if (!(ms > 0)) {
+        next.samplesRejected++;
+        continue;
+      }
+      if (!computeCopied) {
+        next.computeMsEwma = state.computeMsEwma.slice();
+        computeCopied = true;
+      }
+      next.computeMsEwma[l] = ewma(next.computeMsEwma[l], ms, config.alpha);
+      next.samplesAccepted++;
+    }
+  }
+  for (const u of step.uploads) {
+    if (!u.ok) continue;
+    if (!current || u.layer < 0 || u.layer >= config.nLayer) {
+      next.samplesStale++;
+      continue;
+    }
+    const moveS = (u.endNs - u.startNs) / 1e9;
+    const fixedMs = (u.startNs - u.issuedNs) / 1e6;
+    if (!(moveS > 0) || !(u.bytes > 0) || fixedMs < 0) {
+      next.samplesRejected++;
+      continue;
+    }
+    next.bandwidthBytesPerSEwma = ewma(next.bandwidthBytesPerSEwma, u.bytes / moveS, config.alpha);
+    next.transferFixedMsEwma = ewma(next.transferFixedMsEwma, fixedMs, config.alpha);
+    next.samplesAccepted++;
+  }
+  return { snapshot: next, accepted: next.samplesAccepted - state.samplesAccepted };
+}
+
+/**
  * A step's samples, in the order the fold takes them: the invocation first (a new request makes
  * older samples stale; an equal one is a no-op), then each timed layer, then each finished upload.
  */
