@@ -193,21 +193,22 @@ class NativeEngine implements Engine {
       finishReason: 'length',
       msPerToken: 0,
     };
+    // The request's routing: for the tier's heat file, and for --trace-routes.
+    const log = this.tier || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
     let tierRequest: TierRequest | undefined;
     try {
-      tierRequest = await this.tier?.beginRequest(promptIds.length);
+      tierRequest = await this.tier?.beginRequest(promptIds.length, log);
     } catch (err) {
       release();
       throw err;
     }
-    const log = tierRequest || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
+    // Without a tier the routes come back from the eval into this buffer; with one, the tier's request logs them.
     const routesOnly = log && !tierRequest ? new RouteBuffer(this.hparams) : undefined;
     let failure: { error: unknown } | undefined;
     let completed = false;
-    // With a tier, steps go through its layer-compute actor (placement and traces read its reports).
+    // With a tier, steps go through its layer-compute actor (placement, route log and traces read its reports).
     const evaluate = (phase: 'prefill' | 'decode', tokens: Int32Array, position: number, logits: Float32Array): Promise<void> =>
       tierRequest ? tierRequest.evaluate(phase, tokens, position, logits) : this.native.evalAsync(this.context, tokens, position, logits, routesOnly?.evalOptions(tokens.length));
-    const routesOf = (): Int32Array => (tierRequest ? tierRequest.lastRoutes() : routesOnly!.routes);
     try {
       const sampler = createSampler(options);
       const streamer = this.model.tokenizer.createStreamDecoder({ special: false });
@@ -216,7 +217,7 @@ class NativeEngine implements Engine {
       const prefillStart = performance.now();
       await evaluate('prefill', promptIds, 0, logits);
       stats.prefillMs = performance.now() - prefillStart;
-      log?.add('prefill', routesOf(), promptIds);
+      if (routesOnly) log!.add('prefill', routesOnly.routes, promptIds);
       let position = promptIds.length;
       const decodeStart = performance.now();
       const step = new Int32Array(1);
@@ -239,9 +240,11 @@ class NativeEngine implements Engine {
           break;
         }
         step[0] = id;
-        await tierRequest?.beforeStep();
+        // Most steps have nothing to wait for before them (no promise: a token's gap is short).
+        const before = tierRequest?.beforeStep();
+        if (before) await before;
         await evaluate('decode', step, position, logits);
-        log?.add('decode', routesOf(), step);
+        if (routesOnly) log!.add('decode', routesOnly.routes, step);
         position++;
       }
       stats.decodeMs = performance.now() - decodeStart;

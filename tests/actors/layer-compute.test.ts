@@ -1,11 +1,11 @@
 /**
  * The layer-compute actor on a real native context (no tier): one step per message, its routes
- * and per-layer timing in alternating buffers, the report on the bus before the step resolves,
- * beforeReuse before a pair is overwritten; and its pure logic.
+ * and per-layer timing in the ring (a decode step's slot stays unwritten for stepRingSlots - 1
+ * steps), the report on the bus before the step resolves; and its pure logic.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LayerComputeActor } from '../../src/actors/layer-compute/actor.js';
-import { moeNs, nextBuffer, routedExperts, routesLength } from '../../src/actors/layer-compute/logic.js';
+import { moeNs, nextRingSlot, routedExperts, routesLength, stepRingSlots } from '../../src/actors/layer-compute/logic.js';
 import { LAYER_STAT_FIELDS, type LayerStepReport } from '../../src/actors/layer-compute/messages.js';
 import { loadModel, type LoadedModel } from '../../src/engine/load.js';
 import { loadNative, type NativeContextHandle } from '../../src/native/binding.js';
@@ -28,8 +28,8 @@ afterAll(() => {
 });
 
 describe('layer-compute logic', () => {
-  it('alternates buffer pairs, sizes routes, sums MoE time, views a token-layer route', () => {
-    expect([nextBuffer(undefined), nextBuffer(0), nextBuffer(1)]).toEqual([0, 1, 0]);
+  it('cycles ring slots, sizes routes, sums MoE time, views a token-layer route', () => {
+    expect([nextRingSlot(undefined), nextRingSlot(0), nextRingSlot(stepRingSlots - 2), nextRingSlot(stepRingSlots - 1)]).toEqual([0, 1, stepRingSlots - 1, 0]);
     const shape = { nLayer: 2, k: 3 };
     expect(routesLength(shape, 4)).toBe(24);
     const stats = new Float64Array(2 * LAYER_STAT_FIELDS);
@@ -42,16 +42,17 @@ describe('layer-compute logic', () => {
 });
 
 describe('layer-compute actor', () => {
-  it('publishes each step\'s routes and layer timing on the bus before the step resolves; the next step uses the other buffers', async () => {
+  it('publishes each step\'s routes and layer timing on the bus before the step resolves; decode steps cycle the ring and keep their reports readable', async () => {
     const hp = model.hparams;
     const actor = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
     const seen: LayerStepReport[] = [];
     const sub = actor.reports$().subscribe((r) => seen.push({ ...r, routes: r.routes.slice(), layerStats: r.layerStats.slice() }));
-    const reused: number[] = [];
     const logits = new Float32Array(hp.nVocab);
     const prompt = Int32Array.from([1, 5, 9, 13]);
-    const prefill = await actor.evaluate({ kind: 'evaluate', phase: 'prefill', tokens: prompt, position: 0, logits }, (old) => reused.push(old.position));
+    const prefill = await actor.evaluate({ kind: 'evaluate', phase: 'prefill', tokens: prompt, position: 0, logits });
     expect(seen).toHaveLength(1);
+    expect(prefill.slot).toBe(-1);
+    expect(prefill.firstToken).toBe(1);
     expect(prefill.routes).toHaveLength(prompt.length * hp.nLayer * hp.nExpertUsed);
     for (const e of prefill.routes) expect(e >= 0 && e < hp.nExpert).toBe(true);
     for (let l = 0; l < hp.nLayer; l++) {
@@ -65,13 +66,26 @@ describe('layer-compute actor', () => {
     await native.evalAsync(context, prompt, 0, plain);
     expect(logits).toEqual(plain);
 
-    const d1 = await actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: Int32Array.of(7), position: 4, logits }, (old) => reused.push(old.position));
-    const d2 = await actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: Int32Array.of(8), position: 5, logits }, (old) => reused.push(old.position));
-    expect([prefill.buffer, d1.buffer, d2.buffer]).toEqual([0, 1, 0]);
-    expect(reused).toEqual([0]); // d2 overwrote the prefill's pair, after saying so
-    expect(actor.last).toBe(d2);
-    expect(seen.map((r) => [r.phase, r.position, r.nTokens])).toEqual([['prefill', 0, 4], ['decode', 4, 1], ['decode', 5, 1]]);
-    expect(Array.from(seen[1].routes)).toEqual(Array.from(d1.routes));
+    // More decode steps than ring slots, one token array reused (as the engine does).
+    const token = new Int32Array(1);
+    const decodes: LayerStepReport[] = [];
+    for (let i = 0; i < stepRingSlots + 2; i++) {
+      token[0] = 7 + i;
+      decodes.push(await actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 4 + i, logits }));
+    }
+    expect(decodes.map((d) => d.slot)).toEqual(Array.from({ length: stepRingSlots + 2 }, (_, i) => i % stepRingSlots));
+    expect(decodes.map((d) => d.firstToken)).toEqual(Array.from({ length: stepRingSlots + 2 }, (_, i) => 7 + i));
+    expect(actor.last).toBe(decodes.at(-1));
+    expect(seen.map((r) => [r.phase, r.position, r.nTokens])).toEqual([['prefill', 0, 4], ...decodes.map((d) => ['decode', d.position, 1])]);
+    // Each decode report read in place equals what the bus saw at its step, for the last
+    // stepRingSlots steps (the older ones' slots were written again), and the prefill's buffers
+    // were never touched by a decode step.
+    for (let i = 2; i < decodes.length; i++) {
+      expect(Array.from(decodes[i].routes)).toEqual(Array.from(seen[1 + i].routes));
+      expect(Array.from(decodes[i].layerStats)).toEqual(Array.from(seen[1 + i].layerStats));
+    }
+    expect(Array.from(prefill.routes)).toEqual(Array.from(seen[0].routes));
+    expect(decodes[0].routes).toBe(decodes[stepRingSlots].routes); // the same slot's view, reused
     sub.unsubscribe();
     // A later subscriber sees only later steps (never an earlier request's, whose buffers are reused).
     const late: LayerStepReport[] = [];

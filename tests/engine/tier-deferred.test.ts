@@ -1,14 +1,20 @@
 /**
- * The per-step costs kept off the critical path (src/engine/tier/request.ts): a decode step's
- * LFRU tick and traces run after its token went out (while the next step computes, or at the
- * next step / finish). Every step is still ticked exactly once and in order, a throw there
- * fails the request (no lease left, the engine usable), and a tier that holds every expert
- * skips the tick (it has nothing to decide) without changing the tokens.
+ * The per-step work of a decode step (src/engine/tier/request.ts): the LFRU tick runs after
+ * every step, the route log, traces and calibration in batches of observerBatchSteps steps and
+ * at the end of the request. Every step is still ticked exactly once and in order, every step
+ * reaches the route log in order, a throw in either part fails the request (no lease left, the
+ * engine usable), and a tier that holds every expert skips the tick (it has nothing to decide)
+ * without changing the tokens.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
 import type { TierPlacement } from '../../src/engine/tier/placement.js';
 import type { LfruState } from '../../src/tiers/policies/lfru.js';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { observerBatchSteps } from '../../src/engine/tier/request.js';
+import { RequestTracing } from '../../src/engine/tier/tracing.js';
+import { parseTraceJsonl } from '../../src/routes/jsonl.js';
 import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-tier-deferred-');
@@ -83,6 +89,54 @@ describe('deferred decode work', () => {
       placement.observeDecode = original;
     }
     expect(engine.tierStats()!.leases).toBe(0);
+  });
+});
+
+describe('batched observers (route log, traces, calibration)', () => {
+  it('log every decode step in order across batches, the last partial batch at the end of the request', async () => {
+    const engine = await openEngine(options({ slotsPerLayer: 2 }));
+    try {
+      expect(decodeTokens - 1).toBeGreaterThan(2 * observerBatchSteps); // two full batches and a partial one
+      const file = path.join(dir, 'batched-routes.jsonl');
+      const tokens = await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false, traceRoutes: file });
+      const [trace] = parseTraceJsonl(readFileSync(file, 'utf8'), file);
+      expect(trace.prefill.map((s) => s.token)).toEqual(prompt);
+      expect(trace.decode.map((s) => s.step)).toEqual(Array.from({ length: decodeTokens - 1 }, (_, i) => i));
+      expect(trace.decode.map((s) => s.token)).toEqual(tokens.slice(0, -1));
+      // The same routing as an engine without a tier records (placement never changes routing).
+      const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
+      try {
+        const plainFile = path.join(dir, 'plain-routes.jsonl');
+        await collect(plain, prompt, { maxTokens: decodeTokens, stopAtEos: false, traceRoutes: plainFile });
+        const [plainTrace] = parseTraceJsonl(readFileSync(plainFile, 'utf8'), plainFile);
+        expect(trace.decode.map((s) => s.layers)).toEqual(plainTrace.decode.map((s) => s.layers));
+        expect(trace.prefill.map((s) => s.layers)).toEqual(plainTrace.prefill.map((s) => s.layers));
+      } finally {
+        await plain.close();
+      }
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a throw in a batch fails the request; no lease is left and the next request runs', async () => {
+    const engine = await openEngine(options({ slotsPerLayer: 2 }));
+    const boom = new Error('tracing failed');
+    const original = RequestTracing.prototype.step;
+    let calls = 0;
+    RequestTracing.prototype.step = function (this: RequestTracing, ...args: Parameters<RequestTracing['step']>) {
+      if (++calls === observerBatchSteps + 3) throw boom; // inside the second batch
+      return original.apply(this, args);
+    };
+    try {
+      await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
+      RequestTracing.prototype.step = original;
+      expect(engine.tierStats()!.leases).toBe(0);
+      expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
+    } finally {
+      RequestTracing.prototype.step = original;
+      await engine.close();
+    }
   });
 });
 

@@ -32,7 +32,7 @@ export class Int8RebuildActor {
   private readonly state: Int8RebuildState;
   private readonly pool: Piscina;
   private running = 0;
-  private idle: Array<() => void> = [];
+  private idleWaiters: Array<() => void> = [];
   /** The first worker failure since the last `takeFailure`. */
   private failure: Error | undefined;
 
@@ -77,7 +77,7 @@ export class Int8RebuildActor {
           },
         )
         .finally(() => {
-          if (--this.running === 0) for (const resolve of this.idle.splice(0)) resolve();
+          if (--this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
         });
     }
   }
@@ -89,9 +89,14 @@ export class Int8RebuildActor {
     return f;
   }
 
-  /** Resolves when no rebuild is running (tests, close). */
+  /** No rebuild running (nor queued: a queued one starts as a running one ends). */
+  get idle(): boolean {
+    return this.running === 0;
+  }
+
+  /** Resolves when no rebuild is running (before a step, tests, close). */
   whenIdle(): Promise<void> {
-    return this.running === 0 ? Promise.resolve() : new Promise((r) => this.idle.push(r));
+    return this.running === 0 ? Promise.resolve() : new Promise((r) => this.idleWaiters.push(r));
   }
 
   async close(): Promise<void> {

@@ -4,28 +4,31 @@
  * copies) off the event loop, writing routes and per-layer timing into the actor's buffers;
  * then the step's report goes out on the step-report bus, where placement and tracing read it.
  *
- *   evaluate(step) ──evalAsync──> routes + layerStats (pair t mod 2) ──publish──> step-report bus
- *                                                                         ├──> placement (routes)
- *                                                                         └──> tracing, calibration (layerStats)
+ *   evaluate(step) ──evalAsync──> routes + layerStats (ring slot t mod 16) ──publish──> step-report bus
+ *                                                                         ├──> placement (routes, every step)
+ *                                                                         └──> route log, tracing, calibration
+ *                                                                              (in batches, from the ring)
  *
- * Before a step writes a pair, `beforeReuse` is called with the report that pair holds, so a
- * subscriber still reading it (work deferred off the critical path) finishes first. Steps are
- * sequential (the engine's request queue); a second evaluate while one runs is a bug.
+ * The ring is shared memory between the eval and the streams: the eval writes a decode step's
+ * routes and timing into its slot (views made once, no copy), and the report stays readable for
+ * stepRingSlots - 1 more steps, so observers off the placement's path can read several steps at
+ * once. Steps are sequential (the engine's request queue); a second evaluate while one runs is a bug.
  */
 import type { Observable } from 'rxjs';
 import { assert } from '../../core/assert.js';
 import type { NativeBinding, NativeContextHandle, NativeEvalOptions } from '../../native/binding.js';
 import { StepReportBus } from '../../streams/step-reports.js';
-import { layerStatsLength, nextBuffer, routesLength, type StepShape } from './logic.js';
+import { layerStatsLength, nextRingSlot, routesLength, stepRingSlots, type StepShape } from './logic.js';
 import type { EvaluateStep, LayerStepReport } from './messages.js';
 
 export class LayerComputeActor {
-  /** One report of ring: the buffers are reused two steps on, so an older one would read rewritten data. */
+  /** One report of replay: a late subscriber must not read a slot the ring has moved past. */
   private readonly bus = new StepReportBus<LayerStepReport>(1);
-  private readonly routes = [new Int32Array(0), new Int32Array(0)];
-  private readonly stats: [Float64Array, Float64Array];
-  private readonly reports: Array<LayerStepReport | undefined> = [undefined, undefined];
-  private lastBuffer: number | undefined;
+  /** Per decode ring slot: the eval's options, views into one routes and one stats array. */
+  private readonly ring: NativeEvalOptions[];
+  private prefill: { routes: Int32Array; layerStats: Float64Array };
+  private lastSlot: number | undefined;
+  private lastReport: LayerStepReport | undefined;
   private running = false;
 
   constructor(
@@ -33,7 +36,12 @@ export class LayerComputeActor {
     private readonly context: NativeContextHandle,
     private readonly shape: StepShape,
   ) {
-    this.stats = [new Float64Array(layerStatsLength(shape)), new Float64Array(layerStatsLength(shape))];
+    const r = routesLength(shape, 1);
+    const s = layerStatsLength(shape);
+    const routes = new Int32Array(stepRingSlots * r);
+    const stats = new Float64Array(stepRingSlots * s);
+    this.ring = Array.from({ length: stepRingSlots }, (_, i) => ({ routes: routes.subarray(i * r, (i + 1) * r), layerStats: stats.subarray(i * s, (i + 1) * s) }));
+    this.prefill = { routes: new Int32Array(0), layerStats: new Float64Array(s) };
   }
 
   /** Every step's report from now on, in step order, on the event loop right after the step's eval. */
@@ -41,35 +49,45 @@ export class LayerComputeActor {
     return this.bus.live$();
   }
 
-  /** The last step's report (its buffers stay valid until the step after next). */
+  /** The last step's report (see LayerStepReport for how long its buffers stay valid). */
   get last(): LayerStepReport | undefined {
-    return this.lastBuffer === undefined ? undefined : this.reports[this.lastBuffer];
+    return this.lastReport;
   }
 
-  /**
-   * Runs one step and publishes its report (subscribers run before this resolves).
-   * beforeReuse: called with the report whose buffers the step is about to overwrite.
-   */
-  async evaluate(step: EvaluateStep, beforeReuse?: (old: LayerStepReport) => void): Promise<LayerStepReport> {
+  /** Runs one step and publishes its report (subscribers run before this resolves). */
+  async evaluate(step: EvaluateStep): Promise<LayerStepReport> {
     assert(!this.running, 'one layer-compute step at a time');
-    const buffer = nextBuffer(this.lastBuffer);
-    const old = this.reports[buffer];
-    if (old && beforeReuse) beforeReuse(old);
-    const need = routesLength(this.shape, step.tokens.length);
-    if (this.routes[buffer].length !== need) this.routes[buffer] = new Int32Array(need);
-    const options: NativeEvalOptions = { routes: this.routes[buffer], layerStats: this.stats[buffer] };
-    if (step.onLayerRouted) options.onLayerRouted = step.onLayerRouted;
+    const decode = step.tokens.length === 1 && step.phase === 'decode';
+    const slot = decode ? nextRingSlot(this.lastSlot) : -1;
+    const options = decode ? this.ring[slot] : this.prefillOptions(step);
     this.running = true;
     try {
       await this.native.evalAsync(this.context, step.tokens, step.position, step.logits, options);
     } finally {
       this.running = false;
     }
-    const report: LayerStepReport = { phase: step.phase, position: step.position, nTokens: step.tokens.length, routes: this.routes[buffer], layerStats: this.stats[buffer], buffer };
-    this.reports[buffer] = report;
-    this.lastBuffer = buffer;
+    if (decode) this.lastSlot = slot;
+    const report: LayerStepReport = {
+      phase: step.phase,
+      position: step.position,
+      nTokens: step.tokens.length,
+      firstToken: step.tokens[0],
+      routes: options.routes!,
+      layerStats: options.layerStats!,
+      slot,
+    };
+    this.lastReport = report;
     this.bus.publish(report);
     return report;
+  }
+
+  /** A prefill (or any multi-token step): its own buffers, grown to the step; the replan hook if asked. */
+  private prefillOptions(step: EvaluateStep): NativeEvalOptions {
+    const need = routesLength(this.shape, step.tokens.length);
+    if (this.prefill.routes.length !== need) this.prefill = { ...this.prefill, routes: new Int32Array(need) };
+    const options: NativeEvalOptions = { routes: this.prefill.routes, layerStats: this.prefill.layerStats };
+    if (step.onLayerRouted) options.onLayerRouted = step.onLayerRouted;
+    return options;
   }
 
   close(): void {

@@ -1,8 +1,11 @@
 /**
- * Layer-compute logic (pure): which buffer pair a step writes, how big its routes are, and the
+ * Layer-compute logic (pure): which buffers a step writes, how big its routes are, and the
  * per-step totals read from layerStats. The actor owns the arrays; this decides about them.
  *
- *   step t writes pair (t mod 2); the report of step t - 1 stays readable while step t computes
+ *   decode step t writes ring slot (t mod stepRingSlots); the prefill writes its own buffers
+ *   (one prefill per request). A decode report stays readable for stepRingSlots - 1 more decode
+ *   steps, so an observer may read the reports of several steps at once (in a batch), as long
+ *   as it reads each within that many steps.
  */
 import { LAYER_STAT_FIELDS } from './messages.js';
 
@@ -12,9 +15,15 @@ export interface StepShape {
   k: number;
 }
 
-/** The pair the next step writes: the other one than the last step's. */
-export function nextBuffer(last: number | undefined): number {
-  return last === undefined ? 0 : last ^ 1;
+/**
+ * Decode steps whose reports are kept readable in the actor's ring. Observers that batch their
+ * reading of the reports (src/engine/tier/request.ts) must read within this many steps.
+ */
+export const stepRingSlots = 16;
+
+/** The ring slot the decode step after `last` writes (the first decode step: slot 0). */
+export function nextRingSlot(last: number | undefined): number {
+  return last === undefined ? 0 : (last + 1) % stepRingSlots;
 }
 
 /** Int32 entries of a step's routes: [nTokens][nLayer][k]. */

@@ -24,16 +24,19 @@ export interface EvaluateStep {
 }
 
 /**
- * What one step produced. The buffers are the actor's: valid until the step after next (the actor
- * double-buffers), so a subscriber that keeps a report longer copies what it needs.
+ * What one step produced. The buffers are the actor's: a decode step's stay valid for
+ * stepRingSlots - 1 more decode steps (logic.ts), the prefill's until the next prefill; a
+ * subscriber that keeps a report longer copies what it needs.
  */
 export interface LayerStepReport {
   phase: StepPhase;
   /** Position of the step's first token in the context. */
   position: number;
   nTokens: number;
+  /** The step's first token id (the id a decode step evaluated; callers reuse their token arrays). */
+  firstToken: number;
   routes: Int32Array;
   layerStats: Float64Array;
-  /** Which of the two buffer pairs the step wrote (0 | 1). */
-  buffer: number;
+  /** The decode ring slot the step wrote (0 .. stepRingSlots - 1); -1 for a prefill. */
+  slot: number;
 }

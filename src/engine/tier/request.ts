@@ -1,8 +1,9 @@
 /**
  * One request's view of the tier: its steps run through the layer-compute actor
  * (src/actors/layer-compute), whose report of each step (routes and per-layer timing, in the
- * actor's double buffers) reaches this request on the step-report bus; from there come the stats
- * mark after the prefill, the placement fed from every decode step, the traces, and the figures.
+ * actor's ring) reaches this request on the step-report bus; from there come the stats mark
+ * after the prefill, the placement fed from every decode step, the route log, the traces and the
+ * calibration, and the figures.
  *
  *   routes      Int32Array [nTokens][nLayer][k]   routed expert ids, rank order
  *   layerStats  Float64Array [nLayer][6]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
@@ -13,28 +14,44 @@
  * actor hears of them, between steps). Before each decode step the host copies of evicted
  * experts are awaited, so the miss path never computes them from the container.
  *
- * A decode step's work is split by what must happen between two evaluations:
+ * A decode step's report is handled between two evaluations, where the next token waits for it,
+ * so the work there is split by who needs it now:
  *
- *   report of decode step t on the bus (afterDecode)
- *                   now:    poll -> settle -> int8-rebuild messages (a host copy's block is
- *                           only reused between evaluations), hit and MoE counters
- *                   then:   placement.observeDecode(routes t) -> swaps;  tracing.step(t)
+ *   every step:   poll -> settle -> int8-rebuild messages (a host copy's block is only reused
+ *                 between evaluations); placement.observeDecode(routes t) -> swaps
+ *   in batches:   every observerBatchSteps steps (and at the end of the request), the steps
+ *                 since the last batch: MoE time, route log, tracing.step (spans, calibration),
+ *                 read from the actor's ring (valid for stepRingSlots - 1 steps; no copy)
  *
- * Both parts run right away, before the next evaluation. The second once ran later (setImmediate,
- * while evaluation t+1 computed), but on two cores that JavaScript competes with both compute
- * threads: measured on the small preset with every expert resident, 2 threads, the tier's overhead
- * fell from 1.37-1.51x to 1.11-1.21x without the deferral. A throw in either part fails the step's
- * evaluate (reportFailure). A swap the tick decides is issued at its layer's next boundary, like
- * any swap; placement never changes tokens.
+ * Why batches: JavaScript that runs once per 1.5 ms token finds its code and data evicted by the
+ * eval, and pays for it in cache misses; the same work done for eight steps at once runs warm.
+ * Measured on the small preset (every expert resident, 1 thread): the route log, tracing and
+ * calibration cost ~60 us a step one at a time, ~26 us a step in batches (~11 us once V8 has
+ * optimized them, after some thousand steps). The calibration estimates and the spans arrive up to
+ * observerBatchSteps tokens late, with the same values and timestamps (the fold is in step order).
+ * A throw in either part fails the step's evaluate (reportFailure). A swap the tick decides is
+ * issued at its layer's next boundary, like any swap; placement never changes tokens.
  */
 import type { Subscription } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
-import { moeNs } from '../../actors/layer-compute/logic.js';
+import { moeNs, stepRingSlots } from '../../actors/layer-compute/logic.js';
 import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
 import type { TierPlacement } from './placement.js';
 import type { TierPoll, TierPort, TierStats } from './port.js';
 import type { RequestTracing } from './tracing.js';
 import type { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
+import { assert } from '../../core/assert.js';
+import type { RouteLog } from './route-log.js';
+
+/** Decode steps whose route log, traces and calibration are handled together (see above). */
+export const observerBatchSteps = 8;
+assert(observerBatchSteps < stepRingSlots, 'a batch reads its steps before the ring reuses them');
+
+/** A decode step waiting for its batch: the report (its buffers in the actor's ring) and the uploads it settled. */
+interface PendingStep {
+  report: LayerStepReport;
+  poll: TierPoll;
+}
 
 export interface TierRequestStats {
   /** Hits / routed pairs from the first decode token on (NaN without a decode step). */
@@ -64,6 +81,10 @@ export class TierRequest {
   private finished = false;
   /** Polled inside the prefill (by the replan hook), reported with the prefill's step. */
   private early: TierPoll = { uploads: [], evicted: [] };
+  /** Decode steps handled every step, waiting for the route log, traces and calibration. */
+  private pending: PendingStep[] = [];
+  /** The prefill's token ids (for the route log; the engine does not reuse this array). */
+  private prompt: Int32Array | undefined;
 
   constructor(
     private readonly port: TierPort,
@@ -73,6 +94,8 @@ export class TierRequest {
     private readonly rebuild?: Int8RebuildActor,
     /** The boundary work a tune left (a new slot budget), run before each step; undefined: none. */
     private readonly boundary?: () => Promise<boolean> | undefined,
+    /** Where the request's routing goes (heat file, --trace-routes); undefined: not kept. */
+    private readonly log?: RouteLog,
   ) {
     port.resetStats();
     // Placement and tracing read the steps on the layer-compute actor's bus (this request's only).
@@ -85,6 +108,7 @@ export class TierRequest {
    */
   async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array): Promise<void> {
     const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
+    if (phase === 'prefill') this.prompt = tokens;
     if (phase === 'prefill' && this.placement.replanEnabled) {
       step.onLayerRouted = (layer, counts) => {
         this.pollEarly();
@@ -110,9 +134,19 @@ export class TierRequest {
    * Before each step (the prefill, every decode step): a tuned slot budget is applied, then the host copies of experts evicted so far
    * (and those still building since the tier opened) are ready, built in parallel on the actor's
    * workers, so the miss path never computes an evicted expert from the container.
+   * undefined when there is nothing to wait for (most steps: no promise to settle between tokens).
    */
-  async beforeStep(): Promise<void> {
+  beforeStep(): Promise<void> | undefined {
     const tuned = this.boundary?.();
+    if (!tuned && (!this.rebuild || this.rebuild.idle)) {
+      const failure = this.rebuild?.takeFailure();
+      if (failure) throw failure;
+      return undefined;
+    }
+    return this.waitBeforeStep(tuned);
+  }
+
+  private async waitBeforeStep(tuned: Promise<boolean> | undefined): Promise<void> {
     if (tuned) await tuned;
     if (!this.rebuild) return;
     await this.rebuild.whenIdle();
@@ -126,24 +160,32 @@ export class TierRequest {
     this.early.evicted.push(...poll.evicted);
   }
 
-  /** The routes of the last evaluation, [nTokens][nLayer][k]. */
-  lastRoutes(): Int32Array {
-    return this.compute.last?.routes ?? new Int32Array(0);
-  }
-
   private afterPrefill(r: LayerStepReport): void {
     this.prefill = this.port.stats();
     this.port.resetStats(); // the stats mark: decode hits count from the first decode token
     this.placement.observePrefill(r.routes, r.nTokens);
+    this.log?.add('prefill', r.routes, this.prompt ?? Int32Array.of(r.firstToken));
     this.report('prefill', r.position, r.layerStats);
   }
 
   private afterDecode(r: LayerStepReport): void {
     this.decodeSteps++;
-    this.moeNs += moeNs(r.layerStats);
     const poll = this.settle(false);
     this.placement.observeDecode(r.routes);
-    this.tracing?.step({ phase: 'decode', position: r.position, layerStats: r.layerStats, poll });
+    this.pending.push({ report: r, poll });
+    if (this.pending.length >= observerBatchSteps) this.observeBatch();
+  }
+
+  /** The decode steps since the last batch, in order: MoE time, route log, traces and calibration. */
+  private observeBatch(): void {
+    const steps = this.pending;
+    if (steps.length === 0) return;
+    this.pending = [];
+    for (const { report: r, poll } of steps) {
+      this.moeNs += moeNs(r.layerStats);
+      this.log?.add('decode', r.routes, Int32Array.of(r.firstToken));
+      this.tracing?.step({ phase: 'decode', position: r.position, layerStats: r.layerStats, poll });
+    }
   }
 
   /** The prefill's poll and the request's final one, traced at once. */
@@ -200,6 +242,7 @@ export class TierRequest {
     if (!this.finished) {
       this.finished = true;
       this.placement.endRequest();
+      this.observeBatch(); // the decode steps since the last batch
       // The final poll: no step of its own (position -1: the traces skip the layer timing).
       this.report('decode', -1, this.compute.last?.layerStats ?? new Float64Array(0), true);
       this.subscription.unsubscribe();

@@ -27,6 +27,7 @@ import { TierPlacement } from './placement.js';
 import type { PrefillReplanConfig } from './replan-options.js';
 import { residentSets, type TierPort } from './port.js';
 import { TierRequest } from './request.js';
+import type { RouteLog } from './route-log.js';
 import { TierTracing } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
@@ -92,7 +93,7 @@ export class EngineTier {
   private pendingSlots: number | undefined;
 
   /** Before a request: a tuned slot budget, then the fills the policy decided (slots freed by failed uploads), uploaded and awaited. */
-  async beginRequest(promptTokens: number): Promise<TierRequest> {
+  async beginRequest(promptTokens: number, log?: RouteLog): Promise<TierRequest> {
     await this.applyResize();
     const fills = this.placement.takeFills();
     try {
@@ -102,7 +103,7 @@ export class EngineTier {
     } finally {
       if (fills.length > 0) this.placement.afterFills();
     }
-    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(promptTokens), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()));
+    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(promptTokens), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()), log);
   }
 
   /** A new slot budget for every layer (validated by the caller), from the next boundary on. */
