@@ -241,22 +241,24 @@ Napi::Value PoolMatmul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// poolCheck(pool, jobs, workerDelayUs = 0, forChunks = 0) -> { runsPerThread, threadsPerJob, nthOk,
+// poolCheck(pool, jobs, workerDelayUs = 0, forChunks = 0, callerGapUs = 0) -> { runsPerThread, threadsPerJob, nthOk,
 //   stragglerJobs, chunkRuns, chunksOnWorkers } (see mt_pool_check)
 Napi::Value PoolCheck(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  int64_t jobs, delay_us = 0, chunks = 0;
+  int64_t jobs, delay_us = 0, chunks = 0, gap_us = 0;
   mt_pool* pool = ArgPool(info, "poolCheck");
   if (pool == nullptr || !ArgInt(info, 1, "poolCheck", "jobs", 1, 1000000, &jobs)) return env.Undefined();
   if (info.Length() > 2 && !info[2].IsUndefined() && !ArgInt(info, 2, "poolCheck", "workerDelayUs", 0, 100000, &delay_us))
     return env.Undefined();
   if (info.Length() > 3 && !info[3].IsUndefined() && !ArgInt(info, 3, "poolCheck", "forChunks", 0, 100000, &chunks))
     return env.Undefined();
+  if (info.Length() > 4 && !info[4].IsUndefined() && !ArgInt(info, 4, "poolCheck", "callerGapUs", 0, 100000, &gap_us))
+    return env.Undefined();
   int nth = mt_pool_threads(pool);
   std::vector<int64_t> per_thread(nth, 0), per_job(jobs, 0), per_chunk(chunks, 0);
   int64_t on_workers = 0;
   int rc = mt_pool_check(pool, jobs, (int)delay_us, per_thread.data(), per_job.data(), chunks, per_chunk.data(),
-                         &on_workers);
+                         &on_workers, (int)gap_us);
   auto to_array = [&](const std::vector<int64_t>& v) {
     Napi::Array a = Napi::Array::New(env, v.size());
     for (size_t i = 0; i < v.size(); i++) a.Set((uint32_t)i, Napi::Number::New(env, (double)v[i]));

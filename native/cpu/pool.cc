@@ -18,8 +18,10 @@
 // Spinning only pays while every thread has a core. On a shared machine a spinning worker
 // gets preempted, and a run job then waits a scheduler slice for it (measured on 2 busy
 // cores: 5x slower than sleeping). So the caller times how long it waited for the others
-// after its own share; a wait longer than the spin budget means a worker was not running,
-// and the pool sleeps instead of spinning for the next kBackoffJobs jobs.
+// after its own share; a wait longer than the spin budget (at most 100 us) means a worker was not running,
+// and the pool sleeps instead of spinning for the next kBackoffJobs jobs. A job that found a
+// worker asleep (idle past its spin) also waits for its wake-up, and is allowed that.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -43,6 +45,11 @@ inline int64_t now_ns() {
 
 constexpr int kBackoffJobs = 256;           // about half a decode token's matvecs
 constexpr int64_t kStragglerMinNs = 50000;  // waits below this are normal wake-up jitter
+// The caller's wait for the others before it calls them stragglers: the spin budget, at most
+// this. Separate from the idle spin (which covers gaps between evaluations, longer than this).
+constexpr int64_t kStragglerBudgetMaxNs = 100000;
+// What a futex wake-up of a sleeping worker may add to that (tens of us on a free core).
+constexpr int64_t kWakeAllowanceNs = 500000;
 constexpr uint64_t kChunkMask = 0xffffffffu;
 
 typedef void (*run_fn)(void*, int, int);
@@ -138,20 +145,27 @@ void worker_main(mt_pool* p, int ith) {
   }
 }
 
-// Publish job word `job` for generation gen + 1 and wake sleepers.
-void publish(mt_pool* p, bool run) {
+// Publish job word `job` for generation gen + 1 and wake sleepers. Returns whether a worker
+// was asleep (it had been idle past its spin budget, and now pays a futex wake-up).
+bool publish(mt_pool* p, bool run) {
   uint64_t g = p->gen.load(std::memory_order_relaxed) + 1;
   p->job.store((g << 1) | (run ? 1 : 0), std::memory_order_release);
   p->gen.fetch_add(1);  // seq_cst: orders before the sleepers check
-  if (p->sleepers.load() == 0) return;
+  if (p->sleepers.load() == 0) return false;
   std::lock_guard<std::mutex> lock(p->mu);
   p->cv.notify_all();
+  return true;
 }
 
 // Wait until done() after the caller's own share; back off spinning after a straggler.
+// A job that had to wake a sleeping worker also waits for the wake-up: the first job after an
+// idle gap (between two evaluations, JavaScript ran for longer than the spin) is allowed
+// kWakeAllowanceNs more before it counts, or every such gap would stop the spinning for the
+// next kBackoffJobs jobs; a wake-up that takes longer than that found no free core (a busy
+// machine), and backs off like a straggler.
 template <typename Done>
-void wait_rest(mt_pool* p, Done done) {
-  int64_t budget_ns = spin_ns(p);
+void wait_rest(mt_pool* p, bool woke, Done done) {
+  int64_t budget_ns = std::min(spin_ns(p), kStragglerBudgetMaxNs);
   int64_t wait_start = now_ns();
   for (uint32_t i = 1; !done(); i++) {
     cpu_relax();
@@ -161,7 +175,7 @@ void wait_rest(mt_pool* p, Done done) {
   int backoff = p->backoff_jobs.load(std::memory_order_relaxed);
   if (backoff > 0) {
     p->backoff_jobs.store(backoff - 1, std::memory_order_relaxed);
-  } else if (budget_ns > 0 && waited_ns > budget_ns && waited_ns > kStragglerMinNs) {
+  } else if (budget_ns > 0 && waited_ns > budget_ns + (woke ? kWakeAllowanceNs : 0) && waited_ns > kStragglerMinNs) {
     p->straggler_jobs.fetch_add(1, std::memory_order_relaxed);
     p->backoff_jobs.store(kBackoffJobs, std::memory_order_relaxed);
   }
@@ -207,9 +221,9 @@ void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
   p->fn.store(fn, std::memory_order_relaxed);
   p->arg.store(arg, std::memory_order_relaxed);
   p->pending.store(p->n_threads - 1, std::memory_order_relaxed);
-  publish(p, true);
+  bool woke = publish(p, true);
   fn(arg, 0, p->n_threads);
-  wait_rest(p, [p] { return p->pending.load(std::memory_order_acquire) == 0; });
+  wait_rest(p, woke, [p] { return p->pending.load(std::memory_order_acquire) == 0; });
 }
 
 void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), void* arg) {
@@ -223,9 +237,9 @@ void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), 
   p->chunks_done.store(0, std::memory_order_relaxed);
   p->for_id++;
   p->claim.store((uint64_t)p->for_id << 32, std::memory_order_release);
-  publish(p, false);
+  bool woke = publish(p, false);
   claim_chunks(p, 0);
-  wait_rest(p, [p, n_chunks] { return p->chunks_done.load(std::memory_order_acquire) == n_chunks; });
+  wait_rest(p, woke, [p, n_chunks] { return p->chunks_done.load(std::memory_order_acquire) == n_chunks; });
 }
 
 }  // extern "C"

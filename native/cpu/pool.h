@@ -20,7 +20,11 @@ int mt_pool_spin_us(const mt_pool* pool);
 /* Jobs after which the caller found a worker had not been running (it waited past the spin
  * budget); each one switches the pool to sleeping for the next 256 jobs (see pool.cc). */
 int64_t mt_pool_straggler_jobs(const mt_pool* pool);
-#define MT_POOL_SPIN_US_DEFAULT 100
+/* 500 us covers the idle gap between two decode evaluations (the token's JavaScript and two
+ * thread hand-offs, ~100-200 us measured), so the workers are still spinning when the next
+ * token's first job comes: on 2 cores, 2 threads, small preset, 8-13 % faster per token than
+ * 100 us (paired rounds; bench/README.md). */
+#define MT_POOL_SPIN_US_DEFAULT 500
 #define MT_POOL_THREADS_MAX 64
 
 /* Sum of `bytes` bytes read with the active ISA's widest loads (a streaming read probe). */
@@ -36,9 +40,11 @@ void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64
  * and to threads_per_job[job] (jobs entries); thread 1 first sleeps worker_delay_us.
  * With for_chunks > 0, a for job of that many chunks follows every run job; each chunk
  * adds 1 to chunk_runs[chunk] (for_chunks entries) and, when a worker (ith > 0) ran it,
- * to *chunks_on_workers. Returns 0, or -1 if a job saw a wrong nth. */
+ * to *chunks_on_workers. caller_gap_us > 0: the caller sleeps that long before each job (an
+ * idle gap, as between two evaluations). Returns 0, or -1 if a job saw a wrong nth. */
 int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
-                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers);
+                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers,
+                  int caller_gap_us);
 /* Streaming read bandwidth over a fresh buffer of `bytes`, split over `threads` threads:
  * the best of several passes, in GB/s (1e9 bytes per second); negative if allocation fails. */
 double mt_read_bandwidth_gbs(size_t bytes, int threads);

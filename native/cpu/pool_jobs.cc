@@ -103,7 +103,8 @@ void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64
 }
 
 int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
-                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers) {
+                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers,
+                  int caller_gap_us) {
   std::atomic<int64_t>* per_job = new std::atomic<int64_t>[jobs];
   for (int64_t i = 0; i < jobs; i++) per_job[i].store(0);
   std::atomic<int64_t>* per_chunk = new std::atomic<int64_t>[for_chunks > 0 ? for_chunks : 1];
@@ -119,6 +120,7 @@ int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* run
   cc.on_workers.store(0);
   for (int64_t i = 0; i < jobs; i++) {
     c.job = i;
+    if (caller_gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(caller_gap_us));
     mt_pool_run(pool, run_check, &c);
     if (for_chunks > 0) mt_pool_for(pool, for_chunks, run_chunk_check, &cc);
   }

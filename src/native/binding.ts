@@ -233,7 +233,7 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
   matmul(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, n: number, y: Float32Array): void;
   dequantRow(typeId: number, row: Uint8Array, cols: number, out: Float32Array): void;
 
-  /** A compute pool of `threads` (the caller is thread 0); idle workers spin `spinUs` (default 100) before sleeping. */
+  /** A compute pool of `threads` (the caller is thread 0); idle workers spin `spinUs` (default 500: an engine's gap between decode steps) before sleeping. */
   createPool(threads: number, spinUs?: number): NativePoolHandle;
   freePool(pool: NativePoolHandle): void;
   /** matvec / matmul with rows split over the pool's threads (tests and benches). */
@@ -253,12 +253,14 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
    * followed by a chunked job of `forChunks` chunks when given; counts how often each thread ran, how many
    * threads ran each job, how often each chunk ran (over all jobs) and how many chunks workers took.
    * stragglerJobs: the pool's count of jobs after which it found a worker not running and stopped spinning.
+   * callerGapUs: the caller sleeps that long before each job (an idle gap, as between two evaluations).
    */
   poolCheck(
     pool: NativePoolHandle,
     jobs: number,
     workerDelayUs?: number,
     forChunks?: number,
+    callerGapUs?: number,
   ): {
     runsPerThread: number[];
     threadsPerJob: number[];
