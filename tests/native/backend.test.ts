@@ -76,29 +76,35 @@ describe('cpu backend: uploads', () => {
 
   it('returns at once and copies on its own thread while the caller spins', () => {
     const slotBytes = 8 << 20, n = 4;
-    const b = cpu(n * slotBytes);
-    const first = b.reserve(n, slotBytes);
     const sources = Array.from({ length: n }, (_, i) => {
       const tile = pattern(1 << 16, i + 1), big = new Uint8Array(slotBytes);
       for (let at = 0; at < slotBytes; at += tile.length) big.set(tile, at);
       return big;
     });
-    const events = sources.map((src, i) => b.upload(first + i, src));
-    const returned = process.hrtime.bigint();
-    // Spin without yielding to the event loop: only the upload thread can finish the copies.
-    const deadline = returned + 5_000_000_000n;
-    let last = b.query(events[n - 1]);
-    while (last.state === 'pending' && process.hrtime.bigint() < deadline) last = b.query(events[n - 1]);
-    expect(last.state).toBe('done');
-    // Four verbs returned before the last of their 32 MiB of serialised copies ended.
-    expect(returned < last.endNs).toBe(true);
-    const starts = events.map((e) => b.query(e));
-    for (let i = 1; i < n; i++) expect(starts[i].startNs >= starts[i - 1].endNs).toBe(true); // one queue
-    const out = new Uint8Array(slotBytes);
-    for (let i = 0; i < n; i++) {
-      b.read(first + i, out);
-      expect(Buffer.compare(out, sources[i])).toBe(0);
+    // The verbs return before the copies end: true in (at least) one of a few tries, since a test
+    // runner on a busy machine may preempt this thread right after a verb for longer than the
+    // ~2 ms of copies. A backend that copied inside the verb would fail every try.
+    let returnedFirst = 0;
+    for (let attempt = 0; attempt < 5 && returnedFirst === 0; attempt++) {
+      const b = cpu(n * slotBytes);
+      const first = b.reserve(n, slotBytes);
+      const events = sources.map((src, i) => b.upload(first + i, src));
+      const returned = process.hrtime.bigint();
+      // Spin without yielding to the event loop: only the upload thread can finish the copies.
+      const deadline = returned + 5_000_000_000n;
+      let last = b.query(events[n - 1]);
+      while (last.state === 'pending' && process.hrtime.bigint() < deadline) last = b.query(events[n - 1]);
+      expect(last.state).toBe('done');
+      if (returned < last.endNs) returnedFirst++;
+      const starts = events.map((e) => b.query(e));
+      for (let i = 1; i < n; i++) expect(starts[i].startNs >= starts[i - 1].endNs).toBe(true); // one queue
+      const out = new Uint8Array(slotBytes);
+      for (let i = 0; i < n; i++) {
+        b.read(first + i, out);
+        expect(Buffer.compare(out, sources[i])).toBe(0);
+      }
     }
+    expect(returnedFirst).toBe(1);
   });
 
   it('overwrites in place on request, and refuses an upload into a full slot without it', async () => {
