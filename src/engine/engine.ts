@@ -193,8 +193,8 @@ class NativeEngine implements Engine {
       finishReason: 'length',
       msPerToken: 0,
     };
-    // The request's routing: for the tier's heat file, and for --trace-routes.
-    const log = this.tier || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
+    // The request's routing: for the tier's heat file, and for --trace-routes (neither: not kept).
+    const log = (this.tier && this.tier.config.heat !== false) || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
     let tierRequest: TierRequest | undefined;
     try {
       tierRequest = await this.tier?.beginRequest(promptIds.length, log);
