@@ -1,20 +1,24 @@
 /**
  * npm run bench -- tier [--preset small] [--quant q4_0] [--rounds R] [--tokens N] [--threads 1,2]
- *                       [--parts overhead,residency] [--settle-ms 500]      (or: node bench/tier.mjs ...)
+ *                       [--parts overhead,residency] [--settle-ms 500] [--warmup-requests 40]
+ *                                                                           (or: node bench/tier.mjs ...)
  *
  * The expert tier's cost and benefit, in one run so that every figure sees the same machine:
  *
- *   overhead   no tier  vs  tier with every expert resident (cpu backend, no heat file), per
- *              thread count, alternating per round: ms/token of each, the ratio of the medians
- *              and the median of the per-round ratios (goal <= 1.05), load average per round
+ *   overhead   no tier  vs  tier with every expert resident (cpu backend, a fresh heat file), per
+ *              thread count, after --warmup-requests requests of each engine, rotating per
+ *              round: ms/token of each, the median of the per-round ratios (goal <= 1.05) and
+ *              their quartiles, a second engine without a tier as the noise floor, the ratio of
+ *              the medians, CPU time, load average per round
  *   residency  37 % of experts resident: decode hit rate and ms/token for a fresh prompt,
  *              cold (fill by expert id) vs warm (a heat file made from three other prompts)
  *
- * Napkin math (small preset, 8 layers, top-4, ~1.2 ms/token on a quiet core): with every
- * expert resident the tier adds per decode step 32 slot leases (a lock each, < 0.1 us), one
- * route copy into the route log (~10 us), a poll (~2 us), and, off the critical path (run
- * while the next step computes), the spans and the calibration fold (~8 us); the LFRU tick
- * has nothing to decide when every expert is resident and is skipped. Goal: within 5 %.
+ * Napkin math (small preset, 8 layers, top-4, ~1.2-1.5 ms/token): with every expert resident
+ * the tier adds per decode step 32 slot leases (a lock each, < 0.1 us), the layer-compute
+ * actor's report on the bus and the placement's check (~10-20 us of JavaScript, most of it
+ * cache misses: the eval evicts that code every token), and every 8 steps the route log, spans
+ * and calibration fold of those steps (~11-26 us a step); the LFRU tick has nothing to decide
+ * when every expert is resident and is skipped. Goal: within 5 %.
  * Results go to results/tier.json (one entry per preset and quant, replaced on a rerun) and
  * the tier table in README.md.
  */
@@ -26,7 +30,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { importDist, presetModel } from './lib/moetier.mjs';
 import { oneOf, positiveInt } from './lib/options.mjs';
 import { writeReadmeSection } from './lib/readme.mjs';
-import { median } from './lib/stats.mjs';
+import { median, quantile } from './lib/stats.mjs';
 
 const arch = 'qwen3moe';
 const resultsUrl = new URL('./results/tier.json', import.meta.url);
@@ -43,17 +47,19 @@ export async function main(argv) {
       resident: { type: 'string', default: '0.37' },
       parts: { type: 'string', default: 'overhead,residency' },
       'settle-ms': { type: 'string', default: '500' },
+      'warmup-requests': { type: 'string', default: '40' },
     },
   });
   const parts = values.parts.split(',').map((p) => oneOf('parts', p, ['overhead', 'residency']));
   const config = {
     preset: oneOf('preset', values.preset, ['tiny', 'small', 'medium']),
     quant: oneOf('quant', values.quant, ['q4_0', 'q8_0']),
-    rounds: positiveInt('rounds', values.rounds, 100),
+    rounds: positiveInt('rounds', values.rounds, 1000),
     maxTokens: positiveInt('tokens', values.tokens, 4096),
     threads: values.threads.split(',').map((t) => positiveInt('threads', t, 64)),
     resident: Number(values.resident),
     settleMs: Number(values['settle-ms']),
+    warmupRequests: positiveInt('warmup-requests', values['warmup-requests'], 1000),
     parts,
     arch,
   };
@@ -66,7 +72,8 @@ export async function main(argv) {
     const run = { date: new Date().toISOString(), config, machine, overhead: [], residency: undefined };
     for (const threads of parts.includes('overhead') ? config.threads : []) {
       const open = (extra) => openEngine({ model, threads, contextTokens: 512, ...extra });
-      run.overhead.push(await measureOverhead(open, threads, config, (e) => promptText(PARITY_PROMPTS[0], e.tokenizer.kind)));
+      const heat = path.join(scratch, `overhead-${threads}.heat.json`);
+      run.overhead.push(await measureOverhead(open, threads, config, (e) => promptText(PARITY_PROMPTS[0], e.tokenizer.kind), heat));
     }
     if (parts.includes('residency')) {
       const open = (extra) => openEngine({ model, threads: config.threads.at(-1), contextTokens: 512, ...extra });
@@ -76,12 +83,19 @@ export async function main(argv) {
     machine.loadAverageAtEnd = os.loadavg();
     const results = mergeRun(readResults(), run);
     mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-    writeFileSync(resultsUrl, `${JSON.stringify(results, null, 2)}\n`);
+    writeFileSync(resultsUrl, `${compactJson(results)}\n`);
     writeReadmeSection(new URL('./README.md', import.meta.url), 'tier', tierTable(results));
     process.stdout.write(`${tierTable(results)}\n`);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** Pretty JSON with every flat object (a round) and every flat array on one line: hundreds of rounds stay readable. */
+export function compactJson(value) {
+  return JSON.stringify(value, null, 2)
+    .replace(/\{\n\s+([^{}[\]]*?)\n\s+\}/g, (_, body) => `{ ${body.split(/,\n\s+/).join(', ')} }`)
+    .replace(/\[\n\s+([^{}[\]]*?)\n\s+\]/g, (_, body) => `[${body.split(/,\n\s+/).join(', ')}]`);
 }
 
 /** results/tier.json: { bench, runs: [one per preset and quant] }; a file of another shape is replaced. */
@@ -124,11 +138,16 @@ async function generate(engine, prompt, maxTokens) {
  * a second engine without a tier (B). B against A is the noise floor of the procedure: two
  * identical engines that differ only in which one they are (memory placement, order).
  */
-async function measureOverhead(open, threads, config, promptOf) {
-  const engines = { plain: await open({}), tier: await open({ resident: 1, heat: false }), control: await open({}) };
+async function measureOverhead(open, threads, config, promptOf, heatFile) {
+  // The tier as users run it: with a heat file (a fresh one; every expert is resident, so it
+  // changes no placement), whose route log is kept per step and merged after each request.
+  const engines = { plain: await open({}), tier: await open({ resident: 1, heat: heatFile }), control: await open({}) };
   try {
     const prompt = promptOf(engines.plain);
-    for (const e of Object.values(engines)) await generate(e, prompt, 4); // warm-up: page cache, thread pools
+    // Warm-up: page cache, thread pools, and V8's optimizing compilers, which tier a function up
+    // after some thousand calls (a per-token function runs interpreted for the first requests;
+    // a server runs warm). Both engines get the same warm-up.
+    for (let i = 0; i < config.warmupRequests; i++) for (const e of Object.values(engines)) await generate(e, prompt, config.maxTokens);
     // The int8-rebuild actor's first worker boots right after open (piscina minThreads 1): let
     // it finish before timing, or it takes one of the two cores from the first rounds.
     await sleep(config.settleMs);
@@ -162,6 +181,7 @@ async function measureOverhead(open, threads, config, promptOf) {
       tierMsPerToken: m('tierMsPerToken'),
       ratio: m('tierMsPerToken') / m('noTierMsPerToken'),
       medianRoundRatio: m('ratio'),
+      roundRatioQuartiles: [quantile(rounds.map((x) => x.ratio), 0.25), quantile(rounds.map((x) => x.ratio), 0.75)],
       controlRatio: m('controlMsPerToken') / m('noTierMsPerToken'),
       medianRoundControlRatio: m('controlRatio'),
       noTierCpuMsPerToken: m('noTierCpuMsPerToken'),
@@ -207,7 +227,7 @@ async function measureResidency(open, config, heatFile, others, fresh, promptTex
     uploads: median(xs.map((x) => x.uploads)),
     runs: xs,
   });
-  return { date: new Date().toISOString(), threads: config.threads.at(-1), rounds: config.rounds, loadAverageAtStart, loadAverageAtEnd: os.loadavg(), resident: config.resident, heatFrom: others.map((p) => p.name), prompt: fresh.name, cold: summary(runs.cold), warm: summary(runs.warm) };
+  return { date: new Date().toISOString(), threads: config.threads.at(-1), rounds: config.rounds, maxTokens: config.maxTokens, loadAverageAtStart, loadAverageAtEnd: os.loadavg(), resident: config.resident, heatFrom: others.map((p) => p.name), prompt: fresh.name, cold: summary(runs.cold), warm: summary(runs.warm) };
 }
 
 function copyHeat(file, round) {
@@ -221,20 +241,23 @@ export function tierTable(results) {
   const pct = (v) => (typeof v === 'number' && Number.isFinite(v) ? `${(v * 100).toFixed(1)} %` : 'n/a');
   const load = (l) => (l ? l.map((v) => v.toFixed(1)).join(' ') : 'n/a');
   const lines = [
-    'Overhead: every expert resident (native tier, cpu backend, no heat file) against no tier, same prompt, ms per decode token; ' +
-      'medians of alternating rounds, and the median of the per-round ratios (the pair of a round shares its load); ' +
-      'Control: a second engine without a tier in the same rotation, against the first: the noise floor of the procedure. ' +
-      'CPU: the process\'s CPU time (all threads) over the same window, less moved by the others\' load. ' +
-      'Load: the 1-minute load average over the rounds, on a machine whose cores other work shares.',
+    'Overhead: every expert resident (native tier, cpu backend, a fresh heat file, merged after each request) against no tier, same prompt, ms per decode token, ' +
+      'after a warm-up of both engines (V8 optimizes per-token code after some thousand calls). ' +
+      'The goal figure is the median of the per-round ratios: the engines of a round run back to back and share the machine\'s ' +
+      'state of the moment, while the same engine\'s ms/token moves by up to 2x over seconds on this shared machine; the ' +
+      'quartiles of those ratios say how wide they spread. Control: a second engine without a tier in the same rotation, ' +
+      'against the first (median round ratio): the noise floor of the procedure. Ratio of medians: the medians of each engine\'s rounds. ' +
+      'CPU: the process\'s CPU time (all threads) over the same window. Load: the 1-minute load average over the rounds.',
     '',
-    '| model | threads | tokens x rounds | no tier ms/token | tier ms/token | ratio of medians (goal <= 1.05) | median round ratio | control ratio (noise) | CPU ms/token no tier / tier | CPU ratio | CPU control ratio | load 1m | measured |',
+    '| model | threads | tokens x rounds | no tier ms/token | tier ms/token | median round ratio (goal <= 1.05) | round ratio quartiles | control (noise) | ratio of medians | CPU ms/token no tier / tier | CPU ratio | load 1m | measured |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results.runs) {
     for (const o of r.overhead) {
+      const quartiles = o.roundRatioQuartiles ? `${f(o.roundRatioQuartiles[0], 3)}-${f(o.roundRatioQuartiles[1], 3)}` : 'n/a';
       lines.push(
         `| ${r.config.preset} ${r.config.arch} ${r.config.quant} | ${o.threads} | ${r.config.maxTokens} x ${o.rounds.length} | ${f(o.noTierMsPerToken)} | ${f(o.tierMsPerToken)} | ` +
-          `${f(o.ratio, 3)} | ${f(o.medianRoundRatio, 3)} | ${f(o.controlRatio, 3)} | ${f(o.noTierCpuMsPerToken)} / ${f(o.tierCpuMsPerToken)} | ${f(o.cpuRatio, 3)} | ${f(o.controlCpuRatio, 3)} | ${f(o.loadAverage1m.min, 1)}-${f(o.loadAverage1m.max, 1)} | ${r.date.slice(0, 16)}Z |`,
+          `${f(o.medianRoundRatio, 3)} | ${quartiles} | ${f(o.medianRoundControlRatio, 3)} | ${f(o.ratio, 3)} | ${f(o.noTierCpuMsPerToken)} / ${f(o.tierCpuMsPerToken)} | ${f(o.cpuRatio, 3)} | ${f(o.loadAverage1m.min, 1)}-${f(o.loadAverage1m.max, 1)} | ${r.date.slice(0, 16)}Z |`,
       );
     }
   }
@@ -244,7 +267,7 @@ export function tierTable(results) {
     const c = r.config;
     lines.push(
       '',
-      `Residency, ${c.preset} ${c.arch} ${c.quant}, ${s.threads} threads, ${c.maxTokens} tokens, medians of ${s.rounds} alternating rounds, ` +
+      `Residency, ${c.preset} ${c.arch} ${c.quant}, ${s.threads} threads, ${s.maxTokens ?? c.maxTokens} tokens, medians of ${s.rounds} alternating rounds, ` +
         `measured ${s.date.slice(0, 16)}Z; load average ${load(s.loadAverageAtStart)} -> ${load(s.loadAverageAtEnd)}.`,
       '',
       `| ${Math.round(s.resident * 100)} % resident, prompt ${s.prompt} | decode hit rate | prefill hit rate | ms/token | MoE ms/token | uploads |`,
