@@ -2,8 +2,8 @@
 // slots are real) on a deterministic virtual clock, with overwrite refusal and one
 // half-way transfer failure on demand. The formulas are in include/mt_backend.h:
 //
-//   upload   start = max(upload_clock, compute_clock)
-//            end   = start + fixed_ns + round(bytes_copied * 1e9 / bandwidth)
+//   upload   start = max(upload_clock, compute_clock) + fixed_ns
+//            end   = start + round(bytes_copied * 1e9 / bandwidth)
 //   compute  compute_clock += round(work_bytes * 1e9 / compute_rate)
 //   wait     compute_clock = max(compute_clock, event end)
 //
@@ -30,8 +30,10 @@ class FakeBackend : public CpuBackend {
     }
     submitted_bytes_ += job.bytes;
     job.virtual_times = true;
-    job.start_ns = upload_clock_ > compute_clock_ ? upload_clock_ : compute_clock_;
-    job.end_ns = job.start_ns + fixed_ns_ + ns_for(job.copy_limit, config.bandwidth_bytes_per_s);
+    // The fixed cost (driver and DMA setup) passes before the bytes move: issued -> start holds
+    // it (with any queue wait) and start -> end the bytes alone, as the calibration reads them.
+    job.start_ns = (upload_clock_ > compute_clock_ ? upload_clock_ : compute_clock_) + fixed_ns_;
+    job.end_ns = job.start_ns + ns_for(job.copy_limit, config.bandwidth_bytes_per_s);
     upload_clock_ = job.end_ns;
   }
 

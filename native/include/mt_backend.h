@@ -37,10 +37,12 @@
  *         real memcpys on the upload thread; events carry real monotonic timestamps.
  *   fake  the same memory and copies (so compute from its slots gives real results), but
  *         time is a deterministic virtual clock starting at 0 ns:
- *           upload   start = max(upload clock, compute clock)
- *                    end   = start + round(transfer_fixed_us * 1000)
- *                                  + round(bytes * 1e9 / bandwidth_bytes_per_s)
+ *           upload   start = max(upload clock, compute clock) + round(transfer_fixed_us * 1000)
+ *                    end   = start + round(bytes * 1e9 / bandwidth_bytes_per_s)
  *                    upload clock = end            (one queue: uploads serialise)
+ *                    (the fixed cost passes before the bytes move, as on a device: a caller
+ *                    that stamps its issue time reads fixed cost + queue wait as start - issued
+ *                    and the bandwidth as bytes / (end - start))
  *           compute  mt_backend_compute_record(label, work_bytes) advances the compute
  *                    clock by round(work_bytes * 1e9 / compute_bytes_per_s), then stamps
  *           wait     mt_backend_event_wait moves the compute clock to the event's end

@@ -38,7 +38,12 @@ describe.runIf(hasNativeTier(loadNative()))('tier tracing over OTLP (native tier
   it('exports layer, upload and calibration spans; an upload for layer L overlaps the compute of layer L+1', async () => {
     const traceFile = path.join(dir, 'trace.json');
     const telemetry = startTelemetry({ traceFile });
-    const engine = await openEngine({ model, threads: 1, contextTokens: 128, backend: 'fake', slotsPerLayer: 2, heat: false, lfru: { tickTokens: 1 } });
+    // The fake's clock in proportion: a tiny model's decode layer streams ~14 kB of expert weights
+    // (its experts ~6.5 kB each), so compute at 200 MB/s makes a layer last ~70 us and a swap (5 us
+    // fixed cost, then its bytes at 25 GB/s) move while the next layer computes, as a real model's
+    // would on a GPU. With the preset's 330 us fixed cost, a tiny layer ends before the bytes start.
+    const fake = { transferFixedUs: 5, computeBytesPerS: 2e8 };
+    const engine = await openEngine({ model, threads: 1, contextTokens: 128, backend: 'fake', fake, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 1 } });
     try {
       await collect(engine, 'red green blue red green blue yellow', { maxTokens: 24, stopAtEos: false });
       expect(engine.lastStats!.uploads).toBeGreaterThan(0);

@@ -20,8 +20,10 @@ afterEach(() => {
 });
 
 // The header's formulas, in ns.
-const uploadNs = (bytes: number, c: { bandwidthBytesPerS: number; transferFixedUs: number } = base): bigint =>
-  BigInt(Math.round(c.transferFixedUs * 1000) + Math.round((bytes * 1e9) / c.bandwidthBytesPerS));
+const fixedNs = (c: { transferFixedUs: number } = base): bigint => BigInt(Math.round(c.transferFixedUs * 1000));
+const moveNs = (bytes: number, c: { bandwidthBytesPerS: number } = base): bigint => BigInt(Math.round((bytes * 1e9) / c.bandwidthBytesPerS));
+/** An upload issued when the queue and the compute clock allow `at`: [start, end] (the fixed cost before start). */
+const uploadAt = (at: bigint, bytes: number): [bigint, bigint] => [at + fixedNs(), at + fixedNs() + moveNs(bytes)];
 const computeNs = (bytes: number): bigint => BigInt(Math.round((bytes * 1e9) / base.computeBytesPerS));
 
 /** A fixed script of uploads, compute markers and waits; returns every event it made. */
@@ -44,22 +46,24 @@ async function script(b: Backend): Promise<BackendEvent[]> {
 describe('fake backend: the virtual clock', () => {
   it('times uploads and compute exactly by the formulas; uploads serialise on one queue', async () => {
     const e = await script(fake());
-    const u1 = uploadNs(40_000), u2 = uploadNs(17_001);
-    expect([e[0].startNs, e[0].endNs]).toEqual([0n, u1]);
-    expect([e[1].startNs, e[1].endNs]).toEqual([u1, u1 + u2]); // queued behind the first
+    const u1 = uploadAt(0n, 40_000);
+    expect([e[0].startNs, e[0].endNs]).toEqual(u1);
+    expect([e[1].startNs, e[1].endNs]).toEqual(uploadAt(u1[1], 17_001)); // queued behind the first
     expect(e[2].startNs).toBe(0n);
     expect(e[3].startNs).toBe(computeNs(100_000));
     // The caller waited for upload 2: the compute clock moved to its end.
-    const afterWait = u1 + u2;
+    const afterWait = e[1].endNs;
     expect(afterWait > computeNs(100_000)).toBe(true);
     expect(e[4].startNs).toBe(afterWait);
     // Issued at compute time afterWait, with the queue idle since then.
-    expect([e[5].startNs, e[5].endNs]).toEqual([afterWait, afterWait + uploadNs(33_333)]);
+    expect([e[5].startNs, e[5].endNs]).toEqual(uploadAt(afterWait, 33_333));
     const c3 = afterWait + computeNs(9_000_000);
     expect(e[6].startNs).toBe(c3);
     expect(c3 > e[5].endNs).toBe(true);
-    // Issued after compute moved past the queue's end: it starts at the compute clock.
-    expect([e[7].startNs, e[7].endNs]).toEqual([c3, c3 + uploadNs(20_000)]);
+    // Issued after compute moved past the queue's end: it starts at the compute clock (plus its fixed cost).
+    expect([e[7].startNs, e[7].endNs]).toEqual(uploadAt(c3, 20_000));
+    // The bytes alone between start and end: the configured bandwidth, exactly (to the rounded ns).
+    for (const [i, bytes] of [[0, 40_000], [1, 17_001], [5, 33_333], [7, 20_000]] as const) expect(e[i].endNs - e[i].startNs).toBe(moveNs(bytes));
     expect(e.map((x) => x.state).every((s) => s === 'done')).toBe(true);
     expect(e.map((x) => x.label)).toEqual([1, 2, 100, 101, 102, 3, 103, 4]);
   });
@@ -76,7 +80,7 @@ describe('fake backend: the virtual clock', () => {
     const src = new Uint8Array(8 << 20);
     src.set(pattern(1 << 16, 7), (8 << 20) - (1 << 16));
     const ev = b.upload(slot, src);
-    expect(b.query(ev).endNs).toBe(uploadNs(8 << 20)); // decided at issue, whatever the copy thread does
+    expect(b.query(ev).endNs).toBe(uploadAt(0n, 8 << 20)[1]); // decided at issue, whatever the copy thread does
     expect((await b.wait(ev)).state).toBe('done');
     const out = new Uint8Array(8 << 20);
     b.read(slot, out);
@@ -89,8 +93,11 @@ describe('fake backend: the virtual clock', () => {
     const b = fake({ ...p, budgetBytes: 1 << 20 });
     const slot = b.reserve(1, 1 << 20);
     const e = await b.wait(b.upload(slot, new Uint8Array(1 << 20)));
-    expect(e.endNs - e.startNs).toBe(uploadNs(1 << 20, p)); // 330 us + 41.9 us
-    expect(e.endNs - e.startNs).toBe(371_943n);
+    // The first upload: issued at 0, its 330 us fixed cost before the bytes move for 41.9 us.
+    expect(e.startNs).toBe(fixedNs(p));
+    expect(e.startNs).toBe(330_000n);
+    expect(e.endNs - e.startNs).toBe(moveNs(1 << 20, p));
+    expect(e.endNs - e.startNs).toBe(41_943n);
   });
 
   it('refuses a bad fake config with the option named', () => {
@@ -129,7 +136,7 @@ describe('fake backend: refusals and their fallback', () => {
     const e = await b.wait(ev);
     expect(e.state).toBe('failed');
     // 6000 - 4096 = 1904 bytes landed before the failure; the clock counts those.
-    expect(e.endNs - e.startNs).toBe(uploadNs(1904));
+    expect(e.endNs - e.startNs).toBe(moveNs(1904));
     expect(b.slotState(slot + 1)).toBe('invalid');
     const out = new Uint8Array(4096);
     b.read(slot + 1, out);
