@@ -176,6 +176,8 @@ async function measureOverhead(open, threads, config, promptOf, heatFile) {
     const m = (field) => median(rounds.map((x) => x[field]));
     return {
       threads,
+      date: new Date().toISOString(),
+      maxTokens: config.maxTokens,
       tierKind: engines.tier.tierKind,
       noTierMsPerToken: m('noTierMsPerToken'),
       tierMsPerToken: m('tierMsPerToken'),
@@ -256,8 +258,8 @@ export function tierTable(results) {
     for (const o of r.overhead) {
       const quartiles = o.roundRatioQuartiles ? `${f(o.roundRatioQuartiles[0], 3)}-${f(o.roundRatioQuartiles[1], 3)}` : 'n/a';
       lines.push(
-        `| ${r.config.preset} ${r.config.arch} ${r.config.quant} | ${o.threads} | ${r.config.maxTokens} x ${o.rounds.length} | ${f(o.noTierMsPerToken)} | ${f(o.tierMsPerToken)} | ` +
-          `${f(o.medianRoundRatio, 3)} | ${quartiles} | ${f(o.medianRoundControlRatio, 3)} | ${f(o.ratio, 3)} | ${f(o.noTierCpuMsPerToken)} / ${f(o.tierCpuMsPerToken)} | ${f(o.cpuRatio, 3)} | ${f(o.loadAverage1m.min, 1)}-${f(o.loadAverage1m.max, 1)} | ${r.date.slice(0, 16)}Z |`,
+        `| ${r.config.preset} ${r.config.arch} ${r.config.quant} | ${o.threads} | ${o.maxTokens ?? r.config.maxTokens} x ${o.rounds.length} | ${f(o.noTierMsPerToken)} | ${f(o.tierMsPerToken)} | ` +
+          `${f(o.medianRoundRatio, 3)} | ${quartiles} | ${f(o.medianRoundControlRatio, 3)} | ${f(o.ratio, 3)} | ${f(o.noTierCpuMsPerToken)} / ${f(o.tierCpuMsPerToken)} | ${f(o.cpuRatio, 3)} | ${f(o.loadAverage1m.min, 1)}-${f(o.loadAverage1m.max, 1)} | ${(o.date ?? r.date).slice(0, 16)}Z |`,
       );
     }
   }

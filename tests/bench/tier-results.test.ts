@@ -27,4 +27,12 @@ describe('bench tier results', () => {
     const row = table.split('\n').find((l: string) => l.startsWith('| small'))!;
     expect(row.split('|').map((c: string) => c.trim()).slice(1, 10)).toEqual(['small qwen3moe q4_0', '2', '16 x 2', '1.00', '1.02', '1.010', '0.950-1.080', '1.003', '1.020']);
   });
+
+  it('keeps an overhead row\'s own tokens and date when a later run of the residency part replaced the config', () => {
+    const o = { threads: 1, date: '2026-11-29T13:58:41.903Z', maxTokens: 16, noTierMsPerToken: 1, tierMsPerToken: 1, ratio: 1, medianRoundRatio: 1, medianRoundControlRatio: 1, noTierCpuMsPerToken: 1, tierCpuMsPerToken: 1, cpuRatio: 1, loadAverage1m: { min: 1, max: 1 }, rounds: [{}] };
+    const table = tierTable({ runs: [{ date: '2026-11-29T14:24:00.000Z', config: { preset: 'small', arch: 'qwen3moe', quant: 'q4_0', maxTokens: 64 }, overhead: [o] }] });
+    const cells = table.split('\n').find((l: string) => l.startsWith('| small'))!.split('|').map((c: string) => c.trim());
+    expect(cells[3]).toBe('16 x 1');
+    expect(cells.at(-2)).toBe('2026-11-29T13:58Z');
+  });
 });
