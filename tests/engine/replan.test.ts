@@ -65,7 +65,7 @@ describe.each(['cpu', 'fake'] as const)('prefill replan on the %s backend', (bac
       expect(a.tier.layerHookCalls ?? 0).toBe(0);
       expect(b.tier.layerHookCalls).toBe(on.hparams.nLayer); // one post per layer, during the prefill
       expect(b.tier.layerHookDropped).toBe(0);
-      expect(b.stats.uploads).toBeGreaterThan(a.stats.uploads);
+      expect(b.stats.uploads).toBeGreaterThan(a.stats.uploads!);
       expect(b.stats.failedUploads).toBe(0);
       // The stats mark: decode counts cover exactly the decode steps' routed pairs.
       const pairs = (b.stats.generatedTokens - 1) * on.hparams.nLayer * on.hparams.nExpertUsed;

@@ -53,7 +53,7 @@ function checker(name: string, sc: Scenario, broken: string[]) {
     if (kind === 'static') check(ds.length === 0, 'never changes after init');
     if (kind === 'demand') {
       check(ev.kind === 'route' || ds.length === 0, 'decides on routes only');
-      for (const d of ev.kind === 'route' ? ds : []) {
+      if (ev.kind === 'route') for (const d of ds) {
         const n = newcomerOf(d);
         check(n.layer === ev.layer && ev.experts.includes(n.expert) && !before.resident[n.layer][n.expert],
           'a newcomer is a miss of the current route');
