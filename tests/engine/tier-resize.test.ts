@@ -10,7 +10,8 @@ import { openEngine, type Engine, type EngineOptions } from '../../src/engine/en
 import type { TierPlacement } from '../../src/engine/tier/placement.js';
 import { residentSets } from '../../src/engine/tier/port.js';
 import type { TierPort } from '../../src/engine/tier/port.js';
-import { referenceRun, tempDir, tinyModel } from './tier-helpers.js';
+import type { EngineTier } from '../../src/engine/tier/tier.js';
+import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-tier-resize-');
 afterAll(cleanup);
@@ -107,6 +108,36 @@ describe('tune residentSlotsPerLayer: choices and refusals', () => {
       engine.tune({ residentSlotsPerLayer: 3 });
       await tunedRun(engine, {}, 1);
       expect(residentSets(tier.port)).toEqual(order.map((ids, l) => [ids.at(-1)!, ...hottest[l]].sort((a, b) => a - b)));
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a shrink waits while every candidate of a layer has a swap queued, and applies at a later boundary', async () => {
+    // tickTokens 1000: the policy decides no swap of its own in this request.
+    const engine = await openEngine(options({ lfru: { tickTokens: 1000 } }));
+    try {
+      const tier = (engine as unknown as { tier: EngineTier }).tier;
+      const [a, b] = residentSets(tier.port)[0];
+      const outside = Array.from({ length: nExpert }, (_, e) => e).filter((e) => e !== a && e !== b);
+      // Both residents of layer 0 are victims of swaps, queued until layer 0 next computes.
+      expect(tier.port.requestSwap(0, a, outside[0], 9001)).toBeGreaterThanOrEqual(0);
+      expect(tier.port.requestSwap(0, b, outside[1], 9002)).toBeGreaterThanOrEqual(0);
+      engine.tune({ residentSlotsPerLayer: 1 });
+      // The boundary: every other layer shrinks; layer 0 has no plainly resident expert to give up.
+      expect(await tier.applyResize()).toBe(true);
+      expect(tier.port.slotsPerLayer).toEqual([2, 1, 1, 1]);
+      expect(tier.targetSlotsPerLayer).toBe(1);
+      expect(engine.tierStats()!.slotsUsed).toEqual([2, 1, 1, 1]);
+      // A request: its evaluations issue the two swaps and land them; a later boundary shrinks layer 0.
+      const maxTokens = 8;
+      expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference.slice(0, maxTokens));
+      expect(tier.port.slotsPerLayer).toEqual([1, 1, 1, 1]);
+      expect(engine.tierStats()!.slotsUsed).toEqual([1, 1, 1, 1]);
+      expect(engine.tierStats()!.slotsBudget).toEqual([1, 1, 1, 1]);
+      expect(engine.tierStats()!.leases).toBe(0);
+      // The expert kept in layer 0 is one of the two newcomers: the swaps landed before the shrink.
+      expect(outside.slice(0, 2)).toContain(residentSets(tier.port)[0][0]);
     } finally {
       await engine.close();
     }
