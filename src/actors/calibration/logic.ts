@@ -5,7 +5,7 @@
  * The transfer window that an overlap-aware prefetch may fill is derived here too.
  */
 import { InvalidOptionError } from '../../core/errors.js';
-import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings } from './messages.js';
+import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings, type TransferSample } from './messages.js';
 
 export interface CalibrationConfig {
   /** EWMA weight of a new sample (public default 0.2). */
@@ -38,26 +38,61 @@ export function calibrate(state: CalibrationSnapshot, message: CalibrationMessag
   if (message.kind === 'invocation') {
     return message.invocation > state.invocation ? { ...state, invocation: message.invocation } : state;
   }
-  if (message.invocation !== state.invocation || message.layer < 0 || message.layer >= config.nLayer) {
-    return { ...state, samplesStale: state.samplesStale + 1 };
+  const fold = startFold(state, state.invocation);
+  const current = message.invocation === state.invocation;
+  if (message.kind === 'compute') foldCompute(fold, current, message.layer, message.startNs, message.endNs, config);
+  else foldTransfer(fold, current, message, config);
+  return fold.next;
+}
+
+/**
+ * A snapshot being folded: a copy of the state whose per-layer array is copied on its first
+ * write. Both folds (one sample: calibrate; one step: calibrateStep) go through these helpers,
+ * so they share every rule: stale, rejected, the EWMA.
+ */
+interface Fold {
+  readonly state: CalibrationSnapshot;
+  readonly next: CalibrationSnapshot;
+  computeCopied: boolean;
+}
+
+function startFold(state: CalibrationSnapshot, invocation: number): Fold {
+  return { state, next: { ...state, invocation }, computeCopied: false };
+}
+
+function foldCompute(f: Fold, current: boolean, layer: number, startNs: number, endNs: number, config: CalibrationConfig): void {
+  if (!current || layer < 0 || layer >= config.nLayer) {
+    f.next.samplesStale++;
+    return;
   }
-  if (message.kind === 'compute') {
-    const ms = (message.endNs - message.startNs) / 1e6;
-    if (!(ms > 0)) return { ...state, samplesRejected: state.samplesRejected + 1 };
-    const computeMsEwma = state.computeMsEwma.slice();
-    computeMsEwma[message.layer] = ewma(computeMsEwma[message.layer], ms, config.alpha);
-    return { ...state, computeMsEwma, samplesAccepted: state.samplesAccepted + 1 };
+  const ms = (endNs - startNs) / 1e6;
+  if (!(ms > 0)) {
+    f.next.samplesRejected++;
+    return;
   }
-  const moveS = (message.endNs - message.startNs) / 1e9;
-  const fixedMs = (message.startNs - message.issuedNs) / 1e6;
-  if (!(moveS > 0) || !(message.bytes > 0) || fixedMs < 0) return { ...state, samplesRejected: state.samplesRejected + 1 };
-  return {
-    ...state,
-    bandwidthBytesPerSEwma: ewma(state.bandwidthBytesPerSEwma, message.bytes / moveS, config.alpha),
-    // A transfer that started at once has a fixed cost of 0: a valid sample.
-    transferFixedMsEwma: ewma(state.transferFixedMsEwma, fixedMs, config.alpha),
-    samplesAccepted: state.samplesAccepted + 1,
-  };
+  if (!f.computeCopied) {
+    f.next.computeMsEwma = f.state.computeMsEwma.slice();
+    f.computeCopied = true;
+  }
+  f.next.computeMsEwma[layer] = ewma(f.next.computeMsEwma[layer], ms, config.alpha);
+  f.next.samplesAccepted++;
+}
+
+function foldTransfer(f: Fold, current: boolean, t: Omit<TransferSample, 'kind' | 'invocation'>, config: CalibrationConfig): void {
+  if (!current || t.layer < 0 || t.layer >= config.nLayer) {
+    f.next.samplesStale++;
+    return;
+  }
+  const moveS = (t.endNs - t.startNs) / 1e9;
+  const fixedMs = (t.startNs - t.issuedNs) / 1e6;
+  if (!(moveS > 0) || !(t.bytes > 0) || fixedMs < 0) {
+    f.next.samplesRejected++;
+    return;
+  }
+  f.next.bandwidthBytesPerSEwma = ewma(f.next.bandwidthBytesPerSEwma, t.bytes / moveS, config.alpha);
+  // A transfer that started at once has a fixed cost of 0: a valid sample.
+  f.next.transferFixedMsEwma = ewma(f.next.transferFixedMsEwma, fixedMs, config.alpha);
+  f.next.samplesAccepted++;
 }
 
 export interface TransferWindowLimits {
@@ -92,55 +127,22 @@ export function transferWindowBytes(
 /**
  * One step's samples folded at once: the same snapshot as folding stepSamples(step) through
  * calibrate one by one (tested), with one copy of the state instead of one per sample. It runs
- * on the event loop after every decode step, between two evaluations, where a token waits for it.
+ * on the event loop after decode steps, between two evaluations, where a token waits for it.
  * Returns the next snapshot (never mutates `state`) and how many samples were accepted.
  */
 export function calibrateStep(state: CalibrationSnapshot, step: StepTimings, config: CalibrationConfig): { snapshot: CalibrationSnapshot; accepted: number } {
-  let invocation = state.invocation;
-  if (step.invocation > invocation) invocation = step.invocation;
+  const invocation = Math.max(state.invocation, step.invocation);
+  const fold = startFold(state, invocation);
   const current = step.invocation === invocation;
-  const next: CalibrationSnapshot = { ...state, invocation, computeMsEwma: state.computeMsEwma };
-  let computeCopied = false;
   const ls = step.layerStats;
-  if (ls) {
-    for (let l = 0, at = 0; at < ls.length; l++, at += STEP_LAYER_FIELDS) {
-      const startNs = Math.round(ls[at]);
-      const endNs = Math.round(ls[at + 1]);
-      if (!(endNs >= startNs && startNs > 0)) continue;
-      if (!current || l >= config.nLayer) {
-        next.samplesStale++;
-        continue;
-      }
-      const ms = (endNs - startNs) / 1e6;
-      if (!(ms > 0)) {
-        next.samplesRejected++;
-        continue;
-      }
-      if (!computeCopied) {
-        next.computeMsEwma = state.computeMsEwma.slice();
-        computeCopied = true;
-      }
-      next.computeMsEwma[l] = ewma(next.computeMsEwma[l], ms, config.alpha);
-      next.samplesAccepted++;
-    }
+  for (let l = 0, at = 0; ls && at < ls.length; l++, at += STEP_LAYER_FIELDS) {
+    const startNs = Math.round(ls[at]);
+    const endNs = Math.round(ls[at + 1]);
+    // A layer the step did not time (0 stamps, or an end before its start) gives no sample.
+    if (endNs >= startNs && startNs > 0) foldCompute(fold, current, l, startNs, endNs, config);
   }
-  for (const u of step.uploads) {
-    if (!u.ok) continue;
-    if (!current || u.layer < 0 || u.layer >= config.nLayer) {
-      next.samplesStale++;
-      continue;
-    }
-    const moveS = (u.endNs - u.startNs) / 1e9;
-    const fixedMs = (u.startNs - u.issuedNs) / 1e6;
-    if (!(moveS > 0) || !(u.bytes > 0) || fixedMs < 0) {
-      next.samplesRejected++;
-      continue;
-    }
-    next.bandwidthBytesPerSEwma = ewma(next.bandwidthBytesPerSEwma, u.bytes / moveS, config.alpha);
-    next.transferFixedMsEwma = ewma(next.transferFixedMsEwma, fixedMs, config.alpha);
-    next.samplesAccepted++;
-  }
-  return { snapshot: next, accepted: next.samplesAccepted - state.samplesAccepted };
+  for (const u of step.uploads) if (u.ok) foldTransfer(fold, current, u, config);
+  return { snapshot: fold.next, accepted: fold.next.samplesAccepted - state.samplesAccepted };
 }
 
 /**
