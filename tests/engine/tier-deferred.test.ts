@@ -138,6 +138,31 @@ describe('batched observers (route log, traces, calibration)', () => {
       await engine.close();
     }
   });
+
+  it('a throw in the last batch (drained when the request ends) fails the request; the next request is observed once per step', async () => {
+    const engine = await openEngine(options({ slotsPerLayer: 2 }));
+    const boom = new Error('last batch failed');
+    const original = RequestTracing.prototype.step;
+    let calls = 0;
+    // Calls: the prefill's, one per decode step, then the final poll's: the last decode step's is in the last batch.
+    RequestTracing.prototype.step = function (this: RequestTracing, ...args: Parameters<RequestTracing['step']>) {
+      if (++calls === 1 + (decodeTokens - 1)) throw boom;
+      return original.apply(this, args);
+    };
+    try {
+      expect((decodeTokens - 1) % observerBatchSteps).not.toBe(0); // the last batch is drained by the end of the request
+      await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
+      RequestTracing.prototype.step = original;
+      expect(engine.tierStats()!.leases).toBe(0);
+      const before = ticksOf(engine);
+      expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
+      // One subscriber on the bus: the failed request's was released, so each step ticks once.
+      expect(ticksOf(engine) - before).toBe(decodeTokens - 1);
+    } finally {
+      RequestTracing.prototype.step = original;
+      await engine.close();
+    }
+  });
 });
 
 describe('a tier that holds every expert', () => {

@@ -235,17 +235,26 @@ export class TierRequest {
   }
 
   /**
-   * Ends the request (also after an abort or an error): queued swaps dropped, uploads settled
-   * so far counted, the request span ended (failed with `error`) and its metrics recorded.
+   * Ends the request (also after an abort or an error): queued swaps dropped, the last batch of
+   * steps observed, uploads settled so far counted, the request span ended (failed with `error`)
+   * and its metrics recorded. A throw in that last batch or poll still unsubscribes this request
+   * from the bus (the next request's steps must not reach it) and ends the span; then it is thrown,
+   * unless the request already failed with `error`.
    */
   finish(timing: { msPerToken: number; ttftMs: number }, error?: unknown): TierRequestStats {
+    let failure: { error: unknown } | undefined;
     if (!this.finished) {
       this.finished = true;
-      this.placement.endRequest();
-      this.observeBatch(); // the decode steps since the last batch
-      // The final poll: no step of its own (position -1: the traces skip the layer timing).
-      this.report('decode', -1, this.compute.last?.layerStats ?? new Float64Array(0), true);
-      this.subscription.unsubscribe();
+      try {
+        this.placement.endRequest();
+        this.observeBatch(); // the decode steps since the last batch
+        // The final poll: no step of its own (position -1: the traces skip the layer timing).
+        this.report('decode', -1, this.compute.last?.layerStats ?? new Float64Array(0), true);
+      } catch (e) {
+        failure = { error: e };
+      } finally {
+        this.subscription.unsubscribe();
+      }
     }
     const decode = this.port.stats();
     const prefill = this.prefill;
@@ -258,7 +267,8 @@ export class TierRequest {
       failedUploads: this.failedUploads,
       tier: decode,
     };
-    this.tracing?.end({ ...stats, ...timing }, error);
+    this.tracing?.end({ ...stats, ...timing }, error ?? failure?.error);
+    if (failure && error === undefined) throw failure.error;
     return stats;
   }
 }
