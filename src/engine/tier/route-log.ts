@@ -3,10 +3,10 @@
  *   prefill rows [row][layer][k] and decode steps [token][layer][k], rank order,
  * written in the policy lab's JSONL format (src/routes/jsonl.ts).
  *
- * `add` runs after every decode step, between two evaluations, where the next token waits for
- * it: it keeps a typed copy of the step's routes (one allocation); the nested arrays the heat
- * file and the trace format want are built once, at the end of the request. (Building them per
- * step cost ~20 us of a 1.5 ms small-preset token.)
+ * `add` runs between two evaluations, where the next token waits for it (after every step
+ * without a tier, in batches of steps with one): it keeps a typed copy of the routes (one
+ * allocation); the nested arrays the heat file and the trace format want are built once, at the
+ * end of the request. (Building them per step cost ~20 us of a 1.5 ms small-preset token.)
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
