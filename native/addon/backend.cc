@@ -196,6 +196,15 @@ Napi::Value FreeSlot(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+Napi::Value DiscardSlot(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "discardSlot: slot", 2147483647.0, &slot)) return info.Env().Undefined();
+  char err[512] = "";
+  if (int rc = mt_backend_discard(s->backend, int32_t(slot), err, sizeof err)) return Throw(info.Env(), rc, err);
+  return info.Env().Undefined();
+}
+
 Napi::Value SlotState(const Napi::CallbackInfo& info) {
   static const char* names[] = {"empty", "uploading", "valid", "invalid"};
   auto s = Unwrap(info);
@@ -319,6 +328,7 @@ Napi::Value BackendStats(const Napi::CallbackInfo& info) {
   o.Set("uploadsDone", double(st.uploads_done));
   o.Set("uploadsFailed", double(st.uploads_failed));
   o.Set("bytesUploaded", double(st.bytes_uploaded));
+  o.Set("discards", double(st.discards));
   o.Set("overwriteSupported", st.overwrite_supported != 0);
   o.Set("hostVisible", st.host_visible != 0);
   o.Set("sourcesHeld", double(s->sources.size()));
@@ -376,6 +386,7 @@ void RegisterBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("upload", Napi::Function::New(env, Upload));
   exports.Set("overwriteSupported", Napi::Function::New(env, OverwriteSupported));
   exports.Set("freeSlot", Napi::Function::New(env, FreeSlot));
+  exports.Set("discardSlot", Napi::Function::New(env, DiscardSlot));
   exports.Set("slotState", Napi::Function::New(env, SlotState));
   exports.Set("eventQuery", Napi::Function::New(env, EventQuery));
   exports.Set("eventWait", Napi::Function::New(env, EventWait));

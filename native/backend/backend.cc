@@ -168,6 +168,17 @@ int mt_backend_free(mt_backend* b, int32_t slot, char* err, size_t err_bytes) {
   return MT_BACKEND_OK;
 }
 
+int mt_backend_discard(mt_backend* b, int32_t slot, char* err, size_t err_bytes) {
+  std::lock_guard<std::mutex> lock(b->mu);
+  if (int rc = mt::check_slot(b, slot, "discard", err, err_bytes)) return rc;
+  mt::Slot& s = b->slots[size_t(slot)];
+  if (s.state != MT_SLOT_EMPTY || s.leases > 0)
+    return fail(err, err_bytes, MT_BACKEND_STATE, "discard: " + mt::slot_name(slot) + " must be empty (free it first)");
+  b->discard_bytes(s.data, b->slot_stride);
+  b->discards++;
+  return MT_BACKEND_OK;
+}
+
 int mt_backend_slot_state(mt_backend* b, int32_t slot, int32_t* state, char* err, size_t err_bytes) {
   std::lock_guard<std::mutex> lock(b->mu);
   if (int rc = mt::check_slot(b, slot, "slot_state", err, err_bytes)) return rc;
@@ -188,6 +199,7 @@ void mt_backend_stats_get(mt_backend* b, mt_backend_stats* out) {
   out->uploads_done = b->uploads_done;
   out->uploads_failed = b->uploads_failed;
   out->bytes_uploaded = b->bytes_uploaded;
+  out->discards = b->discards;
   out->overwrite_supported = b->overwrite_supported() ? 1 : 0;
   out->host_visible = b->host_visible() ? 1 : 0;
 }

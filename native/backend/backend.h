@@ -60,6 +60,7 @@ struct mt_backend {
   // --- what a kind supplies ---
   virtual uint8_t* alloc_block(uint64_t bytes) = 0;  // aligned, or null
   virtual void free_block(uint8_t* block) = 0;
+  virtual void discard_bytes(uint8_t*, uint64_t) {}  // under mu; give an empty slot's memory back (optional)
   virtual void prepare_upload(mt::UploadJob& job) { job.copy_limit = job.bytes; }  // under mu
   virtual void submit(const mt::UploadJob& job) = 0;                                // under mu; must not block
   virtual int64_t compute_stamp(uint64_t work_bytes) = 0;                          // under mu
@@ -83,7 +84,7 @@ struct mt_backend {
   std::unordered_map<mt_lease_id, int32_t> leases;  // lease -> slot
   mt_lease_id next_lease = 1;
   int32_t uploads_in_flight = 0;
-  uint64_t uploads_done = 0, uploads_failed = 0, bytes_uploaded = 0;
+  uint64_t uploads_done = 0, uploads_failed = 0, bytes_uploaded = 0, discards = 0;
 
   mt_event_id add_event(const mt_event_info& info);  // under mu
 };

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 namespace mt {
 
@@ -21,6 +25,19 @@ uint8_t* CpuBackend::alloc_block(uint64_t bytes) {
 }
 
 void CpuBackend::free_block(uint8_t* block) { std::free(block); }
+
+// The whole pages inside [p, p + bytes) go back to the OS (they read as zero when touched again);
+// a slot's partial pages at its ends stay. Linux only; elsewhere the memory stays (no harm).
+void CpuBackend::discard_bytes(uint8_t* p, uint64_t bytes) {
+#if defined(__linux__)
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  if (to > from) madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+#else
+  (void)p, (void)bytes;
+#endif
+}
 
 void CpuBackend::submit(const UploadJob& job) {
   {

@@ -22,6 +22,7 @@ class CpuBackend : public mt_backend {
   ~CpuBackend() override;
   uint8_t* alloc_block(uint64_t bytes) override;
   void free_block(uint8_t* block) override;
+  void discard_bytes(uint8_t* p, uint64_t bytes) override;
   void submit(const UploadJob& job) override;
   int64_t compute_stamp(uint64_t work_bytes) override;
   void drain() override;

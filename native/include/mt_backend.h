@@ -133,6 +133,7 @@ typedef struct mt_backend_stats {
   int64_t leases;                /* live leases over all slots */
   int32_t uploads_in_flight;
   uint64_t uploads_done, uploads_failed, bytes_uploaded;
+  uint64_t discards;             /* mt_backend_discard calls that gave a slot's memory back */
   int32_t overwrite_supported;
   int32_t host_visible;          /* slot_data works */
 } mt_backend_stats;
@@ -160,6 +161,11 @@ int mt_backend_upload(mt_backend* b, int32_t slot, const mt_upload_piece* pieces
 int mt_backend_overwrite_supported(const mt_backend* b);
 /* Drops the slot's content (valid or invalid -> empty). Refused while leased or uploading. */
 int mt_backend_free(mt_backend* b, int32_t slot, char* err, size_t err_bytes);
+/* Gives an empty slot's memory back while the slot stays reserved (a slot a shrink left spare):
+ * cpu / fake release its whole pages to the OS (the next upload into it faults them in again);
+ * a CUDA backend would keep them (device memory comes back only with its block). Refused
+ * (MT_BACKEND_STATE) unless the slot is empty. */
+int mt_backend_discard(mt_backend* b, int32_t slot, char* err, size_t err_bytes);
 int mt_backend_slot_state(mt_backend* b, int32_t slot, int32_t* state, char* err, size_t err_bytes);
 
 int mt_backend_event_query(mt_backend* b, mt_event_id event, mt_event_info* info, char* err, size_t err_bytes);

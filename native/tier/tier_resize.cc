@@ -5,7 +5,8 @@
 //   shrink  free slots first (a failed upload leaves one), then the victims' slots in the
 //           caller's order (lowest score first), skipping a victim with a swap queued or in
 //           flight; each victim is evicted (reported by tier_drain, so its host copy is built),
-//           its slot emptied on the backend and kept spare
+//           its slot emptied on the backend, its memory given back (mt_backend_discard), and
+//           kept spare (reserved: a grow reuses it first)
 //
 // Everything is checked before anything changes: false with a message means nothing changed.
 // The caller guarantees no eval runs (the eval reads layer_slots / slot_layer without mu).
@@ -62,6 +63,7 @@ bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, in
   std::vector<int32_t>& slots = t.layer_slots[size_t(layer)];
   for (int32_t s : drop) {
     if (t.slot_dirty[size_t(s)] && mt_backend_free(t.backend, s, nullptr, 0) == MT_BACKEND_OK) t.slot_dirty[size_t(s)] = 0;
+    if (!t.slot_dirty[size_t(s)]) mt_backend_discard(t.backend, s, nullptr, 0);  // its memory back until a grow reuses it
     t.slot_expert[size_t(s)] = -1;
     t.slot_layer[size_t(s)] = -1;
     slots.erase(std::find(slots.begin(), slots.end(), s));

@@ -140,6 +140,11 @@ export class Backend {
     guard(() => this.native.freeSlot(this.h, slot));
   }
 
+  /** Gives an empty slot's memory back while it stays reserved (cpu / fake: its pages); refused ('state') unless empty. */
+  discard(slot: number): void {
+    guard(() => this.native.discardSlot(this.h, slot));
+  }
+
   slotState(slot: number): SlotState {
     return guard(() => this.native.slotState(this.h, slot));
   }

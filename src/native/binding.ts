@@ -105,6 +105,8 @@ export interface NativeBackendStats {
   uploadsDone: number;
   uploadsFailed: number;
   bytesUploaded: number;
+  /** Empty slots whose memory was given back (discardSlot; a tier shrink's spare slots). */
+  discards: number;
   overwriteSupported: boolean;
   hostVisible: boolean;
   /** Upload sources the addon still references (released once their upload finished). */
@@ -129,6 +131,8 @@ export interface NativeBackendVerbs {
   ): number;
   overwriteSupported(b: NativeBackendHandle): boolean;
   freeSlot(b: NativeBackendHandle, slot: number): void;
+  /** Gives an empty slot's memory back (cpu / fake: its whole pages); the slot stays reserved. */
+  discardSlot(b: NativeBackendHandle, slot: number): void;
   slotState(b: NativeBackendHandle, slot: number): 'empty' | 'uploading' | 'valid' | 'invalid';
   eventQuery(b: NativeBackendHandle, event: number): NativeBackendEvent;
   eventWait(b: NativeBackendHandle, event: number): Promise<NativeBackendEvent>;

@@ -85,11 +85,15 @@ describe.each(['cpu', 'fake'] as const)('tune residentSlotsPerLayer on the %s ba
     expect(engine.lastStats!.uploads).toBe(0); // nothing left to swap
     await hostCopiesSettled(engine, 0); // residents' host copies are freed
 
+    const backendOf = () => (engine as unknown as { tier: EngineTier }).tier.backend;
+    const discardsBefore = backendOf().stats().discards;
     engine.tune({ residentSlotsPerLayer: 1 });
     const one = await tunedRun(engine);
     expect(one).toEqual(reference);
     expectWithinBudget(engine, 1);
     await hostCopiesSettled(engine, nLayer * (nExpert - 1));
+    // The slots the shrink gave up stay reserved (spare) with their memory given back.
+    expect(backendOf().stats().discards - discardsBefore).toBe(nLayer * (nExpert - 1));
   });
 });
 

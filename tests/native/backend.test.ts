@@ -2,7 +2,7 @@
  * The cpu backend (and the slot table every kind shares): real copies on the upload thread,
  * overlap with a busy caller, the byte budget, slot states, leases, refusals and teardown.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -180,6 +180,41 @@ describe('cpu backend: budget and slots', () => {
     expect(() => Backend.create('cpu', { budgetBytes: 0 })).toThrow(InvalidOptionError);
     expect(() => Backend.create('cpu', { budgetBytes: 1.5 })).toThrow(/backend.budgetBytes/);
     expect(() => Backend.create('gpu' as 'cpu', { budgetBytes: 1 })).toThrow(/"cpu" or "fake"/);
+  });
+});
+
+describe('cpu backend: discard', () => {
+  /** Resident memory of this process, bytes (Linux: /proc/self/statm). */
+  const rssBytes = (): number => Number(readFileSync('/proc/self/statm', 'utf8').split(' ')[1]) * 4096;
+
+  it.runIf(process.platform === 'linux')('gives an empty slot\'s pages back; the slot stays reserved and takes an upload again', async () => {
+    const slotBytes = 64 << 20;
+    const b = cpu(2 * slotBytes);
+    const slot = b.reserve(2, slotBytes); // the arena is touched at reserve: resident
+    const before = rssBytes();
+    b.discard(slot);
+    const after = rssBytes();
+    expect(before - after).toBeGreaterThan(48 << 20);
+    // Still usable: an upload faults the pages in again and lands.
+    const src = new Uint8Array(slotBytes);
+    src.set(pattern(1 << 16, 9), slotBytes - (1 << 16));
+    expect((await b.wait(b.upload(slot, src))).state).toBe('done');
+    const out = new Uint8Array(slotBytes);
+    b.read(slot, out);
+    expect(Buffer.compare(out, src)).toBe(0);
+    expect(b.slotState(slot + 1)).toBe('empty'); // the neighbour untouched
+  });
+
+  it('refuses a slot that holds bytes, or a bad id, with nothing changed', async () => {
+    const b = cpu(1 << 20);
+    const slot = b.reserve(1, 4096);
+    const src = pattern(4096, 3);
+    await b.wait(b.upload(slot, src));
+    expectBackendError(() => b.discard(slot), 'state');
+    const out = new Uint8Array(4096);
+    b.read(slot, out);
+    expect(Buffer.compare(out, src)).toBe(0);
+    expect(() => b.discard(slot + 5)).toThrow(RangeError); // as every verb's bad slot id
   });
 });
 

@@ -7,6 +7,7 @@
  *   tune:     a new slot budget per layer waits for the next boundary (before the request's next
  *             step, or the next request): grow = more slots filled hottest first, shrink = the
  *             coldest residents evicted (their host copies rebuilt) and their slots left spare
+ *             (still reserved; on the cpu and fake backends their pages go back to the OS)
  *
  * The backend's byte budget covers every expert (the most a tune may grow to; slots are reserved
  * as the tier needs them), and the host-copy arena covers all but one expert per layer (the
