@@ -187,23 +187,19 @@ Napi::Value OverwriteSupported(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), mt_backend_overwrite_supported(s->backend) != 0);
 }
 
-Napi::Value FreeSlot(const Napi::CallbackInfo& info) {
+// A verb on one slot that returns nothing: freeSlot, discardSlot.
+Napi::Value OnSlot(const Napi::CallbackInfo& info, const char* what, int (*verb)(mt_backend*, int32_t, char*, size_t)) {
   auto s = Unwrap(info);
   uint64_t slot = 0;
-  if (!s || !ArgUint(info, 1, "freeSlot: slot", 2147483647.0, &slot)) return info.Env().Undefined();
+  if (!s || !ArgUint(info, 1, what, 2147483647.0, &slot)) return info.Env().Undefined();
   char err[512] = "";
-  if (int rc = mt_backend_free(s->backend, int32_t(slot), err, sizeof err)) return Throw(info.Env(), rc, err);
+  if (int rc = verb(s->backend, int32_t(slot), err, sizeof err)) return Throw(info.Env(), rc, err);
   return info.Env().Undefined();
 }
 
-Napi::Value DiscardSlot(const Napi::CallbackInfo& info) {
-  auto s = Unwrap(info);
-  uint64_t slot = 0;
-  if (!s || !ArgUint(info, 1, "discardSlot: slot", 2147483647.0, &slot)) return info.Env().Undefined();
-  char err[512] = "";
-  if (int rc = mt_backend_discard(s->backend, int32_t(slot), err, sizeof err)) return Throw(info.Env(), rc, err);
-  return info.Env().Undefined();
-}
+Napi::Value FreeSlot(const Napi::CallbackInfo& info) { return OnSlot(info, "freeSlot: slot", mt_backend_free); }
+
+Napi::Value DiscardSlot(const Napi::CallbackInfo& info) { return OnSlot(info, "discardSlot: slot", mt_backend_discard); }
 
 Napi::Value SlotState(const Napi::CallbackInfo& info) {
   static const char* names[] = {"empty", "uploading", "valid", "invalid"};

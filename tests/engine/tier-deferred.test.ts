@@ -35,6 +35,19 @@ const options = (o: Partial<EngineOptions>): EngineOptions => ({ model, threads:
 function placementOf(engine: Engine): TierPlacement {
   return (engine as unknown as { tier: { placement: TierPlacement } }).tier.placement;
 }
+/** RequestTracing.step throws `error` on its n-th call from now (1-based); returns the undo. */
+function throwInTracingAt(n: number, error: Error): () => void {
+  const original = RequestTracing.prototype.step;
+  let calls = 0;
+  RequestTracing.prototype.step = function (this: RequestTracing, ...args: Parameters<RequestTracing['step']>) {
+    if (++calls === n) throw error;
+    return original.apply(this, args);
+  };
+  return () => {
+    RequestTracing.prototype.step = original;
+  };
+}
+
 function ticksOf(engine: Engine): number {
   return (placementOf(engine) as unknown as { state: LfruState }).state.ticks;
 }
@@ -122,19 +135,14 @@ describe('batched observers (route log, traces, calibration)', () => {
   it('a throw in a batch fails the request; no lease is left and the next request runs', async () => {
     const engine = await openEngine(options({ slotsPerLayer: 2 }));
     const boom = new Error('tracing failed');
-    const original = RequestTracing.prototype.step;
-    let calls = 0;
-    RequestTracing.prototype.step = function (this: RequestTracing, ...args: Parameters<RequestTracing['step']>) {
-      if (++calls === observerBatchSteps + 3) throw boom; // inside the second batch
-      return original.apply(this, args);
-    };
+    const restore = throwInTracingAt(observerBatchSteps + 3, boom); // the prefill's call, then inside the second batch
     try {
       await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
-      RequestTracing.prototype.step = original;
+      restore();
       expect(engine.tierStats()!.leases).toBe(0);
       expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
     } finally {
-      RequestTracing.prototype.step = original;
+      restore();
       await engine.close();
     }
   });
@@ -142,24 +150,19 @@ describe('batched observers (route log, traces, calibration)', () => {
   it('a throw in the last batch (drained when the request ends) fails the request; the next request is observed once per step', async () => {
     const engine = await openEngine(options({ slotsPerLayer: 2 }));
     const boom = new Error('last batch failed');
-    const original = RequestTracing.prototype.step;
-    let calls = 0;
     // Calls: the prefill's, one per decode step, then the final poll's: the last decode step's is in the last batch.
-    RequestTracing.prototype.step = function (this: RequestTracing, ...args: Parameters<RequestTracing['step']>) {
-      if (++calls === 1 + (decodeTokens - 1)) throw boom;
-      return original.apply(this, args);
-    };
+    const restore = throwInTracingAt(1 + (decodeTokens - 1), boom);
     try {
       expect((decodeTokens - 1) % observerBatchSteps).not.toBe(0); // the last batch is drained by the end of the request
       await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
-      RequestTracing.prototype.step = original;
+      restore();
       expect(engine.tierStats()!.leases).toBe(0);
       const before = ticksOf(engine);
       expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
       // One subscriber on the bus: the failed request's was released, so each step ticks once.
       expect(ticksOf(engine) - before).toBe(decodeTokens - 1);
     } finally {
-      RequestTracing.prototype.step = original;
+      restore();
       await engine.close();
     }
   });
