@@ -116,15 +116,15 @@ describe('native pool', () => {
   it('keeps spinning after a job that had to wake a sleeping worker; backs off when the woken worker is late too', () => {
     const pool = native.createPool(2, 100);
     // The caller is idle 2 ms before each job (past the 100 us spin: the worker is asleep when the
-    // job comes), and the worker then takes 150 us more than its wake-up: over the 100 us budget
+    // job comes), and the worker then takes 110 us more than its wake-up: over the 100 us budget
     // of a spinning worker, within the allowance of a woken one. A fresh pool per try: a test run
     // on a busy machine can delay a wake-up past the allowance, but not in every try, while a
     // pool without the allowance counts a straggler in every one.
     let clean = 0;
-    for (let attempt = 0; attempt < 3 && clean === 0; attempt++) {
+    for (let attempt = 0; attempt < 10 && clean === 0; attempt++) {
       const fresh = native.createPool(2, 100);
-      const r = native.poolCheck(fresh, 4, 150, 0, 2000);
-      expect(r.runsPerThread).toEqual([4, 4]);
+      const r = native.poolCheck(fresh, 2, 110, 0, 2000);
+      expect(r.runsPerThread).toEqual([2, 2]);
       if (r.stragglerJobs === 0) clean++;
       native.freePool(fresh);
     }
