@@ -1,28 +1,17 @@
 // The AVX2 path (+FMA, F16C). Compiled for those features by the target pragma
 // below, never by global flags: isa.cc calls in here only when the CPU has them.
-//   F32 / F16 / BF16: widen to f32, FMA into 8-lane accumulators.
+//   F32 / F16 / BF16: widen to f32, FMA into 4 x 8 = 32 lanes (the canonical order).
 //   Q8_0 / Q4_0: kernels_avx2_quant.cc (integer block dots; a Q4_0 row and its Q8_0 copy agree
 //   bit for bit). Activation prepare for them is here.
-// Float matmul keeps one weight row in registers / L1 and runs it against 4 activation rows at once.
+// Float matmul keeps one weight row in L1 and runs it against 2 activation rows at once.
 #include <immintrin.h>
+#include <math.h>
 #include "kernels_internal.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
 namespace {
-
-constexpr int kTile = 4;  // activation rows per weight-row pass in matmul
-
-// A block\'s f16 scale with one F16C instruction (the scalar decoder branches).
-inline float scale_f16(const uint8_t* blk) { return _cvtsh_ss(mt_load_u16(blk)); }
-
-inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // 8 weights at element i, widened to f32.
 inline __m256 load8_f32(const uint8_t* w, int64_t i) { return _mm256_loadu_ps((const float*)(w + 4 * i)); }
@@ -35,64 +24,42 @@ inline __m256 load8_bf16(const uint8_t* w, int64_t i) {
 }
 inline float scalar_weight(int wtype, const uint8_t* w, int64_t i) {
   if (wtype == MT_F32) return mt_load_f32(w + 4 * i);
-  if (wtype == MT_F16) return mt_f16_to_f32(mt_load_u16(w + 2 * i));
+  if (wtype == MT_F16) return _cvtsh_ss(mt_load_u16(w + 2 * i));
   return mt_bf16_to_f32(mt_load_u16(w + 2 * i));
 }
 
-// out[k] = w . x_k for k < kTile (float weights); x_k = acts + k * cols.
-template <__m256 (*Load)(const uint8_t*, int64_t)>
-void dot_float_tile(int wtype, const uint8_t* w, const float* const* x, int64_t cols, float* out) {
-  __m256 acc[kTile];
-  for (int k = 0; k < kTile; k++) acc[k] = _mm256_setzero_ps();
+// out[k] = w . x_k for k < A (float weights) in the canonical order: 4 accumulators of 8 are
+// the 32 lanes (element i -> lane i % 32); the tail past the last 32 goes lane by lane.
+template <__m256 (*Load)(const uint8_t*, int64_t), int A>
+void dot_float(int wtype, const uint8_t* w, const float* const* x, int64_t cols, float* out) {
+  __m256 acc[A][4];
+  for (int k = 0; k < A; k++)
+    for (int q = 0; q < 4; q++) acc[k][q] = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 8 <= cols; i += 8) {
-    __m256 wv = Load(w, i);
-    for (int k = 0; k < kTile; k++) acc[k] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[k] + i), acc[k]);
-  }
-  for (int k = 0; k < kTile; k++) out[k] = hsum8(acc[k]);
-  for (; i < cols; i++) {
-    float wi = scalar_weight(wtype, w, i);
-    for (int k = 0; k < kTile; k++) out[k] += wi * x[k][i];
+  for (; i + MT_FLOAT_LANES <= cols; i += MT_FLOAT_LANES)
+    for (int q = 0; q < 4; q++) {
+      const __m256 wv = Load(w, i + 8 * q);
+      for (int k = 0; k < A; k++) acc[k][q] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x[k] + i + 8 * q), acc[k][q]);
+    }
+  for (int k = 0; k < A; k++) {
+    float lane[MT_FLOAT_LANES];
+    for (int q = 0; q < 4; q++) _mm256_storeu_ps(lane + 8 * q, acc[k][q]);
+    for (int64_t t = i; t < cols; t++) lane[t - i] = fmaf(scalar_weight(wtype, w, t), x[k][t], lane[t - i]);
+    out[k] = mt_reduce_float_lanes(lane);
   }
 }
 
-// One row against one x: four accumulators hide the FMA latency.
-template <__m256 (*Load)(const uint8_t*, int64_t)>
-float dot_float(int wtype, const uint8_t* w, const float* x, int64_t cols) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  int64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {
-    a0 = _mm256_fmadd_ps(Load(w, i), _mm256_loadu_ps(x + i), a0);
-    a1 = _mm256_fmadd_ps(Load(w, i + 8), _mm256_loadu_ps(x + i + 8), a1);
-    a2 = _mm256_fmadd_ps(Load(w, i + 16), _mm256_loadu_ps(x + i + 16), a2);
-    a3 = _mm256_fmadd_ps(Load(w, i + 24), _mm256_loadu_ps(x + i + 24), a3);
-  }
-  for (; i + 8 <= cols; i += 8) a0 = _mm256_fmadd_ps(Load(w, i), _mm256_loadu_ps(x + i), a0);
-  float s = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (; i < cols; i++) s += scalar_weight(wtype, w, i) * x[i];
-  return s;
-}
-
-float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
-  const float* x = (const float*)act;
+template <int A>
+void dot_float_rows(int wtype, const uint8_t* w, const float* const* x, int64_t cols, float* out) {
   switch (wtype) {
-    case MT_F32: return dot_float<load8_f32>(wtype, w, x, cols);
-    case MT_F16: return dot_float<load8_f16>(wtype, w, x, cols);
-    case MT_BF16: return dot_float<load8_bf16>(wtype, w, x, cols);
-    default: return 0.0f;
-  }
-}
-
-// acts[k] point at kTile prepared rows (a short tile repeats its last row).
-void dot_tile(int wtype, const uint8_t* w, int64_t cols, const void* const* acts, float* out) {
-  const float* const* x = (const float* const*)acts;
-  switch (wtype) {
-    case MT_F32: dot_float_tile<load8_f32>(wtype, w, x, cols, out); break;
-    case MT_F16: dot_float_tile<load8_f16>(wtype, w, x, cols, out); break;
-    case MT_BF16: dot_float_tile<load8_bf16>(wtype, w, x, cols, out); break;
+    case MT_F32: dot_float<load8_f32, A>(wtype, w, x, cols, out); break;
+    case MT_F16: dot_float<load8_f16, A>(wtype, w, x, cols, out); break;
+    case MT_BF16: dot_float<load8_bf16, A>(wtype, w, x, cols, out); break;
     default: break;
   }
 }
+
+constexpr int kTile = 2;  // activation rows per weight-row pass in float matmul (2 x 4 accumulators)
 
 }  // namespace
 
@@ -101,7 +68,8 @@ extern "C" {
 void mt_matvec_rows_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
   if (mt_is_quant(wtype)) return mt_matvec_quant_avx2(wtype, W, cols, act, y, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
-  for (int64_t r = r0; r < r1; r++) y[r] = dot_row(wtype, (const uint8_t*)W + r * row_bytes, cols, act);
+  const float* x[1] = {(const float*)act};
+  for (int64_t r = r0; r < r1; r++) dot_float_rows<1>(wtype, (const uint8_t*)W + r * row_bytes, x, cols, y + r);
 }
 
 // Y [n, ldy] (columns r0..r1) = acts [n, cols] W^T: each weight row is read once and
@@ -110,32 +78,38 @@ void mt_matmul_rows_avx2(int wtype, const void* W, int64_t cols, const void* act
                          int64_t r0, int64_t r1) {
   if (mt_is_quant(wtype)) return mt_matmul_quant_avx2(wtype, W, cols, acts, n, Y, ldy, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
-  size_t act_bytes = mt_act_row_bytes(wtype, cols);
+  const float* x = (const float*)acts;
   for (int64_t r = r0; r < r1; r++) {
     const uint8_t* w = (const uint8_t*)W + r * row_bytes;
-    for (int64_t i0 = 0; i0 < n; i0 += kTile) {
-      const void* tile[kTile];
-      for (int k = 0; k < kTile; k++) {
-        int64_t i = i0 + k < n ? i0 + k : n - 1;
-        tile[k] = (const uint8_t*)acts + i * act_bytes;
-      }
-      float out[kTile] = {0, 0, 0, 0};
-      dot_tile(wtype, w, cols, tile, out);
-      for (int k = 0; k < kTile && i0 + k < n; k++) Y[(i0 + k) * ldy + r] = out[k];
+    int64_t i = 0;
+    for (; i + kTile <= n; i += kTile) {
+      const float* tile[kTile] = {x + i * cols, x + (i + 1) * cols};
+      float out[kTile];
+      dot_float_rows<kTile>(wtype, w, tile, cols, out);
+      for (int k = 0; k < kTile; k++) Y[(i + k) * ldy + r] = out[k];
+    }
+    for (; i < n; i++) {
+      const float* one[1] = {x + i * cols};
+      dot_float_rows<1>(wtype, w, one, cols, Y + i * ldy + r);
     }
   }
 }
 
 // The scalar quantiser's exact output (same products x * (1 / d), round to nearest even,
-// clamp to +-127), 32 elements at a time. Decode prepares an activation for every matvec.
+// clamp to +-127, d rounded to f16 by F16C), 32 elements at a time. Decode prepares an
+// activation for every matvec.
 void mt_act_prepare_avx2(int wtype, const float* x, int64_t cols, void* act) {
   if (!mt_is_quant(wtype)) {
     memcpy(act, x, (size_t)cols * sizeof(float));
     return;
   }
-  mt_act_q8* out = (mt_act_q8*)act;
+  mt_act_group* out = (mt_act_group*)act;
+  const int64_t nb = cols / MT_QK;
+  memset(out, 0, (size_t)mt_act_groups(nb) * sizeof(mt_act_group));
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  for (int64_t b = 0; b < cols / MT_QK; b++) {
+  for (int64_t b = 0; b < nb; b++) {
+    mt_act_group& g = out[b / MT_ACT_GROUP_BLOCKS];
+    const int j = (int)(b % MT_ACT_GROUP_BLOCKS);
     __m256 v[4];
     __m256 amax = _mm256_setzero_ps();
     for (int k = 0; k < 4; k++) {
@@ -159,9 +133,9 @@ void mt_act_prepare_avx2(int wtype, const float* x, int64_t cols, void* act) {
     // int32 -> int8: packs interleave 128-bit lanes; the permute restores element order.
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256((__m256i*)out[b].q, p);
-    out[b].d = d;
-    out[b].sum = _mm_cvtsi128_si32(s4);
+    _mm256_storeu_si256((__m256i*)g.q[j], p);
+    g.d[j] = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+    g.sum[j] = _mm_cvtsi128_si32(s4);
   }
 }
 

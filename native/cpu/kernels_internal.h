@@ -18,15 +18,52 @@
 #define MT_Q8_0_BYTES 34
 #define MT_Q4_0_BYTES 18
 
-// A prepared activation block for Q8_0 / Q4_0 weights: x[i] ~= d * q[i], |q| <= 127.
-// sum = sum(q) lets unsigned-times-signed dot products (VNNI, Q4_0 nibbles) remove
-// their +128 / +8 offset exactly in integers.
+// One summation order for every path (the "canonical order"), so that a result never depends
+// on the CPU that computed it. Every fused multiply-add below is one rounding (fmaf / vfmadd);
+// every other product and sum is rounded on its own (the build passes -ffp-contract=off).
+//
+//   Q8_0 / Q4_0 (y = sum over blocks b of d_w[b] d_x[b] sum_i q_w[b,i] q_x[b,i]):
+//     isum[b] = sum_i q_w q_x, exact in int32 (|isum| <= 32 * 128 * 127);
+//     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]), blocks in order;
+//     y = mt_reduce8(lane) + 0.0f.
+//   F32 / F16 / BF16 (y = sum_i w_i x_i):
+//     lane[i % 32] = fma(w_i, x_i, lane[i % 32]), elements in order;
+//     s16[l] = lane[l] + lane[l + 16], s8[l] = s16[l] + s16[l + 8], y = mt_reduce8(s8) + 0.0f.
+// Lanes start at +0. Adding zeros (the padding of a short tail) leaves a non-zero lane unchanged,
+// and the final + 0.0f maps -0 to +0, so a path may pad tails with zeros without changing a bit.
+#define MT_QUANT_LANES 8
+#define MT_FLOAT_LANES 32
+
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)): the order of the usual 8-lane vector hsum
+// (high half onto low, then movehl, then movehdup), written out so every path shares it.
+static inline float mt_reduce8(const float* a) {
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+static inline float mt_reduce_quant_lanes(const float* lane) { return mt_reduce8(lane) + 0.0f; }
+
+static inline float mt_reduce_float_lanes(const float* lane) {
+  float s16[16], s8[8];
+  for (int l = 0; l < 16; l++) s16[l] = lane[l] + lane[l + 16];
+  for (int l = 0; l < 8; l++) s8[l] = s16[l] + s16[l + 8];
+  return mt_reduce8(s8) + 0.0f;
+}
+
+// A prepared activation row for Q8_0 / Q4_0 weights: x[i] ~= d * q[i], |q| <= 127, in groups of
+// 8 blocks laid out by field, so a SIMD path reads 8 scales or 8 sums with one load:
+//   group g: d[8] (f32 holding an f16 value) | sum[8] = sum(q) of each block | q[8][32].
+// A short last group is zero-filled. sum lets unsigned-times-signed dot products (VNNI, Q4_0
+// nibbles) remove their +128 / +8 offset exactly in integers. d is rounded to f16 as llama.cpp
+// stores it (block_q8_0), after the values were quantised with 1 / d of the unrounded d.
+#define MT_ACT_GROUP_BLOCKS 8
 typedef struct {
-  float d;
-  int32_t sum;
-  int8_t q[MT_QK];
-} mt_act_q8;  // 40 bytes
-static_assert(sizeof(mt_act_q8) == 40, "mt_act_q8 layout");
+  float d[MT_ACT_GROUP_BLOCKS];
+  int32_t sum[MT_ACT_GROUP_BLOCKS];
+  int8_t q[MT_ACT_GROUP_BLOCKS][MT_QK];
+} mt_act_group;  // 320 bytes
+static_assert(sizeof(mt_act_group) == 320, "mt_act_group layout");
+
+static inline int64_t mt_act_groups(int64_t blocks) { return (blocks + MT_ACT_GROUP_BLOCKS - 1) / MT_ACT_GROUP_BLOCKS; }
 
 static inline uint16_t mt_load_u16(const uint8_t* p) {
   uint16_t v;
@@ -58,14 +95,33 @@ static inline float mt_f16_to_f32(uint16_t h) {
   return sign ? -f : f;
 }
 
+// float -> IEEE half, round to nearest even (what F16C's vcvtps2ph does with rounding mode 0),
+// without F16C: overflow to inf, subnormals rounded by one float addition.
+static inline uint16_t mt_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u) return sign | 0x7e00u;                 // nan (quiet)
+  if (x >= 0x477ff000u) return sign | 0x7c00u;                // >= 65520 rounds to inf
+  if (x < 0x38800000u) {                                       // below 2^-14: f16 subnormal or zero
+    float v = mt_bits_f32(x) + 0.5f;                           // ulp(0.5) = 2^-24 = the f16 subnormal step
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return sign | (uint16_t)(u - 0x3f000000u);
+  }
+  x += 0xc8000fffu + ((x >> 13) & 1u);                         // rebias (-112 << 23), round half to even
+  return sign | (uint16_t)(x >> 13);
+}
+
 static inline float mt_bf16_to_f32(uint16_t h) { return mt_bits_f32((uint32_t)h << 16); }
 
 static inline int mt_is_quant(int type) { return type == MT_Q8_0 || type == MT_Q4_0; }
 
 // Per-ISA entry points: same contract as mt_matvec_rows / mt_matmul_rows in mt_kernels.h.
 // Every path's activation prepare produces bit-identical output (the same IEEE products,
-// round-to-nearest-even), so paths read identical quantised inputs and differ from scalar
-// only in summation order.
+// round-to-nearest-even), and every path sums in the canonical order above, so all paths
+// give the scalar path's bits.
 #define MT_DECLARE_PATH(suffix)                                                                             \
   void mt_matvec_rows_##suffix(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, \
                                int64_t r1);                                                                 \

@@ -1,72 +1,62 @@
 // The scalar path: plain C, every type, the reference the SIMD paths are tested against.
-// Quantised weights use the same integer formulation as the SIMD paths
-// (per block: d_w * d_x * sum(q_w * q_x)), so paths differ only in summation order.
+// It spells out the canonical order (kernels_internal.h) one element or block at a time, so the
+// SIMD paths, which run the same order many lanes at once, give its bits exactly.
+#include <math.h>
 #include "kernels_internal.h"
 
 namespace {
 
-// Four partial sums so the loop is not one long floating-point dependency chain.
-float dot_f32(const uint8_t* w, const float* x, int64_t cols) {
-  float s[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= cols; i += 4)
-    for (int k = 0; k < 4; k++) s[k] += mt_load_f32(w + 4 * (i + k)) * x[i + k];
-  for (; i < cols; i++) s[0] += mt_load_f32(w + 4 * i) * x[i];
-  return (s[0] + s[1]) + (s[2] + s[3]);
+template <float (*Weight)(const uint8_t*, int64_t)>
+float dot_float(const uint8_t* w, const float* x, int64_t cols) {
+  float lane[MT_FLOAT_LANES] = {0};
+  for (int64_t i = 0; i < cols; i++) lane[i % MT_FLOAT_LANES] = fmaf(Weight(w, i), x[i], lane[i % MT_FLOAT_LANES]);
+  return mt_reduce_float_lanes(lane);
 }
 
-float dot_f16(const uint8_t* w, const float* x, int64_t cols) {
-  float s[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= cols; i += 4)
-    for (int k = 0; k < 4; k++) s[k] += mt_f16_to_f32(mt_load_u16(w + 2 * (i + k))) * x[i + k];
-  for (; i < cols; i++) s[0] += mt_f16_to_f32(mt_load_u16(w + 2 * i)) * x[i];
-  return (s[0] + s[1]) + (s[2] + s[3]);
+float weight_f32(const uint8_t* w, int64_t i) { return mt_load_f32(w + 4 * i); }
+float weight_f16(const uint8_t* w, int64_t i) { return mt_f16_to_f32(mt_load_u16(w + 2 * i)); }
+float weight_bf16(const uint8_t* w, int64_t i) { return mt_bf16_to_f32(mt_load_u16(w + 2 * i)); }
+
+// sum_i q_w q_x of one block, exact.
+int32_t isum_q8_0(const uint8_t* blk, const int8_t* qx) {
+  const int8_t* q = (const int8_t*)(blk + 2);
+  int32_t isum = 0;
+  for (int i = 0; i < MT_QK; i++) isum += (int32_t)q[i] * qx[i];
+  return isum;
 }
 
-float dot_bf16(const uint8_t* w, const float* x, int64_t cols) {
-  float s[4] = {0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 4 <= cols; i += 4)
-    for (int k = 0; k < 4; k++) s[k] += mt_bf16_to_f32(mt_load_u16(w + 2 * (i + k))) * x[i + k];
-  for (; i < cols; i++) s[0] += mt_bf16_to_f32(mt_load_u16(w + 2 * i)) * x[i];
-  return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
-float dot_q8_0(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
-  float s = 0.0f;
-  for (int64_t b = 0; b < cols / MT_QK; b++) {
-    const uint8_t* blk = w + b * MT_Q8_0_BYTES;
-    const int8_t* q = (const int8_t*)(blk + 2);
-    int32_t isum = 0;
-    for (int i = 0; i < MT_QK; i++) isum += (int32_t)q[i] * a[b].q[i];
-    s += mt_f16_to_f32(mt_load_u16(blk)) * a[b].d * (float)isum;
+int32_t isum_q4_0(const uint8_t* blk, const int8_t* qx) {
+  const uint8_t* nib = blk + 2;
+  int32_t isum = 0;
+  for (int j = 0; j < MT_QK / 2; j++) {
+    isum += ((int32_t)(nib[j] & 0x0f) - 8) * qx[j];
+    isum += ((int32_t)(nib[j] >> 4) - 8) * qx[j + MT_QK / 2];
   }
-  return s;
+  return isum;
 }
 
-float dot_q4_0(const uint8_t* w, const mt_act_q8* a, int64_t cols) {
-  float s = 0.0f;
+template <int kBlockBytes, int32_t (*Isum)(const uint8_t*, const int8_t*)>
+float dot_quant(const uint8_t* w, const mt_act_group* a, int64_t cols) {
+  float lane[MT_QUANT_LANES] = {0};
   for (int64_t b = 0; b < cols / MT_QK; b++) {
-    const uint8_t* blk = w + b * MT_Q4_0_BYTES;
-    const uint8_t* nib = blk + 2;
-    int32_t isum = 0;
-    for (int j = 0; j < MT_QK / 2; j++) {
-      isum += ((int32_t)(nib[j] & 0x0f) - 8) * a[b].q[j];
-      isum += ((int32_t)(nib[j] >> 4) - 8) * a[b].q[j + MT_QK / 2];
-    }
-    s += mt_f16_to_f32(mt_load_u16(blk)) * a[b].d * (float)isum;
+    const mt_act_group& g = a[b / MT_ACT_GROUP_BLOCKS];
+    const int j = (int)(b % MT_ACT_GROUP_BLOCKS);
+    const uint8_t* blk = w + b * kBlockBytes;
+    const float scale = mt_f16_to_f32(mt_load_u16(blk)) * g.d[j];
+    lane[b % MT_QUANT_LANES] = fmaf(scale, (float)Isum(blk, g.q[j]), lane[b % MT_QUANT_LANES]);
   }
-  return s;
+  return mt_reduce_quant_lanes(lane);
 }
 
 float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
+  const float* x = (const float*)act;
+  const mt_act_group* a = (const mt_act_group*)act;
   switch (wtype) {
-    case MT_F32: return dot_f32(w, (const float*)act, cols);
-    case MT_F16: return dot_f16(w, (const float*)act, cols);
-    case MT_BF16: return dot_bf16(w, (const float*)act, cols);
-    case MT_Q8_0: return dot_q8_0(w, (const mt_act_q8*)act, cols);
-    case MT_Q4_0: return dot_q4_0(w, (const mt_act_q8*)act, cols);
+    case MT_F32: return dot_float<weight_f32>(w, x, cols);
+    case MT_F16: return dot_float<weight_f16>(w, x, cols);
+    case MT_BF16: return dot_float<weight_bf16>(w, x, cols);
+    case MT_Q8_0: return dot_quant<MT_Q8_0_BYTES, isum_q8_0>(w, a, cols);
+    case MT_Q4_0: return dot_quant<MT_Q4_0_BYTES, isum_q4_0>(w, a, cols);
     default: return 0.0f;
   }
 }

@@ -23,10 +23,10 @@ size_t mt_row_bytes(int type, int64_t cols) {
   }
 }
 
-// Float weights read an f32 copy of x; quantised weights read 8-bit blocks (mt_act_q8).
+// Float weights read an f32 copy of x; quantised weights read 8-bit blocks in groups (mt_act_group).
 size_t mt_act_row_bytes(int wtype, int64_t cols) {
   if (!mt_type_supported(wtype) || cols < 0) return 0;
-  if (mt_is_quant(wtype)) return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * sizeof(mt_act_q8);
+  if (mt_is_quant(wtype)) return cols % MT_QK ? 0 : (size_t)mt_act_groups(cols / MT_QK) * sizeof(mt_act_group);
   return (size_t)cols * sizeof(float);
 }
 
@@ -39,11 +39,16 @@ static inline int round_to_int(float v) {
   return bits - 0x4B400000;
 }
 
-// x [cols] -> blocks of 32: d = max|x| / 127, q = round(x / d). The error per element is
-// at most d / 2, which is the tolerance the tests derive for the integer paths.
-static void quantise_q8(const float* x, int64_t cols, mt_act_q8* out) {
-  for (int64_t b = 0; b < cols / MT_QK; b++) {
+// x [cols] -> blocks of 32: d = max|x| / 127, q = round(x / d) with 1 / d of the unrounded d,
+// then d kept as its f16 rounding (as llama.cpp's quantize_row_q8_0). The error per element is at
+// most d / 2 + 127 |d - f16(d)|, which is the tolerance the tests derive for the integer paths.
+static void quantise_q8(const float* x, int64_t cols, mt_act_group* out) {
+  const int64_t nb = cols / MT_QK;
+  memset(out, 0, (size_t)mt_act_groups(nb) * sizeof(mt_act_group));
+  for (int64_t b = 0; b < nb; b++) {
     const float* xb = x + b * MT_QK;
+    mt_act_group& g = out[b / MT_ACT_GROUP_BLOCKS];
+    const int j = (int)(b % MT_ACT_GROUP_BLOCKS);
     float amax = 0.0f;
     for (int i = 0; i < MT_QK; i++) amax = fmaxf(amax, fabsf(xb[i]));
     float d = amax / 127.0f;
@@ -52,17 +57,17 @@ static void quantise_q8(const float* x, int64_t cols, mt_act_q8* out) {
     for (int i = 0; i < MT_QK; i++) {
       int q = round_to_int(xb[i] * inv);
       q = q > 127 ? 127 : (q < -127 ? -127 : q);
-      out[b].q[i] = (int8_t)q;
+      g.q[j][i] = (int8_t)q;
       sum += q;
     }
-    out[b].d = d;
-    out[b].sum = sum;
+    g.d[j] = mt_f16_to_f32(mt_f32_to_f16(d));
+    g.sum[j] = sum;
   }
 }
 
 void mt_act_prepare_scalar(int wtype, const float* x, int64_t cols, void* act) {
   if (mt_is_quant(wtype)) {
-    quantise_q8(x, cols, (mt_act_q8*)act);
+    quantise_q8(x, cols, (mt_act_group*)act);
   } else {
     memcpy(act, x, (size_t)cols * sizeof(float));
   }

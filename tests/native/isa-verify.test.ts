@@ -20,8 +20,20 @@ describe('ISA self-check', () => {
     expect(native.isaVerify(simd, true)).toBe(0);
   });
 
-  it('refuses a path the CPU lacks', () => {
-    if (native.isaDetected() < ISA.avx512vnni) expect(native.isaVerify(ISA.avx512vnni)).toBe(-1);
-    expect(native.isaSet(native.isaDetected() + 1)).toBe(false);
+  it('refuses a path the CPU lacks, and a path number that names none', () => {
+    // Written for both kinds of machine: with AVX-512 VNNI the CPU lacks no path.
+    const lacking = Object.values(ISA).filter((isa) => isa > native.isaDetected());
+    for (const isa of lacking) {
+      expect(native.isaVerify(isa)).toBe(-1);
+      expect(native.isaSet(isa)).toBe(false);
+    }
+    expect(() => native.isaSet(ISA.avx512vnni + 1)).toThrow(RangeError);
+    expect(native.isaActive()).toBeLessThanOrEqual(native.isaBest());
+  });
+
+  it('compares bits: a result one ulp off fails the check', () => {
+    // inject_error moves one scalar reference output by one ulp (isa_verify.cc).
+    for (let isa = ISA.avx2; isa <= native.isaDetected(); isa++) expect(native.isaVerify(isa, true)).toBe(0);
+    for (let isa = ISA.scalar; isa <= native.isaBest(); isa++) expect(native.isaVerify(isa)).toBe(1);
   });
 });
