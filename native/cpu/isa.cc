@@ -19,17 +19,27 @@ struct Path {
   prepare_fn prepare;
 };
 
+// Off x86 (or with MT_NO_X86_SIMD) the SIMD files are not built (native/CMakeLists.txt): their
+// rows name no functions, and detect_best() never reaches them.
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(MT_NO_X86_SIMD)
+#define MT_HAVE_X86_SIMD 1
+#define MT_X86_PATH(matvec, matmul, read_sum, prepare) matvec, matmul, read_sum, prepare
+#else
+#define MT_X86_PATH(matvec, matmul, read_sum, prepare) nullptr, nullptr, nullptr, nullptr
+#endif
+
 const Path kPaths[] = {
     {"scalar", mt_matvec_rows_scalar, mt_matmul_rows_scalar, mt_read_sum_scalar, mt_act_prepare_scalar},
-    {"avx2", mt_matvec_rows_avx2, mt_matmul_rows_avx2, mt_read_sum_avx2, mt_act_prepare_avx2},
-    {"avx512vnni", mt_matvec_rows_avx512, mt_matmul_rows_avx512, mt_read_sum_avx512, mt_act_prepare_avx2},  // AVX2 prepare: already identical and cheap
+    {"avx2", MT_X86_PATH(mt_matvec_rows_avx2, mt_matmul_rows_avx2, mt_read_sum_avx2, mt_act_prepare_avx2)},
+    // AVX2 prepare: already identical and cheap
+    {"avx512vnni", MT_X86_PATH(mt_matvec_rows_avx512, mt_matmul_rows_avx512, mt_read_sum_avx512, mt_act_prepare_avx2)},
 };
 constexpr int kPathCount = sizeof(kPaths) / sizeof(kPaths[0]);
 
 // __builtin_cpu_supports reads cpuid and, for AVX / AVX-512, also checks XCR0
 // (xgetbv) so a CPU whose OS does not save ymm / zmm state reports no support.
 int detect_best() {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef MT_HAVE_X86_SIMD
   __builtin_cpu_init();
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

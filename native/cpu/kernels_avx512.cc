@@ -8,6 +8,8 @@
 //     as 128 * sum(q_x) or 8 * sum(q_x), so a Q4_0 block and its Q8_0 copy agree bit for bit.
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
+#include <vector>
 #include "kernels_internal.h"
 
 // GCC 12's avx512fintrin.h seeds some conversions with _mm512_undefined_*, which
@@ -21,6 +23,7 @@
 namespace {
 
 #include "kernels_simd_quant.h"
+#include "kernels_avx512_pairs.h"
 
 inline __m256i dpbusd(__m256i u, __m256i qx) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, qx); }
 
@@ -32,6 +35,9 @@ struct Q8Vnni {
     return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(blk + 2)), _mm256_set1_epi8((char)0x80));
   }
   static __m256i lanes(const Weight& u, __m256i qx) { return dpbusd(u, qx); }
+  static __m512i weight_both(const uint8_t* blk) {
+    return _mm512_xor_si512(broadcast256i(blk + 2), _mm512_set1_epi8((char)0x80));
+  }
 };
 
 // Q4_0 nibbles in element order (low nibbles = elements 0..15, high = 16..31).
@@ -44,9 +50,16 @@ struct Q4Vnni {
     return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
   }
   static __m256i lanes(const Weight& u, __m256i qx) { return dpbusd(u, qx); }
+  static __m512i weight_both(const uint8_t* blk) {
+    return nibbles512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(blk + 2))));
+  }
+  static __m512i nibbles512(__m512i x) {
+    return _mm512_and_si512(_mm512_srlv_epi64(x, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0f));
+  }
 };
 
-constexpr int kTileRows = 2;  // quantised matmul: weight rows per tile (x 4 activation rows)
+constexpr int kTileRows = 2;   // quantised matmul: weight rows per tile ...
+constexpr int kTilePairs = 2;  // ... x activation-row pairs (2 x 2 x 2 pairs of pairs = 4 zmm accumulators)
 constexpr int kFloatTile = 4;  // float matmul: activation rows per weight-row pass
 
 inline __m512 load16_f32(const uint8_t* w, int64_t i) { return _mm512_loadu_ps((const float*)(w + 4 * i)); }
@@ -114,8 +127,8 @@ void mt_matmul_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
                            int64_t ldy, int64_t r0, int64_t r1) {
   const uint8_t* w = (const uint8_t*)W;
   const uint8_t* a = (const uint8_t*)acts;
-  if (wtype == MT_Q4_0) return quant_matmul<Q4Vnni, kTileRows>(w, cols, a, n, Y, ldy, r0, r1);
-  if (wtype == MT_Q8_0) return quant_matmul<Q8Vnni, kTileRows>(w, cols, a, n, Y, ldy, r0, r1);
+  if (wtype == MT_Q4_0) return quant_matmul2<Q4Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
+  if (wtype == MT_Q8_0) return quant_matmul2<Q8Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
   const float* x = (const float*)acts;
   for (int64_t r = r0; r < r1; r++) {
