@@ -180,6 +180,23 @@ void attention_layer(Pass& p) {
   run_phase(p, attn_out_phase, true);
 }
 
+// A NaN or inf logit means the weights or the activations overflowed: sampling from it would give
+// token 0 for ever (argmax of NaNs), so the eval fails and names where. One pass over the logits
+// (~5 us for 32k floats).
+bool check_logits_finite(const float* logits, int32_t rows, int32_t n_vocab, int32_t pos_first, char* err, size_t err_bytes) {
+  for (int32_t r = 0; r < rows; r++)
+    for (int32_t i = 0; i < n_vocab; i++) {
+      const float v = logits[size_t(r) * size_t(n_vocab) + size_t(i)];
+      if (!std::isfinite(v))
+        return std::snprintf(err, err_bytes,
+                             "logits: a non-finite value (%s) at token position %d, vocabulary id %d: the model's weights or "
+                             "activations overflowed; check the file (moetier inspect --check-weights)",
+                             std::isnan(v) ? "NaN" : "inf", pos_first + r, i),
+               false;
+    }
+  return true;
+}
+
 bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t err_bytes) {
   const mt_hparams& hp = c.model->hp;
   if (a.n_tokens < 1) return std::snprintf(err, err_bytes, "tokens: expected at least one token"), false;
@@ -244,6 +261,7 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
     p.logits = args->all_logits ? args->logits + size_t(row0) * size_t(hp.n_vocab) : args->logits;
     run_phase(p, output_norm_phase, p.n - p.logit_row0 > 1);
     run_phase(p, output_phase, true);
+    if (!check_logits_finite(p.logits, p.n - p.logit_row0, hp.n_vocab, p.pos0 + p.logit_row0, err, err_bytes)) return -1;
   }
   return 0;
 }

@@ -26,8 +26,10 @@ export function descOf(model: RandomModel): NativeModelDesc {
   };
 }
 
-export function mapModel(hparams: HParams, options: Parameters<typeof buildRandomModel>[1]): MappedModel {
+/** mutate (optional) edits the model's bytes before they are written, e.g. to plant a NaN weight. */
+export function mapModel(hparams: HParams, options: Parameters<typeof buildRandomModel>[1], mutate?: (model: RandomModel) => void): MappedModel {
   const model = buildRandomModel(hparams, options);
+  mutate?.(model);
   const dir = mkdtempSync(path.join(tmpdir(), 'moetier-forward-'));
   const file = path.join(dir, 'model.bin');
   writeFileSync(file, model.bytes);

@@ -127,3 +127,43 @@ describe('native forward: refusals', () => {
     expect(() => native.evalSync(extra, Int32Array.of(1), 0, logits)).toThrow(/already freed/);
   });
 });
+
+describe('native forward: non-finite logits', () => {
+  it('fails the eval with an error naming the position and the vocabulary id, never returns the logits', () => {
+    // A NaN in the output norm's weights makes every logit NaN (before: greedy gave token 0 for ever).
+    const poisoned = mapModel(tinyHParams('qwen3moe'), { type: 'F32', seed: 9 }, (model) => {
+      const norm = model.tensors.get('output_norm.weight')!;
+      new DataView(model.bytes.buffer, model.bytes.byteOffset).setFloat32(norm.offset + 4 * 5, NaN, true);
+    });
+    const ctx = native.createContext(poisoned.handle, { nCtx: 32, threads: 2 });
+    try {
+      const logits = new Float32Array(hp.nVocab);
+      expect(() => native.evalSync(ctx, Int32Array.from([1, 2, 3]), 0, logits)).toThrow(
+        /logits: a non-finite value \(NaN\) at token position 2, vocabulary id \d+/,
+      );
+    } finally {
+      native.freeContext(ctx);
+      poisoned.close();
+    }
+  });
+
+  it('names inf and the exact id when one head row overflows, and the same context then runs a healthy model', () => {
+    const id = 17;
+    const overflow = mapModel(tinyHParams('qwen3moe'), { type: 'F32', seed: 9 }, (model) => {
+      const head = model.tensors.get('output.weight')!;
+      const view = new DataView(model.bytes.buffer, model.bytes.byteOffset);
+      for (let c = 0; c < hp.nEmbd; c++) view.setFloat32(head.offset + 4 * (id * hp.nEmbd + c), 3e38, true);
+    });
+    const ctx = native.createContext(overflow.handle, { nCtx: 32, threads: 1 });
+    try {
+      expect(() => native.evalSync(ctx, Int32Array.from([4, 5]), 0, new Float32Array(2 * hp.nVocab), { allLogits: true })).toThrow(
+        new RegExp(`non-finite value \\((inf|NaN)\\) at token position 0, vocabulary id ${id}:`),
+      );
+    } finally {
+      native.freeContext(ctx);
+      overflow.close();
+    }
+    expect(run(m, [4, 5]).every(Number.isFinite)).toBe(true);
+  });
+});
+
