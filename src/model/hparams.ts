@@ -73,6 +73,18 @@ function checkConsistency(file: GgufFile, hp: HParams): void {
   };
   if (hp.nHead % hp.nHeadKv !== 0) fail(k('attention.head_count_kv'), `a divisor of head_count ${hp.nHead}, got ${hp.nHeadKv}`);
   if (hp.headDim % 2 !== 0) fail(k('attention.key_length'), `an even head dim (rope rotates pairs), got ${hp.headDim}`);
+  // RoPE here rotates the whole head; a partial-rotary model (rope.dimension_count < head dim)
+  // would be silently wrong, so it is refused until partial rotation exists.
+  const ropeDims = file.metadata.get(`${hp.arch}.rope.dimension_count`);
+  if (ropeDims !== undefined) {
+    if (typeof ropeDims !== 'number' || !Number.isInteger(ropeDims) || ropeDims < 2 || ropeDims > hp.headDim || ropeDims % 2 !== 0) {
+      fail(k('rope.dimension_count'), `an even integer in [2, head dim ${hp.headDim}], got ${String(ropeDims)}`);
+    }
+    if (ropeDims !== hp.headDim) {
+      throw new UnsupportedModelError(file.path, k('rope.dimension_count'),
+        `the head dim ${hp.headDim} (partial rotary embeddings are not implemented), got ${String(ropeDims)}`);
+    }
+  }
   const valueLength = file.metadata.get(`${hp.arch}.attention.value_length`);
   if (valueLength !== undefined && valueLength !== hp.headDim) {
     throw new UnsupportedModelError(file.path, k('attention.value_length'), `the key length ${hp.headDim}, got ${String(valueLength)}`);

@@ -38,6 +38,26 @@ function withKey(kv: Kv, key: string, value?: Kv[number][1]): Kv {
   return value === undefined ? rest : [...rest, [key, value]];
 }
 
+describe('readHParams: rope.dimension_count', () => {
+  const hp = tinyHp('qwen3moe');
+  const u32 = (value: number) => ({ type: 'u32' as const, value });
+  it('accepts the head dim (the whole head rotates) and no key at all', async () => {
+    for (const extra of [[['qwen3moe.rope.dimension_count', u32(hp.headDim)]], []] as Kv[]) {
+      expect(readHParams(await build([...hparamKeys(hp), ...extra, ...vocab], modelTensors(hp, 'Q8_0'))).headDim).toBe(hp.headDim);
+    }
+  });
+  it('refuses partial rotary (8 of 16) as unsupported, and 0, 17 or 1000 as corrupt, naming the key', async () => {
+    const partial = refusal(await build([...hparamKeys(hp), ['qwen3moe.rope.dimension_count', u32(8)], ...vocab], modelTensors(hp, 'Q8_0')));
+    expect(partial).toBeInstanceOf(UnsupportedModelError);
+    expect(partial.message).toMatch(/rope\.dimension_count.*partial rotary.*got 8/);
+    for (const bad of [0, 17, 1000]) {
+      const err = refusal(await build([...hparamKeys(hp), ['qwen3moe.rope.dimension_count', u32(bad)], ...vocab], modelTensors(hp, 'Q8_0')));
+      expect(err).toBeInstanceOf(GgufFormatError);
+      expect(err.message).toContain(`rope.dimension_count: expected an even integer in [2, head dim 16], got ${bad}`);
+    }
+  });
+});
+
 describe('readHParams', () => {
   for (const arch of ['qwen3moe', 'qwen2moe', 'olmoe', 'llama'] as Arch[]) {
     it(`read ${arch} keys and validate its tensors`, async () => {
