@@ -11,12 +11,31 @@ export class MoetierError extends Error {
   }
 }
 
+/** Longest `where` / `expected` text an error quotes from a file (a corrupt length can make a key name 30 KB). */
+export const QUOTED_CHARS_MAX = 240;
+
+/**
+ * Text read from a file, made safe to print: control characters (C0, DEL, C1, the line and
+ * paragraph separators, bidi overrides) shown as \xNN or \u{N}, so a file cannot write terminal
+ * escapes to the user's screen, and cut at `max` characters with a count of what was left out.
+ */
+export function printable(text: string, max = QUOTED_CHARS_MAX): string {
+  const chars = Array.from(text);
+  const shown = chars.slice(0, max).map((c) => {
+    const cp = c.codePointAt(0)!;
+    if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return `\\x${cp.toString(16).padStart(2, '0')}`;
+    if (cp === 0x2028 || cp === 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) return `\\u{${cp.toString(16)}}`;
+    return c;
+  });
+  return chars.length > max ? `${shown.join('')}... (${chars.length - max} more characters)` : shown.join('');
+}
+
 /** A file moetier reads (heat file, route trace, ...) that is corrupt or inconsistent. */
 export class FileFormatError extends MoetierError {
   readonly file: string;
   readonly where: string;
   constructor(file: string, where: string, expected: string, options?: { cause?: unknown; code?: string }) {
-    super(options?.code ?? 'E_FILE_FORMAT', `${file}: ${where}: expected ${expected}`, options);
+    super(options?.code ?? 'E_FILE_FORMAT', `${printable(file, 4 * QUOTED_CHARS_MAX)}: ${printable(where)}: expected ${printable(expected, 2 * QUOTED_CHARS_MAX)}`, options);
     this.file = file;
     this.where = where;
   }
@@ -34,7 +53,7 @@ export class UnsupportedModelError extends MoetierError {
   readonly file: string;
   readonly where: string;
   constructor(file: string, where: string, expected: string) {
-    super('E_UNSUPPORTED_MODEL', `${file}: ${where}: expected ${expected}`);
+    super('E_UNSUPPORTED_MODEL', `${printable(file, 4 * QUOTED_CHARS_MAX)}: ${printable(where)}: expected ${printable(expected, 2 * QUOTED_CHARS_MAX)}`);
     this.file = file;
     this.where = where;
   }

@@ -17,6 +17,8 @@ import { createTokenizer } from '../../../src/model/tokenizer/index.js';
 import { gpt2Vocab, hparamKeys, modelTensors, prng, tinyHp } from './gguf-fixture.js';
 
 const PATH = 'fuzz.gguf';
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const MESSAGE_CHARS_MAX = 1200;
 const VARIANT_MS_MAX = 1000; // a hang, not a slow machine: a variant takes well under 1 ms
 let dir: string;
 let valid: Uint8Array;
@@ -43,6 +45,9 @@ function load(bytes: Uint8Array): string {
     return 'ok';
   } catch (error) {
     if ((error instanceof GgufFormatError || error instanceof UnsupportedModelError) && error.message.startsWith(`${PATH}: `)) {
+      // Text quoted from the file is escaped and cut (src/core/errors.ts printable).
+      if (UNSAFE.test(error.message)) throw new Error(`refusal prints a control character: ${JSON.stringify(error.message)}`);
+      if (error.message.length > MESSAGE_CHARS_MAX) throw new Error(`refusal of ${error.message.length} characters`);
       return error.constructor.name;
     }
     throw error;
@@ -166,5 +171,38 @@ describe('GGUF fuzz', () => {
     expect(outcomes.get('GgufFormatError')).toBeGreaterThan(500);
     expect(outcomes.get('UnsupportedModelError')).toBeGreaterThan(10);
     expect(outcomes.get('ok')).toBeGreaterThan(10);
+  });
+
+  it('quotes names from the file escaped and cut: a key with terminal escapes, a key length grown into the data', async () => {
+    const hp = tinyHp('qwen3moe', { nLayer: 1 });
+    const evil = 'evil\u001b[2J\u001b]0;pwned\u0007\u202ekey';
+    const path = join(dir, 'evil.gguf');
+    const u32 = (value: number) => ({ type: 'u32' as const, value });
+    // The writer refuses duplicate keys: write "...keyA" and "...keyB", then make B an A.
+    await writeGguf(path, [...hparamKeys(hp), [`${evil}A`, u32(1)], [`${evil}B`, u32(2)], ...gpt2Vocab(['a', 'b'], [])], modelTensors(hp, 'Q8_0', 3));
+    const bytes = new Uint8Array(await readFile(path));
+    const second = Buffer.from(bytes).indexOf(Buffer.from(`${evil}B`));
+    expect(second).toBeGreaterThan(0);
+    bytes[second + Buffer.byteLength(evil)] = 'A'.charCodeAt(0);
+    let message = '';
+    try {
+      parseGguf(bytes, PATH);
+    } catch (error) {
+      expect(error).toBeInstanceOf(GgufFormatError);
+      message = (error as Error).message;
+    }
+    expect(message).toContain('duplicate key');
+    expect(message).toContain('evil\\x1b[2J\\x1b]0;pwned\\x07\\u{202e}keyA');
+    expect(UNSAFE.test(message)).toBe(false);
+    // Every key length grown by 20,000 bytes: the "key" swallows data, and each refusal stays short.
+    const { fields } = headerFields(valid);
+    const outcomes = new Map<string, number>();
+    for (const f of fields.filter((x) => x.kind === 'key length')) {
+      const grown = valid.slice();
+      const view = new DataView(grown.buffer);
+      view.setBigUint64(f.at, view.getBigUint64(f.at, true) + 20_000n, true);
+      check(grown, `key length at ${f.at} + 20000`, outcomes);
+    }
+    expect(outcomes.get('GgufFormatError')).toBeGreaterThan(0);
   });
 });
