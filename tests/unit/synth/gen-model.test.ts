@@ -104,13 +104,16 @@ describe('model cache', () => {
     }
   });
 
-  it('defaults to the git-ignored .cache/models of the repository', () => {
-    const previous = process.env.MOETIER_CACHE_DIR;
+  it('defaults to the user cache folder ($XDG_CACHE_HOME/moetier), not the package folder', () => {
+    const previous = { own: process.env.MOETIER_CACHE_DIR, xdg: process.env.XDG_CACHE_HOME };
     delete process.env.MOETIER_CACHE_DIR;
+    process.env.XDG_CACHE_HOME = join(dir, 'xdg');
     try {
-      expect(modelCacheDir()).toBe(join(process.cwd(), '.cache', 'models'));
+      expect(modelCacheDir()).toBe(join(dir, 'xdg', 'moetier'));
     } finally {
-      if (previous !== undefined) process.env.MOETIER_CACHE_DIR = previous;
+      if (previous.own !== undefined) process.env.MOETIER_CACHE_DIR = previous.own;
+      if (previous.xdg === undefined) delete process.env.XDG_CACHE_HOME;
+      else process.env.XDG_CACHE_HOME = previous.xdg;
     }
   });
 });
