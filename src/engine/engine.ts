@@ -281,7 +281,8 @@ class NativeEngine implements Engine {
         failedUploads: t.failedUploads,
         tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
       });
-      if (log) this.tier!.mergeHeat(log.rows());
+      const heatFileError = log ? this.tier!.mergeHeat(log.rows()) : undefined;
+      if (heatFileError) stats.heatFileError = heatFileError;
     }
     if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path);
   }

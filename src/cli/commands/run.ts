@@ -100,6 +100,8 @@ async function runWith(a: Args): Promise<number> {
     const full = { ...report, ...tierReport(engine) };
     if (json) console.log(JSON.stringify(full));
     else printStats(`${formatStats(report)}${formatTier(full)}`);
+    const heatFileError = engine.lastStats?.heatFileError;
+    if (heatFileError) console.error(`moetier: warning: heat file not saved (${heatFileError}); set MOETIER_CACHE_DIR or --heat F to a writable place, or --heat none`);
     return 0;
   } finally {
     await engine.close();
