@@ -1,5 +1,5 @@
 /**
- * npm run bench -- decode [--rounds R] [--prompt-tokens P] [--tokens N] [--preset medium]
+ * npm run bench -- decode [--rounds R] [--prompt-tokens P] [--tokens N] [--preset medium] [--update-results]
  *
  * Decode and prefill tok/s of moetier and llama.cpp on the medium qwen3moe preset, Q8_0 and Q4_0,
  * at 1 and 2 threads, in one run so that both see the same machine state:
@@ -9,16 +9,16 @@
  *              medians per (engine, threads); each engine's best setting; ratios; bound
  *
  * Each measured run is preceded, in its own process/engine, by a short warm-up run (page cache,
- * thread pool). Results go to results/decode.json and the table in README.md.
+ * thread pool). Results go to results/local/decode.json (git-ignored); with --update-results to
+ * results/decode.json and the table in README.md.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { parseArgs } from 'node:util';
 import { measureReadBandwidth } from './lib/bandwidth.mjs';
 import { ensureBenchDeps } from './lib/deps.mjs';
 import { greedy, importDist, openMoetier, presetModel } from './lib/moetier.mjs';
-import { oneOf, positiveInt } from './lib/options.mjs';
-import { writeReadmeTable } from './lib/readme.mjs';
+import { oneOf, parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
+import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
+import { decodeTable } from './lib/readme.mjs';
 import { bestByMedian, median } from './lib/stats.mjs';
 import { decodeBytesPerToken } from './lib/weights.mjs';
 import { runLlamaCpp } from './llamacpp/runner.mjs';
@@ -29,16 +29,22 @@ const arch = 'qwen3moe';
 const bandwidthBytes = 512 * 1024 * 1024;
 const warmupTokens = 4;
 
+const usage = `usage: npm run bench -- decode [options]   (or: node bench/decode.mjs [options])
+
+Decode and prefill tok/s of moetier and llama.cpp on the medium qwen3moe preset, Q8_0 and Q4_0,
+at 1 and 2 threads, alternating rounds (needs the bench install: cd bench && npm ci; takes many
+minutes and quiet CPUs).`;
+
+const options = {
+  rounds: { type: 'string', default: '5', help: 'alternating rounds per engine and thread count' },
+  'prompt-tokens': { type: 'string', default: '128', help: 'prompt length' },
+  tokens: { type: 'string', default: '64', help: 'tokens generated per run' },
+  preset: { type: 'string', default: 'medium', help: 'tiny | small | medium' },
+};
+
 export async function main(argv) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      rounds: { type: 'string', default: '5' },
-      'prompt-tokens': { type: 'string', default: '128' },
-      tokens: { type: 'string', default: '64' },
-      preset: { type: 'string', default: 'medium' },
-    },
-  });
+  const values = parseBenchArgs(argv, { usage, options });
+  if (!values) return;
   const config = {
     preset: oneOf('preset', values.preset, ['tiny', 'small', 'medium']),
     rounds: positiveInt('rounds', values.rounds, 100),
@@ -52,9 +58,10 @@ export async function main(argv) {
   for (const quant of quants) cases.push(await benchQuant(quant, config));
   machine.loadAverageAtEnd = os.loadavg();
   const results = { bench: 'decode', date: new Date().toISOString(), config, machine, cases };
-  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL('./results/decode.json', import.meta.url), JSON.stringify(results, null, 2) + '\n');
-  writeReadmeTable(new URL('./README.md', import.meta.url), results);
+  const target = resultsTarget(values['update-results']);
+  writeResults(target, 'decode', JSON.stringify(results, null, 2) + '\n');
+  updateReadme(target, 'decode', decodeTable(results));
+  if (!target.readme) process.stdout.write(`${decodeTable(results)}\n`);
   for (const c of cases) process.stdout.write(JSON.stringify(headline(c)) + '\n');
 }
 
@@ -179,3 +186,5 @@ function headline(c) {
 function progress(line) {
   process.stderr.write(`bench decode: ${line}\n`);
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) runBenchMain('decode', main);

@@ -14,16 +14,27 @@
  *
  * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/forward-smoke.mjs [--tokens 64] [--threads 1,2]
  *      [--keep-model /path/model.bin]   (reuse one generated file across runs instead of a temp file)
- * Writes bench/results/forward-smoke.json.
+ *      [--update-results]
+ * Writes bench/results/local/forward-smoke.json (git-ignored); with --update-results bench/results/forward-smoke.json.
  */
 import { randomFillSync } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { scriptArgs } from './lib/options.mjs';
+import { resultsTarget, writeResults } from './lib/output.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
+const args = scriptArgs({
+  usage: `usage: node bench/forward-smoke.mjs [options]
+
+Decode and prefill speed of the native forward pass on a random model of the medium geometry
+(writes a ~2 GB temp file unless --keep-model names one to reuse).`,
+  options: {
+    tokens: { type: 'string', default: '64', help: 'decode tokens per thread count' },
+    threads: { type: 'string', default: '1,2', help: 'thread counts' },
+    'keep-model': { type: 'string', help: 'keep the generated model at this path and reuse it on later runs' },
+  },
+});
 const dist = (p) => new URL(`../dist/src/${p}`, import.meta.url).href;
 const { loadNative } = await import(dist('native/binding.js'));
 const { expectedTensors, ARCH_FLAGS } = await import(dist('model/arch.js'));
@@ -31,14 +42,6 @@ const { rowBytes, f32ToF16 } = await import(dist('model/quant.js'));
 const { GGML_TYPE } = await import(dist('model/types.js'));
 const native = loadNative();
 
-const { values: args } = parseArgs({
-  options: {
-    tokens: { type: 'string', default: '64' },
-    threads: { type: 'string', default: '1,2' },
-    // Keep the generated model at this path and reuse it on later runs (profiling sessions).
-    'keep-model': { type: 'string' },
-  },
-});
 const decodeTokens = Number(args.tokens);
 const threadCounts = args.threads.split(',').map(Number);
 
@@ -160,9 +163,9 @@ function bytesPerToken() {
   return h.nLayer * ((attn + experts) * q8 + h.nExpert * h.nEmbd * 4) + h.nVocab * h.nEmbd * q8;
 }
 
-mkdirSync(path.join(here, 'results'), { recursive: true });
-writeFileSync(
-  path.join(here, 'results', 'forward-smoke.json'),
+writeResults(
+  resultsTarget(args['update-results']),
+  'forward-smoke',
   JSON.stringify(
     {
       date: new Date().toISOString(),

@@ -15,16 +15,21 @@
  *   head     W [32000, 768]
  * as ms per token and GB/s of weights, per quantised type and path.
  *
- * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/kernels.mjs
- * Writes bench/results/kernels.json.
+ * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/kernels.mjs [--update-results]
+ * Writes bench/results/local/kernels.json (git-ignored); with --update-results bench/results/kernels.json.
  */
 import { randomFillSync } from 'node:crypto';
-import { writeFileSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { scriptArgs } from './lib/options.mjs';
+import { resultsTarget, writeResults } from './lib/output.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
+const args = scriptArgs({
+  usage: `usage: node bench/kernels.mjs [options]
+
+Kernel throughput per ISA path and weight type (matvec from memory, matmul n=64), the medium
+preset's decode shapes, and the streaming read bandwidth (needs a build).`,
+  options: {},
+});
 const { loadNative } = await import(new URL('../dist/src/native/binding.js', import.meta.url).href);
 const native = loadNative();
 
@@ -159,8 +164,7 @@ const out = {
   results,
   decodeShapes: decode,
 };
-mkdirSync(path.join(here, 'results'), { recursive: true });
-writeFileSync(path.join(here, 'results', 'kernels.json'), JSON.stringify(out, null, 2) + '\n');
+writeResults(resultsTarget(args['update-results']), 'kernels', JSON.stringify(out, null, 2) + '\n');
 console.table(results.map((r) => ({
   type: r.type, path: r.path, op: r.op, threads: r.threads, ms: +r.ms.toFixed(2), weightGBs: +r.weightGBs.toFixed(2),
   gflops: +r.gflops.toFixed(1), speedup: r.speedupVsScalar && +r.speedupVsScalar.toFixed(1),

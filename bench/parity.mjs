@@ -1,5 +1,5 @@
 /**
- * npm run parity [-- --threads T --tokens N]
+ * npm run parity [-- --threads T --tokens N --update-results]
  *
  * moetier vs llama.cpp (node-llama-cpp, in a child process) on the same generated GGUF files,
  * greedy from the same prompt ids:
@@ -9,18 +9,18 @@
  *     llama.cpp: one child, one load -> the same ids -> greedy N, top-2 at every step
  *     compare:   identical ids? max |first-step logit diff|; on divergence, both top-2 there
  *
- * Prints one JSON line { allTokensIdentical, cases, ... }, saves it to results/parity.json and
- * its summary to the parity table in README.md.
+ * Prints one JSON line { allTokensIdentical, cases, ... } and saves it to results/local/parity.json
+ * (git-ignored); with --update-results to results/parity.json and its summary to the parity table
+ * in README.md.
  * Exit code 1 when a case diverges or a run fails.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { parseArgs } from 'node:util';
 import { compareCase, summarizeParity } from './lib/compare.mjs';
 import { ensureBenchDeps } from './lib/deps.mjs';
 import { greedy, importDist, openMoetier, presetModel, shiftedLogits, top2AtStep } from './lib/moetier.mjs';
-import { positiveInt } from './lib/options.mjs';
-import { parityTable, writeReadmeSection } from './lib/readme.mjs';
+import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
+import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
+import { parityTable } from './lib/readme.mjs';
 import { runLlamaCpp } from './llamacpp/runner.mjs';
 
 const models = [
@@ -35,8 +35,20 @@ const models = [
 const seed = 1;
 const contextTokens = 512;
 
-async function main() {
-  const { values } = parseArgs({ options: { threads: { type: 'string', default: '1' }, tokens: { type: 'string', default: '64' } } });
+const usage = `usage: npm run parity [-- options]   (or: node bench/parity.mjs [options])
+
+moetier vs llama.cpp on the same generated GGUF files, greedy from the same prompt ids: are the
+tokens identical, how far apart are the first-step logits (needs the bench install: cd bench && npm ci).
+Exit code 1 when a case diverges or a run fails.`;
+
+const options = {
+  threads: { type: 'string', default: '1', help: 'compute threads of both engines' },
+  tokens: { type: 'string', default: '64', help: 'greedy tokens per prompt' },
+};
+
+async function main(argv) {
+  const values = parseBenchArgs(argv, { usage, options });
+  if (!values) return;
   const threads = positiveInt('threads', values.threads, 64);
   const maxTokens = positiveInt('tokens', values.tokens, 4096);
   ensureBenchDeps();
@@ -50,9 +62,9 @@ async function main() {
     logitsAre: 'shifted so that each engine\'s top-1 logit is 0 (node-llama-cpp exposes softmax probabilities, not raw logits)',
   });
   const line = JSON.stringify(summary);
-  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL('./results/parity.json', import.meta.url), JSON.stringify(summary, null, 2) + '\n');
-  writeReadmeSection(new URL('./README.md', import.meta.url), 'parity', parityTable(summary));
+  const target = resultsTarget(values['update-results']);
+  writeResults(target, 'parity', JSON.stringify(summary, null, 2) + '\n');
+  updateReadme(target, 'parity', parityTable(summary));
   process.stdout.write(line + '\n');
   if (!summary.allTokensIdentical) process.exitCode = 1;
 }
@@ -105,8 +117,4 @@ function marginOf(top2) {
   return top2 && top2.length === 2 ? top2[0].logit - top2[1].logit : null;
 }
 
-main().catch((error) => {
-  // Operating errors (with a code) say what to do; anything else is a bug: show its stack.
-  process.stderr.write(`parity failed: ${error.code ? error.message : (error.stack ?? error)}\n`);
-  process.exitCode = 2;
-});
+runBenchMain('parity', main);

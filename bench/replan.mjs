@@ -1,6 +1,6 @@
 /**
  * node bench/replan.mjs [--preset medium] [--tokens 300] [--words 224] [--threads 2] [--resident 0.37]
- *                       [--backends cpu,fake] [--caps 12,uncapped] [--no-replay]
+ *                       [--backends cpu,fake] [--caps 12,uncapped] [--no-replay] [--update-results]
  *
  * Prefill replan (SPEC.md section 2) against the heat-file baseline, a benchmark (not a test):
  *
@@ -22,15 +22,16 @@
  * should rise by up to 16 of 47 slots' share of the topic's routing. The price is the prefill's
  * uploads: 24 layers x up to 24 swaps x a Q4_0 expert (331 KB) ~ 190 MB, copied while later
  * layers compute (cpu: memcpy on the upload thread, on the same 2 cores).
- * Results: results/replan.json and the replan table in README.md.
+ * Results: results/local/replan.json (git-ignored); with --update-results results/replan.json and
+ * the replan table in README.md.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { importDist, presetModel, repoRoot } from './lib/moetier.mjs';
-import { oneOf, positiveInt } from './lib/options.mjs';
+import { oneOf, parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
+import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 import { writeReadmeSection } from './lib/readme.mjs';
 
 const arch = 'qwen3moe';
@@ -38,21 +39,26 @@ const quant = 'q4_0';
 const measuredTopics = [0, 1, 2, 3];
 const heatTopics = [4, 5, 6, 7];
 
+const usage = `usage: node bench/replan.mjs [options]
+
+Prefill replan against the heat-file baseline: decode hit rate, ms/token and TTFT with replan off
+and on, per backend and prompt, a cap ablation and a replay of the routes (many minutes on medium).`;
+
+const options = {
+  preset: { type: 'string', default: 'medium', help: 'tiny | small | medium' },
+  tokens: { type: 'string', default: '300', help: 'tokens generated per request' },
+  words: { type: 'string', default: '224', help: 'words per long prompt' },
+  threads: { type: 'string', default: '2', help: 'compute threads' },
+  resident: { type: 'string', default: '0.37', help: 'resident fraction of experts' },
+  backends: { type: 'string', default: 'cpu,fake', help: 'cpu, fake' },
+  caps: { type: 'string', default: '12,uncapped', help: 'ablation caps (swaps per layer, or uncapped)' },
+  'no-replay': { type: 'boolean', default: false, help: 'skip the replay of the recorded routes' },
+  'ttft-rounds': { type: 'string', default: '5', help: 'alternating off/on rounds of the TTFT price' },
+};
+
 export async function main(argv) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      preset: { type: 'string', default: 'medium' },
-      tokens: { type: 'string', default: '300' },
-      words: { type: 'string', default: '224' },
-      threads: { type: 'string', default: '2' },
-      resident: { type: 'string', default: '0.37' },
-      backends: { type: 'string', default: 'cpu,fake' },
-      caps: { type: 'string', default: '12,uncapped' },
-      'no-replay': { type: 'boolean', default: false },
-      'ttft-rounds': { type: 'string', default: '5' },
-    },
-  });
+  const values = parseBenchArgs(argv, { usage, options });
+  if (!values) return;
   const config = {
     preset: oneOf('preset', values.preset, ['tiny', 'small', 'medium']),
     maxTokens: positiveInt('tokens', values.tokens, 4096),
@@ -116,9 +122,9 @@ export async function main(argv) {
       bench: 'replan', date: new Date().toISOString(), config, machine,
       heatFrom: heatPrompts.map((p) => p.name), prompts: prompts.map((p) => p.name), cells, ablation, ttft, replay,
     };
-    mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-    writeFileSync(new URL('./results/replan.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
-    writeReadmeSection(new URL('./README.md', import.meta.url), 'replan', replanTable(results));
+    const target = resultsTarget(values['update-results']);
+    writeResults(target, 'replan', `${JSON.stringify(results, null, 2)}\n`);
+    updateReadme(target, 'replan', replanTable(results));
     process.stdout.write(`${replanTable(results)}\n`);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -281,9 +287,4 @@ export async function renderReadme() {
   writeReadmeSection(new URL('./README.md', import.meta.url), 'replan', replanTable(results));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main(process.argv.slice(2)).catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
-}
+if (import.meta.url === `file://${process.argv[1]}`) runBenchMain('replan', main);

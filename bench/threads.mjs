@@ -19,17 +19,27 @@
  *   main+worker        the main thread computes one half, one worker the other
  * Also the native streaming read bandwidth at 1 and 2 threads: the bound decode cannot beat.
  *
- * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/threads.mjs [--tokens 10]
- * Writes bench/results/threads.json.
+ * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/threads.mjs [--tokens 10] [--rounds 5] [--update-results]
+ * Writes bench/results/local/threads.json (git-ignored); with --update-results bench/results/threads.json.
  */
 import { Worker } from 'node:worker_threads';
 import { randomFillSync } from 'node:crypto';
-import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { positiveInt, scriptArgs } from './lib/options.mjs';
+import { resultsTarget, writeResults } from './lib/output.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
+const args = scriptArgs({
+  usage: `usage: node bench/threads.mjs [options]
+
+How to use both cores for decode: the native pool's modes against Node worker threads, on one
+decode token of the medium model's MoE path (Q8_0), with the read bandwidth as the bound.`,
+  options: {
+    tokens: { type: 'string', default: '6', help: 'tokens per mode and round' },
+    rounds: { type: 'string', default: '5', help: 'rounds (modes interleave round-robin)' },
+  },
+  check: (v) => ({ ...v, tokens: positiveInt('tokens', v.tokens, 10_000), rounds: positiveInt('rounds', v.rounds, 1000) }),
+});
 const bindingUrl = new URL('../dist/src/native/binding.js', import.meta.url).href;
 const { loadNative } = await import(bindingUrl);
 const native = loadNative();
@@ -37,8 +47,7 @@ const native = loadNative();
 const Q8_0 = 8;
 const ROW_BYTES_768 = (768 / 32) * 34; // 816
 const ROW_BYTES_256 = (256 / 32) * 34; // 272
-const tokens = Number(process.argv[process.argv.indexOf('--tokens') + 1]) || 6;
-const rounds = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 5; // modes interleave round-robin
+const { tokens, rounds } = args; // modes interleave round-robin
 
 /** The token's matvecs: byte offset, rows, cols, which x and which y. */
 function plan() {
@@ -323,8 +332,7 @@ const out = {
   decision: `${fastest.mode} is fastest at ${fastest.msPerTokenQuietest.toFixed(2)} ms/token ` +
     `(median of ${tokens} tokens in its quietest round, other processes using ${fastest.foreignCoresQuietest.toFixed(2)} cores)`,
 };
-mkdirSync(path.join(here, 'results'), { recursive: true });
-writeFileSync(path.join(here, 'results', 'threads.json'), JSON.stringify(out, null, 2) + '\n');
+writeResults(resultsTarget(args['update-results']), 'threads', JSON.stringify(out, null, 2) + '\n');
 console.table(results.map((r) => ({
   mode: r.mode, msQuietest: +r.msPerTokenQuietest.toFixed(2), foreignCores: +r.foreignCoresQuietest.toFixed(2),
   GBs: +r.weightGBsQuietest.toFixed(2), msAllRounds: +r.msPerTokenAllRounds.toFixed(2),

@@ -1,6 +1,6 @@
 /**
  * npm run bench -- tier [--preset small] [--quant q4_0] [--rounds R] [--tokens N] [--threads 1,2]
- *                       [--parts overhead,residency] [--settle-ms 500] [--warmup-requests 40]
+ *                       [--parts overhead,residency] [--settle-ms 500] [--warmup-requests 40] [--update-results]
  *                                                                           (or: node bench/tier.mjs ...)
  *
  * The expert tier's cost and benefit, in one run so that every figure sees the same machine:
@@ -19,37 +19,41 @@
  * cache misses: the eval evicts that code every token), and every 8 steps the route log, spans
  * and calibration fold of those steps (~11-26 us a step); the LFRU tick has nothing to decide
  * when every expert is resident and is skipped. Goal: within 5 %.
- * Results go to results/tier.json (one entry per preset and quant, replaced on a rerun) and
- * the tier table in README.md.
+ * Results go to results/local/tier.json (git-ignored; one entry per preset and quant, replaced on
+ * a rerun); with --update-results to results/tier.json and the tier table in README.md.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { importDist, presetModel } from './lib/moetier.mjs';
-import { oneOf, positiveInt } from './lib/options.mjs';
-import { writeReadmeSection } from './lib/readme.mjs';
+import { oneOf, parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
+import { readResults as readTarget, resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 import { median, quantile } from './lib/stats.mjs';
 
 const arch = 'qwen3moe';
-const resultsUrl = new URL('./results/tier.json', import.meta.url);
+
+const usage = `usage: npm run bench -- tier [options]   (or: node bench/tier.mjs [options])
+
+The expert tier's cost (no tier vs every expert resident, ms/token per thread count) and benefit
+(37 % resident: decode hit rate, cold start vs a heat file). Minutes on the small preset; the
+tiny preset with --rounds 1 --warmup-requests 1 is a quick smoke run.`;
+
+const options = {
+  preset: { type: 'string', default: 'small', help: 'tiny | small | medium' },
+  quant: { type: 'string', default: 'q4_0', help: 'q4_0 | q8_0' },
+  rounds: { type: 'string', default: '7', help: 'rounds (engines rotate per round)' },
+  tokens: { type: 'string', default: '64', help: 'tokens generated per request' },
+  threads: { type: 'string', default: '1,2', help: 'thread counts of the overhead part' },
+  resident: { type: 'string', default: '0.37', help: 'resident fraction of the residency part' },
+  parts: { type: 'string', default: 'overhead,residency', help: 'overhead, residency' },
+  'settle-ms': { type: 'string', default: '500', help: 'pause between rounds' },
+  'warmup-requests': { type: 'string', default: '40', help: 'requests per engine before measuring' },
+};
 
 export async function main(argv) {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      preset: { type: 'string', default: 'small' },
-      quant: { type: 'string', default: 'q4_0' },
-      rounds: { type: 'string', default: '7' },
-      tokens: { type: 'string', default: '64' },
-      threads: { type: 'string', default: '1,2' },
-      resident: { type: 'string', default: '0.37' },
-      parts: { type: 'string', default: 'overhead,residency' },
-      'settle-ms': { type: 'string', default: '500' },
-      'warmup-requests': { type: 'string', default: '40' },
-    },
-  });
+  const values = parseBenchArgs(argv, { usage, options });
+  if (!values) return;
   const parts = values.parts.split(',').map((p) => oneOf('parts', p, ['overhead', 'residency']));
   const config = {
     preset: oneOf('preset', values.preset, ['tiny', 'small', 'medium']),
@@ -81,10 +85,10 @@ export async function main(argv) {
       run.residency = await measureResidency(open, config, path.join(scratch, 'heat.json'), others, PARITY_PROMPTS[2], promptText);
     }
     machine.loadAverageAtEnd = os.loadavg();
-    const results = mergeRun(readResults(), run);
-    mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-    writeFileSync(resultsUrl, `${compactJson(results)}\n`);
-    writeReadmeSection(new URL('./README.md', import.meta.url), 'tier', tierTable(results));
+    const target = resultsTarget(values['update-results']);
+    const results = mergeRun(readResults(target), run);
+    writeResults(target, 'tier', `${compactJson(results)}\n`);
+    updateReadme(target, 'tier', tierTable(results));
     process.stdout.write(`${tierTable(results)}\n`);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
@@ -98,11 +102,10 @@ export function compactJson(value) {
     .replace(/\[\n\s+([^{}[\]]*?)\n\s+\]/g, (_, body) => `[${body.split(/,\n\s+/).join(', ')}]`);
 }
 
-/** results/tier.json: { bench, runs: [one per preset and quant] }; a file of another shape is replaced. */
-function readResults() {
-  if (!existsSync(resultsUrl)) return { bench: 'tier', runs: [] };
-  const old = JSON.parse(readFileSync(resultsUrl, 'utf8'));
-  return Array.isArray(old.runs) ? old : { bench: 'tier', runs: [] };
+/** The target's tier.json: { bench, runs: [one per preset and quant] }; a file of another shape is replaced. */
+function readResults(target) {
+  const old = readTarget(target, 'tier');
+  return Array.isArray(old?.runs) ? old : { bench: 'tier', runs: [] };
 }
 
 function mergeRun(results, run) {
@@ -281,9 +284,4 @@ export function tierTable(results) {
   return lines.join('\n');
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main(process.argv.slice(2)).catch((error) => {
-    process.stderr.write(`bench tier failed: ${error.code ? error.message : (error.stack ?? error)}\n`);
-    process.exitCode = 1;
-  });
-}
+if (import.meta.url === `file://${process.argv[1]}`) runBenchMain('tier', main);

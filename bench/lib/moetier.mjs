@@ -15,7 +15,7 @@ export async function importDist(relativePath) {
   return import(pathToFileURL(file).href);
 }
 
-/** Path of a generated preset model (cached under .cache/models); progress goes to stderr. */
+/** Path of a generated preset model (cached in the user cache folder: ~/.cache/moetier or $MOETIER_CACHE_DIR); progress goes to stderr. */
 export async function presetModel({ preset, arch, quant, seed = 1 }) {
   const { ensurePresetModel } = await importDist('src/model/cache.js');
   let lastPercent = -1;

@@ -42,6 +42,21 @@ export async function streamCompletion(
   };
 }
 
+/** Where text goes: process.stdout / process.stderr, or a collector in tests. */
+export interface Stream {
+  write(text: string): unknown;
+  isTTY?: boolean;
+}
+
+/**
+ * Statistics go to stderr, so that `moetier run ... > out.txt` keeps only the generated text.
+ * On a terminal the text's last line is ended and a blank line set before the figures.
+ */
+export function printStats(stats: string, out: Stream = process.stdout, err: Stream = process.stderr): void {
+  if (out.isTTY) out.write('\n');
+  err.write(`${err.isTTY ? '\n' : ''}${stats}\n`);
+}
+
 export function formatStats(r: CompletionReport): string {
   return [
     `prompt ${r.promptTokens} tokens, generated ${r.generatedTokens} (${r.finishReason})`,

@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 /**
  * moetier command-line front end: dispatches to src/cli/commands/*.
- * Operating errors (MoetierError) print their message and exit 1; bugs print a stack.
+ * Operating errors (MoetierError) print their message, bugs a stack; the exit code says which
+ * kind of failure it was (exit-code.ts).
  */
 import { MoetierError } from '../core/errors.js';
 import type { Command } from './command.js';
 import { commands } from './commands/index.js';
+import { EXIT_OK, EXIT_USAGE, exitCodeFor } from './exit-code.js';
+import { packageVersion } from './version.js';
 
 function help(all: Command[]): string {
-  const lines = ['usage: moetier <command> [options]', '', 'commands:'];
+  const lines = ['usage: moetier <command> [options]', '       moetier --version', '', 'commands:'];
   for (const c of all) lines.push(`  ${c.name.padEnd(12)} ${c.summary}`);
   lines.push('', 'moetier <command> --help shows the options of one command.');
   return lines.join('\n');
@@ -16,18 +19,26 @@ function help(all: Command[]): string {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h') {
+  if (name === '--help' || name === '-h') {
     console.log(help(commands));
-    return name ? 0 : 1;
+    return EXIT_OK;
+  }
+  if (name === '--version' || name === '-V') {
+    console.log(packageVersion());
+    return EXIT_OK;
+  }
+  if (!name) {
+    console.error(help(commands));
+    return EXIT_USAGE;
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {
     console.error(`moetier: unknown command ${JSON.stringify(name)}\n\n${help(commands)}`);
-    return 1;
+    return EXIT_USAGE;
   }
   if (rest.includes('--help') || rest.includes('-h')) {
     console.log(command.usage);
-    return 0;
+    return EXIT_OK;
   }
   return command.run(rest);
 }
@@ -39,6 +50,6 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     if (err instanceof MoetierError) console.error(`moetier: ${err.message}`);
     else console.error(err);
-    process.exitCode = 1;
+    process.exitCode = exitCodeFor(err);
   },
 );

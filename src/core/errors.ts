@@ -62,9 +62,14 @@ export class UnsupportedModelError extends MoetierError {
 /** A bad option passed to the API or the CLI; nothing was changed. */
 export class InvalidOptionError extends MoetierError {
   readonly option: string;
-  constructor(option: string, expected: string, got: unknown) {
-    super('E_INVALID_OPTION', `option ${option}: expected ${expected}, got ${describe(got)}`);
+  /** Kept so that a front end can say the same under its own name for the option (the CLI's flag). */
+  readonly expected: string;
+  readonly got: unknown;
+  constructor(option: string, expected: string, got: unknown, options?: { cause?: unknown }) {
+    super('E_INVALID_OPTION', `option ${option}: expected ${expected}, got ${describe(got)}`, options);
     this.option = option;
+    this.expected = expected;
+    this.got = got;
   }
 }
 

@@ -9,6 +9,7 @@
  */
 import { InvalidOptionError, LimitExceededError, RequestAbortedError } from '../core/errors.js';
 import { limits } from '../core/limits.js';
+import { modelIdentity } from '../model/identity.js';
 import type { HParams } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer/index.js';
 import { loadNative, type NativeBinding, type NativeContextHandle } from '../native/binding.js';
@@ -100,7 +101,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   }
   const native = loadNative();
   const model = loadModel(native, options.model);
-  const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, defaultHeatPath(options.model)) : undefined;
+  const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, defaultHeatPath(modelIdentity(model.file))) : undefined;
   const context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
   let tier: EngineTier | undefined;
   try {
@@ -280,7 +281,8 @@ class NativeEngine implements Engine {
         failedUploads: t.failedUploads,
         tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
       });
-      if (log) this.tier!.mergeHeat(log.rows());
+      const heatFileError = log ? this.tier!.mergeHeat(log.rows()) : undefined;
+      if (heatFileError) stats.heatFileError = heatFileError;
     }
     if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path);
   }

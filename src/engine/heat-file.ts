@@ -1,12 +1,13 @@
 /**
  * Heat files: per (layer, expert) routing counts from earlier requests, persisted between runs
- * (SPEC.md section 1). One JSON file per model, in the cache folder unless a path is given;
+ * (SPEC.md section 1). One JSON file per model (keyed by its identity: model/identity.ts), in the
+ * cache folder (core/cache-dir.ts) unless a path is given;
  * merged after each request; written atomically (tmp + rename) so a crash never leaves half a file.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { FileFormatError, InvalidOptionError } from '../core/errors.js';
-import { modelCacheDir } from '../model/cache.js';
+import { cacheDir } from '../core/cache-dir.js';
 import type { HParams } from '../model/types.js';
 
 export const HEAT_FILE_VERSION = 1;
@@ -22,9 +23,9 @@ export interface HeatFile {
   counts: number[][];
 }
 
-/** Default location: <cache>/heat/<model file name>.heat.json */
-export function defaultHeatPath(modelPath: string): string {
-  return path.join(modelCacheDir(), 'heat', `${path.basename(modelPath)}.heat.json`);
+/** Default location: <cache>/heat/<model identity>.heat.json (not the file name: two `model.gguf` differ). */
+export function defaultHeatPath(identity: string): string {
+  return path.join(cacheDir(), 'heat', `${identity}.heat.json`);
 }
 
 export function emptyHeat(hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile {

@@ -25,6 +25,8 @@ export interface GenerationStats {
   failedUploads?: number;
   /** The tier's counters at the end of the request (leases, slots used vs budget). */
   tier?: { hits: number; misses: number; leases: number; slotsUsed: number[]; slotsBudget: number[] };
+  /** Why the heat file could not be saved (a read-only or full cache: "<file>: EACCES"); the request itself succeeded. */
+  heatFileError?: string;
 }
 
 export function rate(count: number, ms: number): number {

@@ -1,30 +1,16 @@
 /**
- * The model cache: generated synthetic models live in MOETIER_CACHE_DIR, or in
- * <repo root>/.cache/models (git-ignored). A file name carries the generator version,
- * so a changed generator writes a new file instead of serving a stale one.
+ * The model cache: generated synthetic models live in the cache folder (core/cache-dir.ts:
+ * MOETIER_CACHE_DIR, else $XDG_CACHE_HOME/moetier, else ~/.cache/moetier). A file name carries
+ * the generator version, so a changed generator writes a new file instead of serving a stale one.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { cacheDir } from '../core/cache-dir.js';
 import { GENERATOR_VERSION, checkSynthOptions, writeSynthModel, type ProgressFn, type SynthOptions } from '../synth/generate.js';
 
 export function modelCacheDir(): string {
-  const fromEnv = process.env.MOETIER_CACHE_DIR;
-  if (fromEnv !== undefined && fromEnv.length > 0) return resolve(fromEnv);
-  return join(repoRoot(), '.cache', 'models');
-}
-
-/** The directory of moetier's package.json, found upward from this file (src/ or dist/src/). */
-function repoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'moetier') return dir;
-    const parent = dirname(dir);
-    if (parent === dir) return process.cwd(); // installed without its manifest: fall back, never throw
-    dir = parent;
-  }
+  return cacheDir();
 }
 
 export function presetModelFileName(o: SynthOptions): string {

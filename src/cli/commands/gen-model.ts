@@ -1,12 +1,16 @@
 /** `moetier gen-model`: write a synthetic MoE model with planted routing structure. */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { InvalidOptionError } from '../../core/errors.js';
 import { ARCHS, PRESET_NAMES } from '../../synth/presets.js';
 import { SYNTH_DEFAULTS, checkSynthOptions, writeSynthModel } from '../../synth/generate.js';
 import { QUANT_NAMES } from '../../synth/weights.js';
+import { parseFlags } from '../args.js';
 import type { Command } from '../command.js';
+import type { Stream } from '../completion.js';
+import { progressPrinter } from '../progress.js';
+
+export { progressPrinter } from '../progress.js';
 
 const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out F [options]
 
@@ -14,42 +18,20 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out
   --arch A     ${ARCHS.join(' | ')} (default ${SYNTH_DEFAULTS.arch})
   --quant Q    ${QUANT_NAMES.join(' | ')} (default ${SYNTH_DEFAULTS.quant})
   --seed S     integer seed; same seed, same bytes (default ${SYNTH_DEFAULTS.seed})
-  --out F      output GGUF path (written to F.tmp, renamed when complete)`;
+  -o, --out F  output GGUF path (written to F.tmp, renamed when complete)`;
 
 /** Where progress lines go: process.stderr, or a collector in tests. */
-export interface TextSink {
-  write(text: string): unknown;
-}
-
-/** A progress printer that writes at most every `intervalMs` (and always at 100 %). */
-export function progressPrinter(sink: TextSink, intervalMs = 250, now: () => number = Date.now): (done: number, total: number) => void {
-  let last = -Infinity;
-  return (done, total) => {
-    const t = now();
-    if (done < total && t - last < intervalMs) return;
-    last = t;
-    const mb = (n: number): string => (n / 1e6).toFixed(1);
-    sink.write(`gen-model: ${((100 * done) / total).toFixed(0).padStart(3)}% ${mb(done)} / ${mb(total)} MB\n`);
-  };
-}
+export type TextSink = Stream;
 
 export async function genModel(argv: string[], stderr: TextSink): Promise<number> {
-  let values: Record<string, string | undefined>;
-  try {
-    values = parseArgs({
-      args: argv,
-      options: { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string' } },
-      strict: true,
-      allowPositionals: false,
-    }).values as Record<string, string | undefined>;
-  } catch (err) {
-    throw new InvalidOptionError('arguments', 'the flags listed by moetier gen-model --help', (err as Error).message);
-  }
-  const out = values.out;
-  if (out === undefined || out.length === 0) throw new InvalidOptionError('--out', 'an output file path', out);
-  if (!existsSync(dirname(resolve(out)))) throw new InvalidOptionError('--out', 'a path in an existing directory', out);
-  const seed = values.seed === undefined ? undefined : /^\d+$/.test(values.seed) ? Number(values.seed) : values.seed;
-  const options = checkSynthOptions({ preset: values.preset, arch: values.arch, quant: values.quant, seed });
+  const a = parseFlags(argv, { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string', short: 'o' } }, 'gen-model');
+  const out = a.string('out');
+  if (out === undefined) throw new InvalidOptionError(a.flag('out'), 'an output file path', out);
+  if (!existsSync(dirname(resolve(out)))) throw new InvalidOptionError(a.flag('out'), 'a path in an existing directory', out);
+  const seedText = a.string('seed');
+  const seed = seedText === undefined ? undefined : /^\d+$/.test(seedText) ? Number(seedText) : seedText;
+  const synth = { preset: a.string('preset'), arch: a.string('arch'), quant: a.string('quant'), seed };
+  const options = await a.renamingErrors({ preset: 'preset', arch: 'arch', quant: 'quant', seed: 'seed' }, async () => checkSynthOptions(synth));
   const started = Date.now();
   await writeSynthModel(options, out, progressPrinter(stderr));
   stderr.write(`gen-model: wrote ${out} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

@@ -2,20 +2,22 @@ import { InvalidOptionError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
 import { startTelemetry } from '../../../otel/setup.js';
-import { intOption, numberOption, parse, requireString } from '../args.js';
+import { parseFlags, type Args, type FlagSpecs } from '../args.js';
 import type { Command } from '../command.js';
-import { formatStats, streamCompletion } from '../completion.js';
+import { formatStats, printStats, streamCompletion } from '../completion.js';
 
-const usage = `usage: moetier run --model F --prompt P [-n N] [--json] [options]
+const usage = `usage: moetier run -m F -p P [-n N] [--json] [options]
 
-  --model F         GGUF model file
-  --prompt P        prompt text
-  -n, --max-tokens  tokens to generate (default ${limits.maxTokensDefault})
-  --json            print one JSON object (tokens, text, ttftMs, prefillTokPerS, decodeTokPerS, ...) instead of streaming
-  --threads T       native compute threads (default 2)
-  --ctx N           context length in tokens (default ${limits.contextTokensDefault})
-  --temperature X   0 = greedy (default 0)
-  --top-k K, --top-p P, --seed S   sampling controls
+  -m, --model F                 GGUF model file
+  -p, --prompt P                prompt text
+  -n, --max-tokens N            tokens to generate (default ${limits.maxTokensDefault}; also --n-predict)
+  --json                        print one JSON object (tokens, text, ttftMs, prefillTokPerS, decodeTokPerS, ...) instead of streaming
+  -t, --threads T               native compute threads (default 2)
+  -c, --ctx N                   context length in tokens (default ${limits.contextTokensDefault}; also --ctx-size)
+  --temp X, --temperature X     0 = greedy (default 0)
+  --top-k K, --top-p P, -s, --seed S   sampling controls
+  the generated text goes to stdout, the statistics to stderr (moetier run ... > out.txt keeps only the text);
+  exit code 2: a bad command line, 1: a failure while running
 
 expert tier (attached with --resident or --slots-per-layer):
   --backend cpu|fake      the device that holds resident experts (default cpu; fake: a simulated 8 GB card)
@@ -29,34 +31,45 @@ expert tier (attached with --resident or --slots-per-layer):
                           OTLP export follows the standard OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT)
   with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes`;
 
+/** Short letters and aliases are llama-cli's (-m -p -n -t -c -s, --temp, --n-predict, --ctx-size). */
+const flags: FlagSpecs = {
+  model: { type: 'string', short: 'm' },
+  prompt: { type: 'string', short: 'p' },
+  'max-tokens': { type: 'string', short: 'n', aliases: ['n-predict'] },
+  json: { type: 'boolean' },
+  threads: { type: 'string', short: 't' },
+  ctx: { type: 'string', short: 'c', aliases: ['ctx-size'] },
+  temperature: { type: 'string', aliases: ['temp'] },
+  'top-k': { type: 'string' },
+  'top-p': { type: 'string' },
+  seed: { type: 'string', short: 's' },
+  backend: { type: 'string' },
+  resident: { type: 'string' },
+  'slots-per-layer': { type: 'string' },
+  heat: { type: 'string' },
+  'prefill-replan': { type: 'boolean' },
+  'replan-max': { type: 'string' },
+  'trace-routes': { type: 'string' },
+  'trace-file': { type: 'string' },
+};
+
+/** The engine's option names -> this command's flags: an engine error names the flag the user typed. */
+const apiFlags: Record<string, string> = {
+  model: 'model', prompt: 'prompt', threads: 'threads', contextTokens: 'ctx', maxTokens: 'max-tokens',
+  temperature: 'temperature', topK: 'top-k', topP: 'top-p', seed: 'seed',
+  backend: 'backend', resident: 'resident', slotsPerLayer: 'slots-per-layer', heat: 'heat',
+  'prefillReplan.maxSwapsPerLayer': 'replan-max', traceRoutes: 'trace-routes',
+};
+
 export const runCommand: Command = {
   name: 'run',
   summary: 'stream a completion from a GGUF model and print its timings',
   usage,
   async run(argv) {
-    const v = parse(argv, {
-      model: { type: 'string' },
-      prompt: { type: 'string' },
-      'max-tokens': { type: 'string', short: 'n' },
-      json: { type: 'boolean' },
-      threads: { type: 'string' },
-      ctx: { type: 'string' },
-      temperature: { type: 'string' },
-      'top-k': { type: 'string' },
-      'top-p': { type: 'string' },
-      seed: { type: 'string' },
-      backend: { type: 'string' },
-      resident: { type: 'string' },
-      'slots-per-layer': { type: 'string' },
-      heat: { type: 'string' },
-      'prefill-replan': { type: 'boolean' },
-      'replan-max': { type: 'string' },
-      'trace-routes': { type: 'string' },
-      'trace-file': { type: 'string' },
-    });
-    const telemetry = startTelemetry({ traceFile: typeof v['trace-file'] === 'string' ? requireString(v, 'trace-file') : undefined });
+    const a = parseFlags(argv, flags, 'run');
+    const telemetry = startTelemetry({ traceFile: a.string('trace-file') });
     try {
-      return await runWith(v);
+      return await a.renamingErrors(apiFlags, () => runWith(a));
     } finally {
       const report = await telemetry.shutdown();
       if (report.traceFile) console.error(`trace file: ${report.traceFile.file} (${report.traceFile.spans} spans)`);
@@ -64,50 +77,55 @@ export const runCommand: Command = {
   },
 };
 
-async function runWith(v: Record<string, string | boolean | undefined>): Promise<number> {
+async function runWith(a: Args): Promise<number> {
+  // Every flag is read before the model is opened: a bad command line fails at once.
+  const prompt = a.requireString('prompt');
+  const generate = {
+    maxTokens: a.int('max-tokens', limits.maxTokensDefault, 1, limits.maxTokensMax),
+    temperature: a.number('temperature', 0),
+    topK: a.int('top-k', 0, 0),
+    topP: a.number('top-p', 1),
+    seed: a.int('seed', 0),
+    traceRoutes: a.string('trace-routes'),
+  };
   const engine = await openEngine({
-    model: requireString(v, 'model'),
-    threads: intOption(v, 'threads', 2, 1, limits.threadsMax),
-    contextTokens: intOption(v, 'ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
-    ...tierOptions(v),
+    model: a.requireString('model'),
+    threads: a.int('threads', 2, 1, limits.threadsMax),
+    contextTokens: a.int('ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
+    ...tierOptions(a),
   });
   try {
-    const json = v.json === true;
-    const report = await streamCompletion(
-      engine,
-      requireString(v, 'prompt'),
-      {
-        maxTokens: intOption(v, 'max-tokens', limits.maxTokensDefault, 1, limits.maxTokensMax),
-        temperature: numberOption(v, 'temperature', 0),
-        topK: intOption(v, 'top-k', 0, 0),
-        topP: numberOption(v, 'top-p', 1),
-        seed: intOption(v, 'seed', 0),
-        traceRoutes: typeof v['trace-routes'] === 'string' ? requireString(v, 'trace-routes') : undefined,
-      },
-      json ? undefined : process.stdout,
-    );
+    const json = a.bool('json');
+    const report = await streamCompletion(engine, prompt, generate, json ? undefined : process.stdout);
     const full = { ...report, ...tierReport(engine) };
     if (json) console.log(JSON.stringify(full));
-    else console.log(`\n\n${formatStats(report)}${formatTier(full)}`);
+    else printStats(`${formatStats(report)}${formatTier(full)}`);
+    const heatFileError = engine.lastStats?.heatFileError;
+    if (heatFileError) console.error(`moetier: warning: heat file not saved (${heatFileError}); set MOETIER_CACHE_DIR or --heat F to a writable place, or --heat none`);
     return 0;
   } finally {
     await engine.close();
   }
 }
 
-function tierOptions(v: Record<string, string | boolean | undefined>): Partial<EngineOptions> {
+function tierOptions(a: Args): Partial<EngineOptions> {
   const o: Partial<EngineOptions> = {};
-  if (v.backend !== undefined) {
-    if (v.backend !== 'cpu' && v.backend !== 'fake') throw new InvalidOptionError('--backend', '"cpu" or "fake"', v.backend);
-    o.backend = v.backend;
+  const backend = a.string('backend');
+  if (backend !== undefined) {
+    if (backend !== 'cpu' && backend !== 'fake') throw new InvalidOptionError(a.flag('backend'), '"cpu" or "fake"', backend);
+    o.backend = backend;
   }
-  if (v.resident !== undefined) o.resident = numberOption(v, 'resident', 1);
-  if (v['slots-per-layer'] !== undefined) o.slotsPerLayer = intOption(v, 'slots-per-layer', 1, 1);
-  if (v.heat !== undefined) o.heat = v.heat === 'none' ? false : requireString(v, 'heat');
-  if (v['prefill-replan'] === true || v['replan-max'] !== undefined) {
+  if (a.has('resident') && a.has('slots-per-layer')) {
+    throw new InvalidOptionError(a.flag('resident'), `either ${a.flag('resident')} or ${a.flag('slots-per-layer')}, not both`, a.string('resident'));
+  }
+  if (a.has('resident')) o.resident = a.number('resident', 1);
+  if (a.has('slots-per-layer')) o.slotsPerLayer = a.int('slots-per-layer', 1, 1);
+  const heat = a.string('heat');
+  if (heat !== undefined) o.heat = heat === 'none' ? false : heat;
+  if (a.bool('prefill-replan') || a.has('replan-max')) {
     o.prefillReplan = {};
-    if (v['prefill-replan'] === true) o.prefillReplan.enabled = true;
-    if (v['replan-max'] !== undefined) o.prefillReplan.maxSwapsPerLayer = intOption(v, 'replan-max', 24, 1);
+    if (a.bool('prefill-replan')) o.prefillReplan.enabled = true;
+    if (a.has('replan-max')) o.prefillReplan.maxSwapsPerLayer = a.int('replan-max', 24, 1);
   }
   return o;
 }

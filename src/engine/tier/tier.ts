@@ -153,12 +153,23 @@ export class EngineTier {
     return true;
   }
 
-  /** Merges a finished request's routing ([row][layer][k]) into the heat file. */
-  mergeHeat(rows: number[][][]): void {
-    if (this.config.heat === false || rows.length === 0) return;
+  /**
+   * Merges a finished request's routing ([row][layer][k]) into the heat file. Heat only warms the
+   * next start, so a file that cannot be written (read-only or full cache folder) costs the
+   * warmstart, not the request: the write is skipped and the reason returned for the stats.
+   */
+  mergeHeat(rows: number[][][]): string | undefined {
+    if (this.config.heat === false || rows.length === 0) return undefined;
     const hp = this.model.hparams;
     const current = readHeatFile(this.config.heat, hp) ?? emptyHeat(hp);
-    writeHeatFile(this.config.heat, addRoutes(current, rows));
+    try {
+      writeHeatFile(this.config.heat, addRoutes(current, rows));
+      return undefined;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (typeof code !== 'string') throw err; // not a file-system refusal: a bug
+      return `${this.config.heat}: ${code}`;
+    }
   }
 
   tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig): void {

@@ -52,14 +52,14 @@ describe('moetier gen-model', () => {
   it('refuses bad options with an InvalidOptionError naming the option', async () => {
     const out = join(dir, 'bad.gguf');
     const cases: Array<[string[], string]> = [
-      [['--preset', 'huge', '--out', out], 'preset'],
-      [['--preset', 'tiny', '--arch', 'gpt2', '--out', out], 'arch'],
-      [['--preset', 'tiny', '--quant', 'q5_k', '--out', out], 'quant'],
-      [['--preset', 'tiny', '--seed=-3', '--out', out], 'seed'],
-      [['--preset', 'tiny', '--seed', '1.5', '--out', out], 'seed'],
+      [['--preset', 'huge', '--out', out], '--preset'],
+      [['--preset', 'tiny', '--arch', 'gpt2', '--out', out], '--arch'],
+      [['--preset', 'tiny', '--quant', 'q5_k', '--out', out], '--quant'],
+      [['--preset', 'tiny', '--seed=-3', '--out', out], '--seed'],
+      [['--preset', 'tiny', '--seed', '1.5', '--out', out], '--seed'],
       [['--preset', 'tiny'], '--out'],
-      [['--preset', 'tiny', '--out', join(dir, 'no-such-dir', 'm.gguf')], '--out'],
-      [['--preset', 'tiny', '--out', out, '--colour', 'red'], 'arguments'],
+      [['--preset', 'tiny', '-o', join(dir, 'no-such-dir', 'm.gguf')], '-o'],
+      [['--preset', 'tiny', '--out', out, '--colour', 'red'], '--colour'],
     ];
     for (const [argv, option] of cases) {
       const error = await genModel(argv, collector()).catch((e: unknown) => e);
@@ -79,6 +79,20 @@ describe('moetier gen-model', () => {
     }
     expect(sink.lines).toHaveLength(3); // t = 50 (first), 300, and the final 100 %
     expect(sink.lines[2]).toContain('100% 10.0 / 10.0 MB');
+  });
+
+  it('redraws one line on a terminal and ends it at 100 %', () => {
+    const sink = { ...collector(), isTTY: true };
+    let clock = 0;
+    const progress = progressPrinter(sink, 250, () => clock);
+    for (let done = 1; done <= 10; done++) {
+      clock += 300;
+      progress(done * 1e6, 10e6);
+    }
+    expect(sink.lines).toHaveLength(10);
+    for (const line of sink.lines) expect(line.startsWith('\r\x1b[2K')).toBe(true); // column 0, erase the line
+    expect(sink.lines.slice(0, 9).join('')).not.toContain('\n');
+    expect(sink.lines[9]).toMatch(/100% 10\.0 \/ 10\.0 MB\n$/);
   });
 });
 
@@ -104,13 +118,16 @@ describe('model cache', () => {
     }
   });
 
-  it('defaults to the git-ignored .cache/models of the repository', () => {
-    const previous = process.env.MOETIER_CACHE_DIR;
+  it('defaults to the user cache folder ($XDG_CACHE_HOME/moetier), not the package folder', () => {
+    const previous = { own: process.env.MOETIER_CACHE_DIR, xdg: process.env.XDG_CACHE_HOME };
     delete process.env.MOETIER_CACHE_DIR;
+    process.env.XDG_CACHE_HOME = join(dir, 'xdg');
     try {
-      expect(modelCacheDir()).toBe(join(process.cwd(), '.cache', 'models'));
+      expect(modelCacheDir()).toBe(join(dir, 'xdg', 'moetier'));
     } finally {
-      if (previous !== undefined) process.env.MOETIER_CACHE_DIR = previous;
+      if (previous.own !== undefined) process.env.MOETIER_CACHE_DIR = previous.own;
+      if (previous.xdg === undefined) delete process.env.XDG_CACHE_HOME;
+      else process.env.XDG_CACHE_HOME = previous.xdg;
     }
   });
 });

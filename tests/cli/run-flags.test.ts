@@ -1,0 +1,54 @@
+/** `moetier run` in process: every documented spelling, and errors under the flag the user typed. */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runCommand } from '../../src/cli/commands/run.js';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import { collect, tempDir, tinyModel } from '../engine/tier-helpers.js';
+import { openEngine } from '../../src/engine/engine.js';
+
+const { dir, cleanup } = tempDir('moetier-run-flags-');
+afterAll(cleanup);
+let model: string;
+beforeAll(async () => {
+  model = await tinyModel(dir);
+});
+
+async function refusal(args: string[]): Promise<InvalidOptionError> {
+  const err = await runCommand.run(args).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(InvalidOptionError);
+  return err as InvalidOptionError;
+}
+
+describe('moetier run flags', () => {
+  it('sample as the long flags do, with llama-cli spellings (-n --n-predict -c --ctx-size --temp -s)', async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, 'log').mockImplementation((s: string) => void lines.push(s));
+    try {
+      await runCommand.run(['-m', model, '-p', 'red green blue', '--n-predict', '4', '-t', '1', '--ctx-size', '64', '--temp', '0.9', '--top-k', '4', '-s', '5', '--json']);
+    } finally {
+      spy.mockRestore();
+    }
+    const out = JSON.parse(lines.at(-1)!) as { tokens: number[] };
+    const engine = await openEngine({ model, threads: 1, contextTokens: 64 });
+    try {
+      expect(out.tokens).toEqual(await collect(engine, 'red green blue', { maxTokens: 4, temperature: 0.9, topK: 4, seed: 5 }));
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('refuses a bad command line naming the flag as typed', async () => {
+    const base = ['-m', model, '-p', 'x'];
+    expect((await refusal([...base, '-c', '1'])).message).toMatch(/^option -c: expected an integer in \[2, /);
+    expect((await refusal([...base, '--ctx-size', '1'])).option).toBe('--ctx-size');
+    expect((await refusal([...base, '-n', '0'])).option).toBe('-n');
+    expect((await refusal(['-m', model])).message).toMatch(/^option --prompt: expected a value/);
+    expect((await refusal(['-m', `${model}.missing`, '-p', 'x'])).message).toMatch(/^option -m: expected an existing \.gguf file/);
+    expect((await refusal([...base, '--top-p', '2'])).message).toMatch(/^option --top-p: expected a number in \(0, 1\]/);
+    expect((await refusal([...base, '--slots-per-layer', '48'])).message).toMatch(/^option --slots-per-layer: expected an integer in \[1, 8\]/);
+    expect((await refusal([...base, '--resident', '0.5', '--slots-per-layer', '2'])).message).toMatch(/either --resident or --slots-per-layer/);
+    expect((await refusal([...base, '--resident', '0', '--heat', 'none'])).option).toBe('--resident');
+  });
+});
