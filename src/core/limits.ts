@@ -21,4 +21,10 @@ export const limits = {
   maxTokensMax: 32768,
   /** Native compute threads. */
   threadsMax: 64,
+  /** Largest heat file read (a 256-expert, 94-layer model's counts take ~250 KB). */
+  heatFileBytesMax: 64 * 1024 * 1024,
+  /** How long a heat-file merge waits for another process's lock before it skips (the heat only warms a start). */
+  heatLockWaitMs: 5000,
+  /** A heat-file lock older than this was left by a process that died mid-merge (a merge takes ~1 ms). */
+  heatLockStaleMs: 10_000,
 } as const;

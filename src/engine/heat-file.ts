@@ -2,12 +2,16 @@
  * Heat files: per (layer, expert) routing counts from earlier requests, persisted between runs
  * (SPEC.md section 1). One JSON file per model (keyed by its identity: model/identity.ts), in the
  * cache folder (core/cache-dir.ts) unless a path is given;
- * merged after each request; written atomically (tmp + rename) so a crash never leaves half a file.
+ * merged after each request under a lock file (core/file-lock.ts), so concurrent runs lose no counts;
+ * written atomically (a unique tmp + rename) so a crash never leaves half a file.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { FileFormatError, InvalidOptionError } from '../core/errors.js';
 import { cacheDir } from '../core/cache-dir.js';
+import { limits } from '../core/limits.js';
+import { withFileLock } from '../core/file-lock.js';
+import { checkOutputPath, tempPathBeside } from '../core/output-file.js';
 import type { HParams } from '../model/types.js';
 
 export const HEAT_FILE_VERSION = 1;
@@ -42,6 +46,10 @@ export function emptyHeat(hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): Hea
 /** Reads a heat file for this model; undefined when it does not exist. A file for another geometry is refused. */
 export function readHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile | undefined {
   if (!existsSync(file)) return undefined;
+  // By type and size before reading: a FIFO would block for ever, /dev/zero would never end.
+  const st = statSync(file);
+  if (!st.isFile()) throw new InvalidOptionError('heat', 'a regular file', file);
+  if (st.size > limits.heatFileBytesMax) throw new FileFormatError(file, 'heat file', `at most ${limits.heatFileBytesMax} bytes, got ${st.size}`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
@@ -77,7 +85,19 @@ export function addRoutes(heat: HeatFile, routes: readonly (readonly (readonly n
 
 export function writeHeatFile(file: string, heat: HeatFile): void {
   mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(heat));
+  checkOutputPath(file, 'heat');
+  const tmp = tempPathBeside(file);
+  writeFileSync(tmp, JSON.stringify(heat), { flag: 'wx' });
   renameSync(tmp, file);
+}
+
+/**
+ * Adds a request's routes to the heat file on disk: read, add, write under the file's lock, so runs
+ * that merge at once each add their counts (a plain read-merge-rename lets one run's write drop
+ * another's). Returns false when the lock could not be had in time (the counts are not added).
+ */
+export function mergeIntoHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>,
+  routes: readonly (readonly (readonly number[])[])[]): boolean {
+  mkdirSync(path.dirname(file), { recursive: true });
+  return withFileLock(file, () => writeHeatFile(file, addRoutes(readHeatFile(file, hp) ?? emptyHeat(hp), routes))) !== undefined;
 }

@@ -33,7 +33,7 @@ export async function ensurePresetModel(
   if (running) return running;
   const job = (async () => {
     await mkdir(dir, { recursive: true });
-    await writeSynthModel(checked, path, onProgress); // writes path.tmp, renames when complete
+    await writeSynthModel(checked, path, onProgress); // writes a temporary file beside path, renames when complete
     return path;
   })().finally(() => pending.delete(path));
   pending.set(path, job);

@@ -63,7 +63,7 @@ export function buildSynthModel(options: SynthOptions): SynthModel {
 
 export type ProgressFn = (bytesWritten: number, bytesTotal: number) => void;
 
-/** Writes the model to `path` (via path.tmp, renamed when complete). */
+/** Writes the model to `path` (via a unique temporary file beside it, renamed when complete). */
 export async function writeSynthModel(options: SynthOptions, path: string, onProgress?: ProgressFn): Promise<SynthModel> {
   const model = buildSynthModel(options);
   await writeGguf(path, model.metadata, model.tensors, { alignment: 32, onProgress });

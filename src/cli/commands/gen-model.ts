@@ -1,7 +1,6 @@
 /** `moetier gen-model`: write a synthetic MoE model with planted routing structure. */
-import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { InvalidOptionError } from '../../core/errors.js';
+import { checkOutputPath } from '../../core/output-file.js';
 import { ARCHS, PRESET_NAMES } from '../../synth/presets.js';
 import { SYNTH_DEFAULTS, checkSynthOptions, writeSynthModel } from '../../synth/generate.js';
 import { QUANT_NAMES } from '../../synth/weights.js';
@@ -18,7 +17,7 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out
   --arch A     ${ARCHS.join(' | ')} (default ${SYNTH_DEFAULTS.arch})
   --quant Q    ${QUANT_NAMES.join(' | ')} (default ${SYNTH_DEFAULTS.quant})
   --seed S     integer seed; same seed, same bytes (default ${SYNTH_DEFAULTS.seed})
-  -o, --out F  output GGUF path (written to F.tmp, renamed when complete)`;
+  -o, --out F  output GGUF path (a regular file or a new path; written beside it, renamed when complete)`;
 
 /** Where progress lines go: process.stderr, or a collector in tests. */
 export type TextSink = Stream;
@@ -27,7 +26,7 @@ export async function genModel(argv: string[], stderr: TextSink): Promise<number
   const a = parseFlags(argv, { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string', short: 'o' } }, 'gen-model');
   const out = a.string('out');
   if (out === undefined) throw new InvalidOptionError(a.flag('out'), 'an output file path', out);
-  if (!existsSync(dirname(resolve(out)))) throw new InvalidOptionError(a.flag('out'), 'a path in an existing directory', out);
+  checkOutputPath(out, a.flag('out')); // before any work: a device, folder or FIFO is never replaced
   const seedText = a.string('seed');
   const seed = seedText === undefined ? undefined : /^\d+$/.test(seedText) ? Number(seedText) : seedText;
   const synth = { preset: a.string('preset'), arch: a.string('arch'), quant: a.string('quant'), seed };

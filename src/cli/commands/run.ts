@@ -1,3 +1,4 @@
+import { checkOutputPath } from '../../core/output-file.js';
 import { InvalidOptionError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
@@ -67,6 +68,7 @@ export const runCommand: Command = {
   usage,
   async run(argv) {
     const a = parseFlags(argv, flags, 'run');
+    checkOutputs(a); // before the telemetry, which writes the trace file when it shuts down
     const telemetry = startTelemetry({ traceFile: a.string('trace-file') });
     try {
       return await a.renamingErrors(apiFlags, () => runWith(a));
@@ -166,4 +168,13 @@ function finite(x: number, digits: number): number | null {
 
 function round(x: number): number {
   return Math.round(x * 100) / 100;
+}
+
+/** Trace outputs are never a device, a folder, the model or the heat file (checked before any work). */
+function checkOutputs(a: Args): void {
+  const inputs = [a.string('model'), a.string('heat')].filter((f): f is string => f !== undefined && f !== 'none');
+  for (const flag of ['trace-file', 'trace-routes']) {
+    const file = a.string(flag);
+    if (file !== undefined) checkOutputPath(file, a.flag(flag), inputs);
+  }
 }

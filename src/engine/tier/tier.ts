@@ -19,7 +19,8 @@ import { Backend } from '../../native/backend.js';
 import type { LfruParams } from '../../tiers/policies/lfru.js';
 import { startResidency } from '../../tiers/start.js';
 import { residentIds } from '../../tiers/residency.js';
-import { addRoutes, emptyHeat, readHeatFile, writeHeatFile } from '../heat-file.js';
+import { limits } from '../../core/limits.js';
+import { mergeIntoHeatFile, readHeatFile } from '../heat-file.js';
 import type { LoadedModel } from '../load.js';
 import { expertContainerBytes } from './experts.js';
 import { hasNativeTier, NativeTierPort } from './native-port.js';
@@ -160,11 +161,9 @@ export class EngineTier {
    */
   mergeHeat(rows: number[][][]): string | undefined {
     if (this.config.heat === false || rows.length === 0) return undefined;
-    const hp = this.model.hparams;
-    const current = readHeatFile(this.config.heat, hp) ?? emptyHeat(hp);
     try {
-      writeHeatFile(this.config.heat, addRoutes(current, rows));
-      return undefined;
+      if (mergeIntoHeatFile(this.config.heat, this.model.hparams, rows)) return undefined;
+      return `${this.config.heat}: locked by another run for over ${limits.heatLockWaitMs} ms`;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (typeof code !== 'string') throw err; // not a file-system refusal: a bug

@@ -3,9 +3,11 @@
  *   header (magic, version, tensor count, kv count) | kv pairs | tensor infos
  *   | pad to alignment | tensor 0 | pad | tensor 1 | ... (each tensor aligned)
  * The header is built in memory (it is small); tensor bytes are streamed, one
- * tensor at a time, to `path.tmp`, which is renamed to `path` only when complete.
+ * tensor at a time, to a unique temporary file beside `path` (core/output-file.ts), which is renamed
+ * to `path` only when complete, and only over a regular file or nothing.
  */
 import { open, rename, rm } from 'node:fs/promises';
+import { checkOutputPath, tempPathBeside } from '../../core/output-file.js';
 import { InvalidOptionError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { GGML_BLOCK, GGML_TYPE, type GgmlTypeName } from '../types.js';
@@ -172,8 +174,9 @@ export async function writeGguf(
   const header = buildHeader(metadata, planned, alignment);
   const dataOffset = alignUp(header.length, alignment);
   const bytesTotal = dataOffset + dataBytes;
-  const tmpPath = `${path}.tmp`;
-  const handle = await open(tmpPath, 'w');
+  checkOutputPath(path, 'path');
+  const tmpPath = tempPathBeside(path);
+  const handle = await open(tmpPath, 'wx');
   try {
     let position = 0;
     const put = async (bytes: Uint8Array): Promise<void> => {
@@ -199,6 +202,12 @@ export async function writeGguf(
     await handle.close();
   } catch (error) {
     await handle.close().catch(() => undefined);
+    await rm(tmpPath, { force: true });
+    throw error;
+  }
+  try {
+    checkOutputPath(path, 'path'); // again: something else may have been put there meanwhile
+  } catch (error) {
     await rm(tmpPath, { force: true });
     throw error;
   }

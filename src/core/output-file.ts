@@ -1,0 +1,52 @@
+/**
+ * Output files the user names (a generated model, a trace file, a route trace, a heat file):
+ * never written over something that is not a regular file, never over one of the run's inputs,
+ * and always through a unique temporary file beside the target, renamed over it when complete
+ * (two runs writing one path each rename a whole file of their own; neither leaves a mix).
+ */
+import { randomBytes } from 'node:crypto';
+import { statSync, type Stats } from 'node:fs';
+import path from 'node:path';
+import { InvalidOptionError } from './errors.js';
+
+function statOrUndefined(file: string): Stats | undefined {
+  try {
+    return statSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+function kind(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/**
+ * Refuses, before any work, an output path that exists and is not a regular file, that is one of
+ * `inputs` (the same file by device and inode, whatever the spelling), or whose folder does not exist.
+ * `flag` is the option as the user named it (`--out`, `--trace-file`).
+ */
+export function checkOutputPath(file: string, flag: string, inputs: readonly string[] = []): void {
+  const dir = statOrUndefined(path.dirname(path.resolve(file)));
+  if (dir === undefined || !dir.isDirectory()) throw new InvalidOptionError(flag, 'a path in an existing directory', file);
+  const target = statOrUndefined(file);
+  if (target === undefined) return;
+  if (!target.isFile()) throw new InvalidOptionError(flag, `a regular file or a new path (this is ${kind(target)}, which it would replace)`, file);
+  for (const input of inputs) {
+    const st = statOrUndefined(input);
+    if (st !== undefined && st.dev === target.dev && st.ino === target.ino) {
+      throw new InvalidOptionError(flag, `a file other than the input ${input} (it would be overwritten)`, file);
+    }
+  }
+}
+
+/** A temporary path beside `file`, unique to this process and call (open it with flag 'wx'). */
+export function tempPathBeside(file: string): string {
+  return `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+}
