@@ -50,7 +50,7 @@ export class Args {
     const v = this.values.get(name);
     if (v === undefined) return fallback;
     const n = Number(v);
-    if (v === '' || !Number.isInteger(n) || n < min || n > max) throw new InvalidOptionError(this.flag(name), `an integer in [${min}, ${max}]`, v);
+    if (v === '' || !Number.isInteger(n) || n < min || n > max) throw new InvalidOptionError(this.flag(name), integerRange(min, max), v);
     return n;
   }
   number(name: string, fallback: number): number {
@@ -164,4 +164,12 @@ function typedSpelling(argv: readonly string[], specs: FlagSpecs, long: string):
   if (name === undefined) return undefined;
   const forms = spellings(specs).get(name)!;
   return argv.map((a) => a.split('=')[0]).filter((a) => forms.includes(a)).at(-1);
+}
+
+/** "an integer in [1, 64]", "an integer >= 1", or "an integer": what int() accepts, as users read it. */
+function integerRange(min: number, max: number): string {
+  if (Number.isFinite(min) && Number.isFinite(max)) return `an integer in [${min}, ${max}]`;
+  if (Number.isFinite(min)) return `an integer >= ${min}`;
+  if (Number.isFinite(max)) return `an integer <= ${max}`;
+  return 'an integer';
 }

@@ -56,18 +56,29 @@ export function readHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' |
   } catch (err) {
     throw new FileFormatError(file, 'heat file', 'JSON written by moetier', { cause: err });
   }
-  const heat = parsed as Partial<HeatFile>;
-  const shapeOk =
-    heat.version === HEAT_FILE_VERSION &&
-    heat.layers === hp.nLayer &&
-    heat.experts === hp.nExpert &&
-    Array.isArray(heat.counts) &&
-    heat.counts.length === hp.nLayer &&
-    heat.counts.every((row) => Array.isArray(row) && row.length === hp.nExpert && row.every((c) => Number.isFinite(c) && c >= 0));
-  if (!shapeOk) {
+  return checkHeat(file, parsed, hp);
+}
+
+/** Field by field: a heat file is only counts, and a wrong one must not warm (or grow) anything. */
+function checkHeat(file: string, parsed: unknown, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile {
+  const fail = (where: string, expected: string): never => {
+    throw new FileFormatError(file, where ? `heat file ${where}` : 'heat file', expected, { code: 'E_HEAT_FILE' });
+  };
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail('', 'a JSON object');
+  const heat = parsed as Record<string, unknown>;
+  const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  if (heat.version !== HEAT_FILE_VERSION) fail('version', `${HEAT_FILE_VERSION}`);
+  if (heat.arch !== hp.arch) fail('arch', `"${hp.arch}" (this model's architecture)`);
+  if (heat.layers !== hp.nLayer || heat.experts !== hp.nExpert) {
     throw new InvalidOptionError('heat', `a version-${HEAT_FILE_VERSION} heat file for ${hp.nLayer} layers x ${hp.nExpert} experts`, file);
   }
-  return heat as HeatFile;
+  if (!count(heat.routedPairs)) fail('routedPairs', 'an integer >= 0');
+  const counts = heat.counts;
+  if (!Array.isArray(counts) || counts.length !== hp.nLayer) fail('counts', `${hp.nLayer} rows`);
+  (counts as unknown[]).forEach((row, l) => {
+    if (!Array.isArray(row) || row.length !== hp.nExpert || !row.every(count)) fail(`counts[${l}]`, `${hp.nExpert} integers >= 0`);
+  });
+  return heat as unknown as HeatFile;
 }
 
 /** Adds a request's routes ([row][layer] = expert ids) into the heat. */

@@ -5,6 +5,9 @@
 import { InvalidOptionError } from '../core/errors.js';
 import { mulberry32 } from '../core/prng.js';
 
+/** Seeds are 32-bit (the PRNG's state): a larger one would silently equal its value mod 2^32. */
+export const SEED_MAX = 2 ** 32 - 1;
+
 export interface SamplingOptions {
   /** 0 (default) = greedy argmax. */
   temperature?: number;
@@ -25,7 +28,7 @@ export function validateSampling(options: SamplingOptions): Required<SamplingOpt
   if (!Number.isFinite(temperature) || temperature < 0) throw new InvalidOptionError('temperature', 'a finite number >= 0', temperature);
   if (!Number.isInteger(topK) || topK < 0) throw new InvalidOptionError('topK', 'an integer >= 0', topK);
   if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new InvalidOptionError('topP', 'a number in (0, 1]', topP);
-  if (!Number.isInteger(seed)) throw new InvalidOptionError('seed', 'an integer', seed);
+  if (!Number.isInteger(seed) || seed < 0 || seed > SEED_MAX) throw new InvalidOptionError('seed', `an integer in [0, ${SEED_MAX}]`, seed);
   return { temperature, topK, topP, seed };
 }
 

@@ -1,7 +1,8 @@
-import { checkOutputPath } from '../../core/output-file.js';
 import { InvalidOptionError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
+import { checkOutputPath } from '../../core/output-file.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
+import { SEED_MAX } from '../../engine/sampler.js';
 import { startTelemetry } from '../../../otel/setup.js';
 import { parseFlags, type Args, type FlagSpecs } from '../args.js';
 import type { Command } from '../command.js';
@@ -87,7 +88,7 @@ async function runWith(a: Args): Promise<number> {
     temperature: a.number('temperature', 0),
     topK: a.int('top-k', 0, 0),
     topP: a.number('top-p', 1),
-    seed: a.int('seed', 0),
+    seed: a.int('seed', 0, 0, SEED_MAX),
     traceRoutes: a.string('trace-routes'),
   };
   const engine = await openEngine({
