@@ -21,6 +21,8 @@ export const limits = {
   maxTokensMax: 32768,
   /** Native compute threads. */
   threadsMax: 64,
+  /** Largest route-trace file replayed (the shared 1,000-token OLMoE trace is ~1 MB). */
+  traceFileBytesMax: 512 * 1024 * 1024,
   /** Largest heat file read (a 256-expert, 94-layer model's counts take ~250 KB). */
   heatFileBytesMax: 64 * 1024 * 1024,
   /** How long a heat-file merge waits for another process's lock before it skips (the heat only warms a start). */

@@ -5,7 +5,7 @@
  * (two runs writing one path each rename a whole file of their own; neither leaves a mix).
  */
 import { randomBytes } from 'node:crypto';
-import { statSync, type Stats } from 'node:fs';
+import { renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { InvalidOptionError } from './errors.js';
 
@@ -49,4 +49,17 @@ export function checkOutputPath(file: string, flag: string, inputs: readonly str
 /** A temporary path beside `file`, unique to this process and call (open it with flag 'wx'). */
 export function tempPathBeside(file: string): string {
   return `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+}
+
+/** Writes `data` to `file` whole or not at all: a checked target, a unique temporary beside it, a rename. */
+export function writeFileAtomic(file: string, data: string | Uint8Array, flag = 'path'): void {
+  checkOutputPath(file, flag);
+  const tmp = tempPathBeside(file);
+  writeFileSync(tmp, data, { flag: 'wx' });
+  try {
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }

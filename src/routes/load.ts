@@ -1,5 +1,7 @@
 /** Reads a routing-trace file of either format (ours, or ../shared/traces/). */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { InvalidOptionError } from '../core/errors.js';
+import { limits } from '../core/limits.js';
 import path from 'node:path';
 import type { Trace } from './types.js';
 import { parseTraceJsonl } from './jsonl.js';
@@ -14,7 +16,7 @@ export interface LoadOptions {
 }
 
 export function readTraces(file: string, opts: LoadOptions): Trace[] {
-  const text = readFileSync(file, 'utf8');
+  const text = readTraceText(file);
   if (!looksShared(text)) return parseTraceJsonl(text, file);
   const model = opts.model ?? path.basename(file).split('.')[0];
   const experts = opts.expertsOf(model);
@@ -22,6 +24,19 @@ export function readTraces(file: string, opts: LoadOptions): Trace[] {
     throw new TraceFormatError(file, 1, `model "${model}"`, 'a known model name (give --model) for a file without header');
   }
   return [parseSharedDecodeTrace(text, file, { model, experts })];
+}
+
+/** The file's text, refused by type and size before reading (a FIFO blocks for ever, /dev/zero never ends). */
+function readTraceText(file: string): string {
+  let st;
+  try {
+    st = statSync(file);
+  } catch (err) {
+    throw new InvalidOptionError('--trace', `a readable trace file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`, file);
+  }
+  if (!st.isFile()) throw new InvalidOptionError('--trace', 'a regular file', file);
+  if (st.size > limits.traceFileBytesMax) throw new TraceFormatError(file, 1, 'file size', `at most ${limits.traceFileBytesMax} bytes, got ${st.size}`);
+  return readFileSync(file, 'utf8');
 }
 
 /** Routing counts per layer and expert over some steps: counts[layer][expert]. */

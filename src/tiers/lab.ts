@@ -41,6 +41,12 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
   const rows: ReplayRow[] = [];
   for (const trace of traces) {
     const g = requireGeometry(o.geometry ?? trace.header.model, o.geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known)`);
+    // The byte and cost figures come from g: a trace of another shape would be priced as a model it is not.
+    if (trace.header.layers !== g.layers || trace.header.experts !== g.experts) {
+      throw new InvalidOptionError(o.geometry ? '--geometry' : '--trace',
+        `a trace of ${g.name}'s shape (${g.layers} layers x ${g.experts} experts), got ${trace.header.layers} x ${trace.header.experts} in ${trace.header.model}`,
+        o.geometry ?? trace.header.model);
+    }
     for (const b of o.budgets) {
       if (!Number.isInteger(b) || b < 1 || b > trace.header.experts) {
         throw new InvalidOptionError('--budget', `integers in [1, ${trace.header.experts}] (slots per layer)`, b);

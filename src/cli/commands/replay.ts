@@ -2,9 +2,9 @@
  * moetier replay: routing traces through placement policies, against the offline
  * optimum, with a napkin cost model. Pure computation: no model, no device.
  */
-import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { InvalidOptionError } from '../../core/errors.js';
+import { checkOutputPath, writeFileAtomic } from '../../core/output-file.js';
 import type { Command } from '../command.js';
 import { costDefaults, parseCostOverrides } from '../../tiers/cost.js';
 import { loadTraceFiles, runLab, type LabOptions } from '../../tiers/lab.js';
@@ -97,12 +97,13 @@ export function plotRows(rows: readonly ReplayRow[]): string {
 
 export async function replayMain(argv: readonly string[], out: (text: string) => void): Promise<number> {
   const p = parseReplayArgs(argv);
+  if (p.plot) checkOutputPath(p.plot, '--plot', p.files); // before the work, never over a trace
   const rows = runLab(loadTraceFiles(p.files, p.model), p.lab);
   if (p.json) out(`[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]`);
   else {
     for (const t of [...new Set(rows.map((r) => r.trace))]) out(formatTable(rows.filter((r) => r.trace === t)) + '\n');
   }
-  if (p.plot) writeFileSync(p.plot, plotRows(rows));
+  if (p.plot) writeFileAtomic(p.plot, plotRows(rows), '--plot');
   return 0;
 }
 
