@@ -21,6 +21,10 @@ export const limits = {
   maxTokensMax: 32768,
   /** Native compute threads. */
   threadsMax: 64,
+  /** Items that a chat template's range() calls may make in one render (real templates make none or a few). */
+  chatTemplateRangeItemsMax: 100_000,
+  /** Longest text a chat template may render (a 32k-token context is ~150k characters). */
+  chatTemplateOutputCharsMax: 4 * 1024 * 1024,
   /** Largest route-trace file replayed (the shared 1,000-token OLMoE trace is ~1 MB). */
   traceFileBytesMax: 512 * 1024 * 1024,
   /** Largest heat file read (a 256-expert, 94-layer model's counts take ~250 KB). */

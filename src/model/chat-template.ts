@@ -6,6 +6,7 @@
  */
 import { Template } from '@huggingface/jinja';
 import { InvalidOptionError, UnsupportedModelError } from '../core/errors.js';
+import { limits } from '../core/limits.js';
 import { metaString } from './gguf/metadata.js';
 import type { GgufFile } from './types.js';
 
@@ -34,17 +35,45 @@ export function applyChatTemplate(file: GgufFile, messages: ChatMessage[], optio
     const tokens = file.metadata.get('tokenizer.ggml.tokens');
     return typeof id === 'number' && Array.isArray(tokens) && typeof tokens[id] === 'string' ? tokens[id] : '';
   };
+  let text: string;
   try {
-    return template.render({
+    text = template.render({
       messages,
       add_generation_prompt: options.addGenerationPrompt ?? true,
       bos_token: tokenText('bos_token_id'),
       eos_token: tokenText('eos_token_id'),
+      [BOUNDED_RANGE]: boundedRange(file.path),
     });
   } catch (error) {
+    if (error instanceof UnsupportedModelError) throw error;
     // Templates reject message sequences they do not support (raise_exception): the caller's input.
     throw new InvalidOptionError('messages', `messages that the model's chat template accepts (${(error as Error).message})`, messages.map((m) => m.role));
   }
+  if (text.length > limits.chatTemplateOutputCharsMax) {
+    throw new UnsupportedModelError(file.path, `key ${KEY}`, `a template whose output stays within ${limits.chatTemplateOutputCharsMax} characters, got ${text.length}`);
+  }
+  return text;
+}
+
+/**
+ * The template's range(), with the elements it makes over one render bounded by
+ * limits.chatTemplateRangeItemsMax: jinja's own builds the whole list first, so
+ * `range(1000000000)` in a model file ended the process with a V8 out-of-memory fatal error.
+ */
+function boundedRange(file: string): (start: number, stop?: number, step?: number) => number[] {
+  let made = 0;
+  return (start, stop, step = 1) => {
+    const [from, to] = stop === undefined ? [0, start] : [start, stop];
+    if (![from, to, step].every(Number.isFinite) || step === 0) {
+      throw new UnsupportedModelError(file, `key ${KEY}`, `range() over finite numbers with a non-zero step, got range(${from}, ${to}, ${step})`);
+    }
+    const count = Math.max(0, Math.ceil((to - from) / step));
+    made += count;
+    if (made > limits.chatTemplateRangeItemsMax) {
+      throw new UnsupportedModelError(file, `key ${KEY}`, `a template whose range() calls make at most ${limits.chatTemplateRangeItemsMax} items in all, got ${made}`);
+    }
+    return Array.from({ length: count }, (_, i) => from + i * step);
+  };
 }
 
 function templateOf(file: GgufFile): Template {
@@ -60,8 +89,21 @@ function templateOf(file: GgufFile): Template {
   } catch (error) {
     throw new UnsupportedModelError(file.path, `key ${KEY}`, `a Jinja template @huggingface/jinja can parse (${(error as Error).message})`);
   }
+  renameIdentifier(template.parsed, 'range', BOUNDED_RANGE);
   compiled.set(file, template);
   return template;
+}
+
+/** The name the template's range() calls are bound to (jinja's own range cannot be replaced in its environment). */
+const BOUNDED_RANGE = '__moetier_bounded_range';
+
+/** Every Identifier node named `from` in the parsed template becomes `to` (a walk over the plain AST objects). */
+function renameIdentifier(node: unknown, from: string, to: string, seen = new Set<object>()): void {
+  if (typeof node !== 'object' || node === null || seen.has(node)) return;
+  seen.add(node);
+  const n = node as { type?: unknown; value?: unknown };
+  if (n.type === 'Identifier' && n.value === from) n.value = to;
+  for (const child of Object.values(node)) renameIdentifier(child, from, to, seen);
 }
 
 function checkMessages(messages: unknown): asserts messages is ChatMessage[] {

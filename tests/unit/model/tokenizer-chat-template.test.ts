@@ -43,4 +43,18 @@ describe('applyChatTemplate', () => {
     expect(() => applyChatTemplate(strict, [{ role: 'system', content: 'x' }])).toThrow(/no system role/);
     expect(() => applyChatTemplate(strict, [{ role: 'user', content: 1 as unknown as string }])).toThrow(InvalidOptionError);
   });
+
+  it('bound what a template in a model file can make: range() items and the rendered text', () => {
+    // Before: range(1000000000) built a billion-item list and ended the process with a V8 fatal error.
+    const huge = fileWith([['tokenizer.chat_template', '{% for i in range(1000000000) %}x{% endfor %}']]);
+    expect(() => applyChatTemplate(huge, [{ role: 'user', content: 'x' }])).toThrow(/range\(\) calls make at most 100000 items in all, got 1000000000/);
+    const nested = fileWith([['tokenizer.chat_template', '{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}']]);
+    expect(() => applyChatTemplate(nested, [{ role: 'user', content: 'x' }])).toThrow(UnsupportedModelError);
+    const small = fileWith([['tokenizer.chat_template', '{% for i in range(3) %}{{ i }}{% endfor %}{% for i in range(1, 7, 2) %}{{ i }}{% endfor %}']]);
+    expect(applyChatTemplate(small, [{ role: 'user', content: 'x' }])).toBe('012135');
+    const long = fileWith([['tokenizer.chat_template', "{% for m in messages %}{{ m['content'] }}{% endfor %}"]]);
+    const big = 'y'.repeat(3 * 1024 * 1024);
+    expect(() => applyChatTemplate(long, [{ role: 'user', content: big }, { role: 'user', content: big }])).toThrow(/output stays within 4194304 characters/);
+  });
 });
+
