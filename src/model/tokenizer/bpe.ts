@@ -11,7 +11,7 @@ import type { GgufFile } from '../types.js';
 import { bytesToUnicode, unicodeToBytes, utf8Encoder } from './bytes.js';
 import { Heap } from './heap.js';
 import type { PreTokenizer } from './pretokenize.js';
-import { TOKEN_TYPE, type Vocab } from './vocab.js';
+import { TOKEN_TYPE, unencodable, type Vocab } from './vocab.js';
 
 const PAIR_SEP = '\u0000';
 
@@ -65,10 +65,12 @@ export class BpeModel {
         out.push(id);
         continue;
       }
-      // No token for the merged symbol: fall back to one token per byte (dropped when absent, as llama.cpp does).
+      // No token for the merged symbol: fall back to one token per byte; a byte without a token is
+      // the vocabulary's fault (llama.cpp drops it silently, which changes the prompt).
       for (const ch of symbol) {
         const byteId = this.vocab.ids.get(ch);
-        if (byteId !== undefined) out.push(byteId);
+        if (byteId === undefined) throw unencodable(this.vocab, unicodeToBytes(ch)[0], symbol);
+        out.push(byteId);
       }
     }
   }

@@ -7,7 +7,7 @@
  */
 import { utf8Encoder } from './bytes.js';
 import { Heap } from './heap.js';
-import { TOKEN_TYPE, type Vocab } from './vocab.js';
+import { TOKEN_TYPE, unencodable, type Vocab } from './vocab.js';
 
 const SPACE = '\u2581';
 
@@ -63,7 +63,8 @@ export class SpmModel {
       }
       for (const byte of utf8Encoder.encode(symbols[i])) {
         const byteId = this.byteIds[byte] ?? this.vocab.unkId;
-        if (byteId !== undefined) out.push(byteId);
+        if (byteId === undefined) throw unencodable(this.vocab, byte, symbols[i]);
+        out.push(byteId);
       }
     }
   }

@@ -3,7 +3,7 @@
  * and checked (lengths agree, ids in range, token types known), plus the
  * special-token partition of an input text.
  */
-import { GgufFormatError } from '../../core/errors.js';
+import { GgufFormatError, UnsupportedModelError } from '../../core/errors.js';
 import { metaBool, metaNumberArray, metaStringArray, metaUint } from '../gguf/metadata.js';
 import type { GgufFile } from '../types.js';
 
@@ -11,6 +11,8 @@ import type { GgufFile } from '../types.js';
 export const TOKEN_TYPE = { undefined: 0, normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
 
 export interface Vocab {
+  /** The model file it was read from (named when the vocabulary cannot encode a text). */
+  file: string;
   tokens: string[];
   types: number[];
   scores: number[] | undefined;
@@ -60,7 +62,7 @@ export function readVocab(file: GgufFile, defaults: { bos?: number; eos?: number
   const eotId = id('eot_token_id', undefined);
   if (eotId !== undefined) eogIds.add(eotId);
   for (const s of specials) if (types[s.id] === TOKEN_TYPE.control && EOG_TEXTS.has(s.text)) eogIds.add(s.id);
-  return { tokens, types, scores, ids, bosId, eosId, unkId, addBos, specials, eogIds };
+  return { file: file.path, tokens, types, scores, ids, bosId, eosId, unkId, addBos, specials, eogIds };
 }
 
 function isSpecialType(type: number): boolean {
@@ -94,4 +96,14 @@ export function partitionSpecials(text: string, vocab: Vocab, parseSpecial: bool
     fragments = next;
   }
   return fragments;
+}
+
+/**
+ * A text this vocabulary cannot encode: a byte with no token and no fallback (real gpt2 vocabularies
+ * have all 256 byte tokens; SPM ones <0xNN> tokens or <unk>). llama.cpp drops such bytes silently;
+ * here the model is named as at fault, with the byte and where it was.
+ */
+export function unencodable(vocab: Vocab, byte: number, text: string): UnsupportedModelError {
+  return new UnsupportedModelError(vocab.file, 'key tokenizer.ggml.tokens',
+    `a token (or a byte fallback) for every byte of the text; it has none for byte 0x${byte.toString(16).padStart(2, '0')} in ${JSON.stringify(text.slice(0, 40))}`);
 }
