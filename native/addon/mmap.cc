@@ -11,6 +11,8 @@
 
 static void ReleaseMapping(MappedFile* m) {
   if (!m->closed && m->base != nullptr && m->length > 0) munmap(m->base, m->length);
+  if (m->fd >= 0) close(m->fd);
+  m->fd = -1;
   m->closed = true;
   m->base = nullptr;
 }
@@ -48,14 +50,16 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   }
   size_t length = static_cast<size_t>(st.st_size);
   void* base = mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);  // the mapping keeps the file alive
   if (base == MAP_FAILED) {
+    close(fd);
     Napi::Error::New(env, path + ": mmap failed: " + std::strerror(errno)).ThrowAsJavaScriptException();
     return env.Undefined();
   }
+  fcntl(fd, F_SETFD, FD_CLOEXEC);  // pinned for this process only: children do not inherit it
   auto* m = new MappedFile();
   m->base = base;
   m->length = length;
+  m->fd = fd;
   auto handle = Napi::External<MappedFile>::New(env, m, [](Napi::Env, MappedFile* mf) {
     ReleaseMapping(mf);
     delete mf;
@@ -65,6 +69,7 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Object result = Napi::Object::New(env);
   result.Set("handle", handle);
   result.Set("buffer", buffer);
+  result.Set("fd", Napi::Number::New(env, fd));
   return result;
 }
 

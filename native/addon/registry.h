@@ -14,6 +14,9 @@ void RegisterTier(Napi::Env env, Napi::Object exports);     // tier.cc: the expe
 struct MappedFile {
   void* base = nullptr;
   size_t length = 0;
+  // The open file, kept for the mapping's life: readers that need the file again (rebuild
+  // workers) open this descriptor's file, never the path, which may name another file by then.
+  int fd = -1;
   bool closed = false;
   // Native objects reading the mapping (models: their contexts, tiers and uploads hold them).
   // unmapFile refuses while any is alive, so no native reader can outlive the mapping.

@@ -80,6 +80,15 @@ export class NativeError extends MoetierError {
   }
 }
 
+/** The model file was replaced or truncated under a running engine; its mapping can no longer be trusted. */
+export class ModelFileChangedError extends MoetierError {
+  readonly file: string;
+  constructor(file: string, what: string) {
+    super('E_MODEL_FILE_CHANGED', `${file}: the model file changed under the running engine (${what}); reopen the engine on the file as it is now`);
+    this.file = file;
+  }
+}
+
 /** A named limit was reached (context length, queue depth, ...). */
 export class LimitExceededError extends MoetierError {
   readonly limit: string;

@@ -9,6 +9,7 @@ import { readHParams } from '../model/hparams.js';
 import { createTokenizer, type Tokenizer } from '../model/tokenizer/index.js';
 import { GGML_TYPE, type GgufFile, type HParams } from '../model/types.js';
 import type { MappedFileHandle, NativeBinding, NativeModelHandle } from '../native/binding.js';
+import { pinModelFile, type PinnedModelFile } from './model-pin.js';
 
 export interface LoadedModel {
   path: string;
@@ -17,12 +18,14 @@ export interface LoadedModel {
   tokenizer: Tokenizer;
   mapping: MappedFileHandle;
   nativeModel: NativeModelHandle;
+  /** The mapped file itself, for readers after the open and for the checks that it did not change. */
+  pin: PinnedModelFile;
 }
 
 export function loadModel(native: NativeBinding, path: string): LoadedModel {
   if (typeof path !== 'string' || path.length === 0) throw new InvalidOptionError('model', 'a path to a .gguf file', path);
   if (!existsSync(path) || !statSync(path).isFile()) throw new InvalidOptionError('model', 'an existing .gguf file', path);
-  let mapped: { handle: MappedFileHandle; buffer: ArrayBuffer };
+  let mapped: { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
   try {
     mapped = native.mapFile(path);
   } catch (err) {
@@ -39,7 +42,7 @@ export function loadModel(native: NativeBinding, path: string): LoadedModel {
     } catch (err) {
       throw new NativeError(`${path}: the native forward pass refused the model: ${(err as Error).message}`, { cause: err });
     }
-    return { path, file, hparams, tokenizer, mapping: mapped.handle, nativeModel };
+    return { path, file, hparams, tokenizer, mapping: mapped.handle, nativeModel, pin: pinModelFile(path, mapped.fd) };
   } catch (err) {
     native.unmapFile(mapped.handle);
     throw err;

@@ -218,7 +218,8 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
   version(): string;
 
   /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */
-  mapFile(filePath: string): { handle: MappedFileHandle; buffer: ArrayBuffer };
+  /** fd: the open file, kept until unmapFile (identity and size checks, the rebuild workers' pinned path). */
+  mapFile(filePath: string): { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
   unmapFile(handle: MappedFileHandle): void;
 
   /** Kernel path control (tests and benches). */

@@ -11,8 +11,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkModelFile, type PinnedModelFile } from '../../engine/model-pin.js';
 import { Piscina } from 'piscina';
-import { NativeError } from '../../core/errors.js';
+import { ModelFileChangedError, NativeError } from '../../core/errors.js';
 import { initialInt8Rebuild, stepInt8Rebuild, type Int8RebuildState } from './logic.js';
 import type { Int8RebuildEffect, Int8RebuildLimits, Int8RebuildMessage } from './messages.js';
 import type { RebuildJob } from './worker.js';
@@ -37,7 +38,7 @@ export class Int8RebuildActor {
   private failure: Error | undefined;
 
   constructor(
-    private readonly file: string,
+    private readonly pin: PinnedModelFile,
     nLayer: number,
     nExpert: number,
     blocks: number,
@@ -65,14 +66,15 @@ export class Int8RebuildActor {
     else if (e.kind === 'unpublish') Atomics.store(this.offsets, key(e.layer, e.expert), -1);
     else {
       const { layer, expert, offset } = e.task;
-      const job: RebuildJob = { file: this.file, arena: this.arena.buffer as SharedArrayBuffer, layer, expert, offset };
+      const job: RebuildJob = { pin: this.pin, arena: this.arena.buffer as SharedArrayBuffer, layer, expert, offset };
       this.running++;
       this.pool
         .run(job)
         .then(
           () => this.send({ kind: 'done', layer, expert, ok: true }),
           (err: unknown) => {
-            this.failure ??= new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, { cause: err });
+            this.failure ??= fileChanged(this.pin) ??
+              new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, { cause: err });
             this.send({ kind: 'done', layer, expert, ok: false });
           },
         )
@@ -102,5 +104,15 @@ export class Int8RebuildActor {
   async close(): Promise<void> {
     await this.whenIdle();
     await this.pool.destroy();
+  }
+}
+
+/** The typed reason a rebuild failed when it is the model file (errors lose their class across threads). */
+function fileChanged(pin: PinnedModelFile): ModelFileChangedError | undefined {
+  try {
+    checkModelFile(pin);
+    return undefined;
+  } catch (err) {
+    return err instanceof ModelFileChangedError ? err : undefined;
   }
 }

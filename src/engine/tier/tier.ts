@@ -204,7 +204,7 @@ function hostCopyBytes(hp: LoadedModel['hparams']): number {
 function createRebuildActor(model: LoadedModel): Int8RebuildActor {
   const hp = model.hparams;
   const nonResidentMax = hp.nLayer * (hp.nExpert - 1);
-  return new Int8RebuildActor(model.path, hp.nLayer, hp.nExpert, nonResidentMax + rebuildSlackBlocks, hostCopyBytes(hp));
+  return new Int8RebuildActor(model.pin, hp.nLayer, hp.nExpert, nonResidentMax + rebuildSlackBlocks, hostCopyBytes(hp));
 }
 
 const rebuildSlackBlocks = 16;

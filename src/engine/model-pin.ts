@@ -1,0 +1,40 @@
+/**
+ * The model file, pinned for the engine's life (issue 10): the mapping's descriptor stays open,
+ * so readers that need the file again (the int8-rebuild workers) open that descriptor's file
+ * (/proc/self/fd/N on Linux), never the path, which another file may have been renamed over; and
+ * the file's identity and size are checked where they are used, so a truncated file is a typed
+ * error (ModelFileChangedError) instead of a SIGBUS on the mapping, and a replaced one never
+ * gives another model's tokens.
+ */
+import { existsSync, fstatSync, statSync } from 'node:fs';
+import { ModelFileChangedError } from '../core/errors.js';
+
+export interface ModelFileIdentity {
+  /** Device and inode of the mapped file, and its size when mapped (bigint: inodes pass 2^53). */
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+}
+
+export interface PinnedModelFile {
+  /** The path the user gave (messages only). */
+  path: string;
+  /** A path to this very file for readers in this process: /proc/self/fd/N where it exists, else `path`. */
+  readerPath: string;
+  identity: ModelFileIdentity;
+}
+
+export function pinModelFile(path: string, fd: number): PinnedModelFile {
+  const st = fstatSync(fd, { bigint: true });
+  const procPath = `/proc/self/fd/${fd}`;
+  return { path, readerPath: existsSync(procPath) ? procPath : path, identity: { dev: st.dev, ino: st.ino, size: st.size } };
+}
+
+/** Throws ModelFileChangedError unless the file at `readerPath` is the pinned one, at its pinned size. */
+export function checkModelFile(pin: PinnedModelFile, fd?: number): void {
+  const st = fd === undefined ? statSync(pin.readerPath, { bigint: true }) : fstatSync(fd, { bigint: true });
+  if (st.dev !== pin.identity.dev || st.ino !== pin.identity.ino) throw new ModelFileChangedError(pin.path, 'another file is at its path now');
+  if (st.size !== pin.identity.size) {
+    throw new ModelFileChangedError(pin.path, `its size went from ${pin.identity.size} to ${st.size} bytes`);
+  }
+}
