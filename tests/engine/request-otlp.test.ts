@@ -73,11 +73,13 @@ describe('request tracing over OTLP', () => {
     for (let i = 1; i < steps.length; i++) expect(steps[i].startNs >= steps[i - 1].endNs).toBe(true);
     expect(steps[0].startNs >= prefill[0].endNs).toBe(true);
 
-    // No prompt or generated text in any attribute.
-    const everything = JSON.stringify(spans.map((s) => s.attributes));
+    // No prompt or generated text in any attribute, nor in the resource (the command line is left out).
+    const everything = JSON.stringify(spans.map((s) => ({ a: s.attributes, r: s.resource })));
     expect(everything).not.toContain('secretword');
     expect(text.trim().length).toBeGreaterThan(0);
     expect(everything).not.toContain(text.trim().split(' ')[0]);
+    expect(Object.keys(request.resource)).not.toContain('process.command_args');
+    expect(request.resource['process.pid']).toBe(process.pid);
 
     const metric = (name: string) => metrics.find((m) => m.name === name)!;
     const model = request.attributes[GenAiNames.requestModel];

@@ -61,7 +61,7 @@ describe('OTLP/HTTP export over loopback', () => {
 
     const report = await telemetry.shutdown();
     expect(report.flushed).toBe(true);
-    expect(report.otlp).toEqual({ endpoint: `${receiver.url}/v1/traces`, failedBatches: 0 });
+    expect(report.otlp).toEqual({ endpoint: `${receiver.url}/v1/traces`, failedBatches: 0, errors: 0 });
     expect(receiver.rejected).toBe(0);
 
     const spans = await receiver.waitForSpans((s) => s.length >= 4);

@@ -3,7 +3,8 @@ import { limits } from '../../core/limits.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
 import { SEED_MAX } from '../../engine/sampler.js';
-import { startTelemetry } from '../../../otel/setup.js';
+import { loadTelemetry } from '../../../otel/load.js';
+import { exportProblem, type Telemetry } from '../../../otel/telemetry.js';
 import { parseFlags, type Args, type FlagSpecs } from '../args.js';
 import type { Command } from '../command.js';
 import { formatStats, printStats, streamCompletion } from '../completion.js';
@@ -70,15 +71,23 @@ export const runCommand: Command = {
   async run(argv) {
     const a = parseFlags(argv, flags, 'run');
     checkOutputs(a); // before the telemetry, which writes the trace file when it shuts down
-    const telemetry = startTelemetry({ traceFile: a.string('trace-file') });
+    const telemetry = await loadTelemetry({ traceFile: a.string('trace-file') });
+    for (const warning of telemetry.warnings) console.error(`moetier: ${warning}`);
     try {
       return await a.renamingErrors(apiFlags, () => runWith(a));
     } finally {
-      const report = await telemetry.shutdown();
-      if (report.traceFile) console.error(`trace file: ${report.traceFile.file} (${report.traceFile.spans} spans)`);
+      await endTelemetry(telemetry);
     }
   },
 };
+
+/** Writes the trace file and flushes the exporters (bounded); says once on stderr what failed. */
+async function endTelemetry(telemetry: Telemetry): Promise<void> {
+  const report = await telemetry.shutdown();
+  if (report.traceFile) console.error(`trace file: ${report.traceFile.file} (${report.traceFile.spans} spans)`);
+  const problem = exportProblem(report);
+  if (problem) console.error(`moetier: ${problem}`);
+}
 
 async function runWith(a: Args): Promise<number> {
   // Every flag is read before the model is opened: a bad command line fails at once.
