@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../../core/errors.js';
+import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
@@ -8,6 +8,7 @@ import { exportProblem, type Telemetry } from '../../../otel/telemetry.js';
 import { parseFlags, type Args, type FlagSpecs } from '../args.js';
 import type { Command } from '../command.js';
 import { formatStats, printStats, streamCompletion } from '../completion.js';
+import { catchInterrupt, exitCodeInterrupted } from '../interrupt.js';
 
 const usage = `usage: moetier run -m F -p P [-n N] [--json] [options]
 
@@ -73,10 +74,16 @@ export const runCommand: Command = {
     checkOutputs(a); // before the telemetry, which writes the trace file when it shuts down
     const telemetry = await loadTelemetry({ traceFile: a.string('trace-file') });
     for (const warning of telemetry.warnings) console.error(`moetier: ${warning}`);
+    const interrupt = catchInterrupt();
     try {
-      return await a.renamingErrors(apiFlags, () => runWith(a));
+      return await a.renamingErrors(apiFlags, () => runWith(a, interrupt.signal));
+    } catch (error) {
+      if (!(interrupt.signal.aborted && error instanceof RequestAbortedError)) throw error;
+      console.error('\nmoetier: interrupted');
+      return exitCodeInterrupted;
     } finally {
-      await endTelemetry(telemetry);
+      await endTelemetry(telemetry); // still listening: a Ctrl-C while the trace file is written does not cut it short
+      interrupt.dispose();
     }
   },
 };
@@ -89,7 +96,7 @@ async function endTelemetry(telemetry: Telemetry): Promise<void> {
   if (problem) console.error(`moetier: ${problem}`);
 }
 
-async function runWith(a: Args): Promise<number> {
+async function runWith(a: Args, signal: AbortSignal): Promise<number> {
   // Every flag is read before the model is opened: a bad command line fails at once.
   const prompt = a.requireString('prompt');
   const generate = {
@@ -99,6 +106,7 @@ async function runWith(a: Args): Promise<number> {
     topP: a.number('top-p', 1),
     seed: a.int('seed', 0, 0, SEED_MAX),
     traceRoutes: a.string('trace-routes'),
+    signal,
   };
   const engine = await openEngine({
     model: a.requireString('model'),
