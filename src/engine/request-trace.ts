@@ -165,10 +165,12 @@ export class RequestTrace {
     return step.context;
   }
 
-  /** Builds the spans of the decode steps that ended; a running one stays. */
+  /** Builds the spans of the decode steps that ended (nobody asks for their context now); a running one stays. */
   private flush(): void {
     const running = this.steps.filter((s) => s.endNs === 0n);
-    for (const s of this.steps) if (s.endNs !== 0n && !s.context) this.build(SpanNames.decodeStep, s);
+    for (const s of this.steps) {
+      if (s.endNs !== 0n && !s.context) recordTimedSpan(this.tracer, SpanNames.decodeStep, s.startNs, s.endNs, stepAttributes(SpanNames.decodeStep, s), this.context);
+    }
     this.steps = running;
   }
 
