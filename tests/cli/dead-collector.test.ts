@@ -8,7 +8,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOtlpReceiver, type OtlpReceiver } from '../otel/otlp-receiver.js';
 import { tempDir, tinyModel } from '../engine/tier-helpers.js';
-import { envWith, runCli, type CliResult } from './cli-helpers.js';
+import { cleanOtelEnv, spawnCli, type SpawnedCli } from './helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-dead-collector-');
 const timeoutMs = 1500;
@@ -40,23 +40,23 @@ afterAll(async () => {
 });
 
 // A tier run: thousands of spans (layer computes), several batches in flight when the run ends.
-const run = (endpoint: string, extra: Record<string, string> = {}): Promise<CliResult> =>
-  runCli(
+const run = (endpoint: string, extra: Record<string, string> = {}): Promise<SpawnedCli> =>
+  spawnCli(
     ['run', '--model', model, '--prompt', 'red green blue', '-n', '48', '--threads', '1', '--ctx', '128', '--slots-per-layer', '2', '--heat', 'none'],
-    envWith({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TIMEOUT: String(timeoutMs), ...extra }),
+    cleanOtelEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TIMEOUT: String(timeoutMs), ...extra }),
   );
 
 const reportLines = (stderr: string): string[] => stderr.split('\n').filter((l) => l.includes('OpenTelemetry export'));
 
 describe('a dead or silent collector', () => {
-  let baseline: CliResult;
+  let baseline: SpawnedCli;
 
   beforeAll(async () => {
     baseline = await run(receiver.url);
   });
 
   it('the baseline: a working collector gets the spans and nothing is reported', () => {
-    expect(baseline.code).toBe(0);
+    expect(baseline.status).toBe(0);
     expect(reportLines(baseline.stderr)).toEqual([]);
     expect(receiver.spans.filter((s) => s.name === 'moetier.layer.compute').length).toBeGreaterThan(4 * 40);
   });
@@ -66,7 +66,7 @@ describe('a dead or silent collector', () => {
     ['a server that accepts and never answers', () => silent.url, /gave up after 1500 ms/],
   ])('%s costs at most the export timeout and is reported once', async (_name, url, reason) => {
     const r = await run(url());
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     expect(r.stdout.length).toBeGreaterThan(0);
     const lines = reportLines(r.stderr);
     expect(lines).toHaveLength(1);
@@ -77,11 +77,11 @@ describe('a dead or silent collector', () => {
   });
 
   it('holds the 5 s default when OTEL_EXPORTER_OTLP_TIMEOUT is unset (silent collector)', async () => {
-    const r = await runCli(
+    const r = await spawnCli(
       ['run', '--model', model, '--prompt', 'red', '-n', '4', '--threads', '1', '--ctx', '64'],
-      envWith({ OTEL_EXPORTER_OTLP_ENDPOINT: silent.url, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json' }),
+      cleanOtelEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: silent.url, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json' }),
     );
-    expect(r.code).toBe(0);
+    expect(r.status).toBe(0);
     expect(reportLines(r.stderr)).toEqual([expect.stringMatching(/gave up after 5000 ms/)]);
     expect(r.wallMs - baseline.wallMs).toBeLessThan(5000 + 1000);
     expect(r.wallMs).toBeGreaterThan(4000); // it did wait for the collector, as the bound allows

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpanNames } from '../../otel/semconv.js';
 import { tempDir, tinyModel } from '../engine/tier-helpers.js';
-import { envWith, runCli } from './cli-helpers.js';
+import { cleanOtelEnv, spawnCli } from './helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-interrupt-');
 let model: string;
@@ -24,7 +24,7 @@ describe('Ctrl-C during moetier run', () => {
     let sent = false;
     // 30000 tokens would take ~15 s here: the SIGINT comes once the first 200 characters have streamed.
     const args = ['run', '--model', model, '--prompt', 'red green blue', '-n', '30000', '--ctx', '32768', '--threads', '1', '--resident', '0.5', '--heat', heat, '--trace-file', traceFile];
-    const r = await runCli(args, envWith({}), (out, child) => {
+    const r = await spawnCli(args, cleanOtelEnv({}), (out, child) => {
       if (!sent && out.length > 200) {
         sent = true;
         child.kill('SIGINT');
@@ -32,7 +32,7 @@ describe('Ctrl-C during moetier run', () => {
     });
     expect(sent).toBe(true);
     expect(r.signal).toBe(null); // it exited by itself, not killed by the signal
-    expect(r.code).toBe(130);
+    expect(r.status).toBe(130);
     expect(r.wallMs).toBeLessThan(10_000);
     expect(r.stderr).toMatch(/moetier: interrupted/);
 
