@@ -31,8 +31,9 @@ expert tier (attached with --resident or --slots-per-layer):
   --prefill-replan        re-plan each layer's residents from the prompt's own prefill routing (also MOETIER_PREFILL_REPLAN=1)
   --replan-max N          swaps per layer at most (default 24; also MOETIER_PREFILL_REPLAN_MAX)
   --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
-  --trace-file F          write the spans (layer compute, uploads, calibration) as Chrome/Perfetto trace JSON;
-                          OTLP export follows the standard OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT)
+  --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
+                          rebuilds, calibration) as Chrome/Perfetto trace JSON; OTLP export follows the standard
+                          OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT; see docs/TRACING.md)
   with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes`;
 
 /** Short letters and aliases are llama-cli's (-m -p -n -t -c -s, --temp, --n-predict, --ctx-size). */
