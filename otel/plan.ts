@@ -12,16 +12,25 @@
  * Traces travel as OTLP/HTTP JSON (`@opentelemetry/exporter-trace-otlp-http`); every
  * OTLP/HTTP receiver (Jaeger on 4318, the Collector) accepts it. `http/protobuf` is answered
  * with JSON and a warning; `grpc` is refused.
+ *
+ * A dead or silent collector costs a run at most exportTimeoutMs at its end: each OTLP export
+ * gives up after it (OTEL_EXPORTER_OTLP_TIMEOUT, else 5 s here, half the standard's 10 s), and so
+ * does the shutdown's flush (setup.ts).
  */
 import { InvalidOptionError } from '../src/core/errors.js';
 
 export type TraceExporterKind = 'otlp' | 'console';
+
+/** The OTLP export timeout and shutdown bound when OTEL_EXPORTER_OTLP_TIMEOUT is unset (ms). */
+export const exportTimeoutMsDefault = 5000;
 
 export interface TelemetryPlan {
   readonly disabled: boolean;
   readonly traceExporters: readonly TraceExporterKind[];
   /** Let the Node SDK build its metric readers from OTEL_METRICS_EXPORTER & co. */
   readonly metricsFromEnv: boolean;
+  /** How long one OTLP export (and the shutdown's flush) may wait for the collector, ms. */
+  readonly exportTimeoutMs: number;
   /** Things the user should know (printed by the CLI), e.g. a protocol we answer differently. */
   readonly warnings: readonly string[];
 }
@@ -29,7 +38,8 @@ export interface TelemetryPlan {
 type Env = Readonly<Record<string, string | undefined>>;
 
 export function telemetryPlan(env: Env): TelemetryPlan {
-  if (isTrue(env.OTEL_SDK_DISABLED)) return { disabled: true, traceExporters: [], metricsFromEnv: false, warnings: [] };
+  const exportTimeoutMs = exportTimeoutOf(env);
+  if (isTrue(env.OTEL_SDK_DISABLED)) return { disabled: true, traceExporters: [], metricsFromEnv: false, exportTimeoutMs, warnings: [] };
   const warnings: string[] = [];
   const traceExporters = traceExportersOf(env);
   if (traceExporters.includes('otlp')) {
@@ -41,7 +51,16 @@ export function telemetryPlan(env: Env): TelemetryPlan {
   const metricsNamed = list(env.OTEL_METRICS_EXPORTER);
   const metricsFromEnv =
     metricsNamed.length > 0 ? !(metricsNamed.length === 1 && metricsNamed[0] === 'none') : traceExporters.includes('otlp');
-  return { disabled: false, traceExporters, metricsFromEnv, warnings };
+  return { disabled: false, traceExporters, metricsFromEnv, exportTimeoutMs, warnings };
+}
+
+/** OTEL_EXPORTER_OTLP_TIMEOUT (ms, > 0), the standard's variable for every signal's export. */
+function exportTimeoutOf(env: Env): number {
+  const raw = env.OTEL_EXPORTER_OTLP_TIMEOUT?.trim();
+  if (!raw) return exportTimeoutMsDefault;
+  const ms = Number(raw);
+  if (!Number.isFinite(ms) || ms <= 0) throw new InvalidOptionError('OTEL_EXPORTER_OTLP_TIMEOUT', 'a number of milliseconds > 0', raw);
+  return ms;
 }
 
 function traceExportersOf(env: Env): TraceExporterKind[] {

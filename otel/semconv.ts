@@ -10,17 +10,21 @@
  * This file imports only types from `@opentelemetry/api`, so library code in `src/`
  * may import it without pulling in the SDK.
  *
- * Span tree of one request (timed spans are built after each step from the backend's
- * timing events, see src/telemetry/spans.ts):
+ * Where the OpenTelemetry GenAI conventions have a name for a figure (the model, input and
+ * output tokens, time to first token, time per output token) moetier uses it (`gen_ai.*`,
+ * GenAiNames); what is moetier's own is `moetier.*`.
  *
- *   moetier.request
- *   ├── moetier.prefill
- *   │   └── moetier.layer.compute  (one per layer, phase=prefill)
- *   ├── moetier.decode_step        (one per generated token)
- *   │   └── moetier.layer.compute  (one per layer, phase=decode)
- *   ├── moetier.upload             (expert -> device slot; overlaps later layers' compute)
- *   ├── moetier.rebuild            (host int8 copies of evicted experts)
- *   └── moetier.calibration.update (EWMA bandwidth / fixed cost / compute time)
+ * Span tree of one request (the request span is live; the others are built after the fact from
+ * monotonic timestamps, in batches, see src/engine/request-trace.ts and src/telemetry/spans.ts):
+ *
+ *   moetier.request                  every request
+ *   ├── moetier.prefill              every request
+ *   │   └── moetier.layer.compute    with a tier: one per layer, phase=prefill
+ *   ├── moetier.decode_step          every request: one per token evaluated after the first
+ *   │   └── moetier.layer.compute    with a tier: one per layer, phase=decode
+ *   ├── moetier.upload               with a tier: expert -> device slot; overlaps later layers' compute
+ *   ├── moetier.rebuild              with a tier over Q4_0: one expert's host int8 copy
+ *   └── moetier.calibration.update   with a tier: EWMA bandwidth / fixed cost / compute time
  */
 import type { Attributes } from '@opentelemetry/api';
 
@@ -55,9 +59,7 @@ export const AttrNames = {
   uploadSize: 'moetier.upload.size',
   /** bool: the newcomer overwrote the victim's slot (true) or went free-then-upload (false). */
   uploadInPlace: 'moetier.upload.in_place',
-  /** int: experts whose host int8 copy one rebuild made. */
-  rebuildExpertCount: 'moetier.rebuild.expert_count',
-  /** int: bytes of host copies one rebuild wrote. */
+  /** int: bytes of the host copy one rebuild wrote. */
   rebuildSize: 'moetier.rebuild.size',
   /** double: EWMA upload bandwidth, bytes per second. */
   calibrationBandwidth: 'moetier.calibration.upload_bandwidth_bytes_per_s',
@@ -67,11 +69,41 @@ export const AttrNames = {
   calibrationLayerCompute: 'moetier.calibration.layer_compute_ms',
   /** int: timing samples this update consumed. */
   calibrationSamples: 'moetier.calibration.samples',
-  /** string: the device backend ('cpu', 'fake', 'cuda'). */
+  /** string: the device backend of the expert tier ('cpu', 'fake', 'cuda'); absent without a tier. */
   backend: 'moetier.backend',
-  /** int: prompt tokens of a request. */
-  promptTokens: 'moetier.request.prompt_tokens',
 } as const;
+
+/** The OpenTelemetry GenAI semantic conventions' names moetier uses (semconv 1.37+, incubating). */
+export const GenAiNames = {
+  /** string: always 'text_completion' (a prompt in, tokens out). */
+  operationName: 'gen_ai.operation.name',
+  /** string: the model (GGUF general.name, else the file's name without its folder). */
+  requestModel: 'gen_ai.request.model',
+  requestMaxTokens: 'gen_ai.request.max_tokens',
+  requestTemperature: 'gen_ai.request.temperature',
+  requestTopK: 'gen_ai.request.top_k',
+  requestTopP: 'gen_ai.request.top_p',
+  requestSeed: 'gen_ai.request.seed',
+  /** int: prompt tokens (BOS included). */
+  usageInputTokens: 'gen_ai.usage.input_tokens',
+  /** int: generated tokens. */
+  usageOutputTokens: 'gen_ai.usage.output_tokens',
+  /** string[]: one entry: 'stop' | 'length' | 'context' | 'aborted'. */
+  responseFinishReasons: 'gen_ai.response.finish_reasons',
+  /** string (JSON): the prompt; only when content capture is on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true). */
+  inputMessages: 'gen_ai.input.messages',
+  /** string (JSON): the generated text; only when content capture is on. */
+  outputMessages: 'gen_ai.output.messages',
+  /** string: 'input' | 'output', on gen_ai.client.token.usage. */
+  tokenType: 'gen_ai.token.type',
+  /** string: the class of the error a request failed with (OTel's general `error.type`). */
+  errorType: 'error.type',
+} as const;
+
+export const genAiOperation = 'text_completion';
+
+/** The opt-in for prompt and generated text in span attributes, as OpenTelemetry's GenAI instrumentations name it. */
+export const captureContentVariable = 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT';
 
 export type Phase = 'prefill' | 'decode';
 
@@ -95,10 +127,10 @@ export function uploadAttributes(a: { layer: number; expert: number; bytes: numb
   };
 }
 
-export function rebuildAttributes(a: { layer: number; expertCount: number; bytes: number }): Attributes {
+export function rebuildAttributes(a: { layer: number; expert: number; bytes: number }): Attributes {
   return {
     [AttrNames.layer]: a.layer,
-    [AttrNames.rebuildExpertCount]: a.expertCount,
+    [AttrNames.expert]: a.expert,
     [AttrNames.rebuildSize]: a.bytes,
   };
 }
@@ -128,14 +160,39 @@ export interface MetricSpec {
 
 const ratioBuckets = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95];
 const perTokenSecondsBuckets = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2];
-const ttftSecondsBuckets = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const ttftSecondsBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** The conventions' advice for gen_ai.client.token.usage. */
+const tokenBuckets = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576];
 
 /**
  * Per-request statistics as metrics; the `moetier run --json` field each one mirrors is
- * named in brackets. Durations are recorded in seconds, as OTel's semantic conventions do
- * (`gen_ai.server.time_to_first_token`), while --json prints milliseconds.
+ * named in brackets. Durations are recorded in seconds, as OTel's semantic conventions do,
+ * while --json prints milliseconds. The gen_ai ones are recorded for every request that ended
+ * without an error, with or without a tier (their buckets are ours: a token takes milliseconds
+ * here, where the conventions' advice starts at 10 ms); the moetier.* ones with a tier.
  */
 export const MetricSpecs = {
+  /** [ttftMs] */
+  timeToFirstToken: {
+    name: 'gen_ai.server.time_to_first_token',
+    unit: 's',
+    description: 'From the call to generate() until the first generated token, per request',
+    buckets: ttftSecondsBuckets,
+  },
+  /** [msPerToken] */
+  timePerOutputToken: {
+    name: 'gen_ai.server.time_per_output_token',
+    unit: 's',
+    description: 'Decode time per generated token after the first, per request',
+    buckets: perTokenSecondsBuckets,
+  },
+  /** [promptTokens, generatedTokens], told apart by gen_ai.token.type */
+  tokenUsage: {
+    name: 'gen_ai.client.token.usage',
+    unit: '{token}',
+    description: 'Input (prompt) and output (generated) tokens, per request',
+    buckets: tokenBuckets,
+  },
   /** [decodeHitRate] */
   decodeHitRatio: {
     name: 'moetier.request.decode.hit_ratio',
@@ -156,20 +213,6 @@ export const MetricSpecs = {
     unit: 's',
     description: 'Time spent in the MoE FFNs (resident and host runner) per generated token, per request',
     buckets: perTokenSecondsBuckets,
-  },
-  /** [msPerToken] */
-  timePerToken: {
-    name: 'moetier.request.time_per_output_token',
-    unit: 's',
-    description: 'Decode time per generated token, per request',
-    buckets: perTokenSecondsBuckets,
-  },
-  /** [ttftMs] */
-  timeToFirstToken: {
-    name: 'moetier.request.time_to_first_token',
-    unit: 's',
-    description: 'From the call to generate() until the first generated token, per request',
-    buckets: ttftSecondsBuckets,
   },
   /** [uploads] */
   uploads: {

@@ -5,20 +5,27 @@
  *
  *   startTelemetry({ traceFile })          plan.ts reads OTEL_* -> which exporters
  *        |
- *   NodeSDK: W3C propagator, AsyncLocalStorage context, resource (service.name, host, process)
+ *   NodeSDK: W3C propagator, AsyncLocalStorage context, resource (service.name, host, process
+ *            without its command line: a prompt given on it must not reach the collector)
  *        |-- BatchSpanProcessor  -> OTLPTraceExporter (OTLP/HTTP JSON, OTEL_EXPORTER_OTLP_*)
  *        |-- SimpleSpanProcessor -> ConsoleSpanExporter          (OTEL_TRACES_EXPORTER=console)
  *        |-- SimpleSpanProcessor -> TraceFileExporter (--trace-file F, written at shutdown)
  *        '-- metric readers from OTEL_METRICS_EXPORTER & co (when metrics are on)
  *
  *   await telemetry.shutdown()             writes the trace file, flushes the exporters
- *                                          (bounded: a dead collector cannot hold the CLI)
+ *
+ * A dead or silent collector costs at most plan.exportTimeoutMs (5 s by default): every OTLP
+ * export, of spans and of metrics, gives up after it (retries included), the batch processor's
+ * last batches go out at once (in parallel), and shutdown stops waiting then. Failures are
+ * counted (span batches by the exporter, the rest through the SDK's global error handler) for the
+ * report the CLI prints once.
  */
 import { accessSync, constants as fsConstants } from 'node:fs';
 import path from 'node:path';
-import { context, metrics, propagation, trace } from '@opentelemetry/api';
-import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import { context, metrics, propagation, trace, type Exception } from '@opentelemetry/api';
+import { ExportResultCode, loggingErrorHandler, setGlobalErrorHandler, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { envDetector, hostDetector, processDetector, type ResourceDetector } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import {
   BatchSpanProcessor,
@@ -31,43 +38,10 @@ import {
 import { assert } from '../src/core/assert.js';
 import { InvalidOptionError } from '../src/core/errors.js';
 import { telemetryPlan, type TraceExporterKind } from './plan.js';
+import { inactiveTelemetry, wantsNoTelemetry, type OtlpReport, type Telemetry, type TelemetryOptions, type TelemetryShutdownReport } from './telemetry.js';
 import { TraceFileExporter, type TraceFileReport } from './trace-file-exporter.js';
 
-export interface TelemetryOptions {
-  /** service.name; default OTEL_SERVICE_NAME, else 'moetier'. */
-  serviceName?: string;
-  /** Also write every span to this file as Chrome/Perfetto trace-event JSON (--trace-file). */
-  traceFile?: string;
-  /** How long shutdown() waits for the exporters to flush. */
-  shutdownTimeoutMs?: number;
-}
-
-export interface OtlpReport {
-  /** Where the traces went. */
-  readonly endpoint: string;
-  readonly failedBatches: number;
-  readonly lastError?: string;
-}
-
-export interface TelemetryShutdownReport {
-  readonly traceFile?: TraceFileReport;
-  readonly otlp?: OtlpReport;
-  /** False when the exporters did not finish flushing within shutdownTimeoutMs. */
-  readonly flushed: boolean;
-}
-
-export interface Telemetry {
-  /** False when nothing was configured: the SDK was not started and tracing stays a no-op. */
-  readonly active: boolean;
-  readonly traceExporters: readonly TraceExporterKind[];
-  readonly metrics: boolean;
-  readonly traceFile?: string;
-  readonly warnings: readonly string[];
-  /** Writes the trace file and flushes; idempotent. Rejects with TraceFileError if the file cannot be written. */
-  shutdown(): Promise<TelemetryShutdownReport>;
-}
-
-export const shutdownTimeoutMsDefault = 5000;
+export type { OtlpReport, Telemetry, TelemetryOptions, TelemetryShutdownReport } from './telemetry.js';
 
 let running = false;
 
@@ -77,25 +51,28 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
   if (plan.disabled && traceFile !== undefined) {
     throw new InvalidOptionError('traceFile (--trace-file)', 'OTEL_SDK_DISABLED unset: it turns all tracing off', traceFile);
   }
-  const base = { traceExporters: plan.traceExporters, metrics: plan.metricsFromEnv, warnings: plan.warnings };
-  if (plan.traceExporters.length === 0 && !plan.metricsFromEnv && traceFile === undefined) {
-    return { ...base, active: false, shutdown: async () => ({ flushed: true }) };
-  }
+  if (wantsNoTelemetry(plan, traceFile)) return inactiveTelemetry(plan);
   assert(!running, 'startTelemetry called while telemetry is running: shut it down first');
 
   const serviceName = options.serviceName ?? (process.env.OTEL_SERVICE_NAME?.trim() || 'moetier');
-  const exporters = buildExporters(plan.traceExporters, traceFile, serviceName);
-  const sdk = new NodeSDK({
-    serviceName,
-    spanProcessors: exporters.processors,
-    ...(plan.metricsFromEnv ? {} : { metricReaders: [] }),
-    logRecordProcessors: [],
-    instrumentations: [],
-  });
+  const timeoutMs = options.shutdownTimeoutMs ?? plan.exportTimeoutMs;
+  const errors = new SdkErrors();
+  setGlobalErrorHandler(errors.handler);
+  const exporters = buildExporters(plan.traceExporters, traceFile, serviceName, timeoutMs);
+  // The metric readers are built from OTEL_* inside the constructor; their exports get the same bound.
+  const sdk = withEnvDefaults({ OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: String(timeoutMs), OTEL_METRIC_EXPORT_TIMEOUT: String(timeoutMs) }, () =>
+    new NodeSDK({
+      serviceName,
+      resourceDetectors: [envDetector, hostDetector, processWithoutCommandLine],
+      spanProcessors: exporters.processors,
+      ...(plan.metricsFromEnv ? {} : { metricReaders: [] }),
+      logRecordProcessors: [],
+      instrumentations: [],
+    }),
+  );
   sdk.start();
   running = true;
 
-  const timeoutMs = options.shutdownTimeoutMs ?? shutdownTimeoutMsDefault;
   let report: Promise<TelemetryShutdownReport> | undefined;
   const shutdown = async (): Promise<TelemetryShutdownReport> => {
     let fileReport: TraceFileReport | undefined;
@@ -107,15 +84,25 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
     }
     const flushed = await settlesWithin(sdk.shutdown(), timeoutMs);
     disableGlobals();
+    setGlobalErrorHandler(loggingErrorHandler());
     running = false;
     if (fileError !== undefined) throw fileError;
+    const otlp = exporters.otlp?.report(errors) ?? errors.report(plan.metricsFromEnv ? metricsEndpoint() : undefined);
     return {
       flushed,
-      ...(exporters.otlp ? { otlp: exporters.otlp.report() } : {}),
+      timeoutMs,
+      ...(otlp ? { otlp } : {}),
       ...(fileReport ? { traceFile: fileReport } : {}),
     };
   };
-  return { ...base, active: true, ...(traceFile ? { traceFile } : {}), shutdown: () => (report ??= shutdown()) };
+  return {
+    traceExporters: plan.traceExporters,
+    metrics: plan.metricsFromEnv,
+    warnings: plan.warnings,
+    active: true,
+    ...(traceFile ? { traceFile } : {}),
+    shutdown: () => (report ??= shutdown()),
+  };
 }
 
 interface Exporters {
@@ -125,9 +112,9 @@ interface Exporters {
 }
 
 /** OTLP batches (the network is slow and may be down); console and file export span by span (cheap, local). */
-function buildExporters(kinds: readonly TraceExporterKind[], traceFile: string | undefined, serviceName: string): Exporters {
+function buildExporters(kinds: readonly TraceExporterKind[], traceFile: string | undefined, serviceName: string, timeoutMs: number): Exporters {
   const processors: SpanProcessor[] = [];
-  const otlp = kinds.includes('otlp') ? new CountingExporter(new OTLPTraceExporter()) : undefined;
+  const otlp = kinds.includes('otlp') ? new CountingExporter(new OTLPTraceExporter({ timeoutMillis: timeoutMs })) : undefined;
   if (otlp) processors.push(new BatchSpanProcessor(otlp));
   if (kinds.includes('console')) processors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
   if (traceFile === undefined) return { processors, ...(otlp ? { otlp } : {}), writeTraceFile: async () => undefined };
@@ -139,6 +126,45 @@ function buildExporters(kinds: readonly TraceExporterKind[], traceFile: string |
     return file.write();
   };
   return { processors, ...(otlp ? { otlp } : {}), writeTraceFile };
+}
+
+/**
+ * The process detector's attributes without `process.command_args`: the command line carries
+ * the prompt (`moetier run --prompt ...`), and no prompt text leaves the process unasked.
+ */
+const processWithoutCommandLine: ResourceDetector = {
+  detect(config) {
+    const detected = processDetector.detect(config);
+    const { ['process.command_args']: _args, ...attributes } = detected.attributes ?? {};
+    return { ...detected, attributes };
+  },
+};
+
+/** Runs `build` with these variables set where the user left them unset, then puts the environment back. */
+function withEnvDefaults<T>(defaults: Record<string, string>, build: () => T): T {
+  const added = Object.keys(defaults).filter((k) => process.env[k] === undefined || process.env[k]!.trim() === '');
+  for (const k of added) process.env[k] = defaults[k];
+  try {
+    return build();
+  } finally {
+    for (const k of added) delete process.env[k];
+  }
+}
+
+/** Errors the SDK reports through its global handler (a failed metric export, a span batch the processor gave up on). */
+class SdkErrors {
+  count = 0;
+  last: string | undefined;
+  readonly handler = (error: Exception): void => {
+    this.count++;
+    this.last = typeof error === 'string' ? error : (error.message ?? String(error));
+  };
+
+  /** Metrics only (no OTLP traces): a report when something failed. */
+  report(endpoint: string | undefined): OtlpReport | undefined {
+    if (endpoint === undefined || this.count === 0) return undefined;
+    return { endpoint, failedBatches: 0, errors: this.count, ...(this.last ? { lastError: this.last } : {}) };
+  }
 }
 
 /** The folder must exist and be writable now, not after a long run. */
@@ -177,8 +203,9 @@ class CountingExporter implements SpanExporter {
     return this.inner.shutdown();
   }
 
-  report(): OtlpReport {
-    return { endpoint: otlpTracesEndpoint(), failedBatches: this.failed, ...(this.lastError ? { lastError: this.lastError } : {}) };
+  report(errors: SdkErrors): OtlpReport {
+    const lastError = this.lastError ?? errors.last;
+    return { endpoint: otlpTracesEndpoint(), failedBatches: this.failed, errors: errors.count, ...(lastError ? { lastError } : {}) };
   }
 }
 
@@ -188,6 +215,11 @@ export function otlpTracesEndpoint(env: Readonly<Record<string, string | undefin
   if (signal) return signal;
   const general = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || 'http://localhost:4318';
   return `${general.replace(/\/+$/, '')}/v1/traces`;
+}
+
+/** Where metrics go (for the report only; the SDK reads the variables itself). */
+function metricsEndpoint(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  return env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || 'http://localhost:4318';
 }
 
 function settlesWithin(work: Promise<unknown>, timeoutMs: number): Promise<boolean> {

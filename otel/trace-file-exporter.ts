@@ -10,6 +10,7 @@ import { open } from 'node:fs/promises';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { MoetierError } from '../src/core/errors.js';
+import type { TraceFileReport } from './telemetry.js';
 import { toTraceEventFile, type SpanRecord } from './trace-events.js';
 
 /** Default bound on the spans one trace file holds (~300 bytes each in memory). */
@@ -27,11 +28,7 @@ export class TraceFileError extends MoetierError {
   }
 }
 
-export interface TraceFileReport {
-  readonly file: string;
-  readonly spans: number;
-  readonly droppedSpans: number;
-}
+export type { TraceFileReport } from './telemetry.js';
 
 export class TraceFileExporter implements SpanExporter {
   private readonly records: SpanRecord[] = [];

@@ -105,6 +105,22 @@ export class RequestAbortedError extends MoetierError {
   }
 }
 
+/**
+ * Telemetry was asked for (an OTEL_* exporter, a trace file) but the OpenTelemetry SDK, an
+ * optional peer dependency, is not installed; the message names the packages to install.
+ */
+export class TelemetryUnavailableError extends MoetierError {
+  readonly missing: string;
+  constructor(askedBy: string, missing: string, packages: readonly string[], options?: { cause?: unknown }) {
+    super(
+      'E_TELEMETRY_UNAVAILABLE',
+      `${askedBy} needs the OpenTelemetry SDK, which is not installed (${missing} not found): npm install ${packages.join(' ')}`,
+      options,
+    );
+    this.missing = missing;
+  }
+}
+
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);

@@ -27,6 +27,7 @@ import { validateTune, type TuneOptions } from './tier/tune.js';
 import { RequestQueue } from './request-queue.js';
 import { createSampler, validateSampling, type SamplingOptions } from './sampler.js';
 import { rate, type GenerationStats } from './stats.js';
+import { modelName, RequestTrace } from './request-trace.js';
 
 export interface EngineOptions extends TierOptions {
   /** Path to a GGUF model file. */
@@ -141,6 +142,11 @@ class NativeEngine implements Engine {
     return this.model.path;
   }
 
+  /** gen_ai.request.model of this engine's requests. */
+  private get name(): string {
+    return modelName(this.model.path, this.model.file.metadata.get('general.name'));
+  }
+
   tokenize(text: string, options?: { addBos?: boolean }): number[] {
     return this.model.tokenizer.encode(text, options);
   }
@@ -170,7 +176,7 @@ class NativeEngine implements Engine {
     }
     validateSampling(options);
     const promptIds = this.checkTokens(typeof prompt === 'string' ? this.tokenize(prompt, { addBos: options.addBos }) : prompt);
-    return this.run(promptIds, maxTokens, options);
+    return this.run(prompt, promptIds, maxTokens, options);
   }
 
   generate$(prompt: string | number[], options: GenerateOptions = {}): Observable<GeneratedToken> {
@@ -179,7 +185,7 @@ class NativeEngine implements Engine {
     );
   }
 
-  private async *run(promptIds: Int32Array, maxTokens: number, options: GenerateOptions): AsyncGenerator<GeneratedToken> {
+  private async *run(prompt: string | number[], promptIds: Int32Array, maxTokens: number, options: GenerateOptions): AsyncGenerator<GeneratedToken> {
     const started = performance.now();
     const { signal } = options;
     const release = await this.queue.acquire(signal);
@@ -196,10 +202,13 @@ class NativeEngine implements Engine {
     };
     // The request's routing: for the tier's heat file, and for --trace-routes (neither: not kept).
     const log = (this.tier && this.tier.config.heat !== false) || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
+    // The request's spans and metrics (no-ops without an SDK); the tier's spans hang under its steps.
+    const trace = new RequestTrace({ model: this.name, backend: this.tier?.config.backend, promptTokens: promptIds.length, maxTokens, sampling: options, prompt });
     let tierRequest: TierRequest | undefined;
     try {
-      tierRequest = await this.tier?.beginRequest(promptIds.length, log);
+      tierRequest = await this.tier?.beginRequest(trace, log);
     } catch (err) {
+      trace.end(stats, err);
       release();
       throw err;
     }
@@ -216,7 +225,9 @@ class NativeEngine implements Engine {
       const logits = new Float32Array(this.hparams.nVocab);
       await tierRequest?.beforeStep(); // part of TTFT, not of prefillMs
       const prefillStart = performance.now();
+      trace.beginPrefill();
       await evaluate('prefill', promptIds, 0, logits);
+      trace.endPrefill();
       stats.prefillMs = performance.now() - prefillStart;
       if (routesOnly) log!.add('prefill', routesOnly.routes, promptIds);
       let position = promptIds.length;
@@ -235,16 +246,20 @@ class NativeEngine implements Engine {
         const contextFull = position >= this.contextTokens;
         const last = isEos || index + 1 === maxTokens || contextFull;
         // The last piece also carries any bytes the stream decoder still holds.
-        yield { id, text: streamer.push(id) + (last ? streamer.flush() : ''), index, elapsedMs };
+        const text = streamer.push(id) + (last ? streamer.flush() : '');
+        trace.addText(text);
+        yield { id, text, index, elapsedMs };
         if (last) {
           stats.finishReason = isEos ? 'stop' : contextFull && index + 1 < maxTokens ? 'context' : 'length';
           break;
         }
         step[0] = id;
+        trace.beginStep(position);
         // Most steps have nothing to wait for before them (no promise: a token's gap is short).
         const before = tierRequest?.beforeStep();
         if (before) await before;
         await evaluate('decode', step, position, logits);
+        trace.endStep();
         if (routesOnly) log!.add('decode', routesOnly.routes, step);
         position++;
       }
@@ -263,6 +278,7 @@ class NativeEngine implements Engine {
         this.finishTier(tierRequest, log, stats, options, failure?.error);
       } finally {
         this.lastStats = stats;
+        trace.end(stats, failure?.error);
         release();
       }
     }
@@ -271,7 +287,7 @@ class NativeEngine implements Engine {
   /** After every request (also an aborted or failed one): the tier's figures, the heat file, the route trace. */
   private finishTier(request: TierRequest | undefined, log: RouteLog | undefined, stats: GenerationStats, options: GenerateOptions, error: unknown): void {
     if (request) {
-      const t = request.finish({ msPerToken: stats.msPerToken, ttftMs: stats.ttftMs }, error);
+      const t = request.finish(error);
       Object.assign(stats, {
         decodeHitRate: t.decodeHitRate,
         prefillHitRate: t.prefillHitRate,

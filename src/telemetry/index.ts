@@ -2,10 +2,13 @@
 export { ClockBridge, clockBridge, msToNs, sampleClockAnchor, type ClockAnchor, type MonotonicNs } from './clock.js';
 export { endSpan, inSpan, moetierTracer, recordTimedSpan, startSpan } from './spans.js';
 export { extractContext, formatTraceparent, injectContext, parseTraceparent, type TraceCarrier } from './propagation.js';
-export { RequestMetrics, type RequestTierStats } from './metrics.js';
+export { GenAiMetrics, RequestMetrics, type RequestGenAiStats, type RequestTierStats } from './metrics.js';
 export {
   AttrNames,
   calibrationAttributes,
+  captureContentVariable,
+  GenAiNames,
+  genAiOperation,
   layerComputeAttributes,
   MetricSpecs,
   rebuildAttributes,

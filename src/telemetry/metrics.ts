@@ -1,11 +1,15 @@
 /**
  * Per-request statistics as OpenTelemetry metrics (through @opentelemetry/api only): one
- * histogram observation per request for the rates and timings, counters for uploads.
- * The field names are those of `moetier run --json`; milliseconds become seconds here
+ * histogram observation per request for the rates, timings and token counts, counters for
+ * uploads. The field names are those of `moetier run --json`; milliseconds become seconds here
  * (OTel durations are in seconds; the unit is in each instrument's metadata).
+ *
+ * The metrics API has no proxy provider (unlike traces): a meter taken before the SDK registers
+ * stays a no-op. So the instruments are looked up again whenever the global provider changed
+ * (an app may start its SDK after opening the engine).
  */
-import { metrics, type Attributes, type Counter, type Histogram, type Meter } from '@opentelemetry/api';
-import { instrumentationScope, MetricSpecs, type MetricSpec } from '../../otel/semconv.js';
+import { metrics, type Attributes, type Counter, type Histogram, type Meter, type MeterProvider } from '@opentelemetry/api';
+import { GenAiNames, instrumentationScope, MetricSpecs, type MetricSpec } from '../../otel/semconv.js';
 
 /** The tier's figures for one finished request. */
 export interface RequestTierStats {
@@ -13,41 +17,102 @@ export interface RequestTierStats {
   decodeHitRate: number;
   prefillHitRate: number;
   moeMsPerToken: number;
-  msPerToken: number;
-  ttftMs: number;
   uploads: number;
   uploadBytes: number;
 }
 
-export class RequestMetrics {
-  private readonly decodeHitRatio: Histogram;
-  private readonly prefillHitRatio: Histogram;
-  private readonly moeTimePerToken: Histogram;
-  private readonly timePerToken: Histogram;
-  private readonly timeToFirstToken: Histogram;
-  private readonly uploads: Counter;
-  private readonly uploadIo: Counter;
+/** Every request's figures (with or without a tier). */
+export interface RequestGenAiStats {
+  ttftMs: number;
+  /** Decode time per token after the first; NaN without a second token. */
+  msPerToken: number;
+  promptTokens: number;
+  generatedTokens: number;
+}
 
-  /** The meter defaults to moetier's on the global provider (no-op until the SDK is set up). */
-  constructor(meter: Meter = metrics.getMeter(instrumentationScope)) {
-    this.decodeHitRatio = histogram(meter, MetricSpecs.decodeHitRatio);
-    this.prefillHitRatio = histogram(meter, MetricSpecs.prefillHitRatio);
-    this.moeTimePerToken = histogram(meter, MetricSpecs.moeTimePerToken);
-    this.timePerToken = histogram(meter, MetricSpecs.timePerToken);
-    this.timeToFirstToken = histogram(meter, MetricSpecs.timeToFirstToken);
-    this.uploads = counter(meter, MetricSpecs.uploads);
-    this.uploadIo = counter(meter, MetricSpecs.uploadIo);
+/** Instruments of one meter provider, rebuilt when the global provider changes. */
+abstract class ProviderInstruments<T> {
+  private provider: MeterProvider | undefined;
+  private instruments: T | undefined;
+
+  constructor(private readonly fixedMeter?: Meter) {}
+
+  protected abstract build(meter: Meter): T;
+
+  protected get current(): T {
+    if (this.fixedMeter) return (this.instruments ??= this.build(this.fixedMeter));
+    const provider = metrics.getMeterProvider();
+    if (provider !== this.provider || !this.instruments) {
+      this.provider = provider;
+      this.instruments = this.build(provider.getMeter(instrumentationScope));
+    }
+    return this.instruments;
+  }
+}
+
+interface TierInstruments {
+  decodeHitRatio: Histogram;
+  prefillHitRatio: Histogram;
+  moeTimePerToken: Histogram;
+  uploads: Counter;
+  uploadIo: Counter;
+}
+
+/** The tier's metrics (moetier.*). */
+export class RequestMetrics extends ProviderInstruments<TierInstruments> {
+  /** Default: moetier's meter on the global provider (a no-op until the SDK is set up). */
+  constructor(meter?: Meter) {
+    super(meter);
+  }
+
+  protected build(meter: Meter): TierInstruments {
+    return {
+      decodeHitRatio: histogram(meter, MetricSpecs.decodeHitRatio),
+      prefillHitRatio: histogram(meter, MetricSpecs.prefillHitRatio),
+      moeTimePerToken: histogram(meter, MetricSpecs.moeTimePerToken),
+      uploads: counter(meter, MetricSpecs.uploads),
+      uploadIo: counter(meter, MetricSpecs.uploadIo),
+    };
   }
 
   /** Records one request. A figure that does not exist for it (NaN: no decode, no prefill) is skipped, not recorded as 0. */
   record(stats: RequestTierStats, attributes: Attributes = {}): void {
-    observe(this.decodeHitRatio, stats.decodeHitRate, attributes);
-    observe(this.prefillHitRatio, stats.prefillHitRate, attributes);
-    observe(this.moeTimePerToken, stats.moeMsPerToken / 1000, attributes);
-    observe(this.timePerToken, stats.msPerToken / 1000, attributes);
-    observe(this.timeToFirstToken, stats.ttftMs / 1000, attributes);
-    if (stats.uploads > 0) this.uploads.add(stats.uploads, attributes);
-    if (stats.uploadBytes > 0) this.uploadIo.add(stats.uploadBytes, attributes);
+    const m = this.current;
+    observe(m.decodeHitRatio, stats.decodeHitRate, attributes);
+    observe(m.prefillHitRatio, stats.prefillHitRate, attributes);
+    observe(m.moeTimePerToken, stats.moeMsPerToken / 1000, attributes);
+    if (stats.uploads > 0) m.uploads.add(stats.uploads, attributes);
+    if (stats.uploadBytes > 0) m.uploadIo.add(stats.uploadBytes, attributes);
+  }
+}
+
+interface GenAiInstruments {
+  timeToFirstToken: Histogram;
+  timePerOutputToken: Histogram;
+  tokenUsage: Histogram;
+}
+
+/** Every request's metrics in the GenAI conventions' names (gen_ai.*). */
+export class GenAiMetrics extends ProviderInstruments<GenAiInstruments> {
+  constructor(meter?: Meter) {
+    super(meter);
+  }
+
+  protected build(meter: Meter): GenAiInstruments {
+    return {
+      timeToFirstToken: histogram(meter, MetricSpecs.timeToFirstToken),
+      timePerOutputToken: histogram(meter, MetricSpecs.timePerOutputToken),
+      tokenUsage: histogram(meter, MetricSpecs.tokenUsage),
+    };
+  }
+
+  /** One request that ended without an error; `attributes` carry gen_ai.operation.name and gen_ai.request.model. */
+  record(stats: RequestGenAiStats, attributes: Attributes): void {
+    const m = this.current;
+    if (stats.generatedTokens > 0) observe(m.timeToFirstToken, stats.ttftMs / 1000, attributes);
+    if (stats.generatedTokens > 1) observe(m.timePerOutputToken, stats.msPerToken / 1000, attributes);
+    m.tokenUsage.record(stats.promptTokens, { ...attributes, [GenAiNames.tokenType]: 'input' });
+    m.tokenUsage.record(stats.generatedTokens, { ...attributes, [GenAiNames.tokenType]: 'output' });
   }
 }
 

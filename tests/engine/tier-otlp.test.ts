@@ -61,9 +61,18 @@ describe.runIf(hasNativeTier(loadNative()))('tier tracing over OTLP (native tier
     const calibrations = spans.filter((s) => s.name === SpanNames.calibrationUpdate);
     expect(calibrations.length).toBeGreaterThan(0);
     // The calibration actor's spans: the request's context travelled in its messages.
-    for (const s of [...computes, ...uploads, ...calibrations]) {
+    for (const s of [...uploads, ...calibrations]) {
       expect(s.traceId).toBe(request.traceId);
       expect(s.parentSpanId).toBe(request.spanId);
+    }
+    // Layer computes hang under the engine's prefill and decode-step spans, the step of their token.
+    const steps = new Map(spans.filter((s) => s.name === SpanNames.prefill || s.name === SpanNames.decodeStep).map((s) => [s.spanId, s]));
+    expect(spans.filter((s) => s.name === SpanNames.decodeStep)).toHaveLength(engine.lastStats!.generatedTokens - 1);
+    for (const c of computes) {
+      const step = steps.get(c.parentSpanId)!;
+      expect(step.parentSpanId).toBe(request.spanId);
+      if (c.attributes[AttrNames.phase] === 'prefill') expect(step.name).toBe(SpanNames.prefill);
+      else expect([step.name, step.attributes[AttrNames.tokenIndex]]).toEqual([SpanNames.decodeStep, c.attributes[AttrNames.tokenIndex]]);
     }
     const decode = computes.filter((c) => c.attributes[AttrNames.phase] === 'decode');
     expect(decode.every((c) => num(c, AttrNames.expertHits) + num(c, AttrNames.expertMisses) === 2)).toBe(true); // top-2, one token

@@ -11,7 +11,7 @@ import { trace } from '@opentelemetry/api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MetricSpecs, SpanNames, AttrNames, layerComputeAttributes, uploadAttributes } from '../../otel/semconv.js';
 import { startTelemetry } from '../../otel/setup.js';
-import { RequestMetrics } from '../../src/telemetry/metrics.js';
+import { GenAiMetrics, RequestMetrics } from '../../src/telemetry/metrics.js';
 import { inSpan, moetierTracer, recordTimedSpan } from '../../src/telemetry/spans.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
 import { useOtelEnv } from './env.js';
@@ -56,11 +56,12 @@ describe('OTLP/HTTP export over loopback', () => {
       recordTimedSpan(tracer, SpanNames.layerCompute, us(200), us(500), layerComputeAttributes({ layer: layer + 1, phase: 'decode', tokenIndex: 42, hits: 7, misses: 1 }));
       recordTimedSpan(tracer, SpanNames.upload, us(120), us(380), uploadAttributes({ layer, expert: 17, bytes: 3_407_872, inPlace: true }));
     });
-    new RequestMetrics().record({ decodeHitRate: 0.62, prefillHitRate: 0.41, moeMsPerToken: 7.5, msPerToken: 12, ttftMs: 350, uploads: 3, uploadBytes: 10_223_616 });
+    new RequestMetrics().record({ decodeHitRate: 0.62, prefillHitRate: 0.41, moeMsPerToken: 7.5, uploads: 3, uploadBytes: 10_223_616 });
+    new GenAiMetrics().record({ ttftMs: 350, msPerToken: 12, promptTokens: 11, generatedTokens: 5 }, { 'gen_ai.request.model': 'm' });
 
     const report = await telemetry.shutdown();
     expect(report.flushed).toBe(true);
-    expect(report.otlp).toEqual({ endpoint: `${receiver.url}/v1/traces`, failedBatches: 0 });
+    expect(report.otlp).toEqual({ endpoint: `${receiver.url}/v1/traces`, failedBatches: 0, errors: 0 });
     expect(receiver.rejected).toBe(0);
 
     const spans = await receiver.waitForSpans((s) => s.length >= 4);
@@ -95,7 +96,11 @@ describe('OTLP/HTTP export over loopback', () => {
 
     const metric = (name: string) => receiver.metrics.find((m) => m.name === name);
     expect(metric(MetricSpecs.decodeHitRatio.name)?.points[0]).toMatchObject({ sum: 0.62, count: 1 });
-    expect(metric(MetricSpecs.timeToFirstToken.name)).toMatchObject({ unit: 's', points: [{ sum: 0.35, count: 1 }] });
+    expect(metric(MetricSpecs.timeToFirstToken.name)).toMatchObject({ unit: 's', points: [{ sum: 0.35, count: 1, attributes: { 'gen_ai.request.model': 'm' } }] });
+    expect(metric(MetricSpecs.timePerOutputToken.name)).toMatchObject({ unit: 's', points: [{ sum: 0.012, count: 1 }] });
+    const usage = metric(MetricSpecs.tokenUsage.name)!;
+    expect(usage.unit).toBe('{token}');
+    expect(Object.fromEntries(usage.points.map((p) => [p.attributes['gen_ai.token.type'], p.sum]))).toEqual({ input: 11, output: 5 });
     expect(metric(MetricSpecs.uploadIo.name)).toMatchObject({ unit: 'By', points: [{ sum: 10_223_616 }] });
     expect(metric(MetricSpecs.uploads.name)?.points[0].sum).toBe(3);
   });

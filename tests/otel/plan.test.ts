@@ -5,7 +5,7 @@ import { otlpTracesEndpoint } from '../../otel/setup.js';
 
 describe('telemetry plan from OTEL_* variables', () => {
   it('is off when nothing is configured', () => {
-    expect(telemetryPlan({})).toEqual({ disabled: false, traceExporters: [], metricsFromEnv: false, warnings: [] });
+    expect(telemetryPlan({})).toEqual({ disabled: false, traceExporters: [], metricsFromEnv: false, exportTimeoutMs: 5000, warnings: [] });
     expect(telemetryPlan({ OTEL_SERVICE_NAME: 'moetier' }).traceExporters).toEqual([]);
   });
 
@@ -34,6 +34,13 @@ describe('telemetry plan from OTEL_* variables', () => {
     refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL');
     refused({ OTEL_TRACES_EXPORTER: 'zipkin' }, 'OTEL_TRACES_EXPORTER');
     refused({ OTEL_TRACES_EXPORTER: 'none,otlp' }, 'OTEL_TRACES_EXPORTER');
+  });
+
+  it('bounds every export by OTEL_EXPORTER_OTLP_TIMEOUT, 5 s when unset; refuses a bad value by name', () => {
+    expect(telemetryPlan({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x' }).exportTimeoutMs).toBe(5000);
+    expect(telemetryPlan({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x', OTEL_EXPORTER_OTLP_TIMEOUT: '1500' }).exportTimeoutMs).toBe(1500);
+    expect(() => telemetryPlan({ OTEL_EXPORTER_OTLP_TIMEOUT: '0' })).toThrow(/^option OTEL_EXPORTER_OTLP_TIMEOUT: expected a number of milliseconds > 0/);
+    expect(() => telemetryPlan({ OTEL_EXPORTER_OTLP_TIMEOUT: 'soon' })).toThrow(InvalidOptionError);
   });
 
   it('derives the traces URL as the OTLP exporter does', () => {

@@ -46,7 +46,7 @@ describe('--trace-file (Chrome / Perfetto trace events)', () => {
       recordTimedSpan(tracer, SpanNames.layerCompute, at(100), at(250.5), layerComputeAttributes({ layer: 1, phase: 'decode', tokenIndex: 9, hits: 8, misses: 0 }));
       recordTimedSpan(tracer, SpanNames.upload, at(40), at(180), uploadAttributes({ layer: 0, expert: 2, bytes: 4096, inPlace: false }));
       recordTimedSpan(tracer, SpanNames.upload, at(60), at(200), uploadAttributes({ layer: 0, expert: 7, bytes: 4096, inPlace: true }));
-      recordTimedSpan(tracer, SpanNames.rebuild, at(10), at(30), rebuildAttributes({ layer: 3, expertCount: 2, bytes: 8192 }));
+      recordTimedSpan(tracer, SpanNames.rebuild, at(10), at(30), rebuildAttributes({ layer: 3, expert: 5, bytes: 8192 }));
       recordTimedSpan(tracer, SpanNames.calibrationUpdate, at(250.5), at(251), calibrationAttributes({ bandwidthBytesPerS: 1.2e10, fixedCostMs: 0.02, layerComputeMs: [0.1, 0.15], samples: 4 }));
     });
     const report = await telemetry.shutdown();

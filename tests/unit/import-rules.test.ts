@@ -35,6 +35,15 @@ function resolveLocal(from: string, spec: string): string | undefined {
   return path.normalize(path.join(path.dirname(from), spec)).replace(/\.js$/, '.ts');
 }
 
+/**
+ * Static imports (`import ... from`, `export ... from`, type-only ones too: the .d.ts files an
+ * app type-checks against keep them): what loading or type-checking a module needs at once.
+ */
+function staticImportsOf(file: string): string[] {
+  const text = readFileSync(path.join(root, file), 'utf8');
+  return [...text.matchAll(/^(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]);
+}
+
 const files = [...sourceFiles('src'), ...sourceFiles('otel')];
 const graph = new Map(files.map((f) => [f, importsOf(f)]));
 
@@ -81,5 +90,24 @@ describe('import rules', () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('loads and type-checks the library, the CLI and moetier/otel without the OpenTelemetry SDK (an optional peer, imported by otel/load.ts when asked for)', () => {
+    const reached = new Set<string>();
+    const sdk: string[] = [];
+    const visit = (file: string, trail: string[]) => {
+      if (reached.has(file)) return;
+      reached.add(file);
+      for (const spec of staticImportsOf(file)) {
+        const target = resolveLocal(file, spec);
+        if (target && graph.has(target)) visit(target, [...trail, file]);
+        else if (spec.startsWith('@opentelemetry/') && spec !== '@opentelemetry/api') sdk.push(`${[...trail, file].join(' -> ')} -> ${spec}`);
+      }
+    };
+    for (const entry of ['src/index.ts', 'src/cli/main.ts', 'otel/index.ts']) visit(entry, []);
+    expect(reached.has('src/cli/commands/run.ts') && reached.has('otel/load.ts')).toBe(true);
+    expect(reached.has('otel/setup.ts')).toBe(false);
+    expect(sdk).toEqual([]);
+    expect(readFileSync(path.join(root, 'otel/load.ts'), 'utf8')).toContain("await import('./setup.js')");
   });
 });

@@ -7,13 +7,17 @@
  * Offsets change on the event loop only: `resident` unpublishes before its block is reused,
  * and the engine sends it between steps, so no running evaluation reads a reused block. A
  * worker that dies or throws is recorded in `failure`; the engine fails the request with it.
+ * A rebuild asked for inside a request (its `evicted` message carries the request's context) is
+ * traced as a moetier.rebuild span, from its start on a worker to its end, on the main thread.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkModelFile, type PinnedModelFile } from '../../engine/model-pin.js';
+import { trace, type Context } from '@opentelemetry/api';
 import { Piscina } from 'piscina';
 import { ModelFileChangedError, NativeError } from '../../core/errors.js';
+import { checkModelFile, type PinnedModelFile } from '../../engine/model-pin.js';
+import { moetierTracer, rebuildAttributes, recordTimedSpan, SpanNames } from '../../telemetry/index.js';
 import { initialInt8Rebuild, stepInt8Rebuild, type Int8RebuildState } from './logic.js';
 import type { Int8RebuildEffect, Int8RebuildLimits, Int8RebuildMessage } from './messages.js';
 import type { RebuildJob } from './worker.js';
@@ -36,6 +40,8 @@ export class Int8RebuildActor {
   private idleWaiters: Array<() => void> = [];
   /** The first worker failure since the last `takeFailure`. */
   private failure: Error | undefined;
+  /** The trace context of experts whose rebuild a request asked for (by layer * nExpert + expert), until it starts. */
+  private readonly traceContexts = new Map<number, Context>();
 
   constructor(
     private readonly pin: PinnedModelFile,
@@ -57,6 +63,9 @@ export class Int8RebuildActor {
   }
 
   send(message: Int8RebuildMessage): void {
+    const ctx = message.kind === 'evicted' ? message.traceContext : undefined;
+    if (message.kind === 'evicted' && ctx && trace.getSpan(ctx)?.isRecording()) for (const k of message.experts) this.traceContexts.set(k.layer * this.state.nExpert + k.expert, ctx);
+    if (message.kind === 'resident') for (const k of message.experts) this.traceContexts.delete(k.layer * this.state.nExpert + k.expert);
     for (const effect of stepInt8Rebuild(this.state, message)) this.perform(effect);
   }
 
@@ -67,11 +76,17 @@ export class Int8RebuildActor {
     else {
       const { layer, expert, offset } = e.task;
       const job: RebuildJob = { pin: this.pin, arena: this.arena.buffer as SharedArrayBuffer, layer, expert, offset };
+      const ctx = this.traceContexts.get(key(layer, expert));
+      if (ctx) this.traceContexts.delete(key(layer, expert));
+      const startNs = ctx ? process.hrtime.bigint() : 0n;
       this.running++;
       this.pool
         .run(job)
         .then(
-          () => this.send({ kind: 'done', layer, expert, ok: true }),
+          () => {
+            if (ctx) recordTimedSpan(moetierTracer(), SpanNames.rebuild, startNs, process.hrtime.bigint(), rebuildAttributes({ layer, expert, bytes: this.state.blockBytes }), ctx);
+            this.send({ kind: 'done', layer, expert, ok: true });
+          },
           (err: unknown) => {
             this.failure ??= fileChanged(this.pin) ??
               new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, { cause: err });

@@ -5,11 +5,12 @@
  *   arena    Uint8Array (SAB) [blocks x hostCopyBytes]
  *   offsets  Int32Array (SAB) [nLayer * nExpert]: byte offset of the expert's copy, or -1
  */
+import type { Context } from '@opentelemetry/api';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 export type Int8RebuildMessage =
-  /** These experts lost (or never had) a device slot: they need a host copy. */
-  | { kind: 'evicted'; experts: readonly ExpertKey[] }
+  /** These experts lost (or never had) a device slot: they need a host copy (traced under traceContext, a request's). */
+  | { kind: 'evicted'; experts: readonly ExpertKey[]; traceContext?: Context }
   /** These experts became resident: their host copies are freed (RAM is what a 4-bit container saves). */
   | { kind: 'resident'; experts: readonly ExpertKey[] }
   /** A worker finished (or failed) a rebuild. */

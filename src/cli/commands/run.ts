@@ -1,12 +1,14 @@
-import { InvalidOptionError } from '../../core/errors.js';
+import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
 import { SEED_MAX } from '../../engine/sampler.js';
-import { startTelemetry } from '../../../otel/setup.js';
+import { loadTelemetry } from '../../../otel/load.js';
+import { exportProblem, type Telemetry } from '../../../otel/telemetry.js';
 import { parseFlags, type Args, type FlagSpecs } from '../args.js';
 import type { Command } from '../command.js';
 import { formatStats, printStats, streamCompletion } from '../completion.js';
+import { catchInterrupt, exitCodeInterrupted } from '../interrupt.js';
 
 const usage = `usage: moetier run -m F -p P [-n N] [--json] [options]
 
@@ -29,8 +31,9 @@ expert tier (attached with --resident or --slots-per-layer):
   --prefill-replan        re-plan each layer's residents from the prompt's own prefill routing (also MOETIER_PREFILL_REPLAN=1)
   --replan-max N          swaps per layer at most (default 24; also MOETIER_PREFILL_REPLAN_MAX)
   --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
-  --trace-file F          write the spans (layer compute, uploads, calibration) as Chrome/Perfetto trace JSON;
-                          OTLP export follows the standard OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT)
+  --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
+                          rebuilds, calibration) as Chrome/Perfetto trace JSON; OTLP export follows the standard
+                          OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT; see docs/TRACING.md)
   with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes`;
 
 /** Short letters and aliases are llama-cli's (-m -p -n -t -c -s, --temp, --n-predict, --ctx-size). */
@@ -70,17 +73,31 @@ export const runCommand: Command = {
   async run(argv) {
     const a = parseFlags(argv, flags, 'run');
     checkOutputs(a); // before the telemetry, which writes the trace file when it shuts down
-    const telemetry = startTelemetry({ traceFile: a.string('trace-file') });
+    const telemetry = await loadTelemetry({ traceFile: a.string('trace-file') });
+    for (const warning of telemetry.warnings) console.error(`moetier: ${warning}`);
+    const interrupt = catchInterrupt();
     try {
-      return await a.renamingErrors(apiFlags, () => runWith(a));
+      return await a.renamingErrors(apiFlags, () => runWith(a, interrupt.signal));
+    } catch (error) {
+      if (!(interrupt.signal.aborted && error instanceof RequestAbortedError)) throw error;
+      console.error('\nmoetier: interrupted');
+      return exitCodeInterrupted;
     } finally {
-      const report = await telemetry.shutdown();
-      if (report.traceFile) console.error(`trace file: ${report.traceFile.file} (${report.traceFile.spans} spans)`);
+      await endTelemetry(telemetry); // still listening: a Ctrl-C while the trace file is written does not cut it short
+      interrupt.dispose();
     }
   },
 };
 
-async function runWith(a: Args): Promise<number> {
+/** Writes the trace file and flushes the exporters (bounded); says once on stderr what failed. */
+async function endTelemetry(telemetry: Telemetry): Promise<void> {
+  const report = await telemetry.shutdown();
+  if (report.traceFile) console.error(`trace file: ${report.traceFile.file} (${report.traceFile.spans} spans)`);
+  const problem = exportProblem(report);
+  if (problem) console.error(`moetier: ${problem}`);
+}
+
+async function runWith(a: Args, signal: AbortSignal): Promise<number> {
   // Every flag is read before the model is opened: a bad command line fails at once.
   const prompt = a.requireString('prompt');
   const generate = {
@@ -90,6 +107,7 @@ async function runWith(a: Args): Promise<number> {
     topP: a.number('top-p', 1),
     seed: a.int('seed', 0, 0, SEED_MAX),
     traceRoutes: a.string('trace-routes'),
+    signal,
   };
   const engine = await openEngine({
     model: a.requireString('model'),

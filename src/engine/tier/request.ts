@@ -209,7 +209,7 @@ export class TierRequest {
     if (this.rebuild && poll.uploads.length + poll.evicted.length > 0) {
       // Between steps: a newcomer's host copy is freed, a victim's is built.
       this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
-      this.rebuild.send({ kind: 'evicted', experts: this.stillEvicted(poll.evicted) });
+      this.rebuild.send({ kind: 'evicted', experts: this.stillEvicted(poll.evicted), ...(this.tracing ? { traceContext: this.tracing.context } : {}) });
     }
     for (const u of poll.uploads) {
       if (!u.ok) {
@@ -241,7 +241,7 @@ export class TierRequest {
    * from the bus (the next request's steps must not reach it) and ends the span; then it is thrown,
    * unless the request already failed with `error`.
    */
-  finish(timing: { msPerToken: number; ttftMs: number }, error?: unknown): TierRequestStats {
+  finish(error?: unknown): TierRequestStats {
     let failure: { error: unknown } | undefined;
     if (!this.finished) {
       this.finished = true;
@@ -267,7 +267,7 @@ export class TierRequest {
       failedUploads: this.failedUploads,
       tier: decode,
     };
-    this.tracing?.end({ ...stats, ...timing }, error ?? failure?.error);
+    this.tracing?.end(stats);
     if (failure && error === undefined) throw failure.error;
     return stats;
   }

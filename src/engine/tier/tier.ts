@@ -30,7 +30,7 @@ import type { PrefillReplanConfig } from './replan-options.js';
 import { residentSets, type TierPort } from './port.js';
 import { TierRequest } from './request.js';
 import type { RouteLog } from './route-log.js';
-import { TierTracing } from './tracing.js';
+import { TierTracing, type TraceParent } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { CalibrationActor } from '../../actors/calibration/actor.js';
@@ -95,7 +95,7 @@ export class EngineTier {
   private pendingSlots: number | undefined;
 
   /** Before a request: a tuned slot budget, then the fills the policy decided (slots freed by failed uploads), uploaded and awaited. */
-  async beginRequest(promptTokens: number, log?: RouteLog): Promise<TierRequest> {
+  async beginRequest(trace: TraceParent, log?: RouteLog): Promise<TierRequest> {
     await this.applyResize();
     const fills = this.placement.takeFills();
     try {
@@ -105,7 +105,7 @@ export class EngineTier {
     } finally {
       if (fills.length > 0) this.placement.afterFills();
     }
-    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(promptTokens), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()), log);
+    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(trace), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()), log);
   }
 
   /** A new slot budget for every layer (validated by the caller), from the next boundary on. */

@@ -3,15 +3,17 @@
  * are built after each step from the native timing (explicit start and end on the monotonic
  * clock; the fake backend's virtual clock for both compute and uploads):
  *
- *   moetier.request (live, ends in finish)
- *   ├── moetier.layer.compute   per layer and step: layer, phase, token, hits, misses   (layerStats)
+ *   moetier.request (the engine's, src/engine/request-trace.ts)
+ *   ├── moetier.prefill / moetier.decode_step (the engine's)
+ *   │   └── moetier.layer.compute   per layer and step: layer, phase, token, hits, misses   (layerStats)
  *   ├── moetier.upload          per settled upload: layer, expert, bytes, in place      (tierPoll)
+ *   ├── moetier.rebuild         per host copy built (the int8-rebuild actor)
  *   └── moetier.calibration.update  by the calibration actor, after a step whose samples moved the EWMAs
  *
  * Each step's timing is published on the step-report bus (src/streams/step-reports.ts), with the
  * request's trace context; the calibration actor (src/actors/calibration/actor.ts) reads it there.
  */
-import { context, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import type { Context, Tracer } from '@opentelemetry/api';
 import type { CalibrationActor } from '../../actors/calibration/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
 import type { StepReportBus } from '../../streams/step-reports.js';
@@ -22,8 +24,6 @@ import {
   recordTimedSpan,
   RequestMetrics,
   SpanNames,
-  startSpan,
-  endSpan,
   uploadAttributes,
   type RequestTierStats,
 } from '../../telemetry/index.js';
@@ -42,11 +42,11 @@ export class TierTracing {
     private readonly tracerOverride?: Tracer,
   ) {}
 
-  beginRequest(promptTokens: number): RequestTracing {
+  /** The request's spans hang under the engine's request trace (its steps are the layer spans' parents). */
+  beginRequest(parent: TraceParent): RequestTracing {
     this.invocation++;
-    const span = startSpan(this.tracerOf, SpanNames.request, { [AttrNames.promptTokens]: promptTokens, [AttrNames.backend]: this.backend });
     const virtual = this.backend === 'fake';
-    return new RequestTracing(this, span, trace.setSpan(context.active(), span), this.invocation, virtual ? Number(process.hrtime.bigint()) : undefined);
+    return new RequestTracing(this, parent, this.invocation, virtual ? Number(process.hrtime.bigint()) : undefined);
   }
 
   /** Publishes a step's timing; the calibration actor folds it at once (a throw there fails the request). */
@@ -65,15 +65,33 @@ export class TierTracing {
   }
 }
 
+/** What the tier needs of the engine's request trace (src/engine/request-trace.ts). */
+export interface TraceParent {
+  /** The request span's context. */
+  readonly context: Context;
+  /** Whether the request span records (no SDK, or sampled out: the timed spans are skipped). */
+  readonly recording: boolean;
+  /** The parent of the layer spans of the step at `position` (0: the prefill). */
+  stepContext(position: number): Context;
+}
+
 export class RequestTracing {
+  private readonly parent: Context;
+
   constructor(
     private readonly owner: TierTracing,
-    private readonly span: Span,
-    private readonly parent: Context,
+    private readonly request: TraceParent,
     private readonly invocation: number,
     /** Fake backend: real time at the request's start; its virtual stamps are shifted to start there. */
     private readonly realStartNs: number | undefined,
-  ) {}
+  ) {
+    this.parent = request.context;
+  }
+
+  /** The request's context: the parent of uploads, rebuilds and calibration. */
+  get context(): Context {
+    return this.request.context;
+  }
 
   private shiftNs = 0;
   private shifted = false;
@@ -91,9 +109,10 @@ export class RequestTracing {
   step(r: StepReport): void {
     const tracer = this.owner.tracerOf;
     // Without an SDK (or when sampled out) the timed spans are skipped, not built and dropped.
-    const recording = this.span.isRecording();
+    const recording = this.request.recording;
     const ls = r.position >= 0 ? r.layerStats : undefined;
     if (ls && recording) {
+      const stepParent = this.request.stepContext(r.position);
       // Read in place: a subarray and an array per layer and step cost more than the rest of the step.
       for (let l = 0, at = 0; at < ls.length; l++, at += LAYER_STAT_FIELDS) {
         const startNs = Math.round(ls[at]);
@@ -101,7 +120,7 @@ export class RequestTracing {
         if (!(endNs >= startNs && startNs > 0)) continue;
         const hits = Math.round(ls[at + 4]);
         const misses = Math.round(ls[at + 5]);
-        recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), this.parent);
+        recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), stepParent);
       }
     }
     if (recording) {
@@ -116,8 +135,8 @@ export class RequestTracing {
     this.owner.publish({ kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: r.poll.uploads, traceContext: this.parent, traced: recording });
   }
 
-  end(stats: RequestTierStats, error?: unknown): void {
+  /** The tier's metrics of the request (the engine ends the request span). */
+  end(stats: RequestTierStats): void {
     this.owner.record(stats);
-    endSpan(this.span, error);
   }
 }
