@@ -35,6 +35,15 @@ inline __m256 half_lo(__m512 v) { return _mm512_castps512_ps256(v); }
 inline __m256 half_hi(__m512 v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 inline __m512i broadcast256i(const void* p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)p)); }
 
+// reduce_quant_lanes on each 256-bit half: out[0] from half 0, out[1] from half 1.
+inline void reduce_quant_lanes2(__m512 a, float* out) {
+  const __m512 t = _mm512_add_ps(a, _mm512_shuffle_f32x4(a, a, _MM_SHUFFLE(2, 3, 0, 1)));  // a_j + a_(j+4) per half
+  const __m512 u = _mm512_add_ps(t, _mm512_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 v = _mm512_add_ps(_mm512_add_ps(u, _mm512_permute_ps(u, _MM_SHUFFLE(2, 3, 0, 1))), _mm512_setzero_ps());
+  out[0] = _mm512_cvtss_f32(v);
+  out[1] = _mm_cvtss_f32(_mm512_extractf32x4_ps(v, 2));
+}
+
 template <class K>
 inline __m512i remove_offset2(__m512i isum, __m512i act_sums) {
   return K::kOffsetShift < 0 ? isum : _mm512_sub_epi32(isum, _mm512_slli_epi32(act_sums, K::kOffsetShift));
@@ -102,6 +111,11 @@ void pair_tile(const uint8_t* w, size_t row_bytes, const PairGroup* const* pg, c
     }
   }
   const int tail = (int)(nb % MT_ACT_GROUP_BLOCKS);
+  if (tail == 0) {  // the usual case: both halves reduced at once, in registers
+    for (int r = 0; r < R; r++)
+      for (int p = 0; p < P; p++) reduce_quant_lanes2(acc[r][p], &out[r * 2 * P + 2 * p]);
+    return;
+  }
   for (int r = 0; r < R; r++) {
     const uint8_t* tail_blk = w + r * row_bytes + full * kGroupBytes;
     for (int p = 0; p < P; p++) {

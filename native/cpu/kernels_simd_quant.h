@@ -72,9 +72,18 @@ inline __m256 group_fma(const uint8_t* blk0, const mt_act_group& g, __m256 acc) 
   return group_fma<K>(wb, group_scales<K::kBlockBytes>(blk0), g, acc);
 }
 
+// mt_reduce_quant_lanes in registers: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) + 0.
+inline float reduce_quant_lanes(__m256 a) {
+  const __m256 t = _mm256_add_ps(a, _mm256_permute2f128_ps(a, a, 1));            // a_j + a_(j+4)
+  const __m256 u = _mm256_add_ps(t, _mm256_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));  // lane 0: s0 + s2, lane 1: s1 + s3
+  const __m256 v = _mm256_add_ps(u, _mm256_permute_ps(u, _MM_SHUFFLE(2, 3, 0, 1)));  // lane 0: (s0 + s2) + (s1 + s3)
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(v), _mm_setzero_ps()));
+}
+
 // The row's float lanes -> y, after the blocks of a short last group (nb % 8 of them at blk0).
 template <class K>
 inline float finish_row(__m256 acc, const uint8_t* blk0, const mt_act_group& g, int tail) {
+  if (tail == 0) return reduce_quant_lanes(acc);
   float lane[MT_QUANT_LANES];
   _mm256_storeu_ps(lane, acc);
   for (int j = 0; j < tail; j++) {
