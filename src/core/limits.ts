@@ -19,6 +19,11 @@ export const limits = {
   /** Default and hard cap on generated tokens per request. */
   maxTokensDefault: 128,
   maxTokensMax: 32768,
+  /** Requests that may wait behind the running one on an engine (default, and the most an option may ask for). */
+  requestQueueDepthDefault: 64,
+  requestQueueDepthMax: 65_536,
+  /** A request whose consumer asks for no token for this long is cancelled (a dropped iterator held the engine for ever). */
+  requestIdleMs: 60_000,
   /** Native compute threads. */
   threadsMax: 64,
   /** Items that a chat template's range() calls may make in one render (real templates make none or a few). */

@@ -18,6 +18,7 @@ import type { CalibrationSnapshot } from '../actors/calibration/messages.js';
 import { fromCancellable } from '../streams/tokens.js';
 import { defaultHeatPath } from './heat-file.js';
 import { loadModel, type LoadedModel } from './load.js';
+import { checkModelFile } from './model-pin.js';
 import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
 import { RouteLog } from './tier/route-log.js';
 import type { TierStats } from './tier/port.js';
@@ -38,6 +39,8 @@ export interface EngineOptions extends TierOptions {
   contextTokens?: number;
   /** Requests allowed to wait behind the running one (default 64). */
   requestQueueDepthMax?: number;
+  /** A request whose consumer asks for no next token for this long is cancelled (default 60 000 ms). */
+  requestIdleMs?: number;
 }
 
 export interface GenerateOptions extends SamplingOptions {
@@ -100,25 +103,33 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   if (!Number.isInteger(contextTokens) || contextTokens < 2 || contextTokens > limits.contextTokensMax) {
     throw new InvalidOptionError('contextTokens', `an integer in [2, ${limits.contextTokensMax}]`, contextTokens);
   }
+  const queueDepthMax = options.requestQueueDepthMax ?? limits.requestQueueDepthDefault;
+  if (!Number.isInteger(queueDepthMax) || queueDepthMax < 0 || queueDepthMax > limits.requestQueueDepthMax) {
+    throw new InvalidOptionError('requestQueueDepthMax', `an integer in [0, ${limits.requestQueueDepthMax}] (requests that may wait behind the running one)`, queueDepthMax);
+  }
+  const idleMs = options.requestIdleMs ?? limits.requestIdleMs;
+  if (!Number.isInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1) throw new InvalidOptionError('requestIdleMs', 'an integer number of ms in [1, 2^31 - 1]', idleMs);
   const native = loadNative();
   const model = loadModel(native, options.model);
-  const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, defaultHeatPath(modelIdentity(model.file))) : undefined;
-  const context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
-  let tier: EngineTier | undefined;
+  // Everything opened from here on is freed if a later step throws (a bad tier option used to leave the model mapped).
+  let context: NativeContextHandle | undefined;
   try {
-    if (tierConfig) tier = await EngineTier.create(native, model, context, tierConfig);
+    const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, defaultHeatPath(modelIdentity(model.file))) : undefined;
+    context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
+    const tier = tierConfig ? await EngineTier.create(native, model, context, tierConfig) : undefined;
+    return new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier);
   } catch (err) {
-    native.freeContext(context);
+    if (context !== undefined) native.freeContext(context);
     native.freeModel(model.nativeModel);
     native.unmapFile(model.mapping);
     throw err;
   }
-  return new NativeEngine(native, model, context, contextTokens, options.requestQueueDepthMax ?? 64, tier);
 }
 
 class NativeEngine implements Engine {
   private readonly queue: RequestQueue;
   private closed = false;
+  private closing: Promise<void> | undefined;
   lastStats: GenerationStats | undefined;
 
   constructor(
@@ -127,6 +138,7 @@ class NativeEngine implements Engine {
     private readonly context: NativeContextHandle,
     private readonly contextTokens: number,
     queueDepthMax: number,
+    private readonly idleMs: number,
     private readonly tier: EngineTier | undefined,
   ) {
     this.queue = new RequestQueue(queueDepthMax);
@@ -160,6 +172,7 @@ class NativeEngine implements Engine {
     const ids = this.checkTokens(tokens);
     const release = await this.queue.acquire();
     try {
+      checkModelFile(this.model.pin);
       const out = new Float32Array(this.hparams.nVocab);
       await this.native.evalAsync(this.context, ids, 0, out);
       return out;
@@ -176,7 +189,7 @@ class NativeEngine implements Engine {
     }
     validateSampling(options);
     const promptIds = this.checkTokens(typeof prompt === 'string' ? this.tokenize(prompt, { addBos: options.addBos }) : prompt);
-    return this.run(prompt, promptIds, maxTokens, options);
+    return cancelWhenIdle(this.run(prompt, promptIds, maxTokens, options), this.idleMs);
   }
 
   generate$(prompt: string | number[], options: GenerateOptions = {}): Observable<GeneratedToken> {
@@ -206,6 +219,8 @@ class NativeEngine implements Engine {
     const trace = new RequestTrace({ model: this.name, backend: this.tier?.config.backend, promptTokens: promptIds.length, maxTokens, sampling: options, prompt });
     let tierRequest: TierRequest | undefined;
     try {
+      // A truncated model file is a typed error here, before the eval could touch a page past its end (SIGBUS).
+      checkModelFile(this.model.pin);
       tierRequest = await this.tier?.beginRequest(trace, log);
     } catch (err) {
       trace.end(stats, err);
@@ -270,6 +285,7 @@ class NativeEngine implements Engine {
       completed = true;
     } catch (err) {
       failure = { error: err };
+      if (stats.finishReason !== 'aborted') stats.finishReason = 'error';
       throw err;
     } finally {
       // Closed early by the consumer (break, return(), an unsubscribed generate$()): a cancel.
@@ -316,6 +332,7 @@ class NativeEngine implements Engine {
   }
 
   tierStats(): TierStats | undefined {
+    this.checkOpen(); // after close() the native tier is freed: a typed refusal, not "tier used after free"
     return this.tier?.port.stats();
   }
 
@@ -332,11 +349,18 @@ class NativeEngine implements Engine {
     if (residentSlotsPerLayer !== undefined) this.tier.resizeSlots(residentSlotsPerLayer);
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
+  close(): Promise<void> {
+    // One close for every caller: a second close() resolves when the first has freed everything.
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  private async closeOnce(): Promise<void> {
     this.closed = true;
-    // Wait for running and queued requests to finish before freeing native memory.
-    const release = await this.queue.acquire();
+    // Wait for running and queued requests to finish before freeing native memory; the close itself
+    // is never refused by the queue's depth (a full queue used to make close() throw, freeing nothing).
+    // An iterator its consumer dropped ends after requestIdleMs (cancelWhenIdle).
+    const release = await this.queue.acquire(undefined, { unbounded: true });
     try {
       await this.tier?.close();
       this.native.freeContext(this.context);
@@ -371,4 +395,48 @@ class RouteBuffer {
     if (this.routes.length !== need) this.routes = new Int32Array(need);
     return { routes: this.routes };
   }
+}
+
+/**
+ * The request's iterator, cancelled when its consumer stops asking: after a token, if next() is not
+ * called within idleMs, the request is ended as a cancel (its finally blocks run: the queue is freed,
+ * the tier's leases returned), so a dropped iterator cannot hold the engine (and close()) for ever.
+ * A later next() throws LimitExceededError('requestIdleMs').
+ */
+function cancelWhenIdle<T>(gen: AsyncGenerator<T>, idleMs: number): AsyncGenerator<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let idleSince = 0;
+  let abandoned = false;
+  const disarm = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  const wrapped: AsyncGenerator<T> = {
+    async next(...args) {
+      disarm();
+      if (abandoned) throw new LimitExceededError('requestIdleMs', Math.round(performance.now() - idleSince), idleMs);
+      const r = await gen.next(...args);
+      if (!r.done) {
+        idleSince = performance.now();
+        timer = setTimeout(() => {
+          abandoned = true;
+          void gen.return(undefined);
+        }, idleMs);
+        timer.unref(); // an abandoned request must not keep the process alive either
+      }
+      return r;
+    },
+    return(value) {
+      disarm();
+      return gen.return(value as T);
+    },
+    throw(err) {
+      disarm();
+      return gen.throw(err);
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+  return wrapped;
 }

@@ -9,7 +9,8 @@ export interface GenerationStats {
   prefillTokPerS: number;
   /** Decode steps (tokens after the first) per second of decode time. */
   decodeTokPerS: number;
-  finishReason: 'stop' | 'length' | 'context' | 'aborted';
+  /** error: the request failed (an eval error, or the consumer threw into the iterator with it.throw()). */
+  finishReason: 'stop' | 'length' | 'context' | 'aborted' | 'error';
   /** Decode time per decode step (the tokens after the first). */
   msPerToken: number;
   /** With an expert tier attached (openEngine `resident` / `slotsPerLayer`): */

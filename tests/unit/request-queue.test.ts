@@ -29,4 +29,19 @@ describe('RequestQueue', () => {
     const third = await queue.acquire();
     third();
   });
+
+  it('lets depthMax requests wait behind the running one, in a burst too, and counts releases', async () => {
+    const queue = new RequestQueue(2);
+    const burst = [queue.acquire(), queue.acquire(), queue.acquire()]; // one runs, two wait
+    await expect(queue.acquire()).rejects.toThrow(/limit requestQueueDepthMax exceeded: 3 > 2/);
+    expect(queue.depth).toBe(2);
+    const first = await burst[0];
+    first();
+    first(); // a second release changes nothing
+    const next = queue.acquire(); // room again: one running, two waiting
+    expect(queue.depth).toBe(2);
+    for (const p of [...burst.slice(1), next]) (await p)();
+    expect(queue.depth).toBe(0);
+  });
 });
+
