@@ -6,10 +6,11 @@
  * Held in memory until shutdown, so it is bounded: past `spansMax` spans are dropped and
  * counted (the count is written in the file's otherData.droppedSpans).
  */
-import { open } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { MoetierError } from '../src/core/errors.js';
+import { checkOutputPath, tempPathBeside } from '../src/core/output-file.js';
 import type { TraceFileReport } from './telemetry.js';
 import { toTraceEventFile, type SpanRecord } from './trace-events.js';
 
@@ -70,8 +71,11 @@ export class TraceFileExporter implements SpanExporter {
 
   private async writeFile(): Promise<TraceFileReport> {
     const { traceEvents, ...rest } = toTraceEventFile(this.records, this.processName, this.dropped);
+    // Whole or not at all, and never over something that is not a regular file (core/output-file.ts).
+    const tmp = tempPathBeside(this.file);
     try {
-      const handle = await open(this.file, 'w');
+      checkOutputPath(this.file, '--trace-file');
+      const handle = await open(tmp, 'wx');
       try {
         await handle.write('{"traceEvents":[\n');
         for (let i = 0; i < traceEvents.length; i += eventsPerWrite) {
@@ -83,7 +87,9 @@ export class TraceFileExporter implements SpanExporter {
       } finally {
         await handle.close();
       }
+      await rename(tmp, this.file);
     } catch (error) {
+      await rm(tmp, { force: true });
       throw new TraceFileError(this.file, error);
     }
     return { file: this.file, spans: this.records.length, droppedSpans: this.dropped };
