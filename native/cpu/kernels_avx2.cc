@@ -5,6 +5,7 @@
 //   bit for bit). Activation prepare for them is here.
 // Float matmul keeps one weight row in L1 and runs it against 2 activation rows at once.
 #include <immintrin.h>
+#include <float.h>
 #include <math.h>
 #include "kernels_internal.h"
 
@@ -111,10 +112,16 @@ void mt_act_prepare_avx2(int wtype, const float* x, int64_t cols, void* act) {
     mt_act_group& g = out[b / MT_ACT_GROUP_BLOCKS];
     const int j = (int)(b % MT_ACT_GROUP_BLOCKS);
     __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
+    __m256 amax = _mm256_setzero_ps(), nonfinite = _mm256_setzero_ps();
     for (int k = 0; k < 4; k++) {
       v[k] = _mm256_loadu_ps(x + b * MT_QK + 8 * k);
-      amax = _mm256_max_ps(amax, _mm256_and_ps(v[k], abs_mask));
+      const __m256 a = _mm256_and_ps(v[k], abs_mask);
+      amax = _mm256_max_ps(amax, a);
+      nonfinite = _mm256_or_ps(nonfinite, _mm256_cmp_ps(a, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ));  // NaN or inf
+    }
+    if (_mm256_movemask_ps(nonfinite) != 0) {  // as the scalar quantiser: d = NaN, q and sum 0
+      g.d[j] = NAN;
+      continue;
     }
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));

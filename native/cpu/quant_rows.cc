@@ -1,5 +1,6 @@
 // Row sizes, activation preparation and dequantisation: the type-level half of
 // mt_kernels.h, one scalar implementation shared by every ISA path.
+#include <float.h>
 #include <math.h>
 #include <string.h>
 #include "kernels_internal.h"
@@ -42,6 +43,7 @@ static inline int round_to_int(float v) {
 // x [cols] -> blocks of 32: d = max|x| / 127, q = round(x / d) with 1 / d of the unrounded d,
 // then d kept as its f16 rounding (as llama.cpp's quantize_row_q8_0). The error per element is at
 // most d / 2 + 127 |d - f16(d)|, which is the tolerance the tests derive for the integer paths.
+// A block holding a NaN or inf gets d = NaN (fmaxf and the rounding would turn it into a code).
 static void quantise_q8(const float* x, int64_t cols, mt_act_group* out) {
   const int64_t nb = cols / MT_QK;
   memset(out, 0, (size_t)mt_act_groups(nb) * sizeof(mt_act_group));
@@ -50,7 +52,15 @@ static void quantise_q8(const float* x, int64_t cols, mt_act_group* out) {
     mt_act_group& g = out[b / MT_ACT_GROUP_BLOCKS];
     const int j = (int)(b % MT_ACT_GROUP_BLOCKS);
     float amax = 0.0f;
-    for (int i = 0; i < MT_QK; i++) amax = fmaxf(amax, fabsf(xb[i]));
+    bool finite = true;
+    for (int i = 0; i < MT_QK; i++) {
+      amax = fmaxf(amax, fabsf(xb[i]));
+      finite = finite && fabsf(xb[i]) <= FLT_MAX;
+    }
+    if (!finite) {  // a NaN or inf stays one: d = NaN makes every dot with this block NaN (q, sum stay 0)
+      g.d[j] = NAN;
+      continue;
+    }
     float d = amax / 127.0f;
     float inv = d > 0.0f ? 1.0f / d : 0.0f;
     int32_t sum = 0;

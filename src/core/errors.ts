@@ -80,6 +80,16 @@ export class NativeError extends MoetierError {
   }
 }
 
+/** A NaN or inf logit: the weights or activations overflowed, so no token can be sampled (greedy gave token 0 for ever). */
+export class NonFiniteLogitsError extends MoetierError {
+  /** The position of the first token of the eval that produced them (the request's step). */
+  readonly position: number;
+  constructor(message: string, position: number, options?: { cause?: unknown }) {
+    super('E_NONFINITE_LOGITS', `${message} (the eval from position ${position})`, options);
+    this.position = position;
+  }
+}
+
 /** The model file was replaced or truncated under a running engine; its mapping can no longer be trusted. */
 export class ModelFileChangedError extends MoetierError {
   readonly file: string;

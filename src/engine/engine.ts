@@ -19,6 +19,7 @@ import { fromCancellable } from '../streams/tokens.js';
 import { defaultHeatPath } from './heat-file.js';
 import { loadModel, type LoadedModel } from './load.js';
 import { checkModelFile } from './model-pin.js';
+import { typedEvalError } from '../native/eval-errors.js';
 import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
 import { RouteLog } from './tier/route-log.js';
 import type { TierStats } from './tier/port.js';
@@ -174,7 +175,9 @@ class NativeEngine implements Engine {
     try {
       checkModelFile(this.model.pin);
       const out = new Float32Array(this.hparams.nVocab);
-      await this.native.evalAsync(this.context, ids, 0, out);
+      await this.native.evalAsync(this.context, ids, 0, out).catch((err: unknown) => {
+        throw typedEvalError(err, 0);
+      });
       return out;
     } finally {
       release();
@@ -233,7 +236,10 @@ class NativeEngine implements Engine {
     let completed = false;
     // With a tier, steps go through its layer-compute actor (placement, route log and traces read its reports).
     const evaluate = (phase: 'prefill' | 'decode', tokens: Int32Array, position: number, logits: Float32Array): Promise<void> =>
-      tierRequest ? tierRequest.evaluate(phase, tokens, position, logits) : this.native.evalAsync(this.context, tokens, position, logits, routesOnly?.evalOptions(tokens.length));
+      (tierRequest ? tierRequest.evaluate(phase, tokens, position, logits) : this.native.evalAsync(this.context, tokens, position, logits, routesOnly?.evalOptions(tokens.length)))
+        .catch((err: unknown) => {
+          throw typedEvalError(err, position);
+        });
     try {
       const sampler = createSampler(options);
       const streamer = this.model.tokenizer.createStreamDecoder({ special: false });

@@ -4,9 +4,10 @@
  * no RSS growth. Before, each left the model mapped: 200 left 200 mappings and ~325 MB of RSS.
  * Also: requestQueueDepthMax is validated and means what the docs say.
  */
-import { copyFileSync, readFileSync, renameSync, truncateSync } from 'node:fs';
+import { copyFileSync, readFileSync, renameSync, truncateSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidOptionError, ModelFileChangedError } from '../../src/core/errors.js';
+import { InvalidOptionError, ModelFileChangedError, NonFiniteLogitsError } from '../../src/core/errors.js';
+import { parseGguf } from '../../src/model/gguf/reader.js';
 import { openEngine, type EngineOptions } from '../../src/engine/engine.js';
 import { tempDir, tinyModel } from './tier-helpers.js';
 
@@ -128,6 +129,28 @@ describe('close and dropped iterators', () => {
       await it.next();
       await expect(it.throw!(new Error('consumer gave up'))).rejects.toThrow('consumer gave up');
       expect(engine.lastStats?.finishReason).toBe('error');
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe('non-finite logits', () => {
+  it('stop the request with NonFiniteLogitsError naming the position, not token 0 for ever', async () => {
+    const poisoned = `${dir}/nan.gguf`;
+    const bytes = readFileSync(model);
+    const norm = parseGguf(new Uint8Array(bytes), poisoned).tensors.get('output_norm.weight')!;
+    new DataView(bytes.buffer, bytes.byteOffset).setFloat32(norm.offset, Number.NaN, true);
+    writeFileSync(poisoned, bytes);
+    const engine = await openEngine({ model: poisoned, threads: 1 });
+    try {
+      const it = engine.generate('red green', { maxTokens: 4 })[Symbol.asyncIterator]();
+      const err = await it.next().then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(NonFiniteLogitsError);
+      expect((err as NonFiniteLogitsError).position).toBe(0);
+      expect((err as Error).message).toMatch(/a non-finite value \(NaN\) at token position \d+, vocabulary id \d+/);
+      expect(engine.lastStats?.finishReason).toBe('error');
+      await expect(engine.logits([1, 2])).rejects.toBeInstanceOf(NonFiniteLogitsError);
     } finally {
       await engine.close();
     }

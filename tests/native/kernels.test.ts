@@ -250,6 +250,26 @@ describe('activation quantisation', () => {
   });
 });
 
+describe('activation quantisation of NaN and inf', () => {
+  it('keeps them non-finite on every path (fmaxf and the rounding used to turn a NaN into an 8-bit code)', () => {
+    const cols = 64;
+    const w = randomWeights('Q8_0', 3, cols, 5);
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const x = randomX(cols, 9);
+      x[40] = bad; // block 1
+      const byPath = PATHS.map((isa) => {
+        native.isaSet(isa);
+        const y = new Float32Array(3);
+        native.matvec(GGML_TYPE.Q8_0, w, 3, cols, x, y);
+        return Array.from(y);
+      });
+      for (const y of byPath) {
+        expect(y.every(Number.isNaN), `${bad}: ${y}`).toBe(true);
+      }
+    }
+  });
+});
+
 describe('ISA control', () => {
   it('names every path and refuses one the CPU lacks', () => {
     expect([0, 1, 2].map((isa) => native.isaName(isa))).toEqual(['scalar', 'avx2', 'avx512vnni']);
