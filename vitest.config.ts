@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
-// *.slow.test.ts (the pack-install test: it builds the native addon) runs after everything else, on
+// *.slow.test.ts (the pack-install test builds the native addon, the cross-build test compiles native/
+// for arm64, the bad-invocations test spawns dozens of CLIs) runs after everything else, on
 // its own: a C++ build on both cores would skew the timing tests running beside it.
 const slow = 'tests/**/*.slow.test.ts';
 

@@ -48,8 +48,16 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
+    // Operating errors get one line; a bug (anything else) keeps its stack so it can be reported.
     if (err instanceof MoetierError) console.error(`moetier: ${err.message}`);
+    else if (isSystemError(err)) console.error(`moetier: ${err.message}`);
     else console.error(err);
     process.exitCode = exitCodeFor(err);
   },
 );
+
+/** A refusal of the operating system (ENOENT, EACCES, ENOSPC...): the user's to fix, not a bug. */
+function isSystemError(err: unknown): err is NodeJS.ErrnoException {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' &&
+    /^E[A-Z0-9]+$/.test((err as NodeJS.ErrnoException).code!) && typeof (err as NodeJS.ErrnoException).syscall === 'string';
+}

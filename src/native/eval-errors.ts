@@ -6,7 +6,9 @@
 import { MoetierError, NativeError, NonFiniteLogitsError } from '../core/errors.js';
 
 export function typedEvalError(err: unknown, position: number): unknown {
-  if (err instanceof MoetierError || !(err instanceof Error)) return err;
-  if (/^eval: logits: a non-finite value/.test(err.message)) return new NonFiniteLogitsError(err.message, position, { cause: err });
+  // Only the addon's own refusals ("eval: ..."); anything else thrown on the way (a bug in a
+  // policy tick, a consumer's error) passes through as it is.
+  if (err instanceof MoetierError || !(err instanceof Error) || !err.message.startsWith('eval: ')) return err;
+  if (err.message.startsWith('eval: logits: a non-finite value')) return new NonFiniteLogitsError(err.message, position, { cause: err });
   return new NativeError(err.message, { cause: err });
 }
