@@ -96,6 +96,8 @@ export interface Engine {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
+  // The library boundary: JavaScript callers can pass anything (null gave an untyped TypeError).
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'an object { model, ... }', options);
   const threads = options.threads ?? 2;
   const contextTokens = options.contextTokens ?? limits.contextTokensDefault;
   if (!Number.isInteger(threads) || threads < 1 || threads > limits.threadsMax) {
@@ -161,10 +163,12 @@ class NativeEngine implements Engine {
   }
 
   tokenize(text: string, options?: { addBos?: boolean }): number[] {
+    if (typeof text !== 'string') throw new InvalidOptionError('text', 'a string', text);
     return this.model.tokenizer.encode(text, options);
   }
 
   detokenize(ids: number[]): string {
+    if (!Array.isArray(ids)) throw new InvalidOptionError('ids', 'an array of token ids', ids);
     return this.model.tokenizer.decode(ids);
   }
 
@@ -186,6 +190,8 @@ class NativeEngine implements Engine {
 
   generate(prompt: string | number[], options: GenerateOptions = {}): AsyncIterable<GeneratedToken> {
     this.checkOpen();
+    if (typeof prompt !== 'string' && !Array.isArray(prompt)) throw new InvalidOptionError('prompt', 'a string or an array of token ids', prompt);
+    if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'an object', options);
     const maxTokens = options.maxTokens ?? limits.maxTokensDefault;
     if (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > limits.maxTokensMax) {
       throw new InvalidOptionError('maxTokens', `an integer in [1, ${limits.maxTokensMax}]`, maxTokens);

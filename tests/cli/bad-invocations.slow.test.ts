@@ -57,6 +57,9 @@ const cases: Array<[string[], 1 | 2]> = [
   [['run', '-m', m(), '-p', 'x', '--resident', '0.5', '--heat', d('null.heat.json')], 1],
   [['run', '-m', m(), '-p', 'x', '--resident', '0.5', '--heat', d('folder')], 2],
   [['run', '-m', m(), '-p', 'x', '--colour', 'red'], 2],
+  [['run', '-m', m(), '-p', 'x', '--heat', d('h.json')], 2], // tier flags without a tier were ignored
+  [['run', '-m', m(), '-p', 'x', '--prefill-replan'], 2],
+  [['run', '-m', m(), '-p', 'x', '--backend', 'fake'], 2],
   [['gen-model'], 2],
   [['gen-model', '--preset', 'huge', '--out', d('x.gguf')], 2],
   [['gen-model', '--preset', 'tiny', '--out', '/dev/null'], 2],

@@ -156,3 +156,22 @@ describe('non-finite logits', () => {
     }
   });
 });
+
+describe('library arguments', () => {
+  it('null, undefined and wrong kinds at the boundary are typed refusals, not TypeErrors', async () => {
+    await expect(openEngine(null as unknown as EngineOptions)).rejects.toBeInstanceOf(InvalidOptionError);
+    await expect(openEngine(undefined as unknown as EngineOptions)).rejects.toBeInstanceOf(InvalidOptionError);
+    await expect(openEngine({ model: null } as unknown as EngineOptions)).rejects.toBeInstanceOf(InvalidOptionError);
+    const engine = await openEngine({ model, threads: 1 });
+    try {
+      expect(() => engine.generate(null as unknown as string)).toThrow(InvalidOptionError);
+      expect(() => engine.generate(undefined as unknown as string)).toThrow(InvalidOptionError);
+      expect(() => engine.generate('x', null as unknown as object)).toThrow(InvalidOptionError);
+      expect(() => engine.tokenize(undefined as unknown as string)).toThrow(InvalidOptionError);
+      expect(() => engine.detokenize(null as unknown as number[])).toThrow(InvalidOptionError);
+    } finally {
+      await engine.close();
+    }
+    expect(() => engine.tierStats()).toThrow(InvalidOptionError);
+  });
+});

@@ -148,6 +148,14 @@ function tierOptions(a: Args): Partial<EngineOptions> {
     if (a.bool('prefill-replan')) o.prefillReplan.enabled = true;
     if (a.has('replan-max')) o.prefillReplan.maxSwapsPerLayer = a.int('replan-max', 24, 1);
   }
+  // Flags that only mean something with a tier were ignored without one: say so instead.
+  if (!a.has('resident') && !a.has('slots-per-layer')) {
+    // (--heat none asks for nothing, so scripts that always pass it keep working.)
+    const needsTier = ['backend', 'heat', 'prefill-replan', 'replan-max'].find((f) => a.has(f) && !(f === 'heat' && heat === 'none'));
+    if (needsTier !== undefined) {
+      throw new InvalidOptionError(a.flag(needsTier), `${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (it configures the expert tier)`, needsTier === 'prefill-replan' ? true : a.string(needsTier));
+    }
+  }
   return o;
 }
 
