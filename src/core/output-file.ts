@@ -5,7 +5,7 @@
  * (two runs writing one path each rename a whole file of their own; neither leaves a mix).
  */
 import { randomBytes } from 'node:crypto';
-import { renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { InvalidOptionError } from './errors.js';
 
@@ -13,12 +13,14 @@ function statOrUndefined(file: string): Stats | undefined {
   try {
     return statSync(file);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined; // nothing there (or a file where a folder would be)
     throw err;
   }
 }
 
 function kind(st: Stats): string {
+  if (st.isFile()) return 'a regular file';
   if (st.isDirectory()) return 'a directory';
   if (st.isCharacterDevice()) return 'a character device';
   if (st.isBlockDevice()) return 'a block device';
@@ -61,5 +63,35 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, flag = 
   } catch (err) {
     rmSync(tmp, { force: true });
     throw err;
+  }
+}
+
+/**
+ * Creates `dir` and its missing parents one level at a time. Node 20's recursive mkdir never
+ * returns under /proc (MOETIER_CACHE_DIR=/proc/nope spun a core for ever); a level that cannot be
+ * made is an error naming `what` (the flag or variable that chose the folder).
+ */
+export function ensureDir(dir: string, what: string): void {
+  const missing: string[] = [];
+  let at = path.resolve(dir);
+  for (;;) {
+    const st = statOrUndefined(at);
+    if (st !== undefined) {
+      if (!st.isDirectory()) throw new InvalidOptionError(what, `a folder path (${at} is ${kind(st)})`, dir);
+      break;
+    }
+    missing.push(at);
+    const parent = path.dirname(at);
+    if (parent === at) break;
+    at = parent;
+  }
+  for (const level of missing.reverse()) {
+    try {
+      mkdirSync(level);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' && statOrUndefined(level)?.isDirectory()) continue; // made by another run meanwhile
+      throw new InvalidOptionError(what, `a folder that can be created (${level}: ${code ?? 'refused'})`, dir);
+    }
   }
 }

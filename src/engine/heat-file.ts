@@ -5,13 +5,13 @@
  * merged after each request under a lock file (core/file-lock.ts), so concurrent runs lose no counts;
  * written atomically (a unique tmp + rename) so a crash never leaves half a file.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { FileFormatError, InvalidOptionError } from '../core/errors.js';
 import { cacheDir } from '../core/cache-dir.js';
 import { limits } from '../core/limits.js';
 import { withFileLock } from '../core/file-lock.js';
-import { checkOutputPath, tempPathBeside } from '../core/output-file.js';
+import { checkOutputPath, ensureDir, tempPathBeside } from '../core/output-file.js';
 import type { HParams } from '../model/types.js';
 
 export const HEAT_FILE_VERSION = 1;
@@ -95,7 +95,7 @@ export function addRoutes(heat: HeatFile, routes: readonly (readonly (readonly n
 }
 
 export function writeHeatFile(file: string, heat: HeatFile): void {
-  mkdirSync(path.dirname(file), { recursive: true });
+  ensureDir(path.dirname(file), 'heat');
   checkOutputPath(file, 'heat');
   const tmp = tempPathBeside(file);
   writeFileSync(tmp, JSON.stringify(heat), { flag: 'wx' });
@@ -109,6 +109,6 @@ export function writeHeatFile(file: string, heat: HeatFile): void {
  */
 export function mergeIntoHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>,
   routes: readonly (readonly (readonly number[])[])[]): boolean {
-  mkdirSync(path.dirname(file), { recursive: true });
+  ensureDir(path.dirname(file), 'heat');
   return withFileLock(file, () => writeHeatFile(file, addRoutes(readHeatFile(file, hp) ?? emptyHeat(hp), routes))) !== undefined;
 }

@@ -4,9 +4,9 @@
  * the generator version, so a changed generator writes a new file instead of serving a stale one.
  */
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cacheDir } from '../core/cache-dir.js';
+import { ensureDir } from '../core/output-file.js';
 import { GENERATOR_VERSION, checkSynthOptions, writeSynthModel, type ProgressFn, type SynthOptions } from '../synth/generate.js';
 
 export function modelCacheDir(): string {
@@ -32,7 +32,7 @@ export async function ensurePresetModel(
   const running = pending.get(path);
   if (running) return running;
   const job = (async () => {
-    await mkdir(dir, { recursive: true });
+    ensureDir(dir, 'MOETIER_CACHE_DIR');
     await writeSynthModel(checked, path, onProgress); // writes a temporary file beside path, renames when complete
     return path;
   })().finally(() => pending.delete(path));

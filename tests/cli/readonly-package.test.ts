@@ -80,7 +80,7 @@ describe('a read-only package folder', () => {
     const r = tierRequest(home, 0o555);
     expect(r.status, r.stderr).toBe(0);
     expect((JSON.parse(r.stdout) as { generatedTokens: number }).generatedTokens).toBe(3);
-    expect(r.stderr).toMatch(/^moetier: warning: heat file not saved \(.*\.heat\.json: EACCES\)/m);
+    expect(r.stderr).toMatch(/^moetier: warning: heat file not saved \(.*EACCES/m);
     expect(existsSync(path.join(home, '.cache'))).toBe(false);
   });
 });

@@ -38,7 +38,7 @@ import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
 import { StepReportBus } from '../../streams/step-reports.js';
 import { assert } from '../../core/assert.js';
-import { NativeError } from '../../core/errors.js';
+import { MoetierError, NativeError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 const slotAlignBytes = 64; // native/backend/backend.h kSlotAlignBytes: the budget covers the slot stride
@@ -165,6 +165,7 @@ export class EngineTier {
       if (mergeIntoHeatFile(this.config.heat, this.model.hparams, rows)) return undefined;
       return `${this.config.heat}: locked by another run for over ${limits.heatLockWaitMs} ms`;
     } catch (err) {
+      if (err instanceof MoetierError) return err.message; // a refused path: named by the error itself
       const code = (err as NodeJS.ErrnoException).code;
       if (typeof code !== 'string') throw err; // not a file-system refusal: a bug
       return `${this.config.heat}: ${code}`;

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../../src/core/errors.js';
-import { checkOutputPath, tempPathBeside } from '../../../src/core/output-file.js';
+import { checkOutputPath, ensureDir, tempPathBeside } from '../../../src/core/output-file.js';
 import { parseGguf } from '../../../src/model/gguf/reader.js';
 import { writeGguf } from '../../../src/model/gguf/writer.js';
 import { readFile } from 'node:fs/promises';
@@ -81,3 +81,18 @@ describe('writeGguf output', () => {
     expect(statSync('/dev/null').isCharacterDevice()).toBe(true);
   });
 });
+
+describe('ensureDir', () => {
+  it('makes missing levels, accepts an existing folder, and refuses /proc or a file at once (recursive mkdir spun there)', () => {
+    const deep = path.join(dir, 'a', 'b', 'c');
+    ensureDir(deep, 'MOETIER_CACHE_DIR');
+    expect(statSync(deep).isDirectory()).toBe(true);
+    ensureDir(deep, 'MOETIER_CACHE_DIR');
+    const started = Date.now();
+    expect(() => ensureDir('/proc/nope/deeper', 'MOETIER_CACHE_DIR')).toThrow(/option MOETIER_CACHE_DIR: expected a folder that can be created \(\/proc\/nope: ENOENT\)/);
+    expect(Date.now() - started).toBeLessThan(1000);
+    writeFileSync(path.join(dir, 'plain'), 'x');
+    expect(() => ensureDir(path.join(dir, 'plain', 'sub'), '--heat')).toThrow(/option --heat: expected a folder path \(.*plain is a regular file\)/);
+  });
+});
+
