@@ -190,7 +190,7 @@ bool check_logits_finite(const float* logits, int32_t rows, int32_t n_vocab, int
       if (!std::isfinite(v))
         return std::snprintf(err, err_bytes,
                              "logits: a non-finite value (%s) at token position %d, vocabulary id %d: the model's weights or "
-                             "activations overflowed (a NaN or inf weight, or values past the float range)",
+                             "activations overflowed (moetier inspect --check-weights finds NaN or inf weights)",
                              std::isnan(v) ? "NaN" : "inf", pos_first + r, i),
                false;
     }

@@ -1,8 +1,9 @@
 import type { Command } from '../command.js';
 import { demoCommand } from './demo.js';
 import { genModelCommand } from './gen-model.js';
+import { inspectCommand } from './inspect.js';
 import { replayCommand } from './replay.js';
 import { runCommand } from './run.js';
 
 /** Every sub-command, in the order `moetier --help` lists them. */
-export const commands: Command[] = [runCommand, demoCommand, genModelCommand, replayCommand];
+export const commands: Command[] = [runCommand, demoCommand, genModelCommand, inspectCommand, replayCommand];
