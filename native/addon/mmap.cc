@@ -1,6 +1,7 @@
 // mapFile / unmapFile: read-only memory mapping of a model file, exposed to JS as an
 // external ArrayBuffer. The mapping lives until unmapFile or until the handle is collected.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +31,32 @@ MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle) {
   return m;
 }
 
+// A read of a mapped page past the end of a file that was truncated under us raises SIGBUS, which
+// would end the process with no word. The engine checks the file before each request
+// (src/engine/model-pin.ts); a truncation during an eval is trapped here, so the process says why
+// before it ends (the read cannot be resumed). Installed once, only if nobody else handles SIGBUS.
+static void OnSigbus(int) {
+  static const char msg[] =
+      "moetier: SIGBUS: a memory-mapped model file was truncated while it was being read; the process cannot "
+      "continue (do not modify a model file that an engine has open)\n";
+  ssize_t ignored = write(2, msg, sizeof msg - 1);
+  (void)ignored;
+  signal(SIGBUS, SIG_DFL);
+  raise(SIGBUS);
+}
+
+static void TrapSigbusOnce() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  struct sigaction old {};
+  if (sigaction(SIGBUS, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;  // someone else's handler
+  struct sigaction sa {};
+  sa.sa_handler = OnSigbus;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, nullptr);
+}
+
 static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) {
@@ -56,6 +83,7 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   fcntl(fd, F_SETFD, FD_CLOEXEC);  // pinned for this process only: children do not inherit it
+  TrapSigbusOnce();
   auto* m = new MappedFile();
   m->base = base;
   m->length = length;
