@@ -96,8 +96,10 @@ function readAlignment(cur: Cursor, metadata: Map<string, GgufValue>): number {
   const value = metadata.get('general.alignment');
   if (value === undefined) return GGUF_ALIGNMENT_DEFAULT;
   cur.context = 'key general.alignment';
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1 << 16 || (value & (value - 1)) !== 0) {
-    cur.fail(`a power of two from 1 to 65536, got ${String(value)}`);
+  // The GGUF spec: a multiple of 8 (and ggml: a power of two). A wrong value that still divides every
+  // tensor offset cannot be told from the header: its misread weights end as NonFiniteLogitsError or wrong text.
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 8 || value > 1 << 16 || (value & (value - 1)) !== 0) {
+    cur.fail(`a power of two from 8 to 65536 (the GGUF spec asks for a multiple of 8), got ${String(value)}`);
   }
   return value;
 }

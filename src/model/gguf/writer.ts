@@ -167,8 +167,8 @@ export async function writeGguf(
   options: GgufWriteOptions = {},
 ): Promise<void> {
   const alignment = options.alignment ?? GGUF_ALIGNMENT_DEFAULT;
-  if (!Number.isInteger(alignment) || alignment < 1 || alignment > 1 << 16 || (alignment & (alignment - 1)) !== 0) {
-    throw new InvalidOptionError('alignment', 'a power of two from 1 to 65536', alignment);
+  if (!Number.isInteger(alignment) || alignment < 8 || alignment > 1 << 16 || (alignment & (alignment - 1)) !== 0) {
+    throw new InvalidOptionError('alignment', 'a power of two from 8 to 65536 (the GGUF spec asks for a multiple of 8)', alignment);
   }
   const { planned, dataBytes } = planTensors(tensors, alignment);
   const header = buildHeader(metadata, planned, alignment);

@@ -80,6 +80,22 @@ describe('GGUF writer and reader', () => {
     expect(progress.at(-1)).toBe(bytes.length);
   });
 
+  it('refuse an alignment the GGUF spec forbids (not a multiple of 8, not a power of two), naming the key', async () => {
+    const base = join(dir, 'align-base.gguf');
+    await writeGguf(base, [['general.alignment', { type: 'u32', value: 64 }]], [], { alignment: 64 });
+    const bytes = new Uint8Array(await readFile(base));
+    // The u32 value of general.alignment is the last 4 bytes before the tensor infos: find it by its value.
+    const view = new DataView(bytes.buffer);
+    let at = -1;
+    for (let p = 24; p + 4 <= bytes.length; p++) if (view.getUint32(p, true) === 64) { at = p; break; }
+    expect(at).toBeGreaterThan(0);
+    for (const bad of [1, 2, 4, 24]) {
+      view.setUint32(at, bad, true);
+      expect(() => parseGguf(bytes, 'a.gguf')).toThrow(/key general\.alignment .*expected a power of two from 8 to 65536/);
+    }
+    await expect(writeGguf(join(dir, 'a4.gguf'), [], [], { alignment: 4 })).rejects.toThrow(/a power of two from 8/);
+  });
+
   it('honour a non-default alignment', async () => {
     const path = join(dir, 'align.gguf');
     await writeGguf(path, [], [
