@@ -2,8 +2,8 @@
 // below; isa.cc calls in here only when the CPU and the OS (zmm state) allow it. Both halves
 // run the canonical order of kernels_internal.h, so this path gives the scalar path's bits.
 //   F32 / F16 / BF16: widen to f32, FMA into 2 x 16 = 32 lanes.
-//   Q8_0 / Q4_0: vpdpbusd (unsigned x signed bytes -> int32, no saturation) through the drivers
-//     of kernels_simd_quant.h. Q8_0 weights are made unsigned with w ^ 0x80 = w + 128, Q4_0
+//   Q8_0 / Q4_0: vpdpbusd (unsigned x signed bytes -> int32, no saturation); matvec through the ymm
+//     drivers of kernels_simd_quant.h, matmul through the zmm pairs of kernels_avx512_pairs.h. Q8_0 weights are made unsigned with w ^ 0x80 = w + 128, Q4_0
 //     nibbles are unsigned already (n = q + 8); the offset leaves each block's exact integer sum
 //     as 128 * sum(q_x) or 8 * sum(q_x), so a Q4_0 block and its Q8_0 copy agree bit for bit.
 #include <immintrin.h>
