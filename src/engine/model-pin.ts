@@ -31,8 +31,8 @@ export function pinModelFile(path: string, fd: number): PinnedModelFile {
 }
 
 /** Throws ModelFileChangedError unless the file at `readerPath` is the pinned one, at its pinned size. */
-export function checkModelFile(pin: PinnedModelFile, fd?: number): void {
-  const st = fd === undefined ? statSync(pin.readerPath, { bigint: true }) : fstatSync(fd, { bigint: true });
+export function checkModelFile(pin: PinnedModelFile): void {
+  const st = statSync(pin.readerPath, { bigint: true });
   if (st.dev !== pin.identity.dev || st.ino !== pin.identity.ino) throw new ModelFileChangedError(pin.path, 'another file is at its path now');
   if (st.size !== pin.identity.size) {
     throw new ModelFileChangedError(pin.path, `its size went from ${pin.identity.size} to ${st.size} bytes`);

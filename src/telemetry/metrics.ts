@@ -35,6 +35,7 @@ abstract class ProviderInstruments<T> {
   private provider: MeterProvider | undefined;
   private instruments: T | undefined;
 
+  /** Default: moetier's meter on the global provider (a no-op until the SDK is set up). */
   constructor(private readonly fixedMeter?: Meter) {}
 
   protected abstract build(meter: Meter): T;
@@ -60,11 +61,6 @@ interface TierInstruments {
 
 /** The tier's metrics (moetier.*). */
 export class RequestMetrics extends ProviderInstruments<TierInstruments> {
-  /** Default: moetier's meter on the global provider (a no-op until the SDK is set up). */
-  constructor(meter?: Meter) {
-    super(meter);
-  }
-
   protected build(meter: Meter): TierInstruments {
     return {
       decodeHitRatio: histogram(meter, MetricSpecs.decodeHitRatio),
@@ -94,10 +90,6 @@ interface GenAiInstruments {
 
 /** Every request's metrics in the GenAI conventions' names (gen_ai.*). */
 export class GenAiMetrics extends ProviderInstruments<GenAiInstruments> {
-  constructor(meter?: Meter) {
-    super(meter);
-  }
-
   protected build(meter: Meter): GenAiInstruments {
     return {
       timeToFirstToken: histogram(meter, MetricSpecs.timeToFirstToken),
