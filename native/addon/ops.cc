@@ -274,6 +274,16 @@ Napi::Value PoolCheck(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// poolIsStragglerWait(budgetUs, waitedUs, woke) -> boolean (see mt_pool_is_straggler_wait)
+Napi::Value PoolIsStragglerWait(const Napi::CallbackInfo& info) {
+  int64_t budget_us, waited_us;
+  if (!ArgInt(info, 0, "poolIsStragglerWait", "budgetUs", 0, 100000000, &budget_us) ||
+      !ArgInt(info, 1, "poolIsStragglerWait", "waitedUs", 0, 100000000, &waited_us))
+    return info.Env().Undefined();
+  bool woke = info.Length() > 2 && info[2].ToBoolean().Value();
+  return Napi::Boolean::New(info.Env(), mt_pool_is_straggler_wait(budget_us * 1000, waited_us * 1000, woke ? 1 : 0) != 0);
+}
+
 Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
   int64_t bytes, threads;
   // At most half the RAM: the buffer is touched in full, and overcommit would not save us.
@@ -307,5 +317,6 @@ void RegisterOps(Napi::Env env, Napi::Object exports) {
   exports.Set("poolMatvec", Napi::Function::New(env, PoolMatvec));
   exports.Set("poolMatmul", Napi::Function::New(env, PoolMatmul));
   exports.Set("poolCheck", Napi::Function::New(env, PoolCheck));
+  exports.Set("poolIsStragglerWait", Napi::Function::New(env, PoolIsStragglerWait));
   exports.Set("measureReadBandwidth", Napi::Function::New(env, MeasureReadBandwidth));
 }

@@ -175,7 +175,7 @@ void wait_rest(mt_pool* p, bool woke, Done done) {
   int backoff = p->backoff_jobs.load(std::memory_order_relaxed);
   if (backoff > 0) {
     p->backoff_jobs.store(backoff - 1, std::memory_order_relaxed);
-  } else if (budget_ns > 0 && waited_ns > budget_ns + (woke ? kWakeAllowanceNs : 0) && waited_ns > kStragglerMinNs) {
+  } else if (mt_pool_is_straggler_wait(budget_ns, waited_ns, woke ? 1 : 0)) {
     p->straggler_jobs.fetch_add(1, std::memory_order_relaxed);
     p->backoff_jobs.store(kBackoffJobs, std::memory_order_relaxed);
   }
@@ -212,6 +212,11 @@ void mt_pool_set_spin_us(mt_pool* p, int spin_us) { p->spin_us.store(spin_us < 0
 int mt_pool_spin_us(const mt_pool* p) { return p->spin_us.load(); }
 
 int64_t mt_pool_straggler_jobs(const mt_pool* p) { return p->straggler_jobs.load(); }
+
+int mt_pool_is_straggler_wait(int64_t budget_ns, int64_t waited_ns, int woke) {
+  if (budget_ns <= 0) return 0;  // not spinning: nobody was expected to be running
+  return waited_ns > budget_ns + (woke ? kWakeAllowanceNs : 0) && waited_ns > kStragglerMinNs;
+}
 
 void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
   if (p->n_threads == 1) {

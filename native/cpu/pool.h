@@ -20,6 +20,11 @@ int mt_pool_spin_us(const mt_pool* pool);
 /* Jobs after which the caller found a worker had not been running (it waited past the spin
  * budget); each one switches the pool to sleeping for the next 256 jobs (see pool.cc). */
 int64_t mt_pool_straggler_jobs(const mt_pool* pool);
+/* The caller's verdict after waiting waited_ns for the other threads under a spin budget of
+ * budget_ns (0: not spinning): 1 if that wait means a worker was not running. woke != 0: the
+ * job had to wake a sleeping worker, which is allowed a futex wake-up more (see pool.cc).
+ * Pure, so its thresholds are tested without timing anything. */
+int mt_pool_is_straggler_wait(int64_t budget_ns, int64_t waited_ns, int woke);
 /* 500 us covers the idle gap between two decode evaluations (the token's JavaScript and two
  * thread hand-offs, ~100-200 us measured), so the workers are still spinning when the next
  * token's first job comes: on 2 cores, 2 threads, small preset, 8-13 % faster per token than

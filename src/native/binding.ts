@@ -274,6 +274,11 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
     chunkRuns: number[];
     chunksOnWorkers: number;
   };
+  /**
+   * The pool's verdict on one wait (pure, no timing): whether waiting `waitedUs` for the other threads
+   * under a spin budget of `budgetUs` means a worker was not running; `woke`: the job woke a sleeper.
+   */
+  poolIsStragglerWait(budgetUs: number, waitedUs: number, woke?: boolean): boolean;
   /** Streaming read bandwidth (GB/s, 1e9 B/s) over a fresh `bytes` buffer with `threads` threads; blocks ~0.3 s (benches). */
   measureReadBandwidth(bytes: number, threads: number): number;
 
