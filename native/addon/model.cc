@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "../tier/tier.h"
+#include "mt_tier.h"
 #include "model_napi.h"
 
 namespace {
@@ -118,6 +118,7 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
 struct EvalCall {
   std::shared_ptr<ContextState> state;
   std::shared_ptr<TierState> tier;  // the attached tier, held until the eval settles
+  mt_tier* tier_handle = nullptr;   // its native tier (the eval's expert source)
   std::vector<int32_t> tokens;
   mt_eval_args args{};
 };
@@ -164,13 +165,14 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
   }
   if (call->state->tier) {
     call->tier = call->state->tier;
-    a.tier = TierOf(*call->tier);
+    call->tier_handle = TierOf(*call->tier);
+    a.experts = mt_tier_source(call->tier_handle);
   }
   if (info.Length() > 4 && info[4].IsObject()) {
     Napi::Value hook = info[4].As<Napi::Object>().Get("onLayerRouted");
     if (!hook.IsUndefined() && !hook.IsFunction()) return *err = "eval: options.onLayerRouted must be a function", false;
     if (hook.IsFunction() && !copy_tokens) return *err = "eval: options.onLayerRouted needs evalAsync (evalSync blocks the thread it would run on)", false;
-    if (hook.IsFunction() && a.tier == nullptr) return *err = "eval: options.onLayerRouted needs a tier attached to the context (createTier)", false;
+    if (hook.IsFunction() && call->tier_handle == nullptr) return *err = "eval: options.onLayerRouted needs a tier attached to the context (createTier)", false;
   }
   return true;
 }
@@ -248,10 +250,10 @@ class EvalWorker : public Napi::AsyncWorker {
   }
   void Execute() override {
     char message[512] = "";
-    mt_tier* tier = call_.args.tier;
-    if (settle_ != nullptr) tier->layer_hook = mt::LayerHook{PostCounts, this};
+    mt_tier* tier = call_.tier_handle;
+    if (settle_ != nullptr) mt_tier_set_layer_hook(tier, PostCounts, this);
     if (mt_eval(call_.state->ctx, &call_.args, message, sizeof message) != 0) SetError(std::string("eval: ") + message);
-    if (settle_ != nullptr) tier->layer_hook = mt::LayerHook{};
+    if (settle_ != nullptr) mt_tier_set_layer_hook(tier, nullptr, nullptr);
   }
   void OnOK() override {
     if (settle_ != nullptr) return hook_.Release(), void();  // SettleAfterHook resolves, after the queued calls
@@ -273,7 +275,7 @@ class EvalWorker : public Napi::AsyncWorker {
     auto* call = new RoutedCall{layer, std::vector<int32_t>(counts, counts + n_expert)};
     if (self->hook_.NonBlockingCall(call) != napi_ok) {
       delete call;
-      self->call_.args.tier->hook_dropped.fetch_add(1, std::memory_order_relaxed);
+      mt_tier_count_hook_dropped(self->call_.tier_handle);
     }
   }
 

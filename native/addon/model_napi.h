@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 #include "mt_forward.h"
+#include "mt_tier.h"
 #include "registry.h"
 
 struct TierState;  // tier.cc: an expert tier attached to a context

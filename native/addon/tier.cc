@@ -1,4 +1,4 @@
-// Tier verbs over native/tier/tier.h (declared in src/native/binding.ts).
+// Tier verbs over include/mt_tier.h (declared in src/native/binding.ts).
 //
 //   createTier(ctx, backend, { slotsPerLayer, hostCopies?, hostCopyOffsets? }) -> tier handle
 //       attaches the tier to the context (its evals use it); the tier holds the model, the
@@ -17,9 +17,8 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "../backend/backend.h"
-#include "../tier/tier.h"
 #include "model_napi.h"
+#include "mt_tier.h"
 
 struct TierState {
   mt_tier* tier = nullptr;
@@ -28,10 +27,11 @@ struct TierState {
   std::weak_ptr<ContextState> ctx;
   Napi::Reference<Napi::Value> host_ref, offsets_ref;  // the arrays the eval reads
   int warm_running = 0;                                 // warmstarts not settled yet (JS thread)
+  int32_t n_layer = 0, n_expert = 0;
   // Waits for in-flight uploads (tier_destroy), then lets go of the model, so that its
   // mapping can be unmapped right after freeTier rather than when the handle is collected.
   void close() {
-    mt::tier_destroy(tier);
+    mt_tier_free(tier);
     tier = nullptr;
     model.reset();
   }
@@ -93,7 +93,7 @@ bool TypedArg(Napi::Value v, napi_typedarray_type type, T** data, size_t* length
 }
 
 // Reads { slotsPerLayer, hostCopies?, hostCopyOffsets? } into o; false with a message.
-bool ReadOptions(Napi::Value v, const mt_hparams& hp, mt::TierOptions* o, std::string* err) {
+bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slots_per_layer, mt_tier_options* o, std::string* err) {
   if (!v.IsObject()) return *err = "options: expected { slotsPerLayer, hostCopies?, hostCopyOffsets? }", false;
   Napi::Object opts = v.As<Napi::Object>();
   Napi::Value slots = opts.Get("slotsPerLayer");
@@ -104,8 +104,10 @@ bool ReadOptions(Napi::Value v, const mt_hparams& hp, mt::TierOptions* o, std::s
     const double d = n.IsNumber() ? n.As<Napi::Number>().DoubleValue() : NAN;
     if (!(d >= 0 && d <= hp.n_expert && d == std::floor(d)))
       return *err = "options.slotsPerLayer[" + std::to_string(i) + "]: expected an integer in [0, " + std::to_string(hp.n_expert) + "]", false;
-    o->slots_per_layer.push_back(int32_t(d));
+    slots_per_layer->push_back(int32_t(d));
   }
+  o->slots_per_layer = slots_per_layer->data();
+  o->n_layer = int32_t(slots_per_layer->size());
   Napi::Value host = opts.Get("hostCopies"), offsets = opts.Get("hostCopyOffsets");
   if (host.IsUndefined() != offsets.IsUndefined())
     return *err = "options.hostCopies and options.hostCopyOffsets: expected both or neither", false;
@@ -131,14 +133,16 @@ Napi::Value CreateTier(const Napi::CallbackInfo& info) {
   if (ctx->busy) return Throw(env, "createTier: an eval is running on this context; await it first");
   if (ctx->tier) return Throw(env, "createTier: this context already has a tier; freeTier it first");
   const mt_hparams& hp = *mt_model_hparams(ctx->model->model);
-  mt::TierOptions o;
+  std::vector<int32_t> slots_per_layer;
+  mt_tier_options o{};
   std::string why;
-  if (!ReadOptions(info[2], hp, &o, &why)) return ThrowRange(env, "createTier: " + why);
+  if (!ReadOptions(info[2], hp, &slots_per_layer, &o, &why)) return ThrowRange(env, "createTier: " + why);
   char err[512] = "";
-  mt_tier* tier = mt::tier_create(ctx->model->model, backend.get(), backend->config.kind == MT_BACKEND_FAKE, o, err, sizeof err);
+  mt_tier* tier = mt_tier_create(ctx->model->model, backend.get(), &o, err, sizeof err);
   if (tier == nullptr) return Throw(env, std::string("createTier: ") + err);
   auto state = std::make_shared<TierState>();
   state->tier = tier, state->model = ctx->model, state->backend = backend, state->ctx = ctx;
+  state->n_layer = hp.n_layer, state->n_expert = hp.n_expert;
   if (o.host != nullptr) {
     Napi::Object opts = info[2].As<Napi::Object>();
     state->host_ref = Napi::Reference<Napi::Value>::New(opts.Get("hostCopies"), 1);
@@ -153,19 +157,20 @@ Napi::Value CreateTier(const Napi::CallbackInfo& info) {
 Napi::Value TierExpertBytes(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierExpertBytes");
   if (!s) return info.Env().Undefined();
-  const mt::LayerWeights& L = s->model->model->layers[0];
+  uint64_t container = 0, host_copy = 0;
+  mt_tier_expert_bytes(s->tier, &container, &host_copy);
   Napi::Object o = Napi::Object::New(info.Env());
-  o.Set("container", double(L.gate.expert_bytes + L.up.expert_bytes + L.down.expert_bytes));
-  o.Set("hostCopy", double(s->tier->host_copy_bytes));
+  o.Set("container", double(container));
+  o.Set("hostCopy", double(host_copy));
   return o;
 }
 
 Napi::Value TierRequestSwap(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierRequestSwap");
   int32_t layer = 0, victim = 0, newcomer = 0;
-  if (!s || !ArgInt(info, 1, "tierRequestSwap: layer", 0, s->tier->n_layer - 1, &layer) ||
-      !ArgInt(info, 2, "tierRequestSwap: victim", 0, s->tier->n_expert - 1, &victim) ||
-      !ArgInt(info, 3, "tierRequestSwap: newcomer", 0, s->tier->n_expert - 1, &newcomer))
+  if (!s || !ArgInt(info, 1, "tierRequestSwap: layer", 0, s->n_layer - 1, &layer) ||
+      !ArgInt(info, 2, "tierRequestSwap: victim", 0, s->n_expert - 1, &victim) ||
+      !ArgInt(info, 3, "tierRequestSwap: newcomer", 0, s->n_expert - 1, &newcomer))
     return info.Env().Undefined();
   const double task = info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : NAN;
   if (!(std::fabs(task) <= 9007199254740991.0 && task == std::floor(task)))
@@ -175,38 +180,40 @@ Napi::Value TierRequestSwap(const Napi::CallbackInfo& info) {
     if (!info[5].IsObject()) return Napi::TypeError::New(info.Env(), "tierRequestSwap: options: expected { issueNow?: boolean }").ThrowAsJavaScriptException(), info.Env().Undefined();
     issue_now = info[5].As<Napi::Object>().Get("issueNow").ToBoolean().Value();
   }
-  return Napi::Number::New(info.Env(), mt::tier_request_swap(*s->tier, layer, victim, newcomer, task, issue_now));
+  return Napi::Number::New(info.Env(), mt_tier_request_swap(s->tier, layer, victim, newcomer, task, issue_now ? 1 : 0));
 }
 
 Napi::Value TierPoll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info, "tierPoll");
   if (!s) return env.Undefined();
-  std::vector<mt::UploadReport> uploads;
-  std::vector<mt::Eviction> evicted;
-  mt::tier_drain(*s->tier, &uploads, &evicted);
-  Napi::Array up = Napi::Array::New(env, uploads.size());
-  for (size_t i = 0; i < uploads.size(); i++) {
-    const mt::UploadReport& r = uploads[i];
+  // Static: each poll's reports fit (at most MT_TIER_REPORTS_MAX), and the JS thread is the only poller.
+  static std::vector<mt_tier_upload> uploads(MT_TIER_REPORTS_MAX);
+  static std::vector<mt_tier_eviction> evicted(MT_TIER_REPORTS_MAX);
+  int32_t n_uploads = 0, n_evicted = 0;
+  mt_tier_poll(s->tier, uploads.data(), &n_uploads, evicted.data(), &n_evicted);
+  Napi::Array up = Napi::Array::New(env, size_t(n_uploads));
+  for (int32_t i = 0; i < n_uploads; i++) {
+    const mt_tier_upload& r = uploads[size_t(i)];
     Napi::Object o = Napi::Object::New(env);
     o.Set("taskId", r.task_id);
     o.Set("layer", r.layer);
     o.Set("expert", r.expert);
     o.Set("victim", r.victim);
-    o.Set("ok", r.ok);
-    o.Set("inPlace", r.in_place);
-    o.Set("fellBack", r.fell_back);
+    o.Set("ok", r.ok != 0);
+    o.Set("inPlace", r.in_place != 0);
+    o.Set("fellBack", r.fell_back != 0);
     o.Set("bytes", double(r.bytes));
     o.Set("issuedNs", double(r.issued_ns));
     o.Set("startNs", double(r.start_ns));
     o.Set("endNs", double(r.end_ns));
     up.Set(uint32_t(i), o);
   }
-  Napi::Array ev = Napi::Array::New(env, evicted.size());
-  for (size_t i = 0; i < evicted.size(); i++) {
+  Napi::Array ev = Napi::Array::New(env, size_t(n_evicted));
+  for (int32_t i = 0; i < n_evicted; i++) {
     Napi::Object o = Napi::Object::New(env);
-    o.Set("layer", evicted[i].layer);
-    o.Set("expert", evicted[i].expert);
+    o.Set("layer", evicted[size_t(i)].layer);
+    o.Set("expert", evicted[size_t(i)].expert);
     ev.Set(uint32_t(i), o);
   }
   Napi::Object out = Napi::Object::New(env);
@@ -218,9 +225,24 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
 Napi::Value TierResidency(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierResidency");
   if (!s) return info.Env().Undefined();
-  const size_t n = size_t(s->tier->n_layer) * size_t(s->tier->n_expert);
+  const size_t n = size_t(s->n_layer) * size_t(s->n_expert);
   Napi::Int32Array out = Napi::Int32Array::New(info.Env(), n);
-  for (size_t i = 0; i < n; i++) out[i] = s->tier->residency[i].load(std::memory_order_acquire);
+  mt_tier_expert_states(s->tier, nullptr, out.Data());
+  return out;
+}
+
+// tierExpertStates(tier) -> { states: Uint8Array, slots: Int32Array } ([nLayer * nExpert] each:
+// enum mt_expert_state, and the slot compute reads or -1), one consistent snapshot.
+Napi::Value TierExpertStates(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info, "tierExpertStates");
+  if (!s) return info.Env().Undefined();
+  const size_t n = size_t(s->n_layer) * size_t(s->n_expert);
+  Napi::Uint8Array states = Napi::Uint8Array::New(info.Env(), n);
+  Napi::Int32Array slots = Napi::Int32Array::New(info.Env(), n);
+  mt_tier_expert_states(s->tier, states.Data(), slots.Data());
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("states", states);
+  out.Set("slots", slots);
   return out;
 }
 
@@ -228,54 +250,47 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info, "tierStats");
   if (!s) return env.Undefined();
-  mt_tier& t = *s->tier;
+  mt_tier_stats st{};
+  std::vector<int32_t> used_n(size_t(s->n_layer)), budget_n(size_t(s->n_layer));
+  mt_tier_stats_get(s->tier, &st, used_n.data(), budget_n.data());
   Napi::Object o = Napi::Object::New(env);
-  o.Set("hits", double(t.hits.load()));
-  o.Set("misses", double(t.misses.load()));
-  o.Set("lazyMisses", double(t.lazy_misses.load()));
-  int64_t leases = 0;
-  Napi::Array used = Napi::Array::New(env, size_t(t.n_layer)), budget = Napi::Array::New(env, size_t(t.n_layer));
-  std::lock_guard<std::mutex> lock(t.mu);
-  for (int32_t l = 0; l < t.n_layer; l++) {
-    int32_t n = 0;
-    for (int32_t slot : t.layer_slots[size_t(l)]) {
-      n += t.slot_expert[size_t(slot)] >= 0;
-      leases += mt_backend_lease_count(t.backend, slot);
-    }
-    used.Set(uint32_t(l), n);
-    budget.Set(uint32_t(l), int32_t(t.layer_slots[size_t(l)].size()));
-  }
-  for (int32_t slot : t.spare_slots) leases += mt_backend_lease_count(t.backend, slot);
-  o.Set("leases", double(leases));
-  o.Set("slotsSpare", double(t.spare_slots.size()));
+  o.Set("hits", double(st.hits));
+  o.Set("misses", double(st.misses));
+  o.Set("lazyMisses", double(st.lazy_misses));
+  Napi::Array used = Napi::Array::New(env, size_t(s->n_layer)), budget = Napi::Array::New(env, size_t(s->n_layer));
+  for (int32_t l = 0; l < s->n_layer; l++) used.Set(uint32_t(l), used_n[size_t(l)]), budget.Set(uint32_t(l), budget_n[size_t(l)]);
+  o.Set("leases", double(st.leases));
+  o.Set("slotsSpare", double(st.slots_spare));
   o.Set("slotsUsed", used);
   o.Set("slotsBudget", budget);
-  o.Set("reportsDropped", double(t.reports_dropped));
-  o.Set("layerHookCalls", double(t.hook_calls.load()));
-  o.Set("layerHookNs", double(t.hook_ns.load()));
-  o.Set("layerHookDropped", double(t.hook_dropped.load()));
-  o.Set("swapsStartedNow", double(t.swaps_started_now.load()));
+  o.Set("reportsDropped", double(st.reports_dropped));
+  o.Set("layerHookCalls", double(st.hook_calls));
+  o.Set("layerHookNs", double(st.hook_ns));
+  o.Set("layerHookDropped", double(st.hook_dropped));
+  o.Set("swapsStartedNow", double(st.swaps_started_now));
+  o.Set("swapsIssuedByIssuer", double(st.swaps_issued_by_issuer));
+  o.Set("boundariesPosted", double(st.boundaries_posted));
   return o;
 }
 
 Napi::Value TierResetStats(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierResetStats");
-  if (s) s->tier->hits = 0, s->tier->misses = 0, s->tier->lazy_misses = 0;
+  if (s) mt_tier_reset_stats(s->tier);
   return info.Env().Undefined();
 }
 
 // Waits for a warmstart's uploads off the event loop; holds the tier until it settles.
 class WarmWorker : public Napi::AsyncWorker {
  public:
-  WarmWorker(Napi::Env env, std::shared_ptr<TierState> s, std::vector<mt::WarmUpload> uploads, std::string issue_error,
+  WarmWorker(Napi::Env env, std::shared_ptr<TierState> s, mt_tier_warm* uploads, std::string issue_error,
              Napi::Promise::Deferred deferred)
-      : Napi::AsyncWorker(env, "moetier.tierWarmstart"), state_(std::move(s)), uploads_(std::move(uploads)), error_(std::move(issue_error)),
+      : Napi::AsyncWorker(env, "moetier.tierWarmstart"), state_(std::move(s)), uploads_(uploads), error_(std::move(issue_error)),
         deferred_(deferred) {
     state_->warm_running++;
   }
   void Execute() override {
     char err[512] = "";
-    if (!mt::tier_warm_finish(*state_->tier, uploads_, err, sizeof err) && error_.empty()) error_ = err;
+    if (mt_tier_warm_finish(state_->tier, uploads_, err, sizeof err) != MT_TIER_OK && error_.empty()) error_ = err;
   }
   void OnOK() override {
     state_->warm_running--;
@@ -285,7 +300,7 @@ class WarmWorker : public Napi::AsyncWorker {
 
  private:
   std::shared_ptr<TierState> state_;
-  std::vector<mt::WarmUpload> uploads_;
+  mt_tier_warm* uploads_;  // finish frees it
   std::string error_;
   Napi::Promise::Deferred deferred_;
 };
@@ -297,21 +312,21 @@ Napi::Value TierWarmstart(const Napi::CallbackInfo& info) {
   int32_t layer = 0;
   int32_t* experts = nullptr;
   size_t n = 0;
-  if (s && ArgInt(info, 1, "tierWarmstart: layer", 0, s->tier->n_layer - 1, &layer) &&
+  if (s && ArgInt(info, 1, "tierWarmstart: layer", 0, s->n_layer - 1, &layer) &&
       !TypedArg(info[2], napi_int32_array, &experts, &n))
     Napi::TypeError::New(env, "tierWarmstart: experts: expected an Int32Array").ThrowAsJavaScriptException();
   if (env.IsExceptionPending()) {
     deferred.Reject(env.GetAndClearPendingException().Value());
     return deferred.Promise();
   }
-  std::vector<mt::WarmUpload> uploads;
   char err[512] = "";
-  const bool issued = mt::tier_warm_issue(*s->tier, layer, experts, int32_t(n), &uploads, err, sizeof err);
-  if (!issued && uploads.empty()) {
+  int status = MT_TIER_OK;
+  mt_tier_warm* uploads = mt_tier_warm_issue(s->tier, layer, experts, int32_t(n), &status, err, sizeof err);
+  if (uploads == nullptr) {
     deferred.Reject(Napi::RangeError::New(env, err).Value());
     return deferred.Promise();
   }
-  (new WarmWorker(env, s, std::move(uploads), issued ? "" : err, deferred))->Queue();
+  (new WarmWorker(env, s, uploads, status == MT_TIER_OK ? "" : err, deferred))->Queue();
   return deferred.Promise();
 }
 
@@ -320,8 +335,8 @@ Napi::Value TierResize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info, "tierResize");
   int32_t layer = 0, count = 0;
-  if (!s || !ArgInt(info, 1, "tierResize: layer", 0, s->tier->n_layer - 1, &layer) ||
-      !ArgInt(info, 2, "tierResize: slots", 0, s->tier->n_expert, &count))
+  if (!s || !ArgInt(info, 1, "tierResize: layer", 0, s->n_layer - 1, &layer) ||
+      !ArgInt(info, 2, "tierResize: slots", 0, s->n_expert, &count))
     return env.Undefined();
   int32_t* victims = nullptr;
   size_t n = 0;
@@ -331,7 +346,7 @@ Napi::Value TierResize(const Napi::CallbackInfo& info) {
   if (ctx && ctx->busy) return Throw(env, "tierResize: an eval is running on its context; await it first");
   if (s->warm_running > 0) return Throw(env, "tierResize: a tierWarmstart is still running; await it first");
   char err[512] = "";
-  if (!mt::tier_resize(*s->tier, layer, count, victims, int32_t(n), err, sizeof err)) return Throw(env, err);
+  if (mt_tier_resize(s->tier, layer, count, victims, int32_t(n), err, sizeof err) != MT_TIER_OK) return Throw(env, err);
   return env.Undefined();
 }
 
@@ -364,7 +379,7 @@ Napi::Value RequantizeExpertToQ8(const Napi::CallbackInfo& info) {
   int32_t offset = 0;
   if (!ArgInt(info, 4, "requantizeExpertToQ8: dstOffset", 0, double(length), &offset)) return env.Undefined();
   char err[512] = "";
-  if (!mt::tier_requantize(*model->model, layer, expert, dst + offset, length - size_t(offset), err, sizeof err))
+  if (mt_tier_requantize(model->model, layer, expert, dst + offset, length - size_t(offset), err, sizeof err) != MT_TIER_OK)
     return ThrowRange(env, err);
   return env.Undefined();
 }
@@ -378,6 +393,7 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierRequestSwap", Napi::Function::New(env, TierRequestSwap));
   exports.Set("tierPoll", Napi::Function::New(env, TierPoll));
   exports.Set("tierResidency", Napi::Function::New(env, TierResidency));
+  exports.Set("tierExpertStates", Napi::Function::New(env, TierExpertStates));
   exports.Set("tierStats", Napi::Function::New(env, TierStats));
   exports.Set("tierResetStats", Napi::Function::New(env, TierResetStats));
   exports.Set("tierResize", Napi::Function::New(env, TierResize));

@@ -202,6 +202,7 @@ void mt_backend_stats_get(mt_backend* b, mt_backend_stats* out) {
   out->discards = b->discards;
   out->overwrite_supported = b->overwrite_supported() ? 1 : 0;
   out->host_visible = b->host_visible() ? 1 : 0;
+  out->virtual_clock = b->config.kind == MT_BACKEND_FAKE ? 1 : 0;
 }
 
 }  // extern "C"

@@ -107,6 +107,7 @@ struct mt_context {
   int32_t* slot_row = nullptr;
   int32_t* expert_count = nullptr;  // [nExpert]
   std::vector<mt::ExpertRun> runs;  // active experts of the current layer, then the shared one
+  std::vector<mt_expert_binding> bindings;  // [nExpert]: the routed runs as an expert source binds them
   std::vector<mt::Segment> gate_up_segs, down_segs;  // their pool splits
   uint8_t* slot_act = nullptr;       // gathered h rows, per routed slot
   float *slot_gate = nullptr, *slot_up = nullptr;  // [slots][nFfMax]
@@ -132,9 +133,9 @@ struct Pass {
   int32_t logit_row0 = 0;        // rows [logit_row0, n) get logits
   float* logits = nullptr;       // [n - logit_row0][nVocab]
   std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim
-  // The expert tier and step timing (tier/tier_eval.cc); both null: the plain path.
-  mt_tier* tier = nullptr;
-  double* layer_stats = nullptr;  // [nLayer][6] for the whole eval
+  // Where routed experts come from and step timing (forward_steps.cc); both null: the plain path.
+  const mt_expert_source* experts = nullptr;
+  double* layer_stats = nullptr;  // [nLayer][MT_LAYER_STATS_FIELDS] for the whole eval
   bool first_chunk = true;
   int64_t layer_start_ns = 0, moe_start_ns = 0;
   int64_t layer_hits = 0, layer_misses = 0;
@@ -201,6 +202,14 @@ inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel) {
 // forward_moe.cc: the MoE half of a layer, and the deferred x += moe of a row. false: an
 // operating error of the tier (message in err), its leases released.
 bool moe_layer(Pass& p, char* err, size_t err_bytes);
+
+// forward_steps.cc: the per-layer steps around the phases when an expert source or step timing
+// is attached (the order is mt_expert_source's, include/mt_forward.h).
+void step_layer_begin(Pass& p);
+void step_moe_begin(Pass& p);
+// After group_slots: each routed run bound through the source. false: its error (in err).
+bool step_bind_runs(Pass& p, char* err, size_t err_bytes);
+void step_layer_end(Pass& p);
 void combine_row(const Pass& p, int32_t r);
 
 }  // namespace mt

@@ -93,6 +93,7 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   c->n_threads = n_threads;
   c->rows_max = std::min(n_ctx, mt::kChunkRowsMax);
   c->runs.resize(size_t(model->hp.n_expert) + 1);
+  c->bindings.resize(size_t(model->hp.n_expert));
   c->gate_up_segs.resize(c->runs.size());
   c->down_segs.resize(c->runs.size());
   Carver measure;

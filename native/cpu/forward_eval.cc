@@ -11,7 +11,6 @@
 #include <cstring>
 #include "forward.h"
 #include "ops_elementwise.h"
-#include "../tier/tier.h"
 
 namespace mt {
 namespace {
@@ -216,11 +215,11 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
     return std::snprintf(err, err_bytes, "routes: expected room for %zu ids (tokens x nLayer x nExpertUsed, got %zu)", routes_need,
                          a.routes_len),
            false;
-  const size_t stats_need = size_t(hp.n_layer) * 6;
+  const size_t stats_need = size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS;
   if (a.layer_stats != nullptr && a.layer_stats_len < stats_need)
     return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x 6, got %zu)", stats_need, a.layer_stats_len),
            false;
-  if (a.tier != nullptr && a.tier->model != c.model)
+  if (a.experts != nullptr && a.experts->model != c.model)
     return std::snprintf(err, err_bytes, "tier: it was created for another model than this context's"), false;
   return true;
 }
@@ -232,10 +231,10 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
   using namespace mt;
   if (!check_args(*ctx, *args, err, err_bytes)) return -1;
   const mt_hparams& hp = ctx->model->hp;
-  if (args->layer_stats != nullptr) std::memset(args->layer_stats, 0, size_t(hp.n_layer) * 6 * sizeof(double));
+  if (args->layer_stats != nullptr) std::memset(args->layer_stats, 0, size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS * sizeof(double));
   for (int32_t row0 = 0; row0 < args->n_tokens; row0 += ctx->rows_max) {
     Pass p;
-    p.tier = args->tier;
+    p.experts = args->experts;
     p.layer_stats = args->layer_stats;
     p.first_chunk = row0 == 0;
     p.c = ctx;
@@ -248,7 +247,7 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
     for (int32_t l = 0; l < hp.n_layer; l++) {
       p.layer = l;
       p.L = &ctx->model->layers[size_t(l)];
-      const bool stepped = p.tier != nullptr || p.layer_stats != nullptr;
+      const bool stepped = p.experts != nullptr || p.layer_stats != nullptr;
       if (stepped) step_layer_begin(p);
       attention_layer(p);
       if (stepped) step_moe_begin(p);

@@ -193,3 +193,15 @@ extern "C" mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc*
 extern "C" void mt_model_free(mt_model* model) { delete model; }
 
 extern "C" const mt_hparams* mt_model_hparams(const mt_model* model) { return &model->hp; }
+
+namespace {
+mt_matrix_desc desc_of(const mt::Matrix& m) { return mt_matrix_desc{m.data, m.type, m.rows, m.cols, m.row_bytes}; }
+}  // namespace
+
+extern "C" int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_experts* out) {
+  if (layer < 0 || layer >= model->hp.n_layer) return -1;
+  const mt::LayerWeights& L = model->layers[size_t(layer)];
+  *out = mt_layer_experts{desc_of(L.gate.first), desc_of(L.up.first), desc_of(L.down.first), L.gate.expert_bytes, L.up.expert_bytes,
+                          L.down.expert_bytes};
+  return 0;
+}

@@ -15,7 +15,6 @@
 #include <cstring>
 #include "forward.h"
 #include "ops_elementwise.h"
-#include "../tier/tier.h"
 
 namespace mt {
 namespace {
@@ -189,7 +188,7 @@ bool moe_layer(Pass& p, char* err, size_t err_bytes) {
   run_phase(p, router_phase, true);
   run_phase(p, route_phase, rows_parallel);
   group_slots(p);
-  if (p.tier != nullptr && !step_bind_runs(p, err, err_bytes)) return false;
+  if (p.experts != nullptr && !step_bind_runs(p, err, err_bytes)) return false;
   if (p.n > 1) run_phase(p, gather_phase, true);
   run_phase(p, gate_up_phase, true);
   run_phase(p, down_prep_phase, rows_parallel);

@@ -1,6 +1,8 @@
 // The cpu backend's memory, upload thread and clock (see cpu_backend.h).
 #include "cpu_backend.h"
 #include <cstdlib>
+#include <pthread.h>
+#include <sched.h>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -60,6 +62,12 @@ void CpuBackend::drain() {
 
 // Jobs run in submission order; stopping only ends the loop once the queue is empty.
 void CpuBackend::run() {
+#if defined(__linux__)
+  // SCHED_BATCH, as the tier's issuer (tier_issuer.cc): woken by an upload, the copier waits for
+  // the next scheduling point instead of preempting a compute thread at once.
+  sched_param sp{};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+#endif
   for (;;) {
     UploadJob job;
     {

@@ -136,6 +136,7 @@ typedef struct mt_backend_stats {
   uint64_t discards;             /* mt_backend_discard calls that gave a slot's memory back */
   int32_t overwrite_supported;
   int32_t host_visible;          /* slot_data works */
+  int32_t virtual_clock;         /* event times are on a virtual clock decided at issue (fake) */
 } mt_backend_stats;
 
 /* One source piece of an upload; pieces land back to back from the slot's start. */

@@ -42,18 +42,69 @@ typedef struct mt_tensor_desc {
 
 typedef struct mt_model mt_model;
 typedef struct mt_context mt_context;
-typedef struct mt_tier mt_tier;  /* native/tier/tier.h: the expert tier (resident slots, host copies) */
+
+/* A weight matrix W [rows, cols] as stored: rows of row_bytes bytes each. */
+typedef struct mt_matrix_desc {
+  const uint8_t* data;
+  int32_t type;
+  int64_t rows, cols;
+  size_t row_bytes;
+} mt_matrix_desc;
+
+/* One layer's routed experts in the container: gate, up and down of expert 0; expert e's
+ * matrix starts e * *_bytes after it (nExpert matrices of one geometry back to back). */
+typedef struct mt_layer_experts {
+  mt_matrix_desc gate, up, down;
+  size_t gate_bytes, up_bytes, down_bytes;
+} mt_layer_experts;
+
+/* Where the forward pass takes a layer's routed experts from, when not all from the container
+ * (the expert tier, include/mt_tier.h, is one). The forward pass owns this interface: it calls
+ * it on the eval thread only, once per layer and chunk, in this order:
+ *
+ *   stamp(layer, 0)           layer start (its clock: monotonic ns, or a backend's virtual one)
+ *   layer_begin(layer)        before anything of the layer is read
+ *   stamp(layer, attn bytes)  MoE start; work_bytes: weight bytes streamed since the last stamp
+ *   bind(layer, runs, n)      after routing: each run's weights, or NULL (the container's)
+ *   stamp(layer, moe bytes)   layer end
+ *   layer_end(layer)          whatever bind held is released (the weights are no longer read)
+ *
+ * bind returns 0, or -1 with a message in err having released what it held; the eval then
+ * fails and calls nothing more for that layer. */
+typedef struct mt_expert_binding {
+  int32_t expert;       /* in: the routed expert id */
+  int32_t rows;         /* in: the chunk's token rows routed to it */
+  const uint8_t* gate;  /* out: gate | up | down of the layer's geometry, or NULL: the container's */
+  const uint8_t* up;
+  const uint8_t* down;
+  int32_t type;         /* out: their type when gate != NULL (the container's, or an exact copy's) */
+  int32_t fast;         /* out: 1 when computed from a fast (resident) copy: a hit */
+} mt_expert_binding;
+
+typedef struct mt_expert_source {
+  void* self;
+  const mt_model* model;  /* the model the source was made for (mt_eval checks it) */
+  int64_t (*stamp)(void* self, int32_t layer, uint64_t work_bytes);
+  void (*layer_begin)(void* self, int32_t layer);
+  int (*bind)(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes);
+  void (*layer_end)(void* self, int32_t layer);
+} mt_expert_source;
 
 /* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */
 mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
                           const uint8_t* base, size_t length, char* err, size_t err_bytes);
 void mt_model_free(mt_model* model);
 const mt_hparams* mt_model_hparams(const mt_model* model);
+/* Layer `layer`'s routed experts as mapped: 0, or -1 when layer is out of range. */
+int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_experts* out);
 
 /* n_threads compute threads (the caller of mt_eval is one of them). */
 mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err, size_t err_bytes);
 void mt_context_free(mt_context* ctx);
 int32_t mt_context_n_ctx(const mt_context* ctx);
+
+/* Numbers per layer in mt_eval_args.layer_stats (the addon exports it; TypeScript reads it). */
+#define MT_LAYER_STATS_FIELDS 6
 
 typedef struct mt_eval_args {
   const int32_t* tokens;
@@ -64,8 +115,8 @@ typedef struct mt_eval_args {
   int32_t all_logits;
   int32_t* routes;      /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank] */
   size_t routes_len;
-  mt_tier* tier;        /* NULL (every expert from the container), or the context's expert tier */
-  double* layer_stats;  /* NULL, or n_layer * 6: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] */
+  const mt_expert_source* experts; /* NULL (every expert from the container), or where they come from */
+  double* layer_stats;  /* NULL, or n_layer * MT_LAYER_STATS_FIELDS: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] */
   size_t layer_stats_len;
 } mt_eval_args;
 

@@ -1,5 +1,6 @@
-// Tier life: creation (checks, slot reservation), destruction (waits for uploads, frees slots),
-// the upload pieces of one expert, and the Q4_0 -> Q8_0 host-copy rebuild.
+// Tier life: creation (checks, slot reservation, the issuer), destruction (waits for uploads,
+// frees slots), the upload pieces of one expert, and the Q4_0 -> Q8_0 host-copy rebuild.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -36,105 +37,34 @@ void row_to_q8(int32_t type, const uint8_t* src, int64_t cols, uint8_t* dst) {
   }
 }
 
-bool check_options(const mt_model& m, const TierOptions& o, char* err, size_t err_bytes) {
-  const mt_hparams& hp = m.hp;
-  if (o.slots_per_layer.size() != size_t(hp.n_layer))
+mt_layer_experts layer_experts(const mt_model* m, int32_t layer) {
+  mt_layer_experts e{};
+  mt_model_layer_experts(m, layer, &e);
+  return e;
+}
+
+bool check_options(const mt_model* m, const mt_tier_options& o, char* err, size_t err_bytes) {
+  const mt_hparams& hp = *mt_model_hparams(m);
+  if (o.n_layer != hp.n_layer || o.slots_per_layer == nullptr)
     return fail(err, err_bytes, "slotsPerLayer: expected " + std::to_string(hp.n_layer) + " counts (one per layer), got " +
-                                    std::to_string(o.slots_per_layer.size()));
-  for (size_t l = 0; l < o.slots_per_layer.size(); l++)
+                                    std::to_string(o.slots_per_layer == nullptr ? 0 : o.n_layer));
+  for (int32_t l = 0; l < o.n_layer; l++)
     if (o.slots_per_layer[l] < 0 || o.slots_per_layer[l] > hp.n_expert)
       return fail(err, err_bytes, "slotsPerLayer[" + std::to_string(l) + "]: expected 0.." + std::to_string(hp.n_expert) + ", got " +
                                       std::to_string(o.slots_per_layer[l]));
-  if (o.host != nullptr && tier_host_copy_bytes(m) == 0)
+  if (o.host != nullptr && mt_tier_host_copy_bytes(m) == 0)
     return fail(err, err_bytes, "hostCopies: this model's experts are not Q4_0 / Q8_0, so they have no exact int8 copy; omit hostCopies");
   return true;
 }
 
 }  // namespace
 
-uint64_t tier_host_copy_bytes(const mt_model& m) {
-  uint64_t bytes = 0;
-  for (const LayerWeights& L : m.layers) {
-    const Matrix* parts[3] = {&L.gate.first, &L.up.first, &L.down.first};
-    uint64_t layer_bytes = 0;
-    for (const Matrix* w : parts) {
-      if (!quant(w->type)) return 0;
-      layer_bytes += uint64_t(w->rows) * mt_row_bytes(MT_Q8_0, w->cols);
-    }
-    if (bytes != 0 && layer_bytes != bytes) return 0;  // one geometry for every layer
-    bytes = layer_bytes;
-  }
-  return bytes;
-}
-
 void tier_pieces(const mt_tier& t, int32_t layer, int32_t expert, mt_upload_piece* pieces) {
-  const LayerWeights& L = t.model->layers[size_t(layer)];
-  const Experts* parts[3] = {&L.gate, &L.up, &L.down};
-  for (int i = 0; i < 3; i++) pieces[i] = mt_upload_piece{parts[i]->of(expert).data, parts[i]->expert_bytes};
-}
-
-bool tier_requantize(const mt_model& m, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err, size_t err_bytes) {
-  const uint64_t need = tier_host_copy_bytes(m);
-  if (need == 0) return fail(err, err_bytes, "requantizeExpertToQ8: this model's experts are not Q4_0 / Q8_0 in every layer");
-  if (dst_bytes < need)
-    return fail(err, err_bytes, "requantizeExpertToQ8: dst: expected room for " + std::to_string(need) + " bytes at dstOffset, got " +
-                                    std::to_string(dst_bytes));
-  const LayerWeights& L = m.layers[size_t(layer)];
-  for (const Experts* e : {&L.gate, &L.up, &L.down}) {
-    const Matrix w = e->of(expert);
-    const size_t out_row = mt_row_bytes(MT_Q8_0, w.cols);
-    for (int64_t r = 0; r < w.rows; r++, dst += out_row) row_to_q8(w.type, w.data + size_t(r) * w.row_bytes, w.cols, dst);
-  }
-  return true;
-}
-
-mt_tier* tier_create(const mt_model* model, mt_backend* backend, bool fake, const TierOptions& o, char* err, size_t err_bytes) {
-  if (!check_options(*model, o, err, err_bytes)) return nullptr;
-  mt_backend_stats st{};
-  mt_backend_stats_get(backend, &st);
-  if (!st.host_visible)
-    return fail(err, err_bytes, "backend: its slots are not host-visible; this tier computes residents from slot data"), nullptr;
-  const mt_hparams& hp = model->hp;
-  std::unique_ptr<mt_tier> t(new (std::nothrow) mt_tier());
-  if (!t) return fail(err, err_bytes, "createTier: out of memory"), nullptr;
-  t->model = model, t->backend = backend, t->fake = fake;
-  t->n_layer = hp.n_layer, t->n_expert = hp.n_expert;
-  t->host_copy_bytes = tier_host_copy_bytes(*model);
-  t->host = o.host, t->host_bytes = o.host_bytes, t->host_offsets = o.host_offsets;
-  uint64_t slot_bytes = 0;
-  int32_t total = 0;
-  for (int32_t l = 0; l < hp.n_layer; l++) {
-    const LayerWeights& L = model->layers[size_t(l)];
-    const uint64_t bytes = L.gate.expert_bytes + L.up.expert_bytes + L.down.expert_bytes;
-    slot_bytes = bytes > slot_bytes ? bytes : slot_bytes;
-    uint64_t attn = 0;
-    for (const Matrix* w : {&L.q, &L.k, &L.v, &L.o}) attn += uint64_t(w->rows) * w->row_bytes;
-    t->attn_bytes.push_back(attn);
-    total += o.slots_per_layer[size_t(l)];
-  }
-  t->slot_bytes = slot_bytes;
-  std::vector<int32_t> ids;
-  if (!tier_reserve_slots(*t, total, &ids, err, err_bytes)) return nullptr;
-  t->layer_slots.resize(size_t(hp.n_layer));
-  for (int32_t l = 0, next = 0; l < hp.n_layer; l++)
-    for (int32_t i = 0; i < o.slots_per_layer[size_t(l)]; i++, next++) {
-      t->layer_slots[size_t(l)].push_back(ids[size_t(next)]);
-      t->slot_layer[size_t(ids[size_t(next)])] = l;
-    }
-  const size_t experts = size_t(hp.n_layer) * size_t(hp.n_expert);
-  t->residency.reset(new std::atomic<int32_t>[experts]);
-  for (size_t i = 0; i < experts; i++) t->residency[i].store(-1);
-  t->pending_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
-  t->flight_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
-  for (int32_t l = 0; l < hp.n_layer; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
-  t->expert_state.assign(experts, kExpertNone);
-  t->pending.resize(size_t(hp.n_layer));
-  for (auto& q : t->pending) q.reserve(size_t(kSwapQueueDepthMax));
-  t->flights.reserve(t->flights.capacity() + 1);
-  t->reports.reserve(64);
-  t->leases.assign(size_t(hp.n_expert), 0);
-  t->hook_counts.assign(size_t(hp.n_expert), 0);
-  return t.release();
+  const mt_layer_experts& e = t.experts[size_t(layer)];
+  const size_t x = size_t(expert);
+  pieces[0] = mt_upload_piece{e.gate.data + x * e.gate_bytes, e.gate_bytes};
+  pieces[1] = mt_upload_piece{e.up.data + x * e.up_bytes, e.up_bytes};
+  pieces[2] = mt_upload_piece{e.down.data + x * e.down_bytes, e.down_bytes};
 }
 
 bool tier_reserve_slots(mt_tier& t, int32_t n, std::vector<int32_t>* ids, char* err, size_t err_bytes) {
@@ -158,8 +88,97 @@ bool tier_reserve_slots(mt_tier& t, int32_t n, std::vector<int32_t>* ids, char* 
   return true;
 }
 
-void tier_destroy(mt_tier* t) {
+}  // namespace mt
+
+using namespace mt;
+
+extern "C" {
+
+uint64_t mt_tier_host_copy_bytes(const mt_model* m) {
+  uint64_t bytes = 0;
+  for (int32_t l = 0; l < mt_model_hparams(m)->n_layer; l++) {
+    const mt_layer_experts e = layer_experts(m, l);
+    uint64_t layer_bytes = 0;
+    for (const mt_matrix_desc* w : {&e.gate, &e.up, &e.down}) {
+      if (!quant(w->type)) return 0;
+      layer_bytes += uint64_t(w->rows) * mt_row_bytes(MT_Q8_0, w->cols);
+    }
+    if (bytes != 0 && layer_bytes != bytes) return 0;  // one geometry for every layer
+    bytes = layer_bytes;
+  }
+  return bytes;
+}
+
+int mt_tier_requantize(const mt_model* m, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err, size_t err_bytes) {
+  const uint64_t need = mt_tier_host_copy_bytes(m);
+  if (need == 0) return fail(err, err_bytes, "requantizeExpertToQ8: this model's experts are not Q4_0 / Q8_0 in every layer"), MT_TIER_INVALID;
+  if (dst_bytes < need)
+    return fail(err, err_bytes, "requantizeExpertToQ8: dst: expected room for " + std::to_string(need) + " bytes at dstOffset, got " +
+                                    std::to_string(dst_bytes)),
+           MT_TIER_INVALID;
+  const mt_layer_experts e = layer_experts(m, layer);
+  const std::pair<const mt_matrix_desc*, size_t> parts[3] = {{&e.gate, e.gate_bytes}, {&e.up, e.up_bytes}, {&e.down, e.down_bytes}};
+  for (const auto& [w, stride] : parts) {
+    const uint8_t* src = w->data + size_t(expert) * stride;
+    const size_t out_row = mt_row_bytes(MT_Q8_0, w->cols);
+    for (int64_t r = 0; r < w->rows; r++, dst += out_row) row_to_q8(w->type, src + size_t(r) * w->row_bytes, w->cols, dst);
+  }
+  return MT_TIER_OK;
+}
+
+mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tier_options* o, char* err, size_t err_bytes) {
+  if (o == nullptr) return fail(err, err_bytes, "createTier: options are null"), nullptr;
+  if (!check_options(model, *o, err, err_bytes)) return nullptr;
+  mt_backend_stats st{};
+  mt_backend_stats_get(backend, &st);
+  if (!st.host_visible)
+    return fail(err, err_bytes, "backend: its slots are not host-visible; this tier computes residents from slot data"), nullptr;
+  const mt_hparams& hp = *mt_model_hparams(model);
+  std::unique_ptr<mt_tier> t(new (std::nothrow) mt_tier());
+  if (!t) return fail(err, err_bytes, "createTier: out of memory"), nullptr;
+  t->model = model, t->backend = backend, t->virtual_clock = st.virtual_clock != 0;
+  t->n_layer = hp.n_layer, t->n_expert = hp.n_expert;
+  t->host_copy_bytes = mt_tier_host_copy_bytes(model);
+  t->host = o->host, t->host_bytes = o->host_bytes, t->host_offsets = o->host_offsets;
+  uint64_t slot_bytes = 0;
+  int32_t total = 0;
+  for (int32_t l = 0; l < hp.n_layer; l++) {
+    t->experts.push_back(layer_experts(model, l));
+    slot_bytes = std::max<uint64_t>(slot_bytes, expert_bytes(*t, l));
+    total += o->slots_per_layer[l];
+  }
+  t->slot_bytes = slot_bytes;
+  std::vector<int32_t> ids;
+  if (!tier_reserve_slots(*t, total, &ids, err, err_bytes)) return nullptr;
+  t->layer_slots.resize(size_t(hp.n_layer));
+  for (int32_t l = 0, next = 0; l < hp.n_layer; l++)
+    for (int32_t i = 0; i < o->slots_per_layer[l]; i++, next++) {
+      t->layer_slots[size_t(l)].push_back(ids[size_t(next)]);
+      t->slot_layer[size_t(ids[size_t(next)])] = l;
+    }
+  const size_t experts = size_t(hp.n_layer) * size_t(hp.n_expert);
+  t->residency.reset(new std::atomic<int32_t>[experts]);
+  for (size_t i = 0; i < experts; i++) t->residency[i].store(-1);
+  t->pending_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
+  t->flight_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
+  for (int32_t l = 0; l < hp.n_layer; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
+  t->expert_state.assign(experts, kExpertNone);
+  t->pending.resize(size_t(hp.n_layer));
+  for (auto& q : t->pending) q.reserve(size_t(kSwapQueueDepthMax));
+  // Reserved in full: the issuer and the eval thread never allocate (a first touch of fresh
+  // memory on those threads cost tens of microseconds at a layer boundary).
+  t->reports.reserve(kReportsMax);
+  t->evicted.reserve(kReportsMax);
+  t->leases.assign(size_t(hp.n_expert), 0);
+  t->hook_counts.assign(size_t(hp.n_expert), 0);
+  tier_source_init(*t);
+  if (!t->virtual_clock && !issuer_start(*t, err, err_bytes)) return nullptr;
+  return t.release();
+}
+
+void mt_tier_free(mt_tier* t) {
   if (t == nullptr) return;
+  issuer_stop(*t);
   for (const InFlight& f : t->flights) {
     mt_event_info info{};
     mt_backend_event_wait(t->backend, f.event, &info, nullptr, 0);
@@ -169,4 +188,40 @@ void tier_destroy(mt_tier* t) {
   delete t;
 }
 
-}  // namespace mt
+const mt_expert_source* mt_tier_source(mt_tier* t) { return &t->source; }
+
+void mt_tier_expert_bytes(const mt_tier* t, uint64_t* container, uint64_t* host_copy) {
+  *container = expert_bytes(*t, 0);
+  *host_copy = t->host_copy_bytes;
+}
+
+void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget) {
+  mt_tier& t = *tier;
+  *out = mt_tier_stats{};
+  out->hits = t.hits.load(), out->misses = t.misses.load(), out->lazy_misses = t.lazy_misses.load();
+  out->hook_calls = t.hook_calls.load(), out->hook_ns = t.hook_ns.load(), out->hook_dropped = t.hook_dropped.load();
+  out->swaps_started_now = t.swaps_started_now.load();
+  out->swaps_issued_by_issuer = t.swaps_by_issuer.load();
+  out->boundaries_posted = t.boundaries_posted.load();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (int32_t l = 0; l < t.n_layer; l++) {
+    int32_t n = 0;
+    for (int32_t slot : t.layer_slots[size_t(l)]) {
+      n += t.slot_expert[size_t(slot)] >= 0;
+      out->leases += mt_backend_lease_count(t.backend, slot);
+    }
+    if (used != nullptr) used[l] = n;
+    if (budget != nullptr) budget[l] = int32_t(t.layer_slots[size_t(l)].size());
+  }
+  for (int32_t slot : t.spare_slots) out->leases += mt_backend_lease_count(t.backend, slot);
+  out->slots_spare = int32_t(t.spare_slots.size());
+  out->reports_dropped = t.reports_dropped;
+}
+
+void mt_tier_reset_stats(mt_tier* t) { t->hits = 0, t->misses = 0, t->lazy_misses = 0; }
+
+void mt_tier_set_layer_hook(mt_tier* t, mt_tier_layer_hook fn, void* user) { t->hook_fn = fn, t->hook_user = user; }
+
+void mt_tier_count_hook_dropped(mt_tier* t) { t->hook_dropped.fetch_add(1, std::memory_order_relaxed); }
+
+}  // extern "C"

@@ -1,48 +1,55 @@
-// The expert tier inside the forward pass: which routed experts of a layer are computed from
-// backend slots (residents), which from host int8 copies, which from the container.
+// The expert tier's internals (its C ABI and states are include/mt_tier.h): which routed experts
+// of a layer are computed from backend slots (residents), which from host int8 copies, which
+// from the container.
 //
-//   createTier  reserve sum(slots_per_layer) slots; layer l uses the slot ids in layer_slots[l]
-//   resize      between evals (tier_resize.cc): a layer's slot count grows (spare slots first, then
-//               a new backend reserve of the same slot size) or shrinks (free slots first, then the
-//               caller's victims, evicted; the slots become spare)
-//   eval, per layer l:
-//     begin     stamp start; promote finished uploads of l (lock only if some are in flight)
-//     bind      after the routes are grouped: each routed run reads residency[l][x] (atomic):
-//                 slot >= 0   lease it, compute from mt_backend_slot_data (container type)
-//                 else        host copy (Q8_0) when its offset is >= 0, else the container
-//     end       release the layer's leases; stamp end; queued swaps of l are issued now,
-//               so their copies overlap layer l+1's compute
-//   hook      (optional, per eval) after bind: the layer's routed row counts [nExpert] go to
-//             layer_hook (the addon posts them to JS, non-blocking), so a replan can request
-//             swaps for layer l while l+1 computes
+//   create    reserve sum(slots_per_layer) slots; layer l uses the slot ids in layer_slots[l]
+//   resize    between evals (tier_resize.cc): a layer's slot count grows (spare slots first, then
+//             a new backend reserve of the same slot size) or shrinks (free slots first, then the
+//             caller's victims, evicted; the slots become spare)
+//   source    the forward pass's mt_expert_source, per layer l (tier_source.cc):
+//     begin   computing = l; promote finished uploads of l (only if some are in flight, and
+//             only if the lock is free: a busy lock leaves them for the next step)
+//     bind    each routed run reads residency[l][x] (atomic):
+//               slot >= 0   lease it, compute from mt_backend_slot_data (container type)
+//               else        host copy (Q8_0) when its offset is >= 0, else the container
+//             [hook: the layer's rows per expert, when an eval set one]
+//     end     release the layer's leases; computing = -1; if swaps of l are queued (or uploads
+//             in flight may need a retry): post l to the issuer (tier_issuer.cc)
+//   issuer    its own thread: for each posted layer, under mu, settle its uploads (a failed
+//             in-place upload is retried as free-then-upload) and issue its queue, unless compute
+//             is on that layer again (then the next boundary posts it again)
 //
 // A swap requested with issue_now is issued by the caller at once when its layer is not being
 // computed (`computing`, a Dekker pair with residency: the caller hides the victim first, then
 // reads computing; the eval thread publishes computing, then reads residency), else it waits in
-// the queue and the eval thread issues it at the layer's end.
+// the queue for the boundary. The issuer uses the same check.
 //
-// Expert states (under mu): none -> incoming (queued / uploading) -> resident -> outgoing
-// (queued as a victim, still computed from its slot) -> none once its slot is overwritten.
-// The eval thread reads residency without the lock; every slot it reads is leased, and only
-// the eval thread issues writes into slots that compute may read, after releasing its leases.
+// The eval thread reads residency without the lock; every slot it reads is leased, and an
+// upload into a slot is only issued while compute is not on the slot's layer.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
-#include "../cpu/forward.h"
+#include <condition_variable>
+#include <thread>
+#include "mt_assert.h"
 #include "mt_backend.h"
+#include "mt_kernels.h"
+#include "mt_tier.h"
 
 namespace mt {
 
-// Pending swaps per layer (tierRequestSwap answers kSwapQueueFull beyond it).
-constexpr int32_t kSwapQueueDepthMax = 16;
-// Upload outcomes kept until tierPoll drains them; more are counted and dropped.
-constexpr size_t kReportsMax = 4096;
+constexpr int32_t kSwapQueueDepthMax = MT_TIER_SWAP_QUEUE_MAX;
+constexpr size_t kReportsMax = MT_TIER_REPORTS_MAX;
 
-enum SwapCode : int32_t { kSwapOk = 0, kSwapStarted = 1, kSwapQueueFull = -1, kSwapNotResident = -2, kSwapAlreadyResident = -3 };
-enum ExpertState : uint8_t { kExpertNone = 0, kExpertIncoming = 1, kExpertResident = 2, kExpertOutgoing = 3 };
+enum ExpertState : uint8_t {
+  kExpertNone = MT_EXPERT_NONE,
+  kExpertIncoming = MT_EXPERT_INCOMING,
+  kExpertResident = MT_EXPERT_RESIDENT,
+  kExpertOutgoing = MT_EXPERT_OUTGOING
+};
 
 struct Swap {
   int32_t victim = -1, newcomer = -1;
@@ -61,29 +68,24 @@ struct InFlight {
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;
 };
 
-struct UploadReport {
-  double task_id = 0;
-  int32_t layer = 0, expert = 0, victim = -1;
-  bool ok = false, in_place = false, fell_back = false;
-  uint64_t bytes = 0;
-  int64_t issued_ns = 0, start_ns = 0, end_ns = 0;
+// One warmstart upload into a free slot (tier_warm.cc).
+struct WarmUpload {
+  int32_t layer = 0, expert = 0, slot = -1;
+  mt_event_id event = 0;
 };
 
-struct Eviction {
-  int32_t layer = 0, expert = 0;
-};
+using UploadReport = mt_tier_upload;
+using Eviction = mt_tier_eviction;
 
-// Called on the eval thread after a layer's routing: counts [n_expert] rows per expert.
-struct LayerHook {
-  void (*fn)(void* user, int32_t layer, const int32_t* counts, int32_t n_expert) = nullptr;
-  void* user = nullptr;
-};
-
-struct TierOptions {
-  std::vector<int32_t> slots_per_layer;  // [nLayer]
-  const uint8_t* host = nullptr;         // host copy arena (may be null)
-  size_t host_bytes = 0;
-  const int32_t* host_offsets = nullptr;  // [nLayer * nExpert] or null; read with acquire loads
+// The issuer thread's side of the boundary hand-off (tier_issuer.cc).
+struct Issuer {
+  std::unique_ptr<std::atomic<uint8_t>[]> posted;  // [nLayer]: 1 = the layer passed a boundary with work
+  std::atomic<uint64_t> seq{0};                    // moves once per post
+  std::atomic<int32_t> sleepers{0};                // seq_cst with seq (Dekker, as in the pool)
+  std::atomic<bool> stop{false};
+  std::mutex mu;  // only for the sleep
+  std::condition_variable cv;
+  std::thread thread;
 };
 
 }  // namespace mt
@@ -91,11 +93,13 @@ struct TierOptions {
 struct mt_tier {
   const mt_model* model = nullptr;
   mt_backend* backend = nullptr;
-  bool fake = false;  // layer stamps come from the backend's virtual compute clock
+  mt_expert_source source{};  // the forward pass's view of this tier (tier_source.cc)
+  // The fake backend: stamps come from its virtual compute clock, and swaps are issued inline at
+  // the boundary (its upload times are decided at issue from that clock: no thread may race it).
+  bool virtual_clock = false;
   int32_t n_layer = 0, n_expert = 0;
-  uint64_t gate_bytes = 0, up_bytes = 0, down_bytes = 0;  // one expert in the container
+  std::vector<mt_layer_experts> experts;                  // [nLayer]: the container's expert tensors
   uint64_t host_copy_bytes = 0;                           // one expert as Q8_0 rows; 0: no host copy possible
-  std::vector<uint64_t> attn_bytes;                       // [nLayer]: q, k, v, o weight bytes (fake clock work)
   uint64_t slot_bytes = 0;                                // every slot's size: the largest expert
   // Changed only by tier_resize, under mu, while no eval runs (the eval reads them without mu).
   std::vector<std::vector<int32_t>> layer_slots;          // [nLayer]: backend slot ids the layer uses (its budget: size())
@@ -112,11 +116,14 @@ struct mt_tier {
   std::unique_ptr<std::atomic<int32_t>[]> flight_n;    // [nLayer]: uploads not yet settled and promoted
   std::atomic<int32_t> computing{-1};                  // the layer whose slots compute may lease, or -1
 
-  // Set by the addon around one eval (eval thread only); hook_counts: its scratch [nExpert].
-  mt::LayerHook layer_hook;
+  // Set by the addon between evals (read by the eval thread); hook_counts: its scratch [nExpert].
+  mt_tier_layer_hook hook_fn = nullptr;
+  void* hook_user = nullptr;
   std::vector<int32_t> hook_counts;
   std::atomic<uint64_t> hook_calls{0}, hook_ns{0}, hook_dropped{0};
   std::atomic<uint64_t> swaps_started_now{0};  // issue_now swaps the caller issued itself
+  std::atomic<uint64_t> swaps_by_issuer{0}, boundaries_posted{0};
+  mt::Issuer issuer;  // absent (no thread) with a virtual clock
 
   std::mutex mu;  // everything below
   std::vector<int32_t> slot_expert;   // [backend slot id]: resident or incoming expert, -1: free
@@ -135,55 +142,35 @@ struct mt_tier {
 
 namespace mt {
 
+inline size_t index_of(const mt_tier& t, int32_t layer, int32_t expert) { return size_t(layer) * size_t(t.n_expert) + size_t(expert); }
+inline uint64_t expert_bytes(const mt_tier& t, int32_t layer) {
+  const mt_layer_experts& e = t.experts[size_t(layer)];
+  return e.gate_bytes + e.up_bytes + e.down_bytes;
+}
+
 // tier.cc: create (reserves slots) / destroy (waits for uploads, frees slots).
 // Reserves n more backend slots of slot_bytes and grows the per-slot arrays: false with a message.
 bool tier_reserve_slots(mt_tier& t, int32_t n, std::vector<int32_t>* ids, char* err, size_t err_bytes);
-mt_tier* tier_create(const mt_model* model, mt_backend* backend, bool fake, const TierOptions& o, char* err, size_t err_bytes);
-void tier_destroy(mt_tier* t);
 // The bytes of one expert of layer l: gate | up | down in the container, as upload pieces.
 void tier_pieces(const mt_tier& t, int32_t layer, int32_t expert, mt_upload_piece* pieces);
-// Q4_0 / Q8_0 expert -> Q8_0 rows (gate | up | down) at dst; false with a message otherwise.
-bool tier_requantize(const mt_model& m, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err, size_t err_bytes);
-uint64_t tier_host_copy_bytes(const mt_model& m);
 
-// tier_warm.cc: warmstart issues uploads into free slots (JS thread), then, once every event
-// was waited for, promotes the ones that landed.
-struct WarmUpload {
-  int32_t layer = 0, expert = 0, slot = -1;
-  mt_event_id event = 0;
-};
-// false with a message: nothing was issued (bad expert ids, too few free slots) or an upload was
-// refused part-way (*uploads then holds the ones issued, which must still be finished).
-bool tier_warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, std::vector<WarmUpload>* uploads, char* err,
-                     size_t err_bytes);
-// Waits for the uploads (any thread), then settles them: false with a message if any failed.
-bool tier_warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, size_t err_bytes);
-
-// tier_swap.cc
-// kSwapOk: queued (issued at the boundary after layer next computes); kSwapStarted: issue_now
-// and the layer was not being computed, so the caller issued its layer's queue itself.
-int32_t tier_request_swap(mt_tier& t, int32_t layer, int32_t victim, int32_t newcomer, double task_id, bool issue_now = false);
+// tier_swap.cc (all under mu)
 // Now on the tier's clock: monotonic ns, or the fake backend's virtual compute clock.
 int64_t tier_now(mt_tier& t, int32_t label);
-// Settles finished events; at_boundary (the eval thread after layer computes): retries failed
-// in-place uploads as free-then-upload; promote (the eval thread at layer start): done -> resident.
-void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote, int64_t now_ns);  // under mu
-void tier_issue_swaps(mt_tier& t, int32_t layer, int64_t now_ns);                                    // under mu
-// Moves the finished swaps and evictions out (poll).
-void tier_drain(mt_tier& t, std::vector<UploadReport>* uploads, std::vector<Eviction>* evicted);
+// Settles finished events of layer (-1: all); at_boundary (after the layer computed): retries
+// failed in-place uploads as free-then-upload; promote (compute is not on the layer): done -> resident.
+void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote);
+// Issues the layer's queue unless compute is on the layer: true when it did (or it was empty).
+bool tier_issue_if_idle(mt_tier& t, int32_t layer);
+void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert);
 
-// tier_resize.cc: layer's slot count becomes count. Shrinking frees free slots first, then the
-// slots of victims (in the given order, lowest score first) that are plainly resident (no swap
-// queued or in flight), evicting them (reported by tier_drain). Between evals only (the caller
-// checks); false with a message: nothing changed.
-bool tier_resize(mt_tier& t, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err, size_t err_bytes);
+// tier_issuer.cc: the boundary hand-off. start: false (err) when no thread could be made.
+bool issuer_start(mt_tier& t, char* err, size_t err_bytes);
+void issuer_stop(mt_tier& t);
+// Eval thread, after layer computed: a queue push, and a wake-up only if the issuer sleeps.
+void issuer_post(mt_tier& t, int32_t layer);
 
-// tier_eval.cc: the hooks mt_eval calls (Pass::tier != null or Pass::layer_stats != null).
-void step_layer_begin(Pass& p);
-void step_moe_begin(Pass& p);
-// After group_slots: residents leased and read from slots, misses from host copies. false: an
-// operating error (message in err); every lease is released by then.
-bool step_bind_runs(Pass& p, char* err, size_t err_bytes);
-void step_layer_end(Pass& p);
+// tier_source.cc: fills t.source.
+void tier_source_init(mt_tier& t);
 
 }  // namespace mt

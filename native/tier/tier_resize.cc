@@ -57,8 +57,7 @@ bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, in
   for (int32_t x : evict) {
     t.residency[base + size_t(x)].store(-1, std::memory_order_release);
     t.expert_state[base + size_t(x)] = kExpertNone;
-    if (t.evicted.size() < kReportsMax) t.evicted.push_back(Eviction{layer, x});
-    else t.reports_dropped++;
+    tier_push_eviction(t, layer, x);
   }
   std::vector<int32_t>& slots = t.layer_slots[size_t(layer)];
   for (int32_t s : drop) {
@@ -73,13 +72,20 @@ bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, in
 }
 
 }  // namespace
+}  // namespace mt
 
-bool tier_resize(mt_tier& t, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err, size_t err_bytes) {
+extern "C" int mt_tier_resize(mt_tier* tier, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err,
+                              size_t err_bytes) {
+  using namespace mt;
+  mt_tier& t = *tier;
+  if (layer < 0 || layer >= t.n_layer || count < 0 || count > t.n_expert)
+    return fail(err, err_bytes, "tierResize: layer " + std::to_string(layer) + ", slots " + std::to_string(count) + ": expected a layer in 0.." +
+                                    std::to_string(t.n_layer - 1) + " and 0.." + std::to_string(t.n_expert) + " slots"),
+           MT_TIER_INVALID;
   std::lock_guard<std::mutex> lock(t.mu);
   const int32_t now = int32_t(t.layer_slots[size_t(layer)].size());
-  if (count > now) return grow(t, layer, count - now, err, err_bytes);
-  if (count < now) return shrink(t, layer, now - count, victims, n_victims, err, err_bytes);
-  return true;
+  bool ok = true;
+  if (count > now) ok = grow(t, layer, count - now, err, err_bytes);
+  if (count < now) ok = shrink(t, layer, now - count, victims, n_victims, err, err_bytes);
+  return ok ? MT_TIER_OK : MT_TIER_FAILED;
 }
-
-}  // namespace mt

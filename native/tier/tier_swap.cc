@@ -1,5 +1,6 @@
-// Swaps: queued by the engine (JS thread), issued by the eval thread at the boundary right
-// after their layer computed (its slots carry no leases then), settled when their events end.
+// Swaps: queued by the engine (JS thread), issued right after their layer computed (its slots
+// carry no leases then) by the issuer thread (tier_issuer.cc; inline on the eval thread with a
+// virtual clock), settled when their events end.
 //
 //   request   victim resident -> outgoing, newcomer none -> incoming, queued (bounded)
 //   issue     upload the newcomer into the victim's slot in place (overwrite = 1); refused with
@@ -10,21 +11,16 @@
 //             failed otherwise: reported ok = false; newcomer none, slot free for reuse
 //   now       request with issue_now (caller thread): the victims are hidden (residency -1)
 //             first, then `computing` is read; if compute is not on the layer, the caller
-//             issues the layer's queue itself, else the victims come back and the eval thread
-//             issues the queue at the layer's end (it publishes computing = -1, then reads
-//             pending_n: one of the two sides always sees the other)
+//             issues the layer's queue itself, else the victims come back and the queue waits
+//             for the layer's end (the eval thread publishes computing = -1, then reads
+//             pending_n: one of the two sides always sees the other). The issuer uses the same
+//             check, so a boundary it reaches late (compute is on the layer again) waits too.
+#include <algorithm>
 #include <ctime>
 #include "tier.h"
 
 namespace mt {
 namespace {
-
-size_t index_of(const mt_tier& t, int32_t layer, int32_t expert) { return size_t(layer) * size_t(t.n_expert) + size_t(expert); }
-
-uint64_t expert_bytes(const mt_tier& t, int32_t layer) {
-  const LayerWeights& L = t.model->layers[size_t(layer)];
-  return L.gate.expert_bytes + L.up.expert_bytes + L.down.expert_bytes;
-}
 
 void push_report(mt_tier& t, const InFlight& f) {
   if (t.reports.size() >= kReportsMax) {
@@ -33,11 +29,6 @@ void push_report(mt_tier& t, const InFlight& f) {
   }
   t.reports.push_back(UploadReport{f.task_id, f.layer, f.expert, f.victim, f.ok, f.in_place, f.fell_back, expert_bytes(t, f.layer),
                                    f.issued_ns, f.start_ns, f.end_ns});
-}
-
-void push_eviction(mt_tier& t, int32_t layer, int32_t expert) {
-  if (t.evicted.size() >= kReportsMax) t.reports_dropped++;
-  else t.evicted.push_back(Eviction{layer, expert});
 }
 
 // Uploads expert into slot; in place when the slot holds bytes, else (or when refused) into
@@ -62,6 +53,8 @@ int upload_expert(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, doubl
 // slot: the victim's slot (its residency may already be hidden as -1 by an issue_now caller).
 void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t now_ns) {
   const size_t iv = index_of(t, layer, s.victim), in = index_of(t, layer, s.newcomer);
+  MT_ASSERT(t.expert_state[iv] == kExpertOutgoing && t.expert_state[in] == kExpertIncoming, "a queued swap's victim is outgoing, its newcomer incoming");
+  MT_ASSERT(slot >= 0 && t.slot_layer[size_t(slot)] == layer && t.slot_expert[size_t(slot)] == s.victim, "a victim's slot is its layer's and holds it");
   InFlight f;
   f.layer = layer, f.expert = s.newcomer, f.victim = s.victim, f.slot = slot, f.task_id = s.task_id, f.issued_ns = now_ns;
   bool freed = false;
@@ -70,7 +63,7 @@ void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t n
   if (rc == MT_BACKEND_OK || freed) {  // the victim's bytes are being (or were) dropped
     t.residency[iv].store(-1, std::memory_order_release);
     t.expert_state[iv] = kExpertNone;
-    push_eviction(t, layer, s.victim);
+    tier_push_eviction(t, layer, s.victim);
   } else {
     t.expert_state[iv] = kExpertResident;  // nothing touched its slot: it stays
     t.residency[iv].store(slot, std::memory_order_release);
@@ -117,8 +110,10 @@ bool settle_one(mt_tier& t, InFlight& f, bool at_boundary) {
   return true;
 }
 
-// The caller's side of issue_now (under mu): true when it issued layer's queue itself.
-bool issue_if_idle(mt_tier& t, int32_t layer) {
+}  // namespace
+
+// issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it.
+bool tier_issue_if_idle(mt_tier& t, int32_t layer) {
   std::vector<Swap>& queue = t.pending[size_t(layer)];
   int32_t slots[kSwapQueueDepthMax];
   for (size_t i = 0; i < queue.size(); i++) {
@@ -132,16 +127,18 @@ bool issue_if_idle(mt_tier& t, int32_t layer) {
   }
   const int64_t now = tier_now(t, layer);
   for (size_t i = 0; i < queue.size(); i++) issue_one(t, layer, queue[i], slots[i], now);
-  t.swaps_started_now.fetch_add(queue.size(), std::memory_order_relaxed);
   queue.clear();
   t.pending_n[layer].store(0, std::memory_order_seq_cst);
   return true;
 }
 
-}  // namespace
+void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert) {
+  if (t.evicted.size() >= kReportsMax) t.reports_dropped++;
+  else t.evicted.push_back(Eviction{layer, expert});
+}
 
 int64_t tier_now(mt_tier& t, int32_t label) {
-  if (t.fake) {
+  if (t.virtual_clock) {
     mt_event_id event = 0;
     mt_event_info info{};
     if (mt_backend_compute_record(t.backend, label, 0, &event, nullptr, 0) == MT_BACKEND_OK &&
@@ -154,28 +151,7 @@ int64_t tier_now(mt_tier& t, int32_t label) {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-int32_t tier_request_swap(mt_tier& t, int32_t layer, int32_t victim, int32_t newcomer, double task_id, bool issue_now) {
-  std::lock_guard<std::mutex> lock(t.mu);
-  const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, newcomer);
-  if (t.expert_state[iv] != kExpertResident) return kSwapNotResident;
-  if (t.expert_state[in] != kExpertNone) return kSwapAlreadyResident;
-  std::vector<Swap>& queue = t.pending[size_t(layer)];
-  if (queue.size() >= size_t(kSwapQueueDepthMax)) return kSwapQueueFull;
-  queue.push_back(Swap{victim, newcomer, task_id});  // capacity reserved at creation
-  t.expert_state[iv] = kExpertOutgoing;
-  t.expert_state[in] = kExpertIncoming;
-  t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
-  return issue_now && issue_if_idle(t, layer) ? kSwapStarted : kSwapOk;
-}
-
-void tier_issue_swaps(mt_tier& t, int32_t layer, int64_t now_ns) {
-  std::vector<Swap>& queue = t.pending[size_t(layer)];
-  for (const Swap& s : queue) issue_one(t, layer, s, t.residency[index_of(t, layer, s.victim)].load(std::memory_order_relaxed), now_ns);
-  queue.clear();
-  t.pending_n[layer].store(0, std::memory_order_release);
-}
-
-void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote, int64_t) {
+void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote) {
   for (size_t i = 0; i < t.flights.size();) {
     InFlight& f = t.flights[i];
     if ((layer >= 0 && f.layer != layer) || !settle_one(t, f, at_boundary)) {
@@ -200,13 +176,52 @@ void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote
   }
 }
 
-void tier_drain(mt_tier& t, std::vector<UploadReport>* uploads, std::vector<Eviction>* evicted) {
+}  // namespace mt
+
+using namespace mt;
+
+extern "C" {
+
+int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now) {
+  mt_tier& t = *tier;
+  if (layer < 0 || layer >= t.n_layer || victim < 0 || victim >= t.n_expert || newcomer < 0 || newcomer >= t.n_expert) return MT_TIER_INVALID;
   std::lock_guard<std::mutex> lock(t.mu);
-  tier_settle_layer(t, -1, false, false, 0);
-  uploads->assign(t.reports.begin(), t.reports.end());
-  evicted->assign(t.evicted.begin(), t.evicted.end());
+  const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, newcomer);
+  if (t.expert_state[iv] != kExpertResident) return MT_TIER_NOT_RESIDENT;
+  if (t.expert_state[in] != kExpertNone) return MT_TIER_ALREADY_RESIDENT;
+  std::vector<Swap>& queue = t.pending[size_t(layer)];
+  if (queue.size() >= size_t(kSwapQueueDepthMax)) return MT_TIER_QUEUE_FULL;
+  queue.push_back(Swap{victim, newcomer, task_id});  // capacity reserved at creation
+  t.expert_state[iv] = kExpertOutgoing;
+  t.expert_state[in] = kExpertIncoming;
+  t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
+  if (!issue_now) return MT_TIER_OK;
+  const size_t queued = queue.size();
+  if (!tier_issue_if_idle(t, layer)) return MT_TIER_OK;
+  t.swaps_started_now.fetch_add(queued, std::memory_order_relaxed);
+  return MT_TIER_STARTED;
+}
+
+void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions) {
+  mt_tier& t = *tier;
+  std::lock_guard<std::mutex> lock(t.mu);
+  tier_settle_layer(t, -1, false, false);
+  MT_ASSERT(t.reports.size() <= kReportsMax && t.evicted.size() <= kReportsMax, "reports stay within their bound");
+  std::copy(t.reports.begin(), t.reports.end(), uploads);
+  std::copy(t.evicted.begin(), t.evicted.end(), evictions);
+  *n_uploads = int32_t(t.reports.size());
+  *n_evictions = int32_t(t.evicted.size());
   t.reports.clear();
   t.evicted.clear();
 }
 
-}  // namespace mt
+void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots) {
+  mt_tier& t = *tier;
+  std::lock_guard<std::mutex> lock(t.mu);
+  const size_t n = size_t(t.n_layer) * size_t(t.n_expert);
+  if (states != nullptr) std::copy(t.expert_state.begin(), t.expert_state.end(), states);
+  if (slots != nullptr)
+    for (size_t i = 0; i < n; i++) slots[i] = t.residency[i].load(std::memory_order_acquire);
+}
+
+}  // extern "C"

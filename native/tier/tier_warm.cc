@@ -2,8 +2,13 @@
 // between) requests. Called on the JS thread (issue) and a worker (finish); the eval thread may
 // run meanwhile: the slots are marked incoming first, so nothing else picks them.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include "tier.h"
+
+struct mt_tier_warm {
+  std::vector<mt::WarmUpload> uploads;
+};
 
 namespace mt {
 namespace {
@@ -13,10 +18,8 @@ bool fail(char* err, size_t err_bytes, const std::string& message) {
   return false;
 }
 
-}  // namespace
-
-bool tier_warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, std::vector<WarmUpload>* uploads, char* err,
-                     size_t err_bytes) {
+bool warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, std::vector<WarmUpload>* uploads, char* err,
+                size_t err_bytes) {
   std::lock_guard<std::mutex> lock(t.mu);
   const size_t base = size_t(layer) * size_t(t.n_expert);
   std::vector<int32_t> wanted;
@@ -56,7 +59,7 @@ bool tier_warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t 
   return true;
 }
 
-bool tier_warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, size_t err_bytes) {
+bool warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, size_t err_bytes) {
   std::vector<mt_event_info> infos(uploads.size());
   for (size_t i = 0; i < uploads.size(); i++)
     if (mt_backend_event_wait(t.backend, uploads[i].event, &infos[i], nullptr, 0) != MT_BACKEND_OK) infos[i].state = MT_EVENT_FAILED;
@@ -78,4 +81,27 @@ bool tier_warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* 
   return fail(err, err_bytes, "tierWarmstart: the upload of layer " + std::to_string(uploads[0].layer) + " expert(s) " + failed + " failed; they stay non-resident");
 }
 
+}  // namespace
 }  // namespace mt
+
+extern "C" {
+
+mt_tier_warm* mt_tier_warm_issue(mt_tier* t, int32_t layer, const int32_t* experts, int32_t n, int* status, char* err, size_t err_bytes) {
+  if (layer < 0 || layer >= t->n_layer) {
+    std::snprintf(err, err_bytes, "tierWarmstart: layer %d: expected 0..%d", layer, t->n_layer - 1);
+    *status = MT_TIER_INVALID;
+    return nullptr;
+  }
+  std::unique_ptr<mt_tier_warm> warm(new mt_tier_warm());
+  const bool issued = mt::warm_issue(*t, layer, experts, n, &warm->uploads, err, err_bytes);
+  *status = issued ? MT_TIER_OK : MT_TIER_FAILED;
+  if (!issued && warm->uploads.empty()) return nullptr;
+  return warm.release();
+}
+
+int mt_tier_warm_finish(mt_tier* t, mt_tier_warm* warm, char* err, size_t err_bytes) {
+  std::unique_ptr<mt_tier_warm> owned(warm);
+  return mt::warm_finish(*t, owned->uploads, err, err_bytes) ? MT_TIER_OK : MT_TIER_FAILED;
+}
+
+}  // extern "C"

@@ -176,6 +176,21 @@ export interface NativeTierStats {
   swapsStartedNow?: number;
   /** Slots reserved on the backend that no layer uses now (a tierResize shrink left them empty). */
   slotsSpare?: number;
+  /** Swaps the tier's issuer thread issued after their layer's boundary (cpu backend; 0 on the fake, which issues inline). */
+  swapsIssuedByIssuer?: number;
+  /** Layer boundaries the eval thread handed to the issuer (swaps queued or uploads in flight there). */
+  boundariesPosted?: number;
+}
+
+/** An expert's state in the tier (include/mt_tier.h, enum mt_expert_state). */
+export const ExpertState = { none: 0, incoming: 1, resident: 2, outgoing: 3 } as const;
+
+/** The tier's expert states, one snapshot: [nLayer * nExpert] each. */
+export interface NativeTierExpertStates {
+  /** ExpertState values. */
+  states: Uint8Array;
+  /** The slot a compute reads the expert from, or -1. */
+  slots: Int32Array;
 }
 
 /** The expert tier (resident experts from backend slots, misses from host copies); see src/engine/tier/. */
@@ -197,6 +212,8 @@ export interface NativeTierVerbs {
   tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }> };
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
+  /** Every expert's state and slot, one consistent snapshot (the tier alone owns them). */
+  tierExpertStates(tier: NativeTierHandle): NativeTierExpertStates;
   tierStats(tier: NativeTierHandle): NativeTierStats;
   /** The stats mark (e.g. after the prefill). */
   tierResetStats(tier: NativeTierHandle): void;

@@ -1,0 +1,103 @@
+// The per-layer steps of mt_eval when an expert source or step timing is attached:
+//
+//   begin  stamp start; source: layer_begin
+//   (attention half)
+//   moe    stamp moeStart (the attention's weight bytes: a virtual clock moves by them)
+//   (router, top-k, group) -> bind: each routed run through the source (weights, or the container's)
+//   (gate/up, down)
+//   end    stamp end = moeEnd (the MoE's weight bytes); source: layer_end;
+//          layerStats += [.., hits, misses]
+//
+// Without a source the stamps are CLOCK_MONOTONIC ns; with one they are its clock (the fake
+// backend's virtual compute clock, so layer intervals and upload intervals share one clock).
+#include <ctime>
+#include "forward.h"
+
+namespace mt {
+namespace {
+
+int64_t monotonic_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+int64_t stamp(const Pass& p, uint64_t work_bytes) {
+  const mt_expert_source* s = p.experts;
+  return s != nullptr ? s->stamp(s->self, p.layer, work_bytes) : monotonic_now();
+}
+
+uint64_t matrix_bytes(const Matrix& m) { return m.data != nullptr ? uint64_t(m.rows) * m.row_bytes : 0; }
+
+uint64_t attention_work_bytes(const Pass& p) {
+  const LayerWeights& L = *p.L;
+  return matrix_bytes(L.q) + matrix_bytes(L.k) + matrix_bytes(L.v) + matrix_bytes(L.o);
+}
+
+// Weight bytes of the MoE half just computed: router and every run (routed and shared).
+uint64_t moe_work_bytes(const Pass& p) {
+  uint64_t bytes = matrix_bytes(p.L->router);
+  for (int32_t i = 0; i < p.n_runs; i++) {
+    const ExpertRun& run = p.c->runs[size_t(i)];
+    bytes += matrix_bytes(run.gate) + matrix_bytes(run.up) + matrix_bytes(run.down);
+  }
+  return bytes;
+}
+
+// A bound run's three matrices: the layer's geometry in the binding's type.
+void apply_binding(const mt_expert_binding& b, ExpertRun& run) {
+  Matrix* parts[3] = {&run.gate, &run.up, &run.down};
+  const uint8_t* data[3] = {b.gate, b.up, b.down};
+  for (int i = 0; i < 3; i++) {
+    Matrix& m = *parts[i];
+    m.data = data[i];
+    if (m.type != b.type) m.type = b.type, m.row_bytes = mt_row_bytes(b.type, m.cols);
+  }
+}
+
+}  // namespace
+
+void step_layer_begin(Pass& p) {
+  p.layer_hits = p.layer_misses = 0;
+  p.layer_start_ns = stamp(p, 0);
+  if (p.experts != nullptr) p.experts->layer_begin(p.experts->self, p.layer);
+}
+
+void step_moe_begin(Pass& p) { p.moe_start_ns = stamp(p, attention_work_bytes(p)); }
+
+bool step_bind_runs(Pass& p, char* err, size_t err_bytes) {
+  const mt_expert_source* s = p.experts;
+  mt_context& c = *p.c;
+  int32_t n = 0;  // routed runs come first; the shared expert (expert -1) stays in the container
+  while (n < p.n_runs && c.runs[size_t(n)].expert >= 0) {
+    const ExpertRun& run = c.runs[size_t(n)];
+    c.bindings[size_t(n)] = mt_expert_binding{run.expert, run.count, nullptr, nullptr, nullptr, run.gate.type, 0};
+    n++;
+  }
+  if (s->bind(s->self, p.layer, c.bindings.data(), n, err, err_bytes) != 0) return false;
+  for (int32_t i = 0; i < n; i++) {
+    const mt_expert_binding& b = c.bindings[size_t(i)];
+    if (b.fast) p.layer_hits += b.rows;
+    else p.layer_misses += b.rows;
+    if (b.gate != nullptr) apply_binding(b, c.runs[size_t(i)]);
+  }
+  return true;
+}
+
+void step_layer_end(Pass& p) {
+  const int64_t end = stamp(p, moe_work_bytes(p));
+  if (p.experts != nullptr) p.experts->layer_end(p.experts->self, p.layer);
+  else p.layer_misses = int64_t(p.n) * p.m->hp.n_expert_used;  // nothing is resident
+  if (p.layer_stats == nullptr) return;
+  double* s = p.layer_stats + size_t(p.layer) * MT_LAYER_STATS_FIELDS;
+  // Over several chunks: the first start, the last end, and moeEnd - moeStart = their MoE time.
+  const double moe_before = p.first_chunk ? 0.0 : s[3] - s[2];
+  if (p.first_chunk) s[0] = double(p.layer_start_ns);
+  s[1] = double(end);
+  s[3] = double(end);
+  s[2] = double(end) - (moe_before + double(end - p.moe_start_ns));
+  s[4] += double(p.layer_hits);
+  s[5] += double(p.layer_misses);
+}
+
+}  // namespace mt

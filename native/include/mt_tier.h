@@ -1,0 +1,153 @@
+/*
+ * moetier expert tier: the C ABI between the addon and the native tier, beside mt_backend.h
+ * (the device it puts residents on) and mt_forward.h (the forward pass it feeds experts to).
+ *
+ *   mt_tier     per layer, which routed experts are resident in backend slots (a budget of
+ *               slots per layer), which are computed from host int8 copies, which from the
+ *               container; the swaps that change that, and their uploads in flight.
+ *
+ * The tier alone owns residency, the expert states, the swap queue and the uploads in flight.
+ * Callers read them (mt_tier_expert_states, one call per step) and ask for changes
+ * (mt_tier_request_swap, mt_tier_resize, mt_tier_warm_issue); nothing else keeps a copy.
+ *
+ * Expert states (per layer and expert):
+ *
+ *   NONE --request_swap (newcomer)--> INCOMING --upload done, promoted--> RESIDENT
+ *   RESIDENT --request_swap (victim)--> OUTGOING --upload into its slot issued--> NONE
+ *   INCOMING --upload failed--> NONE          OUTGOING --upload refused--> RESIDENT
+ *   RESIDENT --resize (shrink, victim)--> NONE        NONE --warm_issue--> INCOMING
+ *
+ * An OUTGOING expert is still computed from its slot until the upload into that slot is issued.
+ *
+ * Swaps and the boundary. A swap of layer l is queued, and issued right after layer l next
+ * computes (its slots carry no leases then), so its copy overlaps layer l + 1 onwards. At that
+ * boundary the eval thread only posts the layer to the tier's issuer thread (a queue push and,
+ * when the issuer sleeps, one wake-up); the issuer issues the uploads, and never while compute
+ * is on the layer. (The fake backend, whose times are decided at issue from its virtual compute
+ * clock, issues inline at the boundary: that keeps its clock independent of scheduling.)
+ * With issue_now, a swap is issued at once by the caller when its layer is not being computed.
+ * A finished upload is promoted (its expert turns RESIDENT) when its layer next begins.
+ *
+ * Threads: mt_tier_source's callbacks run on the eval thread (the forward pass); every other
+ * verb may be called from any one other thread at a time (the addon: the JS thread, and one
+ * worker per warmstart), concurrently with an eval. mt_tier_resize and mt_tier_free need no
+ * eval running (the caller checks). Every verb returns MT_TIER_OK or a status below; errors
+ * write a message naming the layer, expert or option and what was expected into err.
+ */
+#ifndef MT_TIER_H
+#define MT_TIER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "mt_backend.h"
+#include "mt_forward.h"
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mt_tier mt_tier;
+
+enum mt_tier_status {
+  MT_TIER_OK = 0,
+  MT_TIER_STARTED = 1,            /* request_swap with issue_now: issued at once */
+  MT_TIER_QUEUE_FULL = -1,        /* the layer already has MT_TIER_SWAP_QUEUE_MAX swaps queued */
+  MT_TIER_NOT_RESIDENT = -2,      /* the victim is not RESIDENT (incoming, outgoing or none) */
+  MT_TIER_ALREADY_RESIDENT = -3,  /* the newcomer is not NONE */
+  MT_TIER_INVALID = -10,          /* a bad argument (message in err) */
+  MT_TIER_FAILED = -11            /* an operating failure: a backend refusal, a failed upload */
+};
+
+enum mt_expert_state { MT_EXPERT_NONE = 0, MT_EXPERT_INCOMING = 1, MT_EXPERT_RESIDENT = 2, MT_EXPERT_OUTGOING = 3 };
+
+/* Swaps queued per layer at most (request_swap answers MT_TIER_QUEUE_FULL beyond it). */
+#define MT_TIER_SWAP_QUEUE_MAX 16
+/* Upload outcomes (and evictions) kept until polled; more are counted (reports_dropped) and dropped. */
+#define MT_TIER_REPORTS_MAX 4096
+
+typedef struct mt_tier_options {
+  const int32_t* slots_per_layer; /* [n_layer]: slots each layer may hold, 0..nExpert */
+  int32_t n_layer;                /* must be the model's */
+  const uint8_t* host;            /* host copy arena (Q8_0 experts), or NULL */
+  size_t host_bytes;
+  const int32_t* host_offsets;    /* [nLayer * nExpert]: offset of an expert's copy in host, or -1
+                                     (the container); read with acquire loads during evals */
+} mt_tier_options;
+
+/* The model and backend must outlive the tier; so must host / host_offsets. */
+mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tier_options* options, char* err, size_t err_bytes);
+/* Waits for uploads in flight, stops the issuer, frees the tier's slots. No eval may run. */
+void mt_tier_free(mt_tier* tier);
+/* The tier as the forward pass's expert source (mt_eval_args.experts); owned by the tier. */
+const mt_expert_source* mt_tier_source(mt_tier* tier);
+
+/* Bytes of one expert: in the container (gate | up | down, a slot's content) and as a Q8_0
+ * host copy (0: the model's experts have no exact int8 copy). */
+void mt_tier_expert_bytes(const mt_tier* tier, uint64_t* container, uint64_t* host_copy);
+uint64_t mt_tier_host_copy_bytes(const mt_model* model);
+/* Q4_0 / Q8_0 expert -> its Q8_0 host copy at dst (dst_bytes >= mt_tier_host_copy_bytes). */
+int mt_tier_requantize(const mt_model* model, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err, size_t err_bytes);
+
+/* states [nLayer * nExpert] (enum mt_expert_state) and slots [nLayer * nExpert] (the slot a
+ * compute would read, or -1); either may be NULL. A consistent snapshot (under the tier's lock). */
+void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots);
+
+/* Victim RESIDENT -> OUTGOING, newcomer NONE -> INCOMING, queued: MT_TIER_OK; with issue_now
+ * and the layer not being computed, issued at once: MT_TIER_STARTED; else a negative status
+ * and nothing changed. task_id comes back in the upload's report. */
+int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now);
+
+typedef struct mt_tier_upload {
+  double task_id;
+  int32_t layer, expert, victim;
+  int32_t ok, in_place, fell_back;  /* fell_back: the slot was freed, then uploaded into empty */
+  uint64_t bytes;
+  int64_t issued_ns, start_ns, end_ns;
+} mt_tier_upload;
+
+typedef struct mt_tier_eviction {
+  int32_t layer, expert;
+} mt_tier_eviction;
+
+/* Moves out the uploads settled and the experts evicted since the last poll (each array holds
+ * MT_TIER_REPORTS_MAX entries); their counts in *n_uploads and *n_evictions. */
+void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions);
+
+typedef struct mt_tier_stats {
+  uint64_t hits, misses, lazy_misses;  /* routed rows: from slots / from host copies or the container / the container */
+  int64_t leases;                      /* live leases on the tier's slots (0 between evals) */
+  int32_t slots_spare;                 /* reserved slots no layer uses (a shrink left them) */
+  uint64_t reports_dropped;
+  uint64_t hook_calls, hook_ns, hook_dropped;
+  uint64_t swaps_started_now;          /* issue_now swaps the caller issued itself */
+  uint64_t swaps_issued_by_issuer;     /* swaps the issuer thread issued after their boundary */
+  uint64_t boundaries_posted;          /* boundaries the eval thread posted to the issuer */
+} mt_tier_stats;
+/* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
+void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);
+/* hits, misses and lazy_misses back to 0 (the stats mark after a prefill). */
+void mt_tier_reset_stats(mt_tier* tier);
+
+/* Between evals: the layer's slot count becomes count. Growing takes spare slots first, then
+ * reserves more; shrinking frees free slots first, then the victims' slots in the given order
+ * (lowest score first) that are plainly RESIDENT, evicting them (reported by poll). On an
+ * error nothing changed. */
+int mt_tier_resize(mt_tier* tier, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err, size_t err_bytes);
+
+/* Warmstart: fill free slots of the layer with the experts (NONE ones; others are skipped) and
+ * wait for them. issue (any thread) returns a handle, also when it failed part-way (then
+ * *status < 0 and err says why; the handle still holds the uploads issued); NULL when nothing
+ * was issued. finish waits (any thread, e.g. a worker), promotes what landed, frees the handle. */
+typedef struct mt_tier_warm mt_tier_warm;
+mt_tier_warm* mt_tier_warm_issue(mt_tier* tier, int32_t layer, const int32_t* experts, int32_t n, int* status, char* err, size_t err_bytes);
+int mt_tier_warm_finish(mt_tier* tier, mt_tier_warm* warm, char* err, size_t err_bytes);
+
+/* Called on the eval thread after each layer's routing with the rows per expert [nExpert]
+ * (for a prefill replan); fn NULL removes it. Set only between evals. */
+typedef void (*mt_tier_layer_hook)(void* user, int32_t layer, const int32_t* counts, int32_t n_expert);
+void mt_tier_set_layer_hook(mt_tier* tier, mt_tier_layer_hook fn, void* user);
+/* The hook's owner could not deliver one call (its queue was full): counted in hook_dropped. */
+void mt_tier_count_hook_dropped(mt_tier* tier);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,138 @@
+// The tier as the forward pass's expert source (include/mt_forward.h, mt_expert_source):
+//
+//   stamp   monotonic ns, or the fake backend's virtual compute clock (its compute markers, moved
+//           by the weight bytes the forward pass streamed)
+//   begin   computing = l (before any residency read of l);
+//           [promote l's finished uploads: only if any are in flight and the lock is free]
+//   bind    residents leased and read from slots, misses from host copies / the container
+//           [hook: the layer's rows per expert, when an eval set one]
+//   end     release the leases; computing = -1 (then read pending_n: see tier_swap.cc);
+//           [l's swaps queued or uploads in flight: post l to the issuer, or, on a virtual
+//            clock, settle and issue them here]
+//
+// Nothing here allocates, and nothing waits for a lock another thread may hold long: the
+// promotion skips a busy lock (the newcomer is a miss for one more step), and the boundary is a
+// post (tier_issuer.cc).
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include "tier.h"
+
+namespace mt {
+namespace {
+
+int64_t monotonic_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+mt_tier& tier_of(void* self) { return *static_cast<mt_tier*>(self); }
+
+int64_t stamp(void* self, int32_t layer, uint64_t work_bytes) {
+  mt_tier& t = tier_of(self);
+  if (!t.virtual_clock) return monotonic_now();
+  mt_event_id event = 0;
+  mt_event_info info{};
+  if (mt_backend_compute_record(t.backend, layer, work_bytes, &event, nullptr, 0) != MT_BACKEND_OK ||
+      mt_backend_event_query(t.backend, event, &info, nullptr, 0) != MT_BACKEND_OK)
+    return 0;  // the backend is closing; a zero stamp says so
+  return info.start_ns;
+}
+
+void release_leases(mt_tier& t) {
+  for (int32_t i = 0; i < t.n_leases; i++) mt_backend_release(t.backend, t.leases[size_t(i)]);
+  t.n_leases = 0;
+}
+
+void layer_begin(void* self, int32_t layer) {
+  mt_tier& t = tier_of(self);
+  MT_ASSERT(t.n_leases == 0, "no lease outlives its layer");
+  t.computing.store(layer, std::memory_order_seq_cst);  // before any residency read of this layer
+  if (t.flight_n[layer].load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::mutex> lock(t.mu, std::try_to_lock);
+  if (lock.owns_lock()) tier_settle_layer(t, layer, false, true);
+}
+
+// The layer's routed rows per expert to the eval's hook (a non-blocking post); its cost is timed.
+void post_counts(mt_tier& t, int32_t layer, const mt_expert_binding* runs, int32_t n_runs) {
+  const int64_t t0 = monotonic_now();
+  std::fill(t.hook_counts.begin(), t.hook_counts.end(), 0);
+  for (int32_t i = 0; i < n_runs; i++) t.hook_counts[size_t(runs[i].expert)] = runs[i].rows;
+  t.hook_fn(t.hook_user, layer, t.hook_counts.data(), t.n_expert);
+  t.hook_calls.fetch_add(1, std::memory_order_relaxed);
+  t.hook_ns.fetch_add(uint64_t(monotonic_now() - t0), std::memory_order_relaxed);
+}
+
+// A Q8_0 host copy: gate [nFf, nEmbd] | up [nFf, nEmbd] | down [nEmbd, nFf], back to back.
+void bind_host_copy(const mt_tier& t, int32_t layer, const uint8_t* base, mt_expert_binding& run) {
+  const mt_layer_experts& e = t.experts[size_t(layer)];
+  run.type = MT_Q8_0;
+  run.gate = base;
+  run.up = run.gate + size_t(e.gate.rows) * mt_row_bytes(MT_Q8_0, e.gate.cols);
+  run.down = run.up + size_t(e.up.rows) * mt_row_bytes(MT_Q8_0, e.up.cols);
+}
+
+int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes) {
+  mt_tier& t = tier_of(self);
+  if (t.hook_fn != nullptr) post_counts(t, layer, runs, n_runs);
+  const mt_layer_experts& e = t.experts[size_t(layer)];
+  const size_t base_index = index_of(t, layer, 0);
+  int64_t hits = 0, misses = 0, lazy = 0;
+  for (int32_t i = 0; i < n_runs; i++) {
+    mt_expert_binding& run = runs[i];
+    const size_t index = base_index + size_t(run.expert);
+    const int32_t slot = t.residency[index].load(std::memory_order_seq_cst);  // pairs with issue_now (tier_swap.cc)
+    mt_lease_id lease = 0;
+    if (slot >= 0 && size_t(slot) < t.slot_layer.size() && t.slot_layer[size_t(slot)] == layer &&
+        mt_backend_lease(t.backend, slot, &lease, nullptr, 0) == MT_BACKEND_OK) {
+      MT_ASSERT(t.n_leases < t.n_expert, "at most one lease per expert of the layer");
+      t.leases[size_t(t.n_leases++)] = lease;
+      const uint8_t* data = t.slot_data[size_t(slot)];
+      run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
+      run.type = e.gate.type;
+      run.fast = 1;
+      hits += run.rows;
+      continue;
+    }
+    misses += run.rows;
+    const int32_t offset = t.host_offsets != nullptr ? __atomic_load_n(&t.host_offsets[index], __ATOMIC_ACQUIRE) : -1;
+    if (offset < 0) {
+      lazy += run.rows;  // computed from the container as mapped
+      continue;
+    }
+    if (t.host_copy_bytes == 0 || uint64_t(offset) + t.host_copy_bytes > t.host_bytes) {
+      std::snprintf(err, err_bytes,
+                    "tier: hostCopyOffsets[%zu] (layer %d, expert %d) = %d: expected -1 or an offset with %llu bytes of host copy "
+                    "inside hostCopies (%zu bytes)",
+                    index, layer, run.expert, offset, (unsigned long long)t.host_copy_bytes, t.host_bytes);
+      release_leases(t);
+      t.computing.store(-1, std::memory_order_seq_cst);
+      return -1;
+    }
+    bind_host_copy(t, layer, t.host + offset, run);
+  }
+  t.hits.fetch_add(uint64_t(hits), std::memory_order_relaxed);
+  t.misses.fetch_add(uint64_t(misses), std::memory_order_relaxed);
+  t.lazy_misses.fetch_add(uint64_t(lazy), std::memory_order_relaxed);
+  return 0;
+}
+
+void layer_end(void* self, int32_t layer) {
+  mt_tier& t = tier_of(self);
+  release_leases(t);
+  t.computing.store(-1, std::memory_order_seq_cst);  // then read pending_n: see tier_swap.cc
+  if (t.pending_n[layer].load(std::memory_order_seq_cst) == 0 && t.flight_n[layer].load(std::memory_order_acquire) == 0) return;
+  if (!t.virtual_clock) return issuer_post(t, layer);
+  std::lock_guard<std::mutex> lock(t.mu);
+  tier_settle_layer(t, layer, true, false);
+  tier_issue_if_idle(t, layer);
+}
+
+}  // namespace
+
+void tier_source_init(mt_tier& t) {
+  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, layer_end};
+}
+
+}  // namespace mt
