@@ -21,9 +21,9 @@
  *
  * Swaps and the boundary. A swap of layer l is queued, and issued right after layer l next
  * computes (its slots carry no leases then), so its copy overlaps layer l + 1 onwards. At that
- * boundary the eval thread only posts the layer to the tier's issuer thread (a queue push and,
- * when the issuer sleeps, one wake-up); the issuer issues the uploads, and never while compute
- * is on the layer. (The fake backend, whose times are decided at issue from its virtual compute
+ * boundary the eval thread only posts the layer to the tier's issuer thread (a queue push: no
+ * system call, no lock); the issuer, polling while swaps are queued, issues the uploads, and
+ * never while compute is on the layer. (The fake backend, whose times are decided at issue from its virtual compute
  * clock, issues inline at the boundary: that keeps its clock independent of scheduling.)
  * With issue_now, a swap is issued at once by the caller when its layer is not being computed.
  * A finished upload is promoted (its expert turns RESIDENT) when its layer next begins.

@@ -81,7 +81,8 @@ using Eviction = mt_tier_eviction;
 struct Issuer {
   std::unique_ptr<std::atomic<uint8_t>[]> posted;  // [nLayer]: 1 = the layer passed a boundary with work
   std::atomic<uint64_t> seq{0};                    // moves once per post
-  std::atomic<int32_t> sleepers{0};                // seq_cst with seq (Dekker, as in the pool)
+  std::atomic<uint64_t> kicks{0};                  // moves once per request (work may come)
+  std::atomic<int32_t> sleepers{0};                // seq_cst with the queues and kicks (Dekker)
   std::atomic<bool> stop{false};
   std::mutex mu;  // only for the sleep
   std::condition_variable cv;
@@ -167,8 +168,10 @@ void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert);
 // tier_issuer.cc: the boundary hand-off. start: false (err) when no thread could be made.
 bool issuer_start(mt_tier& t, char* err, size_t err_bytes);
 void issuer_stop(mt_tier& t);
-// Eval thread, after layer computed: a queue push, and a wake-up only if the issuer sleeps.
+// Eval thread, after layer computed: a queue push (no system call, no lock).
 void issuer_post(mt_tier& t, int32_t layer);
+// A caller queued a swap: an idle issuer starts polling the posts.
+void issuer_kick(mt_tier& t);
 
 // tier_source.cc: fills t.source.
 void tier_source_init(mt_tier& t);

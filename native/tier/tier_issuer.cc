@@ -1,22 +1,32 @@
 // The boundary hand-off: after layer l computed, the eval thread posts l (an atomic flag and a
-// sequence number; a wake-up only when the issuer sleeps) and goes on to layer l + 1. The
-// issuer thread, under the tier's lock, settles l's uploads (retrying a failed in-place one)
-// and issues l's queued swaps, unless compute is on l again by then (the next boundary posts it
-// again). So issuing costs the compute a queue push, and the allocations, backend calls and
-// locks of an issue happen on the issuer (measured before: 40-300 us at a swap boundary on the
-// eval thread, from its first touches of fresh memory and the backend's wake-up of its copier).
+// sequence number: no system call, no lock) and goes on to layer l + 1. The issuer thread,
+// under the tier's lock, settles l's uploads (retrying a failed in-place one) and issues l's
+// queued swaps, unless compute is on l again by then (the next boundary posts it again). So
+// issuing costs the compute a queue push; the allocations, backend calls, locks and wake-ups of
+// an issue happen on the issuer (measured before: 40-300 us at a swap boundary on the eval
+// thread, from its first touches of fresh memory and the backend's wake-up of its copier).
 //
-//   eval thread                      issuer
-//   posted[l] = 1; seq++   ------->  wakes (or sees seq move while awake)
-//   if sleepers: lock, notify        for each l with posted[l]: exchange 0, lock mu,
-//                                      settle l at the boundary, issue if idle
-//                                    sleeps when seq has not moved since its last round
+// The eval thread never wakes the issuer: while swaps are queued the issuer looks at the posts
+// every kPollUs (a timed wait), and otherwise sleeps until a request
+// (mt_tier_request_swap, on the caller's thread) kicks it. Each look costs the issuer a few
+// microseconds of a core, only while there is work to issue or settle.
+//
+//   eval thread                      issuer                               caller
+//   posted[l] = 1; seq++   ------->  every kPollUs while busy: for each  request: queue;
+//                                    l with posted[l]: exchange 0, lock  kicks++; if sleepers:
+//                                    mu, settle l, issue if idle         lock, notify
+//                                    idle: sleeps until kicked
 #include <pthread.h>
+#include <chrono>
 #include <sched.h>
 #include "tier.h"
 
 namespace mt {
 namespace {
+
+// How often a busy issuer looks at the posts: an upload starts at most this much after its
+// boundary (plus scheduling), against a layer of ~100 us (small preset) to ~1 ms.
+constexpr int kPollUs = 50;
 
 // SCHED_BATCH: a woken issuer never preempts the compute threads (Linux does not let a batch
 // thread preempt on wake-up); it runs at the next scheduling point with its fair share. Without
@@ -35,11 +45,21 @@ void handle(mt_tier& t, int32_t layer) {
   if (queued > 0 && tier_issue_if_idle(t, layer)) t.swaps_by_issuer.fetch_add(queued, std::memory_order_relaxed);
 }
 
+// Swaps queued somewhere: their boundaries will be posted, so poll. seq_cst: a Dekker pair with
+// the caller's kick (it queues, then reads sleepers; this thread counts itself a sleeper, then
+// reads the queues). Uploads in flight alone do not keep it polling (an idle engine would spin):
+// a boundary posted only to retry a failed in-place upload waits for the next kick or swap.
+bool busy(const mt_tier& t) {
+  for (int32_t l = 0; l < t.n_layer; l++)
+    if (t.pending_n[l].load(std::memory_order_seq_cst) > 0) return true;
+  return false;
+}
+
 void run(mt_tier* tp) {
   mt_tier& t = *tp;
   lower_wakeup_priority();
   Issuer& is = t.issuer;
-  uint64_t seen = 0;
+  uint64_t seen = 0, kicks_seen = 0;
   for (;;) {
     const uint64_t now = is.seq.load(std::memory_order_seq_cst);
     if (now != seen) {
@@ -51,7 +71,10 @@ void run(mt_tier* tp) {
     if (is.stop.load()) return;
     std::unique_lock<std::mutex> lock(is.mu);
     is.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    is.cv.wait(lock, [&] { return is.seq.load(std::memory_order_seq_cst) != seen || is.stop.load(); });
+    auto woken = [&] { return is.seq.load() != seen || is.kicks.load() != kicks_seen || is.stop.load(); };
+    if (busy(t)) is.cv.wait_for(lock, std::chrono::microseconds(kPollUs), woken);
+    else is.cv.wait(lock, woken);
+    kicks_seen = is.kicks.load();
     is.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
@@ -86,8 +109,14 @@ void issuer_stop(mt_tier& t) {
 void issuer_post(mt_tier& t, int32_t layer) {
   Issuer& is = t.issuer;
   is.posted[layer].store(1, std::memory_order_release);
-  is.seq.fetch_add(1, std::memory_order_seq_cst);  // seq_cst: before the sleepers check (Dekker)
+  is.seq.fetch_add(1, std::memory_order_release);
   t.boundaries_posted.fetch_add(1, std::memory_order_relaxed);
+}
+
+void issuer_kick(mt_tier& t) {
+  Issuer& is = t.issuer;
+  if (!is.thread.joinable()) return;  // a virtual clock: no issuer
+  is.kicks.fetch_add(1, std::memory_order_seq_cst);
   if (is.sleepers.load(std::memory_order_seq_cst) == 0) return;
   std::lock_guard<std::mutex> lock(is.mu);
   is.cv.notify_one();

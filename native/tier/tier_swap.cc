@@ -195,6 +195,7 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
   t.expert_state[iv] = kExpertOutgoing;
   t.expert_state[in] = kExpertIncoming;
   t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
+  issuer_kick(t);  // then read sleepers (in the kick): see tier_issuer.cc
   if (!issue_now) return MT_TIER_OK;
   const size_t queued = queue.size();
   if (!tier_issue_if_idle(t, layer)) return MT_TIER_OK;
