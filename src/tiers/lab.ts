@@ -10,7 +10,7 @@ import { geometryByName, requireGeometry } from './geometry.js';
 import { policyByName, policyNames } from './policies/index.js';
 import { replay } from './replay.js';
 import { toRow, type ReplayRow } from './report/rows.js';
-import { buildScenario } from './scenario.js';
+import { buildScenario, type Scenario } from './scenario.js';
 import type { StartKind } from './start.js';
 import type { Budget } from './types.js';
 
@@ -48,13 +48,23 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
         o.geometry ?? trace.header.model);
     }
     for (const b of o.budgets) {
-      if (!Number.isInteger(b) || b < 1 || b > trace.header.experts) {
-        throw new InvalidOptionError('--budget', `integers in [1, ${trace.header.experts}] (slots per layer)`, b);
-      }
-      const budget: Budget = o.scope === 'layer' ? { scope: 'layer', slots: b } : { scope: 'global', slots: b * trace.header.layers };
-      const sc = buildScenario(trace, { budget, start: o.start, heatFromPrefix: o.heatFromPrefix, prefillFromPrefix: o.prefillFromPrefix });
+      const sc = labScenario(trace, o, b);
       for (const p of chosen) rows.push(toRow(p, sc, replay(p, sc, o.offload), o.offload, g, o.cost ?? costDefaults));
     }
   }
   return rows;
+}
+
+/**
+ * The scenario one (trace, budget) pair of the lab replays: `slotsPerLayer` slots on every layer,
+ * or that many times the layers as one global budget. (Exported for the test that the engine and
+ * the replay feed a policy the same events: it replays an engine trace through this.)
+ */
+export function labScenario(trace: Trace, o: Pick<LabOptions, 'scope' | 'start' | 'heatFromPrefix' | 'prefillFromPrefix'>, slotsPerLayer: number): Scenario {
+  const b = slotsPerLayer;
+  if (!Number.isInteger(b) || b < 1 || b > trace.header.experts) {
+    throw new InvalidOptionError('--budget', `integers in [1, ${trace.header.experts}] (slots per layer)`, b);
+  }
+  const budget: Budget = o.scope === 'layer' ? { scope: 'layer', slots: b } : { scope: 'global', slots: b * trace.header.layers };
+  return buildScenario(trace, { budget, start: o.start, heatFromPrefix: o.heatFromPrefix, prefillFromPrefix: o.prefillFromPrefix });
 }
