@@ -231,12 +231,23 @@ Napi::Value TierResidency(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// tierExpertStates(tier) -> { states: Uint8Array, slots: Int32Array } ([nLayer * nExpert] each:
+// tierExpertStates(tier, into?) -> { states: Uint8Array, slots: Int32Array } ([nLayer * nExpert] each:
 // enum mt_expert_state, and the slot compute reads or -1), one consistent snapshot.
 Napi::Value TierExpertStates(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierExpertStates");
   if (!s) return info.Env().Undefined();
   const size_t n = size_t(s->n_layer) * size_t(s->n_expert);
+  // into: { states, slots } of the right lengths, filled in place (one step's read, no allocation).
+  if (info.Length() > 1 && !info[1].IsUndefined()) {
+    uint8_t* states = nullptr;
+    int32_t* slots = nullptr;
+    size_t ns = 0, nl = 0;
+    Napi::Object into = info[1].IsObject() ? info[1].As<Napi::Object>() : Napi::Object::New(info.Env());
+    if (!TypedArg(into.Get("states"), napi_uint8_array, &states, &ns) || !TypedArg(into.Get("slots"), napi_int32_array, &slots, &nl) || ns != n || nl != n)
+      return ThrowRange(info.Env(), "tierExpertStates: into: expected { states: Uint8Array, slots: Int32Array } of nLayer x nExpert = " + std::to_string(n) + " each");
+    mt_tier_expert_states(s->tier, states, slots);
+    return info[1];
+  }
   Napi::Uint8Array states = Napi::Uint8Array::New(info.Env(), n);
   Napi::Int32Array slots = Napi::Int32Array::New(info.Env(), n);
   mt_tier_expert_states(s->tier, states.Data(), slots.Data());

@@ -49,7 +49,6 @@ typedef struct mt_tier mt_tier;
 enum mt_tier_status {
   MT_TIER_OK = 0,
   MT_TIER_STARTED = 1,            /* request_swap with issue_now: issued at once */
-  MT_TIER_QUEUE_FULL = -1,        /* the layer already has MT_TIER_SWAP_QUEUE_MAX swaps queued */
   MT_TIER_NOT_RESIDENT = -2,      /* the victim is not RESIDENT (incoming, outgoing or none) */
   MT_TIER_ALREADY_RESIDENT = -3,  /* the newcomer is not NONE */
   MT_TIER_INVALID = -10,          /* a bad argument (message in err) */
@@ -58,8 +57,9 @@ enum mt_tier_status {
 
 enum mt_expert_state { MT_EXPERT_NONE = 0, MT_EXPERT_INCOMING = 1, MT_EXPERT_RESIDENT = 2, MT_EXPERT_OUTGOING = 3 };
 
-/* Swaps queued per layer at most (request_swap answers MT_TIER_QUEUE_FULL beyond it). */
-#define MT_TIER_SWAP_QUEUE_MAX 16
+/* The tier sets no limit of its own on swaps queued or uploads in flight: the caller's upload
+ * queue (src/actors/upload-queue) is the one gate. A layer's queue holds at most its slot count
+ * (each swap needs its own RESIDENT victim), so it never refuses for room. */
 /* Upload outcomes (and evictions) kept until polled; more are counted (reports_dropped) and dropped. */
 #define MT_TIER_REPORTS_MAX 4096
 

@@ -164,7 +164,8 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   for (int32_t l = 0; l < hp.n_layer; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
   t->expert_state.assign(experts, kExpertNone);
   t->pending.resize(size_t(hp.n_layer));
-  for (auto& q : t->pending) q.reserve(size_t(kSwapQueueDepthMax));
+  for (auto& q : t->pending) q.reserve(size_t(hp.n_expert));
+  t->victim_slots.assign(size_t(hp.n_expert), -1);
   // Reserved in full: the issuer and the eval thread never allocate (a first touch of fresh
   // memory on those threads cost tens of microseconds at a layer boundary).
   t->reports.reserve(kReportsMax);

@@ -41,7 +41,6 @@
 
 namespace mt {
 
-constexpr int32_t kSwapQueueDepthMax = MT_TIER_SWAP_QUEUE_MAX;
 constexpr size_t kReportsMax = MT_TIER_REPORTS_MAX;
 
 enum ExpertState : uint8_t {
@@ -130,7 +129,8 @@ struct mt_tier {
   std::vector<int32_t> slot_expert;   // [backend slot id]: resident or incoming expert, -1: free
   std::vector<uint8_t> slot_dirty;    // [backend slot id]: not empty on the backend (reuse: overwrite or free)
   std::vector<uint8_t> expert_state;  // [nLayer * nExpert]: mt::ExpertState
-  std::vector<std::vector<mt::Swap>> pending;  // [nLayer], each at most kSwapQueueDepthMax
+  std::vector<std::vector<mt::Swap>> pending;  // [nLayer], each at most the layer's slots (capacity nExpert)
+  std::vector<int32_t> victim_slots;           // [nExpert]: scratch of tier_issue_if_idle
   std::vector<mt::InFlight> flights;
   std::vector<mt::UploadReport> reports;  // at most kReportsMax until polled; beyond: counted, dropped
   std::vector<mt::Eviction> evicted;       // at most nLayer * nExpert (each eviction once)

@@ -5,6 +5,9 @@
 // issuing costs the compute a queue push; the allocations, backend calls, locks and wake-ups of
 // an issue happen on the issuer (measured before: 40-300 us at a swap boundary on the eval
 // thread, from its first touches of fresh memory and the backend's wake-up of its copier).
+// The issuer runs at normal priority: its timed wake-ups take a few microseconds from whatever
+// runs then, and it issues within ~kPollUs of a boundary even on busy cores (at SCHED_BATCH it
+// waited for the next time slice, up to milliseconds: a whole request of a small model).
 //
 // The eval thread never wakes the issuer: while swaps are queued the issuer looks at the posts
 // every kPollUs (a timed wait), and otherwise sleeps until a request
@@ -18,7 +21,6 @@
 //                                    idle: sleeps until kicked
 #include <pthread.h>
 #include <chrono>
-#include <sched.h>
 #include "tier.h"
 
 namespace mt {
@@ -27,16 +29,6 @@ namespace {
 // How often a busy issuer looks at the posts: an upload starts at most this much after its
 // boundary (plus scheduling), against a layer of ~100 us (small preset) to ~1 ms.
 constexpr int kPollUs = 50;
-
-// SCHED_BATCH: a woken issuer never preempts the compute threads (Linux does not let a batch
-// thread preempt on wake-up); it runs at the next scheduling point with its fair share. Without
-// it, the wake-up at a boundary preempted the eval thread there (gaps of 40-200 us measured).
-void lower_wakeup_priority() {
-#if defined(__linux__)
-  sched_param sp{};
-  pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
-#endif
-}
 
 void handle(mt_tier& t, int32_t layer) {
   std::lock_guard<std::mutex> lock(t.mu);
@@ -57,7 +49,6 @@ bool busy(const mt_tier& t) {
 
 void run(mt_tier* tp) {
   mt_tier& t = *tp;
-  lower_wakeup_priority();
   Issuer& is = t.issuer;
   uint64_t seen = 0, kicks_seen = 0;
   for (;;) {

@@ -2,7 +2,8 @@
 // carry no leases then) by the issuer thread (tier_issuer.cc; inline on the eval thread with a
 // virtual clock), settled when their events end.
 //
-//   request   victim resident -> outgoing, newcomer none -> incoming, queued (bounded)
+//   request   victim resident -> outgoing, newcomer none -> incoming, queued (at most one swap per
+//             resident victim: no bound of its own; the engine's upload queue is the gate)
 //   issue     upload the newcomer into the victim's slot in place (overwrite = 1); refused with
 //             NO_OVERWRITE: free the slot, upload into it empty (fell back). The victim stops
 //             being resident (and is reported evicted) once an upload into its slot is issued.
@@ -115,7 +116,8 @@ bool settle_one(mt_tier& t, InFlight& f, bool at_boundary) {
 // issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it.
 bool tier_issue_if_idle(mt_tier& t, int32_t layer) {
   std::vector<Swap>& queue = t.pending[size_t(layer)];
-  int32_t slots[kSwapQueueDepthMax];
+  int32_t* slots = t.victim_slots.data();
+  MT_ASSERT(queue.size() <= t.victim_slots.size(), "a layer queues at most one swap per expert");
   for (size_t i = 0; i < queue.size(); i++) {
     std::atomic<int32_t>& r = t.residency[index_of(t, layer, queue[i].victim)];
     slots[i] = r.load(std::memory_order_relaxed);
@@ -190,8 +192,7 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
   if (t.expert_state[iv] != kExpertResident) return MT_TIER_NOT_RESIDENT;
   if (t.expert_state[in] != kExpertNone) return MT_TIER_ALREADY_RESIDENT;
   std::vector<Swap>& queue = t.pending[size_t(layer)];
-  if (queue.size() >= size_t(kSwapQueueDepthMax)) return MT_TIER_QUEUE_FULL;
-  queue.push_back(Swap{victim, newcomer, task_id});  // capacity reserved at creation
+  queue.push_back(Swap{victim, newcomer, task_id});  // capacity nExpert reserved at creation: never reallocates
   t.expert_state[iv] = kExpertOutgoing;
   t.expert_state[in] = kExpertIncoming;
   t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);

@@ -212,8 +212,8 @@ export interface NativeTierVerbs {
   tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }> };
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
-  /** Every expert's state and slot, one consistent snapshot (the tier alone owns them). */
-  tierExpertStates(tier: NativeTierHandle): NativeTierExpertStates;
+  /** Every expert's state and slot, one consistent snapshot (the tier alone owns them); `into`: filled in place and returned. */
+  tierExpertStates(tier: NativeTierHandle, into?: NativeTierExpertStates): NativeTierExpertStates;
   tierStats(tier: NativeTierHandle): NativeTierStats;
   /** The stats mark (e.g. after the prefill). */
   tierResetStats(tier: NativeTierHandle): void;

@@ -90,4 +90,4 @@ export function range(n: number): Int32Array {
 }
 
 /** tierRequestSwap's answers (native/tier/tier.h SwapCode). */
-export const TIER_SWAP_CODES = { ok: 0, queueFull: -1, notResident: -2, alreadyResident: -3 } as const;
+export const TIER_SWAP_CODES = { ok: 0, notResident: -2, alreadyResident: -3 } as const;

@@ -11,7 +11,7 @@
  */
 import { Subject, type Observable } from 'rxjs';
 import { initialUploadQueue, stepUploadQueue, type UploadQueueState } from './logic.js';
-import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from './messages.js';
+import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage, UploadTask } from './messages.js';
 
 export class UploadQueueActor {
   private state: UploadQueueState;
@@ -40,6 +40,14 @@ export class UploadQueueActor {
   }
   get queuedTransfers(): number {
     return this.state.queued.length;
+  }
+  /** The tasks waiting to start, in order (decided, not yet the tier's). */
+  get queuedTasks(): readonly UploadTask[] {
+    return this.state.queued;
+  }
+  /** Whether the task started and has not settled yet (its upload is the gate's to retire). */
+  isInflight(id: number): boolean {
+    return this.state.inflight.has(id);
   }
   get counts(): UploadQueueState['counts'] {
     return this.state.counts;

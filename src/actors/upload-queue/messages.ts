@@ -12,6 +12,8 @@ export interface UploadTask {
   victimExpert?: number;
   /** Tasks of an older generation are dropped when cancelled (a new request, a replan). */
   generation: number;
+  /** A replan swap: started at once by the tier when its layer is not computing (tierRequestSwap issueNow). */
+  issueNow?: boolean;
   /** Trace context of the decision that asked for it (see src/telemetry). */
   traceCarrier?: Record<string, string>;
 }

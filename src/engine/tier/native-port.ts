@@ -1,6 +1,6 @@
 /** The addon's expert tier behind the TierPort interface: a thin pass-through. */
 import type { NativeBinding, NativeTierHandle, NativeTierVerbs } from '../../native/binding.js';
-import type { TierPoll, TierPort, TierStats } from './port.js';
+import type { TierExpertStates, TierPoll, TierPort, TierStats } from './port.js';
 
 export function hasNativeTier(native: NativeBinding): native is NativeBinding & NativeTierVerbs {
   return typeof native.createTier === 'function' && typeof native.tierPoll === 'function';
@@ -11,6 +11,7 @@ export class NativeTierPort implements TierPort {
   readonly expertBytes: { container: number; hostCopy: number };
   private handle: NativeTierHandle | undefined;
   private readonly slots: number[];
+  private readonly states: TierExpertStates;
 
   constructor(
     private readonly native: NativeTierVerbs,
@@ -22,6 +23,7 @@ export class NativeTierPort implements TierPort {
     this.slots = slotsPerLayer.slice();
     this.handle = handle;
     this.expertBytes = native.tierExpertBytes(handle);
+    this.states = { states: new Uint8Array(nLayer * nExpert), slots: new Int32Array(nLayer * nExpert) };
   }
 
   private get h(): NativeTierHandle {
@@ -47,6 +49,9 @@ export class NativeTierPort implements TierPort {
   }
   residency(): Int32Array {
     return this.native.tierResidency(this.h);
+  }
+  expertStates(): TierExpertStates {
+    return this.native.tierExpertStates(this.h, this.states);
   }
   stats(): TierStats {
     return this.native.tierStats(this.h);

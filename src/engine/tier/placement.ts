@@ -1,8 +1,9 @@
 /**
  * The baseline placement, live: decode routes feed the LFRU policy (src/tiers, unchanged);
- * its swaps pass the upload-queue logic (bounded in-flight bytes and transfers) on their
- * way to the tier; settled uploads retire their bytes there.
+ * its swaps pass the upload-queue logic (bounded in-flight bytes and transfers: the one gate) on
+ * their way to the tier; settled uploads retire their bytes there.
  *
+ *   tier.expertStates ──view──> policy residency
  *   route(l, ids) x nLayer, decodeTick ──> lfru.step ──> swap(v, n) ──> uploadQueue(enqueue)
  *        ──start──> port.requestSwap ── ... ── port.poll ──> uploadQueue(settled)
  *
@@ -11,26 +12,22 @@
  * compute; its swaps start at once (issueNow), as many as the upload queue has room for, the
  * rest stay pending in the policy and drain on later calls and four per decode token.
  *
- * The policy's residency runs ahead of the tier's (a swap counts as done once decided).
- * When a swap is refused, fails or is dropped, the policy's view is rebuilt from the tier's
- * residency plus the swaps still in flight.
+ * The tier owns residency and every expert's state; the placement keeps no copy of either.
+ * Before each call into the policy, its residency is the tier's snapshot (one read), where an
+ * incoming expert counts as resident and an outgoing one as gone (a swap counts as done once
+ * issued), with the swaps the upload queue holds back and the fills waiting for the next request
+ * applied on top (decided, not yet the tier's). A refused, failed or dropped swap needs no
+ * reconciliation: the next snapshot shows what the tier did.
  */
 import { UploadQueueActor } from '../../actors/upload-queue/actor.js';
 import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '../../actors/upload-queue/messages.js';
-import { residencyOf } from '../../tiers/residency.js';
+import { ExpertState } from '../../native/binding.js';
+import { type Residency } from '../../tiers/residency.js';
 import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
 import { makeReplan, type ReplanState } from '../../tiers/policies/replan.js';
 import { replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
-import { residentSets, type TierPoll, type TierPort } from './port.js';
-
-interface SwapTask {
-  layer: number;
-  victim: number;
-  newcomer: number;
-  /** A replan swap: started at once when its layer is not computing (tierRequestSwap issueNow). */
-  now: boolean;
-}
+import type { TierPoll, TierPort } from './port.js';
 
 export interface PlacementCounts {
   decided: number;
@@ -44,7 +41,6 @@ export class TierPlacement {
   private params: LfruParams;
   private state: LfruState;
   private readonly queue: UploadQueueActor;
-  private readonly tasks = new Map<number, SwapTask>();
   private fills: ExpertKey[] = [];
   private nextTaskId = 1;
   private generation = 0;
@@ -67,8 +63,8 @@ export class TierPlacement {
   ) {
     this.params = params;
     this.policy = policyFor(params, replan, 0);
-    this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.tierResidency(), heat }).state;
     this.queue = new UploadQueueActor(uploadLimits);
+    this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.view(), heat }).state;
     this.full = port.slotsPerLayer.every((slots) => slots >= port.nExpert);
   }
 
@@ -98,6 +94,7 @@ export class TierPlacement {
   replanLayer(layer: number, counts: ArrayLike<number>): void {
     if (!this.replan.enabled) return;
     this.replanned.add(layer);
+    this.look();
     const policy = policyFor(this.params, this.replan, this.uploadRoom());
     const step = policy.step(this.state, { kind: 'prefillCounts', layer, counts: Array.from(counts) });
     this.state = step.state;
@@ -111,6 +108,7 @@ export class TierPlacement {
   observePrefill(routes: Int32Array, nTokens: number): void {
     const { nLayer, nExpert } = this.port;
     const k = routes.length / (nTokens * nLayer);
+    this.look();
     for (let l = 0; l < nLayer; l++) {
       if (this.replanned.has(l)) continue;
       const counts = new Array<number>(nExpert).fill(0);
@@ -133,6 +131,7 @@ export class TierPlacement {
     if (this.full) return;
     const { nLayer } = this.port;
     const k = routes.length / nLayer;
+    this.look();
     for (let l = 0; l < nLayer; l++) {
       const experts = new Array<number>(k);
       for (let j = 0; j < k; j++) experts[j] = routes[l * k + j];
@@ -152,10 +151,9 @@ export class TierPlacement {
       return;
     }
     const id = this.nextTaskId++;
-    this.tasks.set(id, { layer: d.victim.layer, victim: d.victim.expert, newcomer: d.newcomer.expert, now });
     this.send({
       kind: 'enqueue',
-      task: { id, layer: d.newcomer.layer, expert: d.newcomer.expert, victimExpert: d.victim.expert, bytes: this.port.expertBytes.container, generation: this.generation },
+      task: { id, layer: d.newcomer.layer, expert: d.newcomer.expert, victimExpert: d.victim.expert, bytes: this.port.expertBytes.container, generation: this.generation, ...(now ? { issueNow: true } : {}) },
     });
   }
 
@@ -164,38 +162,26 @@ export class TierPlacement {
   }
 
   private apply(effects: UploadQueueEffect[]): void {
-    let resync = false;
     for (const e of effects) {
-      const task = this.tasks.get(e.task.id);
-      if (!task) continue;
       if (e.kind === 'dropped') {
         this.counts.dropped++;
-        this.tasks.delete(e.task.id);
-        resync = true;
         continue;
       }
-      if (this.port.requestSwap(task.layer, task.victim, task.newcomer, e.task.id, task.now ? { issueNow: true } : undefined) < 0) {
+      const { task } = e;
+      if (this.port.requestSwap(task.layer, task.victimExpert!, task.expert, task.id, task.issueNow ? { issueNow: true } : undefined) < 0) {
         this.counts.refused++;
-        this.tasks.delete(e.task.id);
-        effects.push(...this.queue.send({ kind: 'settled', id: e.task.id, ok: false }));
-        resync = true;
+        effects.push(...this.queue.send({ kind: 'settled', id: task.id, ok: false }));
       }
     }
-    if (resync) this.resync();
   }
 
   /** Retires settled uploads in the queue (which may start queued ones). Returns the poll for stats and traces. */
   settle(poll: TierPoll): TierPoll {
-    let failed = false;
     for (const u of poll.uploads) {
-      if (!this.tasks.delete(u.taskId)) continue;
-      if (!u.ok) {
-        this.counts.failed++;
-        failed = true;
-      }
+      if (!this.queue.isInflight(u.taskId)) continue; // a warmstart's upload, not a swap of ours
+      if (!u.ok) this.counts.failed++;
       this.send({ kind: 'settled', id: u.taskId, ok: u.ok });
     }
-    if (failed) this.resync();
     return poll;
   }
 
@@ -206,10 +192,6 @@ export class TierPlacement {
     return out;
   }
 
-  /** After the fills ran (or failed), the policy's view follows the tier's again. */
-  afterFills(): void {
-    this.resync();
-  }
 
   /** Queued (not yet issued) swaps of this request are dropped; issued ones finish on their own. */
   endRequest(): void {
@@ -230,11 +212,13 @@ export class TierPlacement {
 
   /** Residents of `layer` in the policy's view, lowest score first (the victims of a shrink). */
   coldestResidents(layer: number): number[] {
+    this.look();
     return this.byScore(layer, true).sort((a, b) => a.score - b.score).map((x) => x.expert);
   }
 
   /** Up to n non-residents of `layer` in the policy's view, highest score (heat, then recency) first. */
   hottestOutside(layer: number, n: number): number[] {
+    this.look();
     return this.byScore(layer, false).sort((a, b) => b.score - a.score).slice(0, Math.max(0, n)).map((x) => x.expert);
   }
 
@@ -245,23 +229,38 @@ export class TierPlacement {
     return out;
   }
 
-  /** After the tier's slot budgets changed: the policy's view takes the new budget and residency. */
+  /** After the tier's slot budgets changed: a tier that now holds every expert skips the tick. */
   afterResize(): void {
     this.full = this.port.slotsPerLayer.every((slots) => slots >= this.port.nExpert);
-    this.resync();
   }
 
-  /** The tier's residency, with the swaps in flight counted as done (the policy's view). */
-  private tierResidency() {
-    const sets = residentSets(this.port);
-    for (const t of this.tasks.values()) {
-      sets[t.layer] = sets[t.layer].filter((e) => e !== t.victim && e !== t.newcomer).concat(t.newcomer);
+  /** The policy's residency becomes the tier's (see the top of this file). */
+  private look(): void {
+    this.state = { ...this.state, residency: this.view() };
+  }
+
+  /**
+   * The tier's snapshot as the policy sees it: resident or incoming = resident, then the swaps the
+   * upload queue has not started and the fills waiting for the next request, applied on top.
+   */
+  private view(): Residency {
+    const { nLayer, nExpert } = this.port;
+    const { states } = this.port.expertStates();
+    const resident = Array.from({ length: nLayer }, (_, l) => {
+      const row = new Uint8Array(nExpert);
+      for (let e = 0; e < nExpert; e++) {
+        const s = states[l * nExpert + e];
+        row[e] = s === ExpertState.resident || s === ExpertState.incoming ? 1 : 0;
+      }
+      return row;
+    });
+    for (const t of this.queue.queuedTasks) {
+      resident[t.layer][t.victimExpert!] = 0;
+      resident[t.layer][t.expert] = 1;
     }
-    return residencyOf(this.port.nExpert, { scope: 'layer', slots: Math.max(...this.port.slotsPerLayer) }, sets);
-  }
-
-  private resync(): void {
-    this.state = { ...this.state, residency: this.tierResidency() };
+    for (const f of this.fills) resident[f.layer][f.expert] = 1;
+    const used = resident.map((row) => row.reduce((n, v) => n + v, 0));
+    return { budget: { scope: 'layer', slots: Math.max(...this.port.slotsPerLayer) }, experts: nExpert, resident, used, total: used.reduce((a, b) => a + b, 0) };
   }
 }
 

@@ -4,14 +4,16 @@
  *
  *   warmstart(layer, ids)          fill free slots, wait for the uploads
  *   requestSwap(l, victim, new)    queued; issued at the boundary after layer l next computes
+ *   expertStates()                 none / incoming / resident / outgoing per expert (the tier owns them)
  *   poll()                         uploads settled and experts evicted since the last poll
  *   resize(layer, slots, victims)  between evals: the layer's slot budget grows (free slots) or shrinks (victims evicted)
  */
-import type { NativeTierStats, NativeTierUpload } from '../../native/binding.js';
+import type { NativeTierExpertStates, NativeTierStats, NativeTierUpload } from '../../native/binding.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 export type TierUpload = NativeTierUpload;
 export type TierStats = NativeTierStats;
+export type TierExpertStates = NativeTierExpertStates;
 
 export interface TierPoll {
   uploads: TierUpload[];
@@ -28,7 +30,7 @@ export interface TierPort {
   readonly expertBytes: { container: number; hostCopy: number };
   warmstart(layer: number, experts: Int32Array): Promise<void>;
   /**
-   * 0, or a negative code (queue full, victim not resident, newcomer already resident). issueNow:
+   * 0, or a negative code (victim not resident, newcomer already resident). issueNow:
    * started at once (1) when the layer is not being computed.
    */
   requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
@@ -37,6 +39,11 @@ export interface TierPort {
   resize(layer: number, slots: number, victims: Int32Array): void;
   /** [nLayer * nExpert]: slot id or -1. */
   residency(): Int32Array;
+  /**
+   * Every expert's state (ExpertState) and slot, one snapshot, read into the port's own arrays
+   * (valid until the next call): the tier owns residency; the placement reads it once per step.
+   */
+  expertStates(): TierExpertStates;
   stats(): TierStats;
   resetStats(): void;
   free(): void;

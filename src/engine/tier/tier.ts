@@ -102,8 +102,6 @@ export class EngineTier {
       for (const f of fills) await this.port.warmstart(f.layer, Int32Array.of(f.expert));
     } catch {
       // A failed fill leaves its slot free (counted by the backend); the next tick decides again.
-    } finally {
-      if (fills.length > 0) this.placement.afterFills();
     }
     return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(trace), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()), log);
   }
