@@ -307,18 +307,34 @@ export const ISA = { scalar: 0, avx2: 1, avx512vnni: 2 } as const;
 
 let cached: NativeBinding | undefined;
 
-/** Load the addon once; a missing build is an operating error that says how to fix it. */
+/**
+ * Load the addon once; a missing build is an operating error that says how to fix it.
+ *
+ * MOETIER_ADDON=<path of a .node file> overrides which addon is loaded (relative to the working
+ * directory). The test suite points it at the debug build (`npm run build:native:debug`:
+ * native/build-debug/Release/moetier.node, whose MT_ASSERT invariants abort on a native bug);
+ * a path that names no file is an error, never a silent fall back to the release build.
+ */
 export function loadNative(): NativeBinding {
   if (cached) return cached;
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  // Works from src/native (vitest) and from dist/src/native (compiled).
-  const candidates = [
-    path.resolve(here, '../../native/build/Release/moetier.node'),
-    path.resolve(here, '../../../native/build/Release/moetier.node'),
-  ];
-  const found = candidates.find((p) => existsSync(p));
-  if (!found) {
-    throw new NativeError(`native addon not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``);
+  const override = process.env.MOETIER_ADDON;
+  let found: string | undefined;
+  if (override !== undefined && override !== '') {
+    found = path.resolve(override);
+    if (!existsSync(found)) {
+      throw new NativeError(`MOETIER_ADDON=${override}: no such addon file (for the debug build run \`npm run build:native:debug\`)`);
+    }
+  } else {
+    const here = path.dirname(fileURLToPath(import.meta.url));
+    // Works from src/native (vitest) and from dist/src/native (compiled).
+    const candidates = [
+      path.resolve(here, '../../native/build/Release/moetier.node'),
+      path.resolve(here, '../../../native/build/Release/moetier.node'),
+    ];
+    found = candidates.find((p) => existsSync(p));
+    if (!found) {
+      throw new NativeError(`native addon not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``);
+    }
   }
   const require = createRequire(import.meta.url);
   cached = require(found) as NativeBinding;
