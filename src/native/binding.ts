@@ -8,6 +8,24 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { NativeError } from '../core/errors.js';
 
+/**
+ * The string `code` of every error the addon throws or rejects with (native/addon/errors.h says
+ * when each is used); the class stays Error, TypeError (a wrong type or handle) or RangeError (a
+ * value out of range). A backend refusal also keeps `backendStatus` (src/native/backend.ts).
+ */
+export type NativeErrorCode =
+  | 'MT_BAD_ARGUMENT'
+  | 'MT_FREED'
+  | 'MT_BUSY'
+  | 'MT_IO'
+  | 'MT_NO_MEMORY'
+  | 'MT_NO_THREADS'
+  | `MT_BACKEND_${'BUDGET' | 'BUSY' | 'NO_OVERWRITE' | 'STATE' | 'NO_MEMORY' | 'UNSUPPORTED' | 'CLOSED'}`
+  | 'MT_TIER_FAILED'
+  | 'MT_EVAL_FAILED'
+  /** A C++ exception caught at the boundary (the eval worker): a bug, not an input error. */
+  | 'MT_INTERNAL';
+
 /** Opaque handles: the addon owns the memory, JS only passes these back. */
 export type MappedFileHandle = { readonly __brand: 'MappedFile' };
 export type NativeModelHandle = { readonly __brand: 'NativeModel' };
