@@ -6,8 +6,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { NativeError } from '../../src/core/errors.js';
 import { Backend, BackendError } from '../../src/native/backend.js';
 import type { NativeErrorCode } from '../../src/native/binding.js';
+import { typedEvalError } from '../../src/native/eval-errors.js';
 import { native, tinyModel } from './tier-helpers.js';
 
 function thrown(fn: () => unknown): unknown {
@@ -62,6 +64,18 @@ describe('native error codes', () => {
     const wrapped = thrown(() => Backend.create('cpu', { budgetBytes: 4096 }).reserve(2, 4096));
     expect(wrapped).toBeInstanceOf(BackendError);
     expect(wrapped).toMatchObject({ code: 'E_BACKEND_BUDGET', cause: { code: 'MT_BACKEND_BUDGET' } });
+  });
+
+  it('an eval that fails: MT_EVAL_FAILED, typed by the engine as NativeError', async () => {
+    const ctx = native.createContext(m.handle, { nCtx: 16, threads: 1 });
+    try {
+      const err = await native.evalAsync(ctx, Int32Array.of(m.model.hparams.nVocab), 0, new Float32Array(m.model.hparams.nVocab)).catch((e: unknown) => e);
+      expectCode(err, Error, 'MT_EVAL_FAILED');
+      expect((err as Error).message).toMatch(/^eval: tokens\[0\]: expected a token id/);
+      expect(typedEvalError(err, 0)).toBeInstanceOf(NativeError);
+    } finally {
+      native.freeContext(ctx);
+    }
   });
 
   it('a freed handle, an object in use, a file that cannot be opened, a tier refusal', async () => {
