@@ -13,14 +13,21 @@
 // Operating errors throw an Error with `backendStatus` (mt_backend_status_name) that the
 // wrapper turns into a typed BackendError, and code MT_BACKEND_<STATUS> (errors.h); a bad slot
 // or event id is a RangeError (MT_BAD_ARGUMENT).
+//
+// The debug build (MT_DEBUG_ASSERTS) adds debugBackendRecomplete, which breaks an invariant
+// on purpose (see there).
 #include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 #include "errors.h"
+#include "mt_assert.h"
 #include "mt_backend.h"
 #include "registry.h"
+#if MT_DEBUG_ASSERTS_ENABLED
+#include "../backend/backend.h"
+#endif
 
 namespace {
 
@@ -364,6 +371,28 @@ Napi::Value DestroyBackend(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();  // s drops here: the backend drains and frees unless an eventWait holds it
 }
 
+#if MT_DEBUG_ASSERTS_ENABLED
+// debugBackendRecomplete(handle, event), the debug build only: completes an upload that has
+// already finished a second time, as a transfer thread with a bug would. complete()'s invariants
+// (the slot was uploading, the event pending, uploads in flight above 0) abort the process:
+// tests/native/debug-asserts.test.ts runs it in a child to prove the build's asserts are live.
+Napi::Value DebugBackendRecomplete(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t event = 0;
+  if (!s || !ArgUint(info, 1, "debugBackendRecomplete: event", 9007199254740991.0, &event)) return info.Env().Undefined();
+  mt::UploadJob job;
+  {
+    std::lock_guard<std::mutex> lock(s->backend->mu);
+    auto it = s->backend->events.find(event);
+    if (it == s->backend->events.end() || it->second.kind != MT_EVENT_UPLOAD || it->second.state == MT_EVENT_PENDING)
+      return mtjs::ThrowRangeError(info.Env(), "debugBackendRecomplete: event: expected a finished upload");
+    job.event = event, job.slot = it->second.slot, job.bytes = job.copy_limit = it->second.bytes;
+  }
+  s->backend->complete(job, true, 0, 0);
+  return info.Env().Undefined();
+}
+#endif
+
 }  // namespace
 
 std::shared_ptr<mt_backend> ShareBackend(Napi::Env env, Napi::Value handle) {
@@ -397,4 +426,7 @@ void RegisterBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("backendStats", Napi::Function::New(env, BackendStats));
   exports.Set("slotRead", Napi::Function::New(env, SlotRead));
   exports.Set("destroyBackend", Napi::Function::New(env, DestroyBackend));
+#if MT_DEBUG_ASSERTS_ENABLED
+  exports.Set("debugBackendRecomplete", Napi::Function::New(env, DebugBackendRecomplete));
+#endif
 }

@@ -234,6 +234,13 @@ export interface NativeTierVerbs {
 /** The tier verbs are optional until the addon has them: src/engine/tier falls back to a TypeScript tier over the backend verbs. */
 export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVerbs> {
   version(): string;
+  /** Whether this build checks the native MT_ASSERT invariants (the debug build, native/build-debug). */
+  debugAssertsEnabled(): boolean;
+  /**
+   * The debug build only: completes a finished upload a second time, as a buggy transfer thread
+   * would, so that the backend's invariants abort the process (tests/native/debug-asserts.test.ts).
+   */
+  debugBackendRecomplete?(b: NativeBackendHandle, event: number): void;
 
   /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */
   /** fd: the open file, kept until unmapFile (identity and size checks, the rebuild workers' pinned path). */
