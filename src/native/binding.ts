@@ -231,7 +231,11 @@ export interface NativeTierVerbs {
   requantizeExpertToQ8(model: NativeModelHandle, layer: number, expert: number, dst: Uint8Array, dstOffset: number): void;
 }
 
-/** The tier verbs are optional until the addon has them: src/engine/tier falls back to a TypeScript tier over the backend verbs. */
+/**
+ * The tier verbs are optional: an addon built before them has no tier, and src/engine/tier then
+ * refuses one with a NativeError that says to rebuild (hasNativeTier, native-port.ts). There is no
+ * TypeScript tier to fall back to.
+ */
 export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVerbs> {
   version(): string;
   /** Whether this build checks the native MT_ASSERT invariants (the debug build, native/build-debug). */
