@@ -1,9 +1,22 @@
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // *.slow.test.ts (the pack-install test builds the native addon, the cross-build test compiles native/
 // for arm64, the bad-invocations test spawns dozens of CLIs) runs after everything else, on
 // its own: a C++ build on both cores would skew the timing tests running beside it.
 const slow = 'tests/**/*.slow.test.ts';
+
+// The backend, pool and tier tests run a second time on the debug build (npm run build:native:debug,
+// which npm test runs first): the same assertions, with the native MT_ASSERT invariants live, so a
+// broken invariant aborts the test's fork instead of passing unseen. MOETIER_ADDON makes
+// src/native/binding.ts load it; debug-asserts.test.ts checks that this project really has it.
+const debugAddon = path.resolve(import.meta.dirname, 'native/build-debug/Release/moetier.node');
+const onDebugBuild = [
+  'tests/native/backend*.test.ts',
+  'tests/native/pool.test.ts',
+  'tests/native/tier*.test.ts',
+  'tests/native/debug-asserts.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -16,6 +29,15 @@ export default defineConfig({
     outputFile: { json: '.ci/last-results.json' },
     projects: [
       { extends: true, test: { name: 'tests', include: ['tests/**/*.test.ts'], exclude: [slow], sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: {
+          name: 'debug-asserts',
+          include: onDebugBuild,
+          env: { MOETIER_ADDON: debugAddon, MOETIER_EXPECT_DEBUG_ASSERTS: '1' },
+          sequence: { groupOrder: 0 },
+        },
+      },
       { extends: true, test: { name: 'slow', include: [slow], sequence: { groupOrder: 1 } } },
     ],
   },

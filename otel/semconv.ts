@@ -40,7 +40,6 @@ export const SpanNames = {
   rebuild: 'moetier.rebuild',
   calibrationUpdate: 'moetier.calibration.update',
 } as const;
-export type SpanName = (typeof SpanNames)[keyof typeof SpanNames];
 
 export const AttrNames = {
   /** int: transformer layer index, 0-based. */

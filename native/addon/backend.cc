@@ -11,14 +11,23 @@
 // An upload's source typed arrays stay referenced until its event has finished: the map
 // `sources` is swept on every verb and emptied on destroy, after the uploads drained.
 // Operating errors throw an Error with `backendStatus` (mt_backend_status_name) that the
-// wrapper turns into a typed BackendError; a bad slot or event id is a RangeError.
+// wrapper turns into a typed BackendError, and code MT_BACKEND_<STATUS> (errors.h); a bad slot
+// or event id is a RangeError (MT_BAD_ARGUMENT).
+//
+// The debug build (MT_DEBUG_ASSERTS) adds debugBackendRecomplete, which breaks an invariant
+// on purpose (see there).
 #include <cstring>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
+#include "errors.h"
+#include "mt_assert.h"
 #include "mt_backend.h"
 #include "registry.h"
+#if MT_DEBUG_ASSERTS_ENABLED
+#include "../backend/backend.h"
+#endif
 
 namespace {
 
@@ -37,17 +46,20 @@ struct Handle {
   std::shared_ptr<BackendState> state;
 };
 
+// A refusal with this status, not thrown (EventWaitWorker rejects with it).
+Napi::Error StatusError(Napi::Env env, int status, const std::string& message) {
+  if (status == MT_BACKEND_INVALID) return mtjs::New(env, mtjs::Kind::kRangeError, mtjs::kBadArgument, message);
+  Napi::Error e = mtjs::New(env, mtjs::Kind::kError, mtjs::BackendCode(mt_backend_status_name(status)), message);
+  e.Set("backendStatus", Napi::String::New(env, mt_backend_status_name(status)));
+  return e;
+}
+
 Napi::Value Throw(Napi::Env env, int status, const std::string& message) {
-  Napi::Error e = status == MT_BACKEND_INVALID ? Napi::RangeError::New(env, message) : Napi::Error::New(env, message);
-  if (status != MT_BACKEND_INVALID) e.Set("backendStatus", Napi::String::New(env, mt_backend_status_name(status)));
-  e.ThrowAsJavaScriptException();
+  StatusError(env, status, message).ThrowAsJavaScriptException();
   return env.Undefined();
 }
 
-Napi::Value TypeError(Napi::Env env, const std::string& message) {
-  Napi::TypeError::New(env, message).ThrowAsJavaScriptException();
-  return env.Undefined();
-}
+Napi::Value TypeError(Napi::Env env, const std::string& message) { return mtjs::ThrowTypeError(env, message); }
 
 // Releases the sources of finished uploads.
 void Sweep(BackendState& s) {
@@ -66,7 +78,7 @@ std::shared_ptr<BackendState> Unwrap(const Napi::CallbackInfo& info) {
     return nullptr;
   }
   auto state = v.As<Napi::External<Handle>>().Data()->state;
-  if (!state) Napi::Error::New(env, "the backend was already destroyed").ThrowAsJavaScriptException();
+  if (!state) mtjs::ThrowError(env, mtjs::kFreed, "the backend was already destroyed");
   else Sweep(*state);
   return state;
 }
@@ -75,8 +87,7 @@ std::shared_ptr<BackendState> Unwrap(const Napi::CallbackInfo& info) {
 bool ArgUint(const Napi::CallbackInfo& info, size_t i, const char* what, double max, uint64_t* out) {
   const double v = i < info.Length() && info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : -1;
   if (!(v >= 0 && v <= max) || v != double(uint64_t(v))) {
-    Napi::RangeError::New(info.Env(), std::string(what) + ": expected an integer in [0, " + std::to_string(uint64_t(max)) + "]")
-        .ThrowAsJavaScriptException();
+    mtjs::ThrowRangeError(info.Env(), std::string(what) + ": expected an integer in [0, " + std::to_string(uint64_t(max)) + "]");
     return false;
   }
   *out = uint64_t(v);
@@ -245,7 +256,7 @@ class EventWaitWorker : public Napi::AsyncWorker {
   void OnOK() override {
     Sweep(*state_);
     if (rc_ == MT_BACKEND_OK) deferred_.Resolve(EventObject(Env(), info_));
-    else deferred_.Reject(Napi::RangeError::New(Env(), err_).Value());
+    else deferred_.Reject(StatusError(Env(), rc_, err_).Value());
   }
 
  private:
@@ -360,6 +371,28 @@ Napi::Value DestroyBackend(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();  // s drops here: the backend drains and frees unless an eventWait holds it
 }
 
+#if MT_DEBUG_ASSERTS_ENABLED
+// debugBackendRecomplete(handle, event), the debug build only: completes an upload that has
+// already finished a second time, as a transfer thread with a bug would. complete()'s invariants
+// (the slot was uploading, the event pending, uploads in flight above 0) abort the process:
+// tests/native/debug-asserts.test.ts runs it in a child to prove the build's asserts are live.
+Napi::Value DebugBackendRecomplete(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  uint64_t event = 0;
+  if (!s || !ArgUint(info, 1, "debugBackendRecomplete: event", 9007199254740991.0, &event)) return info.Env().Undefined();
+  mt::UploadJob job;
+  {
+    std::lock_guard<std::mutex> lock(s->backend->mu);
+    auto it = s->backend->events.find(event);
+    if (it == s->backend->events.end() || it->second.kind != MT_EVENT_UPLOAD || it->second.state == MT_EVENT_PENDING)
+      return mtjs::ThrowRangeError(info.Env(), "debugBackendRecomplete: event: expected a finished upload");
+    job.event = event, job.slot = it->second.slot, job.bytes = job.copy_limit = it->second.bytes;
+  }
+  s->backend->complete(job, true, 0, 0);
+  return info.Env().Undefined();
+}
+#endif
+
 }  // namespace
 
 std::shared_ptr<mt_backend> ShareBackend(Napi::Env env, Napi::Value handle) {
@@ -369,7 +402,7 @@ std::shared_ptr<mt_backend> ShareBackend(Napi::Env env, Napi::Value handle) {
   }
   auto state = handle.As<Napi::External<Handle>>().Data()->state;
   if (!state) {
-    Napi::Error::New(env, "the backend was already destroyed").ThrowAsJavaScriptException();
+    mtjs::ThrowError(env, mtjs::kFreed, "the backend was already destroyed");
     return nullptr;
   }
   return std::shared_ptr<mt_backend>(state, state->backend);  // shares the state: destroyBackend waits for it
@@ -393,4 +426,7 @@ void RegisterBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("backendStats", Napi::Function::New(env, BackendStats));
   exports.Set("slotRead", Napi::Function::New(env, SlotRead));
   exports.Set("destroyBackend", Napi::Function::New(env, DestroyBackend));
+#if MT_DEBUG_ASSERTS_ENABLED
+  exports.Set("debugBackendRecomplete", Napi::Function::New(env, DebugBackendRecomplete));
+#endif
 }

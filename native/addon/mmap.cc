@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include "errors.h"
 #include "registry.h"
 
 static void ReleaseMapping(MappedFile* m) {
@@ -20,12 +21,12 @@ static void ReleaseMapping(MappedFile* m) {
 
 MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle) {
   if (!handle.IsExternal()) {
-    Napi::TypeError::New(env, "expected a mapped file handle").ThrowAsJavaScriptException();
+    mtjs::ThrowTypeError(env, "expected a mapped file handle");
     return nullptr;
   }
   MappedFile* m = handle.As<Napi::External<MappedFile>>().Data();
   if (m->closed) {
-    Napi::Error::New(env, "mapped file was already unmapped").ThrowAsJavaScriptException();
+    mtjs::ThrowError(env, mtjs::kFreed, "mapped file was already unmapped");
     return nullptr;
   }
   return m;
@@ -60,26 +61,26 @@ static void TrapSigbusOnce() {
 static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) {
-    Napi::TypeError::New(env, "mapFile(path: string)").ThrowAsJavaScriptException();
+    mtjs::ThrowTypeError(env, "mapFile(path: string)");
     return env.Undefined();
   }
   std::string path = info[0].As<Napi::String>();
   int fd = open(path.c_str(), O_RDONLY);
   if (fd < 0) {
-    Napi::Error::New(env, path + ": cannot open: " + std::strerror(errno)).ThrowAsJavaScriptException();
+    mtjs::ThrowError(env, mtjs::kIo, path + ": cannot open: " + std::strerror(errno));
     return env.Undefined();
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || st.st_size <= 0) {
     close(fd);
-    Napi::Error::New(env, path + ": empty or unreadable file").ThrowAsJavaScriptException();
+    mtjs::ThrowError(env, mtjs::kIo, path + ": empty or unreadable file");
     return env.Undefined();
   }
   size_t length = static_cast<size_t>(st.st_size);
   void* base = mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     close(fd);
-    Napi::Error::New(env, path + ": mmap failed: " + std::strerror(errno)).ThrowAsJavaScriptException();
+    mtjs::ThrowError(env, mtjs::kIo, path + ": mmap failed: " + std::strerror(errno));
     return env.Undefined();
   }
   fcntl(fd, F_SETFD, FD_CLOEXEC);  // pinned for this process only: children do not inherit it
@@ -106,10 +107,8 @@ static Napi::Value UnmapFile(const Napi::CallbackInfo& info) {
   MappedFile* m = UnwrapMappedFile(env, info[0]);
   if (m == nullptr) return env.Undefined();
   if (m->users.load() > 0) {
-    Napi::Error::New(env, "unmapFile: the mapping is still read by " + std::to_string(m->users.load()) +
-                              " model(s); free their contexts, tiers and models first")
-        .ThrowAsJavaScriptException();
-    return env.Undefined();
+    return mtjs::ThrowError(env, mtjs::kBusy, "unmapFile: the mapping is still read by " + std::to_string(m->users.load()) +
+                                                  " model(s); free their contexts, tiers and models first");
   }
   ReleaseMapping(m);
   return env.Undefined();

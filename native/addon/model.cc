@@ -14,9 +14,14 @@
 //   freeContext / freeModel  explicit release; refused while an eval runs / contexts live
 //
 // Handles are type-tagged externals, so a wrong handle is a TypeError, not a crash.
+#include <cstdlib>
+#include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
+#include "errors.h"
+#include "mt_assert.h"
 #include "mt_tier.h"
 #include "model_napi.h"
 
@@ -248,11 +253,25 @@ class EvalWorker : public Napi::AsyncWorker {
       }
     }
   }
+  // A C++ exception (std::bad_alloc from the STL, a bug) must not leave Execute: on libuv's
+  // thread it would terminate the process. It rejects the eval with MT_INTERNAL instead. The
+  // debug build throws one on purpose under MOETIER_DEBUG_EVAL_THROW (tests/native/debug-asserts.test.ts).
   void Execute() override {
     char message[512] = "";
     mt_tier* tier = call_.tier_handle;
     if (settle_ != nullptr) mt_tier_set_layer_hook(tier, PostCounts, this);
-    if (mt_eval(call_.state->ctx, &call_.args, message, sizeof message) != 0) SetError(std::string("eval: ") + message);
+    try {
+#if MT_DEBUG_ASSERTS_ENABLED
+      if (std::getenv("MOETIER_DEBUG_EVAL_THROW") != nullptr) throw std::runtime_error("thrown on purpose (MOETIER_DEBUG_EVAL_THROW)");
+#endif
+      if (mt_eval(call_.state->ctx, &call_.args, message, sizeof message) != 0) SetError(std::string("eval: ") + message);
+    } catch (const std::exception& e) {
+      error_code_ = mtjs::kInternal;
+      SetError(std::string("eval: internal error: ") + e.what());
+    } catch (...) {
+      error_code_ = mtjs::kInternal;
+      SetError("eval: internal error: a C++ exception that is not a std::exception");
+    }
     if (settle_ != nullptr) mt_tier_set_layer_hook(tier, nullptr, nullptr);
   }
   void OnOK() override {
@@ -261,6 +280,7 @@ class EvalWorker : public Napi::AsyncWorker {
     deferred_.Resolve(Env().Undefined());
   }
   void OnError(const Napi::Error& e) override {
+    e.Value().Set("code", Napi::String::New(Env(), error_code_));
     if (settle_ != nullptr) {
       settle_->error = Napi::Reference<Napi::Value>::New(e.Value(), 1);
       return hook_.Release(), void();
@@ -285,6 +305,7 @@ class EvalWorker : public Napi::AsyncWorker {
   std::vector<Napi::Reference<Napi::Value>> refs_;
   HookSettle* settle_ = nullptr;  // owned by hook_ (freed by its finalizer)
   LayerHookFn hook_;
+  const char* error_code_ = mtjs::kEvalFailed;  // what OnError's error carries as `code`
 };
 
 Napi::Value EvalAsync(const Napi::CallbackInfo& info) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 #include "../cpu/ops_elementwise.h"
+#include "errors.h"
 #include "model_napi.h"
 
 namespace {
@@ -19,10 +20,7 @@ bool Floats(const Napi::Value& v, size_t at_least, float** data, size_t* length 
 
 int64_t Int(const Napi::Value& v) { return v.IsNumber() ? v.As<Napi::Number>().Int64Value() : -1; }
 
-Napi::Value Usage(Napi::Env env, const char* usage) {
-  Napi::TypeError::New(env, usage).ThrowAsJavaScriptException();
-  return env.Undefined();
-}
+Napi::Value Usage(Napi::Env env, const char* usage) { return mtjs::ThrowTypeError(env, usage); }
 
 // rmsNorm(x, w, eps, out)
 Napi::Value RmsNorm(const Napi::CallbackInfo& info) {

@@ -1,7 +1,8 @@
 // Kernel verbs for tests and benchmarks: ISA control, matvec / matmul / dequantRow on
 // caller-owned typed arrays, a thread pool handle, and a read-bandwidth probe.
 // Every argument is checked here; bad input becomes a thrown TypeError / RangeError
-// that names the verb, the argument and what was expected. The kernels assume valid input.
+// (code MT_BAD_ARGUMENT, errors.h) that names the verb, the argument and what was expected.
+// The kernels assume valid input.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -11,16 +12,14 @@
 #include <vector>
 #include <unistd.h>
 #include "../cpu/pool.h"
+#include "errors.h"
 #include "registry.h"
 
 namespace {
 
 void Throw(Napi::Env env, bool range, const std::string& msg) {
-  if (range) {
-    Napi::RangeError::New(env, msg).ThrowAsJavaScriptException();
-  } else {
-    Napi::TypeError::New(env, msg).ThrowAsJavaScriptException();
-  }
+  if (range) mtjs::ThrowRangeError(env, msg);
+  else mtjs::ThrowTypeError(env, msg);
 }
 
 // An integer argument in [lo, hi].
@@ -145,8 +144,7 @@ std::unique_ptr<uint8_t[]> PrepareActs(const Napi::CallbackInfo& info, const Mat
   size_t act_bytes = mt_act_row_bytes(m.type, m.cols);
   std::unique_ptr<uint8_t[]> acts(new (std::nothrow) uint8_t[act_bytes * m.n]);
   if (!acts) {
-    Napi::Error::New(info.Env(), "cannot allocate " + std::to_string(act_bytes * m.n) + " bytes of activations")
-        .ThrowAsJavaScriptException();
+    mtjs::ThrowError(info.Env(), mtjs::kNoMemory, "cannot allocate " + std::to_string(act_bytes * m.n) + " bytes of activations");
     return acts;
   }
   for (int64_t i = 0; i < m.n; i++) mt_act_prepare(m.type, m.x + i * m.cols, m.cols, acts.get() + i * act_bytes);
@@ -192,7 +190,7 @@ mt_pool* ArgPool(const Napi::CallbackInfo& info, const char* verb) {
     return nullptr;
   }
   PoolBox* box = info[0].As<Napi::External<PoolBox>>().Data();
-  if (box->pool == nullptr) Throw(info.Env(), false, std::string(verb) + ": pool: already freed");
+  if (box->pool == nullptr) mtjs::Throw(info.Env(), mtjs::Kind::kTypeError, mtjs::kFreed, std::string(verb) + ": pool: already freed");
   return box->pool;
 }
 
@@ -204,9 +202,7 @@ Napi::Value CreatePool(const Napi::CallbackInfo& info) {
     return info.Env().Undefined();
   mt_pool* pool = mt_pool_create((int)threads);
   if (pool == nullptr) {
-    Napi::Error::New(info.Env(), "createPool: could not start " + std::to_string(threads) + " threads")
-        .ThrowAsJavaScriptException();
-    return info.Env().Undefined();
+    return mtjs::ThrowError(info.Env(), mtjs::kNoThreads, "createPool: could not start " + std::to_string(threads) + " threads");
   }
   mt_pool_set_spin_us(pool, (int)spin_us);
   return Napi::External<PoolBox>::New(info.Env(), new PoolBox{pool}, [](Napi::Env, PoolBox* box) {
@@ -293,9 +289,7 @@ Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
     return info.Env().Undefined();
   double gbs = mt_read_bandwidth_gbs((size_t)bytes, (int)threads);
   if (gbs < 0) {
-    Napi::Error::New(info.Env(), "measureReadBandwidth: could not allocate " + std::to_string(bytes) + " bytes")
-        .ThrowAsJavaScriptException();
-    return info.Env().Undefined();
+    return mtjs::ThrowError(info.Env(), mtjs::kNoMemory, "measureReadBandwidth: could not allocate " + std::to_string(bytes) + " bytes");
   }
   return Napi::Number::New(info.Env(), gbs);
 }

@@ -12,11 +12,12 @@
 //   freeTier(tier)     detaches; waits for in-flight uploads; frees the tier's slots
 //   requantizeExpertToQ8(model, layer, expert, dst, dstOffset)
 //
-// Bad arguments throw TypeError / RangeError; nothing here aborts the process.
+// Bad arguments throw TypeError / RangeError; every error has a code (errors.h); nothing here aborts the process.
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
+#include "errors.h"
 #include "model_napi.h"
 #include "mt_tier.h"
 
@@ -46,26 +47,24 @@ struct Handle {
   std::shared_ptr<TierState> state;
 };
 
-Napi::Value Throw(Napi::Env env, const std::string& message) {
-  Napi::Error::New(env, message).ThrowAsJavaScriptException();
-  return env.Undefined();
+Napi::Value Throw(Napi::Env env, const char* code, const std::string& message) {
+  return mtjs::ThrowError(env, code, message);
 }
 
 Napi::Value ThrowRange(Napi::Env env, const std::string& message) {
-  Napi::RangeError::New(env, message).ThrowAsJavaScriptException();
-  return env.Undefined();
+  return mtjs::ThrowRangeError(env, message);
 }
 
 // The live tier behind info[0]; null with a JS exception pending.
 std::shared_ptr<TierState> Unwrap(const Napi::CallbackInfo& info, const char* verb) {
   Napi::Value v = info[0];
   if (!v.IsExternal() || !v.As<Napi::External<Handle>>().CheckTypeTag(&kTierTag)) {
-    Napi::TypeError::New(info.Env(), std::string(verb) + ": expected a tier handle").ThrowAsJavaScriptException();
+    mtjs::ThrowTypeError(info.Env(), std::string(verb) + ": expected a tier handle");
     return nullptr;
   }
   auto state = v.As<Napi::External<Handle>>().Data()->state;
   if (!state || state->tier == nullptr) {
-    Napi::Error::New(info.Env(), std::string(verb) + ": the tier was already freed").ThrowAsJavaScriptException();
+    mtjs::ThrowError(info.Env(), mtjs::kFreed, std::string(verb) + ": the tier was already freed");
     return nullptr;
   }
   return state;
@@ -130,8 +129,8 @@ Napi::Value CreateTier(const Napi::CallbackInfo& info) {
   if (!ctx) return env.Undefined();
   auto backend = ShareBackend(env, info[1]);
   if (!backend) return env.Undefined();
-  if (ctx->busy) return Throw(env, "createTier: an eval is running on this context; await it first");
-  if (ctx->tier) return Throw(env, "createTier: this context already has a tier; freeTier it first");
+  if (ctx->busy) return Throw(env, mtjs::kBusy, "createTier: an eval is running on this context; await it first");
+  if (ctx->tier) return Throw(env, mtjs::kBusy, "createTier: this context already has a tier; freeTier it first");
   const mt_hparams& hp = *mt_model_hparams(ctx->model->model);
   std::vector<int32_t> slots_per_layer;
   mt_tier_options o{};
@@ -139,7 +138,7 @@ Napi::Value CreateTier(const Napi::CallbackInfo& info) {
   if (!ReadOptions(info[2], hp, &slots_per_layer, &o, &why)) return ThrowRange(env, "createTier: " + why);
   char err[512] = "";
   mt_tier* tier = mt_tier_create(ctx->model->model, backend.get(), &o, err, sizeof err);
-  if (tier == nullptr) return Throw(env, std::string("createTier: ") + err);
+  if (tier == nullptr) return Throw(env, mtjs::kTierFailed, std::string("createTier: ") + err);
   auto state = std::make_shared<TierState>();
   state->tier = tier, state->model = ctx->model, state->backend = backend, state->ctx = ctx;
   state->n_layer = hp.n_layer, state->n_expert = hp.n_expert;
@@ -177,7 +176,7 @@ Napi::Value TierRequestSwap(const Napi::CallbackInfo& info) {
     return ThrowRange(info.Env(), "tierRequestSwap: taskId: expected a safe integer");
   bool issue_now = false;
   if (info.Length() > 5 && !info[5].IsUndefined()) {
-    if (!info[5].IsObject()) return Napi::TypeError::New(info.Env(), "tierRequestSwap: options: expected { issueNow?: boolean }").ThrowAsJavaScriptException(), info.Env().Undefined();
+    if (!info[5].IsObject()) return mtjs::ThrowTypeError(info.Env(), "tierRequestSwap: options: expected { issueNow?: boolean }");
     issue_now = info[5].As<Napi::Object>().Get("issueNow").ToBoolean().Value();
   }
   return Napi::Number::New(info.Env(), mt_tier_request_swap(s->tier, layer, victim, newcomer, task, issue_now ? 1 : 0));
@@ -306,7 +305,7 @@ class WarmWorker : public Napi::AsyncWorker {
   void OnOK() override {
     state_->warm_running--;
     if (error_.empty()) deferred_.Resolve(Env().Undefined());
-    else deferred_.Reject(Napi::Error::New(Env(), error_).Value());
+    else deferred_.Reject(mtjs::New(Env(), mtjs::Kind::kError, mtjs::kTierFailed, error_).Value());
   }
 
  private:
@@ -325,7 +324,7 @@ Napi::Value TierWarmstart(const Napi::CallbackInfo& info) {
   size_t n = 0;
   if (s && ArgInt(info, 1, "tierWarmstart: layer", 0, s->n_layer - 1, &layer) &&
       !TypedArg(info[2], napi_int32_array, &experts, &n))
-    Napi::TypeError::New(env, "tierWarmstart: experts: expected an Int32Array").ThrowAsJavaScriptException();
+    mtjs::ThrowTypeError(env, "tierWarmstart: experts: expected an Int32Array");
   if (env.IsExceptionPending()) {
     deferred.Reject(env.GetAndClearPendingException().Value());
     return deferred.Promise();
@@ -334,7 +333,7 @@ Napi::Value TierWarmstart(const Napi::CallbackInfo& info) {
   int status = MT_TIER_OK;
   mt_tier_warm* uploads = mt_tier_warm_issue(s->tier, layer, experts, int32_t(n), &status, err, sizeof err);
   if (uploads == nullptr) {
-    deferred.Reject(Napi::RangeError::New(env, err).Value());
+    deferred.Reject(mtjs::New(env, mtjs::Kind::kRangeError, mtjs::kBadArgument, err).Value());
     return deferred.Promise();
   }
   (new WarmWorker(env, s, uploads, status == MT_TIER_OK ? "" : err, deferred))->Queue();
@@ -352,12 +351,12 @@ Napi::Value TierResize(const Napi::CallbackInfo& info) {
   int32_t* victims = nullptr;
   size_t n = 0;
   if (!TypedArg(info[3], napi_int32_array, &victims, &n))
-    return Napi::TypeError::New(env, "tierResize: victims: expected an Int32Array").ThrowAsJavaScriptException(), env.Undefined();
+    return mtjs::ThrowTypeError(env, "tierResize: victims: expected an Int32Array");
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, "tierResize: an eval is running on its context; await it first");
-  if (s->warm_running > 0) return Throw(env, "tierResize: a tierWarmstart is still running; await it first");
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierResize: an eval is running on its context; await it first");
+  if (s->warm_running > 0) return Throw(env, mtjs::kBusy, "tierResize: a tierWarmstart is still running; await it first");
   char err[512] = "";
-  if (mt_tier_resize(s->tier, layer, count, victims, int32_t(n), err, sizeof err) != MT_TIER_OK) return Throw(env, err);
+  if (mt_tier_resize(s->tier, layer, count, victims, int32_t(n), err, sizeof err) != MT_TIER_OK) return Throw(env, mtjs::kTierFailed, err);
   return env.Undefined();
 }
 
@@ -366,8 +365,8 @@ Napi::Value FreeTier(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "freeTier");
   if (!s) return env.Undefined();
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, "freeTier: an eval is running on its context; await it first");
-  if (s->warm_running > 0) return Throw(env, "freeTier: a tierWarmstart is still running; await it first");
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "freeTier: an eval is running on its context; await it first");
+  if (s->warm_running > 0) return Throw(env, mtjs::kBusy, "freeTier: a tierWarmstart is still running; await it first");
   if (ctx && ctx->tier == s) ctx->tier.reset();
   s->close();
   return env.Undefined();
@@ -377,7 +376,7 @@ Napi::Value RequantizeExpertToQ8(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto model = UnwrapModel(env, info[0]);
   if (!model) return env.Undefined();
-  if (model->file->closed) return Throw(env, "requantizeExpertToQ8: the model's file was unmapped");
+  if (model->file->closed) return Throw(env, mtjs::kFreed, "requantizeExpertToQ8: the model's file was unmapped");
   const mt_hparams& hp = *mt_model_hparams(model->model);
   int32_t layer = 0, expert = 0;
   if (!ArgInt(info, 1, "requantizeExpertToQ8: layer", 0, hp.n_layer - 1, &layer) ||
@@ -386,7 +385,7 @@ Napi::Value RequantizeExpertToQ8(const Napi::CallbackInfo& info) {
   uint8_t* dst = nullptr;
   size_t length = 0;
   if (!TypedArg(info[3], napi_uint8_array, &dst, &length))
-    return Napi::TypeError::New(env, "requantizeExpertToQ8: dst: expected a Uint8Array").ThrowAsJavaScriptException(), env.Undefined();
+    return mtjs::ThrowTypeError(env, "requantizeExpertToQ8: dst: expected a Uint8Array");
   int32_t offset = 0;
   if (!ArgInt(info, 4, "requantizeExpertToQ8: dstOffset", 0, double(length), &offset)) return env.Undefined();
   char err[512] = "";

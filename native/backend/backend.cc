@@ -42,13 +42,22 @@ int check_slot(const mt_backend* b, int32_t slot, const char* verb, char* err, s
 }
 
 }  // namespace
+
+// The leases counted by the slots (a debug check against the lease table). Under mu.
+int64_t slot_leases_total(const mt_backend* b) {
+  int64_t n = 0;
+  for (const Slot& s : b->slots) n += s.leases;
+  return n;
+}
+
 }  // namespace mt
 
 using mt::fail;
 
 mt_event_id mt_backend::add_event(const mt_event_info& info) {
   const mt_event_id id = next_event++;
-  events.emplace(id, info);
+  const bool added = events.emplace(id, info).second;
+  MT_ASSERT(added, "event ids are never reused");
   for (auto it = events.begin(); events.size() > mt::kEventsRetainedMax && it->second.state != MT_EVENT_PENDING;)
     it = events.erase(it);
   return id;
@@ -56,7 +65,12 @@ mt_event_id mt_backend::add_event(const mt_event_info& info) {
 
 void mt_backend::complete(const mt::UploadJob& job, bool ok, int64_t start_ns, int64_t end_ns) {
   std::lock_guard<std::mutex> lock(mu);
+  MT_ASSERT(job.slot >= 0 && size_t(job.slot) < slots.size(), "a completed upload names one of this backend's slots");
+  MT_ASSERT(slots[size_t(job.slot)].state == MT_SLOT_UPLOADING, "a completed upload's slot was uploading (an upload completes once)");
+  MT_ASSERT(uploads_in_flight > 0, "uploads_in_flight never goes below 0");
   auto it = events.find(job.event);
+  MT_ASSERT(it != events.end(), "a pending event is never pruned");
+  MT_ASSERT(it == events.end() || it->second.state == MT_EVENT_PENDING, "a completed upload's event was pending");
   if (it != events.end()) {  // pending events are never pruned, so this always holds
     it->second.state = ok ? MT_EVENT_DONE : MT_EVENT_FAILED;
     it->second.start_ns = start_ns;
@@ -87,6 +101,10 @@ void mt_backend_destroy(mt_backend* b) {
     b->closed = true;
   }
   b->drain();  // in-flight uploads finish: their sources are still alive (the caller's promise)
+  {
+    std::lock_guard<std::mutex> lock(b->mu);
+    MT_ASSERT(b->uploads_in_flight == 0, "drain completed every submitted upload");
+  }
   for (uint8_t* block : b->blocks) b->free_block(block);
   delete b;
 }
@@ -113,6 +131,7 @@ int mt_backend_slots_reserve(mt_backend* b, int32_t n, uint64_t slot_bytes, int3
   b->slot_bytes = slot_bytes;
   b->slot_stride = stride;
   b->reserved_bytes += uint64_t(n) * stride;
+  MT_ASSERT(b->reserved_bytes <= b->config.budget_bytes, "slots reserved never pass the budget");
   *first = int32_t(b->slots.size());
   for (int32_t i = 0; i < n; i++) b->slots.push_back(mt::Slot{MT_SLOT_EMPTY, 0, block + uint64_t(i) * stride});
   return MT_BACKEND_OK;
@@ -151,6 +170,7 @@ int mt_backend_upload(mt_backend* b, int32_t slot, const mt_upload_piece* pieces
   }
   s.state = MT_SLOT_UPLOADING;
   b->uploads_in_flight++;
+  MT_ASSERT(size_t(b->uploads_in_flight) <= b->slots.size(), "at most one upload in flight per slot");
   b->submit(job);
   *event = job.event;
   return MT_BACKEND_OK;
@@ -189,6 +209,8 @@ int mt_backend_slot_state(mt_backend* b, int32_t slot, int32_t* state, char* err
 void mt_backend_stats_get(mt_backend* b, mt_backend_stats* out) {
   std::lock_guard<std::mutex> lock(b->mu);
   *out = mt_backend_stats{};
+  MT_ASSERT(b->uploads_in_flight >= 0, "uploads_in_flight never goes below 0");
+  MT_ASSERT(mt::slot_leases_total(b) == int64_t(b->leases.size()), "the slots' lease counts add up to the lease table");
   out->slots = int32_t(b->slots.size());
   out->slot_bytes = b->slot_bytes;
   out->slot_stride_bytes = b->slot_stride;

@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+#include "mt_assert.h"
 #include "mt_backend.h"
 
 namespace mt {
@@ -50,6 +51,8 @@ int fail(char* err, size_t err_bytes, int status, const std::string& message);
 bool copy_pieces(const UploadJob& job);
 // CLOCK_MONOTONIC in ns: the clock of Node's process.hrtime.bigint().
 int64_t monotonic_ns();
+// The leases the slots count (MT_ASSERT checks them against the lease table). Under mu.
+int64_t slot_leases_total(const mt_backend* b);
 
 }  // namespace mt
 

@@ -57,9 +57,11 @@ int mt_backend_lease(mt_backend* b, int32_t slot, mt_lease_id* lease, char* err,
     return fail(err, err_bytes, MT_BACKEND_STATE,
                 "lease: slot " + std::to_string(slot) + " is " + names[s.state] + "; only a valid slot can be computed from");
   }
+  MT_ASSERT(s.leases >= 0, "lease counts never go below 0");
   s.leases++;
   *lease = b->next_lease++;
-  b->leases.emplace(*lease, slot);
+  const bool added = b->leases.emplace(*lease, slot).second;
+  MT_ASSERT(added, "lease ids are never reused");
   return MT_BACKEND_OK;
 }
 
@@ -67,7 +69,11 @@ void mt_backend_release(mt_backend* b, mt_lease_id lease) {
   std::lock_guard<std::mutex> lock(b->mu);
   auto it = b->leases.find(lease);
   if (it == b->leases.end()) return;  // released already: idempotent
-  b->slots[size_t(it->second)].leases--;
+  MT_ASSERT(it->second >= 0 && size_t(it->second) < b->slots.size(), "a lease names one of this backend's slots");
+  mt::Slot& s = b->slots[size_t(it->second)];
+  MT_ASSERT(s.leases > 0, "a held lease is counted by its slot: lease counts never go below 0");
+  MT_ASSERT(s.state == MT_SLOT_VALID, "a leased slot stays valid (uploads into it and frees of it are refused)");
+  s.leases--;
   b->leases.erase(it);
 }
 

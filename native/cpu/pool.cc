@@ -28,6 +28,7 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#include "mt_assert.h"
 #include "pool.h"
 
 namespace {
@@ -121,7 +122,8 @@ void claim_chunks(mt_pool* p, int ith) {
   while ((c >> 32) == id && (int64_t)(c & kChunkMask) < n) {
     if (!p->claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     fn(arg, (int64_t)(c & kChunkMask), ith);
-    p->chunks_done.fetch_add(1, std::memory_order_release);
+    const int64_t done = p->chunks_done.fetch_add(1, std::memory_order_release) + 1;
+    MT_ASSERT(done <= n, "each chunk of a for job runs once: chunks done never pass n_chunks");
     c = c + 1;
   }
 }
@@ -140,7 +142,8 @@ void worker_main(mt_pool* p, int ith) {
     } else if ((job >> 1) > last_run) {
       last_run = job >> 1;
       p->fn.load(std::memory_order_relaxed)(p->arg.load(std::memory_order_relaxed), ith, p->n_threads);
-      p->pending.fetch_sub(1, std::memory_order_release);
+      const int before = p->pending.fetch_sub(1, std::memory_order_release);
+      MT_ASSERT(before > 0, "each worker runs a run job once: the pending counter never goes below 0");
     }
   }
 }
@@ -223,6 +226,7 @@ void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
     fn(arg, 0, 1);
     return;
   }
+  MT_ASSERT(p->pending.load(std::memory_order_acquire) == 0, "a run job starts only after every worker finished the last one");
   p->fn.store(fn, std::memory_order_relaxed);
   p->arg.store(arg, std::memory_order_relaxed);
   p->pending.store(p->n_threads - 1, std::memory_order_relaxed);
@@ -232,6 +236,12 @@ void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
 }
 
 void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), void* arg) {
+  MT_ASSERT(n_chunks >= 0 && (uint64_t)n_chunks <= kChunkMask, "chunk indices fit the claim word's low 32 bits");
+  // The last for job: every chunk was claimed once and ran once, and no straggler ran one after it returned.
+  MT_ASSERT((int64_t)(p->claim.load(std::memory_order_acquire) & kChunkMask) == p->n_chunks.load(std::memory_order_relaxed),
+            "chunk claims never pass n_chunks");
+  MT_ASSERT(p->chunks_done.load(std::memory_order_acquire) == p->n_chunks.load(std::memory_order_relaxed),
+            "a for job returns with each chunk run once, and none runs after");
   if (p->n_threads == 1 || n_chunks == 1) {
     for (int64_t c = 0; c < n_chunks; c++) fn(arg, c, 0);
     return;

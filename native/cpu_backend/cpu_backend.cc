@@ -41,10 +41,13 @@ void CpuBackend::discard_bytes(uint8_t* p, uint64_t bytes) {
 #endif
 }
 
+// Under mu (mt_backend_upload counted the job in uploads_in_flight before this).
 void CpuBackend::submit(const UploadJob& job) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
+    MT_ASSERT(!stopping_, "no upload is submitted once drain began (the backend is closed first)");
     queue_.push_back(job);
+    MT_ASSERT(queue_.size() <= size_t(uploads_in_flight), "every queued job is an upload in flight: at most one per slot");
   }
   queue_cv_.notify_one();
 }
@@ -58,6 +61,8 @@ void CpuBackend::drain() {
   }
   queue_cv_.notify_one();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  MT_ASSERT(queue_.empty(), "the upload thread ends only once its queue is empty");
 }
 
 // Jobs run in submission order; stopping only ends the loop once the queue is empty.
@@ -77,6 +82,7 @@ void CpuBackend::run() {
       job = queue_.front();
       queue_.pop_front();
     }
+    MT_ASSERT(job.dst != nullptr && job.n_pieces >= 1 && job.copy_limit <= job.bytes, "a submitted job has a slot, pieces and a copy limit within them");
     const int64_t start = monotonic_ns();
     const bool ok = copy_pieces(job);
     const int64_t end = monotonic_ns();

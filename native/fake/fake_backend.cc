@@ -28,17 +28,21 @@ class FakeBackend : public CpuBackend {
       job.copy_limit = fail_after_ - submitted_bytes_;  // fails here, once
       fail_after_ = 0;
     }
+    MT_ASSERT(job.copy_limit <= job.bytes, "the injected failure copies at most the requested bytes");
     submitted_bytes_ += job.bytes;
     job.virtual_times = true;
     // The fixed cost (driver and DMA setup) passes before the bytes move: issued -> start holds
     // it (with any queue wait) and start -> end the bytes alone, as the calibration reads them.
     job.start_ns = (upload_clock_ > compute_clock_ ? upload_clock_ : compute_clock_) + fixed_ns_;
     job.end_ns = job.start_ns + ns_for(job.copy_limit, config.bandwidth_bytes_per_s);
+    MT_ASSERT(job.start_ns >= upload_clock_ && job.end_ns >= job.start_ns, "the virtual upload clock never goes back: uploads serialise");
     upload_clock_ = job.end_ns;
   }
 
   int64_t compute_stamp(uint64_t work_bytes) override {
-    compute_clock_ += ns_for(work_bytes, config.compute_bytes_per_s);
+    const int64_t ns = ns_for(work_bytes, config.compute_bytes_per_s);
+    MT_ASSERT(ns >= 0, "the virtual compute clock never goes back");
+    compute_clock_ += ns;
     return compute_clock_;
   }
 

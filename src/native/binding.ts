@@ -8,6 +8,24 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { NativeError } from '../core/errors.js';
 
+/**
+ * The string `code` of every error the addon throws or rejects with (native/addon/errors.h says
+ * when each is used); the class stays Error, TypeError (a wrong type or handle) or RangeError (a
+ * value out of range). A backend refusal also keeps `backendStatus` (src/native/backend.ts).
+ */
+export type NativeErrorCode =
+  | 'MT_BAD_ARGUMENT'
+  | 'MT_FREED'
+  | 'MT_BUSY'
+  | 'MT_IO'
+  | 'MT_NO_MEMORY'
+  | 'MT_NO_THREADS'
+  | `MT_BACKEND_${'BUDGET' | 'BUSY' | 'NO_OVERWRITE' | 'STATE' | 'NO_MEMORY' | 'UNSUPPORTED' | 'CLOSED'}`
+  | 'MT_TIER_FAILED'
+  | 'MT_EVAL_FAILED'
+  /** A C++ exception caught at the boundary (the eval worker): a bug, not an input error. */
+  | 'MT_INTERNAL';
+
 /** Opaque handles: the addon owns the memory, JS only passes these back. */
 export type MappedFileHandle = { readonly __brand: 'MappedFile' };
 export type NativeModelHandle = { readonly __brand: 'NativeModel' };
@@ -230,9 +248,20 @@ export interface NativeTierVerbs {
   requantizeExpertToQ8(model: NativeModelHandle, layer: number, expert: number, dst: Uint8Array, dstOffset: number): void;
 }
 
-/** The tier verbs are optional until the addon has them: src/engine/tier falls back to a TypeScript tier over the backend verbs. */
+/**
+ * The tier verbs are optional: an addon built before them has no tier, and src/engine/tier then
+ * refuses one with a NativeError that says to rebuild (hasNativeTier, native-port.ts). There is no
+ * TypeScript tier to fall back to.
+ */
 export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVerbs> {
   version(): string;
+  /** Whether this build checks the native MT_ASSERT invariants (the debug build, native/build-debug). */
+  debugAssertsEnabled(): boolean;
+  /**
+   * The debug build only: completes a finished upload a second time, as a buggy transfer thread
+   * would, so that the backend's invariants abort the process (tests/native/debug-asserts.test.ts).
+   */
+  debugBackendRecomplete?(b: NativeBackendHandle, event: number): void;
 
   /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */
   /** fd: the open file, kept until unmapFile (identity and size checks, the rebuild workers' pinned path). */
@@ -324,18 +353,34 @@ export const ISA = { scalar: 0, avx2: 1, avx512vnni: 2 } as const;
 
 let cached: NativeBinding | undefined;
 
-/** Load the addon once; a missing build is an operating error that says how to fix it. */
+/**
+ * Load the addon once; a missing build is an operating error that says how to fix it.
+ *
+ * MOETIER_ADDON=<path of a .node file> overrides which addon is loaded (relative to the working
+ * directory). The test suite points it at the debug build (`npm run build:native:debug`:
+ * native/build-debug/Release/moetier.node, whose MT_ASSERT invariants abort on a native bug);
+ * a path that names no file is an error, never a silent fall back to the release build.
+ */
 export function loadNative(): NativeBinding {
   if (cached) return cached;
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  // Works from src/native (vitest) and from dist/src/native (compiled).
-  const candidates = [
-    path.resolve(here, '../../native/build/Release/moetier.node'),
-    path.resolve(here, '../../../native/build/Release/moetier.node'),
-  ];
-  const found = candidates.find((p) => existsSync(p));
-  if (!found) {
-    throw new NativeError(`native addon not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``);
+  const override = process.env.MOETIER_ADDON;
+  let found: string | undefined;
+  if (override !== undefined && override !== '') {
+    found = path.resolve(override);
+    if (!existsSync(found)) {
+      throw new NativeError(`MOETIER_ADDON=${override}: no such addon file (for the debug build run \`npm run build:native:debug\`)`);
+    }
+  } else {
+    const here = path.dirname(fileURLToPath(import.meta.url));
+    // Works from src/native (vitest) and from dist/src/native (compiled).
+    const candidates = [
+      path.resolve(here, '../../native/build/Release/moetier.node'),
+      path.resolve(here, '../../../native/build/Release/moetier.node'),
+    ];
+    found = candidates.find((p) => existsSync(p));
+    if (!found) {
+      throw new NativeError(`native addon not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``);
+    }
   }
   const require = createRequire(import.meta.url);
   cached = require(found) as NativeBinding;

@@ -1,7 +1,9 @@
 /**
  * A native eval's failure as a typed error: the addon rejects with a plain Error whose message
- * starts with what failed (native/cpu/forward_eval.cc writes them); the engine hands its callers
- * MoetierErrors only. Errors that are already typed pass through.
+ * starts with what failed (native/cpu/forward_eval.cc writes them); evalAsync's carry the code
+ * MT_EVAL_FAILED, or MT_INTERNAL ("eval: internal error: ...") for a C++ exception its worker
+ * caught. The engine hands its callers MoetierErrors only (the native error is the cause).
+ * Errors that are already typed pass through.
  */
 import { MoetierError, NativeError, NonFiniteLogitsError } from '../core/errors.js';
 

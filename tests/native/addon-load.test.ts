@@ -8,6 +8,20 @@ describe('native addon', () => {
   });
 });
 
+describe('MOETIER_ADDON', () => {
+  it('loads the addon it names, and refuses a path that names no file instead of falling back', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const path = await import('node:path');
+    const binding = path.resolve(import.meta.dirname, '../../dist/src/native/binding.js');
+    const release = path.resolve(import.meta.dirname, '../../native/build/Release/moetier.node');
+    const script = `const { loadNative } = await import(${JSON.stringify(binding)}); try { console.log(loadNative().version()); } catch (e) { console.log(e.code, e.message); }`;
+    const load = (addon: string) =>
+      spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, MOETIER_ADDON: addon } }).stdout.trim();
+    expect(load(release)).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(load('no/such/moetier.node')).toBe('E_NATIVE MOETIER_ADDON=no/such/moetier.node: no such addon file (for the debug build run `npm run build:native:debug`)');
+  });
+});
+
 describe('mapped files', () => {
   it('refuse to unmap while a model reads the mapping, and unmap once it is freed', async () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
