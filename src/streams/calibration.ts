@@ -6,14 +6,16 @@
  *   buffer 0:      a snapshot is emitted only when a sample was accepted (rejected / stale are counted in it)
  *   error / teardown: pass through; the fold has no resources of its own
  *
- * calibrationUpdates: step reports (the step-report bus) -> one update per step that moved the EWMAs
+ * calibrationUpdates: step timings (the step pipeline's batch, step-pipeline.ts) -> one update per step that moved the EWMAs
  *   each step's samples fold at once (calibrateStep: the same result as folding stepSamples through
  *   calibrationSnapshots' logic in order, with one copy of the state); the
  *   update carries the step (its trace context) and, when the step is traced, the fold's window
  *   on the monotonic clock (the calibration span's start and end)
+ *   the fold continues from start() (the calibration actor's estimates), read at each subscription,
+ *   and tells keep() every fold's estimates
  *   concurrency 1, buffer 0, error / teardown: as above
  */
-import { filter, map, scan, type Observable, type OperatorFunction } from 'rxjs';
+import { defer, filter, map, scan, type Observable, type OperatorFunction } from 'rxjs';
 import { calibrate, calibrateStep, initialCalibration, type CalibrationConfig } from '../actors/calibration/logic.js';
 import type { CalibrationMessage, CalibrationSnapshot, StepTimings } from '../actors/calibration/messages.js';
 
@@ -42,15 +44,25 @@ export interface CalibrationUpdate {
   endNs: bigint;
 }
 
-export function calibrationUpdates(config: CalibrationConfig, clockNs: () => bigint = process.hrtime.bigint): OperatorFunction<StepTimings, CalibrationUpdate> {
-  const first: CalibrationUpdate = { snapshot: initialCalibration(config), accepted: 0, step: undefined as unknown as StepTimings, startNs: 0n, endNs: 0n };
+export function calibrationUpdates(
+  config: CalibrationConfig,
+  clockNs: () => bigint = process.hrtime.bigint,
+  /** The estimates to continue from, read at each subscription (the calibration actor's). */
+  start: () => CalibrationSnapshot = () => initialCalibration(config),
+  /** Told every fold's estimates, accepted or not (stale and rejected counts move too). */
+  keep: (snapshot: CalibrationSnapshot) => void = () => undefined,
+): OperatorFunction<StepTimings, CalibrationUpdate> {
   return (steps: Observable<StepTimings>) =>
-    steps.pipe(
-      scan((acc, step) => {
-        const startNs = step.traced ? clockNs() : 0n;
-        const { snapshot, accepted } = calibrateStep(acc.snapshot, step, config);
-        return { snapshot, accepted, step, startNs, endNs: step.traced ? clockNs() : 0n };
-      }, first),
-      filter((u) => u.accepted > 0),
-    );
+    defer(() => {
+      const first: CalibrationUpdate = { snapshot: start(), accepted: 0, step: undefined as unknown as StepTimings, startNs: 0n, endNs: 0n };
+      return steps.pipe(
+        scan((acc, step) => {
+          const startNs = step.traced ? clockNs() : 0n;
+          const { snapshot, accepted } = calibrateStep(acc.snapshot, step, config);
+          keep(snapshot);
+          return { snapshot, accepted, step, startNs, endNs: step.traced ? clockNs() : 0n };
+        }, first),
+        filter((u) => u.accepted > 0),
+      );
+    });
 }

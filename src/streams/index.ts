@@ -3,20 +3,19 @@
  *
  *   engine.generate ──tokens.ts──> engine.generate$()          (pull, buffer 0; unsubscribe = abort)
  *
- *   layer-compute actor (src/actors/layer-compute: the native eval of one step, every layer;
- *        │                routes + layerStats in its ring of 16 decode steps, written by the eval)
- *        │ step-reports.ts (in step order, live only: a ring slot is reused 16 steps on)
- *        ├──> placement: LFRU tick ──> upload-queue logic ──> tierRequestSwap     (src/engine/tier, every step)
- *        └──> route log, tracing: layer / upload spans          (src/engine/tier, every 8 steps, from the ring)
- *               │ step-reports.ts again: each step's timing (copied; ring of 4, oldest dropped and counted)
- *               └──> calibration actor (src/actors/calibration/actor.ts): calibration.ts calibrationUpdates
- *                      ──scan──> snapshots (EWMA bandwidth, fixed cost, compute/layer) ──> engine.calibration$()
- *                      + a span per update, parented by the request's context carried in the report
- *
- *   tierPoll ──evicted──> int8-rebuild (bounded worker pool) ──> host-copy arena offsets
+ *   one step of a tier request ──step-pipeline.ts──> (every edge points down; an error ends the step)
+ *     evaluate   layer-compute actor: the native eval of every layer (routes + layerStats in its ring)
+ *     settle     tierPoll: settled uploads retire in the upload queue
+ *     rebuild    int8-rebuild actor (bounded worker pool): host copies of the evicted
+ *     observe    placement: the routes into the policy (its residency: the tier's snapshot)
+ *     decide     the policy's tick: swaps
+ *     issue      upload-queue logic (the one gate) ──> tierRequestSwap
+ *     batch      every 8 decode steps: route log, layer / upload spans
+ *     calibrate  calibration.ts calibrationUpdates ──scan──> calibration actor: snapshots
+ *                (EWMA bandwidth, fixed cost, compute/layer) ──> engine.calibration$() + a span per update
  *
  * The per-layer critical path stays native: streams see one report per step, never per layer.
  */
 export { calibrationSnapshots, calibrationUpdates, type CalibrationUpdate } from './calibration.js';
-export { StepReportBus } from './step-reports.js';
+export { batchEdge, evaluateEdge, placementEdge, settleEdge, stepPipeline, type SettledStep, type StepStages } from './step-pipeline.js';
 export { fromCancellable } from './tokens.js';

@@ -1,7 +1,8 @@
 /**
- * The calibration actor on the step-report bus: one update (and one span) per step whose samples
- * moved an estimate, the request's trace context as the span's parent, stale steps ignored,
- * a tracing failure kept for the request, completion on close.
+ * The calibration actor, fed step timings through the calibration edge (fold: what the step
+ * pipeline's batch does): one update (and one span) per step whose samples moved an estimate,
+ * the request's trace context as the span's parent, stale steps ignored, a tracing failure
+ * thrown to the step that folded it, completion on close.
  */
 import { context, trace, type Tracer } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -9,7 +10,6 @@ import { firstValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { CalibrationActor } from '../../src/actors/calibration/actor.js';
 import type { StepTimings } from '../../src/actors/calibration/messages.js';
-import { StepReportBus } from '../../src/streams/step-reports.js';
 import { SpanNames } from '../../src/telemetry/index.js';
 
 const nLayer = 2;
@@ -28,8 +28,8 @@ function step(invocation: number, computeMs: number[], uploads: StepTimings['upl
 function setup(tracer?: Tracer) {
   const exporter = new InMemorySpanExporter();
   const real = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-  const bus = new StepReportBus<StepTimings>(4);
-  const actor = new CalibrationActor({ alpha: 0.5, nLayer }, bus.reports$(), () => tracer ?? real.getTracer('test'));
+  const actor = new CalibrationActor({ alpha: 0.5, nLayer }, () => tracer ?? real.getTracer('test'));
+  const bus = { publish: (s: StepTimings) => actor.fold(s) };
   return { bus, actor, exporter };
 }
 
@@ -82,13 +82,11 @@ describe('calibration actor', () => {
     actor.close();
   });
 
-  it('a throw while tracing is kept for the caller; the actor keeps folding', () => {
+  it('a throw while tracing is thrown to the step that folded it; the actor keeps folding', () => {
     const boom = new Error('exporter broke');
     const throwing = { startSpan: () => { throw boom; } } as unknown as Tracer;
     const { bus, actor } = setup(throwing);
-    bus.publish(step(1, [1, 1], [], true));
-    expect(actor.takeFailure()).toBe(boom);
-    expect(actor.takeFailure()).toBeUndefined();
+    expect(() => bus.publish(step(1, [1, 1], [], true))).toThrow(boom);
     bus.publish(step(1, [3, 3], [], false));
     expect(actor.snapshot.computeMsEwma).toEqual([2, 2]);
     actor.close();

@@ -42,14 +42,14 @@ describe('layer-compute logic', () => {
 });
 
 describe('layer-compute actor', () => {
-  it('publishes each step\'s routes and layer timing on the bus before the step resolves; decode steps cycle the ring and keep their reports readable', async () => {
+  it('returns each step\'s routes and layer timing (the step pipeline\'s next stage reads them); decode steps cycle the ring and keep their reports readable', async () => {
     const hp = model.hparams;
     const actor = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
     const seen: LayerStepReport[] = [];
-    const sub = actor.reports$().subscribe((r) => seen.push({ ...r, routes: r.routes.slice(), layerStats: r.layerStats.slice() }));
+    const copy = (r: LayerStepReport) => (seen.push({ ...r, routes: r.routes.slice(), layerStats: r.layerStats.slice() }), r);
     const logits = new Float32Array(hp.nVocab);
     const prompt = Int32Array.from([1, 5, 9, 13]);
-    const prefill = await actor.evaluate({ kind: 'evaluate', phase: 'prefill', tokens: prompt, position: 0, logits });
+    const prefill = copy(await actor.evaluate({ kind: 'evaluate', phase: 'prefill', tokens: prompt, position: 0, logits }));
     expect(seen).toHaveLength(1);
     expect(prefill.slot).toBe(-1);
     expect(prefill.firstToken).toBe(1);
@@ -71,13 +71,13 @@ describe('layer-compute actor', () => {
     const decodes: LayerStepReport[] = [];
     for (let i = 0; i < stepRingSlots + 2; i++) {
       token[0] = 7 + i;
-      decodes.push(await actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 4 + i, logits }));
+      decodes.push(copy(await actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 4 + i, logits })));
     }
     expect(decodes.map((d) => d.slot)).toEqual(Array.from({ length: stepRingSlots + 2 }, (_, i) => i % stepRingSlots));
     expect(decodes.map((d) => d.firstToken)).toEqual(Array.from({ length: stepRingSlots + 2 }, (_, i) => 7 + i));
     expect(actor.last).toBe(decodes.at(-1));
     expect(seen.map((r) => [r.phase, r.position, r.nTokens])).toEqual([['prefill', 0, 4], ...decodes.map((d) => ['decode', d.position, 1])]);
-    // Each decode report read in place equals what the bus saw at its step, for the last
+    // Each decode report read in place equals what it held at its step, for the last
     // stepRingSlots steps (the older ones' slots were written again), and the prefill's buffers
     // were never touched by a decode step.
     for (let i = 2; i < decodes.length; i++) {
@@ -86,11 +86,7 @@ describe('layer-compute actor', () => {
     }
     expect(Array.from(prefill.routes)).toEqual(Array.from(seen[0].routes));
     expect(decodes[0].routes).toBe(decodes[stepRingSlots].routes); // the same slot's view, reused
-    sub.unsubscribe();
-    // A later subscriber sees only later steps (never an earlier request's, whose buffers are reused).
-    const late: LayerStepReport[] = [];
-    actor.reports$().subscribe((r) => late.push(r));
-    expect(late).toHaveLength(0);
     actor.close();
+    await expect(actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 30, logits })).rejects.toThrow(/no step after close/);
   });
 });

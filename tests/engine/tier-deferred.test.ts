@@ -72,16 +72,16 @@ describe('deferred decode work', () => {
   it('a throw in the policy tick fails the request; no lease is left and the next request runs', async () => {
     const placement = placementOf(engine);
     const boom = new Error('tick failed');
-    const original = placement.observeDecode;
+    const original = placement.tick;
     let calls = 0;
-    placement.observeDecode = function (this: TierPlacement, routes: Int32Array) {
+    placement.tick = function (this: TierPlacement) {
       if (++calls === 3) throw boom;
-      return original.call(this, routes);
+      return original.call(this);
     };
     try {
       await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
     } finally {
-      placement.observeDecode = original;
+      placement.tick = original;
     }
     expect(engine.tierStats()!.leases).toBe(0);
     expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
@@ -90,16 +90,16 @@ describe('deferred decode work', () => {
   it('a throw in the last evaluated step\'s tick still fails the request', async () => {
     const placement = placementOf(engine);
     const boom = new Error('last tick failed');
-    const original = placement.observeDecode;
+    const original = placement.tick;
     let calls = 0;
-    placement.observeDecode = function (this: TierPlacement, routes: Int32Array) {
+    placement.tick = function (this: TierPlacement) {
       if (++calls === decodeTokens - 1) throw boom;
-      return original.call(this, routes);
+      return original.call(this);
     };
     try {
       await expect(collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).rejects.toBe(boom);
     } finally {
-      placement.observeDecode = original;
+      placement.tick = original;
     }
     expect(engine.tierStats()!.leases).toBe(0);
   });

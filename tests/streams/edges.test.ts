@@ -3,7 +3,6 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { CalibrationMessage } from '../../src/actors/calibration/messages.js';
 import { calibrationSnapshots } from '../../src/streams/calibration.js';
-import { StepReportBus } from '../../src/streams/step-reports.js';
 import { fromCancellable } from '../../src/streams/tokens.js';
 
 const scheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -25,28 +24,6 @@ describe('calibration edge (marbles)', () => {
       const samples = hot('-a-b-c-', { a: compute(1, 2), b: compute(1, 4), c: compute(1, 8) });
       expectObservable(samples.pipe(calibrationSnapshots(config), map((s) => s.computeMsEwma[1])), '^---!').toBe('-a-b', { a: 2, b: 3 });
       expectSubscriptions(samples.subscriptions).toBe('^---!');
-    });
-  });
-});
-
-describe('step report edge', () => {
-  it('replays its ring to late subscribers, drops and counts the oldest past the bound, ends with complete', async () => {
-    const bus = new StepReportBus<number>(2);
-    bus.publish(1);
-    bus.publish(2);
-    bus.publish(3);
-    expect(bus.dropped).toBe(1);
-    const seen = firstValueFrom(bus.reports$().pipe(toArray()));
-    bus.publish(4);
-    bus.end();
-    expect(await seen).toEqual([2, 3, 4]);
-  });
-
-  it('delivers a failure as the stream error (marbles)', () => {
-    scheduler().run(({ cold, expectObservable }) => {
-      const bus = new StepReportBus<string>(8);
-      cold('a-b-#', undefined, new Error('eval failed')).subscribe({ next: (x) => bus.publish(x), error: (e) => bus.fail(e) });
-      expectObservable(bus.reports$()).toBe('a-b-#', undefined, new Error('eval failed'));
     });
   });
 });

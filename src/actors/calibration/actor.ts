@@ -1,42 +1,42 @@
 /**
- * The calibration actor: fed by the step-report bus (one StepTimings per evaluation step), it
- * folds each step's samples through the calibrationUpdates edge (src/streams) and publishes
- * the snapshots; every update is traced (moetier.calibration.update, a child of the request's
- * span through the trace context the message carries).
+ * The calibration actor: holds the timing estimates. The step pipeline (src/streams/
+ * step-pipeline.ts) folds each batch's step timings through the calibration edge (`calibrate`,
+ * src/streams/calibration.ts, continuing from these estimates) and hands every update to
+ * `record`: the estimates move, the snapshot is published, and the update is traced
+ * (moetier.calibration.update, a child of the request's span through the trace context the step
+ * carries).
  *
- *   step-report bus ──calibrationUpdates──> span per update ──> snapshots$ (latest replayed, then live)
+ *   step pipeline ──calibrate (calibrationUpdates)──> record: snapshot ──> snapshots$ (latest replayed, then live)
+ *                                                           └──> span per update
  *
- * It runs on the event loop, where the reports are published: a step's fold costs microseconds,
- * less than one crossing to a worker thread (~38 us). A throw while tracing an update is kept
- * (takeFailure) and fails the request that published the step; the actor keeps folding.
+ * It runs on the event loop, inside the step: a step's fold costs microseconds, less than one
+ * crossing to a worker thread (~38 us). A throw while tracing an update is an error of the
+ * step's pipeline, and so fails the request; the estimates have moved by then, and the next
+ * request folds on from them.
  */
-import { ReplaySubject, type Observable, type Subscription } from 'rxjs';
+import { ReplaySubject, type Observable, type OperatorFunction } from 'rxjs';
 import type { Tracer } from '@opentelemetry/api';
 import { calibrationAttributes, recordTimedSpan, SpanNames } from '../../telemetry/index.js';
 import { calibrationUpdates, type CalibrationUpdate } from '../../streams/calibration.js';
+import { calibrated } from '../../streams/step-pipeline.js';
 import { initialCalibration, type CalibrationConfig } from './logic.js';
 import type { CalibrationSnapshot, StepTimings } from './messages.js';
 
 export class CalibrationActor {
   private current: CalibrationSnapshot;
   private readonly published = new ReplaySubject<CalibrationSnapshot>(1);
-  private readonly subscription: Subscription;
-  private failure: { error: unknown } | undefined;
-  /** Updates published (one per step whose samples moved an estimate). */
+  /** Updates recorded (one per step whose samples moved an estimate). */
   updates = 0;
+  /** The calibration edge, continuing from this actor's estimates. */
+  readonly calibrate: OperatorFunction<StepTimings, CalibrationUpdate>;
 
   constructor(
     config: CalibrationConfig,
-    steps$: Observable<StepTimings>,
     /** Looked up per update: the SDK may be registered after the engine opened. */
     private readonly tracer: () => Tracer,
   ) {
     this.current = initialCalibration(config);
-    this.subscription = steps$.pipe(calibrationUpdates(config)).subscribe({
-      next: (u) => this.update(u),
-      error: (error) => this.published.error(error),
-      complete: () => this.published.complete(),
-    });
+    this.calibrate = calibrationUpdates(config, process.hrtime.bigint, () => this.current, (s) => (this.current = s));
   }
 
   /** The estimates now (the initial, empty snapshot before the first accepted sample). */
@@ -49,34 +49,29 @@ export class CalibrationActor {
     return this.published.asObservable();
   }
 
-  /** The first failure since the last call (tracing an update threw). */
-  takeFailure(): unknown {
-    const f = this.failure;
-    this.failure = undefined;
-    return f?.error;
+  /** Folds timings now, outside a step pipeline (its updates recorded); a throw while tracing is thrown here. */
+  fold(...timings: StepTimings[]): void {
+    let failure: { error: unknown } | undefined;
+    calibrated(timings, this).subscribe({ error: (error) => (failure = { error }) });
+    if (failure) throw failure.error;
   }
 
   close(): void {
-    this.subscription.unsubscribe();
     this.published.complete();
   }
 
-  private update(u: CalibrationUpdate): void {
+  /** One update of the calibration edge: the estimates move and are published, then traced (a throw fails the step). */
+  readonly record = (u: CalibrationUpdate): void => {
     this.current = u.snapshot;
     this.updates++;
-    try {
-      if (u.step.traced) {
-        const c = u.snapshot;
-        recordTimedSpan(this.tracer(), SpanNames.calibrationUpdate, u.startNs, u.endNs, calibrationAttributes({
-          bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
-          fixedCostMs: c.transferFixedMsEwma ?? 0,
-          layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
-          samples: u.accepted,
-        }), u.step.traceContext);
-      }
-    } catch (error) {
-      this.failure ??= { error };
-    }
     this.published.next(u.snapshot);
-  }
+    if (!u.step.traced) return;
+    const c = u.snapshot;
+    recordTimedSpan(this.tracer(), SpanNames.calibrationUpdate, u.startNs, u.endNs, calibrationAttributes({
+      bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
+      fixedCostMs: c.transferFixedMsEwma ?? 0,
+      layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
+      samples: u.accepted,
+    }), u.step.traceContext);
+  };
 }

@@ -2,34 +2,29 @@
  * The layer-compute actor: owns the native eval calls of the tier's requests. One message is
  * one step; the native eval runs every layer (attention, routing, experts from slots or host
  * copies) off the event loop, writing routes and per-layer timing into the actor's buffers;
- * then the step's report goes out on the step-report bus, where placement and tracing read it.
+ * the step's report is what evaluate returns: it flows on down the step pipeline
+ * (src/streams/step-pipeline.ts) to placement, rebuild, tracing and calibration, never back up.
  *
- *   evaluate(step) ──evalAsync──> routes + layerStats (ring slot t mod 16) ──publish──> step-report bus
- *                                                                         ├──> placement (routes, every step)
- *                                                                         └──> route log, tracing, calibration
- *                                                                              (in batches, from the ring)
+ *   evaluate(step) ──evalAsync──> routes + layerStats (ring slot t mod 16) ──> report (the step pipeline's next stage)
  *
- * The ring is shared memory between the eval and the streams: the eval writes a decode step's
+ * The ring is shared memory between the eval and the pipeline: the eval writes a decode step's
  * routes and timing into its slot (views made once, no copy), and the report stays readable for
  * stepRingSlots - 1 more steps, so observers off the placement's path can read several steps at
  * once. Steps are sequential (the engine's request queue); a second evaluate while one runs is a bug.
  */
-import type { Observable } from 'rxjs';
 import { assert } from '../../core/assert.js';
 import type { NativeBinding, NativeContextHandle, NativeEvalOptions } from '../../native/binding.js';
-import { StepReportBus } from '../../streams/step-reports.js';
 import { layerStatsLength, nextRingSlot, routesLength, stepRingSlots, type StepShape } from './logic.js';
 import type { EvaluateStep, LayerStepReport } from './messages.js';
 
 export class LayerComputeActor {
-  /** One report of replay: a late subscriber must not read a slot the ring has moved past. */
-  private readonly bus = new StepReportBus<LayerStepReport>(1);
   /** Per decode ring slot: the eval's options, views into one routes and one stats array. */
   private readonly ring: NativeEvalOptions[];
   private prefill: { routes: Int32Array; layerStats: Float64Array };
   private lastSlot: number | undefined;
   private lastReport: LayerStepReport | undefined;
   private running = false;
+  private closed = false;
 
   constructor(
     private readonly native: Pick<NativeBinding, 'evalAsync'>,
@@ -44,19 +39,15 @@ export class LayerComputeActor {
     this.prefill = { routes: new Int32Array(0), layerStats: new Float64Array(s) };
   }
 
-  /** Every step's report from now on, in step order, on the event loop right after the step's eval. */
-  reports$(): Observable<LayerStepReport> {
-    return this.bus.live$();
-  }
-
   /** The last step's report (see LayerStepReport for how long its buffers stay valid). */
   get last(): LayerStepReport | undefined {
     return this.lastReport;
   }
 
-  /** Runs one step and publishes its report (subscribers run before this resolves). */
+  /** Runs one step; its report (see LayerStepReport for how long its buffers stay valid). */
   async evaluate(step: EvaluateStep): Promise<LayerStepReport> {
     assert(!this.running, 'one layer-compute step at a time');
+    assert(!this.closed, 'no step after close');
     const decode = step.tokens.length === 1 && step.phase === 'decode';
     const slot = decode ? nextRingSlot(this.lastSlot) : -1;
     const options = decode ? this.ring[slot] : this.prefillOptions(step);
@@ -77,7 +68,6 @@ export class LayerComputeActor {
       slot,
     };
     this.lastReport = report;
-    this.bus.publish(report);
     return report;
   }
 
@@ -91,6 +81,6 @@ export class LayerComputeActor {
   }
 
   close(): void {
-    this.bus.end();
+    this.closed = true;
   }
 }

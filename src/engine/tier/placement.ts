@@ -128,6 +128,12 @@ export class TierPlacement {
 
   /** One decode token's routing [nLayer][k], then its tick; swaps go to the upload queue. */
   observeDecode(routes: Int32Array): void {
+    this.observeRoutes(routes);
+    this.issue(this.tick());
+  }
+
+  /** observe: one decode token's routing [nLayer][k] into the policy (the tier's residency first). */
+  observeRoutes(routes: Int32Array): void {
     if (this.full) return;
     const { nLayer } = this.port;
     const k = routes.length / nLayer;
@@ -137,9 +143,19 @@ export class TierPlacement {
       for (let j = 0; j < k; j++) experts[j] = routes[l * k + j];
       this.state = this.policy.step(this.state, { kind: 'route', layer: l, experts }).state;
     }
+  }
+
+  /** decide: the decode tick after observeRoutes; its decisions (none when every expert is resident). */
+  tick(): readonly Decision[] {
+    if (this.full) return [];
     const step = this.policy.step(this.state, { kind: 'decodeTick', token: this.token++ });
     this.state = step.state;
-    for (const d of step.decisions) this.decide(d);
+    return step.decisions;
+  }
+
+  /** issue: decisions through the upload queue (the one gate) to the tier; fills wait for the next request. */
+  issue(decisions: readonly Decision[]): void {
+    for (const d of decisions) this.decide(d);
   }
 
   private decide(d: Decision, now = false): void {

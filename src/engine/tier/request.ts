@@ -1,27 +1,25 @@
 /**
- * One request's view of the tier: its steps run through the layer-compute actor
- * (src/actors/layer-compute), whose report of each step (routes and per-layer timing, in the
- * actor's ring) reaches this request on the step-report bus; from there come the stats mark
- * after the prefill, the placement fed from every decode step, the route log, the traces and the
- * calibration, and the figures.
+ * One request's view of the tier: each step runs through the per-step pipeline
+ * (src/streams/step-pipeline.ts), whose stages this class supplies:
+ *
+ *   evaluate   the layer-compute actor (src/actors/layer-compute): routes and per-layer timing
+ *   settle     prefill: the stats mark first; the tier's poll, counted; settled uploads retire
+ *   rebuild    host copies: a newcomer's freed, a victim's built (int8-rebuild actor)
+ *   observe    prefill: its counts per layer (replan: the layers the hook did not deliver);
+ *              decode: the token's routes
+ *   decide     decode: the policy's tick
+ *   issue      its swaps through the upload queue to the tier
+ *   batch      every observerBatchSteps decode steps (and the prefill at once): MoE time, route
+ *              log, traces; their timings go through the calibration edge
  *
  *   routes      Int32Array [nTokens][nLayer][k]   routed expert ids, rank order
  *   layerStats  Float64Array [nLayer][6]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
  *
  * With prefill replan on a native tier, the prefill eval carries onLayerRouted: each layer's
  * counts reach the placement while later layers compute (uploads settled so far are polled
- * first, so the upload queue has room; they join the prefill's report, where the int8-rebuild
+ * first, so the upload queue has room; they join the prefill's settle, where the int8-rebuild
  * actor hears of them, between steps). Before each decode step the host copies of evicted
  * experts are awaited, so the miss path never computes them from the container.
- *
- * A decode step's report is handled between two evaluations, where the next token waits for it,
- * so the work there is split by who needs it now:
- *
- *   every step:   poll -> settle -> int8-rebuild messages (a host copy's block is only reused
- *                 between evaluations); placement.observeDecode(routes t) -> swaps
- *   in batches:   every observerBatchSteps steps (and at the end of the request), the steps
- *                 since the last batch: MoE time, route log, tracing.step (spans, calibration),
- *                 read from the actor's ring (valid for stepRingSlots - 1 steps; no copy)
  *
  * Why batches: JavaScript that runs once per 1.5 ms token finds its code and data evicted by the
  * eval, and pays for it in cache misses; the same work done for eight steps at once runs warm.
@@ -29,11 +27,14 @@
  * calibration cost ~60 us a step one at a time, ~26 us a step in batches (~11 us once V8 has
  * optimized them, after some thousand steps). The calibration estimates and the spans arrive up to
  * observerBatchSteps tokens late, with the same values and timestamps (the fold is in step order).
- * A throw in either part fails the step's evaluate (reportFailure). A swap the tick decides is
- * issued at its layer's next boundary, like any swap; placement never changes tokens.
+ * A throw in any stage is the step pipeline's error: the step's evaluate rejects with it. A swap
+ * the tick decides is issued at its layer's next boundary, like any swap; placement never
+ * changes tokens.
  */
-import type { Subscription } from 'rxjs';
+import { EMPTY, lastValueFrom, of } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
+import type { StepTimings } from '../../actors/calibration/messages.js';
+import { stepPipeline, type SettledStep, type StepStages } from '../../streams/step-pipeline.js';
 import { moeNs, stepRingSlots } from '../../actors/layer-compute/logic.js';
 import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
 import type { TierPlacement } from './placement.js';
@@ -69,9 +70,6 @@ export interface TierRequestStats {
 const nothingSettled: TierPoll = Object.freeze({ uploads: Object.freeze([]) as unknown as TierPoll['uploads'], evicted: Object.freeze([]) as unknown as TierPoll['evicted'] });
 
 export class TierRequest {
-  /** What handling a step report threw (on the bus); evaluate throws it. */
-  private reportFailure: { error: unknown } | undefined;
-  private readonly subscription: Subscription;
   private prefill: TierStats | undefined;
   private moeNs = 0;
   private decodeSteps = 0;
@@ -98,14 +96,26 @@ export class TierRequest {
     private readonly log?: RouteLog,
   ) {
     port.resetStats();
-    // Placement and tracing read the steps on the layer-compute actor's bus (this request's only).
-    this.subscription = compute.reports$().subscribe((r) => this.onReport(r));
+    this.stages = {
+      evaluate: (step) => this.compute.evaluate(step),
+      settle: (r) => {
+        if (r.phase === 'prefill') this.markPrefill();
+        return this.settle(false);
+      },
+      rebuild: (poll) => this.rebuildAfter(poll, false),
+      observe: (r) => (r.phase === 'prefill' ? this.placement.observePrefill(r.routes, r.nTokens) : this.placement.observeRoutes(r.routes)),
+      decide: (r) => (r.phase === 'prefill' ? [] : this.placement.tick()),
+      issue: (decisions) => this.placement.issue(decisions),
+      batch: (step) => this.batch(step),
+      calibrate: tracing?.calibration.calibrate ?? (() => EMPTY),
+      record: (u) => tracing?.calibration.record(u),
+    };
   }
 
-  /**
-   * One step through the layer-compute actor: its report reaches this request on the bus (placement,
-   * traces) before this resolves; a throw there fails the request here.
-   */
+  /** The stages of this request's steps (src/streams/step-pipeline.ts). */
+  private readonly stages: StepStages<TierPoll>;
+
+  /** One step through the step pipeline; a throw in any stage rejects it. */
   async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array): Promise<void> {
     const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
     if (phase === 'prefill') this.prompt = tokens;
@@ -115,19 +125,7 @@ export class TierRequest {
         this.placement.replanLayer(layer, counts);
       };
     }
-    await this.compute.evaluate(step);
-    const f = this.reportFailure;
-    this.reportFailure = undefined;
-    if (f) throw f.error;
-  }
-
-  private onReport(r: LayerStepReport): void {
-    try {
-      if (r.phase === 'prefill') this.afterPrefill(r);
-      else this.afterDecode(r);
-    } catch (error) {
-      this.reportFailure ??= { error };
-    }
+    await lastValueFrom(of(step).pipe(stepPipeline(this.stages)));
   }
 
   /**
@@ -160,38 +158,38 @@ export class TierRequest {
     this.early.evicted.push(...poll.evicted);
   }
 
-  private afterPrefill(r: LayerStepReport): void {
+  /** The stats mark: decode hits count from the first decode token. */
+  private markPrefill(): void {
     this.prefill = this.port.stats();
-    this.port.resetStats(); // the stats mark: decode hits count from the first decode token
-    this.placement.observePrefill(r.routes, r.nTokens);
-    this.log?.add('prefill', r.routes, this.prompt ?? Int32Array.of(r.firstToken));
-    this.report('prefill', r.position, r.layerStats);
+    this.port.resetStats();
   }
 
-  private afterDecode(r: LayerStepReport): void {
+  /** The prefill at once; decode steps in batches of observerBatchSteps. Returns the timings to calibrate. */
+  private batch(step: SettledStep<TierPoll>): readonly StepTimings[] {
+    const r = step.report;
+    if (r.phase === 'prefill') {
+      this.log?.add('prefill', r.routes, this.prompt ?? Int32Array.of(r.firstToken));
+      const t = this.tracing?.step({ phase: 'prefill', position: r.position, layerStats: r.layerStats, poll: step.poll });
+      return t ? [t] : [];
+    }
     this.decodeSteps++;
-    const poll = this.settle(false);
-    this.placement.observeDecode(r.routes);
-    this.pending.push({ report: r, poll });
-    if (this.pending.length >= observerBatchSteps) this.observeBatch();
+    this.pending.push({ report: r, poll: step.poll });
+    return this.pending.length >= observerBatchSteps ? this.observeBatch() : [];
   }
 
-  /** The decode steps since the last batch, in order: MoE time, route log, traces and calibration. */
-  private observeBatch(): void {
+  /** The decode steps since the last batch, in order: MoE time, route log, traces; their timings. */
+  private observeBatch(): StepTimings[] {
     const steps = this.pending;
-    if (steps.length === 0) return;
+    const timings: StepTimings[] = [];
+    if (steps.length === 0) return timings;
     this.pending = [];
     for (const { report: r, poll } of steps) {
       this.moeNs += moeNs(r.layerStats);
       this.log?.add('decode', r.routes, Int32Array.of(r.firstToken));
-      this.tracing?.step({ phase: 'decode', position: r.position, layerStats: r.layerStats, poll });
+      const t = this.tracing?.step({ phase: 'decode', position: r.position, layerStats: r.layerStats, poll });
+      if (t) timings.push(t);
     }
-  }
-
-  /** The prefill's poll and the request's final one, traced at once. */
-  private report(phase: 'prefill' | 'decode', position: number, layerStats: Float64Array, final = false): void {
-    const poll = this.settle(final);
-    this.tracing?.step({ phase, position, layerStats, poll });
+    return timings;
   }
 
   /**
@@ -206,11 +204,6 @@ export class TierRequest {
     const early = this.early;
     const poll: TierPoll = early.uploads.length + early.evicted.length === 0 ? late : { uploads: [...early.uploads, ...late.uploads], evicted: [...early.evicted, ...late.evicted] };
     if (early.uploads.length + early.evicted.length > 0) this.early = { uploads: [], evicted: [] };
-    if (this.rebuild && poll.uploads.length + poll.evicted.length > 0) {
-      // Between steps: a newcomer's host copy is freed, a victim's is built.
-      this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
-      this.rebuild.send({ kind: 'evicted', experts: this.stillEvicted(poll.evicted), ...(this.tracing ? { traceContext: this.tracing.context } : {}) });
-    }
     for (const u of poll.uploads) {
       if (!u.ok) {
         this.failedUploads++;
@@ -219,9 +212,20 @@ export class TierRequest {
       this.uploads++;
       this.uploadBytes += u.bytes;
     }
+    return poll;
+  }
+
+  /**
+   * Between steps: a newcomer's host copy is freed, a victim's is built. A rebuild worker that
+   * failed since the last step fails this one (final: the request's last poll has nothing more to fail).
+   */
+  private rebuildAfter(poll: TierPoll, final: boolean): void {
+    if (this.rebuild && poll.uploads.length + poll.evicted.length > 0) {
+      this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
+      this.rebuild.send({ kind: 'evicted', experts: this.stillEvicted(poll.evicted), ...(this.tracing ? { traceContext: this.tracing.context } : {}) });
+    }
     const failure = final ? undefined : this.rebuild?.takeFailure();
     if (failure) throw failure;
-    return poll;
   }
 
   /**
@@ -247,13 +251,15 @@ export class TierRequest {
       this.finished = true;
       try {
         this.placement.endRequest();
-        this.observeBatch(); // the decode steps since the last batch
+        const timings = this.observeBatch(); // the decode steps since the last batch
         // The final poll: no step of its own (position -1: the traces skip the layer timing).
-        this.report('decode', -1, this.compute.last?.layerStats ?? new Float64Array(0), true);
+        const poll = this.settle(true);
+        this.rebuildAfter(poll, true);
+        const last = this.tracing?.step({ phase: 'decode', position: -1, layerStats: this.compute.last?.layerStats ?? new Float64Array(0), poll });
+        if (last) timings.push(last);
+        this.tracing?.calibration.fold(...timings);
       } catch (e) {
         failure = { error: e };
-      } finally {
-        this.subscription.unsubscribe();
       }
     }
     const decode = this.port.stats();

@@ -35,8 +35,6 @@ import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { CalibrationActor } from '../../actors/calibration/actor.js';
 import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
-import type { StepTimings } from '../../actors/calibration/messages.js';
-import { StepReportBus } from '../../streams/step-reports.js';
 import { assert } from '../../core/assert.js';
 import { MoetierError, NativeError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
@@ -178,7 +176,6 @@ export class EngineTier {
 
   async close(): Promise<void> {
     this.compute.close();
-    this.tracing.steps.end();
     this.tracing.calibration.close();
     await this.rebuild?.close();
     this.port.free();
@@ -208,15 +205,11 @@ function createRebuildActor(model: LoadedModel): Int8RebuildActor {
 
 const rebuildSlackBlocks = 16;
 
-/** Step reports kept for a late subscriber of the bus (the calibration actor subscribes at once). */
-const stepReportBufferMax = 4;
-
-/** The step-report bus, the calibration actor listening on it, and the spans that publish to it. */
+/** The calibration actor and the spans whose step timings it folds (through the step pipeline). */
 function tierTracing(backend: string, nLayer: number): TierTracing {
-  const steps = new StepReportBus<StepTimings>(stepReportBufferMax);
   let tracing: TierTracing | undefined = undefined;
-  const calibration = new CalibrationActor({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer }, steps.reports$(), () => tracing!.tracerOf);
-  tracing = new TierTracing(backend, steps, calibration);
+  const calibration = new CalibrationActor({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer }, () => tracing!.tracerOf);
+  tracing = new TierTracing(backend, calibration);
   return tracing;
 }
 

@@ -10,13 +10,12 @@
  *   ├── moetier.rebuild         per host copy built (the int8-rebuild actor)
  *   └── moetier.calibration.update  by the calibration actor, after a step whose samples moved the EWMAs
  *
- * Each step's timing is published on the step-report bus (src/streams/step-reports.ts), with the
- * request's trace context; the calibration actor (src/actors/calibration/actor.ts) reads it there.
+ * Each step's timing comes back from step() with the request's trace context; the step pipeline
+ * (src/streams/step-pipeline.ts) folds it through the calibration edge into the calibration actor.
  */
 import type { Context, Tracer } from '@opentelemetry/api';
 import type { CalibrationActor } from '../../actors/calibration/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
-import type { StepReportBus } from '../../streams/step-reports.js';
 import {
   AttrNames,
   layerComputeAttributes,
@@ -35,8 +34,7 @@ export class TierTracing {
 
   constructor(
     private readonly backend: string,
-    /** Where each step's timing goes (the calibration actor listens). */
-    readonly steps: StepReportBus<StepTimings>,
+    /** Where the steps' timings are folded (by the step pipeline). */
     readonly calibration: CalibrationActor,
     /** Default: moetier's tracer from the global provider, looked up per request (the SDK may start after the engine). */
     private readonly tracerOverride?: Tracer,
@@ -47,13 +45,6 @@ export class TierTracing {
     this.invocation++;
     const virtual = this.backend === 'fake';
     return new RequestTracing(this, parent, this.invocation, virtual ? Number(process.hrtime.bigint()) : undefined);
-  }
-
-  /** Publishes a step's timing; the calibration actor folds it at once (a throw there fails the request). */
-  publish(step: StepTimings): void {
-    this.steps.publish(step);
-    const failure = this.calibration.takeFailure();
-    if (failure !== undefined) throw failure;
   }
 
   record(stats: RequestTierStats): void {
@@ -88,6 +79,11 @@ export class RequestTracing {
     this.parent = request.context;
   }
 
+  /** The calibration actor the request's step timings are folded into. */
+  get calibration(): CalibrationActor {
+    return this.owner.calibration;
+  }
+
   /** The request's context: the parent of uploads, rebuilds and calibration. */
   get context(): Context {
     return this.request.context;
@@ -106,7 +102,8 @@ export class RequestTracing {
     return Math.round(ns) + this.shiftNs;
   }
 
-  step(r: StepReport): void {
+  /** The step's layer and upload spans; returns its timings for the calibration edge (undefined: nothing timed). */
+  step(r: StepReport): StepTimings | undefined {
     const tracer = this.owner.tracerOf;
     // Without an SDK (or when sampled out) the timed spans are skipped, not built and dropped.
     const recording = this.request.recording;
@@ -130,9 +127,9 @@ export class RequestTracing {
         }
       }
     }
-    if (!ls && r.poll.uploads.length === 0) return;
-    // A copy: the eval writes this buffer again two steps on, and the bus may replay the report.
-    this.owner.publish({ kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: r.poll.uploads, traceContext: this.parent, traced: recording });
+    if (!ls && r.poll.uploads.length === 0) return undefined;
+    // A copy: the eval writes this buffer again stepRingSlots steps on.
+    return { kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: r.poll.uploads, traceContext: this.parent, traced: recording };
   }
 
   /** The tier's metrics of the request (the engine ends the request span). */
