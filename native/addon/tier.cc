@@ -4,6 +4,7 @@
 //       attaches the tier to the context (its evals use it); the tier holds the model, the
 //       backend and the host-copy arrays alive
 //   tierExpertBytes / tierResidency / tierStats / tierResetStats / tierRequestSwap / tierPoll
+//   tierPoll between evals first issues what the last eval's boundaries posted (mt_tier_flush)
 //   tierRequestSwap(tier, layer, victim, newcomer, taskId, { issueNow }?) -> 0 queued | 1 started
 //       now (issueNow, the layer not being computed) | a negative SwapCode
 //   tierWarmstart(tier, layer, experts) -> Promise   (AsyncWorker waits for the uploads)
@@ -186,6 +187,8 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info, "tierPoll");
   if (!s) return env.Undefined();
+  auto ctx = s->ctx.lock();
+  if (!ctx || !ctx->busy) mt_tier_flush(s->tier);  // between evals: the last eval's boundaries issued first
   // Static: each poll's reports fit (at most MT_TIER_REPORTS_MAX), and the JS thread is the only poller.
   static std::vector<mt_tier_upload> uploads(MT_TIER_REPORTS_MAX);
   static std::vector<mt_tier_eviction> evicted(MT_TIER_REPORTS_MAX);

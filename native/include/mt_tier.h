@@ -95,6 +95,11 @@ void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots);
  * and nothing changed. task_id comes back in the upload's report. */
 int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now);
 
+/* Between evals: issues now what the last eval's boundaries posted and the issuer has not
+ * reached yet (no layer computes then, so every queued swap goes), on the caller's thread; so a
+ * poll right after sees every eviction the last eval's boundaries made. */
+void mt_tier_flush(mt_tier* tier);
+
 typedef struct mt_tier_upload {
   double task_id;
   int32_t layer, expert, victim;

@@ -170,6 +170,8 @@ bool issuer_start(mt_tier& t, char* err, size_t err_bytes);
 void issuer_stop(mt_tier& t);
 // Eval thread, after layer computed: a queue push (no system call, no lock).
 void issuer_post(mt_tier& t, int32_t layer);
+// Between evals (any thread): handles the posts the issuer has not reached yet.
+void issuer_flush(mt_tier& t);
 // A caller queued a swap: an idle issuer starts polling the posts.
 void issuer_kick(mt_tier& t);
 

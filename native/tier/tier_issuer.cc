@@ -104,6 +104,13 @@ void issuer_post(mt_tier& t, int32_t layer) {
   t.boundaries_posted.fetch_add(1, std::memory_order_relaxed);
 }
 
+void issuer_flush(mt_tier& t) {
+  Issuer& is = t.issuer;
+  if (!is.thread.joinable()) return;
+  for (int32_t l = 0; l < t.n_layer; l++)
+    if (is.posted[l].exchange(0, std::memory_order_acq_rel) != 0) handle(t, l);
+}
+
 void issuer_kick(mt_tier& t) {
   Issuer& is = t.issuer;
   if (!is.thread.joinable()) return;  // a virtual clock: no issuer
