@@ -111,3 +111,23 @@ describe('import rules', () => {
     expect(readFileSync(path.join(root, 'otel/load.ts'), 'utf8')).toContain("await import('./setup.js')");
   });
 });
+
+describe('native include rules', () => {
+  /** "..." includes of the C++ files under native/<dir>. */
+  function nativeIncludes(dir: string): Array<{ file: string; include: string }> {
+    const abs = path.join(root, 'native', dir);
+    return readdirSync(abs)
+      .filter((n) => /\.(cc|h)$/.test(n))
+      .flatMap((n) => [...readFileSync(path.join(abs, n), 'utf8').matchAll(/#include\s+"([^"]+)"/g)].map((m) => ({ file: `native/${dir}/${n}`, include: m[1] })));
+  }
+  it('the forward pass includes nothing of the tier, the tier nothing of the forward pass, the addon only the tier\'s header', () => {
+    const bad = [
+      ...nativeIncludes('cpu').filter((i) => i.include.includes('tier/')),
+      ...nativeIncludes('tier').filter((i) => i.include.includes('cpu/')),
+      ...nativeIncludes('addon').filter((i) => i.include.includes('tier/')),
+    ];
+    expect(bad).toEqual([]);
+    // The tier's C ABI is a header of its own beside mt_backend.h.
+    expect(nativeIncludes('addon').some((i) => i.include === 'mt_tier.h')).toBe(true);
+  });
+});

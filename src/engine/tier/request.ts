@@ -31,7 +31,7 @@
  * the tick decides is issued at its layer's next boundary, like any swap; placement never
  * changes tokens.
  */
-import { EMPTY, lastValueFrom, of } from 'rxjs';
+import { EMPTY, lastValueFrom, of, type OperatorFunction } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
 import { stepPipeline, type SettledStep, type StepStages } from '../../streams/step-pipeline.js';
@@ -110,10 +110,12 @@ export class TierRequest {
       calibrate: tracing?.calibration.calibrate ?? (() => EMPTY),
       record: (u) => tracing?.calibration.record(u),
     };
+    this.pipeline = stepPipeline(this.stages);
   }
 
-  /** The stages of this request's steps (src/streams/step-pipeline.ts). */
+  /** The stages of this request's steps (src/streams/step-pipeline.ts), and their pipeline (built once). */
   private readonly stages: StepStages<TierPoll>;
+  private readonly pipeline: OperatorFunction<EvaluateStep, SettledStep<TierPoll>>;
 
   /** One step through the step pipeline; a throw in any stage rejects it. */
   async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array): Promise<void> {
@@ -125,7 +127,7 @@ export class TierRequest {
         this.placement.replanLayer(layer, counts);
       };
     }
-    await lastValueFrom(of(step).pipe(stepPipeline(this.stages)));
+    await lastValueFrom(of(step).pipe(this.pipeline));
   }
 
   /**
