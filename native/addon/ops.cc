@@ -13,6 +13,9 @@
 #include <unistd.h>
 #include "../cpu/pool.h"
 #include "errors.h"
+#include "mt_backend.h"
+#include "mt_forward.h"
+#include "mt_tier.h"
 #include "registry.h"
 
 namespace {
@@ -297,6 +300,12 @@ Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void RegisterOps(Napi::Env env, Napi::Object exports) {
+  // The numbers TypeScript must agree on (src/native/constants.ts checks them at load).
+  Napi::Object constants = Napi::Object::New(env);
+  constants.Set("layerStatsFields", MT_LAYER_STATS_FIELDS);
+  constants.Set("slotAlignBytes", MT_BACKEND_SLOT_ALIGN_BYTES);
+  constants.Set("tierReportsMax", MT_TIER_REPORTS_MAX);
+  exports.Set("constants", constants);
   exports.Set("isaBest", Napi::Function::New(env, IsaBest));
   exports.Set("isaActive", Napi::Function::New(env, IsaActive));
   exports.Set("isaDetected", Napi::Function::New(env, IsaDetected));

@@ -22,7 +22,7 @@
 namespace mt {
 
 // Slots start at multiples of this (cache lines); a block starts on a page.
-constexpr uint64_t kSlotAlignBytes = 64;
+constexpr uint64_t kSlotAlignBytes = MT_BACKEND_SLOT_ALIGN_BYTES;
 constexpr uint64_t kBlockAlignBytes = 4096;
 // Finished events kept for queries; older finished ones are dropped (pending ones never).
 constexpr size_t kEventsRetainedMax = 1 << 16;

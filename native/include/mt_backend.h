@@ -73,6 +73,8 @@ extern "C" {
 #endif
 
 typedef struct mt_backend mt_backend;
+/* A slot's stride: its bytes rounded up to this; the budget counts strides. */
+#define MT_BACKEND_SLOT_ALIGN_BYTES 64
 typedef uint64_t mt_event_id;  /* > 0; ids are never reused by one backend */
 typedef uint64_t mt_lease_id;  /* > 0; ids are never reused by one backend */
 

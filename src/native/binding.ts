@@ -2,6 +2,7 @@
  * The whole native binding in one place: the only file that loads the `.node`.
  * Every verb the addon exports is declared here; optional verbs are marked optional.
  */
+import { constantMismatches, type NativeConstants } from './constants.js';
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -254,6 +255,8 @@ export interface NativeTierVerbs {
  * TypeScript tier to fall back to.
  */
 export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVerbs> {
+  /** The numbers TypeScript must agree on (src/native/constants.ts; checked at load). */
+  constants: NativeConstants;
   version(): string;
   /** Whether this build checks the native MT_ASSERT invariants (the debug build, native/build-debug). */
   debugAssertsEnabled(): boolean;
@@ -383,6 +386,9 @@ export function loadNative(): NativeBinding {
     }
   }
   const require = createRequire(import.meta.url);
-  cached = require(found) as NativeBinding;
+  const binding = require(found) as NativeBinding;
+  const mismatches = constantMismatches(binding.constants);
+  if (mismatches.length > 0) throw new NativeError(`${found}: the addon and TypeScript disagree (${mismatches.join('; ')}): a stale build; run \`npm run build\``);
+  cached = binding;
   return cached;
 }

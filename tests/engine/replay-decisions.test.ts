@@ -18,10 +18,12 @@
  *   - state across requests: the placement keeps its policy state (heat, ticks, residency)
  *             from request to request; a trace holds one request and its replay starts fresh.
  *             One request per engine here.
- *   - resync: after a refused, failed or dropped swap (and after fills or a resize) the
- *             placement rebuilds its policy's residency from the tier's; the replay never does.
- *             No failure is injected, the budget is not tuned, and the residency each step was
- *             given is compared, so a resync that changed the view mid-request fails the test.
+ *   - the tier's view: before each policy call the placement takes its residency from the
+ *             tier's expert states (src/engine/tier/placement.ts), so a refused, failed or
+ *             dropped swap (or fills, or a resize) shows in what the policy sees next; the
+ *             replay applies decisions as made. No failure is injected, the budget is not
+ *             tuned, and the residency each step was given is compared, so a view that differs
+ *             from the decisions applied fails the test.
  *   - replan's startPerCall: the engine's is the upload queue's room at each prefill layer,
  *             the CLI's replan starts 8; with 2 slots a layer plans at most 2 swaps, so neither
  *             room binds (checked per call). Its cap is min(24, nExpert) = 8 against the CLI's
@@ -111,7 +113,7 @@ describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s b
     const { nLayer: layers, nExpert: experts } = engine.hparams;
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false, traceRoutes: file })).toEqual(reference);
-      // No swap failed (a failure makes the placement resync its policy's view from the tier).
+      // No swap failed (a failure shows in the tier's states, which the replay would not know of).
       expect(engine.lastStats!.failedUploads).toBe(0);
       if (replanOn) {
         // Every layer's counts came through the eval's hook (a dropped post is replanned after the prefill, behind the layers that came).

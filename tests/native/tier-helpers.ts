@@ -89,5 +89,5 @@ export function range(n: number): Int32Array {
   return Int32Array.from({ length: n }, (_, i) => i);
 }
 
-/** tierRequestSwap's answers (native/tier/tier.h SwapCode). */
+/** tierRequestSwap's answers (native/include/mt_tier.h mt_tier_status). */
 export const TIER_SWAP_CODES = { ok: 0, notResident: -2, alreadyResident: -3 } as const;

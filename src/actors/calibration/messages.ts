@@ -48,7 +48,7 @@ export interface CalibrationSnapshot {
 }
 
 /** Fields per layer of a step's timing: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] (the eval's layerStats). */
-export const STEP_LAYER_FIELDS = 6;
+export { LAYER_STAT_FIELDS as STEP_LAYER_FIELDS } from '../../native/constants.js';
 
 /** One settled upload, as the tier reports it. */
 export interface StepUpload {
@@ -61,7 +61,7 @@ export interface StepUpload {
 }
 
 /**
- * What the actor receives on the step-report bus: one evaluation step's timing (or a request's
+ * What the calibration edge folds (the step pipeline's batch): one evaluation step's timing (or a request's
  * final poll, with no layer timing). The actor derives its samples from it (stepSamples).
  */
 export interface StepTimings {

@@ -59,8 +59,8 @@ export function residentSets(port: Pick<TierPort, 'nLayer' | 'nExpert' | 'reside
   });
 }
 
-/** Fields per layer of the eval's layerStats: [startNs, endNs, moeStartNs, moeEndNs, hits, misses]. */
-export const LAYER_STAT_FIELDS = 6;
+/** Fields per layer of the eval's layerStats (defined in src/native/constants.ts, checked against the addon). */
+export { LAYER_STAT_FIELDS } from '../../native/constants.js';
 
 /** What one step produced, for traces: the layer timing and the settled uploads. */
 export interface StepReport {

@@ -31,10 +31,10 @@
  * the tick decides is issued at its layer's next boundary, like any swap; placement never
  * changes tokens.
  */
-import { EMPTY, lastValueFrom, of, type OperatorFunction } from 'rxjs';
+import { EMPTY } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
-import { stepPipeline, type SettledStep, type StepStages } from '../../streams/step-pipeline.js';
+import { StepRunner, type SettledStep, type StepStages } from '../../streams/step-pipeline.js';
 import { moeNs, stepRingSlots } from '../../actors/layer-compute/logic.js';
 import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
 import type { TierPlacement } from './placement.js';
@@ -110,12 +110,12 @@ export class TierRequest {
       calibrate: tracing?.calibration.calibrate ?? (() => EMPTY),
       record: (u) => tracing?.calibration.record(u),
     };
-    this.pipeline = stepPipeline(this.stages);
+    this.steps = new StepRunner(this.stages);
   }
 
-  /** The stages of this request's steps (src/streams/step-pipeline.ts), and their pipeline (built once). */
+  /** The stages of this request's steps (src/streams/step-pipeline.ts), and their pipeline (subscribed once). */
   private readonly stages: StepStages<TierPoll>;
-  private readonly pipeline: OperatorFunction<EvaluateStep, SettledStep<TierPoll>>;
+  private readonly steps: StepRunner<TierPoll>;
 
   /** One step through the step pipeline; a throw in any stage rejects it. */
   async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array): Promise<void> {
@@ -127,7 +127,7 @@ export class TierRequest {
         this.placement.replanLayer(layer, counts);
       };
     }
-    await lastValueFrom(of(step).pipe(this.pipeline));
+    await this.steps.run(step);
   }
 
   /**
@@ -262,6 +262,8 @@ export class TierRequest {
         this.tracing?.calibration.fold(...timings);
       } catch (e) {
         failure = { error: e };
+      } finally {
+        this.steps.close();
       }
     }
     const decode = this.port.stats();

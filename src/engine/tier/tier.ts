@@ -20,6 +20,7 @@ import type { LfruParams } from '../../tiers/policies/lfru.js';
 import { startResidency } from '../../tiers/start.js';
 import { residentIds } from '../../tiers/residency.js';
 import { limits } from '../../core/limits.js';
+import { SLOT_ALIGN_BYTES } from '../../native/constants.js';
 import { mergeIntoHeatFile, readHeatFile } from '../heat-file.js';
 import type { LoadedModel } from '../load.js';
 import { expertContainerBytes } from './experts.js';
@@ -39,7 +40,6 @@ import { assert } from '../../core/assert.js';
 import { MoetierError, NativeError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
-const slotAlignBytes = 64; // native/backend/backend.h kSlotAlignBytes: the budget covers the slot stride
 
 export class EngineTier {
   private constructor(
@@ -60,7 +60,7 @@ export class EngineTier {
   static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
     const hp = model.hparams;
     const containerBytes = expertContainerBytes(model.file, hp);
-    const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / slotAlignBytes) * slotAlignBytes;
+    const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
     const backend = Backend.create(config.backend, config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes } : { budgetBytes });
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;

@@ -1,0 +1,26 @@
+/**
+ * Numbers TypeScript and the native code must agree on. Each is defined in C (the header named)
+ * and exported by the addon as `constants`; these are the TypeScript side's copies, which pure
+ * modules (the replay, the calibration logic) use without loading the addon. loadNative checks
+ * them against the addon's at load: a mismatch is a stale build, refused with a NativeError.
+ */
+
+/** Numbers per layer in an eval's layerStats: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] (mt_forward.h MT_LAYER_STATS_FIELDS). */
+export const LAYER_STAT_FIELDS = 6;
+/** A backend slot's stride is its bytes rounded up to this (mt_backend.h MT_BACKEND_SLOT_ALIGN_BYTES): the budget counts strides. */
+export const SLOT_ALIGN_BYTES = 64;
+/** Upload reports and evictions a tier keeps until polled (mt_tier.h MT_TIER_REPORTS_MAX). */
+export const TIER_REPORTS_MAX = 4096;
+
+export interface NativeConstants {
+  layerStatsFields: number;
+  slotAlignBytes: number;
+  tierReportsMax: number;
+}
+
+export const expectedNativeConstants: NativeConstants = { layerStatsFields: LAYER_STAT_FIELDS, slotAlignBytes: SLOT_ALIGN_BYTES, tierReportsMax: TIER_REPORTS_MAX };
+
+/** The names whose values differ between the addon and this build of TypeScript (empty: they agree). */
+export function constantMismatches(native: Partial<NativeConstants> | undefined): string[] {
+  return (Object.keys(expectedNativeConstants) as Array<keyof NativeConstants>).filter((k) => native?.[k] !== expectedNativeConstants[k]).map((k) => `${k}: addon ${native?.[k]}, TypeScript ${expectedNativeConstants[k]}`);
+}
