@@ -19,8 +19,12 @@ static void ReleaseMapping(MappedFile* m) {
   m->base = nullptr;
 }
 
+// The mapped file handle's type tag: another handle (a pool, a backend, a tier) is refused, not
+// read as a mapping.
+constexpr napi_type_tag kMappedFileTag = {0x6d6f6574696572ULL, 0x4d4150ULL};
+
 MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle) {
-  if (!handle.IsExternal()) {
+  if (!handle.IsExternal() || !handle.As<Napi::External<MappedFile>>().CheckTypeTag(&kMappedFileTag)) {
     mtjs::ThrowTypeError(env, "expected a mapped file handle");
     return nullptr;
   }
@@ -93,6 +97,7 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
     ReleaseMapping(mf);
     delete mf;
   });
+  handle.TypeTag(&kMappedFileTag);
   // The ArrayBuffer does not own the mapping; JS must not use it after unmapFile.
   auto buffer = Napi::ArrayBuffer::New(env, base, length);
   Napi::Object result = Napi::Object::New(env);

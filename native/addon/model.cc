@@ -38,11 +38,11 @@ struct Handle {
 template <class State>
 std::shared_ptr<State> Unwrap(Napi::Env env, Napi::Value v, const napi_type_tag& tag, const char* what) {
   if (!v.IsExternal() || !v.As<Napi::External<Handle<State>>>().CheckTypeTag(&tag)) {
-    Napi::TypeError::New(env, std::string("expected a ") + what + " handle").ThrowAsJavaScriptException();
+    mtjs::ThrowTypeError(env, std::string("expected a ") + what + " handle");
     return nullptr;
   }
   auto state = v.As<Napi::External<Handle<State>>>().Data()->state;
-  if (!state) Napi::Error::New(env, std::string(what) + " was already freed").ThrowAsJavaScriptException();
+  if (!state) mtjs::ThrowError(env, mtjs::kFreed, std::string(what) + " was already freed");
   return state;
 }
 
@@ -61,10 +61,7 @@ std::shared_ptr<ContextState> UnwrapContext(Napi::Env env, Napi::Value v) { retu
 
 namespace {
 
-Napi::Value Throw(Napi::Env env, const std::string& message) {
-  Napi::Error::New(env, message).ThrowAsJavaScriptException();
-  return env.Undefined();
-}
+Napi::Value Throw(Napi::Env env, const char* code, const std::string& message) { return mtjs::ThrowError(env, code, message); }
 
 Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -73,23 +70,23 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
                                info[0].As<Napi::External<void>>().CheckTypeTag(&kContextTag) ||
                                info[0].As<Napi::External<void>>().CheckTypeTag(&kTierTag) ||
                                info[0].As<Napi::External<void>>().CheckTypeTag(&kBackendTagOfModel))) {
-    Napi::TypeError::New(env, "createModel: expected a mapped file handle (got a model, context, tier or backend handle)").ThrowAsJavaScriptException();
+    mtjs::ThrowTypeError(env, "createModel: expected a mapped file handle (got a model, context, tier or backend handle)");
     return env.Undefined();
   }
   MappedFile* file = UnwrapMappedFile(env, info[0]);
   if (file == nullptr) return env.Undefined();
-  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, "createModel(file, desc): desc must be an object");
+  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, mtjs::kBadArgument, "createModel(file, desc): desc must be an object");
   Napi::Object desc = info[1].As<Napi::Object>();
   mt_hparams hp{};
   std::vector<std::string> names;
   std::vector<mt_tensor_desc> tensors;
   std::string err;
   if (!ReadHParams(desc.Get("hparams"), &hp, &err) || !ReadTensors(desc.Get("tensors"), &names, &tensors, &err))
-    return Throw(env, "createModel: " + err);
+    return Throw(env, mtjs::kBadArgument, "createModel: " + err);
   char message[512] = "";
   mt_model* model = mt_model_create(&hp, tensors.data(), int32_t(tensors.size()), static_cast<const uint8_t*>(file->base),
                                     file->length, message, sizeof message);
-  if (model == nullptr) return Throw(env, std::string("createModel: ") + message);
+  if (model == nullptr) return Throw(env, mtjs::kBadArgument, std::string("createModel: ") + message);
   auto state = std::make_shared<ModelState>();
   state->model = model;
   state->file = file;
@@ -102,15 +99,15 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto model = Unwrap<ModelState>(env, info[0], kModelTag, "model");
   if (!model) return env.Undefined();
-  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, "createContext(model, { nCtx, threads })");
+  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, mtjs::kBadArgument, "createContext(model, { nCtx, threads })");
   Napi::Object options = info[1].As<Napi::Object>();
   int32_t n_ctx = 0, threads = 0;
   std::string err;
   if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err))
-    return Throw(env, "createContext: " + err);
+    return Throw(env, mtjs::kBadArgument, "createContext: " + err);
   char message[512] = "";
   mt_context* ctx = mt_context_create(model->model, n_ctx, threads, message, sizeof message);
-  if (ctx == nullptr) return Throw(env, std::string("createContext: ") + message);
+  if (ctx == nullptr) return Throw(env, mtjs::kBadArgument, std::string("createContext: ") + message);
   auto state = std::make_shared<ContextState>();
   state->model = model;
   state->ctx = ctx;
@@ -186,12 +183,12 @@ Napi::Value EvalSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   EvalCall call;
   std::string err;
-  if (!PrepareEval(info, false, &call, &err)) return err.empty() ? env.Undefined() : Throw(env, err);
+  if (!PrepareEval(info, false, &call, &err)) return err.empty() ? env.Undefined() : Throw(env, mtjs::kBadArgument, err);
   char message[512] = "";
   call.state->busy = true;
   const int rc = mt_eval(call.state->ctx, &call.args, message, sizeof message);
   call.state->busy = false;
-  if (rc != 0) return Throw(env, std::string("eval: ") + message);
+  if (rc != 0) return Throw(env, mtjs::kEvalFailed, std::string("eval: ") + message);
   return env.Undefined();
 }
 
@@ -316,7 +313,7 @@ Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
   if (!PrepareEval(info, true, &call, &err)) {
     Napi::Value error = env.Undefined();
     if (env.IsExceptionPending()) error = env.GetAndClearPendingException().Value();
-    else error = Napi::Error::New(env, err).Value();
+    else error = mtjs::New(env, mtjs::Kind::kError, mtjs::kBadArgument, err).Value();
     deferred.Reject(error);
     return deferred.Promise();
   }
@@ -328,7 +325,7 @@ Napi::Value FreeContext(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto state = Unwrap<ContextState>(env, info[0], kContextTag, "context");
   if (!state) return env.Undefined();
-  if (state->busy) return Throw(env, "freeContext: an eval is running on this context; await it first");
+  if (state->busy) return Throw(env, mtjs::kBusy, "freeContext: an eval is running on this context; await it first");
   info[0].As<Napi::External<Handle<ContextState>>>().Data()->state.reset();
   return env.Undefined();
 }
@@ -338,7 +335,7 @@ Napi::Value FreeModel(const Napi::CallbackInfo& info) {
   auto state = Unwrap<ModelState>(env, info[0], kModelTag, "model");
   if (!state) return env.Undefined();
   if (state->contexts > 0)
-    return Throw(env, "freeModel: " + std::to_string(state->contexts) + " context(s) still use this model; free them first");
+    return Throw(env, mtjs::kBusy, "freeModel: " + std::to_string(state->contexts) + " context(s) still use this model; free them first");
   info[0].As<Napi::External<Handle<ModelState>>>().Data()->state.reset();
   return env.Undefined();
 }

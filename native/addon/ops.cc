@@ -187,8 +187,12 @@ struct PoolBox {
   mt_pool* pool;
 };
 
+// The pool handle's type tag: another handle (a backend, a tier, a mapped file) is refused, not
+// read as a pool.
+constexpr napi_type_tag kPoolTag = {0x6d6f6574696572ULL, 0x504f4f4cULL};
+
 mt_pool* ArgPool(const Napi::CallbackInfo& info, const char* verb) {
-  if (info.Length() < 1 || !info[0].IsExternal()) {
+  if (info.Length() < 1 || !info[0].IsExternal() || !info[0].As<Napi::External<PoolBox>>().CheckTypeTag(&kPoolTag)) {
     Throw(info.Env(), false, std::string(verb) + ": pool: expected a pool handle from createPool");
     return nullptr;
   }
@@ -208,10 +212,12 @@ Napi::Value CreatePool(const Napi::CallbackInfo& info) {
     return mtjs::ThrowError(info.Env(), mtjs::kNoThreads, "createPool: could not start " + std::to_string(threads) + " threads");
   }
   mt_pool_set_spin_us(pool, (int)spin_us);
-  return Napi::External<PoolBox>::New(info.Env(), new PoolBox{pool}, [](Napi::Env, PoolBox* box) {
+  auto handle = Napi::External<PoolBox>::New(info.Env(), new PoolBox{pool}, [](Napi::Env, PoolBox* box) {
     mt_pool_destroy(box->pool);
     delete box;
   });
+  handle.TypeTag(&kPoolTag);
+  return handle;
 }
 
 Napi::Value FreePool(const Napi::CallbackInfo& info) {

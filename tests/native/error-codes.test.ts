@@ -30,6 +30,26 @@ const m = tinyModel('Q8_0');
 afterAll(() => m.close());
 
 describe('native error codes', () => {
+  it('a handle of another kind is refused, not read as a pool or a mapping', () => {
+    const b = native.createBackend('cpu', { budgetBytes: 1 << 16 });
+    try {
+      expectCode(thrown(() => native.poolCheck(b as never, 1)), TypeError, 'MT_BAD_ARGUMENT');
+      expectCode(thrown(() => native.freePool(b as never)), TypeError, 'MT_BAD_ARGUMENT');
+      expectCode(thrown(() => native.unmapFile(b as never)), TypeError, 'MT_BAD_ARGUMENT');
+    } finally {
+      native.destroyBackend(b);
+    }
+  });
+
+  it('model and context verbs: MT_BAD_ARGUMENT, MT_BUSY, MT_FREED', () => {
+    expectCode(thrown(() => native.createContext(m.handle, { nCtx: 0, threads: 1 })), Error, 'MT_BAD_ARGUMENT');
+    expectCode(thrown(() => native.createContext(1 as never, { nCtx: 8, threads: 1 })), TypeError, 'MT_BAD_ARGUMENT');
+    const ctx = native.createContext(m.handle, { nCtx: 8, threads: 1 });
+    expectCode(thrown(() => native.freeModel(m.handle)), Error, 'MT_BUSY'); // a context still uses it
+    native.freeContext(ctx);
+    expectCode(thrown(() => native.freeContext(ctx)), Error, 'MT_FREED');
+  });
+
   it('a bad argument: MT_BAD_ARGUMENT, as a TypeError or a RangeError', () => {
     expectCode(thrown(() => native.createBackend('gpu' as never, { budgetBytes: 1 })), TypeError, 'MT_BAD_ARGUMENT');
     expectCode(thrown(() => native.createPool(0)), RangeError, 'MT_BAD_ARGUMENT');
@@ -105,9 +125,7 @@ describe('native error codes', () => {
 });
 
 describe('native throw sites', () => {
-  // model.cc's other verbs (createModel, createContext, evalSync, free*) are being rewritten
-  // (issue 11) and still throw without a code; its eval worker already uses errors.h.
-  const uncoded = new Set(['model.cc']);
+  const uncoded = new Set<string>();
 
   it('create every error through native/addon/errors.h', () => {
     const dir = path.resolve(import.meta.dirname, '../../native/addon');

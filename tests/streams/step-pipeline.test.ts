@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { StepTimings } from '../../src/actors/calibration/messages.js';
 import type { EvaluateStep, LayerStepReport } from '../../src/actors/layer-compute/messages.js';
 import { calibrationUpdates } from '../../src/streams/calibration.js';
-import { batchEdge, evaluateEdge, placementEdge, settleEdge, stepPipeline, type SettledStep, type StepStages } from '../../src/streams/step-pipeline.js';
+import { batchEdge, evaluateEdge, placementEdge, settleEdge, stepPipeline, StepRunner, type SettledStep, type StepStages } from '../../src/streams/step-pipeline.js';
 import type { Decision } from '../../src/tiers/types.js';
 import { initialCalibration } from '../../src/actors/calibration/logic.js';
 
@@ -150,5 +150,32 @@ describe('the whole step pipeline', () => {
     calls.length = 0;
     await expect(new Promise((resolve, reject) => of(step(9)).pipe(stepPipeline(stages)).subscribe({ complete: () => resolve(undefined), error: reject }))).rejects.toBe(boom);
     expect(calls).toEqual([]);
+  });
+});
+
+describe('StepRunner (one subscription per request)', () => {
+  it('resolves each step with its settled report; an error rejects that step and every later one', async () => {
+    let fail = false;
+    const stages: StepStages = {
+      evaluate: (s) => of(report(s.position)),
+      settle: () => ({ uploads: [], evicted: [] }),
+      rebuild: () => undefined,
+      observe: () => {
+        if (fail) throw boom;
+      },
+      decide: () => [],
+      issue: () => undefined,
+      batch: () => [],
+      calibrate: () => EMPTY,
+      record: () => undefined,
+    };
+    const runner = new StepRunner(stages);
+    expect((await runner.run(step(1))).report.position).toBe(1);
+    expect((await runner.run(step(2))).report.position).toBe(2);
+    fail = true;
+    await expect(runner.run(step(3))).rejects.toBe(boom);
+    fail = false;
+    await expect(runner.run(step(4))).rejects.toBe(boom); // the request is over
+    runner.close();
   });
 });
