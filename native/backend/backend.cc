@@ -4,6 +4,7 @@
 #include <cstring>
 #include <ctime>
 #include "backend.h"
+#include "mt_clock.h"
 
 namespace mt {
 
@@ -23,11 +24,7 @@ bool copy_pieces(const UploadJob& job) {
   return at == job.bytes;
 }
 
-int64_t monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t monotonic_ns() { return mt_monotonic_ns(); }
 
 namespace {
 

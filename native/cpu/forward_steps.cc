@@ -10,21 +10,15 @@
 //
 // Without a source the stamps are CLOCK_MONOTONIC ns; with one they are its clock (the fake
 // backend's virtual compute clock, so layer intervals and upload intervals share one clock).
-#include <ctime>
 #include "forward.h"
+#include "mt_clock.h"
 
 namespace mt {
 namespace {
 
-int64_t monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 int64_t stamp(const Pass& p, uint64_t work_bytes) {
   const mt_expert_source* s = p.experts;
-  return s != nullptr ? s->stamp(s->self, p.layer, work_bytes) : monotonic_now();
+  return s != nullptr ? s->stamp(s->self, p.layer, work_bytes) : mt_monotonic_ns();
 }
 
 uint64_t matrix_bytes(const Matrix& m) { return m.data != nullptr ? uint64_t(m.rows) * m.row_bytes : 0; }

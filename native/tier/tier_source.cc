@@ -15,23 +15,17 @@
 // post (tier_issuer.cc).
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
+#include "mt_clock.h"
 #include "tier.h"
 
 namespace mt {
 namespace {
 
-int64_t monotonic_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 mt_tier& tier_of(void* self) { return *static_cast<mt_tier*>(self); }
 
 int64_t stamp(void* self, int32_t layer, uint64_t work_bytes) {
   mt_tier& t = tier_of(self);
-  if (!t.virtual_clock) return monotonic_now();
+  if (!t.virtual_clock) return mt_monotonic_ns();
   mt_event_id event = 0;
   mt_event_info info{};
   if (mt_backend_compute_record(t.backend, layer, work_bytes, &event, nullptr, 0) != MT_BACKEND_OK ||
@@ -56,12 +50,12 @@ void layer_begin(void* self, int32_t layer) {
 
 // The layer's routed rows per expert to the eval's hook (a non-blocking post); its cost is timed.
 void post_counts(mt_tier& t, int32_t layer, const mt_expert_binding* runs, int32_t n_runs) {
-  const int64_t t0 = monotonic_now();
+  const int64_t t0 = mt_monotonic_ns();
   std::fill(t.hook_counts.begin(), t.hook_counts.end(), 0);
   for (int32_t i = 0; i < n_runs; i++) t.hook_counts[size_t(runs[i].expert)] = runs[i].rows;
   t.hook_fn(t.hook_user, layer, t.hook_counts.data(), t.n_expert);
   t.hook_calls.fetch_add(1, std::memory_order_relaxed);
-  t.hook_ns.fetch_add(uint64_t(monotonic_now() - t0), std::memory_order_relaxed);
+  t.hook_ns.fetch_add(uint64_t(mt_monotonic_ns() - t0), std::memory_order_relaxed);
 }
 
 // A Q8_0 host copy: gate [nFf, nEmbd] | up [nFf, nEmbd] | down [nEmbd, nFf], back to back.

@@ -18,6 +18,7 @@
 //             check, so a boundary it reaches late (compute is on the layer again) waits too.
 #include <algorithm>
 #include <ctime>
+#include "mt_clock.h"
 #include "tier.h"
 
 namespace mt {
@@ -148,9 +149,7 @@ int64_t tier_now(mt_tier& t, int32_t label) {
       return info.start_ns;
     return 0;
   }
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return mt_monotonic_ns();
 }
 
 void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote) {
