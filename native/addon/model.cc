@@ -95,6 +95,25 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   return Wrap(env, std::move(state), kModelTag);
 }
 
+// contextBytes(model, { nCtx, threads }) -> { kvBytes, scratchBytes }: what createContext would allocate.
+Napi::Value ContextBytes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto model = UnwrapModel(env, info[0]);
+  if (!model) return env.Undefined();
+  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, mtjs::kBadArgument, "contextBytes(model, { nCtx, threads })");
+  Napi::Object options = info[1].As<Napi::Object>();
+  int32_t n_ctx = 0, threads = 0;
+  std::string err;
+  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err)) return Throw(env, mtjs::kBadArgument, "contextBytes: " + err);
+  size_t kv = 0, scratch = 0;
+  if (mt_context_bytes(model->model, n_ctx, threads, &kv, &scratch) != 0)
+    return Throw(env, mtjs::kBadArgument, "contextBytes: nCtx: expected 1..1048576 and threads 1..64");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("kvBytes", double(kv));
+  out.Set("scratchBytes", double(scratch));
+  return out;
+}
+
 Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto model = Unwrap<ModelState>(env, info[0], kModelTag, "model");
@@ -345,6 +364,7 @@ Napi::Value FreeModel(const Napi::CallbackInfo& info) {
 void RegisterModel(Napi::Env env, Napi::Object exports) {
   exports.Set("createModel", Napi::Function::New(env, CreateModel));
   exports.Set("createContext", Napi::Function::New(env, CreateContext));
+  exports.Set("contextBytes", Napi::Function::New(env, ContextBytes));
   exports.Set("evalSync", Napi::Function::New(env, EvalSync));
   exports.Set("evalAsync", Napi::Function::New(env, EvalAsync));
   exports.Set("freeContext", Napi::Function::New(env, FreeContext));

@@ -77,6 +77,21 @@ void layout(mt_context* c, Carver& a) {
 
 }  // namespace
 
+extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_threads, size_t* kv_bytes, size_t* scratch_bytes) {
+  if (n_ctx < 1 || n_ctx > (1 << 20) || n_threads < 1 || n_threads > 64) return -1;
+  mt_context c;  // measured only: the layout with no base writes null pointers
+  c.model = model;
+  c.n_ctx = n_ctx;
+  c.n_threads = n_threads;
+  c.rows_max = std::min(n_ctx, mt::kChunkRowsMax);
+  Carver measure;
+  layout(&c, measure);
+  const mt_hparams& hp = model->hp;
+  *kv_bytes = 2 * size_t(hp.n_layer) * size_t(n_ctx) * size_t(hp.n_head_kv) * size_t(hp.head_dim) * sizeof(float);
+  *scratch_bytes = measure.offset + 64 - *kv_bytes;
+  return 0;
+}
+
 extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err, size_t err_bytes) {
   if (n_ctx < 1 || n_ctx > (1 << 20)) {
     std::snprintf(err, err_bytes, "nCtx: expected 1..%d (got %d)", 1 << 20, n_ctx);

@@ -101,6 +101,9 @@ int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_expert
 /* n_threads compute threads (the caller of mt_eval is one of them). */
 mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err, size_t err_bytes);
 void mt_context_free(mt_context* ctx);
+/* What mt_context_create(model, n_ctx, n_threads) allocates, without allocating it: the f32 KV
+ * cache and everything else (scratch for one chunk, alignment). 0, or -1 for a bad n_ctx / n_threads. */
+int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_threads, size_t* kv_bytes, size_t* scratch_bytes);
 int32_t mt_context_n_ctx(const mt_context* ctx);
 
 /* Numbers per layer in mt_eval_args.layer_stats (the addon exports it; TypeScript reads it). */

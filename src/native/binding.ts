@@ -333,6 +333,8 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
 
   /** A model over a mapped file: validates every tensor's extent against the mapping. */
   createModel(file: MappedFileHandle, desc: NativeModelDesc): NativeModelHandle;
+  /** What createContext would allocate for these options, without allocating: the f32 KV cache and the rest (scratch). */
+  contextBytes(model: NativeModelHandle, options: { nCtx: number; threads: number }): { kvBytes: number; scratchBytes: number };
   /** A KV cache of nCtx tokens and a pool of `threads` compute threads. */
   createContext(model: NativeModelHandle, options: { nCtx: number; threads: number }): NativeContextHandle;
   /** Run tokens at positions [pos, pos + n) off the event loop; logits for the last row (or all). */
