@@ -22,6 +22,7 @@ import { checkModelFile } from './model-pin.js';
 import { typedEvalError } from '../native/eval-errors.js';
 import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
 import { RouteLog } from './tier/route-log.js';
+import type { TraceGeometry } from '../routes/types.js';
 import type { TierStats } from './tier/port.js';
 import type { TierRequest } from './tier/request.js';
 import { EngineTier } from './tier/tier.js';
@@ -158,6 +159,12 @@ class NativeEngine implements Engine {
   }
 
   /** gen_ai.request.model of this engine's requests. */
+  /** The expert geometry a route trace's header carries (replay prices the trace from it). */
+  private traceGeometry(): TraceGeometry | undefined {
+    const gate = this.model.file.tensors.get('blk.0.ffn_gate_exps.weight');
+    return gate ? { hidden: this.hparams.nEmbd, expertFfn: this.hparams.nFfExp, expertType: gate.type } : undefined;
+  }
+
   private get name(): string {
     return modelName(this.model.path, this.model.file.metadata.get('general.name'));
   }
@@ -328,7 +335,7 @@ class NativeEngine implements Engine {
       const heatFileError = log ? this.tier!.mergeHeat(log.rows()) : undefined;
       if (heatFileError) stats.heatFileError = heatFileError;
     }
-    if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path);
+    if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path, undefined, this.traceGeometry());
   }
 
   get tierKind(): 'native' | undefined {

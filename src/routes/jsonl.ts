@@ -10,7 +10,7 @@
  * any order (a prefill is recorded layer by layer, a decode token by token).
  * Every (phase, step) must end up with exactly one record per layer.
  */
-import type { Phase, RouteStep, Trace, TraceHeader } from './types.js';
+import type { Phase, RouteStep, Trace, TraceGeometry, TraceHeader } from './types.js';
 import { TraceFormatError } from './errors.js';
 
 export const traceFormatName = 'moetier-routes';
@@ -20,10 +20,10 @@ export const traceFormatVersion = 1;
 export const traceLimits = { layersMax: 1024, expertsMax: 65536, topKMax: 256 } as const;
 
 export function headerLine(h: TraceHeader): string {
-  const { model, layers, experts, topK, rankOrder, promptId, prompt } = h;
+  const { model, layers, experts, topK, rankOrder, promptId, prompt, geometry } = h;
   return JSON.stringify({
     type: 'header', format: traceFormatName, version: traceFormatVersion,
-    model, layers, experts, topK, rankOrder, promptId, prompt,
+    model, layers, experts, topK, rankOrder, promptId, prompt, geometry,
   });
 }
 
@@ -117,7 +117,18 @@ function readHeader(rec: Json, file: string, line: number): TraceHeader {
   const h: TraceHeader = { model: rec.model, layers, experts, topK, rankOrder: rec.rankOrder !== false };
   if (typeof rec.promptId === 'string') h.promptId = rec.promptId;
   if (typeof rec.prompt === 'string') h.prompt = rec.prompt;
+  if (rec.geometry !== undefined) h.geometry = readGeometry(rec.geometry, file, line);
   return h;
+}
+
+/** The optional header field "geometry": { hidden, expertFfn, expertType }. */
+function readGeometry(v: unknown, file: string, line: number): TraceGeometry {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new TraceFormatError(file, line, 'field "geometry"', 'an object { hidden, expertFfn, expertType }');
+  const g = v as Json;
+  const hidden = intField(g, 'hidden', 1, 1 << 20, file, line);
+  const expertFfn = intField(g, 'expertFfn', 1, 1 << 20, file, line);
+  if (typeof g.expertType !== 'string' || !/^[A-Z0-9_]{2,12}$/.test(g.expertType)) throw new TraceFormatError(file, line, 'field "geometry.expertType"', 'a GGML type name such as Q8_0');
+  return { hidden, expertFfn, expertType: g.expertType };
 }
 
 /** Checks one layer's expert list: topK distinct ids in [0, experts). */

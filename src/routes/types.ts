@@ -19,6 +19,20 @@ export interface TraceHeader {
   prompt?: string;
   /** False when the ids of a layer are sorted rather than in router rank order. */
   rankOrder: boolean;
+  /**
+   * The recording model's expert geometry, when the recorder knew it (the engine writes it):
+   * replay prices a trace of a model it has no named geometry for from these.
+   */
+  geometry?: TraceGeometry;
+}
+
+export interface TraceGeometry {
+  /** nEmbd. */
+  hidden: number;
+  /** nFfExp: one expert's FFN width. */
+  expertFfn: number;
+  /** The container type of the expert tensors (a GGML type name: Q8_0, Q4_0, F16, ...). */
+  expertType: string;
 }
 
 export type Phase = 'prefill' | 'decode';

@@ -79,6 +79,31 @@ export function geometryByName(name: string): ModelGeometry | undefined {
   return geometries.find((g) => g.name === n || g.aliases.includes(n));
 }
 
+/** Block layouts of the GGML types a trace's expertType may name (weights per block, bytes per block). */
+const ggmlQuants: Record<string, Quant> = {
+  F32: { name: 'F32', blockElements: 1, blockBytes: 4 },
+  F16: { name: 'F16', blockElements: 1, blockBytes: 2 },
+  BF16: { name: 'BF16', blockElements: 1, blockBytes: 2 },
+  Q8_0: { name: 'Q8_0', blockElements: 32, blockBytes: 34 },
+  Q4_0: { name: 'Q4_0', blockElements: 32, blockBytes: 18 },
+  Q4_K: quants.Q4_K,
+};
+
+/**
+ * The geometry a trace's header carries (the engine writes it: src/routes/types.ts TraceGeometry),
+ * for a model with no named geometry (a synthetic preset, a model given by the user). undefined
+ * when the header has none or names a type this table does not know.
+ */
+export function geometryFromTrace(h: { model: string; layers: number; experts: number; topK: number; geometry?: { hidden: number; expertFfn: number; expertType: string } }): ModelGeometry | undefined {
+  const g = h.geometry;
+  const deviceQuant = g ? ggmlQuants[g.expertType] : undefined;
+  if (!g || !deviceQuant) return undefined;
+  return {
+    name: h.model, aliases: [], layers: h.layers, experts: h.experts, topK: h.topK, hidden: g.hidden, expertFfn: g.expertFfn,
+    deviceQuant, hostQuant: quants.INT8_G32, note: "from the trace's header (the recording engine's model)",
+  };
+}
+
 export function requireGeometry(name: string, option = 'geometry'): ModelGeometry {
   const g = geometryByName(name);
   if (!g) throw new InvalidOptionError(option, `one of ${geometries.map((x) => x.name).join(', ')}`, name);

@@ -6,7 +6,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { readTraces } from '../routes/load.js';
 import type { Trace } from '../routes/types.js';
 import { costDefaults, type CostParams, type Offload } from './cost.js';
-import { geometryByName, requireGeometry } from './geometry.js';
+import { geometryByName, geometryFromTrace, requireGeometry } from './geometry.js';
 import { policyByName, policyNames } from './policies/index.js';
 import { replay } from './replay.js';
 import { toRow, type ReplayRow } from './report/rows.js';
@@ -40,7 +40,9 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
   });
   const rows: ReplayRow[] = [];
   for (const trace of traces) {
-    const g = requireGeometry(o.geometry ?? trace.header.model, o.geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known)`);
+    // --geometry, else the trace's model by name, else the geometry its header carries.
+    const fromHeader = o.geometry || geometryByName(trace.header.model) ? undefined : geometryFromTrace(trace.header);
+    const g = fromHeader ?? requireGeometry(o.geometry ?? trace.header.model, o.geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known and its header carries no geometry)`);
     // The byte and cost figures come from g: a trace of another shape would be priced as a model it is not.
     if (trace.header.layers !== g.layers || trace.header.experts !== g.experts) {
       throw new InvalidOptionError(o.geometry ? '--geometry' : '--trace',

@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { HParams } from '../../model/types.js';
+import type { TraceGeometry } from '../../routes/types.js';
 import { formatTraceJsonl } from '../../routes/jsonl.js';
 import type { RouteStep } from '../../routes/types.js';
 
@@ -51,9 +52,10 @@ export class RouteLog {
     return [...this.steps('prefill'), ...this.steps('decode')].map((s) => s.layers);
   }
 
-  write(file: string, model: string, prompt?: string): void {
+  /** geometry: the model's expert geometry, written into the header so replay can price the trace. */
+  write(file: string, model: string, prompt?: string, geometry?: TraceGeometry): void {
     const { nLayer, nExpert, nExpertUsed } = this.hp;
-    const header = { model: path.basename(model), layers: nLayer, experts: nExpert, topK: nExpertUsed, rankOrder: true, promptId: 'p0', prompt };
+    const header = { model: path.basename(model), layers: nLayer, experts: nExpert, topK: nExpertUsed, rankOrder: true, promptId: 'p0', prompt, ...(geometry ? { geometry } : {}) };
     writeFileSync(file, formatTraceJsonl([{ source: file, header, prefill: this.steps('prefill'), decode: this.steps('decode') }]));
   }
 }
