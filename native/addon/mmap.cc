@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 #include "errors.h"
 #include "registry.h"
 
@@ -119,7 +120,53 @@ static Napi::Value UnmapFile(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// mappedResidency(handle, offset = 0, length = the rest) -> { pages, resident, pageBytes }: how
+// many pages of the range the page cache holds (mincore on the file's mapping), to check that a
+// tier reading experts from the file never brings them in through the mapping (issue 12), and how
+// much of a model the page cache holds. Reading it does not change it.
+Napi::Value MappedResidency(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MappedFile* m = UnwrapMappedFile(env, info[0]);
+  if (m == nullptr) return env.Undefined();
+  const double offset = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 0;
+  const double length = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : double(m->length) - offset;
+  if (!(offset >= 0 && length >= 0 && offset + length <= double(m->length) && offset == double(size_t(offset)) && length == double(size_t(length))))
+    return mtjs::ThrowRangeError(env, "mappedResidency: offset, length: expected a range inside the mapping of " + std::to_string(m->length) + " bytes");
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t from = size_t(offset) / page * page, to = (size_t(offset) + size_t(length) + page - 1) / page * page;
+  const size_t pages = (to - from) / page;
+  std::vector<unsigned char> vec(pages);
+  if (pages > 0 && mincore(static_cast<uint8_t*>(m->base) + from, to - from, vec.data()) != 0)
+    return mtjs::ThrowError(env, mtjs::kIo, std::string("mappedResidency: mincore: ") + std::strerror(errno));
+  size_t resident = 0;
+  for (unsigned char v : vec) resident += v & 1;
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("pages", double(pages));
+  out.Set("resident", double(resident));
+  out.Set("pageBytes", double(page));
+  return out;
+}
+
+// dropFileCache(path): the file's clean pages leave the page cache (fdatasync, then
+// posix_fadvise DONTNEED on the whole file). For benchmarks that start cold without dropping
+// every cache on the machine, and for tests of mappedResidency. Pages mapped and locked by
+// someone may stay.
+Napi::Value DropFileCache(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) return mtjs::ThrowTypeError(env, "dropFileCache(path): path must be a string");
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return mtjs::ThrowError(env, mtjs::kIo, "dropFileCache: " + path + ": " + std::strerror(errno));
+  fdatasync(fd);
+  const int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+  if (rc != 0) return mtjs::ThrowError(env, mtjs::kIo, "dropFileCache: " + path + ": posix_fadvise: " + std::strerror(rc));
+  return env.Undefined();
+}
+
 void RegisterMmap(Napi::Env env, Napi::Object exports) {
+  exports.Set("dropFileCache", Napi::Function::New(env, DropFileCache));
   exports.Set("mapFile", Napi::Function::New(env, MapFile));
+  exports.Set("mappedResidency", Napi::Function::New(env, MappedResidency));
   exports.Set("unmapFile", Napi::Function::New(env, UnmapFile));
 }

@@ -270,6 +270,10 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
   /** fd: the open file, kept until unmapFile (identity and size checks, the rebuild workers' pinned path). */
   mapFile(filePath: string): { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
   unmapFile(handle: MappedFileHandle): void;
+  /** The file's clean pages leave the page cache (fdatasync + posix_fadvise DONTNEED): a cold start for one file. */
+  dropFileCache(path: string): void;
+  /** Pages of [offset, offset + length) of the mapped file that the page cache holds (mincore); the whole file by default. */
+  mappedResidency(handle: MappedFileHandle, offset?: number, length?: number): { pages: number; resident: number; pageBytes: number };
 
   /** Kernel path control (tests and benches). */
   isaBest(): number;
