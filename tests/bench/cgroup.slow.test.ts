@@ -5,6 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+// @ts-expect-error: bench/lib is plain JavaScript without declarations
 import { cgroupCommand, createMemoryCgroup, memoryCgroupSupport } from '../../bench/lib/cgroup.mjs';
 
 const why: string | undefined = memoryCgroupSupport();
