@@ -89,6 +89,21 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   fcntl(fd, F_SETFD, FD_CLOEXEC);  // pinned for this process only: children do not inherit it
+  // { access: 'random' }: no readahead around faults, so reading the header (or one expert)
+  // through the mapping brings in the pages read and no neighbours (a tier that reads experts
+  // from the file must not find the page cache filling with them behind its back).
+  if (info.Length() > 1 && info[1].IsObject()) {
+    Napi::Value access = info[1].As<Napi::Object>().Get("access");
+    if (!access.IsUndefined()) {
+      const std::string a = access.IsString() ? access.As<Napi::String>().Utf8Value() : "";
+      if (a != "random" && a != "normal") {
+        munmap(base, length);
+        close(fd);
+        return mtjs::ThrowTypeError(env, "mapFile: options.access: expected 'normal' or 'random'");
+      }
+      if (a == "random") madvise(base, length, MADV_RANDOM);
+    }
+  }
   TrapSigbusOnce();
   auto* m = new MappedFile();
   m->base = base;

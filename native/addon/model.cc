@@ -84,8 +84,10 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   if (!ReadHParams(desc.Get("hparams"), &hp, &err) || !ReadTensors(desc.Get("tensors"), &names, &tensors, &err))
     return Throw(env, mtjs::kBadArgument, "createModel: " + err);
   char message[512] = "";
-  mt_model* model = mt_model_create(&hp, tensors.data(), int32_t(tensors.size()), static_cast<const uint8_t*>(file->base),
-                                    file->length, message, sizeof message);
+  // desc.ownDense: dense tensors are read from the file into the model's own memory (mt_forward.h).
+  const int dense_fd = desc.Get("ownDense").ToBoolean().Value() ? file->fd : -1;
+  mt_model* model = mt_model_create_owned(&hp, tensors.data(), int32_t(tensors.size()), static_cast<const uint8_t*>(file->base),
+                                          file->length, dense_fd, message, sizeof message);
   if (model == nullptr) return Throw(env, mtjs::kBadArgument, std::string("createModel: ") + message);
   auto state = std::make_shared<ModelState>();
   state->model = model;
@@ -93,6 +95,13 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   file->users++;
   state->file_ref = Napi::Reference<Napi::Value>::New(info[0], 1);
   return Wrap(env, std::move(state), kModelTag);
+}
+
+// modelOwnedDenseBytes(model) -> bytes of dense tensors held in the model's own memory (ownDense).
+Napi::Value ModelOwnedDenseBytes(const Napi::CallbackInfo& info) {
+  auto model = UnwrapModel(info.Env(), info[0]);
+  if (!model) return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), double(mt_model_owned_dense_bytes(model->model)));
 }
 
 // contextBytes(model, { nCtx, threads }) -> { kvBytes, scratchBytes }: what createContext would allocate.
@@ -365,6 +374,7 @@ void RegisterModel(Napi::Env env, Napi::Object exports) {
   exports.Set("createModel", Napi::Function::New(env, CreateModel));
   exports.Set("createContext", Napi::Function::New(env, CreateContext));
   exports.Set("contextBytes", Napi::Function::New(env, ContextBytes));
+  exports.Set("modelOwnedDenseBytes", Napi::Function::New(env, ModelOwnedDenseBytes));
   exports.Set("evalSync", Napi::Function::New(env, EvalSync));
   exports.Set("evalAsync", Napi::Function::New(env, EvalAsync));
   exports.Set("freeContext", Napi::Function::New(env, FreeContext));

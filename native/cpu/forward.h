@@ -83,6 +83,9 @@ struct mt_model {
   const float* output_norm = nullptr;
   std::vector<mt::LayerWeights> layers;
   std::vector<std::unique_ptr<float[]>> owned;  // the f32 copies the pointers above use
+  // With a dense fd (mt_model_create_owned): the dense matrices' own copies, read with pread.
+  std::vector<std::unique_ptr<uint8_t, mt::FreeDeleter>> owned_dense;
+  uint64_t owned_dense_bytes = 0;
   std::vector<double> inv_freq;                 // RoPE: ropeBase^(-2i/headDim), [headDim/2]
 };
 

@@ -1,7 +1,11 @@
 // mt_model_create: checks every tensor the architecture needs (name, dims, type, extent
 // inside the mapping) and builds the per-layer views. A bad desc is an error message,
 // never a read outside the mapping.
+#include <fcntl.h>
+#include <unistd.h>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -24,7 +28,9 @@ std::string dims_text(const int64_t* dims, int n) {
 
 class Builder {
  public:
-  Builder(mt_model* m, const mt_tensor_desc* tensors, int32_t n_tensors) : m_(m) {
+  // dense_fd >= 0: dense tensors (everything but the routed experts) are read from that file
+  // descriptor into the model's own memory, so their pages of the mapping are never touched.
+  Builder(mt_model* m, const mt_tensor_desc* tensors, int32_t n_tensors, int dense_fd) : m_(m), dense_fd_(dense_fd) {
     for (int32_t i = 0; i < n_tensors; i++)
       if (tensors[i].name != nullptr) by_name_[tensors[i].name] = &tensors[i];
   }
@@ -36,7 +42,7 @@ class Builder {
     const mt_tensor_desc* d = find(name, want, 2);
     if (d == nullptr || !check_type(name, d->type, cols)) return false;
     *out = Matrix{nullptr, d->type, rows, cols, mt_row_bytes(d->type, cols)};
-    out->data = extent(name, d, out->row_bytes, rows);
+    out->data = dense(name, extent(name, d, out->row_bytes, rows), out->row_bytes * size_t(rows));
     return out->data != nullptr;
   }
 
@@ -57,7 +63,7 @@ class Builder {
     const mt_tensor_desc* d = find(name, want, 1);
     if (d == nullptr) return false;
     if (!is_float_type(d->type)) return fail(name, "type F32, F16 or BF16 (got type id " + std::to_string(d->type) + ")");
-    const uint8_t* data = extent(name, d, mt_row_bytes(d->type, len), 1);
+    const uint8_t* data = dense(name, extent(name, d, mt_row_bytes(d->type, len), 1), mt_row_bytes(d->type, len));
     if (data == nullptr) return false;
     m_->owned.emplace_back(new float[size_t(len)]);
     mt_dequant_row(d->type, data, len, m_->owned.back().get());
@@ -72,7 +78,39 @@ class Builder {
 
  private:
   mt_model* m_;
+  const int dense_fd_;
+  bool advised_ = false;
   std::unordered_map<std::string, const mt_tensor_desc*> by_name_;
+
+  // A dense tensor's bytes: where they are mapped, or (dense_fd_ >= 0) an owned, 64-byte aligned
+  // copy read with pread. null with the error set.
+  const uint8_t* dense(const std::string& name, const uint8_t* mapped, size_t bytes) {
+    if (mapped == nullptr || dense_fd_ < 0) return mapped;
+    void* p = nullptr;
+    if (posix_memalign(&p, 64, bytes < 64 ? 64 : bytes) != 0) return fail(name, "memory for its owned copy (" + std::to_string(bytes) + " bytes)"), nullptr;
+    m_->owned_dense.emplace_back(static_cast<uint8_t*>(p));
+    const off_t offset = off_t(mapped - m_->base);
+    // No readahead on these reads: it would bring the experts after a tensor into the page cache.
+    if (!advised_) posix_fadvise(dense_fd_, 0, 0, POSIX_FADV_RANDOM), advised_ = true;
+    for (size_t done = 0; done < bytes;) {
+      const ssize_t n = pread(dense_fd_, static_cast<uint8_t*>(p) + done, bytes - done, offset + off_t(done));
+      if (n <= 0) {
+        const std::string why = n == 0 ? "end of file" : std::strerror(errno);
+        return fail(name, "its " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " read whole (pread: " + why + " after " +
+                              std::to_string(done) + ")"),
+               nullptr;
+      }
+      done += size_t(n);
+    }
+    // The copy is ours now: its pages leave the page cache, which would otherwise hold the
+    // dense weights a second time (a memory cgroup counts both); rounded out to whole pages, so
+    // a page a small tensor shares with a neighbour goes too (harmless: it is read again if needed).
+    const off_t page = off_t(sysconf(_SC_PAGESIZE));
+    const off_t from = offset / page * page, to = (offset + off_t(bytes) + page - 1) / page * page;
+    posix_fadvise(dense_fd_, from, to - from, POSIX_FADV_DONTNEED);
+    m_->owned_dense_bytes += bytes;
+    return static_cast<const uint8_t*>(p);
+  }
 
   // Dims compare after dropping trailing 1s (GGUF writers differ on them).
   const mt_tensor_desc* find(const std::string& name, const int64_t* want, int n_want) {
@@ -170,11 +208,16 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
 
 extern "C" mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
                                      const uint8_t* base, size_t length, char* err, size_t err_bytes) {
+  return mt_model_create_owned(hp, tensors, n_tensors, base, length, -1, err, err_bytes);
+}
+
+extern "C" mt_model* mt_model_create_owned(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
+                                           const uint8_t* base, size_t length, int dense_fd, char* err, size_t err_bytes) {
   std::unique_ptr<mt_model> m(new mt_model());
   m->hp = *hp;
   m->base = base;
   m->length = length;
-  Builder b(m.get(), tensors, n_tensors);
+  Builder b(m.get(), tensors, n_tensors, dense_fd);
   bool ok = check_hparams(*hp, b) && b.matrix("token_embd.weight", hp->n_embd, hp->n_vocab, &m->token_embd);
   m->layers.resize(ok ? size_t(hp->n_layer) : 0);
   for (int32_t l = 0; ok && l < hp->n_layer; l++) ok = build_layer(*hp, l, b, &m->layers[size_t(l)]);
@@ -193,6 +236,8 @@ extern "C" mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc*
 extern "C" void mt_model_free(mt_model* model) { delete model; }
 
 extern "C" const mt_hparams* mt_model_hparams(const mt_model* model) { return &model->hp; }
+
+extern "C" uint64_t mt_model_owned_dense_bytes(const mt_model* model) { return model->owned_dense_bytes; }
 
 namespace {
 mt_matrix_desc desc_of(const mt::Matrix& m) { return mt_matrix_desc{m.data, m.type, m.rows, m.cols, m.row_bytes}; }

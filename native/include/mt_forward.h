@@ -93,7 +93,15 @@ typedef struct mt_expert_source {
 /* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */
 mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
                           const uint8_t* base, size_t length, char* err, size_t err_bytes);
+/* The same, with dense_fd >= 0 (an open descriptor of the mapped file): every tensor but the
+ * routed experts (attention, router, norms, embeddings, head, shared expert) is read with pread
+ * into the model's own memory and computed from there, so the mapping's pages of those tensors
+ * are never touched (the mapping still holds the experts). The fd is only read during the call. */
+mt_model* mt_model_create_owned(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors, const uint8_t* base,
+                                size_t length, int dense_fd, char* err, size_t err_bytes);
 void mt_model_free(mt_model* model);
+/* Bytes of the dense tensors the model holds in its own memory (0 without a dense fd). */
+uint64_t mt_model_owned_dense_bytes(const mt_model* model);
 const mt_hparams* mt_model_hparams(const mt_model* model);
 /* Layer `layer`'s routed experts as mapped: 0, or -1 when layer is out of range. */
 int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_experts* out);

@@ -46,6 +46,11 @@ export interface NativeTensorDesc {
 export interface NativeModelDesc {
   hparams: import('../model/types.js').HParams;
   tensors: NativeTensorDesc[];
+  /**
+   * Read the dense tensors (all but the routed experts) from the file into the model's own memory
+   * instead of computing them from the mapping, whose pages of them are then never touched.
+   */
+  ownDense?: boolean;
 }
 
 export interface NativeEvalOptions {
@@ -268,7 +273,8 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
 
   /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */
   /** fd: the open file, kept until unmapFile (identity and size checks, the rebuild workers' pinned path). */
-  mapFile(filePath: string): { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
+  /** access 'random': no readahead around page faults (only the pages read come in). */
+  mapFile(filePath: string, options?: { access?: 'normal' | 'random' }): { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
   unmapFile(handle: MappedFileHandle): void;
   /** The file's clean pages leave the page cache (fdatasync + posix_fadvise DONTNEED): a cold start for one file. */
   dropFileCache(path: string): void;
@@ -337,6 +343,8 @@ export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVer
 
   /** A model over a mapped file: validates every tensor's extent against the mapping. */
   createModel(file: MappedFileHandle, desc: NativeModelDesc): NativeModelHandle;
+  /** Bytes of dense tensors the model holds in its own memory (desc.ownDense), 0 otherwise. */
+  modelOwnedDenseBytes(model: NativeModelHandle): number;
   /** What createContext would allocate for these options, without allocating: the f32 KV cache and the rest (scratch). */
   contextBytes(model: NativeModelHandle, options: { nCtx: number; threads: number }): { kvBytes: number; scratchBytes: number };
   /** A KV cache of nCtx tokens and a pool of `threads` compute threads. */
