@@ -123,11 +123,18 @@ Napi::Value BackendPreset(const Napi::CallbackInfo& info) {
 Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::string kind = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-  if ((kind != "cpu" && kind != "fake") || !info[1].IsObject())
-    return TypeError(env, "createBackend(kind, config): kind: expected \"cpu\" or \"fake\", config: an object");
+  if ((kind != "cpu" && kind != "fake" && kind != "disk") || !info[1].IsObject())
+    return TypeError(env, "createBackend(kind, config): kind: expected \"cpu\", \"fake\" or \"disk\", config: an object");
   Napi::Object o = info[1].As<Napi::Object>();
   mt_backend_config c{};
-  c.kind = kind == "cpu" ? MT_BACKEND_CPU : MT_BACKEND_FAKE;
+  c.kind = kind == "cpu" ? MT_BACKEND_CPU : kind == "fake" ? MT_BACKEND_FAKE : MT_BACKEND_DISK;
+  c.file_fd = -1;
+  if (kind == "disk") {
+    // config.file: the mapped model file whose experts the uploads read (mapFile's handle).
+    MappedFile* file = UnwrapMappedFile(env, o.Get("file"));
+    if (file == nullptr) return env.Undefined();
+    c.file_fd = file->fd, c.file_base = static_cast<const uint8_t*>(file->base), c.file_length = file->length;
+  }
   c.budget_bytes = uint64_t(Number(o, "budgetBytes", 0));
   c.bandwidth_bytes_per_s = Number(o, "bandwidthBytesPerS", 0);
   c.transfer_fixed_us = Number(o, "transferFixedUs", 0);

@@ -87,7 +87,8 @@ mt_backend* mt_backend_create(const mt_backend_config* c, char* err, size_t err_
   if (c->budget_bytes == 0) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: budget_bytes: expected > 0"), nullptr;
   if (c->kind == MT_BACKEND_CPU) return mt::create_cpu_backend(*c, err, err_bytes);
   if (c->kind == MT_BACKEND_FAKE) return mt::create_fake_backend(*c, err, err_bytes);
-  fail(err, err_bytes, MT_BACKEND_INVALID, "create: kind: expected 0 (cpu) or 1 (fake), got " + std::to_string(c->kind));
+  if (c->kind == MT_BACKEND_DISK) return mt::create_disk_backend(*c, err, err_bytes);
+  fail(err, err_bytes, MT_BACKEND_INVALID, "create: kind: expected 0 (cpu), 1 (fake) or 2 (disk), got " + std::to_string(c->kind));
   return nullptr;
 }
 

@@ -96,4 +96,5 @@ namespace mt {
 // The kinds' constructors (cpu_backend/, fake/): null with a message on a bad config.
 mt_backend* create_cpu_backend(const mt_backend_config& c, char* err, size_t err_bytes);
 mt_backend* create_fake_backend(const mt_backend_config& c, char* err, size_t err_bytes);
+mt_backend* create_disk_backend(const mt_backend_config& c, char* err, size_t err_bytes);
 }  // namespace mt

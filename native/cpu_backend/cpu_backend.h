@@ -27,6 +27,10 @@ class CpuBackend : public mt_backend {
   int64_t compute_stamp(uint64_t work_bytes) override;
   void drain() override;
 
+ protected:
+  // Moves the job's bytes into its slot on the upload thread: true if every byte landed.
+  virtual bool transfer(const UploadJob& job) { return copy_pieces(job); }
+
  private:
   void run();
   std::mutex queue_mu_;  // never taken while waiting for mu (complete() takes mu unlocked here)

@@ -51,6 +51,12 @@
  *         half-way (fail_transfer_after_bytes): the bytes before the limit are copied,
  *         the rest of the slot keeps old garbage, the slot turns invalid, the event failed.
  *
+ *   disk  the cpu backend's memory, but an upload reads its pieces from the model file
+ *         (pread on the upload thread, no readahead, the read pages dropped from the page cache
+ *         after), so a resident expert lives in the backend's RAM and nowhere else; the
+ *         mapping's pages are never touched. A failed or short read fails the upload's event
+ *         (the slot turns invalid), as a failed copy does.
+ *
  * A CUDA backend fits the same verbs:
  *   reserve        one cudaMalloc block per call (slots contiguous inside it)
  *   upload         cudaMemcpyAsync on a non-blocking upload stream, through a pinned
@@ -78,7 +84,7 @@ typedef struct mt_backend mt_backend;
 typedef uint64_t mt_event_id;  /* > 0; ids are never reused by one backend */
 typedef uint64_t mt_lease_id;  /* > 0; ids are never reused by one backend */
 
-enum mt_backend_kind { MT_BACKEND_CPU = 0, MT_BACKEND_FAKE = 1 };
+enum mt_backend_kind { MT_BACKEND_CPU = 0, MT_BACKEND_FAKE = 1, MT_BACKEND_DISK = 2 };
 
 enum mt_backend_status {
   MT_BACKEND_OK = 0,
@@ -108,7 +114,13 @@ typedef struct mt_backend_config {
   double compute_bytes_per_s;        /* > 0, weight bytes streamed per second of compute */
   int32_t overwrite_supported;       /* 0: refuse in-place overwrite */
   uint64_t fail_transfer_after_bytes;/* 0: never; else the upload that would take the backend's
-                                        total uploaded bytes past this fails there (once) */
+                                        total uploaded bytes past this fails there (once); disk too */
+  /* disk only: the model file, and where it is mapped. An upload's pieces point into
+     [file_base, file_base + file_length); the disk backend reads those ranges from file_fd
+     instead of copying from the mapping, whose pages it never touches. */
+  int32_t file_fd;
+  const uint8_t* file_base;
+  uint64_t file_length;
 } mt_backend_config;
 
 /* An "8 GB consumer card on PCIe 4.0" (kind fake): 25 GB/s, 330 us per transfer

@@ -114,11 +114,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const idleMs = options.requestIdleMs ?? limits.requestIdleMs;
   if (!Number.isInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1) throw new InvalidOptionError('requestIdleMs', 'an integer number of ms in [1, 2^31 - 1]', idleMs);
   const native = loadNative();
-  const model = loadModel(native, options.model);
+  const model = loadModel(native, options.model, { fromDisk: options.backend === 'disk' });
   // Everything opened from here on is freed if a later step throws (a bad tier option used to leave the model mapped).
   let context: NativeContextHandle | undefined;
   try {
-    const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, defaultHeatPath(modelIdentity(model.file))) : undefined;
+    const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
     context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
     const tier = tierConfig ? await EngineTier.create(native, model, context, tierConfig) : undefined;
     return new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier);

@@ -22,12 +22,17 @@ export interface LoadedModel {
   pin: PinnedModelFile;
 }
 
-export function loadModel(native: NativeBinding, path: string): LoadedModel {
+/**
+ * fromDisk: the disk tier's way (issue 12): the file is mapped without readahead and the dense
+ * tensors are read into the model's own memory, so the page cache holds neither the dense
+ * weights nor (with the disk backend) the experts.
+ */
+export function loadModel(native: NativeBinding, path: string, options: { fromDisk?: boolean } = {}): LoadedModel {
   if (typeof path !== 'string' || path.length === 0) throw new InvalidOptionError('model', 'a path to a .gguf file', path);
   if (!existsSync(path) || !statSync(path).isFile()) throw new InvalidOptionError('model', 'an existing .gguf file', path);
   let mapped: { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
   try {
-    mapped = native.mapFile(path);
+    mapped = options.fromDisk ? native.mapFile(path, { access: 'random' }) : native.mapFile(path);
   } catch (err) {
     throw new GgufFormatError(path, 'file', 'a readable, non-empty file', { cause: err });
   }
@@ -38,7 +43,7 @@ export function loadModel(native: NativeBinding, path: string): LoadedModel {
     const tensors = [...file.tensors.values()].map((t) => ({ name: t.name, typeId: GGML_TYPE[t.type], dims: t.dims, offset: t.offset }));
     let nativeModel: NativeModelHandle;
     try {
-      nativeModel = native.createModel(mapped.handle, { hparams, tensors });
+      nativeModel = native.createModel(mapped.handle, { hparams, tensors, ...(options.fromDisk ? { ownDense: true } : {}) });
     } catch (err) {
       throw new NativeError(`${path}: the native forward pass refused the model: ${(err as Error).message}`, { cause: err });
     }

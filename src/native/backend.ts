@@ -21,7 +21,8 @@ import {
   type NativeBinding,
 } from './binding.js';
 
-export type BackendKind = 'cpu' | 'fake';
+/** cpu: RAM slots filled by copies from the mapping; fake: the same on a virtual clock; disk: RAM slots filled by reads of the model file. */
+export type BackendKind = 'cpu' | 'fake' | 'disk';
 export type BackendPresetName = 'consumer-8gb';
 export type SlotState = 'empty' | 'uploading' | 'valid' | 'invalid';
 export type BackendEvent = NativeBackendEvent;
@@ -77,6 +78,7 @@ function checkConfig(kind: BackendKind, c: BackendConfig): void {
   if (!Number.isSafeInteger(c.budgetBytes) || c.budgetBytes <= 0) {
     throw new InvalidOptionError('backend.budgetBytes', 'an integer number of bytes > 0', c.budgetBytes);
   }
+  if (kind === 'disk' && c.file === undefined) throw new InvalidOptionError('backend.file', 'the mapped model file (mapFile) for the disk backend', c.file);
   if (kind !== 'fake') return;
   positive('bandwidthBytesPerS', c.bandwidthBytesPerS);
   positive('computeBytesPerS', c.computeBytesPerS);
@@ -100,7 +102,7 @@ export class Backend {
 
   /** Validates the config (InvalidOptionError names the field), then creates the device. */
   static create(kind: BackendKind, config: BackendConfig): Backend {
-    if (kind !== 'cpu' && kind !== 'fake') throw new InvalidOptionError('backend', '"cpu" or "fake"', kind);
+    if (kind !== 'cpu' && kind !== 'fake' && kind !== 'disk') throw new InvalidOptionError('backend', '"cpu", "fake" or "disk"', kind);
     checkConfig(kind, config);
     const native = loadNative();
     return new Backend(kind, native, native.createBackend(kind, config));

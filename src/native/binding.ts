@@ -101,8 +101,10 @@ export interface NativeBackendConfig {
   computeBytesPerS?: number;
   /** Default true; false: the fake refuses in-place overwrite. */
   overwriteSupported?: boolean;
-  /** 0: never; else the upload that takes the total uploaded bytes past this fails there (once). */
+  /** 0: never; else the upload that takes the total uploaded bytes past this fails there (once). fake and disk. */
   failTransferAfterBytes?: number;
+  /** disk: the mapped model file; uploads read their pieces' ranges from it instead of the mapping. */
+  file?: MappedFileHandle;
 }
 
 /** A timing event: ns on CLOCK_MONOTONIC (process.hrtime.bigint()), or the fake's virtual clock. */
@@ -140,7 +142,7 @@ export interface NativeBackendStats {
 /** The backend verbs (native/addon/backend.cc); src/native/backend.ts is their typed wrapper. */
 export interface NativeBackendVerbs {
   backendPreset(name: 'consumer-8gb'): Required<NativeBackendConfig>;
-  createBackend(kind: 'cpu' | 'fake', config: NativeBackendConfig): NativeBackendHandle;
+  createBackend(kind: 'cpu' | 'fake' | 'disk', config: NativeBackendConfig): NativeBackendHandle;
   /** Adds n slots; returns the first new slot id. */
   slotsReserve(b: NativeBackendHandle, n: number, slotBytes: number): number;
   /** Starts an asynchronous copy of the sources, back to back, into the slot; returns the event id. */

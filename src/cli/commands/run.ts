@@ -24,7 +24,9 @@ const usage = `usage: moetier run -m F -p P [-n N] [--json] [options]
   exit code 2: a bad command line, 1: a failure while running
 
 expert tier (attached with --resident or --slots-per-layer):
-  --backend cpu|fake      the device that holds resident experts (default cpu; fake: a simulated 8 GB card)
+  --backend cpu|fake|disk the device that holds resident experts (default cpu; fake: a simulated 8 GB card;
+                          disk: RAM slots read from the model file, dense weights held by the engine, the
+                          page cache kept out; misses still run from the mapping until admit-before-run)
   --resident X            fraction of all experts resident, in (0, 1]
   --slots-per-layer B     device slots on every layer (instead of --resident)
   --heat F|none           heat file to warmstart from and merge into (default: the model's in the cache folder)
@@ -133,7 +135,7 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   const o: Partial<EngineOptions> = {};
   const backend = a.string('backend');
   if (backend !== undefined) {
-    if (backend !== 'cpu' && backend !== 'fake') throw new InvalidOptionError(a.flag('backend'), '"cpu" or "fake"', backend);
+    if (backend !== 'cpu' && backend !== 'fake' && backend !== 'disk') throw new InvalidOptionError(a.flag('backend'), '"cpu", "fake" or "disk"', backend);
     o.backend = backend;
   }
   if (a.has('resident') && a.has('slots-per-layer')) {

@@ -11,7 +11,8 @@ import { lfruDefaults, type LfruParams } from '../../tiers/policies/lfru.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import { resolvePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
 
-export type TierBackendKind = 'cpu' | 'fake';
+/** cpu: RAM slots copied from the mapping; fake: a simulated card; disk: RAM slots read from the model file (dense weights owned, the page cache kept out). */
+export type TierBackendKind = 'cpu' | 'fake' | 'disk';
 
 export interface FakeBackendOptions {
   /** A named fake device (default 'consumer-8gb'); the fields below override it. */
@@ -52,9 +53,10 @@ export function wantsTier(o: TierOptions): boolean {
   return o.resident !== undefined || o.slotsPerLayer !== undefined;
 }
 
-export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | 'nExpert'>, defaultHeat: string): TierConfig {
+/** defaultHeat: asked for only when the options leave the heat file to its default (it reads the model's first MiB for its identity). */
+export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | 'nExpert'>, defaultHeat: () => string): TierConfig {
   const backend = o.backend ?? 'cpu';
-  if (backend !== 'cpu' && backend !== 'fake') throw new InvalidOptionError('backend', '"cpu" or "fake"', backend);
+  if (backend !== 'cpu' && backend !== 'fake' && backend !== 'disk') throw new InvalidOptionError('backend', '"cpu", "fake" or "disk"', backend);
   if (o.resident !== undefined && o.slotsPerLayer !== undefined) {
     throw new InvalidOptionError('resident', 'either resident or slotsPerLayer, not both', o.resident);
   }
@@ -69,7 +71,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     if (typeof r !== 'number' || !(r > 0 && r <= 1)) throw new InvalidOptionError('resident', 'a fraction of all experts in (0, 1]', r);
     perLayer = Math.min(hp.nExpert, Math.max(1, Math.round(r * hp.nExpert)));
   }
-  const heat = o.heat === undefined ? defaultHeat : o.heat;
+  const heat = o.heat === undefined ? defaultHeat() : o.heat;
   if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
   return {
     backend,

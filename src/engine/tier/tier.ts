@@ -61,7 +61,11 @@ export class EngineTier {
     const hp = model.hparams;
     const containerBytes = expertContainerBytes(model.file, hp);
     const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
-    const backend = Backend.create(config.backend, config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes } : { budgetBytes });
+    const backend = Backend.create(
+      config.backend,
+      config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes }
+        : config.backend === 'disk' ? { budgetBytes, file: model.mapping } : { budgetBytes },
+    );
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;
     try {
