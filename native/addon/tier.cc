@@ -1,6 +1,6 @@
 // Tier verbs over include/mt_tier.h (declared in src/native/binding.ts).
 //
-//   createTier(ctx, backend, { slotsPerLayer, hostCopies?, hostCopyOffsets? }) -> tier handle
+//   createTier(ctx, backend, { slotsPerLayer, hostCopies?, hostCopyOffsets?, streamFile? }) -> tier handle
 //       attaches the tier to the context (its evals use it); the tier holds the model, the
 //       backend and the host-copy arrays alive
 //   tierExpertBytes / tierResidency / tierStats / tierResetStats / tierRequestSwap / tierPoll
@@ -108,6 +108,16 @@ bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slot
   }
   o->slots_per_layer = slots_per_layer->data();
   o->n_layer = int32_t(slots_per_layer->size());
+  // streamFile: the mapped model file; misses without a host copy are read from it (mt_tier.h).
+  Napi::Value stream = opts.Get("streamFile");
+  if (!stream.IsUndefined()) {
+    MappedFile* file = UnwrapMappedFile(v.Env(), stream);
+    if (file == nullptr) {
+      v.Env().GetAndClearPendingException();  // the caller throws one error, with the option named
+      return *err = "options.streamFile: expected the model's mapped file handle (open, not unmapped)", false;
+    }
+    o->stream_fd = file->fd, o->stream_base = static_cast<const uint8_t*>(file->base);
+  }
   Napi::Value host = opts.Get("hostCopies"), offsets = opts.Get("hostCopyOffsets");
   if (host.IsUndefined() != offsets.IsUndefined())
     return *err = "options.hostCopies and options.hostCopyOffsets: expected both or neither", false;
@@ -135,6 +145,7 @@ Napi::Value CreateTier(const Napi::CallbackInfo& info) {
   const mt_hparams& hp = *mt_model_hparams(ctx->model->model);
   std::vector<int32_t> slots_per_layer;
   mt_tier_options o{};
+  o.stream_fd = -1;
   std::string why;
   if (!ReadOptions(info[2], hp, &slots_per_layer, &o, &why)) return ThrowRange(env, "createTier: " + why);
   char err[512] = "";
@@ -283,6 +294,9 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("swapsStartedNow", double(st.swaps_started_now));
   o.Set("swapsIssuedByIssuer", double(st.swaps_issued_by_issuer));
   o.Set("boundariesPosted", double(st.boundaries_posted));
+  o.Set("streamedReads", double(st.streamed_reads));
+  o.Set("streamedBytes", double(st.streamed_bytes));
+  o.Set("streamFailures", double(st.stream_failures));
   return o;
 }
 

@@ -70,6 +70,10 @@ typedef struct mt_tier_options {
   size_t host_bytes;
   const int32_t* host_offsets;    /* [nLayer * nExpert]: offset of an expert's copy in host, or -1
                                      (the container); read with acquire loads during evals */
+  int32_t stream_fd;              /* >= 0: a descriptor of the model file; a miss with no host copy is
+                                     read from it into the tier's scratch for that call (streamed),
+                                     never computed from the mapping; -1: from the mapping */
+  const uint8_t* stream_base;     /* where that file is mapped (the experts' views point into it) */
 } mt_tier_options;
 
 /* The model and backend must outlive the tier; so must host / host_offsets. */
@@ -125,6 +129,8 @@ typedef struct mt_tier_stats {
   uint64_t swaps_started_now;          /* issue_now swaps the caller issued itself */
   uint64_t swaps_issued_by_issuer;     /* swaps the issuer thread issued after their boundary */
   uint64_t boundaries_posted;          /* boundaries the eval thread posted to the issuer */
+  uint64_t streamed_reads, streamed_bytes;  /* misses read from the file for their call (stream_fd) */
+  uint64_t stream_failures;            /* such reads that failed (the eval failed with them) */
 } mt_tier_stats;
 /* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);

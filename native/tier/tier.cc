@@ -1,5 +1,6 @@
 // Tier life: creation (checks, slot reservation, the issuer), destruction (waits for uploads,
 // frees slots), the upload pieces of one expert, and the Q4_0 -> Q8_0 host-copy rebuild.
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -173,6 +174,7 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->leases.assign(size_t(hp.n_expert), 0);
   t->hook_counts.assign(size_t(hp.n_expert), 0);
   tier_source_init(*t);
+  if (o->stream_fd >= 0 && !tier_stream_open(*t, o->stream_fd, o->stream_base, err, err_bytes)) return nullptr;
   if (!t->virtual_clock && !issuer_start(*t, err, err_bytes)) return nullptr;
   return t.release();
 }
@@ -186,6 +188,7 @@ void mt_tier_free(mt_tier* t) {
   }
   for (const std::vector<int32_t>& slots : t->layer_slots)
     for (int32_t s : slots) mt_backend_free(t->backend, s, nullptr, 0);
+  if (t->stream_fd >= 0) close(t->stream_fd);
   delete t;
 }
 
@@ -204,6 +207,8 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->swaps_started_now = t.swaps_started_now.load();
   out->swaps_issued_by_issuer = t.swaps_by_issuer.load();
   out->boundaries_posted = t.boundaries_posted.load();
+  out->streamed_reads = t.streamed_reads.load(), out->streamed_bytes = t.streamed_bytes.load();
+  out->stream_failures = t.stream_failures.load();
   std::lock_guard<std::mutex> lock(t.mu);
   for (int32_t l = 0; l < t.n_layer; l++) {
     int32_t n = 0;

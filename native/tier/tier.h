@@ -29,6 +29,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -109,6 +110,12 @@ struct mt_tier {
   const uint8_t* host = nullptr;
   size_t host_bytes = 0;
   const int32_t* host_offsets = nullptr;
+  // Streamed misses (tier_stream.cc): the file, and scratch for one layer call's misses.
+  int stream_fd = -1;
+  const uint8_t* stream_base = nullptr;
+  std::unique_ptr<uint8_t, void (*)(void*)> scratch{nullptr, std::free};
+  size_t scratch_experts = 0;  // experts the scratch holds
+  std::atomic<uint64_t> streamed_reads{0}, streamed_bytes{0}, stream_failures{0};
 
   std::unique_ptr<std::atomic<int32_t>[]> residency;  // [nLayer * nExpert]: slot, or -1
   std::atomic<uint64_t> hits{0}, misses{0}, lazy_misses{0};
@@ -174,6 +181,11 @@ void issuer_post(mt_tier& t, int32_t layer);
 void issuer_flush(mt_tier& t);
 // A caller queued a swap: an idle issuer starts polling the posts.
 void issuer_kick(mt_tier& t);
+
+// tier_stream.cc: reads the missed expert of `layer` into scratch entry `i` (growing the scratch to
+// `needed` entries first, on the eval thread). false with a message (the file, layer, expert, offset).
+bool tier_stream_expert(mt_tier& t, int32_t layer, int32_t expert, size_t i, size_t needed, const uint8_t** data, char* err, size_t err_bytes);
+bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, char* err, size_t err_bytes);
 
 // tier_source.cc: fills t.source.
 void tier_source_init(mt_tier& t);

@@ -4,7 +4,8 @@
 //           by the weight bytes the forward pass streamed)
 //   begin   computing = l (before any residency read of l);
 //           [promote l's finished uploads: only if any are in flight and the lock is free]
-//   bind    residents leased and read from slots, misses from host copies / the container
+//   bind    residents leased and read from slots, misses from host copies, read from the file
+//           into scratch (a stream descriptor: tier_stream.cc), or the container
 //           [hook: the layer's rows per expert, when an eval set one]
 //   end     release the leases; computing = -1 (then read pending_n: see tier_swap.cc);
 //           [l's swaps queued or uploads in flight: post l to the issuer, or, on a virtual
@@ -72,7 +73,7 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
   if (t.hook_fn != nullptr) post_counts(t, layer, runs, n_runs);
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const size_t base_index = index_of(t, layer, 0);
-  int64_t hits = 0, misses = 0, lazy = 0;
+  int64_t hits = 0, misses = 0, lazy = 0, streamed = 0;
   for (int32_t i = 0; i < n_runs; i++) {
     mt_expert_binding& run = runs[i];
     const size_t index = base_index + size_t(run.expert);
@@ -91,6 +92,17 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
     }
     misses += run.rows;
     const int32_t offset = t.host_offsets != nullptr ? __atomic_load_n(&t.host_offsets[index], __ATOMIC_ACQUIRE) : -1;
+    if (offset < 0 && t.stream_fd >= 0) {  // read for this call, never from the mapping
+      const uint8_t* data = nullptr;
+      if (!tier_stream_expert(t, layer, run.expert, size_t(streamed++), size_t(n_runs), &data, err, err_bytes)) {
+        release_leases(t);
+        t.computing.store(-1, std::memory_order_seq_cst);
+        return -1;
+      }
+      run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
+      run.type = e.gate.type;
+      continue;
+    }
     if (offset < 0) {
       lazy += run.rows;  // computed from the container as mapped
       continue;

@@ -206,6 +206,10 @@ export interface NativeTierStats {
   swapsIssuedByIssuer?: number;
   /** Layer boundaries the eval thread handed to the issuer (swaps queued or uploads in flight there). */
   boundariesPosted?: number;
+  /** Misses read from the model file for their call (streamFile), their bytes, and reads that failed. */
+  streamedReads?: number;
+  streamedBytes?: number;
+  streamFailures?: number;
 }
 
 /** An expert's state in the tier (include/mt_tier.h, enum mt_expert_state). */
@@ -224,7 +228,8 @@ export interface NativeTierVerbs {
   createTier(
     ctx: NativeContextHandle,
     backend: NativeBackendHandle,
-    options: { slotsPerLayer: number[]; hostCopies?: Uint8Array; hostCopyOffsets?: Int32Array },
+    /** streamFile: the model's mapped file; a miss with no host copy is read from it for its call, never computed from the mapping. */
+    options: { slotsPerLayer: number[]; hostCopies?: Uint8Array; hostCopyOffsets?: Int32Array; streamFile?: MappedFileHandle },
   ): NativeTierHandle;
   /** Bytes of one expert in the container type / as a Q8_0 host copy. */
   tierExpertBytes(tier: NativeTierHandle): { container: number; hostCopy: number };

@@ -2,8 +2,8 @@
  * The engine on the disk backend (issue 12's first working slice): the dense weights in the
  * engine's own memory, resident experts read from the file into RAM slots. With every expert
  * resident nothing of the model but its header stays in the page cache, and the tokens are the
- * plain engine's; with fewer slots the tokens are unchanged too (the misses still run from the
- * mapping until admit-before-run).
+ * plain engine's; with fewer slots the misses are read from the file for their call (streamed),
+ * the tokens are unchanged and the page cache still holds none of the model's tensors.
  */
 import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,22 +32,27 @@ beforeAll(async () => {
 
 const loadedOf = (e: Engine) => (e as unknown as { model: LoadedModel }).model;
 
+/** Page-cache pages strictly inside the model's tensors (the header's pages left out). */
+function tensorPagesResident(m: LoadedModel): { pages: number; resident: number } {
+  const page = native.mappedResidency(m.mapping, 0, 0).pageBytes;
+  let pages = 0, resident = 0;
+  for (const t of m.file.tensors.values()) {
+    const from = Math.ceil(t.offset / page) * page, to = Math.floor((t.offset + t.byteLength) / page) * page;
+    if (to <= from) continue;
+    const r = native.mappedResidency(m.mapping, from, to - from);
+    pages += r.pages;
+    resident += r.resident;
+  }
+  return { pages, resident };
+}
+
 describe('disk backend in the engine', () => {
   it('every expert resident: the plain engine\'s tokens, and the model\'s tensors out of the page cache', async () => {
     native.dropFileCache(model);
     const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 8 });
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
-      const m = loadedOf(engine);
-      const page = native.mappedResidency(m.mapping, 0, 0).pageBytes;
-      let pages = 0, resident = 0;
-      for (const t of m.file.tensors.values()) {
-        const from = Math.ceil(t.offset / page) * page, to = Math.floor((t.offset + t.byteLength) / page) * page;
-        if (to <= from) continue;
-        const r = native.mappedResidency(m.mapping, from, to - from);
-        pages += r.pages;
-        resident += r.resident;
-      }
+      const { pages, resident } = tensorPagesResident(loadedOf(engine));
       expect(pages).toBeGreaterThan(0);
       expect(resident).toBe(0);
       expect(engine.tierStats()!.misses).toBe(0);
@@ -57,12 +62,18 @@ describe('disk backend in the engine', () => {
     }
   });
 
-  it('fewer slots than experts: the tokens are unchanged', async () => {
+  it('fewer slots than experts: the misses are read from the file for their call, once each; the tokens and the page cache are unchanged', async () => {
+    native.dropFileCache(model);
     const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 } });
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
-      expect(engine.tierStats()!.misses).toBeGreaterThan(0);
+      const s = engine.tierStats()!;
+      expect(s.misses).toBeGreaterThan(0);
+      expect(s.lazyMisses).toBe(0); // no miss computed from the mapping
+      expect(s.streamedReads).toBeGreaterThan(0);
+      expect(s.streamFailures).toBe(0);
       expect(engine.lastStats!.failedUploads).toBe(0);
+      expect(tensorPagesResident(loadedOf(engine)).resident).toBe(0);
     } finally {
       await engine.close();
     }

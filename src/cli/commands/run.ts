@@ -25,8 +25,8 @@ const usage = `usage: moetier run -m F -p P [-n N] [--json] [options]
 
 expert tier (attached with --resident or --slots-per-layer):
   --backend cpu|fake|disk the device that holds resident experts (default cpu; fake: a simulated 8 GB card;
-                          disk: RAM slots read from the model file, dense weights held by the engine, the
-                          page cache kept out; misses still run from the mapping until admit-before-run)
+                          disk: RAM slots read from the model file, dense weights held by the engine, misses
+                          read from the file for their call: the page cache holds none of the model's tensors)
   --resident X            fraction of all experts resident, in (0, 1]
   --slots-per-layer B     device slots on every layer (instead of --resident)
   --heat F|none           heat file to warmstart from and merge into (default: the model's in the cache folder)

@@ -72,7 +72,9 @@ export class EngineTier {
       if (!hasNativeTier(native)) throw new NativeError('the addon has no expert tier verbs (createTier, tierPoll): rebuild it with npm run build:native');
       rebuild = wantsHostCopies(model) ? createRebuildActor(model) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
-      const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host });
+      // The disk backend's misses are read from the file for their call, never from the mapping.
+      const stream = config.backend === 'disk' && !rebuild ? { streamFile: model.mapping } : {};
+      const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
       assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
       const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
