@@ -311,6 +311,7 @@ void RegisterOps(Napi::Env env, Napi::Object exports) {
   constants.Set("layerStatsFields", MT_LAYER_STATS_FIELDS);
   constants.Set("slotAlignBytes", MT_BACKEND_SLOT_ALIGN_BYTES);
   constants.Set("tierReportsMax", MT_TIER_REPORTS_MAX);
+  constants.Set("evalChunkRows", MT_EVAL_CHUNK_ROWS);
   exports.Set("constants", constants);
   exports.Set("isaBest", Napi::Function::New(env, IsaBest));
   exports.Set("isaActive", Napi::Function::New(env, IsaActive));

@@ -17,7 +17,7 @@
 namespace mt {
 
 // Rows per prefill chunk: scratch is sized for this many rows; longer evals run in chunks.
-constexpr int32_t kChunkRowsMax = 256;
+constexpr int32_t kChunkRowsMax = MT_EVAL_CHUNK_ROWS;
 // Type ids index small tables (BF16 = 30 is the largest we support).
 constexpr int kTypeIds = 31;
 

@@ -114,6 +114,9 @@ void mt_context_free(mt_context* ctx);
 int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_threads, size_t* kv_bytes, size_t* scratch_bytes);
 int32_t mt_context_n_ctx(const mt_context* ctx);
 
+/* Rows per chunk of an eval: a longer prompt runs in chunks of this many rows (scratch is sized for one). */
+#define MT_EVAL_CHUNK_ROWS 256
+
 /* Numbers per layer in mt_eval_args.layer_stats (the addon exports it; TypeScript reads it). */
 #define MT_LAYER_STATS_FIELDS 6
 

@@ -22,6 +22,9 @@ import { checkModelFile } from './model-pin.js';
 import { typedEvalError } from '../native/eval-errors.js';
 import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
 import { RouteLog } from './tier/route-log.js';
+import { MemoryBudgetError, planMemory, type MemoryPlan } from './memory-plan.js';
+import { EVAL_CHUNK_ROWS } from '../native/constants.js';
+import { expertContainerBytes } from './tier/experts.js';
 import type { TraceGeometry } from '../routes/types.js';
 import type { TierStats } from './tier/port.js';
 import type { TierRequest } from './tier/request.js';
@@ -35,6 +38,13 @@ import { modelName, RequestTrace } from './request-trace.js';
 export interface EngineOptions extends TierOptions {
   /** Path to a GGUF model file. */
   model: string;
+  /**
+   * All the RAM the engine itself may hold (dense weights, KV cache, scratch, expert slots; Node's
+   * heap is outside it). Below the whole model, experts live on the disk tier: the slots that fit
+   * (src/engine/memory-plan.ts), the rest read from the file when routed. A budget below the
+   * fixed parts is refused with MemoryBudgetError. Not with resident / slotsPerLayer / backend.
+   */
+  memoryBudgetBytes?: number;
   /** Native compute threads (default: 2, or the cores available if fewer). */
   threads?: number;
   /** KV-cache length in tokens (default limits.contextTokensDefault). */
@@ -72,6 +82,8 @@ export interface Engine {
   readonly modelPath: string;
   /** Statistics of the last finished request. */
   readonly lastStats: GenerationStats | undefined;
+  /** The memory plan when the engine was opened with memoryBudgetBytes (what each part holds, the slots). */
+  readonly memoryPlan: MemoryPlan | undefined;
   tokenize(text: string, options?: { addBos?: boolean }): number[];
   detokenize(ids: number[]): string;
   generate(prompt: string | number[], options?: GenerateOptions): AsyncIterable<GeneratedToken>;
@@ -113,15 +125,24 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   }
   const idleMs = options.requestIdleMs ?? limits.requestIdleMs;
   if (!Number.isInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1) throw new InvalidOptionError('requestIdleMs', 'an integer number of ms in [1, 2^31 - 1]', idleMs);
+  const budget = options.memoryBudgetBytes;
+  if (budget !== undefined) {
+    if (!Number.isSafeInteger(budget) || budget <= 0) throw new InvalidOptionError('memoryBudgetBytes', 'an integer number of bytes > 0', budget);
+    if (wantsTier(options) || options.backend !== undefined) throw new InvalidOptionError('memoryBudgetBytes', 'no resident, slotsPerLayer or backend beside it (the plan sets them)', budget);
+  }
   const native = loadNative();
-  const model = loadModel(native, options.model, { fromDisk: options.backend === 'disk' });
+  const model = loadModel(native, options.model, { fromDisk: options.backend === 'disk' || budget !== undefined });
   // Everything opened from here on is freed if a later step throws (a bad tier option used to leave the model mapped).
   let context: NativeContextHandle | undefined;
   try {
-    const tierConfig = wantsTier(options) ? resolveTierConfig(options, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
+    const plan = budget !== undefined ? memoryPlanOf(native, model, budget, contextTokens, threads) : undefined;
+    const tierOptions: TierOptions = plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer } : options;
+    const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
     context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
     const tier = tierConfig ? await EngineTier.create(native, model, context, tierConfig) : undefined;
-    return new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier);
+    const engine = new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier);
+    engine.memoryPlan = plan;
+    return engine;
   } catch (err) {
     if (context !== undefined) native.freeContext(context);
     native.freeModel(model.nativeModel);
@@ -135,6 +156,7 @@ class NativeEngine implements Engine {
   private closed = false;
   private closing: Promise<void> | undefined;
   lastStats: GenerationStats | undefined;
+  memoryPlan: MemoryPlan | undefined;
 
   constructor(
     private readonly native: NativeBinding,
@@ -458,4 +480,24 @@ function cancelWhenIdle<T>(gen: AsyncGenerator<T>, idleMs: number): AsyncGenerat
     },
   };
   return wrapped;
+}
+
+/**
+ * The memory plan of a budget for this model and context: the dense bytes the model holds, the
+ * context's KV cache and scratch (what createContext will allocate), one layer call's streamed
+ * misses; the slots fill the rest. At least one slot per layer, or the budget is refused.
+ */
+function memoryPlanOf(native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number): MemoryPlan {
+  const hp = model.hparams;
+  const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx, threads });
+  const input = {
+    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes, ioBufferBytes: 0,
+    expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
+    // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.
+    workingSetExperts: Math.min(hp.nExpert, Math.min(nCtx, EVAL_CHUNK_ROWS) * hp.nExpertUsed),
+  };
+  const plan = planMemory(input);
+  if (plan.slotsPerLayer >= 1) return plan;
+  const minimum = plan.budgetBytes - plan.unusedBytes - plan.parts.slots + hp.nLayer * plan.slotStrideBytes;
+  throw new MemoryBudgetError(budgetBytes, minimum, { ...plan.parts, slots: hp.nLayer * plan.slotStrideBytes });
 }

@@ -6,8 +6,9 @@
  *
  *   budget = dense weights (attention, router, norms, embeddings, head: loaded once)
  *          + KV cache (f32, nCtx tokens) + compute scratch (one chunk of rows)
- *          + I/O buffers (reads in flight) + the working set of one layer (its routed experts
- *            read for that call when none of them is resident: nExpertUsed experts)
+ *          + I/O buffers (reads in flight) + the working set of one layer call (its routed experts
+ *            read for that call when none of them is resident: nExpertUsed experts for a decode
+ *            token, up to every expert of the layer for a prefill chunk)
  *          + expert slots (the rest, at the slot stride, spread evenly over the layers)
  *
  * Node's own heap (the JavaScript objects, V8) is outside the budget: it is the process's, not
@@ -32,6 +33,11 @@ export interface MemoryPlanInput {
   nLayer: number;
   nExpert: number;
   nExpertUsed: number;
+  /**
+   * Experts one layer call may read for itself (default nExpertUsed: one decode token's). A
+   * prefill chunk of R rows routes up to min(nExpert, R x nExpertUsed) distinct experts.
+   */
+  workingSetExperts?: number;
 }
 
 export interface MemoryPlan {
@@ -65,7 +71,7 @@ export function slotStride(expertBytes: number): number {
 
 export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const stride = slotStride(input.expertBytes);
-  const workingSet = input.nExpertUsed * stride;
+  const workingSet = (input.workingSetExperts ?? input.nExpertUsed) * stride;
   const fixed = { dense: input.denseBytes, kvCache: input.kvCacheBytes, scratch: input.scratchBytes, ioBuffers: input.ioBufferBytes, workingSet };
   const minimum = fixed.dense + fixed.kvCache + fixed.scratch + fixed.ioBuffers + fixed.workingSet;
   if (input.budgetBytes < minimum) throw new MemoryBudgetError(input.budgetBytes, minimum, fixed);

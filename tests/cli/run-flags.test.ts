@@ -52,3 +52,24 @@ describe('moetier run flags', () => {
     expect((await refusal([...base, '--resident', '0', '--heat', 'none'])).option).toBe('--resident');
   });
 });
+
+describe('moetier run --memory-budget', () => {
+  it('plans the memory, reports the plan in --json and --verbose, and names the flag when refused', async () => {
+    const lines: string[] = [], errs: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((s: string) => void lines.push(s));
+    const err = vi.spyOn(console, 'error').mockImplementation((s: string) => void errs.push(String(s)));
+    try {
+      await runCommand.run(['-m', model, '-p', 'red green blue', '-n', '4', '-t', '1', '-c', '64', '--heat', 'none', '--memory-budget', '1G', '--json', '--verbose']);
+    } finally {
+      log.mockRestore();
+      err.mockRestore();
+    }
+    const out = JSON.parse(lines.at(-1)!) as { memoryPlan: { budgetBytes: number; holdsEveryExpert: boolean; parts: Record<string, number> } };
+    expect(out.memoryPlan.budgetBytes).toBe(1024 ** 3);
+    expect(out.memoryPlan.holdsEveryExpert).toBe(true);
+    expect(out.memoryPlan.parts.dense).toBeGreaterThan(0);
+    expect(errs.join('\n')).toMatch(/memory plan: budget 1\.00 GiB[\s\S]*every expert fits/);
+    expect((await refusal(['-m', model, '-p', 'x', '--memory-budget', 'lots'])).option).toBe('--memory-budget');
+    expect((await refusal(['-m', model, '-p', 'x', '--memory-budget', '1G', '--slots-per-layer', '2'])).option).toBe('--memory-budget');
+  });
+});

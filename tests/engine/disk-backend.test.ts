@@ -32,6 +32,13 @@ beforeAll(async () => {
 
 const loadedOf = (e: Engine) => (e as unknown as { model: LoadedModel }).model;
 
+/**
+ * At most this many of the tensors' pages may linger: posix_fadvise DONTNEED cannot drop a page
+ * that still sits in another CPU's LRU cache (a reader moved between cores), which a loaded test
+ * machine shows now and then. A tier computing from the mapping leaves every page it reads.
+ */
+const lingerMax = (pages: number) => Math.max(4, Math.ceil(pages * 0.05));
+
 /** Page-cache pages strictly inside the model's tensors (the header's pages left out). */
 function tensorPagesResident(m: LoadedModel): { pages: number; resident: number } {
   const page = native.mappedResidency(m.mapping, 0, 0).pageBytes;
@@ -53,8 +60,8 @@ describe('disk backend in the engine', () => {
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
       const { pages, resident } = tensorPagesResident(loadedOf(engine));
-      expect(pages).toBeGreaterThan(0);
-      expect(resident).toBe(0);
+      expect(pages).toBeGreaterThan(50);
+      expect(resident).toBeLessThanOrEqual(lingerMax(pages));
       expect(engine.tierStats()!.misses).toBe(0);
       expect(engine.tierStats()!.leases).toBe(0);
     } finally {
@@ -73,7 +80,8 @@ describe('disk backend in the engine', () => {
       expect(s.streamedReads).toBeGreaterThan(0);
       expect(s.streamFailures).toBe(0);
       expect(engine.lastStats!.failedUploads).toBe(0);
-      expect(tensorPagesResident(loadedOf(engine)).resident).toBe(0);
+      const { pages, resident } = tensorPagesResident(loadedOf(engine));
+      expect(resident).toBeLessThanOrEqual(lingerMax(pages));
     } finally {
       await engine.close();
     }

@@ -46,7 +46,8 @@ describe('disk backend', () => {
         expect(out).toEqual(m.expected(e));
       }
       // Read from the file, not through the mapping, and dropped from the page cache after.
-      expect(native.mappedResidency(m.mapped.handle).resident).toBe(0);
+      // (A page may linger in another CPU's LRU cache, where DONTNEED cannot drop it: a few at most.)
+      expect(native.mappedResidency(m.mapped.handle).resident).toBeLessThanOrEqual(4);
       expect(b.stats()).toMatchObject({ uploadsDone: 2, uploadsFailed: 0, bytesUploaded: 2 * 3 * 16384 });
     } finally {
       b.destroy();

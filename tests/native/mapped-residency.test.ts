@@ -26,7 +26,7 @@ describe('mappedResidency and dropFileCache', () => {
     try {
       const cold = native.mappedResidency(handle);
       expect(cold.pages).toBe(Math.ceil(buffer.byteLength / cold.pageBytes));
-      expect(cold.resident).toBe(0);
+      expect(cold.resident).toBeLessThanOrEqual(4); // a page may linger in another CPU's LRU cache, beyond DONTNEED's reach
       // Touch 8 pages in the middle; the kernel may read some ahead, never fewer.
       const bytes = new Uint8Array(buffer);
       const page = cold.pageBytes, first = 100;

