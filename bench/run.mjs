@@ -8,6 +8,7 @@ import { runBenchMain } from './lib/options.mjs';
 const benches = {
   decode: () => import('./decode.mjs'),
   tier: () => import('./tier.mjs'),
+  disk: () => import('./disk.mjs'),
 };
 
 const usage = `usage: npm run bench -- <${Object.keys(benches).join('|')}> [options]   (npm run bench -- <name> --help: its options)

@@ -13,10 +13,12 @@ const stderrTailChars = 2000;
  * request: { modelPath, threads, maxTokens, logitsMode, runs: [{ promptTokens, promptText? }] }
  * -> the child's reply { llamaCppRelease, loadMs, results: [...] } (see child.mjs).
  */
-export function runLlamaCpp(request, { timeoutMs = 300_000 } = {}) {
+export function runLlamaCpp(request, { timeoutMs = 300_000, wrap = (argv) => [argv[0], argv.slice(1)] } = {}) {
   const { modelPath } = request;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [childPath], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // wrap: [command, args] for the child's argv (e.g. joining a memory cgroup first, bench/lib/cgroup.mjs).
+    const [command, args] = wrap([process.execPath, childPath]);
+    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let timedOut = false;

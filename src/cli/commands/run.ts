@@ -44,7 +44,7 @@ expert tier (attached with --resident or --slots-per-layer):
   --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
                           rebuilds, calibration) as Chrome/Perfetto trace JSON; OTLP export follows the standard
                           OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT; see docs/TRACING.md)
-  with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes`;
+  with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes, streamedBytes`;
 
 /** Short letters and aliases are llama-cli's (-m -p -n -t -c -s, --temp, --n-predict, --ctx-size). */
 const flags: FlagSpecs = {
@@ -196,6 +196,7 @@ interface TierReport {
   moeMsPerToken?: number | null;
   uploads?: number;
   uploadBytes?: number;
+  streamedBytes?: number;
 }
 
 /** The tier's figures of the last request; a figure that does not exist (no decode step, no native timing) is null. */
@@ -210,6 +211,8 @@ function tierReport(engine: Engine): TierReport {
     moeMsPerToken: finite(s.moeMsPerToken!, 3),
     uploads: s.uploads,
     uploadBytes: s.uploadBytes,
+    // The disk tier's misses read from the file for their call (0 on the other backends).
+    streamedBytes: engine.tierStats()?.streamedBytes ?? 0,
   };
 }
 

@@ -1,0 +1,171 @@
+/**
+ * npm run bench -- disk [--presets q8_0,q4_0 --limits 0.75,0.5,0.3 --tokens N --llama-tokens N --update-results]
+ *
+ * A model bigger than RAM (issue 12): the medium preset at Q8_0 (2.03 GB) and Q4_0 (1.08 GB),
+ * each engine in a memory cgroup whose limit (counting the page cache) is a share of the file,
+ * the file's pages dropped from the page cache before every run:
+ *   - moetier `run --memory-budget` (the limit less a stated allowance for Node's own heap), 2
+ *     threads: decode and prefill tok/s, decode hit rate, bytes read from the file per decode
+ *     token (the engine's counters), peak memory of the cgroup, tokens against an unlimited run
+ *   - llama.cpp (node-llama-cpp in a child process, its default mmap) at 1 and 2 threads under the
+ *     same limit: its best decode and prefill tok/s, or how it ended (killed by the limit)
+ *   - the disk bound: a random-read probe of expert-sized ranges of the cold file (buffered
+ *     pread, one read in flight, as the engine reads today) gives GB/s; bytes per token over it
+ *     is the fastest decode the disk allows at the measured hit rate
+ * Needs root for the cgroups (bench/lib/cgroup.mjs); prints one JSON line and writes
+ * results/local/disk.json, or with --update-results results/disk.json and the README table.
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { cgroupCommand, createMemoryCgroup, memoryCgroupSupport } from './lib/cgroup.mjs';
+import { ensureBenchDeps } from './lib/deps.mjs';
+import { importDist, presetModel, repoRoot } from './lib/moetier.mjs';
+import { parseBenchArgs, positiveInt } from './lib/options.mjs';
+import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
+import { runLlamaCpp } from './llamacpp/runner.mjs';
+
+const usage = 'npm run bench -- disk [--presets q8_0,q4_0 --limits 0.75,0.5,0.3 --tokens N --llama-tokens N --update-results]';
+const options = {
+  presets: { type: 'string', default: 'q8_0,q4_0', help: 'quants of the medium preset' },
+  limits: { type: 'string', default: '0.75,0.5,0.3', help: 'memory limits as shares of the file size' },
+  tokens: { type: 'string', default: '48', help: 'tokens moetier generates per run' },
+  'llama-tokens': { type: 'string', default: '12', help: 'tokens llama.cpp generates per run (it thrashes under a limit)' },
+};
+const prompt = 'The ocean is deep and the waves roll over the sand while the tide';
+/** Node's own heap and code, outside the engine's budget: the cgroup limit less this is the budget. */
+const nodeAllowanceBytes = 96 * 2 ** 20;
+const MiB = 2 ** 20;
+
+export async function main(argv) {
+  const values = parseBenchArgs(argv, { usage, options });
+  if (!values) return;
+  const why = memoryCgroupSupport();
+  if (why) throw Object.assign(new Error(`bench disk needs memory cgroups: ${why}`), { code: 'E_CGROUP' });
+  const tokens = positiveInt('tokens', values.tokens, 4096), llamaTokens = positiveInt('llama-tokens', values['llama-tokens'], 4096);
+  const limits = values.limits.split(',').map(Number);
+  await ensureBenchDeps();
+  const native = (await importDist('src/native/binding.js')).loadNative();
+  const rows = [];
+  for (const quant of values.presets.split(',')) {
+    const model = await presetModel({ preset: 'medium', arch: 'qwen3moe', quant });
+    const fileBytes = statSync(model).size;
+    const ref = moetierRun(model, tokens, []);
+    const promptTokens = await promptIds(model);
+    const probe = readProbe(native, model, probeReadBytes);
+    for (const share of limits) {
+      const limitBytes = Math.round(fileBytes * share);
+      const budgetBytes = limitBytes - nodeAllowanceBytes;
+      native.dropFileCache(model);
+      const ours = inCgroup(`moetier-disk-${quant}`, limitBytes, (g) => moetierRun(model, tokens, ['--memory-budget', String(budgetBytes)], g));
+      const peers = [];
+      for (const threads of [1, 2]) {
+        native.dropFileCache(model);
+        peers.push(await inCgroupAsync(`llama-disk-${quant}`, limitBytes, (g) => llamaRun(model, promptTokens, threads, llamaTokens, g)));
+      }
+      const r = ours.result;
+      const bytesPerToken = r ? (r.streamedBytes + r.uploadBytes) / Math.max(1, r.tokens.length) : NaN;
+      const best = (k) => Math.max(...peers.map((p) => p.result?.[k] ?? 0));
+      rows.push({
+        quant, fileBytes, share, limitBytes, budgetBytes,
+        moetier: r ? { decodeTokPerS: r.decodeTokPerS, prefillTokPerS: r.prefillTokPerS, decodeHitRate: r.decodeHitRate, slotsPerLayer: r.memoryPlan?.slotsPerLayer, bytesReadPerToken: bytesPerToken, sameTokens: JSON.stringify(r.tokens) === JSON.stringify(ref.tokens), peakBytes: ours.peakBytes } : { failed: ours.failure, peakBytes: ours.peakBytes },
+        llamaCpp: peers.map((p, i) => ({ threads: i + 1, ...(p.result ?? { failed: p.failure }), peakBytes: p.peakBytes })),
+        llamaCppBestDecodeTokPerS: best('decodeTokPerS'), llamaCppBestPrefillTokPerS: best('prefillTokPerS'),
+        diskGBps: probe.gbps, diskBoundTokPerS: probe.gbps * 1e9 / bytesPerToken,
+      });
+      process.stderr.write(`disk ${quant} ${share}: moetier ${r?.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${best('decodeTokPerS').toFixed(2)}\n`);
+    }
+  }
+  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, nodeAllowanceBytes, tokens, llamaTokens, rows };
+  process.stdout.write(JSON.stringify(summary) + '\n');
+  const target = resultsTarget(values['update-results']);
+  writeResults(target, 'disk', JSON.stringify(summary, null, 2) + '\n');
+  updateReadme(target, 'disk', diskTable(summary));
+}
+
+function moetierRun(model, tokens, extra, group) {
+  const argv = [process.execPath, path.join(repoRoot, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', prompt, '-n', String(tokens), '-t', '2', '--heat', 'none', '--json', ...extra];
+  const [cmd, args] = group ? cgroupCommand(group, argv) : [argv[0], argv.slice(1)];
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw Object.assign(new Error(`moetier ${r.signal ?? `exit ${r.status}`}: ${r.stderr.slice(-300)}`), { code: 'E_RUN' });
+  const out = JSON.parse(r.stdout);
+  return { ...out, streamedBytes: out.streamedBytes ?? 0, uploadBytes: out.uploadBytes ?? 0 };
+}
+
+/** The prompt's token ids as moetier tokenizes it (llama.cpp is given the same ids). */
+async function promptIds(model) {
+  const { openEngine } = await importDist('src/engine/engine.js');
+  const engine = await openEngine({ model, threads: 1, contextTokens: 64 });
+  try {
+    return engine.tokenize(prompt);
+  } finally {
+    await engine.close();
+  }
+}
+
+async function llamaRun(model, promptTokens, threads, maxTokens, group) {
+  const reply = await runLlamaCpp({ modelPath: model, threads, maxTokens, logitsMode: 'none', runs: [{ promptText: prompt, promptTokens }] }, { timeoutMs: 600_000, wrap: (argv) => cgroupCommand(group, argv) });
+  const t = reply.results[0].timings;
+  return { decodeTokPerS: t.decodeTokPerS, prefillTokPerS: t.prefillTokPerS };
+}
+
+function inCgroup(name, limitBytes, fn) {
+  const g = createMemoryCgroup(name, limitBytes);
+  try {
+    return { result: fn(g), peakBytes: g.peakBytes() };
+  } catch (err) {
+    return { failure: err.message, peakBytes: g.peakBytes() };
+  } finally {
+    g.remove();
+  }
+}
+
+async function inCgroupAsync(name, limitBytes, fn) {
+  const g = createMemoryCgroup(name, limitBytes);
+  try {
+    return { result: await fn(g), peakBytes: g.peakBytes() };
+  } catch (err) {
+    return { failure: String(err.message).split('\n')[0], peakBytes: g.peakBytes() };
+  } finally {
+    g.remove();
+  }
+}
+
+/** The probe's read: one medium Q8_0 expert (3 x 256 x 768 weights at 34 bytes per 32: 627 KiB). */
+const probeReadBytes = (3 * 256 * 768 / 32) * 34;
+
+/** Random expert-sized reads of the cold file, one in flight (buffered pread, as the engine reads today). */
+function readProbe(native, file, bytes) {
+  native.dropFileCache(file);
+  const size = statSync(file).size, fd = openSync(file, 'r'), buf = Buffer.alloc(bytes);
+  const n = 200;
+  let rng = 12345;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    rng = (rng * 1103515245 + 12345) & 0x7fffffff;
+    const offset = Math.floor((rng / 0x7fffffff) * (size - bytes) / 4096) * 4096;
+    readSync(fd, buf, 0, bytes, offset);
+  }
+  const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  closeSync(fd);
+  native.dropFileCache(file);
+  return { gbps: (n * bytes) / s / 1e9, reads: n, readBytes: bytes };
+}
+
+function diskTable(s) {
+  const f = (x, d = 2) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  const rows = s.rows.map((r) => {
+    const m = r.moetier;
+    const ratio = m.decodeTokPerS && r.llamaCppBestDecodeTokPerS > 0 ? `${f(m.decodeTokPerS / r.llamaCppBestDecodeTokPerS, 1)}x` : 'n/a';
+    const llama = r.llamaCpp.map((p) => (p.decodeTokPerS ? f(p.decodeTokPerS) : `killed/failed`)).join(' / ');
+    return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${m.failed ? 'failed' : f(m.decodeTokPerS)} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s) | ${f(m.peakBytes / MiB, 0)} | ${m.sameTokens ? 'yes' : 'no'} |`;
+  });
+  return [
+    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores); moetier ${s.tokens} tokens at 2 threads, llama.cpp ${s.llamaTokens} tokens at 1 / 2 threads; budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node.`,
+    '',
+    '| model | limit (share of file) | moetier decode tok/s | moetier prefill tok/s | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | disk bound tok/s (probe) | moetier peak MiB | same tokens |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
