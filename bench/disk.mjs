@@ -65,7 +65,8 @@ export async function main(argv) {
         peers.push(await inCgroupAsync(`llama-disk-${quant}`, limitBytes, (g) => llamaRun(model, promptTokens, threads, llamaTokens, g)));
       }
       const r = ours.result;
-      const bytesPerToken = r ? (r.streamedBytes + r.uploadBytes) / Math.max(1, r.tokens.length) : NaN;
+      // streamedBytes counts from the stats mark after the prefill: decode reads only.
+      const bytesPerToken = r ? (r.streamedBytes + r.uploadBytes) / Math.max(1, r.tokens.length - 1) : NaN;
       const best = (k) => Math.max(...peers.map((p) => p.result?.[k] ?? 0));
       rows.push({
         quant, fileBytes, share, limitBytes, budgetBytes,

@@ -134,7 +134,7 @@ typedef struct mt_tier_stats {
 } mt_tier_stats;
 /* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);
-/* hits, misses and lazy_misses back to 0 (the stats mark after a prefill). */
+/* hits, misses, lazy_misses and the streamed reads back to 0 (the stats mark after a prefill). */
 void mt_tier_reset_stats(mt_tier* tier);
 
 /* Between evals: the layer's slot count becomes count. Growing takes spare slots first, then

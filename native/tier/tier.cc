@@ -224,7 +224,10 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->reports_dropped = t.reports_dropped;
 }
 
-void mt_tier_reset_stats(mt_tier* t) { t->hits = 0, t->misses = 0, t->lazy_misses = 0; }
+void mt_tier_reset_stats(mt_tier* t) {
+  t->hits = 0, t->misses = 0, t->lazy_misses = 0;
+  t->streamed_reads = 0, t->streamed_bytes = 0;  // like the hits: counted from the stats mark on
+}
 
 void mt_tier_set_layer_hook(mt_tier* t, mt_tier_layer_hook fn, void* user) { t->hook_fn = fn, t->hook_user = user; }
 

@@ -87,3 +87,19 @@ describe('disk backend in the engine', () => {
     }
   });
 });
+
+describe('disk backend over a Q4_0 container', () => {
+  it('keeps no host copies (their arena would hold every non-resident expert): misses are read from the file; the tokens unchanged', async () => {
+    const q4 = await tinyModel(dir, 'q4_0', 11);
+    const { prompt: p4, reference: ref4 } = await referenceRun(q4, 'one two three four five six seven', maxTokens);
+    const engine = await openEngine({ model: q4, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 } });
+    try {
+      expect(await collect(engine, p4, { maxTokens, stopAtEos: false })).toEqual(ref4);
+      const s = engine.tierStats()!;
+      expect(s.lazyMisses).toBe(0);
+      expect(s.streamedReads).toBeGreaterThan(0);
+    } finally {
+      await engine.close();
+    }
+  });
+});

@@ -70,10 +70,12 @@ export class EngineTier {
     let rebuild: Int8RebuildActor | undefined;
     try {
       if (!hasNativeTier(native)) throw new NativeError('the addon has no expert tier verbs (createTier, tierPoll): rebuild it with npm run build:native');
-      rebuild = wantsHostCopies(model) ? createRebuildActor(model) : undefined;
+      // The disk tier keeps no host copies (their arena would hold every non-resident expert in RAM):
+      // its misses are read from the file for their call.
+      rebuild = wantsHostCopies(model) && config.backend !== 'disk' ? createRebuildActor(model) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
       // The disk backend's misses are read from the file for their call, never from the mapping.
-      const stream = config.backend === 'disk' && !rebuild ? { streamFile: model.mapping } : {};
+      const stream = config.backend === 'disk' ? { streamFile: model.mapping } : {};
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
       assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
