@@ -159,8 +159,9 @@ function diskTable(s) {
   const rows = s.rows.map((r) => {
     const m = r.moetier;
     const ratio = m.decodeTokPerS && r.llamaCppBestDecodeTokPerS > 0 ? `${f(m.decodeTokPerS / r.llamaCppBestDecodeTokPerS, 1)}x` : 'n/a';
-    const llama = r.llamaCpp.map((p) => (p.decodeTokPerS ? f(p.decodeTokPerS) : `killed/failed`)).join(' / ');
-    return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${m.failed ? 'failed' : f(m.decodeTokPerS)} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s) | ${f(m.peakBytes / MiB, 0)} | ${m.sameTokens ? 'yes' : 'no'} |`;
+    const llama = r.llamaCpp.map((p) => (p.decodeTokPerS ? f(p.decodeTokPerS) : /SIGKILL/.test(p.failed ?? '') ? 'killed' : 'failed')).join(' / ');
+    const ours = m.failed ? (/memory budget/.test(m.failed) ? 'refused (budget below the fixed parts)' : 'failed') : f(m.decodeTokPerS);
+    return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${ours} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s) | ${f(m.peakBytes / MiB, 0)} | ${m.failed ? 'n/a' : m.sameTokens ? 'yes' : 'no'} |`;
   });
   return [
     `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores); moetier ${s.tokens} tokens at 2 threads, llama.cpp ${s.llamaTokens} tokens at 1 / 2 threads; budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node.`,
