@@ -41,6 +41,7 @@ const MiB = 2 ** 20;
 export async function main(argv) {
   const values = parseBenchArgs(argv, { usage, options });
   if (!values) return;
+  const loadAverageAtStart = os.loadavg();
   const why = memoryCgroupSupport();
   if (why) throw Object.assign(new Error(`bench disk needs memory cgroups: ${why}`), { code: 'E_CGROUP' });
   const tokens = positiveInt('tokens', values.tokens, 4096), llamaTokens = positiveInt('llama-tokens', values['llama-tokens'], 4096);
@@ -78,7 +79,7 @@ export async function main(argv) {
       process.stderr.write(`disk ${quant} ${share}: moetier ${r?.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${best('decodeTokPerS').toFixed(2)}\n`);
     }
   }
-  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, nodeAllowanceBytes, tokens, llamaTokens, rows };
+  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `node ${path.relative(repoRoot, process.argv[1])} ${argv.join(' ')}`, loadAverageAtStart, loadAverageAtEnd: os.loadavg(), nodeAllowanceBytes, tokens, llamaTokens, rows };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'disk', JSON.stringify(summary, null, 2) + '\n');
@@ -164,7 +165,7 @@ function diskTable(s) {
     return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${ours} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s) | ${f(m.peakBytes / MiB, 0)} | ${m.failed ? 'n/a' : m.sameTokens ? 'yes' : 'no'} |`;
   });
   return [
-    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores); moetier ${s.tokens} tokens at 2 threads, llama.cpp ${s.llamaTokens} tokens at 1 / 2 threads; budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node.`,
+    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; moetier ${s.tokens} tokens at 2 threads, llama.cpp ${s.llamaTokens} tokens at 1 / 2 threads; budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node.`,
     '',
     '| model | limit (share of file) | moetier decode tok/s | moetier prefill tok/s | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | disk bound tok/s (probe) | moetier peak MiB | same tokens |',
     '|---|---|---|---|---|---|---|---|---|---|---|',

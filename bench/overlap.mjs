@@ -32,6 +32,7 @@ const options = {
 async function main(argv) {
   const values = parseBenchArgs(argv, { usage, options });
   if (!values) return;
+  const loadAverageAtStart = os.loadavg();
   const rounds = positiveInt('rounds', values.rounds, 50), tokens = positiveInt('tokens', values.tokens, 4096);
   const t = await importDist('src/telemetry/trace-overlap.js');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-overlap-'));
@@ -61,7 +62,7 @@ async function main(argv) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, presets };
+  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `node ${path.relative(repoRoot, process.argv[1])} ${argv.join(' ')}`, loadAverageAtStart, loadAverageAtEnd: os.loadavg(), presets };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'overlap', JSON.stringify(summary, null, 2) + '\n');
@@ -72,7 +73,7 @@ function overlapTable(s) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
   const rows = s.presets.map((p) => `| ${p.preset} ${p.quant} | ${f(p.swapGapMedianUs)} | ${f(p.plainGapMedianUs, 2)} | ${f(p.uploads, 0)} | ${f(p.overlapNextLayer, 0)} | ${f(p.overlapCompute, 0)} | ${f(p.lostMsPerDecodeToken, 3)} | ${f(p.msPerToken, 2)} |`);
   return [
-    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores); medians of ${s.presets[0]?.rounds} runs, ${s.presets[0]?.tokens} tokens each.`,
+    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; medians of ${s.presets[0]?.rounds} runs, ${s.presets[0]?.tokens} tokens each.`,
     '',
     '| preset | gap at swap boundaries (us) | gap elsewhere (us) | uploads | beside layer L+1 | beside any compute | compute lost (ms / decode token) | ms / token |',
     '|---|---|---|---|---|---|---|---|',
