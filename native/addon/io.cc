@@ -295,6 +295,7 @@ Napi::Value IoStats(const Napi::CallbackInfo& info) {
   o.Set("readsCancelled", double(st.reads_cancelled));
   o.Set("bytesRead", double(st.bytes_read));
   o.Set("readsBounced", double(st.reads_bounced));
+  o.Set("bounceCopyNs", double(st.bounce_copy_ns));
   o.Set("resubmits", double(st.resubmits));
   o.Set("readsInFlight", st.reads_in_flight);
   o.Set("readsQueued", st.reads_queued);

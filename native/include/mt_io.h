@@ -145,6 +145,7 @@ typedef struct mt_io_stats {
   uint64_t reads_done, reads_failed, reads_cancelled; /* cancelled ones are counted in failed too */
   uint64_t bytes_read;         /* wanted bytes that landed, over every read */
   uint64_t reads_bounced;      /* reads that went through a bounce buffer */
+  uint64_t bounce_copy_ns;     /* time the completion side spent copying out of bounce buffers */
   uint64_t resubmits;          /* syscalls that continued a short read */
   int32_t reads_in_flight, reads_queued;
   uint64_t bounce_bytes;       /* bounce memory the engine holds now */

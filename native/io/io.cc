@@ -174,7 +174,12 @@ void mt_io::finish(const mt::io::Flight& f, int error, const char* what, std::un
   uint64_t landed = got < f.bytes ? got : f.bytes;
   const bool injected = f.land_limit < f.bytes;
   if (injected && landed > f.land_limit) landed = f.land_limit;
-  if (f.bounce && landed > 0) std::memcpy(f.dst, f.buffer + f.skip, landed);
+  int64_t copy_ns = 0;
+  if (f.bounce && landed > 0) {
+    const int64_t t0 = mt_monotonic_ns();
+    std::memcpy(f.dst, f.buffer + f.skip, landed);
+    copy_ns = mt_monotonic_ns() - t0;
+  }
   const uint64_t offset = f.span_offset + f.skip;
   std::string reason;
   int state = MT_IO_DONE, err = 0;
@@ -192,6 +197,7 @@ void mt_io::finish(const mt::io::Flight& f, int error, const char* what, std::un
   MT_ASSERT(in_flight > 0, "in_flight never goes below 0");
   in_flight--;
   resubmits += f.resubmits;
+  bounce_copy_ns += uint64_t(copy_ns);
   settle(f.id, state, err, landed, reason);
   release_place(f.place);
 }
@@ -355,6 +361,7 @@ void mt_io_stats_get(mt_io* io, mt_io_stats* out) {
   out->reads_cancelled = io->reads_cancelled;
   out->bytes_read = io->bytes_read;
   out->reads_bounced = io->reads_bounced;
+  out->bounce_copy_ns = io->bounce_copy_ns;
   out->resubmits = io->resubmits;
   out->reads_in_flight = io->in_flight;
   out->reads_queued = int32_t(io->queue.size());

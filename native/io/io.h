@@ -120,7 +120,7 @@ struct mt_io {
   uint64_t bytes_asked = 0;           // fault injection's count, in mt_io_read order
   bool injected = false;
   uint64_t reads_issued = 0, reads_done = 0, reads_failed = 0, reads_cancelled = 0;
-  uint64_t bytes_read = 0, reads_bounced = 0, resubmits = 0, bounce_bytes = 0;
+  uint64_t bytes_read = 0, reads_bounced = 0, resubmits = 0, bounce_bytes = 0, bounce_copy_ns = 0;
 };
 
 namespace mt::io {

@@ -303,6 +303,8 @@ export interface NativeIoStats {
   readsCancelled: number;
   bytesRead: number;
   readsBounced: number;
+  /** Time the completion side spent copying out of bounce buffers (what the bounce costs). */
+  bounceCopyNs: number;
   /** Syscalls that continued a short read. */
   resubmits: number;
   readsInFlight: number;
