@@ -101,7 +101,8 @@ struct mt_io {
   void cancel_queued();
 
   const mt_io_config config;
-  const int fd;                       // the engine's own descriptor (closed by the destructor)
+  int fd;                             // the engine's own descriptor (closed by the destructor);
+                                      // set once, before any read (a failed uring start hands it back)
   const uint64_t align;               // direct syscalls' alignment (1 when buffered)
   const int32_t align_source;
   const uint64_t bounce_bytes_max;

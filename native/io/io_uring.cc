@@ -1,13 +1,20 @@
-// The uring kind of include/mt_io.h: io_uring by its raw system calls (no liburing). One SQE
-// (IORING_OP_READ) per read in flight, submitted under the engine's lock by whichever thread
-// starts the read; one reaper thread blocks in io_uring_enter(GETEVENTS), takes each CQE and
-// either submits the rest of a short read or finishes the read (io.h).
+// The uring kind of include/mt_io.h: io_uring by its raw system calls (no liburing). One thread,
+// the ring's owner, does everything with the ring: it submits an SQE (IORING_OP_READ) per read
+// that takes a place, blocks in io_uring_enter(GETEVENTS), takes each CQE and either submits the
+// rest of a short read or finishes the read (io.h). A caller's mt_io_read only queues the read and
+// wakes the owner through an eventfd (a read of it always sits in the ring).
 //
-//   SQ ring  entries >= queue_depth + 1 (the +1: the NOP that wakes the reaper at shutdown);
-//            the kernel consumes an SQE inside the io_uring_enter that submits it (no SQPOLL),
-//            so at most one entry is ever unconsumed
-//   CQ ring  twice the SQ: more than the reads in flight plus the NOP, so it cannot overflow
-//   user_data  place + 1 of the read; 0 is the shutdown NOP
+// Why one owner: a read's completion runs as task work of the task that submitted it, so with
+// callers submitting, the JavaScript thread (or the eval thread) would be interrupted for every
+// read that lands, and a submitting thread's end would concern its reads. With one owner the task
+// work runs where the CQE is wanted, and the owner batches its submissions into the enter that
+// waits (IORING_SETUP_SINGLE_ISSUER; a plain ring where refused).
+//
+//   SQ ring  entries >= queue_depth + 1 (the +1: the eventfd read); at most that many requests are
+//            ever outstanding, so an SQE always has room
+//   CQ ring  twice the SQ: it cannot overflow
+//   user_data  place + 1 of a read; kWakeData for the eventfd read
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -38,7 +45,9 @@ int sys_register(int ring, unsigned opcode, void* arg, unsigned n) { return int(
 unsigned load_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 void store_release(unsigned* p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
-// The rings of one io_uring instance, mapped into this process.
+constexpr uint64_t kWakeData = UINT64_MAX;
+
+// The rings of one io_uring instance, mapped into this process; its owner's thread alone uses it.
 struct Ring {
   int fd = -1;
   void* sq_map = MAP_FAILED;
@@ -52,11 +61,20 @@ struct Ring {
   io_uring_cqe* cqes = nullptr;
   unsigned sq_entries = 0;
 
-  // False with why (the errno's name and what failed) when this kernel cannot give us a ring
-  // that reads: the caller falls back to the threads kind.
+  // False with why (the errno's name and what failed) when this kernel gives no ring that reads:
+  // mt_io_create's auto then takes the threads kind.
   bool open(unsigned entries, std::string* why) {
     io_uring_params p{};
+#if defined(IORING_SETUP_SINGLE_ISSUER)
+    // The calling thread owns the ring (a hint the kernel may use). Not DEFER_TASKRUN: with it,
+    // on 6.18, buffered reads into memory not yet faulted in failed with EFAULT about half the
+    // time (64 MB reads, the page cache dropped); without it, never in the same runs.
+    p.flags = IORING_SETUP_SINGLE_ISSUER;
     fd = sys_setup(entries, &p);
+    if (fd < 0 && errno == EINVAL) p = io_uring_params{}, fd = sys_setup(entries, &p);  // before 6.0
+#else
+    fd = sys_setup(entries, &p);
+#endif
     if (fd < 0) return *why = "io_uring_setup: " + errno_text(errno), false;
     if (!supports_read()) return *why = "io_uring: this kernel has no IORING_OP_READ (5.6)", close(), false;
     sq_entries = p.sq_entries;
@@ -102,49 +120,130 @@ struct Ring {
     *this = Ring{};
   }
 
-  // Queues one SQE and submits it: 0, or the errno of io_uring_enter (the SQE taken back).
-  int submit(const io_uring_sqe& sqe) {
+  // Puts one SQE in the ring for the next io_uring_enter.
+  void push(const io_uring_sqe& sqe) {
     const unsigned tail = *sq_tail;
-    MT_ASSERT(tail - load_acquire(sq_head) < sq_entries, "the SQ ring has room: every SQE is consumed by the enter that submits it");
+    MT_ASSERT(tail - load_acquire(sq_head) < sq_entries, "the SQ ring has room: at most queue_depth + 1 requests are outstanding");
     const unsigned index = tail & *sq_mask;
     sqes[index] = sqe;
     sq_array[index] = index;
     store_release(sq_tail, tail + 1);
-    for (;;) {
-      const int n = sys_enter(fd, 1, 0, 0);
-      if (n == 1) return 0;
-      if (n < 0 && errno == EINTR) continue;
-      const int error = n < 0 ? errno : EAGAIN;
-      store_release(sq_tail, tail);  // not consumed: the kernel only reads SQEs inside io_uring_enter
-      return error;
-    }
   }
+
+  // SQEs pushed that the kernel has not consumed yet.
+  unsigned unsubmitted() const { return *sq_tail - load_acquire(sq_head); }
 };
 
 class UringIo final : public mt_io {
  public:
-  UringIo(const mt_io_config& c, const File& file, const Ring& ring) : mt_io(c, file), ring_(ring), flights_(size_t(c.queue_depth)) {
+  UringIo(const mt_io_config& c, const File& file) : mt_io(c, file), flights_(size_t(c.queue_depth)) {
     for (int32_t i = c.queue_depth - 1; i >= 0; i--) free_.push_back(i);
   }
 
   ~UringIo() override {
-    if (!leaked_) ring_.close();
+    if (wake_fd_ >= 0) close(wake_fd_);
   }
 
-  bool start(std::string* why) {
+  // Starts the owner, which opens the ring: MT_IO_OK; MT_IO_UNSUPPORTED when the kernel gives no
+  // ring that reads (the owner has ended again); MT_IO_SYSTEM when no eventfd or thread could be had.
+  int start(std::string* why) {
+    // Blocking: io_uring waits on it (an O_NONBLOCK eventfd would make the read fail with EAGAIN).
+    wake_fd_ = eventfd(0, EFD_CLOEXEC);
+    if (wake_fd_ < 0) return *why = "eventfd: " + errno_text(errno), MT_IO_SYSTEM;
     try {
-      reaper_ = std::thread([this] { reap(); });
-      g_threads++;
+      owner_ = std::thread([this] { run(); });
     } catch (const std::exception& e) {
-      *why = e.what();
-      return false;
+      return *why = e.what(), MT_IO_SYSTEM;
     }
-    return true;
+    std::unique_lock<std::mutex> lk(mu);
+    ready_cv_.wait(lk, [this] { return ready_ != 0; });
+    if (ready_ > 0) return g_threads++, MT_IO_OK;
+    lk.unlock();
+    owner_.join();
+    return *why = why_, MT_IO_UNSUPPORTED;
   }
 
   int32_t kind() const override { return MT_IO_URING; }
 
-  void start_queued() override {  // under mu
+  // Under mu: a read was queued or a hold ended: the owner starts it (only the owner touches the ring).
+  void start_queued() override {
+    if (wake_pending_ || std::this_thread::get_id() == owner_id_) return;  // the owner looks at the queue before it waits
+    wake_pending_ = true;
+    const uint64_t one = 1;
+    const ssize_t n = write(wake_fd_, &one, sizeof one);
+    MT_ASSERT(n == ssize_t(sizeof one), "an eventfd write of 1 cannot fail");
+    (void)n;
+  }
+
+  void release_place(int32_t place) override { free_.push_back(place); }  // under mu, on the owner's thread
+
+  void shutdown() override {
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      settled.wait(lk, [this] { return in_flight == 0; });
+      stop_ = true;
+      wake_pending_ = false;
+      start_queued();  // the eventfd read completes: the owner sees stop_ and ends
+    }
+    owner_.join();
+    g_threads--;
+  }
+
+ private:
+  void run() {
+    std::string why;
+    const bool ok = ring_.open(unsigned(config.queue_depth) + 1, &why);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      owner_id_ = std::this_thread::get_id();
+      ready_ = ok ? 1 : -1;
+      why_ = why;
+    }
+    ready_cv_.notify_all();
+    if (!ok) return;
+    loop();
+    ring_.close();  // nothing is outstanding: no request writes into our memory after this
+  }
+
+  void loop() {
+    bool armed = false;  // the eventfd read is in the ring
+    for (;;) {
+      bool stopping = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        wake_pending_ = false;
+        stopping = stop_;
+        if (stopping && in_flight == 0 && !armed) return;
+        start_places();
+      }
+      if (!armed && !stopping) {
+        io_uring_sqe wake{};
+        wake.opcode = IORING_OP_READ;
+        wake.fd = wake_fd_;
+        wake.addr = uint64_t(uintptr_t(&wake_value_));
+        wake.len = sizeof wake_value_;
+        wake.user_data = kWakeData;
+        ring_.push(wake);
+        armed = true;
+      }
+      // Submits what was pushed and waits for at least one completion, in one call.
+      const int n = sys_enter(ring_.fd, ring_.unsubmitted(), 1, IORING_ENTER_GETEVENTS);
+      if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
+        MT_ASSERT(false, "io_uring_enter fails only when interrupted or short of resources");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // never a hot loop
+      }
+      unsigned head = *ring_.cq_head;
+      for (unsigned tail = load_acquire(ring_.cq_tail); head != tail; tail = load_acquire(ring_.cq_tail)) {
+        const io_uring_cqe cqe = ring_.cqes[head & *ring_.cq_mask];
+        store_release(ring_.cq_head, ++head);
+        if (cqe.user_data == kWakeData) armed = false;
+        else on_completion(int32_t(cqe.user_data - 1), cqe.res);
+      }
+    }
+  }
+
+  // Under mu: queued reads take free places; their SQEs go in with the next enter.
+  void start_places() {
     while (!held && !queue.empty() && !free_.empty()) {
       const mt_io_id id = queue.front();
       queue.pop_front();
@@ -155,44 +254,11 @@ class UringIo final : public mt_io {
         free_.push_back(place);
         continue;
       }
-      if (const int error = submit_read(f)) {
-        in_flight--;
-        settle(id, MT_IO_FAILED, error, 0, "io_uring_enter: " + std::string(mt_io_errno_name(error)) + " submitting the read at offset " + std::to_string(f.span_offset + f.skip));
-        free_.push_back(place);
-      }
+      push_read(f);
     }
   }
 
-  void release_place(int32_t place) override {  // under mu
-    free_.push_back(place);
-    start_queued();
-  }
-
-  void shutdown() override {
-    std::unique_lock<std::mutex> lk(mu);
-    settled.wait(lk, [this] { return in_flight == 0; });
-    io_uring_sqe nop{};
-    nop.opcode = IORING_OP_NOP;
-    nop.user_data = 0;
-    int error = 0;
-    for (int attempt = 0; attempt < 1000 && (error = ring_.submit(nop)) != 0; attempt++) {
-      lk.unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      lk.lock();
-    }
-    lk.unlock();
-    MT_ASSERT(error == 0, "the shutdown NOP is submitted");
-    if (error != 0) {  // the reaper cannot be woken: leave it blocked on a ring we never unmap
-      reaper_.detach();
-      leaked_ = true;
-      return;
-    }
-    reaper_.join();
-    g_threads--;
-  }
-
- private:
-  int submit_read(const Flight& f) {  // under mu
+  void push_read(const Flight& f) {
     io_uring_sqe sqe{};
     sqe.opcode = IORING_OP_READ;
     sqe.fd = fd;
@@ -200,80 +266,56 @@ class UringIo final : public mt_io {
     sqe.addr = uint64_t(uintptr_t(f.buffer + f.got));
     sqe.len = unsigned(next_length(f));  // <= MT_IO_READ_BYTES_MAX + an alignment: fits
     sqe.user_data = uint64_t(f.place) + 1;
-    return ring_.submit(sqe);
+    ring_.push(sqe);
   }
 
-  void reap() {
-    for (;;) {
-      const int n = sys_enter(ring_.fd, 0, 1, IORING_ENTER_GETEVENTS);
-      if (n < 0 && errno != EINTR && errno != EAGAIN && errno != EBUSY) {
-        MT_ASSERT(false, "io_uring_enter(GETEVENTS) fails only when interrupted");
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // never a hot loop
-      }
-      bool stop = false;
-      unsigned head = *ring_.cq_head;
-      for (unsigned tail = load_acquire(ring_.cq_tail); head != tail; tail = load_acquire(ring_.cq_tail)) {
-        const io_uring_cqe cqe = ring_.cqes[head & *ring_.cq_mask];
-        store_release(ring_.cq_head, ++head);
-        if (cqe.user_data == 0) stop = true;
-        else on_completion(int32_t(cqe.user_data - 1), cqe.res);
-      }
-      if (stop) return;
-    }
-  }
-
+  // On the owner's thread, which alone writes flights_ (begin too runs here, under mu).
   void on_completion(int32_t place, int32_t res) {
-    std::unique_lock<std::mutex> lk(mu);
     MT_ASSERT(place >= 0 && place < config.queue_depth, "a CQE names a place");
     Flight& f = flights_[size_t(place)];
     MT_ASSERT(f.place == place && f.id != 0, "a CQE's place holds a read in flight");
-    int error = 0;
-    const char* what = "io_uring read";
-    const bool retry = res == -EINTR || res == -EAGAIN;
-    if (retry || (res > 0 && advance(f, uint64_t(res)) == Next::kMore)) {
-      error = submit_read(f);
-      if (error == 0) return;
-      what = "io_uring_enter";
-    } else if (res < 0) {
-      error = -res;
+    if (res == -EINTR || res == -EAGAIN || (res > 0 && advance(f, uint64_t(res)) == Next::kMore)) {
+      push_read(f);  // the rest of a short read (or the same again), with the next enter
+      return;
     }
     const Flight done = f;
     f.id = 0;
-    lk.unlock();
-    finish(done, error, what, lk);
+    std::unique_lock<std::mutex> lk(mu, std::defer_lock);
+    finish(done, res < 0 ? -res : 0, "io_uring read", lk);
   }
 
-  Ring ring_;
-  std::vector<Flight> flights_;  // by place
-  std::vector<int32_t> free_;    // places with no read
-  std::thread reaper_;
-  bool leaked_ = false;
+  Ring ring_;                    // the owner's alone
+  std::vector<Flight> flights_;  // by place; the owner's alone
+  std::vector<int32_t> free_;    // places with no read (under mu)
+  std::thread owner_;
+  std::thread::id owner_id_;     // under mu
+  int wake_fd_ = -1;
+  uint64_t wake_value_ = 0;      // where the eventfd read lands
+  bool wake_pending_ = false;    // under mu: an eventfd write the owner has not yet looked behind
+  bool stop_ = false;            // under mu
+  int ready_ = 0;                // under mu: 1 the ring is open, -1 it could not be (why_)
+  std::string why_;
+  std::condition_variable ready_cv_;
 };
 
 }  // namespace
 
 mt_io* create_uring(const mt_io_config& c, const File& file, char* err, size_t err_bytes, int* status) {
-  Ring ring;
-  std::string why;
-  if (!ring.open(unsigned(c.queue_depth) + 1, &why)) {
-    *status = fail(err, err_bytes, MT_IO_UNSUPPORTED, "mt_io_create: uring: " + why);
-    return nullptr;
-  }
   UringIo* io = nullptr;
   try {
-    io = new UringIo(c, file, ring);
+    io = new UringIo(c, file);
   } catch (const std::exception&) {
-    ring.close();
     close(file.fd);
     *status = fail(err, err_bytes, MT_IO_NO_MEMORY, "mt_io_create: no memory for the engine");
     return nullptr;
   }
-  if (!io->start(&why)) {
-    delete io;
-    *status = fail(err, err_bytes, MT_IO_SYSTEM, "mt_io_create: cannot start the completion thread: " + why);
-    return nullptr;
-  }
-  return io;
+  std::string why;
+  const int rc = io->start(&why);
+  if (rc == MT_IO_OK) return io;
+  if (rc == MT_IO_UNSUPPORTED) io->fd = -1;  // handed back: the threads kind may take the file
+  delete io;
+  *status = fail(err, err_bytes, rc, rc == MT_IO_UNSUPPORTED ? "mt_io_create: uring: " + why : "mt_io_create: cannot start the ring's thread: " + why);
+  return nullptr;
 }
 
 #else
