@@ -34,8 +34,8 @@ import { median, quantile } from './lib/stats.mjs';
 const usage = 'usage: node bench/disk-probe.mjs [--file-mib N --read-mib N --rounds R --depths 1,2,4 --engines uring,threads --dir D --update-results]';
 const options = {
   'file-mib': { type: 'string', default: '1024', help: 'size of the probe file (MiB)' },
-  'read-mib': { type: 'string', default: '192', help: 'bytes read per cell and round (MiB)' },
-  rounds: { type: 'string', default: '3', help: 'rounds over every cell (GB/s: the median round; latency: all rounds pooled)' },
+  'read-mib': { type: 'string', default: '96', help: 'bytes read per cell and round (MiB)' },
+  rounds: { type: 'string', default: '5', help: 'rounds over every cell, each in its own shuffled order (GB/s: the median round; latency: all rounds pooled)' },
   depths: { type: 'string', default: '1,2,4,8,16,32', help: 'queue depths' },
   engines: { type: 'string', default: 'uring,threads', help: 'engines (uring, threads)' },
   dir: { type: 'string', default: os.tmpdir(), help: 'where the probe file goes (a folder on the disk to measure)' },
@@ -185,31 +185,38 @@ class Probe {
   }
 }
 
+/**
+ * Every cell once per round, each round in its own shuffled order: the disk of a VM can swing
+ * from one run to the next by a factor of two (a host's cache and neighbours), so a fixed order
+ * would hand a bias to whichever cells come at a good moment; shuffled, it is noise the medians take.
+ */
 async function measureCells(probe, { sizes, engines, modes, depths, rounds, readBytes }) {
+  const plan = sizes.flatMap(({ bytes, label }) => engines.flatMap((engine) => modes.flatMap((mode) => depths.map((depth) => ({ bytes, label, engine, mode, depth })))));
   const cells = new Map();
+  const shuffle = randomInts(7);
   let seed = 1;
   for (let round = 0; round < rounds; round++) {
-    for (const { bytes, label } of sizes) {
+    const order = [...plan];
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = shuffle(i + 1);
+      [order[i], order[j]] = [order[j], order[i]];
+    }
+    for (const { bytes, label, engine, mode, depth } of order) {
       const n = Math.floor(readBytes / bytes);
-      for (const engine of engines) {
-        for (const mode of modes) {
-          for (const depth of depths) {
-            const list = offsets(probe.fileBytes, bytes, n + depth, seed++, 32);
-            const r = await probe.run({ engine, mode, depth, bytes, list });
-            const key = `${bytes} ${engine} ${mode} ${depth}`;
-            const cell = cells.get(key) ?? { bytes, label, engine, mode, depth, reads: n, gbPerSRounds: [], latency: [] };
-            cell.gbPerSRounds.push(r.gbPerS);
-            cell.latency.push(...r.latencyUs);
-            cells.set(key, cell);
-            process.stderr.write(`  round ${round + 1}/${rounds} ${label} ${engine} ${mode} QD ${depth}: ${r.gbPerS.toFixed(2)} GB/s\n`);
-          }
-        }
-      }
+      const list = offsets(probe.fileBytes, bytes, n + depth, seed++, 32);
+      const r = await probe.run({ engine, mode, depth, bytes, list });
+      const key = `${bytes} ${engine} ${mode} ${depth}`;
+      const cell = cells.get(key) ?? { bytes, label, engine, mode, depth, reads: n, gbPerSRounds: [], latency: [] };
+      cell.gbPerSRounds.push(r.gbPerS);
+      cell.latency.push(...r.latencyUs);
+      cells.set(key, cell);
+      process.stderr.write(`  round ${round + 1}/${rounds} ${label} ${engine} ${mode} QD ${depth}: ${r.gbPerS.toFixed(2)} GB/s\n`);
     }
   }
-  return [...cells.values()].map(({ latency, ...c }) => ({
+  return plan.map(({ bytes, engine, mode, depth }) => cells.get(`${bytes} ${engine} ${mode} ${depth}`)).map(({ latency, ...c }) => ({
     ...c,
     gbPerS: median(c.gbPerSRounds),
+    spread: (Math.max(...c.gbPerSRounds) - Math.min(...c.gbPerSRounds)) / median(c.gbPerSRounds),
     latencyUs: { median: median(latency), p90: quantile(latency, 0.9) },
   }));
 }
@@ -226,26 +233,33 @@ function bestDepths(cells) {
 }
 
 /**
- * Direct reads of the same block-aligned whole-expert ranges into aligned memory (straight into
- * dst) and into memory 32 bytes off (through a bounce buffer and copied), alternated per round;
- * beside it, the rate of a plain in-process copy of that size (what the bounce adds per read).
+ * Direct whole-expert reads at block-aligned offsets into aligned memory (straight into dst) and
+ * into memory 32 bytes off (through a bounce buffer, then copied): short runs in alternating
+ * pairs, so that the disk's swings fall on both kinds alike, over disjoint ranges (none read
+ * twice, so neither finds the other's in a cache below the guest). The throughput ratio is taken
+ * per pair; beside it the engine's own count of the time its copies took (stats.bounceCopyNs).
  */
 async function measureBounce(probe, { engines, depths, rounds, readBytes }) {
   const bytes = 3 * matrixBytes;
-  const n = Math.floor(readBytes / bytes);
+  const pairs = 4 * rounds;
+  const n = Math.max(16, Math.floor(readBytes / 2 / bytes));
   const rows = [];
   let seed = 1000;
   for (const engine of engines) {
     for (const depth of depths) {
       const runs = { aligned: [], bounced: [] };
-      for (let round = 0; round < rounds; round++) {
-        const list = offsets(probe.fileBytes, bytes, n + depth, seed++, 0);
-        const order = round % 2 === 0 ? ['aligned', 'bounced'] : ['bounced', 'aligned'];
-        for (const kind of order) {
-          const r = await probe.run({ engine, mode: 'direct', depth, bytes, list, misalign: kind === 'aligned' ? 0 : 32 });
+      const ratios = [];
+      for (let pair = 0; pair < pairs; pair++) {
+        const both = offsets(probe.fileBytes, bytes, 2 * (n + depth), seed++, 0);
+        const lists = { aligned: both.filter((_, i) => i % 2 === 0), bounced: both.filter((_, i) => i % 2 === 1) };
+        const got = {};
+        for (const kind of pair % 2 === 0 ? ['aligned', 'bounced'] : ['bounced', 'aligned']) {
+          const r = await probe.run({ engine, mode: 'direct', depth, bytes, list: lists[kind], misalign: kind === 'aligned' ? 0 : 32 });
           if (r.bounced !== (kind === 'bounced')) throw new Error(`disk-probe: the ${kind} run ${r.bounced ? 'bounced' : 'did not bounce'}`);
           runs[kind].push(r);
+          got[kind] = r;
         }
+        ratios.push(got.bounced.gbPerS / got.aligned.gbPerS);
       }
       const sum = (kind) => ({
         gbPerS: median(runs[kind].map((r) => r.gbPerS)),
@@ -254,11 +268,12 @@ async function measureBounce(probe, { engines, depths, rounds, readBytes }) {
       const aligned = sum('aligned'), bounced = sum('bounced');
       const copyUsPerRead = median(runs.bounced.map((r) => r.copyUsPerRead));
       rows.push({
-        engine, depth, bytes, aligned, bounced, gbPerSRatio: bounced.gbPerS / aligned.gbPerS,
+        engine, depth, bytes, pairs, readsPerRun: n, aligned, bounced,
+        gbPerSRatio: median(ratios), gbPerSRatioRange: [Math.min(...ratios), Math.max(...ratios)],
         latencyDeltaUs: bounced.latencyMedianUs - aligned.latencyMedianUs,
         copyUsPerRead, copyShareOfRead: copyUsPerRead / aligned.latencyMedianUs,
       });
-      process.stderr.write(`  bounce ${engine} QD ${depth}: aligned ${aligned.gbPerS.toFixed(3)} GB/s, bounced ${bounced.gbPerS.toFixed(3)} GB/s\n`);
+      process.stderr.write(`  bounce ${engine} QD ${depth}: aligned ${aligned.gbPerS.toFixed(3)} GB/s, bounced ${bounced.gbPerS.toFixed(3)} GB/s, ratio ${median(ratios).toFixed(3)}, copy ${copyUsPerRead.toFixed(1)} us\n`);
     }
   }
   return { rows, copy: copyRate(bytes) };
@@ -289,16 +304,19 @@ function probeTable(s) {
   });
   const bounceRows = s.bounce.rows.map(
     (r) =>
-      `| ${r.engine} | ${r.depth} | ${f(r.aligned.gbPerS, 3)} | ${f(r.bounced.gbPerS, 3)} | ${f(100 * (r.gbPerSRatio - 1), 1)} % | ` +
+      `| ${r.engine} | ${r.depth} | ${f(r.aligned.gbPerS, 3)} | ${f(r.bounced.gbPerS, 3)} | ` +
+      `${f(100 * (r.gbPerSRatio - 1), 1)} % (pairs ${f(100 * (r.gbPerSRatioRange[0] - 1), 0)} .. ${f(100 * (r.gbPerSRatioRange[1] - 1), 0)} %) | ` +
       `${f(r.aligned.latencyMedianUs, 0)} / ${f(r.bounced.latencyMedianUs, 0)} | ${f(r.copyUsPerRead, 1)} (${f(100 * r.copyShareOfRead, 1)} %) |`,
   );
+  const spreads = s.cells.map((c) => c.spread).sort((a, b) => a - b);
   const m = s.machine;
   return [
     `Measured ${s.date.slice(0, 10)} on ${m.cpuModel} (${m.cpus} cores, Linux ${m.kernel}), a ${f(s.config.fileBytes / 2 ** 30, 1)} GiB file of random bytes; ` +
       `${s.config.readBytesPerCell / 2 ** 20} MiB of distinct random ranges per cell and round (32-byte-aligned offsets, as GGUF), ${s.config.rounds} rounds; ` +
-      `page cache ${s.pageCache}; direct I/O alignment ${s.alignment?.bytes ?? 'n/a'} B (${s.alignment?.source ?? 'n/a'}); load average ${m.loadAverage.map((x) => x.toFixed(1)).join(' ')} at start, ${m.loadAverageAtEnd.map((x) => x.toFixed(1)).join(' ')} at end.`,
+      `page cache ${s.pageCache}; direct I/O alignment ${s.alignment?.bytes ?? 'n/a'} B (${s.alignment?.source ?? 'n/a'}); load average ${m.loadAverage.map((x) => x.toFixed(1)).join(' ')} at start (${m.loadAverageAtEnd.map((x) => x.toFixed(1)).join(' ')} at end, raised by the bench's own threads waiting on the disk).`,
     '',
     'GB/s (1e9 B/s, median round) and per-read latency in us (median / p90, issue to landed) by queue depth; "chosen": the smallest depth within 5 % of the best.',
+    `Rounds of one cell differed by ${f(100 * spreads[spreads.length >> 1], 0)} % of its median (max - min; the median over cells; largest ${f(100 * spreads[spreads.length - 1], 0)} %).`,
     '',
     `| read | engine | mode | ${depths.map((d) => `QD ${d}`).join(' | ')} | best QD | chosen QD |`,
     `|---|---|---|${depths.map(() => '---|').join('')}---|---|`,
@@ -306,9 +324,9 @@ function probeTable(s) {
     '',
     `Default queue depth in mt_io.h: ${s.defaultDepth.header} (this run's choice for ${s.defaultDepth.basis}: ${s.defaultDepth.measured ?? 'n/a'}).`,
     '',
-    `Bounce cost, direct whole-expert reads (${s.bounce.rows[0]?.bytes ?? 'n/a'} B) at block-aligned offsets: into aligned memory (straight into dst) against memory 32 bytes off (read into a bounce buffer, then copied):`,
+    `Bounce cost, direct whole-expert reads (${s.bounce.rows[0]?.bytes ?? 'n/a'} B) at block-aligned offsets: into aligned memory (straight into dst) against memory 32 bytes off (read into a bounce buffer, then copied), ${s.bounce.rows[0]?.pairs ?? 'n/a'} alternating pairs of runs over disjoint ranges:`,
     '',
-    '| engine | QD | aligned GB/s | bounced GB/s | bounced vs aligned | latency us, median: aligned / bounced | bounce copy per read, us (share of an aligned read) |',
+    '| engine | QD | aligned GB/s | bounced GB/s | bounced vs aligned (median of pairs) | latency us, median: aligned / bounced | bounce copy per read, us (share of an aligned read) |',
     '|---|---|---|---|---|---|---|',
     ...bounceRows,
     '',
@@ -318,11 +336,14 @@ function probeTable(s) {
   ].join('\n');
 }
 
-/** A run that shared the cores or the disk with other work (1-minute load above half the cores) says so. */
+/**
+ * A run that started beside other work (1-minute load above half the cores) says so. Only the load
+ * at the start counts: the bench's own threads waiting on the disk (up to 32 in pread) raise the
+ * load average while it runs.
+ */
 function contention(m) {
-  const peak = Math.max(m.loadAverage[0], m.loadAverageAtEnd?.[0] ?? 0);
-  if (peak <= m.cpus / 2) return [];
-  return ['', `**Contended run**: other work shared the ${m.cpus} cores (1-minute load average up to ${peak.toFixed(1)}); the figures are low and noisy, rerun on a quiet machine.`];
+  if (m.loadAverage[0] <= m.cpus / 2) return [];
+  return ['', `**Contended run**: other work shared the ${m.cpus} cores (1-minute load average ${m.loadAverage[0].toFixed(1)} at the start); the figures are low and noisy, rerun on a quiet machine.`];
 }
 
 runBenchMain('disk-probe', main);
