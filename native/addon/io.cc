@@ -440,6 +440,7 @@ Napi::Value AllocAligned(const Napi::CallbackInfo& info) {
   if (posix_memalign(&mem, size_t(align), size_t(bytes)) != 0) return mtjs::ThrowError(env, mtjs::kNoMemory, "allocAligned: out of memory");
   std::memset(mem, 0, size_t(bytes));
   Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, mem, size_t(bytes), [](Napi::Env, void* data) { std::free(data); });
+  if (env.IsExceptionPending()) return std::free(mem), env.Undefined();  // a runtime without external buffers
   return Napi::Uint8Array::New(env, size_t(bytes), buffer, 0);
 }
 

@@ -15,11 +15,12 @@
  *
  * Engines (the same verbs, the same bytes):
  *   uring    io_uring by its raw system calls (io_uring_setup / io_uring_enter, rings mapped by
- *            the engine; no liburing): one IORING_OP_READ per read in flight, submitted by the
- *            thread that starts it (the caller's, or the completion thread when a read ends and
- *            a queued one takes its place); one completion thread reaps the CQEs (io_uring_enter
- *            GETEVENTS), finishes the reads (bounce copy, info, wakes waiters) and resubmits the
- *            rest of a short read. The disk does the copy: no thread of ours waits per read.
+ *            the engine; no liburing). One thread owns the ring: mt_io_read queues the read and
+ *            wakes it (an eventfd write); it submits one IORING_OP_READ per read in flight in the
+ *            same io_uring_enter that waits for completions (GETEVENTS), reaps the CQEs,
+ *            finishes the reads (bounce copy, info, wakes waiters) and resubmits the rest of a
+ *            short read. The disk does the copy: no thread of ours waits per read, and the
+ *            completions' task work never interrupts a caller's thread.
  *   threads  queue_depth threads, each taking a queued read and calling pread until it is whole
  *            (a short read's rest is read again), then finishing it the same way.
  *   auto     uring where io_uring_setup works and the kernel has IORING_OP_READ (5.6), else
