@@ -98,9 +98,16 @@ enum mt_io_alignment_source { MT_IO_ALIGN_NONE = 0, MT_IO_ALIGN_BLKSSZGET = 1, M
 
 /* Limits, named once. */
 #define MT_IO_QUEUE_DEPTH_MAX 64
-/* Reads in flight by default: provisional (the issue's figure: 1.0-1.1 GB/s from 4 in flight), until
- * bench/disk-probe.mjs measures it. */
-#define MT_IO_QUEUE_DEPTH_DEFAULT 4
+/* Reads in flight by default: 8, from bench/disk-probe.mjs (bench/results/disk-probe.json, 2026-12-01,
+ * this project's 2-core VM, page cache dropped, direct, uring). The disk tier reads an expert as its
+ * three matrices, and random 208,896-byte reads gave 1.49 GB/s at depth 1, 2.17 at 8 and 2.85 at 16
+ * (the run's best; median latency 0.71 ms at 8, 1.07 ms at 16). Rounds of one cell swing by ~30 %,
+ * and in the four runs made that day depth 8 and depth 16 each came out ahead twice: equal within
+ * the noise. 8, because whole-expert (626,688-byte) reads gain nothing past 2-4 and collapse beyond
+ * 8 (2.38 GB/s at 2, 1.93 at 8, 1.53 at 16, 0.99 at 32, p90 latency 18-55 ms: this disk chokes on
+ * ~10 MB in flight), and because a shallower queue keeps per-read latency and the bounce pool (one
+ * buffer per read in flight) small. */
+#define MT_IO_QUEUE_DEPTH_DEFAULT 8
 #define MT_IO_QUEUED_MAX 4096                 /* reads waiting for a place in flight */
 #define MT_IO_READ_BYTES_MAX (1ull << 30)     /* one read's bytes */
 #define MT_IO_FINISHED_RETAINED 4096          /* finished reads kept for query; older ones pruned */
