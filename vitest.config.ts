@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
 // its own: a C++ build on both cores would skew the timing tests running beside it.
 const slow = 'tests/**/*.slow.test.ts';
 
-// The backend, pool and tier tests run a second time on the debug build (npm run build:native:debug,
+// The backend, pool, tier and read engine tests run a second time on the debug build (npm run build:native:debug,
 // which npm test runs first): the same assertions, with the native MT_ASSERT invariants live, so a
 // broken invariant aborts the test's fork instead of passing unseen. MOETIER_ADDON makes
 // src/native/binding.ts load it; debug-asserts.test.ts checks that this project really has it.
@@ -15,6 +15,7 @@ const onDebugBuild = [
   'tests/native/backend*.test.ts',
   'tests/native/pool.test.ts',
   'tests/native/tier*.test.ts',
+  'tests/native/io.test.ts',
   'tests/native/debug-asserts.test.ts',
 ];
 

@@ -16,6 +16,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterModel(env, exports);
   RegisterBackend(env, exports);
   RegisterTier(env, exports);
+  RegisterIo(env, exports);
   return exports;
 }
 

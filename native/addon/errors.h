@@ -6,7 +6,10 @@
 //                      RangeError (out of range, unknown slot / event: MT_BACKEND_INVALID)
 //   MT_FREED           the handle's object was already freed / destroyed / unmapped
 //   MT_BUSY            something still runs on or uses the object: await or free it first
-//   MT_IO              a file could not be opened or mapped
+//                      (a read engine whose queue is full: wait for some reads)
+//   MT_IO              a file could not be opened or mapped, or a read engine could not open
+//                      it the way asked (O_DIRECT refused, no io_uring) or start; read engine
+//                      errors also keep `ioStatus` (mt_io_status_name)
 //   MT_NO_MEMORY       an allocation failed
 //   MT_NO_THREADS      a thread could not be started
 //   MT_BACKEND_<S>     a backend refusal, S = mt_backend_status_name upper-cased with '_'

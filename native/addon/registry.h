@@ -9,6 +9,7 @@ void RegisterOps(Napi::Env env, Napi::Object exports);    // ops.cc: kernels for
 void RegisterModel(Napi::Env env, Napi::Object exports);  // model.cc: model, context, eval
 void RegisterBackend(Napi::Env env, Napi::Object exports);  // backend.cc: slots, uploads, events, leases
 void RegisterTier(Napi::Env env, Napi::Object exports);     // tier.cc: the expert tier of a context
+void RegisterIo(Napi::Env env, Napi::Object exports);       // io.cc: the read engine (reads of file ranges)
 
 // The mapping behind a MappedFileHandle (an External<MappedFile>), for model.cc.
 struct MappedFile {

@@ -34,6 +34,7 @@ export type NativeContextHandle = { readonly __brand: 'NativeContext' };
 export type NativePoolHandle = { readonly __brand: 'NativePool' };
 export type NativeBackendHandle = { readonly __brand: 'NativeBackend' };
 export type NativeTierHandle = { readonly __brand: 'Tier' };
+export type NativeIoHandle = { readonly __brand: 'NativeIo' };
 
 export interface NativeTensorDesc {
   name: string;
@@ -261,12 +262,110 @@ export interface NativeTierVerbs {
   requantizeExpertToQ8(model: NativeModelHandle, layer: number, expert: number, dst: Uint8Array, dstOffset: number): void;
 }
 
+/** A read engine's options (native/include/mt_io.h, mt_io_config). */
+export interface NativeIoOptions {
+  /** 'auto' (default): io_uring where io_uring_setup works and the kernel has IORING_OP_READ, else threads. */
+  engine?: 'auto' | 'uring' | 'threads';
+  /** Reads in flight at most, 1..ioLimits.queueDepthMax (default ioLimits.queueDepthDefault; threads: this many threads). */
+  queueDepth?: number;
+  /** Default true: O_DIRECT (the engine reopens the file with it), unaligned reads through aligned bounce buffers. */
+  direct?: boolean;
+  /** Direct: the largest aligned range a bounce buffer grows to; 0 / absent: ioLimits.readBytesMax. */
+  bounceBytesMax?: number;
+  /** Test only: the read that takes the bytes asked of the engine past this fails with EIO (once); its bytes before the limit land. */
+  failAfterBytes?: number;
+  /** Test only: each syscall reads at most this many bytes (aligned when direct), so longer reads take the short-read path. */
+  chunkBytesMax?: number;
+}
+
+/** One read's state; times on CLOCK_MONOTONIC (process.hrtime.bigint()). */
+export interface NativeIoInfo {
+  state: 'pending' | 'done' | 'failed';
+  /** errno when failed (EIO, ENODATA: end of file, ECANCELED), else 0; errorName its name ('' when 0). */
+  error: number;
+  errorName: string;
+  /** '' when done; else why, naming the offset and the bytes ("short read at offset X: got N of M bytes (end of file)"). */
+  reason: string;
+  label: number;
+  offset: number;
+  bytes: number;
+  /** Bytes of the wanted range that landed in dst. */
+  bytesRead: number;
+  issuedNs: bigint;
+  /** When the read was handed to the kernel (0n while queued): startNs - issuedNs is its queue wait. */
+  startNs: bigint;
+  /** When it finished, after the bounce copy (0n while pending). */
+  endNs: bigint;
+  /** Read through an aligned bounce buffer and copied (direct, unaligned). */
+  bounced: boolean;
+}
+
+export interface NativeIoStats {
+  /** The engine in use. */
+  engine: 'uring' | 'threads';
+  queueDepth: number;
+  direct: boolean;
+  /** What direct syscalls align offset, length and memory to (1 when buffered), and where that figure came from. */
+  alignmentBytes: number;
+  alignmentSource: 'none' | 'blksszget' | 'statx' | 'default';
+  readsIssued: number;
+  readsDone: number;
+  /** Cancelled reads are counted here too. */
+  readsFailed: number;
+  readsCancelled: number;
+  bytesRead: number;
+  readsBounced: number;
+  /** Time the completion side spent copying out of bounce buffers (what the bounce costs). */
+  bounceCopyNs: number;
+  /** Syscalls that continued a short read. */
+  resubmits: number;
+  readsInFlight: number;
+  readsQueued: number;
+  /** Bounce buffer memory the engine holds now. */
+  bounceBytes: number;
+  /** dst arrays the addon still references (released once their read settled). */
+  dstsHeld: number;
+}
+
+/** The read engine (native/addon/io.cc over native/include/mt_io.h): byte ranges of one file into memory, asynchronously. */
+export interface NativeIoVerbs {
+  /** The C limits (mt_io.h). */
+  ioLimits: { queueDepthMax: number; queueDepthDefault: number; queuedMax: number; readBytesMax: number };
+  /** An engine over an open fd (the engine reopens the file as its own: the fd may be closed after) or a path. */
+  createIo(file: number | string, options?: NativeIoOptions): NativeIoHandle;
+  /**
+   * Starts reading [offset, offset + bytes) into dst at dstOffset and returns its id at once; dst stays
+   * referenced until the read settles. aligned: offset, bytes and dst's address must be multiples of
+   * ioStats().alignmentBytes (refused otherwise; never bounced).
+   */
+  ioRead(io: NativeIoHandle, offset: number, bytes: number, dst: Uint8Array, dstOffset: number, options?: { label?: number; aligned?: boolean }): number;
+  ioQuery(io: NativeIoHandle, id: number): NativeIoInfo;
+  /** Settles when the read is done or failed (a failed read resolves, with state 'failed'). */
+  ioWait(io: NativeIoHandle, id: number): Promise<NativeIoInfo>;
+  /** A queued read fails at once (ECANCELED); one in flight runs to its end. */
+  ioCancel(io: NativeIoHandle, id: number): void;
+  ioStats(io: NativeIoHandle): NativeIoStats;
+  /** Test only: while held, queued reads do not start (reads in flight go on), so a queue to cancel or fill stays put. */
+  ioHold(io: NativeIoHandle, hold: boolean): void;
+  /** Fails the queued reads at once (ECANCELED); the engine waits for those in flight and frees itself once the last ioWait / ioProbe on it settled. */
+  destroyIo(io: NativeIoHandle): void;
+  /** Process-wide: engines alive, their threads, bounce bytes held (leak checks). */
+  ioLive(): { engines: number; threads: number; bounceBytes: number };
+  /**
+   * Benches: the engine's own loop keeps queueDepth reads of `bytes` in flight over `offsets`, into
+   * buffers it owns (page-aligned plus dstMisalignBytes); latencyNs per read (end - issued), in offsets order.
+   */
+  ioProbe(io: NativeIoHandle, offsets: Float64Array, bytes: number, options?: { dstMisalignBytes?: number }): Promise<{ wallNs: number; latencyNs: Float64Array; failed: number; firstFailure: string }>;
+  /** A zeroed Uint8Array over native memory aligned to alignBytes (a power of two, 8 .. 1 MiB): dst for aligned reads. */
+  allocAligned(bytes: number, alignBytes: number): Uint8Array;
+}
+
 /**
  * The tier verbs are optional: an addon built before them has no tier, and src/engine/tier then
  * refuses one with a NativeError that says to rebuild (hasNativeTier, native-port.ts). There is no
  * TypeScript tier to fall back to.
  */
-export interface NativeBinding extends NativeBackendVerbs, Partial<NativeTierVerbs> {
+export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partial<NativeTierVerbs> {
   /** The numbers TypeScript must agree on (src/native/constants.ts; checked at load). */
   constants: NativeConstants;
   version(): string;

@@ -53,7 +53,7 @@ describe('kernel bits across paths and machines', () => {
     const require = createRequire(import.meta.url);
     const napi = (require('node-api-headers') as { include_dir: string }).include_dir;
     const addonApi = (require('node-addon-api') as { include_dir: string }).include_dir;
-    const dirs = ['addon', 'cpu', 'backend', 'cpu_backend', 'fake', 'tier'];
+    const dirs = ['addon', 'cpu', 'backend', 'cpu_backend', 'fake', 'tier', 'io'];
     const sources = dirs.flatMap((d) => readdirSync(path.join(native, d)).filter((f) => f.endsWith('.cc')).map((f) => path.join(native, d, f)));
     const portable = sources.filter((f) => !x86Simd.includes(f));
     expect(portable.length).toBeGreaterThan(20);

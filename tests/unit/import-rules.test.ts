@@ -130,4 +130,10 @@ describe('native include rules', () => {
     // The tier's C ABI is a header of its own beside mt_backend.h.
     expect(nativeIncludes('addon').some((i) => i.include === 'mt_tier.h')).toBe(true);
   });
+  it('the read engine stands alone behind mt_io.h: the addon reaches it only through that header', () => {
+    const ownOrAbi = (i: { include: string }) => /^(io\.h|mt_io\.h|mt_assert\.h|mt_clock\.h)$/.test(i.include);
+    expect(nativeIncludes('io').filter((i) => !ownOrAbi(i))).toEqual([]);
+    expect(nativeIncludes('addon').filter((i) => i.include.includes('io/') || i.include === 'io.h')).toEqual([]);
+    expect(nativeIncludes('addon').some((i) => i.include === 'mt_io.h')).toBe(true);
+  });
 });
