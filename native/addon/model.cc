@@ -269,6 +269,7 @@ class EvalWorker : public Napi::AsyncWorker {
       }
     }
     call_.state->busy = true;
+    if (call_.tier_handle != nullptr) mt_tier_kick(call_.tier_handle);  // here, not on the eval thread
     if (info.Length() > 4 && info[4].IsObject()) {
       Napi::Value fn = info[4].As<Napi::Object>().Get("onLayerRouted");
       if (fn.IsFunction()) {

@@ -104,6 +104,10 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
  * poll right after sees every eviction the last eval's boundaries made. */
 void mt_tier_flush(mt_tier* tier);
 
+/* An eval on this tier is about to start (the caller's thread, not the eval's): an issuer that
+ * stopped polling a queue no boundary posted for (the engine idled) polls again. */
+void mt_tier_kick(mt_tier* tier);
+
 typedef struct mt_tier_upload {
   double task_id;
   int32_t layer, expert, victim;

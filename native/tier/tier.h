@@ -181,6 +181,8 @@ void issuer_post(mt_tier& t, int32_t layer);
 void issuer_flush(mt_tier& t);
 // A caller queued a swap: an idle issuer starts polling the posts.
 void issuer_kick(mt_tier& t);
+// An eval is about to start: an issuer that stopped polling a quiet queue starts again.
+void issuer_kick_if_pending(mt_tier& t);
 
 // tier_stream.cc: reads the missed expert of `layer` into scratch entry `i` (growing the scratch to
 // `needed` entries first, on the eval thread). false with a message (the file, layer, expert, offset).

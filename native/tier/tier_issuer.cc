@@ -21,6 +21,7 @@
 //                                    idle: sleeps until kicked
 #include <pthread.h>
 #include <chrono>
+#include "mt_clock.h"
 #include "tier.h"
 
 namespace mt {
@@ -29,6 +30,8 @@ namespace {
 // How often a busy issuer looks at the posts: an upload starts at most this much after its
 // boundary (plus scheduling), against a layer of ~100 us (small preset) to ~1 ms.
 constexpr int kPollUs = 50;
+// No post for this long while swaps are queued: no eval runs; stop polling until kicked.
+constexpr int kQuietMs = 20;
 
 void handle(mt_tier& t, int32_t layer) {
   std::lock_guard<std::mutex> lock(t.mu);
@@ -50,7 +53,8 @@ bool busy(const mt_tier& t) {
 void run(mt_tier* tp) {
   mt_tier& t = *tp;
   Issuer& is = t.issuer;
-  uint64_t seen = 0, kicks_seen = 0;
+  uint64_t seen = 0, kicks_seen = 0, quiet_seq = 0;
+  int64_t quiet_since_ns = mt_monotonic_ns();
   for (;;) {
     const uint64_t now = is.seq.load(std::memory_order_seq_cst);
     if (now != seen) {
@@ -63,7 +67,13 @@ void run(mt_tier* tp) {
     std::unique_lock<std::mutex> lock(is.mu);
     is.sleepers.fetch_add(1, std::memory_order_seq_cst);
     auto woken = [&] { return is.seq.load() != seen || is.kicks.load() != kicks_seen || is.stop.load(); };
-    if (busy(t)) is.cv.wait_for(lock, std::chrono::microseconds(kPollUs), woken);
+    // Poll while swaps are queued and the evals go on posting; a queue nobody posts for (the
+    // engine idles between requests) stops the polling after kQuietMs, until the next kick (a
+    // request, or the start of an eval: mt_tier_kick).
+    const int64_t now_ns = mt_monotonic_ns();
+    if (now != quiet_seq) quiet_seq = now, quiet_since_ns = now_ns;
+    const bool quiet = now_ns - quiet_since_ns > int64_t(kQuietMs) * 1000000;
+    if (busy(t) && !quiet) is.cv.wait_for(lock, std::chrono::microseconds(kPollUs), woken);
     else is.cv.wait(lock, woken);
     kicks_seen = is.kicks.load();
     is.sleepers.fetch_sub(1, std::memory_order_seq_cst);
@@ -109,6 +119,10 @@ void issuer_flush(mt_tier& t) {
   if (!is.thread.joinable()) return;
   for (int32_t l = 0; l < t.n_layer; l++)
     if (is.posted[l].exchange(0, std::memory_order_acq_rel) != 0) handle(t, l);
+}
+
+void issuer_kick_if_pending(mt_tier& t) {
+  if (t.issuer.thread.joinable() && busy(t)) issuer_kick(t);
 }
 
 void issuer_kick(mt_tier& t) {

@@ -205,6 +205,8 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
 
 void mt_tier_flush(mt_tier* tier) { issuer_flush(*tier); }
 
+void mt_tier_kick(mt_tier* tier) { issuer_kick_if_pending(*tier); }
+
 void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions) {
   mt_tier& t = *tier;
   std::lock_guard<std::mutex> lock(t.mu);
