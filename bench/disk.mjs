@@ -9,14 +9,14 @@
  *     token (the engine's counters), peak memory of the cgroup, tokens against an unlimited run
  *   - llama.cpp (node-llama-cpp in a child process, its default mmap) at 1 and 2 threads under the
  *     same limit: its best decode and prefill tok/s, or how it ended (killed by the limit)
- *   - the disk bound: a random-read probe of expert-sized ranges of the cold file (buffered
- *     pread, one read in flight, as the engine reads today) gives GB/s; bytes per token over it
- *     is the fastest decode the disk allows at the measured hit rate
+ *   - the disk bound: a random-read probe of expert-sized ranges of the cold file (the read
+ *     engine, O_DIRECT, one read in flight, as the engine reads today) gives GB/s; bytes per
+ *     decode token over it is the fastest decode the disk allows at the measured hit rate
  * Needs root for the cgroups (bench/lib/cgroup.mjs); prints one JSON line and writes
  * results/local/disk.json, or with --update-results results/disk.json and the README table.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { cgroupCommand, createMemoryCgroup, memoryCgroupSupport } from './lib/cgroup.mjs';
@@ -54,7 +54,7 @@ export async function main(argv) {
     const fileBytes = statSync(model).size;
     const ref = moetierRun(model, tokens, []);
     const promptTokens = await promptIds(model);
-    const probe = readProbe(native, model, probeReadBytes);
+    const probe = await readProbe(native, model, probeReadBytes);
     for (const share of limits) {
       const limitBytes = Math.round(fileBytes * share);
       const budgetBytes = limitBytes - nodeAllowanceBytes;
@@ -79,7 +79,7 @@ export async function main(argv) {
       process.stderr.write(`disk ${quant} ${share}: moetier ${r?.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${best('decodeTokPerS').toFixed(2)}\n`);
     }
   }
-  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `node ${path.relative(repoRoot, process.argv[1])} ${argv.join(' ')}`, loadAverageAtStart, loadAverageAtEnd: os.loadavg(), nodeAllowanceBytes, tokens, llamaTokens, rows };
+  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `npm run bench -- disk ${argv.join(' ')}`.trim(), loadAverageAtStart, loadAverageAtEnd: os.loadavg(), nodeAllowanceBytes, tokens, llamaTokens, rows };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'disk', JSON.stringify(summary, null, 2) + '\n');
@@ -137,22 +137,29 @@ async function inCgroupAsync(name, limitBytes, fn) {
 /** The probe's read: one medium Q8_0 expert (3 x 256 x 768 weights at 34 bytes per 32: 627 KiB). */
 const probeReadBytes = (3 * 256 * 768 / 32) * 34;
 
-/** Random expert-sized reads of the cold file, one in flight (buffered pread, as the engine reads today). */
-function readProbe(native, file, bytes) {
+/**
+ * Random expert-sized reads of the cold file, one in flight, through the read engine (native/io,
+ * O_DIRECT: no readahead, as the engine's own reads have none). A buffered probe read ahead
+ * past each range and measured below what the engine itself reached.
+ */
+async function readProbe(native, file, bytes) {
   native.dropFileCache(file);
-  const size = statSync(file).size, fd = openSync(file, 'r'), buf = Buffer.alloc(bytes);
-  const n = 200;
+  const size = statSync(file).size, n = 200;
+  const offsets = new Float64Array(n);
   let rng = 12345;
-  const t0 = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
     rng = (rng * 1103515245 + 12345) & 0x7fffffff;
-    const offset = Math.floor((rng / 0x7fffffff) * (size - bytes) / 4096) * 4096;
-    readSync(fd, buf, 0, bytes, offset);
+    offsets[i] = Math.floor((rng / 0x7fffffff) * (size - bytes) / 4096) * 4096;
   }
-  const s = Number(process.hrtime.bigint() - t0) / 1e9;
-  closeSync(fd);
-  native.dropFileCache(file);
-  return { gbps: (n * bytes) / s / 1e9, reads: n, readBytes: bytes };
+  const io = native.createIo(file, { engine: 'threads', direct: true, queueDepth: 1 });
+  try {
+    const p = await native.ioProbe(io, offsets, bytes);
+    if (p.failed > 0) throw new Error(`disk probe: ${p.failed} reads failed: ${p.firstFailure}`);
+    return { gbps: (n * bytes) / p.wallNs, reads: n, readBytes: bytes, how: 'O_DIRECT pread, 1 in flight' };
+  } finally {
+    native.destroyIo(io);
+    native.dropFileCache(file);
+  }
 }
 
 function diskTable(s) {
