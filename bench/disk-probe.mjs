@@ -121,17 +121,11 @@ function writeRandomFile(file, bytes) {
   }
 }
 
-/** A seeded generator of integers in [0, n). */
+/** A seeded generator of integers in [0, n) (the project's one PRNG, src/core/prng.ts). */
+const { mulberry32 } = await importDist('src/core/prng.js');
 function randomInts(seed) {
-  let x = seed >>> 0 || 1;
-  return (n) => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
+  const rng = mulberry32(seed);
+  return (n) => Math.floor(rng() * n);
 }
 
 /**

@@ -146,11 +146,9 @@ async function readProbe(native, file, bytes) {
   native.dropFileCache(file);
   const size = statSync(file).size, n = 200;
   const offsets = new Float64Array(n);
-  let rng = 12345;
-  for (let i = 0; i < n; i++) {
-    rng = (rng * 1103515245 + 12345) & 0x7fffffff;
-    offsets[i] = Math.floor((rng / 0x7fffffff) * (size - bytes) / 4096) * 4096;
-  }
+  const { mulberry32 } = await importDist('src/core/prng.js');
+  const rng = mulberry32(12345);
+  for (let i = 0; i < n; i++) offsets[i] = Math.floor((rng() * (size - bytes)) / 4096) * 4096;
   const io = native.createIo(file, { engine: 'threads', direct: true, queueDepth: 1 });
   try {
     const p = await native.ioProbe(io, offsets, bytes);

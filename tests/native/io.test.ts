@@ -10,6 +10,7 @@ import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, un
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../src/core/prng.js';
 import { loadNative, type NativeIoHandle, type NativeIoInfo, type NativeIoOptions } from '../../src/native/binding.js';
 import { pattern } from './backend-helpers.js';
 
@@ -60,17 +61,10 @@ const direct = probe({ engine: 'threads', direct: true });
 const engines = uring ? (['uring', 'threads'] as const) : (['threads'] as const);
 const modes = direct ? [true, false] : [false];
 
-/** A seeded generator of integers in [0, n). */
+/** A seeded generator of integers in [0, n) (the project's one PRNG, src/core/prng.ts). */
 function randomInts(seed: number): (n: number) => number {
-  let x = seed >>> 0 || 1;
-  return (n) => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
+  const rng = mulberry32(seed);
+  return (n) => Math.floor(rng() * n);
 }
 
 const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
