@@ -75,7 +75,9 @@ void run(mt_tier* tp) {
     const bool quiet = now_ns - quiet_since_ns > int64_t(kQuietMs) * 1000000;
     if (busy(t) && !quiet) is.cv.wait_for(lock, std::chrono::microseconds(kPollUs), woken);
     else is.cv.wait(lock, woken);
-    kicks_seen = is.kicks.load();
+    const uint64_t kicks = is.kicks.load();
+    if (kicks != kicks_seen) quiet_since_ns = mt_monotonic_ns();  // a kick (a request, an eval starting) restarts the polling
+    kicks_seen = kicks;
     is.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }
 }
