@@ -118,6 +118,14 @@ bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slot
     }
     o->stream_fd = file->fd, o->stream_base = static_cast<const uint8_t*>(file->base);
   }
+  // streamFailAfterBytes (tests only): the streamed read that takes the bytes read past it fails.
+  Napi::Value fail_after = opts.Get("streamFailAfterBytes");
+  if (!fail_after.IsUndefined()) {
+    const double d = fail_after.IsNumber() ? fail_after.As<Napi::Number>().DoubleValue() : NAN;
+    if (!(d >= 1 && d <= 9007199254740991.0 && d == std::floor(d)) || o->stream_fd < 0)
+      return *err = "options.streamFailAfterBytes: expected an integer >= 1, with streamFile", false;
+    o->stream_fail_after_bytes = uint64_t(d);
+  }
   Napi::Value host = opts.Get("hostCopies"), offsets = opts.Get("hostCopyOffsets");
   if (host.IsUndefined() != offsets.IsUndefined())
     return *err = "options.hostCopies and options.hostCopyOffsets: expected both or neither", false;
@@ -297,6 +305,7 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("streamedReads", double(st.streamed_reads));
   o.Set("streamedBytes", double(st.streamed_bytes));
   o.Set("streamFailures", double(st.stream_failures));
+  o.Set("admittedReads", double(st.admitted_reads));
   return o;
 }
 

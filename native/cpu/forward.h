@@ -111,6 +111,7 @@ struct mt_context {
   int32_t* expert_count = nullptr;  // [nExpert]
   std::vector<mt::ExpertRun> runs;  // active experts of the current layer, then the shared one
   std::vector<mt_expert_binding> bindings;  // [nExpert]: the routed runs as an expert source binds them
+  std::vector<int32_t> run_binding;         // [runs]: the binding of runs[i] after the ready-first reorder, -1: shared
   std::vector<mt::Segment> gate_up_segs, down_segs;  // their pool splits
   uint8_t* slot_act = nullptr;       // gathered h rows, per routed slot
   float *slot_gate = nullptr, *slot_up = nullptr;  // [slots][nFfMax]
@@ -132,6 +133,9 @@ struct Pass {
   const int32_t* tokens = nullptr;
   bool combine_pending = false;  // the previous layer's expert outputs wait in slot_down
   int32_t n_runs = 0;            // c->runs [0, n_runs) of the current layer
+  int32_t n_bound = 0;           // routed runs the source bound (c->bindings [0, n_bound))
+  int32_t wave_begin = 0, wave_end = 0;  // the runs the matrix phases compute now: all of them, or
+                                         // those whose weights are in memory (the rest are being read)
   int32_t* routes = nullptr;     // [n][nLayer][nExpertUsed] for this chunk, or null
   int32_t logit_row0 = 0;        // rows [logit_row0, n) get logits
   float* logits = nullptr;       // [n - logit_row0][nVocab]
@@ -210,8 +214,11 @@ bool moe_layer(Pass& p, char* err, size_t err_bytes);
 // is attached (the order is mt_expert_source's, include/mt_forward.h).
 void step_layer_begin(Pass& p);
 void step_moe_begin(Pass& p);
-// After group_slots: each routed run bound through the source. false: its error (in err).
-bool step_bind_runs(Pass& p, char* err, size_t err_bytes);
+// After group_slots: each routed run bound through the source, the runs reordered ready first;
+// *n_ready: runs [0, n_ready) can be computed now (the shared one among them). false: its error.
+bool step_bind_runs(Pass& p, int32_t* n_ready, char* err, size_t err_bytes);
+// Runs [from, n_runs) are being read: blocks until some land, moves them to [from, *to). false: a failed read.
+bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_bytes);
 void step_layer_end(Pass& p);
 void combine_row(const Pass& p, int32_t r);
 

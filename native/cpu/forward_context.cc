@@ -109,6 +109,7 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   c->rows_max = std::min(n_ctx, mt::kChunkRowsMax);
   c->runs.resize(size_t(model->hp.n_expert) + 1);
   c->bindings.resize(size_t(model->hp.n_expert));
+  c->run_binding.resize(c->runs.size());
   c->gate_up_segs.resize(c->runs.size());
   c->down_segs.resize(c->runs.size());
   Carver measure;

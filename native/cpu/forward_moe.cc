@@ -124,13 +124,13 @@ void gather_phase(void* arg, int ith, int nth) {
   for (int64_t s = b; s < e; s++) std::memcpy(c.slot_act + size_t(s) * stride, c.act_h[type] + size_t(c.slot_row[s]) * stride, stride);
 }
 
-// slot_gate [slot, :] = silu(Gate_e h) * (Up_e h), rows of every run split over the pool. [pool]
+// slot_gate [slot, :] = silu(Gate_e h) * (Up_e h), rows of the wave's runs split over the pool. [pool]
 void gate_up_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t ld = c.n_ff_max;
-  for_claimed_rows(p, c.gate_up_segs.data(), p.n_runs, nth, [&](int i, int64_t r0, int64_t r1) {
-    const ExpertRun& run = c.runs[size_t(i)];
+  for_claimed_rows(p, c.gate_up_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth, [&](int i, int64_t r0, int64_t r1) {
+    const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
     float* g = c.slot_gate + size_t(run.first) * size_t(ld);
     float* u = c.slot_up + size_t(run.first) * size_t(ld);
     project(run.gate, run.acts, run.count, g, ld, r0, r1);
@@ -139,18 +139,22 @@ void gate_up_phase(void* arg, int, int nth) {
   });
 }
 
-// Every slot's silu(g) * u prepared for its run's Down matrix. [rows over slots]
+// The wave's slots' silu(g) * u prepared for their run's Down matrix. [rows over the wave's slots]
 void down_prep_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
-  const int32_t slots = p.n * p.m->hp.n_expert_used + (p.L->shexp_gate_inp ? p.n : 0);
+  int64_t slots = 0;
+  for (int32_t i = p.wave_begin; i < p.wave_end; i++) slots += c.runs[size_t(i)].count;
   int64_t b, e;
   share(slots, ith, nth, &b, &e);
-  for (int32_t i = 0; i < p.n_runs; i++) {
+  int64_t at = 0;  // the wave's slots counted run after run
+  for (int32_t i = p.wave_begin; i < p.wave_end; at += c.runs[size_t(i)].count, i++) {
     const ExpertRun& run = c.runs[size_t(i)];
-    const int64_t lo = run.first > b ? run.first : b, hi = run.first + run.count < e ? run.first + run.count : e;
-    for (int64_t s = lo; s < hi; s++)
-      mt_act_prepare(run.down.type, c.slot_gate + s * c.n_ff_max, run.down.cols, run.acts_down + size_t(s - run.first) * run.act_down_stride);
+    const int64_t lo = at > b ? at : b, hi = at + run.count < e ? at + run.count : e;
+    for (int64_t v = lo; v < hi; v++) {
+      const int64_t s = run.first + (v - at);
+      mt_act_prepare(run.down.type, c.slot_gate + s * c.n_ff_max, run.down.cols, run.acts_down + size_t(v - at) * run.act_down_stride);
+    }
   }
 }
 
@@ -159,10 +163,20 @@ void down_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t E = p.m->hp.n_embd;
-  for_claimed_rows(p, c.down_segs.data(), p.n_runs, nth, [&](int i, int64_t r0, int64_t r1) {
-    const ExpertRun& run = c.runs[size_t(i)];
+  for_claimed_rows(p, c.down_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth, [&](int i, int64_t r0, int64_t r1) {
+    const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
     project(run.down, run.acts_down, run.count, c.slot_down + size_t(run.first) * size_t(E), E, r0, r1);
   });
+}
+
+// The matrix phases over runs [begin, end).
+void compute_wave(Pass& p, int32_t begin, int32_t end) {
+  if (begin == end) return;
+  p.wave_begin = begin, p.wave_end = end;
+  const bool rows_parallel = p.n > 1;
+  run_phase(p, gate_up_phase, true);
+  run_phase(p, down_prep_phase, rows_parallel);
+  run_phase(p, down_phase, true);
 }
 
 }  // namespace
@@ -188,11 +202,16 @@ bool moe_layer(Pass& p, char* err, size_t err_bytes) {
   run_phase(p, router_phase, true);
   run_phase(p, route_phase, rows_parallel);
   group_slots(p);
-  if (p.experts != nullptr && !step_bind_runs(p, err, err_bytes)) return false;
+  int32_t ready = p.n_runs;
+  if (p.experts != nullptr && !step_bind_runs(p, &ready, err, err_bytes)) return false;
   if (p.n > 1) run_phase(p, gather_phase, true);
-  run_phase(p, gate_up_phase, true);
-  run_phase(p, down_prep_phase, rows_parallel);
-  run_phase(p, down_phase, true);
+  compute_wave(p, 0, ready);
+  while (ready < p.n_runs) {  // runs still being read: each wave as its reads land
+    int32_t landed = ready;
+    if (!step_await_runs(p, ready, &landed, err, err_bytes)) return false;
+    compute_wave(p, ready, landed);
+    ready = landed;
+  }
   p.combine_pending = true;
   return true;
 }

@@ -3,14 +3,19 @@
 //   begin  stamp start; source: layer_begin
 //   (attention half)
 //   moe    stamp moeStart (the attention's weight bytes: a virtual clock moves by them)
-//   (router, top-k, group) -> bind: each routed run through the source (weights, or the container's)
-//   (gate/up, down)
+//   (router, top-k, group) -> bind: each routed run through the source (weights, or the container's,
+//          or pending: still being read); the runs reordered ready first
+//   (gate/up, down) over the ready runs; then, while runs are pending: await -> the landed ones
+//          move up and (gate/up, down) over them. Each run's rows are computed the same way
+//          whatever wave it is in, so the bits do not depend on when a read lands.
 //   end    stamp end = moeEnd (the MoE's weight bytes); source: layer_end;
 //          layerStats += [.., hits, misses]
 //
 // Without a source the stamps are CLOCK_MONOTONIC ns; with one they are its clock (the fake
 // backend's virtual compute clock, so layer intervals and upload intervals share one clock).
+#include <algorithm>
 #include "forward.h"
+#include "mt_assert.h"
 #include "mt_clock.h"
 
 namespace mt {
@@ -49,6 +54,16 @@ void apply_binding(const mt_expert_binding& b, ExpertRun& run) {
   }
 }
 
+// Moves run i to position at (<= i), shifting [at, i) up by one: the order of the rest is kept.
+void move_run(mt_context& c, int32_t i, int32_t at) {
+  if (i == at) return;
+  auto rotate = [&](auto& v) { std::rotate(v.begin() + at, v.begin() + i, v.begin() + i + 1); };
+  rotate(c.runs);
+  rotate(c.run_binding);
+  rotate(c.gate_up_segs);
+  rotate(c.down_segs);
+}
+
 }  // namespace
 
 void step_layer_begin(Pass& p) {
@@ -59,22 +74,51 @@ void step_layer_begin(Pass& p) {
 
 void step_moe_begin(Pass& p) { p.moe_start_ns = stamp(p, attention_work_bytes(p)); }
 
-bool step_bind_runs(Pass& p, char* err, size_t err_bytes) {
+bool step_bind_runs(Pass& p, int32_t* n_ready, char* err, size_t err_bytes) {
   const mt_expert_source* s = p.experts;
   mt_context& c = *p.c;
   int32_t n = 0;  // routed runs come first; the shared expert (expert -1) stays in the container
   while (n < p.n_runs && c.runs[size_t(n)].expert >= 0) {
     const ExpertRun& run = c.runs[size_t(n)];
-    c.bindings[size_t(n)] = mt_expert_binding{run.expert, run.count, nullptr, nullptr, nullptr, run.gate.type, 0};
+    c.bindings[size_t(n)] = mt_expert_binding{run.expert, run.count, nullptr, nullptr, nullptr, run.gate.type, 0, 0};
     n++;
   }
   if (s->bind(s->self, p.layer, c.bindings.data(), n, err, err_bytes) != 0) return false;
-  for (int32_t i = 0; i < n; i++) {
-    const mt_expert_binding& b = c.bindings[size_t(i)];
-    if (b.fast) p.layer_hits += b.rows;
-    else p.layer_misses += b.rows;
-    if (b.gate != nullptr) apply_binding(b, c.runs[size_t(i)]);
+  p.n_bound = n;
+  for (int32_t i = 0; i < p.n_runs; i++) c.run_binding[size_t(i)] = i < n ? i : -1;
+  int32_t ready = 0;  // stable partition: runs whose weights are in memory first, the pending after
+  for (int32_t i = 0; i < p.n_runs; i++) {
+    const int32_t b = c.run_binding[size_t(i)];
+    if (b >= 0) {
+      const mt_expert_binding& binding = c.bindings[size_t(b)];
+      if (binding.fast) p.layer_hits += binding.rows;
+      else p.layer_misses += binding.rows;
+      if (binding.pending) continue;
+      if (binding.gate != nullptr) apply_binding(binding, c.runs[size_t(i)]);
+    }
+    move_run(c, i, ready++);
   }
+  *n_ready = ready;
+  return true;
+}
+
+bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_bytes) {
+  const mt_expert_source* s = p.experts;
+  mt_context& c = *p.c;
+  int32_t* landed = c.expert_count;  // free after group_slots: [nExpert] >= the pending runs
+  int32_t n_landed = 0;
+  if (s->await(s->self, p.layer, c.bindings.data(), p.n_bound, landed, &n_landed, err, err_bytes) != 0) return false;
+  int32_t next = from;
+  for (int32_t k = 0; k < n_landed; k++) {
+    for (int32_t i = next; i < p.n_runs; i++) {
+      if (c.run_binding[size_t(i)] != landed[k]) continue;
+      apply_binding(c.bindings[size_t(landed[k])], c.runs[size_t(i)]);
+      move_run(c, i, next++);
+      break;
+    }
+  }
+  MT_ASSERT(next > from && next - from == n_landed, "every landed run was pending, and named once");
+  *to = next;
   return true;
 }
 

@@ -79,6 +79,8 @@ typedef struct mt_expert_binding {
   const uint8_t* down;
   int32_t type;         /* out: their type when gate != NULL (the container's, or an exact copy's) */
   int32_t fast;         /* out: 1 when computed from a fast (resident) copy: a hit */
+  int32_t pending;      /* out: 1 when its weights are still being read: gate/up/down are set by a
+                           later await that names it, and it is computed only then */
 } mt_expert_binding;
 
 typedef struct mt_expert_source {
@@ -87,6 +89,13 @@ typedef struct mt_expert_source {
   int64_t (*stamp)(void* self, int32_t layer, uint64_t work_bytes);
   void (*layer_begin)(void* self, int32_t layer);
   int (*bind)(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes);
+  /* After a bind that left runs pending (NULL when a source never does): blocks until at least
+   * one of them has landed, sets the landed runs' gate/up/down/type and writes their indices into
+   * ready (*n_ready of them; each pending run is named once). The forward pass computes the ready
+   * runs while the others are still being read. -1 on a failed read (message in err): every read
+   * into the source's scratch has ended by then and the layer's leases are released. */
+  int (*await)(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, int32_t* ready, int32_t* n_ready, char* err,
+               size_t err_bytes);
   void (*layer_end)(void* self, int32_t layer);
 } mt_expert_source;
 

@@ -71,9 +71,13 @@ typedef struct mt_tier_options {
   const int32_t* host_offsets;    /* [nLayer * nExpert]: offset of an expert's copy in host, or -1
                                      (the container); read with acquire loads during evals */
   int32_t stream_fd;              /* >= 0: a descriptor of the model file; a miss with no host copy is
-                                     read from it into the tier's scratch for that call (streamed),
-                                     never computed from the mapping; -1: from the mapping */
+                                     read from it before its layer runs it, on the tier's read engine
+                                     (mt_io.h): into a slot when one can take it (admitted), else
+                                     into the tier's scratch for that call (streamed); never computed
+                                     from the mapping. -1: from the mapping */
   const uint8_t* stream_base;     /* where that file is mapped (the experts' views point into it) */
+  uint64_t stream_fail_after_bytes; /* test only: the streamed read that takes the bytes read past
+                                     this fails (mt_io_config.fail_after_bytes); 0: never */
 } mt_tier_options;
 
 /* The model and backend must outlive the tier; so must host / host_offsets. */
@@ -133,8 +137,9 @@ typedef struct mt_tier_stats {
   uint64_t swaps_started_now;          /* issue_now swaps the caller issued itself */
   uint64_t swaps_issued_by_issuer;     /* swaps the issuer thread issued after their boundary */
   uint64_t boundaries_posted;          /* boundaries the eval thread posted to the issuer */
-  uint64_t streamed_reads, streamed_bytes;  /* misses read from the file for their call (stream_fd) */
-  uint64_t stream_failures;            /* such reads that failed (the eval failed with them) */
+  uint64_t streamed_reads, streamed_bytes;  /* misses read from the file into scratch for their call */
+  uint64_t stream_failures;            /* reads before a run that failed (the eval failed with them) */
+  uint64_t admitted_reads;             /* misses read into a slot before they ran (also uploads) */
 } mt_tier_stats;
 /* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);

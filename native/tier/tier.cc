@@ -174,7 +174,7 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->leases.assign(size_t(hp.n_expert), 0);
   t->hook_counts.assign(size_t(hp.n_expert), 0);
   tier_source_init(*t);
-  if (o->stream_fd >= 0 && !tier_stream_open(*t, o->stream_fd, o->stream_base, err, err_bytes)) return nullptr;
+  if (o->stream_fd >= 0 && !tier_stream_open(*t, o->stream_fd, o->stream_base, o->stream_fail_after_bytes, err, err_bytes)) return nullptr;
   if (!t->virtual_clock && !issuer_start(*t, err, err_bytes)) return nullptr;
   return t.release();
 }
@@ -188,7 +188,7 @@ void mt_tier_free(mt_tier* t) {
   }
   for (const std::vector<int32_t>& slots : t->layer_slots)
     for (int32_t s : slots) mt_backend_free(t->backend, s, nullptr, 0);
-  if (t->stream_fd >= 0) close(t->stream_fd);
+  tier_stream_close(*t);
   delete t;
 }
 
@@ -209,6 +209,7 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->boundaries_posted = t.boundaries_posted.load();
   out->streamed_reads = t.streamed_reads.load(), out->streamed_bytes = t.streamed_bytes.load();
   out->stream_failures = t.stream_failures.load();
+  out->admitted_reads = t.admitted_reads.load();
   std::lock_guard<std::mutex> lock(t.mu);
   for (int32_t l = 0; l < t.n_layer; l++) {
     int32_t n = 0;
@@ -226,7 +227,7 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
 
 void mt_tier_reset_stats(mt_tier* t) {
   t->hits = 0, t->misses = 0, t->lazy_misses = 0;
-  t->streamed_reads = 0, t->streamed_bytes = 0;  // like the hits: counted from the stats mark on
+  t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0;  // like the hits: counted from the stats mark on
 }
 
 void mt_tier_set_layer_hook(mt_tier* t, mt_tier_layer_hook fn, void* user) { t->hook_fn = fn, t->hook_user = user; }

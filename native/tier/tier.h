@@ -36,7 +36,9 @@
 #include <condition_variable>
 #include <thread>
 #include "mt_assert.h"
+#include <string>
 #include "mt_backend.h"
+#include "mt_io.h"
 #include "mt_kernels.h"
 #include "mt_tier.h"
 
@@ -66,6 +68,19 @@ struct InFlight {
   bool ok = false;
   bool reported = false;   // a swap's outcome went out through poll
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;
+};
+
+// A routed miss of the layer being computed whose weights are being read (tier_stream.cc; the
+// eval thread's only): admitted into a slot (a backend upload: its event), or streamed into a
+// scratch entry (three reads of the read engine: gate, up, down).
+struct PendingRead {
+  int32_t run = -1, expert = -1;
+  bool admitted = false, landed = false;
+  int32_t slot = -1;
+  mt_event_id event = 0;
+  mt_io_id ids[3] = {};
+  uint8_t* dst = nullptr;
+  int64_t issued_ns = 0;
 };
 
 // One warmstart upload into a free slot (tier_warm.cc).
@@ -110,12 +125,20 @@ struct mt_tier {
   const uint8_t* host = nullptr;
   size_t host_bytes = 0;
   const int32_t* host_offsets = nullptr;
-  // Streamed misses (tier_stream.cc): the file, and scratch for one layer call's misses.
-  int stream_fd = -1;
+  // Misses read from the file (tier_stream.cc): the read engine over the model file, its path (for
+  // messages), and scratch for one layer call's streamed misses.
+  int stream_fd = -1;          // the tier's own descriptor of the file (page-cache advice)
+  mt_io* stream_io = nullptr;
+  bool stream_direct = false;  // O_DIRECT; else buffered reads whose pages are dropped after
+  std::string stream_path;
   const uint8_t* stream_base = nullptr;
   std::unique_ptr<uint8_t, void (*)(void*)> scratch{nullptr, std::free};
   size_t scratch_experts = 0;  // experts the scratch holds
+  std::vector<mt::PendingRead> reading;  // eval thread: the layer call's reads (capacity nExpert)
+  std::vector<uint8_t> routed_now;       // eval thread: [nExpert] 1 while bind runs for a routed expert
+  std::vector<int32_t> miss_runs;        // eval thread: [nExpert] bind's misses to read
   std::atomic<uint64_t> streamed_reads{0}, streamed_bytes{0}, stream_failures{0};
+  std::atomic<uint64_t> admitted_reads{0};  // misses read into a slot before they ran (uploads, counted there too)
 
   std::unique_ptr<std::atomic<int32_t>[]> residency;  // [nLayer * nExpert]: slot, or -1
   std::atomic<uint64_t> hits{0}, misses{0}, lazy_misses{0};
@@ -171,6 +194,11 @@ void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote
 // Issues the layer's queue unless compute is on the layer: true when it did (or it was empty).
 bool tier_issue_if_idle(mt_tier& t, int32_t layer);
 void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert);
+// Admit-before-run (compute is on layer; tier_stream.cc): the routed miss `expert` gets a slot
+// before the layer runs it: an upload of it already in flight (not yet promoted), else its
+// queued swap issued now (unless the victim is routed in this call: routed_now[victim]), else a
+// free slot of the layer filled with it. true: it lands in *slot with *event; false: none applies.
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event);
 
 // tier_issuer.cc: the boundary hand-off. start: false (err) when no thread could be made.
 bool issuer_start(mt_tier& t, char* err, size_t err_bytes);
@@ -184,10 +212,15 @@ void issuer_kick(mt_tier& t);
 // An eval is about to start: an issuer that stopped polling a quiet queue starts again.
 void issuer_kick_if_pending(mt_tier& t);
 
-// tier_stream.cc: reads the missed expert of `layer` into scratch entry `i` (growing the scratch to
-// `needed` entries first, on the eval thread). false with a message (the file, layer, expert, offset).
-bool tier_stream_expert(mt_tier& t, int32_t layer, int32_t expert, size_t i, size_t needed, const uint8_t** data, char* err, size_t err_bytes);
-bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, char* err, size_t err_bytes);
+// tier_stream.cc (eval thread): the misses runs[misses[0..n)] of layer start being read (admitted
+// into slots, else streamed into scratch) and are marked pending; false with a message.
+bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes);
+// The forward pass's await: blocks until some pending reads land, binds them (leases for slots).
+int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes);
+bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_after_bytes, char* err, size_t err_bytes);
+void tier_stream_close(mt_tier& t);
+// Eval thread: the layer's leases released and compute off it (a failed bind or read).
+void tier_abandon_layer(mt_tier& t);
 
 // tier_source.cc: fills t.source.
 void tier_source_init(mt_tier& t);

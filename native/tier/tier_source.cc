@@ -4,8 +4,10 @@
 //           by the weight bytes the forward pass streamed)
 //   begin   computing = l (before any residency read of l);
 //           [promote l's finished uploads: only if any are in flight and the lock is free]
-//   bind    residents leased and read from slots, misses from host copies, read from the file
-//           into scratch (a stream descriptor: tier_stream.cc), or the container
+//   bind    residents leased and read from slots, misses from host copies, or (a stream
+//           descriptor: tier_stream.cc) read from the file before they run: into a slot when one
+//           can take them (admitted), else into scratch (streamed), left pending; else the container
+//   await   the pending misses as their reads land (slots leased then)
 //           [hook: the layer's rows per expert, when an eval set one]
 //   end     release the leases; computing = -1 (then read pending_n: see tier_swap.cc);
 //           [l's swaps queued or uploads in flight: post l to the issuer, or, on a virtual
@@ -73,9 +75,12 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
   if (t.hook_fn != nullptr) post_counts(t, layer, runs, n_runs);
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const size_t base_index = index_of(t, layer, 0);
-  int64_t hits = 0, misses = 0, lazy = 0, streamed = 0;
+  int64_t hits = 0, misses = 0, lazy = 0;
+  int32_t* to_read = t.miss_runs.data();  // the misses to read from the file (a stream descriptor)
+  int32_t n_read = 0;
   for (int32_t i = 0; i < n_runs; i++) {
     mt_expert_binding& run = runs[i];
+    if (t.stream_io != nullptr) t.routed_now[size_t(run.expert)] = 1;
     const size_t index = base_index + size_t(run.expert);
     const int32_t slot = t.residency[index].load(std::memory_order_seq_cst);  // pairs with issue_now (tier_swap.cc)
     mt_lease_id lease = 0;
@@ -92,15 +97,8 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
     }
     misses += run.rows;
     const int32_t offset = t.host_offsets != nullptr ? __atomic_load_n(&t.host_offsets[index], __ATOMIC_ACQUIRE) : -1;
-    if (offset < 0 && t.stream_fd >= 0) {  // read for this call, never from the mapping
-      const uint8_t* data = nullptr;
-      if (!tier_stream_expert(t, layer, run.expert, size_t(streamed++), size_t(n_runs), &data, err, err_bytes)) {
-        release_leases(t);
-        t.computing.store(-1, std::memory_order_seq_cst);
-        return -1;
-      }
-      run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
-      run.type = e.gate.type;
+    if (offset < 0 && t.stream_io != nullptr) {  // read before it runs, never from the mapping
+      to_read[n_read++] = i;
       continue;
     }
     if (offset < 0) {
@@ -112,16 +110,29 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
                     "tier: hostCopyOffsets[%zu] (layer %d, expert %d) = %d: expected -1 or an offset with %llu bytes of host copy "
                     "inside hostCopies (%zu bytes)",
                     index, layer, run.expert, offset, (unsigned long long)t.host_copy_bytes, t.host_bytes);
-      release_leases(t);
-      t.computing.store(-1, std::memory_order_seq_cst);
+      tier_abandon_layer(t);
       return -1;
     }
     bind_host_copy(t, layer, t.host + offset, run);
+  }
+  const bool started = n_read == 0 || tier_stream_begin(t, layer, runs, to_read, n_read, err, err_bytes);
+  if (t.stream_io != nullptr)
+    for (int32_t i = 0; i < n_runs; i++) t.routed_now[size_t(runs[i].expert)] = 0;
+  if (!started) {
+    tier_abandon_layer(t);
+    return -1;
   }
   t.hits.fetch_add(uint64_t(hits), std::memory_order_relaxed);
   t.misses.fetch_add(uint64_t(misses), std::memory_order_relaxed);
   t.lazy_misses.fetch_add(uint64_t(lazy), std::memory_order_relaxed);
   return 0;
+}
+
+int await_reads(void* self, int32_t layer, mt_expert_binding* runs, int32_t, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes) {
+  mt_tier& t = tier_of(self);
+  if (tier_stream_await(t, layer, runs, ready, n_ready, err, err_bytes) == 0) return 0;
+  tier_abandon_layer(t);
+  return -1;
 }
 
 void layer_end(void* self, int32_t layer) {
@@ -137,8 +148,13 @@ void layer_end(void* self, int32_t layer) {
 
 }  // namespace
 
+void tier_abandon_layer(mt_tier& t) {
+  release_leases(t);
+  t.computing.store(-1, std::memory_order_seq_cst);
+}
+
 void tier_source_init(mt_tier& t) {
-  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, layer_end};
+  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, await_reads, layer_end};
 }
 
 }  // namespace mt

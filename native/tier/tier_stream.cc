@@ -1,17 +1,35 @@
-// Streamed misses (admit-before-run's fallback, issue 12): with a stream descriptor, a routed
-// expert that has neither a slot nor a host copy is read from the model file into the tier's
-// scratch for this layer call, and computed from there: never from the mapping. One read per miss
-// and call, synchronous on the eval thread for now (the reads do not overlap compute yet).
+// Misses read from the model file (issue 12: admit before run, one read per miss). With a stream
+// descriptor, a routed expert of the layer being computed that has neither a slot nor a host copy
+// starts being read at bind, before the layer runs it, and never comes from the mapping:
 //
-//   scratch: entries of one expert each (gate | up | down, the container's bytes), 64-byte aligned;
-//            sized for nExpertUsed misses at creation, grown once if a prefill call misses more
-//   read:    three preads (gate, up, down live in three tensors), then the pages dropped from the
-//            page cache (the scratch holds them; the page cache would be a second copy)
+//   admitted  it gets a slot first (tier_admit_now, tier_swap.cc): an upload of it already in
+//             flight, its queued swap issued now, or a free slot of the layer filled with it; the
+//             backend reads it into the slot (disk: from the file), the run waits for that event
+//             and computes from the slot under a lease, and the slot keeps it (one read)
+//   streamed  no slot can take it: three reads (gate, up, down) on the tier's read engine into a
+//             scratch entry for this call only
+//
+// Every read of the call is issued before the layer computes; the forward pass computes the
+// layer's residents (and host copies) while they are in flight, then each wave of misses as
+// their reads land (await, mt_forward.h). Both kinds count as misses (not hits) in the row stats.
+//
+//   scratch   entries of one expert each (gate | up | down, the container's bytes), 64-byte
+//             aligned, sized for nExpertUsed at creation, grown (between reads) if a prefill call
+//             streams more
+//   engine    mt_io (include/mt_io.h) over the tier's own descriptor of the file, O_DIRECT where
+//             the filesystem allows it (tmpfs does not: buffered, and the pages read are dropped
+//             from the page cache after, as the scratch holds them)
+//
+// A failed read fails the eval with a message naming the file, layer, expert and offset; the
+// other streamed reads of the call end first (they write the scratch), the leases are released,
+// and the tier stays usable (a failed admitted upload settles as any failed upload: its slot free).
 #include <fcntl.h>
 #include <unistd.h>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
+#include "mt_clock.h"
 #include "tier.h"
 
 namespace mt {
@@ -31,55 +49,191 @@ bool grow(mt_tier& t, size_t needed, char* err, size_t err_bytes) {
   return true;
 }
 
-bool read_range(mt_tier& t, uint64_t offset, size_t bytes, uint8_t* dst) {
-  for (size_t done = 0; done < bytes;) {
-    const ssize_t n = pread(t.stream_fd, dst + done, bytes - done, off_t(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += size_t(n);
+uint64_t file_offset(const mt_tier& t, const mt_upload_piece& piece) { return uint64_t(static_cast<const uint8_t*>(piece.src) - t.stream_base); }
+
+void read_failed(mt_tier& t, int32_t layer, int32_t expert, uint64_t offset, uint64_t bytes, const char* why, char* err, size_t err_bytes) {
+  t.stream_failures.fetch_add(1, std::memory_order_relaxed);
+  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s", t.stream_path.c_str(), layer, expert,
+                (unsigned long long)offset, (unsigned long long)bytes, why);
+}
+
+// The three reads of a streamed miss into its scratch entry.
+bool start_streamed(mt_tier& t, int32_t layer, PendingRead& r, char* err, size_t err_bytes) {
+  mt_upload_piece pieces[3];
+  tier_pieces(t, layer, r.expert, pieces);
+  size_t at = 0;
+  for (int i = 0; i < 3; i++) {
+    char why[160] = "";
+    const uint64_t offset = file_offset(t, pieces[i]);
+    if (mt_io_read(t.stream_io, offset, pieces[i].bytes, r.dst + at, layer, &r.ids[i], why, sizeof why) != MT_IO_OK) {
+      read_failed(t, layer, r.expert, offset, pieces[i].bytes, why, err, err_bytes);
+      return false;
+    }
+    at += pieces[i].bytes;
   }
-  const off_t page = off_t(sysconf(_SC_PAGESIZE));
-  const off_t from = off_t(offset) / page * page, to = (off_t(offset + bytes) + page - 1) / page * page;
-  posix_fadvise(t.stream_fd, from, to - from, POSIX_FADV_DONTNEED);
   return true;
+}
+
+void drop_cached(const mt_tier& t, int32_t layer, int32_t expert) {
+  if (t.stream_direct) return;  // direct reads leave nothing in the page cache
+  mt_upload_piece pieces[3];
+  tier_pieces(t, layer, expert, pieces);
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  for (const mt_upload_piece& piece : pieces) {
+    const uint64_t offset = file_offset(t, piece), from = offset / page * page, to = (offset + piece.bytes + page - 1) / page * page;
+    posix_fadvise(t.stream_fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
+  }
+}
+
+// The pending read's state now (wait: block until it ends). 1 landed, 0 pending, -1 failed (err).
+int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_t err_bytes) {
+  if (r.admitted) {
+    mt_event_info info{};
+    const int rc = wait ? mt_backend_event_wait(t.backend, r.event, &info, nullptr, 0) : mt_backend_event_query(t.backend, r.event, &info, nullptr, 0);
+    if (rc == MT_BACKEND_OK && info.state == MT_EVENT_PENDING) return 0;
+    if (rc == MT_BACKEND_OK && info.state == MT_EVENT_DONE) return 1;
+    mt_upload_piece pieces[3];
+    tier_pieces(t, layer, r.expert, pieces);
+    read_failed(t, layer, r.expert, file_offset(t, pieces[0]), expert_bytes(t, layer), "the read into its slot failed", err, err_bytes);
+    return -1;
+  }
+  for (int i = 0; i < 3; i++) {
+    mt_io_info info{};
+    const int rc = wait ? mt_io_wait(t.stream_io, r.ids[i], &info, nullptr, 0) : mt_io_query(t.stream_io, r.ids[i], &info, nullptr, 0);
+    if (rc != MT_IO_OK) {
+      read_failed(t, layer, r.expert, 0, 0, "its read is unknown to the read engine", err, err_bytes);
+      return -1;
+    }
+    if (info.state == MT_IO_PENDING) return 0;
+    if (info.state == MT_IO_FAILED) {
+      read_failed(t, layer, r.expert, info.file_offset, info.bytes, info.reason, err, err_bytes);
+      return -1;
+    }
+  }
+  return 1;
+}
+
+// Binds a landed read's run: the slot under a lease, or the scratch entry.
+bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& run, char* err, size_t err_bytes) {
+  const mt_layer_experts& e = t.experts[size_t(layer)];
+  const uint8_t* data = r.dst;
+  if (r.admitted) {
+    mt_lease_id lease = 0;
+    if (mt_backend_lease(t.backend, r.slot, &lease, err, err_bytes) != MT_BACKEND_OK) return false;
+    t.leases[size_t(t.n_leases++)] = lease;
+    data = t.slot_data[size_t(r.slot)];
+  } else {
+    drop_cached(t, layer, r.expert);
+    t.streamed_reads.fetch_add(1, std::memory_order_relaxed);
+    t.streamed_bytes.fetch_add(expert_bytes(t, layer), std::memory_order_relaxed);
+  }
+  run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
+  run.type = e.gate.type;
+  run.pending = 0;
+  r.landed = true;
+  return true;
+}
+
+// After a failure: every streamed read of the call ends before the scratch may be reused.
+void settle_streamed(mt_tier& t) {
+  for (PendingRead& r : t.reading) {
+    if (r.admitted || r.landed) continue;
+    for (int i = 0; i < 3; i++) {
+      mt_io_info info{};
+      if (r.ids[i] != 0) mt_io_wait(t.stream_io, r.ids[i], &info, nullptr, 0);
+    }
+  }
+  t.reading.clear();
 }
 
 }  // namespace
 
-bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, char* err, size_t err_bytes) {
-  char path[64];
+bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
+  MT_ASSERT(t.reading.empty(), "the previous layer's reads all landed");
+  size_t streamed = 0;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    for (int32_t i = 0; i < n; i++) {
+      PendingRead r;
+      r.run = misses[i], r.expert = runs[misses[i]].expert, r.issued_ns = mt_monotonic_ns();
+      r.admitted = tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event);
+      streamed += !r.admitted;
+      t.reading.push_back(r);
+    }
+  }
+  if (!grow(t, streamed, err, err_bytes)) return settle_streamed(t), false;
+  size_t entry = 0;
+  for (PendingRead& r : t.reading) {
+    runs[r.run].pending = 1;
+    if (r.admitted) {
+      t.admitted_reads.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    r.dst = t.scratch.get() + entry++ * aligned_expert_bytes(t);
+    if (!start_streamed(t, layer, r, err, err_bytes)) return settle_streamed(t), false;
+  }
+  return true;
+}
+
+int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes) {
+  *n_ready = 0;
+  for (bool wait = false;; wait = true) {
+    bool waited = false;
+    for (PendingRead& r : t.reading) {
+      if (r.landed) continue;
+      const int state = check(t, layer, r, wait && !waited, err, err_bytes);  // blocks on the first one left only
+      waited = true;
+      if (state < 0 || (state == 1 && !bind_landed(t, layer, r, runs[r.run], err, err_bytes))) {
+        settle_streamed(t);
+        return -1;
+      }
+      if (state == 1) ready[(*n_ready)++] = r.run;
+    }
+    if (*n_ready > 0) break;
+  }
+  bool all = true;
+  for (const PendingRead& r : t.reading) all = all && r.landed;
+  if (all) t.reading.clear();
+  return 0;
+}
+
+bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_after_bytes, char* err, size_t err_bytes) {
+  char path[64], target[PATH_MAX] = "";
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  t.stream_fd = open(path, O_RDONLY | O_CLOEXEC);  // its own descriptor: no readahead on it
+  const ssize_t n = readlink(path, target, sizeof target - 1);
+  t.stream_path = n > 0 ? std::string(target, size_t(n)) : std::string("the model file");
+  t.stream_fd = open(path, O_RDONLY | O_CLOEXEC);  // its own descriptor: page-cache advice only
   if (t.stream_fd < 0) {
     std::snprintf(err, err_bytes, "createTier: streamFile: reopening the model file: %s", std::strerror(errno));
     return false;
   }
   posix_fadvise(t.stream_fd, 0, 0, POSIX_FADV_RANDOM);
+  mt_io_config config;
+  mt_io_config_default(&config);
+  config.fail_after_bytes = fail_after_bytes;
+  int status = 0;
+  char why[160] = "";
+  t.stream_io = mt_io_create(fd, &config, &status, why, sizeof why);
+  t.stream_direct = t.stream_io != nullptr;
+  if (t.stream_io == nullptr && status == MT_IO_UNSUPPORTED) {  // a filesystem without O_DIRECT (tmpfs)
+    config.direct = 0;
+    t.stream_io = mt_io_create(fd, &config, &status, why, sizeof why);
+  }
+  if (t.stream_io == nullptr) {
+    std::snprintf(err, err_bytes, "createTier: streamFile: the read engine: %s", why);
+    return false;
+  }
   t.stream_base = base;
+  t.reading.reserve(size_t(t.n_expert));
+  t.routed_now.assign(size_t(t.n_expert), 0);
+  t.miss_runs.assign(size_t(t.n_expert), 0);
   return grow(t, size_t(mt_model_hparams(t.model)->n_expert_used), err, err_bytes);
 }
 
-bool tier_stream_expert(mt_tier& t, int32_t layer, int32_t expert, size_t i, size_t needed, const uint8_t** data, char* err, size_t err_bytes) {
-  if (!grow(t, needed, err, err_bytes)) return false;
-  MT_ASSERT(i < t.scratch_experts, "a scratch entry per miss of the call");
-  uint8_t* dst = t.scratch.get() + i * aligned_expert_bytes(t);
-  mt_upload_piece pieces[3];
-  tier_pieces(t, layer, expert, pieces);
-  size_t at = 0;
-  for (const mt_upload_piece& piece : pieces) {
-    const uint64_t offset = uint64_t(static_cast<const uint8_t*>(piece.src) - t.stream_base);
-    if (!read_range(t, offset, piece.bytes, dst + at)) {
-      t.stream_failures.fetch_add(1, std::memory_order_relaxed);
-      std::snprintf(err, err_bytes, "tier: reading layer %d expert %d from the model file failed at offset %llu (%zu bytes): %s", layer, expert,
-                    (unsigned long long)offset, piece.bytes, errno != 0 ? std::strerror(errno) : "the file ended early");
-      return false;
-    }
-    at += piece.bytes;
-  }
-  t.streamed_reads.fetch_add(1, std::memory_order_relaxed);
-  t.streamed_bytes.fetch_add(at, std::memory_order_relaxed);
-  *data = dst;
-  return true;
+void tier_stream_close(mt_tier& t) {
+  if (t.stream_io != nullptr) mt_io_destroy(t.stream_io);
+  if (t.stream_fd >= 0) close(t.stream_fd);
+  t.stream_io = nullptr, t.stream_fd = -1;
 }
 
 }  // namespace mt

@@ -112,7 +112,54 @@ bool settle_one(mt_tier& t, InFlight& f, bool at_boundary) {
   return true;
 }
 
+// A fill (admit-before-run into a free slot): no victim, no task of the caller's (task 0: the
+// engine's upload queue does not know it), reported and promoted as any swap's upload.
+bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t now_ns) {
+  InFlight f;
+  f.layer = layer, f.expert = expert, f.slot = slot, f.issued_ns = now_ns;
+  bool freed = false;
+  const int rc = upload_expert(t, layer, expert, slot, 0, &f.event, &freed, &f.fell_back);
+  if (freed) t.slot_dirty[size_t(slot)] = 0;
+  if (rc != MT_BACKEND_OK) return false;
+  f.in_place = !f.fell_back && t.slot_dirty[size_t(slot)];
+  t.slot_expert[size_t(slot)] = expert;
+  t.slot_dirty[size_t(slot)] = 1;
+  t.expert_state[index_of(t, layer, expert)] = kExpertIncoming;
+  t.flights.push_back(f);
+  t.flight_n[layer].fetch_add(1, std::memory_order_release);
+  return true;
+}
+
 }  // namespace
+
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event) {
+  const size_t in = index_of(t, layer, expert);
+  if (t.expert_state[in] == kExpertIncoming) {
+    for (const InFlight& f : t.flights)  // issued at an earlier boundary, not promoted yet: wait for it
+      if (f.layer == layer && f.expert == expert && (!f.settled || f.ok)) return *slot = f.slot, *event = f.event, true;
+    std::vector<Swap>& queue = t.pending[size_t(layer)];
+    for (size_t i = 0; i < queue.size(); i++) {
+      if (queue[i].newcomer != expert) continue;
+      const int32_t victim_slot = t.residency[index_of(t, layer, queue[i].victim)].load(std::memory_order_relaxed);
+      if (routed_now[queue[i].victim] || victim_slot < 0) return false;  // the victim computes in this call: it stays
+      const Swap swap = queue[i];
+      queue.erase(queue.begin() + std::ptrdiff_t(i));
+      t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
+      issue_one(t, layer, swap, victim_slot, tier_now(t, layer));
+      if (t.expert_state[in] != kExpertIncoming) return false;  // the backend refused: reported failed
+      const InFlight& f = t.flights.back();
+      return *slot = f.slot, *event = f.event, true;
+    }
+    return false;
+  }
+  if (t.expert_state[in] != kExpertNone) return false;
+  for (int32_t s : t.layer_slots[size_t(layer)]) {
+    if (t.slot_expert[size_t(s)] >= 0) continue;
+    if (!issue_fill(t, layer, expert, s, tier_now(t, layer))) return false;
+    return *slot = s, *event = t.flights.back().event, true;
+  }
+  return false;
+}
 
 // issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it.
 bool tier_issue_if_idle(mt_tier& t, int32_t layer) {

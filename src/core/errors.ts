@@ -90,6 +90,26 @@ export class NonFiniteLogitsError extends MoetierError {
   }
 }
 
+/**
+ * An expert's read from the model file failed or came back short (the disk tier reads experts on
+ * demand): the request fails with it; the slot it was read into is freed and the engine stays
+ * usable. The native message names the file, layer, expert, offset and the system's reason.
+ */
+export class ExpertReadError extends MoetierError {
+  readonly file: string;
+  readonly layer: number;
+  readonly expert: number;
+  /** The file offset of the read that failed. */
+  readonly offset: number;
+  constructor(message: string, where: { file: string; layer: number; expert: number; offset: number }, options?: { cause?: unknown }) {
+    super('E_EXPERT_READ', message, options);
+    this.file = where.file;
+    this.layer = where.layer;
+    this.expert = where.expert;
+    this.offset = where.offset;
+  }
+}
+
 /** The model file was replaced or truncated under a running engine; its mapping can no longer be trusted. */
 export class ModelFileChangedError extends MoetierError {
   readonly file: string;

@@ -207,10 +207,12 @@ export interface NativeTierStats {
   swapsIssuedByIssuer?: number;
   /** Layer boundaries the eval thread handed to the issuer (swaps queued or uploads in flight there). */
   boundariesPosted?: number;
-  /** Misses read from the model file for their call (streamFile), their bytes, and reads that failed. */
+  /** Misses read from the model file into scratch for their call (streamFile), their bytes, and reads before a run that failed. */
   streamedReads?: number;
   streamedBytes?: number;
   streamFailures?: number;
+  /** Misses read into a slot before their layer ran them (admit before run; their bytes are uploads). */
+  admittedReads?: number;
 }
 
 /** An expert's state in the tier (include/mt_tier.h, enum mt_expert_state). */
@@ -229,8 +231,12 @@ export interface NativeTierVerbs {
   createTier(
     ctx: NativeContextHandle,
     backend: NativeBackendHandle,
-    /** streamFile: the model's mapped file; a miss with no host copy is read from it for its call, never computed from the mapping. */
-    options: { slotsPerLayer: number[]; hostCopies?: Uint8Array; hostCopyOffsets?: Int32Array; streamFile?: MappedFileHandle },
+    /**
+     * streamFile: the model's mapped file; a miss with no host copy is read from it before its layer runs it (into a slot
+     * when one can take it, else into scratch for its call), never computed from the mapping. streamFailAfterBytes: tests
+     * only, the streamed read that takes the bytes read past it fails.
+     */
+    options: { slotsPerLayer: number[]; hostCopies?: Uint8Array; hostCopyOffsets?: Int32Array; streamFile?: MappedFileHandle; streamFailAfterBytes?: number },
   ): NativeTierHandle;
   /** Bytes of one expert in the container type / as a Q8_0 host copy. */
   tierExpertBytes(tier: NativeTierHandle): { container: number; hostCopy: number };

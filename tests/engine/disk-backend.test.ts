@@ -9,6 +9,8 @@ import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { realpathSync } from 'node:fs';
+import { ExpertReadError } from '../../src/core/errors.js';
 import { openEngine, type Engine } from '../../src/engine/engine.js';
 import type { LoadedModel } from '../../src/engine/load.js';
 import { loadNative } from '../../src/native/binding.js';
@@ -82,6 +84,35 @@ describe('disk backend in the engine', () => {
       expect(engine.lastStats!.failedUploads).toBe(0);
       const { pages, resident } = tensorPagesResident(loadedOf(engine));
       expect(resident).toBeLessThanOrEqual(lingerMax(pages));
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe('a failed expert read', () => {
+  it('fails the request with ExpertReadError naming the file, layer, expert and offset; the engine stays usable', async () => {
+    const engine = await openEngine({
+      model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 },
+      disk: { failStreamedReadAfterBytes: 40_000 },
+    });
+    try {
+      const hp = loadedOf(engine).hparams;
+      const err = await collect(engine, prompt, { maxTokens, stopAtEos: false }).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(ExpertReadError);
+      const e = err as ExpertReadError;
+      expect(e.code).toBe('E_EXPERT_READ');
+      expect(e.file).toBe(realpathSync(model));
+      expect(e.layer).toBeGreaterThanOrEqual(0);
+      expect(e.layer).toBeLessThan(hp.nLayer);
+      expect(e.expert).toBeGreaterThanOrEqual(0);
+      expect(e.expert).toBeLessThan(hp.nExpert);
+      expect(e.offset).toBeGreaterThan(0);
+      expect(e.message).toContain('injected');
+      expect(engine.tierStats()!.leases).toBe(0);
+      expect(engine.tierStats()!.streamFailures).toBe(1);
+      // The injection fires once: the next request reads every miss and gives the plain tokens.
+      expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
     } finally {
       await engine.close();
     }

@@ -24,6 +24,12 @@ export interface FakeBackendOptions {
   failTransferAfterBytes?: number;
 }
 
+/** The disk tier's fault injection (tests only). */
+export interface DiskTierOptions {
+  /** The streamed read (a miss read into scratch for its call) that takes the bytes read past this fails, once (EIO). */
+  failStreamedReadAfterBytes?: number;
+}
+
 export interface TierOptions {
   backend?: TierBackendKind;
   /** Fraction of all experts that hold a device slot, in (0, 1]. */
@@ -33,6 +39,7 @@ export interface TierOptions {
   /** Heat file path; default: the model's heat file in the cache folder; false: none. */
   heat?: string | false;
   fake?: FakeBackendOptions;
+  disk?: DiskTierOptions;
   lfru?: Partial<LfruParams>;
   upload?: Partial<UploadQueueLimits>;
   /** Prefill replan (default off, cap 24; also MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX): replan-options.ts. */
@@ -44,6 +51,7 @@ export interface TierConfig {
   slotsPerLayer: number[];
   heat: string | false;
   fake: FakeBackendOptions;
+  disk: DiskTierOptions;
   lfru: LfruParams;
   upload: Partial<UploadQueueLimits>;
   replan: PrefillReplanConfig;
@@ -78,10 +86,17 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
     heat,
     fake: o.fake ?? {},
+    disk: validateDisk(o.disk ?? {}),
     lfru: validateLfru({ ...lfruDefaults, ...o.lfru }),
     upload: o.upload ?? {},
     replan: resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert),
   };
+}
+
+function validateDisk(d: DiskTierOptions): DiskTierOptions {
+  const n = d.failStreamedReadAfterBytes;
+  if (n !== undefined && !(Number.isSafeInteger(n) && n >= 1)) throw new InvalidOptionError('disk.failStreamedReadAfterBytes', 'an integer >= 1', n);
+  return d;
 }
 
 export function validateLfru(p: LfruParams): LfruParams {

@@ -75,7 +75,8 @@ export class EngineTier {
       rebuild = wantsHostCopies(model) && config.backend !== 'disk' ? createRebuildActor(model) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
       // The disk backend's misses are read from the file for their call, never from the mapping.
-      const stream = config.backend === 'disk' ? { streamFile: model.mapping } : {};
+      const failAfter = config.disk.failStreamedReadAfterBytes;
+      const stream = config.backend === 'disk' ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) } : {};
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
       assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
