@@ -76,8 +76,8 @@ describe('admit before run (disk tier)', () => {
     const s = native.tierStats(tier);
     expect(s.admittedReads).toBe(m.model.hparams.nLayer); // one free slot per layer, filled by its first miss
     expect(s.streamedReads).toBeGreaterThan(0);
-    expect(s.streamedReads + s.admittedReads).toBeLessThanOrEqual(s.misses); // a miss is read once (rows >= reads)
-    expect(s.streamedBytes).toBe(s.streamedReads * native.tierExpertBytes(tier).container);
+    expect(s.streamedReads! + s.admittedReads!).toBeLessThanOrEqual(s.misses); // a miss is read once (rows >= reads)
+    expect(s.streamedBytes).toBe(s.streamedReads! * native.tierExpertBytes(tier).container);
     expect(s.lazyMisses).toBe(0);
   });
 
