@@ -23,6 +23,8 @@
  *   ├── moetier.decode_step          every request: one per token evaluated after the first
  *   │   └── moetier.layer.compute    with a tier: one per layer, phase=decode
  *   ├── moetier.upload               with a tier: expert -> device slot; overlaps later layers' compute
+ *   ├── moetier.expert_read          the disk tier: a routed miss read from the model file before its
+ *   │                                layer ran it (into a slot: admitted; into scratch: streamed)
  *   ├── moetier.rebuild              with a tier over Q4_0: one expert's host int8 copy
  *   └── moetier.calibration.update   with a tier: EWMA bandwidth / fixed cost / compute time
  */
@@ -37,6 +39,7 @@ export const SpanNames = {
   decodeStep: 'moetier.decode_step',
   layerCompute: 'moetier.layer.compute',
   upload: 'moetier.upload',
+  expertRead: 'moetier.expert_read',
   rebuild: 'moetier.rebuild',
   calibrationUpdate: 'moetier.calibration.update',
 } as const;
@@ -58,6 +61,12 @@ export const AttrNames = {
   uploadSize: 'moetier.upload.size',
   /** bool: the newcomer overwrote the victim's slot (true) or went free-then-upload (false). */
   uploadInPlace: 'moetier.upload.in_place',
+  /** int: bytes of one expert read from the model file. */
+  readSize: 'moetier.read.size',
+  /** string: 'admitted' (into a slot, kept) | 'streamed' (into scratch, for its call only). */
+  readMode: 'moetier.read.mode',
+  /** double: microseconds from the read's issue (at bind) to its first byte range reaching the disk. */
+  readQueueWait: 'moetier.read.queue_wait_us',
   /** int: bytes of the host copy one rebuild wrote. */
   rebuildSize: 'moetier.rebuild.size',
   /** double: EWMA upload bandwidth, bytes per second. */
@@ -123,6 +132,16 @@ export function uploadAttributes(a: { layer: number; expert: number; bytes: numb
     [AttrNames.expert]: a.expert,
     [AttrNames.uploadSize]: a.bytes,
     [AttrNames.uploadInPlace]: a.inPlace,
+  };
+}
+
+export function expertReadAttributes(a: { layer: number; expert: number; bytes: number; mode: 'admitted' | 'streamed'; queueWaitUs: number }): Attributes {
+  return {
+    [AttrNames.layer]: a.layer,
+    [AttrNames.expert]: a.expert,
+    [AttrNames.readSize]: a.bytes,
+    [AttrNames.readMode]: a.mode,
+    [AttrNames.readQueueWait]: a.queueWaitUs,
   };
 }
 

@@ -45,7 +45,7 @@ export interface TraceEventFile {
 }
 
 /** The tracks, in display order; tid = index + 1 for lane 0. */
-export const tracks = ['request', 'layer compute', 'uploads', 'rebuilds', 'calibration', 'other'] as const;
+export const tracks = ['request', 'layer compute', 'uploads', 'expert reads', 'rebuilds', 'calibration', 'other'] as const;
 export type Track = (typeof tracks)[number];
 const lanesTidStride = 10;
 const pid = 1;
@@ -60,6 +60,8 @@ export function trackOf(spanName: string): Track {
       return 'layer compute';
     case SpanNames.upload:
       return 'uploads';
+    case SpanNames.expertRead:
+      return 'expert reads';
     case SpanNames.rebuild:
       return 'rebuilds';
     case SpanNames.calibrationUpdate:

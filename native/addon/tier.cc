@@ -211,8 +211,9 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
   // Static: each poll's reports fit (at most MT_TIER_REPORTS_MAX), and the JS thread is the only poller.
   static std::vector<mt_tier_upload> uploads(MT_TIER_REPORTS_MAX);
   static std::vector<mt_tier_eviction> evicted(MT_TIER_REPORTS_MAX);
-  int32_t n_uploads = 0, n_evicted = 0;
-  mt_tier_poll(s->tier, uploads.data(), &n_uploads, evicted.data(), &n_evicted);
+  static std::vector<mt_tier_read> reads(MT_TIER_REPORTS_MAX);
+  int32_t n_uploads = 0, n_evicted = 0, n_reads = 0;
+  mt_tier_poll(s->tier, uploads.data(), &n_uploads, evicted.data(), &n_evicted, reads.data(), &n_reads);
   Napi::Array up = Napi::Array::New(env, size_t(n_uploads));
   for (int32_t i = 0; i < n_uploads; i++) {
     const mt_tier_upload& r = uploads[size_t(i)];
@@ -224,6 +225,7 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
     o.Set("ok", r.ok != 0);
     o.Set("inPlace", r.in_place != 0);
     o.Set("fellBack", r.fell_back != 0);
+    o.Set("admitted", r.admitted != 0);
     o.Set("bytes", double(r.bytes));
     o.Set("issuedNs", double(r.issued_ns));
     o.Set("startNs", double(r.start_ns));
@@ -237,9 +239,22 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
     o.Set("expert", evicted[size_t(i)].expert);
     ev.Set(uint32_t(i), o);
   }
+  Napi::Array rd = Napi::Array::New(env, size_t(n_reads));
+  for (int32_t i = 0; i < n_reads; i++) {
+    const mt_tier_read& r = reads[size_t(i)];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("layer", r.layer);
+    o.Set("expert", r.expert);
+    o.Set("bytes", double(r.bytes));
+    o.Set("issuedNs", double(r.issued_ns));
+    o.Set("startNs", double(r.start_ns));
+    o.Set("endNs", double(r.end_ns));
+    rd.Set(uint32_t(i), o);
+  }
   Napi::Object out = Napi::Object::New(env);
   out.Set("uploads", up);
   out.Set("evicted", ev);
+  out.Set("reads", rd);
   return out;
 }
 

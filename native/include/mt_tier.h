@@ -116,6 +116,7 @@ typedef struct mt_tier_upload {
   double task_id;
   int32_t layer, expert, victim;
   int32_t ok, in_place, fell_back;  /* fell_back: the slot was freed, then uploaded into empty */
+  int32_t admitted;                 /* issued at bind for a routed miss waiting on it (admit before run) */
   uint64_t bytes;
   int64_t issued_ns, start_ns, end_ns;
 } mt_tier_upload;
@@ -124,9 +125,19 @@ typedef struct mt_tier_eviction {
   int32_t layer, expert;
 } mt_tier_eviction;
 
-/* Moves out the uploads settled and the experts evicted since the last poll (each array holds
- * MT_TIER_REPORTS_MAX entries); their counts in *n_uploads and *n_evictions. */
-void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions);
+/* A streamed miss's read into scratch (stream_fd): its three ranges, issued at bind; start: the
+ * first reached the disk, end: the last landed (mt_io's times, CLOCK_MONOTONIC). */
+typedef struct mt_tier_read {
+  int32_t layer, expert;
+  uint64_t bytes;
+  int64_t issued_ns, start_ns, end_ns;
+} mt_tier_read;
+
+/* Moves out the uploads settled, the experts evicted and the streamed reads landed since the
+ * last poll (each array holds MT_TIER_REPORTS_MAX entries); their counts in *n_uploads,
+ * *n_evictions and *n_reads (reads may be NULL: dropped). */
+void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions,
+                  mt_tier_read* reads, int32_t* n_reads);
 
 typedef struct mt_tier_stats {
   uint64_t hits, misses, lazy_misses;  /* routed rows: from slots / from host copies or the container / the container */

@@ -171,6 +171,7 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   // memory on those threads cost tens of microseconds at a layer boundary).
   t->reports.reserve(kReportsMax);
   t->evicted.reserve(kReportsMax);
+  t->read_log.reserve(kReportsMax);
   t->leases.assign(size_t(hp.n_expert), 0);
   t->hook_counts.assign(size_t(hp.n_expert), 0);
   tier_source_init(*t);

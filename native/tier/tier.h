@@ -64,6 +64,7 @@ struct InFlight {
   double task_id = 0;
   mt_event_id event = 0;
   bool in_place = false, fell_back = false;
+  bool admitted = false;   // issued at bind for a run that waits on it (tier_admit_now)
   bool settled = false;    // the event finished (done, or failed for good)
   bool ok = false;
   bool reported = false;   // a swap's outcome went out through poll
@@ -80,7 +81,7 @@ struct PendingRead {
   mt_event_id event = 0;
   mt_io_id ids[3] = {};
   uint8_t* dst = nullptr;
-  int64_t issued_ns = 0;
+  int64_t issued_ns = 0, start_ns = 0, end_ns = 0;  // streamed: the first read's start, the last one's end
 };
 
 // One warmstart upload into a free slot (tier_warm.cc).
@@ -164,6 +165,7 @@ struct mt_tier {
   std::vector<mt::InFlight> flights;
   std::vector<mt::UploadReport> reports;  // at most kReportsMax until polled; beyond: counted, dropped
   std::vector<mt::Eviction> evicted;       // at most nLayer * nExpert (each eviction once)
+  std::vector<mt_tier_read> read_log;      // streamed reads landed, at most kReportsMax until polled
   uint64_t reports_dropped = 0;
 
   // Eval thread only: the leases of the layer being computed (capacity nExpert, no allocation).

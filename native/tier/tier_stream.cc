@@ -24,6 +24,7 @@
 // other streamed reads of the call end first (they write the scratch), the leases are released,
 // and the tier stays usable (a failed admitted upload settles as any failed upload: its slot free).
 #include <fcntl.h>
+#include <algorithm>
 #include <unistd.h>
 #include <cerrno>
 #include <climits>
@@ -97,6 +98,7 @@ int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_
     read_failed(t, layer, r.expert, file_offset(t, pieces[0]), expert_bytes(t, layer), "the read into its slot failed", err, err_bytes);
     return -1;
   }
+  int64_t start = INT64_MAX, end = 0;
   for (int i = 0; i < 3; i++) {
     mt_io_info info{};
     const int rc = wait ? mt_io_wait(t.stream_io, r.ids[i], &info, nullptr, 0) : mt_io_query(t.stream_io, r.ids[i], &info, nullptr, 0);
@@ -109,7 +111,9 @@ int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_
       read_failed(t, layer, r.expert, info.file_offset, info.bytes, info.reason, err, err_bytes);
       return -1;
     }
+    start = std::min(start, info.start_ns), end = std::max(end, info.end_ns);
   }
+  r.start_ns = start, r.end_ns = end;
   return 1;
 }
 
@@ -144,6 +148,19 @@ void settle_streamed(mt_tier& t) {
     }
   }
   t.reading.clear();
+}
+
+// The wave's streamed reads into the read log (spans and calibration read it through poll).
+void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (const PendingRead& r : t.reading) {
+    if (r.admitted || std::find(runs, runs + n, r.run) == runs + n) continue;
+    if (t.read_log.size() >= kReportsMax) {
+      t.reports_dropped++;
+      continue;
+    }
+    t.read_log.push_back(mt_tier_read{layer, r.expert, expert_bytes(t, layer), r.issued_ns, r.start_ns, r.end_ns});
+  }
 }
 
 }  // namespace
@@ -191,6 +208,7 @@ int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_
     }
     if (*n_ready > 0) break;
   }
+  log_streamed(t, layer, ready, *n_ready);
   bool all = true;
   for (const PendingRead& r : t.reading) all = all && r.landed;
   if (all) t.reading.clear();

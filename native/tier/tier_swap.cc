@@ -29,7 +29,7 @@ void push_report(mt_tier& t, const InFlight& f) {
     t.reports_dropped++;
     return;
   }
-  t.reports.push_back(UploadReport{f.task_id, f.layer, f.expert, f.victim, f.ok, f.in_place, f.fell_back, expert_bytes(t, f.layer),
+  t.reports.push_back(UploadReport{f.task_id, f.layer, f.expert, f.victim, f.ok, f.in_place, f.fell_back, f.admitted, expert_bytes(t, f.layer),
                                    f.issued_ns, f.start_ns, f.end_ns});
 }
 
@@ -122,6 +122,7 @@ bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t
   if (freed) t.slot_dirty[size_t(slot)] = 0;
   if (rc != MT_BACKEND_OK) return false;
   f.in_place = !f.fell_back && t.slot_dirty[size_t(slot)];
+  f.admitted = true;
   t.slot_expert[size_t(slot)] = expert;
   t.slot_dirty[size_t(slot)] = 1;
   t.expert_state[index_of(t, layer, expert)] = kExpertIncoming;
@@ -147,7 +148,8 @@ bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* ro
       t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
       issue_one(t, layer, swap, victim_slot, tier_now(t, layer));
       if (t.expert_state[in] != kExpertIncoming) return false;  // the backend refused: reported failed
-      const InFlight& f = t.flights.back();
+      InFlight& f = t.flights.back();
+      f.admitted = true;
       return *slot = f.slot, *event = f.event, true;
     }
     return false;
@@ -254,7 +256,8 @@ void mt_tier_flush(mt_tier* tier) { issuer_flush(*tier); }
 
 void mt_tier_kick(mt_tier* tier) { issuer_kick_if_pending(*tier); }
 
-void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions) {
+void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions,
+                  mt_tier_read* reads, int32_t* n_reads) {
   mt_tier& t = *tier;
   std::lock_guard<std::mutex> lock(t.mu);
   tier_settle_layer(t, -1, false, false);
@@ -265,6 +268,9 @@ void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt
   *n_evictions = int32_t(t.evicted.size());
   t.reports.clear();
   t.evicted.clear();
+  if (reads != nullptr) std::copy(t.read_log.begin(), t.read_log.end(), reads);
+  if (n_reads != nullptr) *n_reads = int32_t(t.read_log.size());
+  t.read_log.clear();
 }
 
 void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots) {

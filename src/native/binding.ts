@@ -182,6 +182,18 @@ export interface NativeTierUpload {
   ok: boolean;
   inPlace: boolean;
   fellBack: boolean;
+  /** Issued at bind for a routed miss that waited on it (admit before run, the disk tier). */
+  admitted: boolean;
+  bytes: number;
+  issuedNs: number;
+  startNs: number;
+  endNs: number;
+}
+
+/** A streamed miss's read into scratch for its call (the disk tier): issued at bind, start: its first range reached the disk, end: its last landed. */
+export interface NativeTierRead {
+  layer: number;
+  expert: number;
   bytes: number;
   issuedNs: number;
   startNs: number;
@@ -247,7 +259,7 @@ export interface NativeTierVerbs {
    * issueNow, a layer that is not being computed has its queue issued at once: 1.
    */
   tierRequestSwap(tier: NativeTierHandle, layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
-  tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }> };
+  tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }>; reads: NativeTierRead[] };
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
   /** Every expert's state and slot, one consistent snapshot (the tier alone owns them); `into`: filled in place and returned. */

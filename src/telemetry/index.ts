@@ -14,5 +14,6 @@ export {
   rebuildAttributes,
   SpanNames,
   uploadAttributes,
+  expertReadAttributes,
   type Phase,
 } from '../../otel/semconv.js';

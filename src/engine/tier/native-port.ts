@@ -19,6 +19,8 @@ export class NativeTierPort implements TierPort {
     readonly nLayer: number,
     readonly nExpert: number,
     slotsPerLayer: readonly number[],
+    /** The tier was created with streamFile: misses are read from the model file before they run. */
+    readonly readsMisses = false,
   ) {
     this.slots = slotsPerLayer.slice();
     this.handle = handle;

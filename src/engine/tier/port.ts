@@ -8,16 +8,19 @@
  *   poll()                         uploads settled and experts evicted since the last poll
  *   resize(layer, slots, victims)  between evals: the layer's slot budget grows (free slots) or shrinks (victims evicted)
  */
-import type { NativeTierExpertStates, NativeTierStats, NativeTierUpload } from '../../native/binding.js';
+import type { NativeTierExpertStates, NativeTierRead, NativeTierStats, NativeTierUpload } from '../../native/binding.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 export type TierUpload = NativeTierUpload;
+export type TierRead = NativeTierRead;
 export type TierStats = NativeTierStats;
 export type TierExpertStates = NativeTierExpertStates;
 
 export interface TierPoll {
   uploads: TierUpload[];
   evicted: ExpertKey[];
+  /** Streamed misses' reads (the disk tier): spans and calibration samples, nothing else. */
+  reads: TierRead[];
 }
 
 export interface TierPort {
@@ -28,6 +31,8 @@ export interface TierPort {
   /** Device slots per layer now (resize changes them). */
   readonly slotsPerLayer: readonly number[];
   readonly expertBytes: { container: number; hostCopy: number };
+  /** Misses are read from the model file before they run (the disk tier): every step's poll has reads to report. */
+  readonly readsMisses: boolean;
   warmstart(layer: number, experts: Int32Array): Promise<void>;
   /**
    * 0, or a negative code (victim not resident, newcomer already resident). issueNow:

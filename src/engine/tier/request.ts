@@ -67,7 +67,11 @@ export interface TierRequestStats {
   tier: TierStats;
 }
 
-const nothingSettled: TierPoll = Object.freeze({ uploads: Object.freeze([]) as unknown as TierPoll['uploads'], evicted: Object.freeze([]) as unknown as TierPoll['evicted'] });
+const nothingSettled: TierPoll = Object.freeze({
+  uploads: Object.freeze([]) as unknown as TierPoll['uploads'],
+  evicted: Object.freeze([]) as unknown as TierPoll['evicted'],
+  reads: Object.freeze([]) as unknown as TierPoll['reads'],
+});
 
 export class TierRequest {
   private prefill: TierStats | undefined;
@@ -78,7 +82,7 @@ export class TierRequest {
   private failedUploads = 0;
   private finished = false;
   /** Polled inside the prefill (by the replan hook), reported with the prefill's step. */
-  private early: TierPoll = { uploads: [], evicted: [] };
+  private early: TierPoll = { uploads: [], evicted: [], reads: [] };
   /** Decode steps handled every step, waiting for the route log, traces and calibration. */
   private pending: PendingStep[] = [];
   /** The prefill's token ids (for the route log; the engine does not reuse this array). */
@@ -158,6 +162,7 @@ export class TierRequest {
     const poll = this.placement.settle(this.port.poll());
     this.early.uploads.push(...poll.uploads);
     this.early.evicted.push(...poll.evicted);
+    this.early.reads.push(...poll.reads);
   }
 
   /** The stats mark: decode hits count from the first decode token. */
@@ -201,11 +206,13 @@ export class TierRequest {
    */
   private settle(final: boolean): TierPoll {
     // Uploads are only reported for swaps, and every swap the tier was asked for is in flight in
-    // the upload queue until its report comes: none in flight, nothing to poll (~10 us saved a step).
-    const late = final || this.placement.inflightTransfers > 0 ? this.placement.settle(this.port.poll()) : nothingSettled;
+    // the upload queue until its report comes: none in flight, nothing to poll (~10 us saved a
+    // step); a tier that reads its misses from the file reports them (and its fills) every step.
+    const late = final || this.placement.inflightTransfers > 0 || this.port.readsMisses ? this.placement.settle(this.port.poll()) : nothingSettled;
     const early = this.early;
-    const poll: TierPoll = early.uploads.length + early.evicted.length === 0 ? late : { uploads: [...early.uploads, ...late.uploads], evicted: [...early.evicted, ...late.evicted] };
-    if (early.uploads.length + early.evicted.length > 0) this.early = { uploads: [], evicted: [] };
+    const none = early.uploads.length + early.evicted.length + early.reads.length === 0;
+    const poll: TierPoll = none ? late : { uploads: [...early.uploads, ...late.uploads], evicted: [...early.evicted, ...late.evicted], reads: [...early.reads, ...late.reads] };
+    if (!none) this.early = { uploads: [], evicted: [], reads: [] };
     for (const u of poll.uploads) {
       if (!u.ok) {
         this.failedUploads++;

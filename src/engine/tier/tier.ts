@@ -78,7 +78,7 @@ export class EngineTier {
       const failAfter = config.disk.failStreamedReadAfterBytes;
       const stream = config.backend === 'disk' ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) } : {};
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
-      port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer);
+      port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.backend === 'disk');
       assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
       const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
       const start = heat ? 'heat' : 'ids';

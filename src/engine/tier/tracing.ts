@@ -24,6 +24,7 @@ import {
   RequestMetrics,
   SpanNames,
   uploadAttributes,
+  expertReadAttributes,
   type RequestTierStats,
 } from '../../telemetry/index.js';
 import { LAYER_STAT_FIELDS, type StepReport } from './port.js';
@@ -122,14 +123,23 @@ export class RequestTracing {
     }
     if (recording) {
       for (const u of r.poll.uploads) {
-        if (u.endNs >= u.startNs && u.startNs > 0) {
-          recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
-        }
+        if (!(u.endNs >= u.startNs && u.startNs > 0)) continue;
+        // An upload a routed miss waited on is that miss's read (admit before run): one span, named so.
+        if (u.admitted) this.readSpan(u, 'admitted');
+        else recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
       }
+      for (const read of r.poll.reads) if (read.endNs >= read.startNs && read.startNs > 0) this.readSpan(read, 'streamed');
     }
-    if (!ls && r.poll.uploads.length === 0) return undefined;
+    if (!ls && r.poll.uploads.length === 0 && r.poll.reads.length === 0) return undefined;
+    // Streamed reads are transfers from the disk as much as uploads are: the calibration folds both.
+    const transfers = r.poll.reads.length === 0 ? r.poll.uploads : [...r.poll.uploads, ...r.poll.reads.map((read) => ({ ...read, ok: true }))];
     // A copy: the eval writes this buffer again stepRingSlots steps on.
-    return { kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: r.poll.uploads, traceContext: this.parent, traced: recording };
+    return { kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: transfers, traceContext: this.parent, traced: recording };
+  }
+
+  private readSpan(read: { layer: number; expert: number; bytes: number; issuedNs: number; startNs: number; endNs: number }, mode: 'admitted' | 'streamed'): void {
+    const attributes = expertReadAttributes({ layer: read.layer, expert: read.expert, bytes: read.bytes, mode, queueWaitUs: Math.max(0, (read.startNs - read.issuedNs) / 1e3) });
+    recordTimedSpan(this.owner.tracerOf, SpanNames.expertRead, this.at(read.startNs), this.at(read.endNs), attributes, this.parent);
   }
 
   /** The tier's metrics of the request (the engine ends the request span). */

@@ -12,6 +12,7 @@ import type { ExpertKey } from '../../../src/tiers/keys.js';
 export class FakeTierPort implements TierPort {
   readonly kind = 'native' as const;
   readonly expertBytes = { container: 1000, hostCopy: 0 };
+  readonly readsMisses = false;
   readonly slotsPerLayer: number[];
   private readonly snapshot: TierExpertStates;
   /** Uploads issued and not landed: task id -> swap. */
@@ -58,10 +59,10 @@ export class FakeTierPort implements TierPort {
     const f = this.inFlight.get(taskId)!;
     this.inFlight.delete(taskId);
     this.set(f.layer, f.newcomer, ok ? ExpertState.resident : ExpertState.none, ok ? 0 : -1);
-    this.reports.push({ taskId, layer: f.layer, expert: f.newcomer, victim: f.victim, ok, inPlace: true, fellBack: false, bytes: 1000, issuedNs: 1, startNs: 2, endNs: 3 });
+    this.reports.push({ taskId, layer: f.layer, expert: f.newcomer, victim: f.victim, ok, inPlace: true, fellBack: false, admitted: false, bytes: 1000, issuedNs: 1, startNs: 2, endNs: 3 });
   }
   poll(): TierPoll {
-    const out = { uploads: this.reports, evicted: this.evicted };
+    const out = { uploads: this.reports, evicted: this.evicted, reads: [] };
     this.reports = [];
     this.evicted = [];
     return out;
