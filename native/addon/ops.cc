@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "mt_backend.h"
 #include "mt_forward.h"
+#include "mt_io.h"
 #include "mt_tier.h"
 #include "registry.h"
 
@@ -311,6 +312,7 @@ void RegisterOps(Napi::Env env, Napi::Object exports) {
   constants.Set("layerStatsFields", MT_LAYER_STATS_FIELDS);
   constants.Set("slotAlignBytes", MT_BACKEND_SLOT_ALIGN_BYTES);
   constants.Set("tierReportsMax", MT_TIER_REPORTS_MAX);
+  constants.Set("ioQueueDepthDefault", MT_IO_QUEUE_DEPTH_DEFAULT);
   constants.Set("evalChunkRows", MT_EVAL_CHUNK_ROWS);
   exports.Set("constants", constants);
   exports.Set("isaBest", Napi::Function::New(env, IsaBest));

@@ -23,7 +23,7 @@ import { typedEvalError } from '../native/eval-errors.js';
 import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
 import { RouteLog } from './tier/route-log.js';
 import { MemoryBudgetError, planMemory, type MemoryPlan } from './memory-plan.js';
-import { EVAL_CHUNK_ROWS } from '../native/constants.js';
+import { EVAL_CHUNK_ROWS, IO_QUEUE_DEPTH_DEFAULT } from '../native/constants.js';
 import { expertContainerBytes } from './tier/experts.js';
 import type { TraceGeometry } from '../routes/types.js';
 import type { TierStats } from './tier/port.js';
@@ -487,11 +487,22 @@ function cancelWhenIdle<T>(gen: AsyncGenerator<T>, idleMs: number): AsyncGenerat
  * context's KV cache and scratch (what createContext will allocate), one layer call's streamed
  * misses; the slots fill the rest. At least one slot per layer, or the budget is refused.
  */
+/**
+ * The bounce buffers of the disk tier's read engines (the tier's streamed reads and the disk
+ * backend's uploads): one per read in flight, each grown to the largest block-aligned range it
+ * read, at most one expert's piece (bounded here by the whole expert) and two 4 KiB blocks.
+ */
+function ioBounceBytes(expertBytes: number): number {
+  const engines = 2, blockBytes = 4096;
+  return engines * IO_QUEUE_DEPTH_DEFAULT * (expertBytes + 2 * blockBytes);
+}
+
 function memoryPlanOf(native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number): MemoryPlan {
   const hp = model.hparams;
   const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx, threads });
   const input = {
-    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes, ioBufferBytes: 0,
+    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes,
+    ioBufferBytes: ioBounceBytes(expertContainerBytes(model.file, hp)),
     expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
     // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.
     workingSetExperts: Math.min(hp.nExpert, Math.min(nCtx, EVAL_CHUNK_ROWS) * hp.nExpertUsed),

@@ -12,6 +12,9 @@ export const SLOT_ALIGN_BYTES = 64;
 /** Upload reports and evictions a tier keeps until polled (mt_tier.h MT_TIER_REPORTS_MAX). */
 export const TIER_REPORTS_MAX = 4096;
 
+/** Reads a read engine keeps in flight by default (mt_io.h MT_IO_QUEUE_DEPTH_DEFAULT): each holds one bounce buffer. */
+export const IO_QUEUE_DEPTH_DEFAULT = 8;
+
 /** Rows per chunk of an eval (mt_forward.h MT_EVAL_CHUNK_ROWS): a longer prompt runs in chunks. */
 export const EVAL_CHUNK_ROWS = 256;
 
@@ -20,9 +23,10 @@ export interface NativeConstants {
   slotAlignBytes: number;
   tierReportsMax: number;
   evalChunkRows: number;
+  ioQueueDepthDefault: number;
 }
 
-export const expectedNativeConstants: NativeConstants = { layerStatsFields: LAYER_STAT_FIELDS, slotAlignBytes: SLOT_ALIGN_BYTES, tierReportsMax: TIER_REPORTS_MAX, evalChunkRows: EVAL_CHUNK_ROWS };
+export const expectedNativeConstants: NativeConstants = { layerStatsFields: LAYER_STAT_FIELDS, slotAlignBytes: SLOT_ALIGN_BYTES, tierReportsMax: TIER_REPORTS_MAX, evalChunkRows: EVAL_CHUNK_ROWS, ioQueueDepthDefault: IO_QUEUE_DEPTH_DEFAULT };
 
 /** The names whose values differ between the addon and this build of TypeScript (empty: they agree). */
 export function constantMismatches(native: Partial<NativeConstants> | undefined): string[] {

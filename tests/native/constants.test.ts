@@ -13,6 +13,6 @@ describe('shared constants', () => {
   });
   it('a stale addon is named field by field', () => {
     expect(constantMismatches({ ...expectedNativeConstants, layerStatsFields: 7 })).toEqual(['layerStatsFields: addon 7, TypeScript 6']);
-    expect(constantMismatches(undefined)).toHaveLength(4);
+    expect(constantMismatches(undefined)).toHaveLength(Object.keys(expectedNativeConstants).length);
   });
 });
