@@ -7,6 +7,7 @@ import { readTraces } from '../routes/load.js';
 import type { Trace } from '../routes/types.js';
 import { costDefaults, type CostParams, type Offload } from './cost.js';
 import { geometryByName, geometryFromTrace, requireGeometry } from './geometry.js';
+import { belady } from './policies/belady.js';
 import { policyByName, policyNames } from './policies/index.js';
 import { replay } from './replay.js';
 import { toRow, type ReplayRow } from './report/rows.js';
@@ -51,7 +52,10 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
     }
     for (const b of o.budgets) {
       const sc = labScenario(trace, o, b);
-      for (const p of chosen) rows.push(toRow(p, sc, replay(p, sc, o.offload), o.offload, g, o.cost ?? costDefaults));
+      const counts = new Map(chosen.map((p) => [p, replay(p, sc, o.offload)]));
+      // Host-less reads are set against Belady's misses on this scenario, asked for or not: one replay of it.
+      const bound = o.offload === 'hostless' ? counts.get(belady) ?? replay(belady, sc, o.offload) : undefined;
+      for (const p of chosen) rows.push(toRow(p, sc, counts.get(p)!, o.offload, g, o.cost ?? costDefaults, bound));
     }
   }
   return rows;

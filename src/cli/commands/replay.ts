@@ -17,7 +17,8 @@ const usage = `usage: moetier replay --trace F [--trace F2 | F1,F2] [options]
 
   --budget 16,24,32          device slots per layer (default 16,24,32)
   --policy a,b,...           of ${policyNames.join(', ')} (default all)
-  --offload hosted|hostless  hosted: misses run on the host; host-less: every miss is uploaded (default hosted)
+  --offload hosted|hostless  hosted: misses run on the host; host-less: every miss is uploaded (default hosted);
+                             host-less rows add reads per token against Belady's misses (the disk tier)
   --scope layer|global       per-layer budgets, or one budget of slots x layers for the model (default layer)
   --start empty|ids|heat     starting content shared by every policy (default heat with a heat prefix, else ids)
   --heat-from-prefix N       heat table from the first N decode tokens; they are not replayed

@@ -1,4 +1,5 @@
 /** One result row per (trace, policy, budget): counts, rates and the cost estimate with its assumptions. */
+import { assert } from '../../core/assert.js';
 import { phaseMs, unitCosts, type CostParams, type Offload, type UnitCosts } from '../cost.js';
 import { expertBytes, hostExpertBytes, type ModelGeometry } from '../geometry.js';
 import type { ReplayCounts } from '../replay.js';
@@ -35,11 +36,24 @@ export interface ReplayRow {
   msPerTokenEstimate: number;
   /** MoE part of TTFT from the prefill counts; null when the scenario has no prefill. */
   ttftMsEstimate: number | null;
+  /**
+   * Host-less (the disk tier: no host copy): experts read from the model file per decode token,
+   * each miss once for its call plus each upload ahead of use; setup and prefill reads are not
+   * per token. Null when hosted (uploads come from host copies there).
+   */
+  readsPerToken: number | null;
+  /** readsPerToken x expertBytes; null when hosted. */
+  readBytesPerToken: number | null;
+  /** Host-less: Belady MIN's misses per decode token on the same scenario, the fewest reads of a demand policy; null when hosted. */
+  beladyMissesPerToken: number | null;
+  /** readsPerToken / beladyMissesPerToken (1 for Belady itself); null when hosted or when Belady has no miss. */
+  readsOverBelady: number | null;
   costModel: CostParams & UnitCosts;
 }
 
+/** `belady`: Belady's replay of the same scenario, required host-less (the bound of the read figures). */
 export function toRow(
-  policy: Policy, sc: Scenario, c: ReplayCounts, offload: Offload, g: ModelGeometry, cost: CostParams,
+  policy: Policy, sc: Scenario, c: ReplayCounts, offload: Offload, g: ModelGeometry, cost: CostParams, belady?: ReplayCounts,
 ): ReplayRow {
   const u = unitCosts(g, cost);
   const bytes = expertBytes(g);
@@ -55,6 +69,27 @@ export function toRow(
     expertBytes: bytes, hostExpertBytes: hostExpertBytes(g),
     msPerTokenEstimate: phaseMs(c.decode, u) / c.tokens,
     ttftMsEstimate: c.prefill ? phaseMs(c.prefill, u) : null,
+    ...readFields(c, offload, bytes, belady),
     costModel: { ...cost, ...u },
+  };
+}
+
+type ReadFields = Pick<ReplayRow, 'readsPerToken' | 'readBytesPerToken' | 'beladyMissesPerToken' | 'readsOverBelady'>;
+
+/**
+ * Host-less, every decode upload is a read of the model file: the calls streamed for their miss
+ * plus the uploads that serve no miss, as the cost model counts them (c.decode). Belady's misses
+ * bound that for a demand policy: a kept miss rides on its call's read, a read ahead is a demand
+ * read moved earlier.
+ */
+function readFields(c: ReplayCounts, offload: Offload, bytes: number, belady?: ReplayCounts): ReadFields {
+  if (offload === 'hosted') return { readsPerToken: null, readBytesPerToken: null, beladyMissesPerToken: null, readsOverBelady: null };
+  assert(belady !== undefined && belady.tokens === c.tokens, 'host-less rows come with Belady replayed on the same tokens');
+  const reads = c.decode.streamedCalls + c.decode.extraUploads;
+  return {
+    readsPerToken: reads / c.tokens,
+    readBytesPerToken: (reads * bytes) / c.tokens,
+    beladyMissesPerToken: belady.misses / c.tokens,
+    readsOverBelady: belady.misses === 0 ? null : reads / belady.misses,
   };
 }

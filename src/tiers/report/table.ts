@@ -24,14 +24,22 @@ export function formatTable(rows: readonly ReplayRow[]): string {
     ...assumptionLines(r0),
     '',
   ];
-  const head = ['policy', 'budget', 'hit rate', 'uploads/tok', 'MB/tok', 'MoE ms/tok', 'TTFT ms', 'setup uploads'];
+  const hostless = r0.offload === 'hostless';
+  // Host-less, every upload is a read of the model file: the upload columns are the read columns.
+  const head = ['policy', 'budget', 'hit rate', hostless ? 'reads/tok' : 'uploads/tok', hostless ? 'MB read/tok' : 'MB/tok',
+    ...(hostless ? ['Belady misses/tok', 'reads/Belady'] : []), 'MoE ms/tok', 'TTFT ms', 'setup uploads'];
   const body = rows.map((r) => [
-    r.policy + (r.offline ? '*' : ''), String(r.budget), fmt(r.hitRate, 3), fmt(r.uploadsPerToken, 2),
-    fmt(r.bytesPerToken / 1e6, 2), fmt(r.msPerTokenEstimate, 2),
-    r.ttftMsEstimate === null ? '-' : fmt(r.ttftMsEstimate, 1), String(r.setupUploads),
+    r.policy + (r.offline ? '*' : ''), String(r.budget), fmt(r.hitRate, 3),
+    fmt(r.readsPerToken ?? r.uploadsPerToken, 2), fmt((r.readBytesPerToken ?? r.bytesPerToken) / 1e6, 2),
+    ...(hostless ? [fmt(r.beladyMissesPerToken!, 2), r.readsOverBelady === null ? '-' : fmt(r.readsOverBelady, 2)] : []),
+    fmt(r.msPerTokenEstimate, 2), r.ttftMsEstimate === null ? '-' : fmt(r.ttftMsEstimate, 1), String(r.setupUploads),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   out.push(line(head), ...body.map(line), '* offline bound: reads the future routing');
+  if (hostless) {
+    out.push('reads: experts read from the model file per decode token, each miss for its call plus each upload ahead of use',
+      'Belady misses: MIN on the same tokens and budget, the fewest reads of a demand policy');
+  }
   return out.join('\n');
 }

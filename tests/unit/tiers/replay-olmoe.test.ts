@@ -74,12 +74,30 @@ describe('replay of olmoe-1b-7b.decode.jsonl', () => {
     }
   });
 
+  it('moetier replay --offload hostless --json reads per token against Belady, without belady in --policy', async () => {
+    let text = '';
+    await replayMain(['--trace', olmoe, '--budget', '16,24', '--policy', 'lru,lfru', '--offload', 'hostless', '--json'], (t) => (text += t));
+    const rows = JSON.parse(text) as ReplayRow[];
+    const bel = runLab(traces, { budgets: [16, 24], policies: ['belady'], offload: 'hostless', scope: 'layer' });
+    expect(rows.map((r) => `${r.policy}@${r.budget}`)).toEqual(['lru@16', 'lfru@16', 'lru@24', 'lfru@24']);
+    for (const r of rows) {
+      for (const k of ['readsPerToken', 'readBytesPerToken', 'beladyMissesPerToken', 'readsOverBelady'] as const) {
+        expect(typeof r[k], `${r.policy}@${r.budget} ${k}`).toBe('number');
+      }
+      const b = bel.find((x) => x.budget === r.budget)!;
+      expect(r.beladyMissesPerToken).toBe(b.misses / b.tokens);
+      expect(r.readsOverBelady).toBeGreaterThan(1);
+    }
+  });
+
   it('prints a table with the cost-model assumptions', async () => {
     let text = '';
     await replayMain(['--trace', olmoe, '--budget', '24', '--policy', 'lru,belady', '--offload', 'hostless'], (t) => (text += t));
     expect(text).toContain('330 us/transfer');
     expect(text).toContain('olmoe-1b-7b-q4k');
     expect(text.split('\n').filter((l) => /^(lru|belady\*)\s+24\s/.test(l))).toHaveLength(2);
+    expect(text).toMatch(/reads\/tok +MB read\/tok +Belady misses\/tok +reads\/Belady/);
+    expect(text).toMatch(/^belady\*\s+24\s.*\s1\.00\s/m);
   });
 
   it('names the option and what it expects on bad input', async () => {
