@@ -258,6 +258,23 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// tierSetVictimOrder(tier, order: Int32Array [nLayer * nExpert], per layer coldest first, -1 ended;
+// empty: none) between evals: the eviction order of admit before run (mt_tier.h).
+Napi::Value TierSetVictimOrder(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierSetVictimOrder");
+  if (!s) return env.Undefined();
+  int32_t* order = nullptr;
+  size_t n = 0;
+  if (!TypedArg(info[1], napi_int32_array, &order, &n)) return ThrowRange(env, "tierSetVictimOrder: order: expected an Int32Array");
+  auto ctx = s->ctx.lock();
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetVictimOrder: an eval is running on this tier; await it first");
+  if (mt_tier_set_victim_order(s->tier, order, n) != MT_TIER_OK)
+    return ThrowRange(env, "tierSetVictimOrder: order: expected nLayer x nExpert = " + std::to_string(size_t(s->n_layer) * size_t(s->n_expert)) +
+                               " expert ids or -1 (or none)");
+  return env.Undefined();
+}
+
 Napi::Value TierResidency(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierResidency");
   if (!s) return info.Env().Undefined();
@@ -443,6 +460,7 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierWarmstart", Napi::Function::New(env, TierWarmstart));
   exports.Set("tierRequestSwap", Napi::Function::New(env, TierRequestSwap));
   exports.Set("tierPoll", Napi::Function::New(env, TierPoll));
+  exports.Set("tierSetVictimOrder", Napi::Function::New(env, TierSetVictimOrder));
   exports.Set("tierResidency", Napi::Function::New(env, TierResidency));
   exports.Set("tierExpertStates", Napi::Function::New(env, TierExpertStates));
   exports.Set("tierStats", Napi::Function::New(env, TierStats));

@@ -103,6 +103,14 @@ void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots);
  * and nothing changed. task_id comes back in the upload's report. */
 int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now);
 
+/* Between evals: the policy's eviction order for admit-before-run (a tier with stream_fd): per
+ * layer l, order[l * nExpert + k] for k = 0.. are expert ids, coldest first, ended by -1 (or the
+ * row's end). A routed miss that no free slot or queued swap takes evicts the first of its
+ * layer's that is plainly RESIDENT and not routed in the same call, and is read into its slot
+ * (one read: it runs from there and stays). n = nLayer * nExpert; n = 0 (or order NULL): misses
+ * evict nobody (they are streamed). MT_TIER_INVALID for another n or an id out of range. */
+int mt_tier_set_victim_order(mt_tier* tier, const int32_t* order, size_t n);
+
 /* Between evals: issues now what the last eval's boundaries posted and the issuer has not
  * reached yet (no layer computes then, so every queued swap goes), on the caller's thread; so a
  * poll right after sees every eviction the last eval's boundaries made. */

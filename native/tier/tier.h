@@ -166,6 +166,7 @@ struct mt_tier {
   std::vector<mt::UploadReport> reports;  // at most kReportsMax until polled; beyond: counted, dropped
   std::vector<mt::Eviction> evicted;       // at most nLayer * nExpert (each eviction once)
   std::vector<mt_tier_read> read_log;      // streamed reads landed, at most kReportsMax until polled
+  std::vector<int32_t> victim_order;       // [nLayer * nExpert] or empty: the policy's eviction order (admit before run)
   uint64_t reports_dropped = 0;
 
   // Eval thread only: the leases of the layer being computed (capacity nExpert, no allocation).
@@ -199,7 +200,8 @@ void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert);
 // Admit-before-run (compute is on layer; tier_stream.cc): the routed miss `expert` gets a slot
 // before the layer runs it: an upload of it already in flight (not yet promoted), else its
 // queued swap issued now (unless the victim is routed in this call: routed_now[victim]), else a
-// free slot of the layer filled with it. true: it lands in *slot with *event; false: none applies.
+// free slot of the layer filled with it, else the policy's coldest resident not routed now
+// evicted for it (victim_order). true: it lands in *slot with *event; false: none applies.
 bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event);
 
 // tier_issuer.cc: the boundary hand-off. start: false (err) when no thread could be made.

@@ -260,6 +260,8 @@ export interface NativeTierVerbs {
    */
   tierRequestSwap(tier: NativeTierHandle, layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
   tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }>; reads: NativeTierRead[] };
+  /** Between evals, a tier with streamFile: per layer, expert ids coldest first, -1 ended ([nLayer * nExpert]; empty: none): the residents a routed miss may evict to be read into its slot. */
+  tierSetVictimOrder(tier: NativeTierHandle, order: Int32Array): void;
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
   /** Every expert's state and slot, one consistent snapshot (the tier alone owns them); `into`: filled in place and returned. */

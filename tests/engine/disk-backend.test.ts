@@ -71,15 +71,21 @@ describe('disk backend in the engine', () => {
     }
   });
 
-  it('fewer slots than experts: the misses are read from the file for their call, once each; the tokens and the page cache are unchanged', async () => {
+  it.each([
+    ['admitted into the slot of the policy\'s coldest resident not running then (admitMisses, the default)', true],
+    ['streamed into scratch for their call unless a free slot or queued swap takes them (admitMisses false)', false],
+  ])('fewer slots than experts: each miss is read from the file once before it runs, %s; the tokens and the page cache are unchanged', async (_, admitMisses) => {
     native.dropFileCache(model);
-    const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 } });
+    const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 }, disk: { admitMisses } });
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
       const s = engine.tierStats()!;
       expect(s.misses).toBeGreaterThan(0);
       expect(s.lazyMisses).toBe(0); // no miss computed from the mapping
-      expect(s.streamedReads).toBeGreaterThan(0);
+      // Decode rows: one per routed miss, and each miss read once (into a slot, or into scratch).
+      expect(s.admittedReads! + s.streamedReads!).toBeLessThanOrEqual(s.misses);
+      if (admitMisses) expect(s.admittedReads!).toBeGreaterThan(s.streamedReads!);
+      else expect(s.streamedReads).toBeGreaterThan(0);
       expect(s.streamFailures).toBe(0);
       expect(engine.lastStats!.failedUploads).toBe(0);
       const { pages, resident } = tensorPagesResident(loadedOf(engine));
@@ -94,7 +100,7 @@ describe('a failed expert read', () => {
   it('fails the request with ExpertReadError naming the file, layer, expert and offset; the engine stays usable', async () => {
     const engine = await openEngine({
       model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 },
-      disk: { failStreamedReadAfterBytes: 40_000 },
+      disk: { failStreamedReadAfterBytes: 40_000, admitMisses: false }, // misses streamed: the injected read is one of them
     });
     try {
       const hp = loadedOf(engine).hparams;
@@ -128,7 +134,7 @@ describe('disk backend over a Q4_0 container', () => {
       expect(await collect(engine, p4, { maxTokens, stopAtEos: false })).toEqual(ref4);
       const s = engine.tierStats()!;
       expect(s.lazyMisses).toBe(0);
-      expect(s.streamedReads).toBeGreaterThan(0);
+      expect(s.streamedReads! + s.admittedReads!).toBeGreaterThan(0);
     } finally {
       await engine.close();
     }

@@ -81,6 +81,26 @@ describe('admit before run (disk tier)', () => {
     expect(s.lazyMisses).toBe(0);
   });
 
+  it('with the policy\'s eviction order, a miss evicts the coldest resident its call does not run and stays: fewer streamed reads, the same bits', async () => {
+    const hp = tinyModel('Q8_0').model.hparams;
+    const plainModel = setup(2);
+    const plain = await plainRun(plainModel.m);
+    const without = await greedyRun(plainModel.m, plainModel.ctx, decodeSteps);
+    const s0 = native.tierStats(plainModel.tier);
+    const { m, ctx, tier } = setup(2);
+    // Every layer's order: experts 0, 1, ... (a real one comes from the placement's LFRU scores).
+    native.tierSetVictimOrder(tier, Int32Array.from({ length: hp.nLayer * hp.nExpert }, (_, i) => i % hp.nExpert));
+    const run = await greedyRun(m, ctx, decodeSteps);
+    expect(bits(without)).toEqual(bits(plain));
+    expect(bits(run)).toEqual(bits(plain));
+    const s = native.tierStats(tier);
+    expect(s.admittedReads!).toBeGreaterThan(s0.admittedReads!);
+    expect(s.streamedReads!).toBeLessThan(s0.streamedReads!);
+    expect(s.leases).toBe(0);
+    expect(() => native.tierSetVictimOrder(tier, new Int32Array(3))).toThrow(/nLayer x nExpert/);
+    expect(() => native.tierSetVictimOrder(tier, new Int32Array(hp.nLayer * hp.nExpert).fill(hp.nExpert))).toThrow(/expert ids or -1/);
+  });
+
   it('a read failing half-way fails the eval, naming the file, layer, expert and offset; the next eval runs with the same bits', async () => {
     const { m, ctx, tier } = setup(1, { streamFailAfterBytes: 3000 });
     const plain = await plainRun(m);

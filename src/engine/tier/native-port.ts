@@ -49,6 +49,9 @@ export class NativeTierPort implements TierPort {
   poll(): TierPoll {
     return this.native.tierPoll(this.h);
   }
+  setVictimOrder(order: Int32Array): void {
+    this.native.tierSetVictimOrder(this.h, order);
+  }
   residency(): Int32Array {
     return this.native.tierResidency(this.h);
   }

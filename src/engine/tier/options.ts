@@ -26,6 +26,8 @@ export interface FakeBackendOptions {
 
 /** The disk tier's fault injection (tests only). */
 export interface DiskTierOptions {
+  /** A routed miss read from the file may evict the policy's coldest resident not running in its call, and stay (default true); false: it takes only free slots and queued swaps, else it is read for its call only. */
+  admitMisses?: boolean;
   /** The streamed read (a miss read into scratch for its call) that takes the bytes read past this fails, once (EIO). */
   failStreamedReadAfterBytes?: number;
 }
@@ -96,6 +98,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
 function validateDisk(d: DiskTierOptions): DiskTierOptions {
   const n = d.failStreamedReadAfterBytes;
   if (n !== undefined && !(Number.isSafeInteger(n) && n >= 1)) throw new InvalidOptionError('disk.failStreamedReadAfterBytes', 'an integer >= 1', n);
+  if (d.admitMisses !== undefined && typeof d.admitMisses !== 'boolean') throw new InvalidOptionError('disk.admitMisses', 'true or false', d.admitMisses);
   return d;
 }
 

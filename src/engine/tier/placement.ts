@@ -48,6 +48,7 @@ export class TierPlacement {
   /** Layers whose counts reached the policy through the eval's hook in the current prefill. */
   private replanned = new Set<number>();
   readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
+  private victimOrder: Int32Array | undefined;
   /**
    * Every layer holds all its experts (budgets are per layer; recomputed when a tune resizes
    * them): no swap or fill can ever be decided, so the decode tick is skipped.
@@ -60,6 +61,8 @@ export class TierPlacement {
     uploadLimits: Partial<UploadQueueLimits>,
     heat: HeatTable | undefined,
     private replan: PrefillReplanConfig = { enabled: false, maxSwapsPerLayer: 24 },
+    /** Misses read from the file may evict the policy's coldest resident (publishVictimOrder). */
+    private readonly admitMisses = true,
   ) {
     this.params = params;
     this.policy = policyFor(params, replan, 0);
@@ -153,9 +156,32 @@ export class TierPlacement {
     return step.decisions;
   }
 
-  /** issue: decisions through the upload queue (the one gate) to the tier; fills wait for the next request. */
+  /**
+   * issue: decisions through the upload queue (the one gate) to the tier; fills wait for the next
+   * request. A tier that reads its misses from the file then gets the policy's eviction order.
+   */
   issue(decisions: readonly Decision[]): void {
     for (const d of decisions) this.decide(d);
+    this.publishVictimOrder();
+  }
+
+  /**
+   * Admit before run (the disk tier): the tier reads every routed miss anyway, so a miss that
+   * takes a slot costs no extra read; it evicts the resident the policy values least (LFRU score,
+   * as a shrink would) that its call does not run. Each layer's residents, coldest first, -1
+   * ended, to the tier for the next eval. Off (admitMisses false): misses take free slots and
+   * queued swaps only, the rest are streamed.
+   */
+  publishVictimOrder(): void {
+    if (!this.port.readsMisses || !this.admitMisses || this.full) return;
+    const { nLayer, nExpert } = this.port;
+    const order = (this.victimOrder ??= new Int32Array(nLayer * nExpert));
+    this.look();
+    for (let l = 0; l < nLayer; l++) {
+      const coldest = this.byScore(l, true).sort((a, b) => a.score - b.score);
+      for (let k = 0; k < nExpert; k++) order[l * nExpert + k] = k < coldest.length ? coldest[k].expert : -1;
+    }
+    this.port.setVictimOrder(order);
   }
 
   private decide(d: Decision, now = false): void {

@@ -40,6 +40,8 @@ export interface TierPort {
    */
   requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
   poll(): TierPoll;
+  /** Between evals (a tier that reads its misses): the policy's eviction order, per layer coldest first, -1 ended ([nLayer * nExpert]). */
+  setVictimOrder(order: Int32Array): void;
   /** Between evals and warmstarts; throws with nothing changed (e.g. every candidate victim has a swap pending). */
   resize(layer: number, slots: number, victims: Int32Array): void;
   /** [nLayer * nExpert]: slot id or -1. */

@@ -87,7 +87,8 @@ export class EngineTier {
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
-      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan);
+      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true);
+      placement.publishVictimOrder();
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
     } catch (err) {
