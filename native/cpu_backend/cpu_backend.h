@@ -9,7 +9,7 @@
 //   RamBackend    the memory and the clock (slot blocks in RAM, monotonic compute stamps)
 //     CpuBackend  + the upload thread above
 //       FakeBackend (fake/): a virtual clock and fault injection
-//       DiskBackend (disk/): transfer() reads the model file instead
+//     DiskBackend (disk/): uploads read the model file through the read engine instead
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -35,10 +35,6 @@ class CpuBackend : public RamBackend {
   ~CpuBackend() override;
   void submit(const UploadJob& job) override;
   void drain() override;
-
- protected:
-  // Moves the job's bytes into its slot on the upload thread: true if every byte landed.
-  virtual bool transfer(const UploadJob& job) { return copy_pieces(job); }
 
  private:
   void run();
