@@ -3,10 +3,12 @@
 //   createBackend(kind, config) -> handle      backendPreset(name) -> config
 //   slotsReserve / upload / freeSlot / slotState / overwriteSupported
 //   eventQuery (sync) / eventWait (Promise: an AsyncWorker blocks off the event loop)
-//   computeRecord / lease / release / leaseCount / backendStats
+//   computeRecord / lease / release / leaseCount / backendStats (a disk backend's adds `disk`:
+//                                 its read engine, native/disk/mt_backend_disk.h)
 //   slotRead(handle, slot, out)   copies a slot's bytes out (tests); the forward pass reads
 //                                 mt_backend_slot_data natively, never through JS
 //   destroyBackend(handle)        waits for in-flight uploads (after the last eventWait settles)
+//   diskHold(handle, hold)        test only (disk): while held, its read engine starts no read
 //
 // An upload's source typed arrays stay referenced until its event has finished: the map
 // `sources` is swept on every verb and emptied on destroy, after the uploads drained.
@@ -24,7 +26,9 @@
 #include "errors.h"
 #include "mt_assert.h"
 #include "mt_backend.h"
+#include "mt_io.h"
 #include "registry.h"
+#include "../disk/mt_backend_disk.h"
 #if MT_DEBUG_ASSERTS_ENABLED
 #include "../backend/backend.h"
 #endif
@@ -326,6 +330,23 @@ Napi::Value LeaseCount(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(mt_backend_lease_count(s->backend, all ? -1 : int32_t(slot))));
 }
 
+Napi::Object DiskStatsObject(Napi::Env env, const mt_backend_disk_stats& d) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("engine", mt_io_kind_name(d.io_kind));
+  o.Set("direct", d.direct != 0);
+  o.Set("queueDepth", d.queue_depth);
+  o.Set("readsInFlightPeak", d.reads_in_flight_peak);
+  o.Set("readsInFlight", d.reads_in_flight);
+  o.Set("readsQueued", d.reads_queued);
+  o.Set("uploadsWaiting", d.uploads_waiting);
+  o.Set("readsIssued", double(d.reads_issued));
+  o.Set("readsFailed", double(d.reads_failed));
+  o.Set("bytesRead", double(d.bytes_read));
+  o.Set("readsBounced", double(d.reads_bounced));
+  o.Set("alignmentBytes", double(d.alignment_bytes));
+  return o;
+}
+
 Napi::Value BackendStats(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info);
   if (!s) return info.Env().Undefined();
@@ -346,7 +367,18 @@ Napi::Value BackendStats(const Napi::CallbackInfo& info) {
   o.Set("overwriteSupported", st.overwrite_supported != 0);
   o.Set("hostVisible", st.host_visible != 0);
   o.Set("sourcesHeld", double(s->sources.size()));
+  mt_backend_disk_stats disk{};
+  if (mt_backend_disk_stats_get(s->backend, &disk, nullptr, 0) == MT_BACKEND_OK) o.Set("disk", DiskStatsObject(info.Env(), disk));
   return o;
+}
+
+// diskHold(handle, hold): test only; refused ('unsupported') on another kind.
+Napi::Value DiskHold(const Napi::CallbackInfo& info) {
+  auto s = Unwrap(info);
+  if (!s) return info.Env().Undefined();
+  char err[512] = "";
+  if (int rc = mt_backend_disk_hold(s->backend, info[1].ToBoolean().Value() ? 1 : 0, err, sizeof err)) return Throw(info.Env(), rc, err);
+  return info.Env().Undefined();
 }
 
 // slotRead(handle, slot, out: Uint8Array): copies min(out.length, slotBytes) bytes (tests).
@@ -433,6 +465,7 @@ void RegisterBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("backendStats", Napi::Function::New(env, BackendStats));
   exports.Set("slotRead", Napi::Function::New(env, SlotRead));
   exports.Set("destroyBackend", Napi::Function::New(env, DestroyBackend));
+  exports.Set("diskHold", Napi::Function::New(env, DiskHold));
 #if MT_DEBUG_ASSERTS_ENABLED
   exports.Set("debugBackendRecomplete", Napi::Function::New(env, DebugBackendRecomplete));
 #endif

@@ -1,4 +1,4 @@
-// The cpu backend's memory, upload thread and clock (see cpu_backend.h).
+// RAM slots and their clock (RamBackend), and the cpu backend's upload thread (see cpu_backend.h).
 #include "cpu_backend.h"
 #include <cstdlib>
 #include <pthread.h>
@@ -13,11 +13,7 @@
 
 namespace mt {
 
-CpuBackend::CpuBackend(const mt_backend_config& c) : mt_backend(c), thread_([this] { run(); }) {}
-
-CpuBackend::~CpuBackend() { drain(); }
-
-uint8_t* CpuBackend::alloc_block(uint64_t bytes) {
+uint8_t* RamBackend::alloc_block(uint64_t bytes) {
   void* p = nullptr;
   if (posix_memalign(&p, kBlockAlignBytes, bytes) != 0) return nullptr;
   // Touch every page now: an upload then times the copy, not first-touch page faults
@@ -26,11 +22,11 @@ uint8_t* CpuBackend::alloc_block(uint64_t bytes) {
   return static_cast<uint8_t*>(p);
 }
 
-void CpuBackend::free_block(uint8_t* block) { std::free(block); }
+void RamBackend::free_block(uint8_t* block) { std::free(block); }
 
 // The whole pages inside [p, p + bytes) go back to the OS (they read as zero when touched again);
 // a slot's partial pages at its ends stay. Linux only; elsewhere the memory stays (no harm).
-void CpuBackend::discard_bytes(uint8_t* p, uint64_t bytes) {
+void RamBackend::discard_bytes(uint8_t* p, uint64_t bytes) {
 #if defined(__linux__)
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
   const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
@@ -40,6 +36,12 @@ void CpuBackend::discard_bytes(uint8_t* p, uint64_t bytes) {
   (void)p, (void)bytes;
 #endif
 }
+
+int64_t RamBackend::compute_stamp(uint64_t) { return monotonic_ns(); }
+
+CpuBackend::CpuBackend(const mt_backend_config& c) : RamBackend(c), thread_([this] { run(); }) {}
+
+CpuBackend::~CpuBackend() { drain(); }
 
 // Under mu (mt_backend_upload counted the job in uploads_in_flight before this).
 void CpuBackend::submit(const UploadJob& job) {
@@ -51,8 +53,6 @@ void CpuBackend::submit(const UploadJob& job) {
   }
   queue_cv_.notify_one();
 }
-
-int64_t CpuBackend::compute_stamp(uint64_t) { return monotonic_ns(); }
 
 void CpuBackend::drain() {
   {
@@ -84,7 +84,7 @@ void CpuBackend::run() {
     }
     MT_ASSERT(job.dst != nullptr && job.n_pieces >= 1 && job.copy_limit <= job.bytes, "a submitted job has a slot, pieces and a copy limit within them");
     const int64_t start = monotonic_ns();
-    const bool ok = transfer(job);
+    const bool ok = copy_pieces(job);
     const int64_t end = monotonic_ns();
     if (job.virtual_times) complete(job, ok, job.start_ns, job.end_ns);
     else complete(job, ok, start, end);

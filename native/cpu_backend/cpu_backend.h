@@ -6,7 +6,10 @@
 //                              |
 //   upload thread:  pop, stamp start, copy pieces, stamp end --> complete()
 //
-// The fake backend (fake/) is this with a virtual clock and fault injection.
+//   RamBackend    the memory and the clock (slot blocks in RAM, monotonic compute stamps)
+//     CpuBackend  + the upload thread above
+//       FakeBackend (fake/): a virtual clock and fault injection
+//     DiskBackend (disk/): uploads read the model file through the read engine instead
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -16,20 +19,22 @@
 
 namespace mt {
 
-class CpuBackend : public mt_backend {
+// RAM slots on CLOCK_MONOTONIC: what every host-memory kind shares, whoever moves the bytes.
+class RamBackend : public mt_backend {
  public:
-  explicit CpuBackend(const mt_backend_config& c);
-  ~CpuBackend() override;
+  explicit RamBackend(const mt_backend_config& c) : mt_backend(c) {}
   uint8_t* alloc_block(uint64_t bytes) override;
   void free_block(uint8_t* block) override;
   void discard_bytes(uint8_t* p, uint64_t bytes) override;
-  void submit(const UploadJob& job) override;
   int64_t compute_stamp(uint64_t work_bytes) override;
-  void drain() override;
+};
 
- protected:
-  // Moves the job's bytes into its slot on the upload thread: true if every byte landed.
-  virtual bool transfer(const UploadJob& job) { return copy_pieces(job); }
+class CpuBackend : public RamBackend {
+ public:
+  explicit CpuBackend(const mt_backend_config& c);
+  ~CpuBackend() override;
+  void submit(const UploadJob& job) override;
+  void drain() override;
 
  private:
   void run();

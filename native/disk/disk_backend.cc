@@ -1,95 +1,294 @@
-// The disk backend: the cpu backend's RAM slots, filled by reading the model file instead of
-// copying from its mapping (include/mt_backend.h, kind disk). An upload's pieces point into the
-// mapping; each becomes a pread of the same range of the file, on the upload thread:
+// The disk backend: RAM slots filled by reading the model file instead of copying from its
+// mapping (include/mt_backend.h, kind disk; its own verbs and the design: mt_backend_disk.h).
+// An upload's pieces point into the mapping; each becomes a read of the same range of the file,
+// issued to the read engine (include/mt_io.h) when the upload is, so that the disk sees many
+// reads at once; the mapping's pages are never touched:
 //
-//   piece.src - file_base = file offset  --pread-->  slot bytes  --posix_fadvise DONTNEED-->
-//                                                    (the page cache does not keep a second copy)
+//   submit (under mu)                     piece.src - file_base = file offset
+//     pieces in the file? --no--> the job fails once its issued reads (none) landed
+//     room (outstanding reads)? --no--> waiting_ (issued in order as earlier reads land)
+//     mt_io_read per piece, into job.dst + the piece's place ---> issued_ (FIFO)
+//   completion thread: front of issued_ --mt_io_wait each read--> room for waiting_ -->
+//     complete(job, every read done, first start, last end)
 //
-// No readahead (POSIX_FADV_RANDOM on a descriptor of its own): reading one expert must not pull
-// its neighbours into the page cache. A failed or short read (or the injected failure of
-// fail_transfer_after_bytes) fails the upload: the slot turns invalid and the event failed, as a
-// failed copy does on the other kinds (the tier retries or reports it).
+// A failed or short read (or the engine's injected failure, fail_transfer_after_bytes) fails the
+// upload: the slot turns invalid and the event failed, as a failed copy does on the other kinds.
 #include <fcntl.h>
 #include <unistd.h>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <atomic>
+#include <climits>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <queue>
 #include <string>
+#include <thread>
+#include <vector>
 #include "../cpu_backend/cpu_backend.h"
+#include "../io/io.h"  // mt_io's own descriptor, for the buffered fallback's page-cache advice
+#include "mt_backend_disk.h"
+#include "mt_io.h"
 
 namespace mt {
 namespace {
 
-class DiskBackend : public CpuBackend {
+// One upload as the completion thread sees it: its job and the reads it waits for.
+struct DiskJob {
+  UploadJob job;
+  mt_io_id reads[MT_UPLOAD_PIECES_MAX] = {};
+  int32_t n_reads = 0;
+  bool refused = false;  // a piece outside the file, or a read the engine refused: the job fails
+};
+
+// What the reads of one job came to.
+struct Landed {
+  bool ok = true;
+  uint64_t bytes = 0;
+  int64_t start_ns = INT64_MAX, end_ns = 0;
+};
+
+class DiskBackend : public RamBackend {
  public:
-  DiskBackend(const mt_backend_config& c, int fd) : CpuBackend(c), fd_(fd) {}
+  DiskBackend(const mt_backend_config& c, mt_io* io, bool direct) : RamBackend(c), io_(io), direct_(direct), thread_([this] { run(); }) {}
   ~DiskBackend() override {
-    drain();  // the upload thread reads fd_: it stops first
-    close(fd_);
+    drain();  // the completion thread waits on io_: it stops first
+    mt_io_destroy(io_);
   }
 
-  void prepare_upload(UploadJob& job) override {
-    job.copy_limit = job.bytes;
-    if (fail_after_ != 0 && submitted_bytes_ + job.bytes > fail_after_) {
-      job.copy_limit = fail_after_ - submitted_bytes_;  // fails here, once
-      fail_after_ = 0;
-    }
-    submitted_bytes_ += job.bytes;
-  }
-
- protected:
-  bool transfer(const UploadJob& job) override {
-    uint64_t at = 0;
-    for (int32_t i = 0; i < job.n_pieces && at < job.copy_limit; i++) {
-      const uint8_t* src = static_cast<const uint8_t*>(job.pieces[i].src);
-      const uint64_t room = job.copy_limit - at;
-      const uint64_t n = job.pieces[i].bytes < room ? job.pieces[i].bytes : room;
-      if (src < config.file_base || uint64_t(src - config.file_base) + n > config.file_length) {
-        return false;  // not the model file's bytes: nothing to read them from
-      }
-      if (!read_range(uint64_t(src - config.file_base), n, job.dst + at)) return false;
-      at += n;
-    }
-    return at == job.bytes;
-  }
+  void submit(const UploadJob& job) override;
+  void drain() override;
+  void stats(mt_backend_disk_stats* out);
+  void hold(bool on) { mt_io_hold(io_, on ? 1 : 0); }
 
  private:
-  bool read_range(uint64_t offset, uint64_t bytes, uint8_t* dst) {
-    for (uint64_t done = 0; done < bytes;) {
-      const ssize_t n = pread(fd_, dst + done, bytes - done, off_t(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;  // an I/O error, or the file ended early (truncated under us)
-      done += uint64_t(n);
-    }
-    const off_t page = off_t(sysconf(_SC_PAGESIZE));
-    const off_t from = off_t(offset) / page * page, to = (off_t(offset + bytes) + page - 1) / page * page;
-    posix_fadvise(fd_, from, to - from, POSIX_FADV_DONTNEED);
-    return true;
-  }
+  bool in_file(const mt_upload_piece& p) const;
+  void issue(DiskJob& d);     // under queue_mu_
+  void issue_waiting();       // under queue_mu_
+  Landed wait_reads(const DiskJob& d);
+  void note_read(const mt_io_info& info);
+  void drop_cached(const mt_io_info& info) const;
+  void run();
 
-  const int fd_;
-  uint64_t fail_after_ = config.fail_transfer_after_bytes;
-  uint64_t submitted_bytes_ = 0;
+  mt_io* const io_;
+  const bool direct_;
+  std::mutex queue_mu_;  // after mu (submit holds it), before the engine's; never held across a wait
+  std::condition_variable queue_cv_;
+  std::deque<DiskJob> issued_;   // reads issued; completed in this order
+  std::deque<DiskJob> waiting_;  // no read issued yet: the outstanding limit was reached
+  int32_t outstanding_ = 0;      // reads of issued_ (and of the job being completed) not yet waited
+  bool stopping_ = false;
+  // The completion thread's alone: end times of the reads that may still overlap the next one.
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> open_ends_;
+  std::atomic<int32_t> reads_in_flight_peak_{0};
+  std::thread thread_;  // last: it starts once every member above exists
 };
+
+bool DiskBackend::in_file(const mt_upload_piece& p) const {
+  const uint8_t* src = static_cast<const uint8_t*>(p.src);
+  if (src < config.file_base) return false;
+  const uint64_t offset = uint64_t(src - config.file_base);
+  return offset <= config.file_length && p.bytes <= config.file_length - offset;
+}
+
+// Under mu (mt_backend_upload counted the job in uploads_in_flight before this); never blocks:
+// the reads go to the engine's queue.
+void DiskBackend::submit(const UploadJob& job) {
+  DiskJob d;
+  d.job = job;
+  for (int32_t i = 0; i < job.n_pieces; i++) d.refused = d.refused || !in_file(job.pieces[i]);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    MT_ASSERT(!stopping_, "no upload is submitted once drain began (the backend is closed first)");
+    if (waiting_.empty() && outstanding_ + job.n_pieces <= MT_BACKEND_DISK_READS_OUTSTANDING_MAX) issue(d);
+    else waiting_.push_back(d);  // after the jobs waiting already: reads go to the disk in upload order
+  }
+  queue_cv_.notify_one();
+}
+
+// One read per piece, back to back from the slot's start; a refused read stops the job (it fails
+// once the reads issued before it landed: they write into its slot).
+void DiskBackend::issue(DiskJob& d) {
+  uint64_t at = 0;
+  for (int32_t i = 0; i < d.job.n_pieces && !d.refused; i++) {
+    const mt_upload_piece& p = d.job.pieces[i];
+    if (p.bytes == 0) continue;  // nothing to read (the engine refuses empty reads)
+    const uint64_t offset = uint64_t(static_cast<const uint8_t*>(p.src) - config.file_base);
+    mt_io_id id = 0;
+    if (mt_io_read(io_, offset, p.bytes, d.job.dst + at, int64_t(d.job.event), &id, nullptr, 0) != MT_IO_OK) d.refused = true;
+    else d.reads[d.n_reads++] = id;
+    at += p.bytes;
+  }
+  outstanding_ += d.n_reads;
+  issued_.push_back(d);
+}
+
+void DiskBackend::issue_waiting() {
+  while (!waiting_.empty() && outstanding_ + waiting_.front().job.n_pieces <= MT_BACKEND_DISK_READS_OUTSTANDING_MAX) {
+    issue(waiting_.front());
+    waiting_.pop_front();
+  }
+}
+
+// Blocks (no lock held) until each of the job's reads landed or failed.
+Landed DiskBackend::wait_reads(const DiskJob& d) {
+  Landed l;
+  l.ok = !d.refused;
+  for (int32_t i = 0; i < d.n_reads; i++) {
+    mt_io_info info{};
+    const int rc = mt_io_wait(io_, d.reads[i], &info, nullptr, 0);
+    MT_ASSERT(rc == MT_IO_OK, "a read is waited for before the engine prunes it (the outstanding limit)");
+    if (rc != MT_IO_OK || info.state != MT_IO_DONE) l.ok = false;
+    if (rc != MT_IO_OK) continue;
+    l.bytes += info.bytes_read;
+    if (info.start_ns > 0 && info.start_ns < l.start_ns) l.start_ns = info.start_ns;
+    if (info.end_ns > l.end_ns) l.end_ns = info.end_ns;
+    note_read(info);
+    if (!direct_) drop_cached(info);
+  }
+  if (l.start_ns == INT64_MAX) l.start_ns = l.end_ns = monotonic_ns();  // no read started: it failed here
+  return l;
+}
+
+// The peak of reads in flight, from the disk's own times: reads arrive here in issue order, which
+// is the order the engine starts them in (its queue is FIFO), so their starts never go back; the
+// reads still open at this one's start are those whose end lies after it (at most queue depth).
+void DiskBackend::note_read(const mt_io_info& info) {
+  if (info.start_ns <= 0) return;  // failed before it started
+  while (!open_ends_.empty() && open_ends_.top() <= info.start_ns) open_ends_.pop();
+  open_ends_.push(info.end_ns);
+  if (int32_t(open_ends_.size()) > reads_in_flight_peak_.load(std::memory_order_relaxed))
+    reads_in_flight_peak_.store(int32_t(open_ends_.size()), std::memory_order_relaxed);
+}
+
+// Buffered (no O_DIRECT): the page cache must not keep a second copy of what the slot now holds.
+void DiskBackend::drop_cached(const mt_io_info& info) const {
+  if (info.bytes_read == 0) return;
+  const off_t page = off_t(sysconf(_SC_PAGESIZE));
+  const off_t from = off_t(info.file_offset) / page * page;
+  const off_t to = (off_t(info.file_offset + info.bytes_read) + page - 1) / page * page;
+  posix_fadvise(io_->fd, from, to - from, POSIX_FADV_DONTNEED);
+}
+
+// Jobs finish in issue order; stopping only ends the loop once nothing is issued or waiting.
+// Normal priority (not the cpu copier's SCHED_BATCH): it only settles what the disk did, in a few
+// microseconds, and a batch wake-up would hold a landed upload back by up to a time slice.
+void DiskBackend::run() {
+  for (;;) {
+    DiskJob d;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !issued_.empty(); });
+      if (issued_.empty()) {
+        MT_ASSERT(waiting_.empty(), "a job waits only while reads are outstanding (their landing issues it)");
+        return;
+      }
+      d = issued_.front();
+      issued_.pop_front();
+    }
+    const Landed l = wait_reads(d);
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      outstanding_ -= d.n_reads;
+      MT_ASSERT(outstanding_ >= 0, "outstanding reads never go below 0");
+      issue_waiting();
+    }
+    MT_ASSERT(l.bytes <= d.job.bytes, "the reads land at most the upload's bytes");
+    d.job.copy_limit = l.ok ? d.job.bytes : l.bytes;  // a failed upload counts the bytes that landed
+    complete(d.job, l.ok, l.start_ns, l.end_ns);
+  }
+}
+
+void DiskBackend::drain() {
+  mt_io_hold(io_, 0);  // a held engine would never land the reads waited for
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  MT_ASSERT(issued_.empty() && waiting_.empty() && outstanding_ == 0, "the completion thread ends only once every job completed");
+}
+
+void DiskBackend::stats(mt_backend_disk_stats* out) {
+  mt_io_stats io{};
+  mt_io_stats_get(io_, &io);
+  *out = mt_backend_disk_stats{};
+  out->io_kind = io.kind;
+  out->direct = io.direct;
+  out->queue_depth = io.queue_depth;
+  out->reads_in_flight_peak = reads_in_flight_peak_.load(std::memory_order_relaxed);
+  out->reads_in_flight = io.reads_in_flight;
+  out->reads_queued = io.reads_queued;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    out->uploads_waiting = int32_t(waiting_.size());
+  }
+  out->reads_issued = io.reads_issued;
+  out->reads_failed = io.reads_failed;
+  out->bytes_read = io.bytes_read;
+  out->reads_bounced = io.reads_bounced;
+  out->alignment_bytes = io.alignment_bytes;
+}
+
+// O_DIRECT first: the disk's bytes go to the slot and nowhere else. Where the filesystem refuses
+// it (tmpfs: its pages are the file anyway), a buffered engine without readahead (reading one
+// expert must not pull its neighbours into the page cache; drop_cached drops what a read brought).
+mt_io* open_engine(const mt_backend_config& c, bool* direct, std::string* why) {
+  mt_io_config ic;
+  mt_io_config_default(&ic);
+  ic.fail_after_bytes = c.fail_transfer_after_bytes;
+  char err[256] = "";
+  int status = MT_IO_OK;
+  mt_io* io = mt_io_create(c.file_fd, &ic, &status, err, sizeof err);
+  *direct = io != nullptr;
+  if (io == nullptr && status == MT_IO_UNSUPPORTED) {
+    ic.direct = 0;
+    io = mt_io_create(c.file_fd, &ic, &status, err, sizeof err);
+    if (io != nullptr) posix_fadvise(io->fd, 0, 0, POSIX_FADV_RANDOM);
+  }
+  if (io == nullptr) *why = err;
+  return io;
+}
+
+DiskBackend* as_disk(mt_backend* b) { return b != nullptr && b->config.kind == MT_BACKEND_DISK ? static_cast<DiskBackend*>(b) : nullptr; }
 
 }  // namespace
 
 mt_backend* create_disk_backend(const mt_backend_config& c, char* err, size_t err_bytes) {
   if (c.file_fd < 0 || c.file_base == nullptr || c.file_length == 0)
     return fail(err, err_bytes, MT_BACKEND_INVALID, "create: disk: expected the model file (file_fd, file_base, file_length)"), nullptr;
-  // A descriptor of its own (its own file position and readahead state) on the same file.
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/fd/%d", int(c.file_fd));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(err, err_bytes, MT_BACKEND_INVALID, std::string("create: disk: reopening the model file: ") + std::strerror(errno)), nullptr;
-  posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+  bool direct = false;
+  std::string why;
+  mt_io* io = open_engine(c, &direct, &why);
+  if (io == nullptr) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: disk: the read engine over the model file: " + why), nullptr;
   try {
-    return new DiskBackend(c, fd);
-  } catch (const std::exception& e) {
-    close(fd);
+    return new DiskBackend(c, io, direct);
+  } catch (const std::exception& e) {  // no memory, or no completion thread
+    mt_io_destroy(io);
     fail(err, err_bytes, MT_BACKEND_NO_MEMORY, std::string("create: ") + e.what());
     return nullptr;
   }
 }
 
 }  // namespace mt
+
+extern "C" {
+
+int mt_backend_disk_stats_get(mt_backend* b, mt_backend_disk_stats* out, char* err, size_t err_bytes) {
+  mt::DiskBackend* d = mt::as_disk(b);
+  if (d == nullptr) return mt::fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "disk_stats: not a disk backend");
+  d->stats(out);
+  return MT_BACKEND_OK;
+}
+
+int mt_backend_disk_hold(mt_backend* b, int32_t hold, char* err, size_t err_bytes) {
+  mt::DiskBackend* d = mt::as_disk(b);
+  if (d == nullptr) return mt::fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "disk_hold: not a disk backend");
+  d->hold(hold != 0);
+  return MT_BACKEND_OK;
+}
+
+}  // extern "C"

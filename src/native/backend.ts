@@ -19,6 +19,7 @@ import {
   type NativeBackendHandle,
   type NativeBackendStats,
   type NativeBinding,
+  type NativeDiskBackendStats,
 } from './binding.js';
 
 /** cpu: RAM slots filled by copies from the mapping; fake: the same on a virtual clock; disk: RAM slots filled by reads of the model file. */
@@ -27,6 +28,7 @@ export type BackendPresetName = 'consumer-8gb';
 export type SlotState = 'empty' | 'uploading' | 'valid' | 'invalid';
 export type BackendEvent = NativeBackendEvent;
 export type BackendStats = NativeBackendStats;
+export type DiskBackendStats = NativeDiskBackendStats;
 export type BackendConfig = NativeBackendConfig;
 
 export interface UploadOptions {
@@ -195,6 +197,11 @@ export class Backend {
 
   stats(): BackendStats {
     return guard(() => this.native.backendStats(this.h));
+  }
+
+  /** Test only (disk): while held, the read engine starts none of the uploads' reads; false lets them go. destroy() ends a hold. */
+  holdDiskReads(hold: boolean): void {
+    guard(() => this.native.diskHold(this.h, hold));
   }
 
   /** Copies the slot's bytes into out (tests, debugging); returns the bytes copied. */

@@ -138,6 +138,33 @@ export interface NativeBackendStats {
   hostVisible: boolean;
   /** Upload sources the addon still references (released once their upload finished). */
   sourcesHeld: number;
+  /** The disk backend only: how its uploads read the model file (native/disk/mt_backend_disk.h). */
+  disk?: NativeDiskBackendStats;
+}
+
+/** A disk backend's read engine (native/include/mt_io.h): each upload piece is one read, issued with the upload. */
+export interface NativeDiskBackendStats {
+  /** The read engine in use: io_uring, or pread threads where io_uring is unavailable. */
+  engine: 'uring' | 'threads';
+  /** true: O_DIRECT (nothing stays in the page cache); false: buffered, where the filesystem refused O_DIRECT (tmpfs), each read's pages dropped after. */
+  direct: boolean;
+  /** Reads in flight at the disk at most (ioLimits.queueDepthDefault). */
+  queueDepth: number;
+  /** The most reads in flight at once so far, from the reads' own start and end times. */
+  readsInFlightPeak: number;
+  /** Now: reads at the disk, and reads queued in the engine behind them. */
+  readsInFlight: number;
+  readsQueued: number;
+  /** Now: uploads whose reads wait in the backend (more reads outstanding than the engine's queue may hold). */
+  uploadsWaiting: number;
+  readsIssued: number;
+  readsFailed: number;
+  /** Bytes that landed in slots, over every read. */
+  bytesRead: number;
+  /** Direct reads through an aligned bounce buffer (GGUF pieces are 32-byte aligned; the bytes are copied once more). */
+  readsBounced: number;
+  /** What direct reads align to (1 when buffered). */
+  alignmentBytes: number;
 }
 
 /** The backend verbs (native/addon/backend.cc); src/native/backend.ts is their typed wrapper. */
@@ -171,6 +198,8 @@ export interface NativeBackendVerbs {
   /** Copies a slot's bytes into out (tests); returns the bytes copied. */
   slotRead(b: NativeBackendHandle, slot: number, out: Uint8Array): number;
   destroyBackend(b: NativeBackendHandle): void;
+  /** Test only (disk; refused with 'unsupported' elsewhere): while held its read engine starts no read, so uploads issued meanwhile are all in flight together. */
+  diskHold(b: NativeBackendHandle, hold: boolean): void;
 }
 
 /** One finished (or failed) swap upload, reported once by tierPoll. Times: CLOCK_MONOTONIC ns (virtual on the fake). */
