@@ -84,6 +84,13 @@ struct PendingRead {
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;  // streamed: the first read's start, the last one's end
 };
 
+// The streamed misses' scratch: an anonymous mapping of `bytes` (tier_stream.cc).
+struct ScratchUnmap {
+  size_t bytes = 0;
+  void operator()(uint8_t* p) const;
+};
+using ScratchMap = std::unique_ptr<uint8_t, ScratchUnmap>;
+
 // One warmstart upload into a free slot (tier_warm.cc).
 struct WarmUpload {
   int32_t layer = 0, expert = 0, slot = -1;
@@ -133,7 +140,7 @@ struct mt_tier {
   bool stream_direct = false;  // O_DIRECT; else buffered reads whose pages are dropped after
   std::string stream_path;
   const uint8_t* stream_base = nullptr;
-  std::unique_ptr<uint8_t, void (*)(void*)> scratch{nullptr, std::free};
+  mt::ScratchMap scratch;
   size_t scratch_experts = 0;  // experts the scratch holds
   std::vector<mt::PendingRead> reading;  // eval thread: the layer call's reads (capacity nExpert)
   std::vector<uint8_t> routed_now;       // eval thread: [nExpert] 1 while bind runs for a routed expert

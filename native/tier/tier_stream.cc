@@ -14,8 +14,8 @@
 // their reads land (await, mt_forward.h). Both kinds count as misses (not hits) in the row stats.
 //
 //   scratch   entries of one expert each (gate | up | down, the container's bytes), 64-byte
-//             aligned, sized for nExpertUsed at creation, grown (between reads) if a prefill call
-//             streams more
+//             aligned, mapped for nExpertUsed at creation, remapped once for the whole layer
+//             (nExpert) when a prefill call streams more
 //   engine    mt_io (include/mt_io.h) over the tier's own descriptor of the file, O_DIRECT where
 //             the filesystem allows it (tmpfs does not: buffered, and the pages read are dropped
 //             from the page cache after, as the scratch holds them)
@@ -24,6 +24,7 @@
 // other streamed reads of the call end first (they write the scratch), the leases are released,
 // and the tier stays usable (a failed admitted upload settles as any failed upload: its slot free).
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <algorithm>
 #include <unistd.h>
 #include <cerrno>
@@ -38,15 +39,23 @@ namespace {
 
 size_t aligned_expert_bytes(const mt_tier& t) { return (t.slot_bytes + 63) / 64 * 64; }
 
+// Scratch comes from mmap, not malloc: grown once to the whole layer (the memory plan's working
+// set) and unmapped with the tier, it never stays behind in the allocator's heap (glibc keeps
+// freed blocks past its moving mmap threshold resident; a scratch grown step by step held every
+// size it passed through). The old scratch holds nothing live when it grows: no read is in flight.
 bool grow(mt_tier& t, size_t needed, char* err, size_t err_bytes) {
   if (needed <= t.scratch_experts) return true;
-  void* p = nullptr;
-  if (posix_memalign(&p, 64, needed * aligned_expert_bytes(t)) != 0) {
-    std::snprintf(err, err_bytes, "tier: streamed misses: out of memory for %zu experts of scratch", needed);
+  const size_t experts = t.scratch_experts == 0 ? needed : std::max(needed, size_t(t.n_expert));
+  t.scratch.reset();
+  t.scratch_experts = 0;
+  const size_t bytes = experts * aligned_expert_bytes(t);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::snprintf(err, err_bytes, "tier: streamed misses: out of memory for %zu experts of scratch (%zu bytes)", experts, bytes);
     return false;
   }
-  t.scratch.reset(static_cast<uint8_t*>(p));
-  t.scratch_experts = needed;
+  t.scratch = ScratchMap(static_cast<uint8_t*>(p), ScratchUnmap{bytes});
+  t.scratch_experts = experts;
   return true;
 }
 
@@ -164,6 +173,10 @@ void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
 }
 
 }  // namespace
+
+void ScratchUnmap::operator()(uint8_t* p) const {
+  if (p != nullptr) munmap(p, bytes);
+}
 
 bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
   MT_ASSERT(t.reading.empty(), "the previous layer's reads all landed");

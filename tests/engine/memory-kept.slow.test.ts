@@ -256,7 +256,7 @@ describe('memory kept within the budget', () => {
     expect(f.plan!.slotsPerLayer, figures).toBeLessThanOrEqual(PRESETS.small.nExpert / 4);
     expect(f.tokens).toBe(maxTokens);
     expect(f.samples).toBeGreaterThan(maxTokens);
-    expect(f.stats!.streamedReads, figures).toBeGreaterThan(0);
+    expect(f.stats!.streamedReads! + f.stats!.admittedReads!, figures).toBeGreaterThan(0);
     expect(f.stats!.streamFailures).toBe(0);
     expect(f.stats!.lazyMisses, figures).toBe(0);
     expect(f.engineRssBytes, figures).toBeLessThanOrEqual(b.engineRssBytes);
@@ -323,7 +323,7 @@ for await (const _ of engine.generate(${JSON.stringify(promptText)}, { maxTokens
   sample();
 }
 clearInterval(timer);
-const streamedReads = engine.tierStats().streamedReads;
+const streamedReads = engine.tierStats().streamedReads + engine.tierStats().admittedReads;
 await engine.close();
 console.log(JSON.stringify({ peak, tokens, streamedReads }));`;
     const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000, env: cleanOtelEnv() });
@@ -336,7 +336,8 @@ console.log(JSON.stringify({ peak, tokens, streamedReads }));`;
   }, 120_000);
 
   // Apart from the run above, so that only the bound can make this one fail (a failed run fails the test above).
-  it.runIf(onGlibc).fails('and stays within the budget (known to fail: the stream scratch regrows)', () => {
+  // It failed while the stream scratch grew step by step through malloc (glibc kept each freed size resident).
+  it.runIf(onGlibc)('and stays within the budget', () => {
     expect(afterLargeFree!.peak).toBeLessThanOrEqual(bounds().engineRssBytes);
   });
 });
