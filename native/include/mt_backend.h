@@ -51,10 +51,12 @@
  *         half-way (fail_transfer_after_bytes): the bytes before the limit are copied,
  *         the rest of the slot keeps old garbage, the slot turns invalid, the event failed.
  *
- *   disk  the cpu backend's memory, but an upload reads its pieces from the model file
- *         (pread on the upload thread, no readahead, the read pages dropped from the page cache
- *         after), so a resident expert lives in the backend's RAM and nowhere else; the
- *         mapping's pages are never touched. A failed or short read fails the upload's event
+ *   disk  the cpu backend's memory, but an upload reads its pieces from the model file on the
+ *         read engine (mt_io.h: io_uring or pread threads, 8 reads in flight, O_DIRECT, or
+ *         buffered without readahead and its pages dropped after where O_DIRECT is refused),
+ *         every upload's reads issued at once and completed by a thread of the backend, so a
+ *         resident expert lives in the backend's RAM and nowhere else; the mapping's pages
+ *         are never touched. A failed or short read fails the upload's event
  *         (the slot turns invalid), as a failed copy does.
  *
  * A CUDA backend fits the same verbs:
