@@ -9,9 +9,14 @@
  *     token (the engine's counters), peak memory of the cgroup, tokens against an unlimited run
  *   - llama.cpp (node-llama-cpp in a child process, its default mmap) at 1 and 2 threads under the
  *     same limit: its best decode and prefill tok/s, or how it ended (killed by the limit)
- *   - the disk bound: a random-read probe of expert-sized ranges of the cold file (the read
- *     engine, O_DIRECT, one read in flight, as the engine reads today) gives GB/s; bytes per
- *     decode token over it is the fastest decode the disk allows at the measured hit rate
+ *   - the disk bound: a random-read probe of the cold file as the engine reads it (one expert
+ *     matrix per read, the read engine's default: io_uring, O_DIRECT, 8 in flight) gives GB/s;
+ *     bytes per decode token over it is the fastest decode the disk allows at the measured hit
+ *     rate. The compute bound is the same engine with every expert in memory (the run without
+ *     a limit), and compute + reads one after the other is the serial bound: the engine beats
+ *     it by overlapping reads with compute, and meets the disk bound only when they overlap fully
+ *   - both engines' contexts are sized to their run (prompt + tokens + 8), as the llama.cpp child
+ *     sizes its own: a 2048-token KV cache would take 96 MiB of moetier's budget for nothing
  * Needs root for the cgroups (bench/lib/cgroup.mjs); prints one JSON line and writes
  * results/local/disk.json, or with --update-results results/disk.json and the README table.
  */
@@ -59,7 +64,7 @@ export async function main(argv) {
       const limitBytes = Math.round(fileBytes * share);
       const budgetBytes = limitBytes - nodeAllowanceBytes;
       native.dropFileCache(model);
-      const ours = inCgroup(`moetier-disk-${quant}`, limitBytes, (g) => moetierRun(model, tokens, ['--memory-budget', String(budgetBytes)], g));
+      const ours = inCgroup(`moetier-disk-${quant}`, limitBytes, (g) => moetierRun(model, tokens, [...ctx, '--memory-budget', String(budgetBytes)], g));
       const peers = [];
       for (const threads of [1, 2]) {
         native.dropFileCache(model);
@@ -75,6 +80,8 @@ export async function main(argv) {
         llamaCpp: peers.map((p, i) => ({ threads: i + 1, ...(p.result ?? { failed: p.failure }), peakBytes: p.peakBytes })),
         llamaCppBestDecodeTokPerS: best('decodeTokPerS'), llamaCppBestPrefillTokPerS: best('prefillTokPerS'),
         diskGBps: probe.gbps, diskBoundTokPerS: probe.gbps * 1e9 / bytesPerToken,
+        computeBoundTokPerS: ref.decodeTokPerS,
+        serialBoundTokPerS: 1 / (1 / ref.decodeTokPerS + bytesPerToken / (probe.gbps * 1e9)),
       });
       process.stderr.write(`disk ${quant} ${share}: moetier ${r?.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${best('decodeTokPerS').toFixed(2)}\n`);
     }
@@ -134,26 +141,28 @@ async function inCgroupAsync(name, limitBytes, fn) {
   }
 }
 
-/** The probe's read: one medium Q8_0 expert (3 x 256 x 768 weights at 34 bytes per 32: 627 KiB). */
-const probeReadBytes = (3 * 256 * 768 / 32) * 34;
+/** The probe's read: one matrix of a medium Q8_0 expert (256 x 768 weights at 34 bytes per 32: 204 KiB), as the engine reads them. */
+const probeReadBytes = (256 * 768 / 32) * 34;
 
 /**
- * Random expert-sized reads of the cold file, one in flight, through the read engine (native/io,
- * O_DIRECT: no readahead, as the engine's own reads have none). A buffered probe read ahead
- * past each range and measured below what the engine itself reached.
+ * Random expert-matrix reads of the cold file through the read engine as the engine configures
+ * it (auto: io_uring; O_DIRECT: no readahead, as the engine's own reads have none; its default
+ * queue depth). A buffered probe read ahead past each range and measured below what the engine
+ * itself reached; one read in flight measured below what it keeps in flight.
  */
 async function readProbe(native, file, bytes) {
   native.dropFileCache(file);
-  const size = statSync(file).size, n = 200;
+  const size = statSync(file).size, n = 600;
   const offsets = new Float64Array(n);
   const { mulberry32 } = await importDist('src/core/prng.js');
+  const { IO_QUEUE_DEPTH_DEFAULT } = await importDist('src/native/constants.js');
   const rng = mulberry32(12345);
   for (let i = 0; i < n; i++) offsets[i] = Math.floor((rng() * (size - bytes)) / 4096) * 4096;
-  const io = native.createIo(file, { engine: 'threads', direct: true, queueDepth: 1 });
+  const io = native.createIo(file, { engine: 'auto', direct: true, queueDepth: IO_QUEUE_DEPTH_DEFAULT });
   try {
     const p = await native.ioProbe(io, offsets, bytes);
     if (p.failed > 0) throw new Error(`disk probe: ${p.failed} reads failed: ${p.firstFailure}`);
-    return { gbps: (n * bytes) / p.wallNs, reads: n, readBytes: bytes, how: 'O_DIRECT pread, 1 in flight' };
+    return { gbps: (n * bytes) / p.wallNs, reads: n, readBytes: bytes, how: `O_DIRECT, ${IO_QUEUE_DEPTH_DEFAULT} in flight` };
   } finally {
     native.destroyIo(io);
     native.dropFileCache(file);
@@ -167,13 +176,14 @@ function diskTable(s) {
     const ratio = m.decodeTokPerS && r.llamaCppBestDecodeTokPerS > 0 ? `${f(m.decodeTokPerS / r.llamaCppBestDecodeTokPerS, 1)}x` : 'n/a';
     const llama = r.llamaCpp.map((p) => (p.decodeTokPerS ? f(p.decodeTokPerS) : /SIGKILL/.test(p.failed ?? '') ? 'killed' : 'failed')).join(' / ');
     const ours = m.failed ? (/memory budget/.test(m.failed) ? 'refused (budget below the fixed parts)' : 'failed') : f(m.decodeTokPerS);
-    return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${ours} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s) | ${f(m.peakBytes / MiB, 0)} | ${m.failed ? 'n/a' : m.sameTokens ? 'yes' : 'no'} |`;
+    const share = (bound) => (m.decodeTokPerS && bound > 0 ? `${f((100 * m.decodeTokPerS) / bound, 0)} %` : 'n/a');
+    return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${ours} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s): ${share(r.diskBoundTokPerS)} | ${f(r.computeBoundTokPerS, 1)} | ${f(r.serialBoundTokPerS, 1)}: ${share(r.serialBoundTokPerS)} | ${f(m.peakBytes / MiB, 0)} | ${m.failed ? 'n/a' : m.sameTokens ? 'yes' : 'no'} |`;
   });
   return [
     `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; moetier ${s.tokens} tokens at 2 threads, llama.cpp ${s.llamaTokens} tokens at 1 / 2 threads; budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node.`,
     '',
-    '| model | limit (share of file) | moetier decode tok/s | moetier prefill tok/s | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | disk bound tok/s (probe) | moetier peak MiB | same tokens |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| model | limit (share of file) | moetier decode tok/s | moetier prefill tok/s | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | disk bound tok/s (probe): moetier\'s share | compute bound tok/s (no limit) | compute + reads in series tok/s: share | moetier peak MiB | same tokens |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
