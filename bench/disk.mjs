@@ -57,8 +57,9 @@ export async function main(argv) {
   for (const quant of values.presets.split(',')) {
     const model = await presetModel({ preset: 'medium', arch: 'qwen3moe', quant });
     const fileBytes = statSync(model).size;
-    const ref = moetierRun(model, tokens, []);
     const promptTokens = await promptIds(model);
+    const ctx = ['-c', String(promptTokens.length + tokens + 8)];
+    const ref = moetierRun(model, tokens, ctx);
     const probe = await readProbe(native, model, probeReadBytes);
     for (const share of limits) {
       const limitBytes = Math.round(fileBytes * share);
