@@ -72,8 +72,9 @@ export async function main(argv) {
         peers.push(await inCgroupAsync(`llama-disk-${quant}`, limitBytes, (g) => llamaRun(model, promptTokens, threads, llamaTokens, g)));
       }
       const r = ours.result;
-      // streamedBytes counts from the stats mark after the prefill: decode reads only.
-      const bytesPerToken = r ? (r.streamedBytes + r.uploadBytes) / Math.max(1, r.tokens.length - 1) : NaN;
+      // streamedBytes counts from the stats mark after the prefill, decodeUploadBytes the uploads
+      // (misses admitted into slots, swaps) settled after it: the decode's reads only.
+      const bytesPerToken = r ? (r.streamedBytes + r.decodeUploadBytes) / Math.max(1, r.tokens.length - 1) : NaN;
       const best = (k) => Math.max(...peers.map((p) => p.result?.[k] ?? 0));
       rows.push({
         quant, fileBytes, share, limitBytes, budgetBytes,
@@ -82,6 +83,10 @@ export async function main(argv) {
         llamaCppBestDecodeTokPerS: best('decodeTokPerS'), llamaCppBestPrefillTokPerS: best('prefillTokPerS'),
         diskGBps: probe.gbps, diskBoundTokPerS: probe.gbps * 1e9 / bytesPerToken,
         computeBoundTokPerS: ref.decodeTokPerS,
+        // The engine's own count of what it read from the file (dense, uploads, streamed), and the
+        // kernel's count of the process's storage reads (which adds the covering aligned ranges'
+        // extra blocks, the header through the mapping, and Node's own files).
+        fileReadBytes: r?.fileReadBytes, processReadBytes: r?.processReadBytes,
         serialBoundTokPerS: 1 / (1 / ref.decodeTokPerS + bytesPerToken / (probe.gbps * 1e9)),
       });
       process.stderr.write(`disk ${quant} ${share}: moetier ${r?.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${best('decodeTokPerS').toFixed(2)}\n`);
@@ -100,7 +105,7 @@ function moetierRun(model, tokens, extra, group) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (r.status !== 0) throw Object.assign(new Error(`moetier ${r.signal ?? `exit ${r.status}`}: ${r.stderr.slice(-300)}`), { code: 'E_RUN' });
   const out = JSON.parse(r.stdout);
-  return { ...out, streamedBytes: out.streamedBytes ?? 0, uploadBytes: out.uploadBytes ?? 0 };
+  return { ...out, streamedBytes: out.streamedBytes ?? 0, uploadBytes: out.uploadBytes ?? 0, decodeUploadBytes: out.decodeUploadBytes ?? 0 };
 }
 
 /** The prompt's token ids as moetier tokenizes it (llama.cpp is given the same ids). */

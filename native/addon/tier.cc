@@ -338,6 +338,7 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("streamedBytes", double(st.streamed_bytes));
   o.Set("streamFailures", double(st.stream_failures));
   o.Set("admittedReads", double(st.admitted_reads));
+  o.Set("streamEngineBytes", double(st.stream_engine_bytes));
   return o;
 }
 

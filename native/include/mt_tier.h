@@ -159,6 +159,7 @@ typedef struct mt_tier_stats {
   uint64_t streamed_reads, streamed_bytes;  /* misses read from the file into scratch for their call */
   uint64_t stream_failures;            /* reads before a run that failed (the eval failed with them) */
   uint64_t admitted_reads;             /* misses read into a slot before they ran (also uploads) */
+  uint64_t stream_engine_bytes;        /* bytes the tier's read engine read since creation (never reset) */
 } mt_tier_stats;
 /* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);

@@ -211,6 +211,11 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->streamed_reads = t.streamed_reads.load(), out->streamed_bytes = t.streamed_bytes.load();
   out->stream_failures = t.stream_failures.load();
   out->admitted_reads = t.admitted_reads.load();
+  if (t.stream_io != nullptr) {
+    mt_io_stats io{};
+    mt_io_stats_get(t.stream_io, &io);
+    out->stream_engine_bytes = io.bytes_read;
+  }
   std::lock_guard<std::mutex> lock(t.mu);
   for (int32_t l = 0; l < t.n_layer; l++) {
     int32_t n = 0;

@@ -95,6 +95,12 @@ export interface Engine {
   tune(options: TuneOptions): void;
   /** The tier's live counters (hits since the last stats mark, leases, slots used per layer vs budget); undefined without a tier. */
   tierStats(): TierStats | undefined;
+  /**
+   * What the disk tier read from the model file since the engine opened (undefined on another
+   * tier or none): the dense weights once, the disk backend's uploads (warmstart, swaps, misses
+   * admitted into slots) and the tier's streamed misses, each from its read engine's own count.
+   */
+  fileReads(): { denseBytes: number; uploadBytes: number; streamedBytes: number; totalBytes: number } | undefined;
   /** The host int8 copies (native tier over a Q4_0 container): built, freed, failed, and published now; undefined without. */
   hostCopies(): { built: number; freed: number; failed: number; dropped: number; published: number } | undefined;
   /**
@@ -351,6 +357,7 @@ class NativeEngine implements Engine {
         moeMsPerToken: t.moeMsPerToken,
         uploads: t.uploads,
         uploadBytes: t.uploadBytes,
+        decodeUploadBytes: t.decodeUploadBytes,
         failedUploads: t.failedUploads,
         tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
       });
@@ -375,6 +382,15 @@ class NativeEngine implements Engine {
   tierStats(): TierStats | undefined {
     this.checkOpen(); // after close() the native tier is freed: a typed refusal, not "tier used after free"
     return this.tier?.port.stats();
+  }
+
+  fileReads(): { denseBytes: number; uploadBytes: number; streamedBytes: number; totalBytes: number } | undefined {
+    this.checkOpen();
+    const disk = this.tier?.backend.stats().disk;
+    if (!this.tier || !disk) return undefined;
+    const denseBytes = this.native.modelOwnedDenseBytes(this.model.nativeModel);
+    const streamedBytes = this.tier.port.stats().streamEngineBytes ?? 0;
+    return { denseBytes, uploadBytes: disk.bytesRead, streamedBytes, totalBytes: denseBytes + disk.bytesRead + streamedBytes };
   }
 
   calibration$(): Observable<CalibrationSnapshot> {

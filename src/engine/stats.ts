@@ -22,6 +22,8 @@ export interface GenerationStats {
   /** Experts uploaded into device slots during the request, and their bytes. */
   uploads?: number;
   uploadBytes?: number;
+  /** Of uploadBytes, those settled after the prefill (on the disk tier: the decode's reads into slots). */
+  decodeUploadBytes?: number;
   /** Uploads that failed (their expert stayed or went back to a miss). */
   failedUploads?: number;
   /** The tier's counters at the end of the request (leases, slots used vs budget). */

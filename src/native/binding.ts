@@ -254,6 +254,8 @@ export interface NativeTierStats {
   streamFailures?: number;
   /** Misses read into a slot before their layer ran them (admit before run; their bytes are uploads). */
   admittedReads?: number;
+  /** Bytes the tier's own read engine (streamed misses) read since the tier was made: never reset. */
+  streamEngineBytes?: number;
 }
 
 /** An expert's state in the tier (include/mt_tier.h, enum mt_expert_state). */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { autoBudget, formatBytes, parseByteSize, type MemoryPlan } from '../../engine/memory-plan.js';
 import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
@@ -44,7 +45,8 @@ expert tier (attached with --resident or --slots-per-layer):
   --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
                           rebuilds, calibration) as Chrome/Perfetto trace JSON; OTLP export follows the standard
                           OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT; see docs/TRACING.md)
-  with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes, streamedBytes`;
+  with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes, decodeUploadBytes, streamedBytes;
+  on the disk tier also fileReadBytes (all the engine read from the model file) and processReadBytes (/proc/self/io)`;
 
 /** Short letters and aliases are llama-cli's (-m -p -n -t -c -s, --temp, --n-predict, --ctx-size). */
 const flags: FlagSpecs = {
@@ -196,7 +198,11 @@ interface TierReport {
   moeMsPerToken?: number | null;
   uploads?: number;
   uploadBytes?: number;
+  decodeUploadBytes?: number;
   streamedBytes?: number;
+  /** The disk tier: every byte the engine read from the model file since it opened (its read engines' counts), and the process's own storage reads (/proc/self/io read_bytes) to check it by. */
+  fileReadBytes?: number;
+  processReadBytes?: number | null;
 }
 
 /** The tier's figures of the last request; a figure that does not exist (no decode step, no native timing) is null. */
@@ -211,9 +217,25 @@ function tierReport(engine: Engine): TierReport {
     moeMsPerToken: finite(s.moeMsPerToken!, 3),
     uploads: s.uploads,
     uploadBytes: s.uploadBytes,
+    decodeUploadBytes: s.decodeUploadBytes,
     // The disk tier's misses read from the file for their call (0 on the other backends).
     streamedBytes: engine.tierStats()?.streamedBytes ?? 0,
+    ...fileReadReport(engine),
   };
+}
+
+/** The disk tier's file reads, beside what the kernel counted for the process (Linux; null where /proc/self/io cannot be read). */
+function fileReadReport(engine: Engine): Pick<TierReport, 'fileReadBytes' | 'processReadBytes'> {
+  const reads = engine.fileReads();
+  if (!reads) return {};
+  let processReadBytes: number | null = null;
+  try {
+    const m = /^read_bytes:\s*(\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'));
+    if (m) processReadBytes = Number(m[1]);
+  } catch {
+    // not Linux, or /proc not mounted: the engine's own count stands alone
+  }
+  return { fileReadBytes: reads.totalBytes, processReadBytes };
 }
 
 function formatTier(r: TierReport): string {

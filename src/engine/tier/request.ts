@@ -62,6 +62,7 @@ export interface TierRequestStats {
   moeMsPerToken: number;
   uploads: number;
   uploadBytes: number;
+  decodeUploadBytes: number;
   failedUploads: number;
   /** The tier's counters at the end (tests read leases and slot use from here). */
   tier: TierStats;
@@ -79,6 +80,9 @@ export class TierRequest {
   private decodeSteps = 0;
   private uploads = 0;
   private uploadBytes = 0;
+  /** Of uploadBytes, those settled after the prefill's step (the decode's reads on the disk tier). */
+  private decodeUploadBytes = 0;
+  private decoding = false;
   private failedUploads = 0;
   private finished = false;
   /** Polled inside the prefill (by the replan hook), reported with the prefill's step. */
@@ -103,8 +107,11 @@ export class TierRequest {
     this.stages = {
       evaluate: (step) => this.compute.evaluate(step),
       settle: (r) => {
-        if (r.phase === 'prefill') this.markPrefill();
-        return this.settle(false);
+        if (r.phase !== 'prefill') return this.settle(false);
+        this.markPrefill();
+        const poll = this.settle(false);
+        this.decoding = true; // uploads settled from here on are the decode's
+        return poll;
       },
       rebuild: (poll) => this.rebuildAfter(poll, false),
       observe: (r) => (r.phase === 'prefill' ? this.placement.observePrefill(r.routes, r.nTokens) : this.placement.observeRoutes(r.routes)),
@@ -220,6 +227,7 @@ export class TierRequest {
       }
       this.uploads++;
       this.uploadBytes += u.bytes;
+      if (this.decoding) this.decodeUploadBytes += u.bytes;
     }
     return poll;
   }
@@ -281,6 +289,7 @@ export class TierRequest {
       moeMsPerToken: this.decodeSteps > 0 ? this.moeNs / 1e6 / this.decodeSteps : Number.NaN,
       uploads: this.uploads,
       uploadBytes: this.uploadBytes,
+      decodeUploadBytes: this.decodeUploadBytes,
       failedUploads: this.failedUploads,
       tier: decode,
     };
