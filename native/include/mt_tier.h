@@ -107,7 +107,8 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
  * layer l, order[l * nExpert + k] for k = 0.. are expert ids, coldest first, ended by -1 (or the
  * row's end). A routed miss that no free slot or queued swap takes evicts the first of its
  * layer's that is plainly RESIDENT and not routed in the same call, and is read into its slot
- * (one read: it runs from there and stays). n = nLayer * nExpert; n = 0 (or order NULL): misses
+ * (one read: it runs from there and stays), and takes the victim's place in the order until the
+ * next order is set. n = nLayer * nExpert; n = 0 (or order NULL): misses
  * evict nobody (they are streamed). MT_TIER_INVALID for another n or an id out of range. */
 int mt_tier_set_victim_order(mt_tier* tier, const int32_t* order, size_t n);
 

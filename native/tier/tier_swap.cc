@@ -134,7 +134,7 @@ bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t
 // The policy's coldest resident of the layer that this call does not run gives its slot to expert
 // (a swap of task 0, issued now and reported like any). false: every resident runs now or is busy.
 bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event) {
-  const int32_t* order = t.victim_order.data() + index_of(t, layer, 0);
+  int32_t* order = t.victim_order.data() + index_of(t, layer, 0);
   for (int32_t k = 0; k < t.n_expert && order[k] >= 0; k++) {
     const int32_t victim = order[k];
     const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, expert);
@@ -146,6 +146,9 @@ bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_
     if (t.expert_state[in] != kExpertIncoming) return false;  // the backend refused: reported failed
     InFlight& f = t.flights.back();
     f.admitted = true;
+    // The policy's next order comes a few tokens later; until then the newcomer holds its victim's
+    // place (the slot's place in the order), so a layer with few slots keeps admitting.
+    order[k] = expert;
     return *slot = f.slot, *event = f.event, true;
   }
   return false;
