@@ -192,6 +192,18 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
       a.layer_stats = stats.As<Napi::Float64Array>().Data();
       a.layer_stats_len = stats.As<Napi::Float64Array>().ElementLength();
     }
+    // predicted (Int32Array, nLayer x predictK) and predictK: each layer's routes predicted from
+    // the state entering it (a one-token eval; mt_forward.h).
+    Napi::Value predicted = o.Get("predicted");
+    if (!predicted.IsUndefined()) {
+      if (!predicted.IsTypedArray() || predicted.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+        return *err = "eval: options.predicted must be an Int32Array", false;
+      const double k = o.Get("predictK").IsNumber() ? o.Get("predictK").As<Napi::Number>().DoubleValue() : 0;
+      if (!(k >= 1 && k <= 65536 && k == double(int32_t(k)))) return *err = "eval: options.predictK must be an integer >= 1 with options.predicted", false;
+      a.predicted = predicted.As<Napi::Int32Array>().Data();
+      a.predicted_len = predicted.As<Napi::Int32Array>().ElementLength();
+      a.predict_k = int32_t(k);
+    }
   }
   if (call->state->tier) {
     call->tier = call->state->tier;
@@ -263,7 +275,7 @@ class EvalWorker : public Napi::AsyncWorker {
     for (size_t i = 0; i < info.Length() && i < 5; i++)
       if (info[i].IsObject() || info[i].IsExternal()) refs_.push_back(Napi::Reference<Napi::Value>::New(info[i], 1));
     if (info.Length() > 4 && info[4].IsObject()) {
-      for (const char* key : {"routes", "layerStats"}) {
+      for (const char* key : {"routes", "layerStats", "predicted"}) {
         Napi::Value v = info[4].As<Napi::Object>().Get(key);
         if (v.IsObject()) refs_.push_back(Napi::Reference<Napi::Value>::New(v, 1));
       }

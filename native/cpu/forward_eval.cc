@@ -31,7 +31,22 @@ void embed_phase(void* arg, int ith, int nth) {
   }
 }
 
-// [x += moe of the previous layer]; h = rmsnorm(x, attn_norm), prepared for q, k, v. [rows]
+// The layer's router on the residual stream entering it (one row): rmsnorm with the layer's
+// ffn_norm, the router's scores, their top predict_k. Scratch of its own: nothing the layer's
+// compute reads is touched.
+void predict_routes(Pass& p) {
+  mt_context& c = *p.c;
+  const LayerWeights& L = *p.L;
+  const int64_t E = p.m->hp.n_embd;
+  const Matrix& w = L.router;
+  rms_norm(c.x, L.ffn_norm, E, p.m->hp.rms_eps, c.pred_h.data());
+  mt_act_prepare(w.type, c.pred_h.data(), E, c.pred_act.data());
+  mt_matvec_rows(w.type, w.data, w.cols, c.pred_act.data(), c.pred_scores.data(), 0, w.rows);
+  top_k(c.pred_scores.data(), int32_t(w.rows), p.predict_k, p.predicted + size_t(p.layer) * size_t(p.predict_k));
+}
+
+// [x += moe of the previous layer]; [the layer's routes predicted]; h = rmsnorm(x, attn_norm),
+// prepared for q, k, v. [rows]
 void attn_norm_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
@@ -40,6 +55,7 @@ void attn_norm_phase(void* arg, int ith, int nth) {
   share(p.n, ith, nth, &b, &e);
   for (int64_t r = b; r < e; r++) {
     if (p.combine_pending) combine_row(p, int32_t(r));
+    if (p.predicted != nullptr) predict_routes(p);  // a one-token eval: r = 0, on the caller
     rms_norm(c.x + r * E, p.L->attn_norm, E, p.m->hp.rms_eps, c.h + r * E);
     for (const Matrix* w : {&p.L->q, &p.L->k, &p.L->v}) {
       if (w != &p.L->q && w->type == p.L->q.type) continue;  // prepared already
@@ -219,6 +235,14 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
   if (a.layer_stats != nullptr && a.layer_stats_len < stats_need)
     return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x 6, got %zu)", stats_need, a.layer_stats_len),
            false;
+  if (a.predicted != nullptr && (a.n_tokens != 1 || a.predict_k < 1 || a.predict_k > hp.n_expert))
+    return std::snprintf(err, err_bytes, "predicted: expected a one-token eval and predictK in [1, %d] (got %d tokens, predictK %d)", hp.n_expert,
+                         a.n_tokens, a.predict_k),
+           false;
+  if (a.predicted != nullptr && a.predicted_len < size_t(hp.n_layer) * size_t(a.predict_k))
+    return std::snprintf(err, err_bytes, "predicted: expected room for %zu ids (nLayer x predictK, got %zu)", size_t(hp.n_layer) * size_t(a.predict_k),
+                         a.predicted_len),
+           false;
   if (a.experts != nullptr && a.experts->model != c.model)
     return std::snprintf(err, err_bytes, "tier: it was created for another model than this context's"), false;
   return true;
@@ -243,6 +267,7 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
     p.pos0 = args->pos + row0;
     p.tokens = args->tokens + row0;
     p.routes = args->routes ? args->routes + size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used) : nullptr;
+    p.predicted = args->predicted, p.predict_k = args->predict_k;
     run_phase(p, embed_phase, p.n > 1);
     for (int32_t l = 0; l < hp.n_layer; l++) {
       p.layer = l;

@@ -141,6 +141,13 @@ typedef struct mt_eval_args {
   const mt_expert_source* experts; /* NULL (every expert from the container), or where they come from */
   double* layer_stats;  /* NULL, or n_layer * MT_LAYER_STATS_FIELDS: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] */
   size_t layer_stats_len;
+  /* NULL, or (a one-token eval only) n_layer * predict_k expert ids: for each layer l, its router
+   * applied to the residual stream entering l (before l's attention: the state the previous layer
+   * left), its top predict_k by score. The early guess a prefetch can start reads by (issue 13);
+   * the routing itself, the weights and the experts that run are unchanged. */
+  int32_t* predicted;
+  size_t predicted_len;
+  int32_t predict_k;    /* 1..nExpert when predicted is set */
 } mt_eval_args;
 
 /* 0 on success, -1 on an operating error (message in err). Not re-entrant per context. */

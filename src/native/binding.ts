@@ -62,6 +62,13 @@ export interface NativeEvalOptions {
   /** With a tier attached: per layer [startNs, endNs, moeStartNs, moeEndNs, hits, misses] of the step just run (nLayer * 6). */
   layerStats?: Float64Array;
   /**
+   * A one-token eval only: [nLayer * predictK] expert ids, each layer's router applied to the residual stream entering
+   * that layer (the state the previous layer left), its top predictK by score: the early guess a prefetch can read by.
+   * The routing itself is unchanged.
+   */
+  predicted?: Int32Array;
+  predictK?: number;
+  /**
    * evalAsync with a tier only: called on the JS thread after each layer's routing (per chunk of rows)
    * with that layer's rows per expert [nExpert], while later layers compute. Posted without blocking
    * (a bounded queue; drops counted in tierStats.layerHookDropped); every posted call runs before the
