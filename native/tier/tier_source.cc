@@ -7,8 +7,8 @@
 //   bind    residents leased and read from slots, misses from host copies, or (a stream
 //           descriptor: tier_stream.cc) read from the file before they run: into a slot when one
 //           can take them (admitted), else into scratch (streamed), left pending; else the container
-//   await   the pending misses as their reads land (slots leased then)
 //           [hook: the layer's rows per expert, when an eval set one]
+//   await   the pending misses as their reads land (slots leased then)
 //   end     release the leases; computing = -1 (then read pending_n: see tier_swap.cc);
 //           [l's swaps queued or uploads in flight: post l to the issuer, or, on a virtual
 //            clock, settle and issue them here]
@@ -70,6 +70,12 @@ void bind_host_copy(const mt_tier& t, int32_t layer, const uint8_t* base, mt_exp
   run.down = run.up + size_t(e.up.rows) * mt_row_bytes(MT_Q8_0, e.up.cols);
 }
 
+// The call's routed marks (admit before run never evicts an expert routed in the same call) go.
+void clear_routed(mt_tier& t, const mt_expert_binding* runs, int32_t n_runs) {
+  if (t.stream_io == nullptr) return;
+  for (int32_t i = 0; i < n_runs; i++) t.routed_now[size_t(runs[i].expert)] = 0;
+}
+
 int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes) {
   mt_tier& t = tier_of(self);
   if (t.hook_fn != nullptr) post_counts(t, layer, runs, n_runs);
@@ -110,14 +116,14 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
                     "tier: hostCopyOffsets[%zu] (layer %d, expert %d) = %d: expected -1 or an offset with %llu bytes of host copy "
                     "inside hostCopies (%zu bytes)",
                     index, layer, run.expert, offset, (unsigned long long)t.host_copy_bytes, t.host_bytes);
+      clear_routed(t, runs, n_runs);
       tier_abandon_layer(t);
       return -1;
     }
     bind_host_copy(t, layer, t.host + offset, run);
   }
   const bool started = n_read == 0 || tier_stream_begin(t, layer, runs, to_read, n_read, err, err_bytes);
-  if (t.stream_io != nullptr)
-    for (int32_t i = 0; i < n_runs; i++) t.routed_now[size_t(runs[i].expert)] = 0;
+  clear_routed(t, runs, n_runs);
   if (!started) {
     tier_abandon_layer(t);
     return -1;
