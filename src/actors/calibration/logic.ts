@@ -100,14 +100,16 @@ export interface TransferWindowLimits {
   safety: number;
   /** Cap on bytes admitted into one window (public default 256 MiB). */
   windowBytesMax: number;
+  /** Cap on speculative bytes in flight at once, this window's included (public default 512 MiB). */
+  inflightBytesMax?: number;
 }
 
-export const TRANSFER_WINDOW_DEFAULTS: TransferWindowLimits = { safety: 0.8, windowBytesMax: 256 * 1024 * 1024 };
+export const TRANSFER_WINDOW_DEFAULTS: Required<TransferWindowLimits> = { safety: 0.8, windowBytesMax: 256 * 1024 * 1024, inflightBytesMax: 512 * 1024 * 1024 };
 
 /**
  * Bytes a speculative transfer may start while layer `layer` computes:
  *   T_window = max(0, safety * compute_ewma[l] - queue_wait - fixed cost)
- *   B_admit  = clamp(bandwidth * T_window - inflight, 0, windowBytesMax)
+ *   B_admit  = clamp(bandwidth * T_window - inflight, 0, min(windowBytesMax, inflightBytesMax - inflight))
  * undefined while a compute or a transfer sample is missing (cold start: the caller admits at most one expert).
  */
 export function transferWindowBytes(
@@ -121,7 +123,8 @@ export function transferWindowBytes(
   if (compute === undefined || state.bandwidthBytesPerSEwma === undefined || state.transferFixedMsEwma === undefined) return undefined;
   const windowMs = Math.max(0, limits.safety * compute - queueWaitMs - state.transferFixedMsEwma);
   const windowBytes = (state.bandwidthBytesPerSEwma * windowMs) / 1000;
-  return Math.min(limits.windowBytesMax, Math.max(0, windowBytes - inflightBytes));
+  const inflightRoom = (limits.inflightBytesMax ?? TRANSFER_WINDOW_DEFAULTS.inflightBytesMax) - inflightBytes;
+  return Math.max(0, Math.min(limits.windowBytesMax, inflightRoom, windowBytes - inflightBytes));
 }
 
 /**

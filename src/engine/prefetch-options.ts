@@ -1,0 +1,39 @@
+/**
+ * The prefetch's options (issue 13; SPEC.md section 4), validated fail-closed where they enter
+ * (openEngine, tune): a bad value is refused with the option's name and nothing changes.
+ *
+ *   mode             off (default: today's path, byte for byte) | observe (decide and report,
+ *                    issue nothing) | enforce (issue only what the window admits)
+ *   safety           the share of a layer's measured compute time trusted as the window (0.8)
+ *   windowBytesMax   bytes one window admits at most (256 MiB)
+ *   inflightBytesMax speculative bytes in flight at once at most (512 MiB, at least one window)
+ */
+import { InvalidOptionError } from '../core/errors.js';
+import { TRANSFER_WINDOW_DEFAULTS } from '../actors/calibration/logic.js';
+
+export type PrefetchMode = 'off' | 'observe' | 'enforce';
+
+export interface PrefetchOptions {
+  mode?: PrefetchMode;
+  safety?: number;
+  windowBytesMax?: number;
+  inflightBytesMax?: number;
+}
+
+export type PrefetchConfig = Required<PrefetchOptions>;
+
+export const prefetchDefaults: PrefetchConfig = { mode: 'off', ...TRANSFER_WINDOW_DEFAULTS };
+
+/** The options over `base` (the defaults, or the config a tune changes), checked as a whole. */
+export function resolvePrefetch(o: PrefetchOptions | undefined, base: PrefetchConfig = prefetchDefaults): PrefetchConfig {
+  if (o === undefined) return base;
+  if (o === null || typeof o !== 'object') throw new InvalidOptionError('prefetch', 'an object', o);
+  const next: PrefetchConfig = { ...base, ...o };
+  if (next.mode !== 'off' && next.mode !== 'observe' && next.mode !== 'enforce') throw new InvalidOptionError('prefetch.mode', '"off", "observe" or "enforce"', next.mode);
+  if (typeof next.safety !== 'number' || !(next.safety > 0 && next.safety <= 1)) throw new InvalidOptionError('prefetch.safety', 'a number in (0, 1]', next.safety);
+  if (!Number.isSafeInteger(next.windowBytesMax) || next.windowBytesMax < 1) throw new InvalidOptionError('prefetch.windowBytesMax', 'an integer number of bytes >= 1', next.windowBytesMax);
+  if (!Number.isSafeInteger(next.inflightBytesMax) || next.inflightBytesMax < next.windowBytesMax) {
+    throw new InvalidOptionError('prefetch.inflightBytesMax', `an integer number of bytes >= prefetch.windowBytesMax (${next.windowBytesMax})`, next.inflightBytesMax);
+  }
+  return Object.freeze(next);
+}
