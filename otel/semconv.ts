@@ -63,7 +63,7 @@ export const AttrNames = {
   uploadInPlace: 'moetier.upload.in_place',
   /** int: bytes of one expert read from the model file. */
   readSize: 'moetier.read.size',
-  /** string: 'admitted' (into a slot, kept) | 'streamed' (into scratch, for its call only). */
+  /** string: 'admitted' (into a slot, kept) | 'streamed' (into scratch, for its call only) | 'prefetch' (into a slot, a layer ahead, by a prediction). */
   readMode: 'moetier.read.mode',
   /** double: microseconds from the read's issue (at bind) to its first byte range reaching the disk. */
   readQueueWait: 'moetier.read.queue_wait_us',
@@ -135,7 +135,7 @@ export function uploadAttributes(a: { layer: number; expert: number; bytes: numb
   };
 }
 
-export function expertReadAttributes(a: { layer: number; expert: number; bytes: number; mode: 'admitted' | 'streamed'; queueWaitUs: number }): Attributes {
+export function expertReadAttributes(a: { layer: number; expert: number; bytes: number; mode: 'admitted' | 'streamed' | 'prefetch'; queueWaitUs: number }): Attributes {
   return {
     [AttrNames.layer]: a.layer,
     [AttrNames.expert]: a.expert,

@@ -203,6 +203,8 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
       a.predicted = predicted.As<Napi::Int32Array>().Data();
       a.predicted_len = predicted.As<Napi::Int32Array>().ElementLength();
       a.predict_k = int32_t(k);
+      const Napi::Value ahead = o.Get("predictAhead");
+      a.predict_ahead = ahead.IsNumber() ? ahead.As<Napi::Number>().Int32Value() : 0;
     }
   }
   if (call->state->tier) {

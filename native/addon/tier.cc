@@ -226,6 +226,7 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
     o.Set("inPlace", r.in_place != 0);
     o.Set("fellBack", r.fell_back != 0);
     o.Set("admitted", r.admitted != 0);
+    o.Set("prefetch", r.prefetch != 0);
     o.Set("bytes", double(r.bytes));
     o.Set("issuedNs", double(r.issued_ns));
     o.Set("startNs", double(r.start_ns));
@@ -272,6 +273,26 @@ Napi::Value TierSetVictimOrder(const Napi::CallbackInfo& info) {
   if (mt_tier_set_victim_order(s->tier, order, n) != MT_TIER_OK)
     return ThrowRange(env, "tierSetVictimOrder: order: expected nLayer x nExpert = " + std::to_string(size_t(s->n_layer) * size_t(s->n_expert)) +
                                " expert ids or -1 (or none)");
+  return env.Undefined();
+}
+
+// tierSetPrefetch(tier, mode: 'off' | 'observe' | 'enforce', predictK, budget?: Int32Array [nLayer])
+// between evals (mt_tier.h, tier_prefetch.cc).
+Napi::Value TierSetPrefetch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierSetPrefetch");
+  if (!s) return env.Undefined();
+  const std::string mode = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+  const int32_t m = mode == "off" ? MT_TIER_PREFETCH_OFF : mode == "observe" ? MT_TIER_PREFETCH_OBSERVE : mode == "enforce" ? MT_TIER_PREFETCH_ENFORCE : -1;
+  const int32_t k = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
+  int32_t* budget = nullptr;
+  size_t n = 0;
+  if (!info[3].IsUndefined() && !TypedArg(info[3], napi_int32_array, &budget, &n)) return ThrowRange(env, "tierSetPrefetch: budget: expected an Int32Array");
+  auto ctx = s->ctx.lock();
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPrefetch: an eval is running on this tier; await it first");
+  if (m < 0 || mt_tier_set_prefetch(s->tier, m, k, budget, n) != MT_TIER_OK)
+    return ThrowRange(env, "tierSetPrefetch: expected mode 'off', 'observe' or 'enforce'; with a mode other than off, a tier reading its misses "
+                           "(streamFile), predictK in [1, nExpert] and a budget of nLayer counts in [0, nExpert]");
   return env.Undefined();
 }
 
@@ -339,6 +360,16 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("streamFailures", double(st.stream_failures));
   o.Set("admittedReads", double(st.admitted_reads));
   o.Set("streamEngineBytes", double(st.stream_engine_bytes));
+  Napi::Object prefetch = Napi::Object::New(info.Env());
+  prefetch.Set("issued", double(st.prefetch_issued));
+  prefetch.Set("covered", double(st.prefetch_covered));
+  prefetch.Set("late", double(st.prefetch_late));
+  prefetch.Set("lateNs", double(st.prefetch_late_ns));
+  prefetch.Set("wasted", double(st.prefetch_wasted));
+  prefetch.Set("uncovered", double(st.prefetch_uncovered));
+  prefetch.Set("wouldIssue", double(st.prefetch_would_issue));
+  prefetch.Set("wouldCover", double(st.prefetch_would_cover));
+  o.Set("prefetch", prefetch);
   return o;
 }
 
@@ -462,6 +493,7 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierRequestSwap", Napi::Function::New(env, TierRequestSwap));
   exports.Set("tierPoll", Napi::Function::New(env, TierPoll));
   exports.Set("tierSetVictimOrder", Napi::Function::New(env, TierSetVictimOrder));
+  exports.Set("tierSetPrefetch", Napi::Function::New(env, TierSetPrefetch));
   exports.Set("tierResidency", Napi::Function::New(env, TierResidency));
   exports.Set("tierExpertStates", Napi::Function::New(env, TierExpertStates));
   exports.Set("tierStats", Napi::Function::New(env, TierStats));

@@ -115,6 +115,7 @@ struct mt_context {
   // Route prediction of a one-token eval (forward_eval.cc predict_routes): h, its prepared row, router scores.
   std::vector<float> pred_h, pred_scores;
   std::vector<uint8_t> pred_act;
+  std::vector<int32_t> pred_ids;  // [nExpert]: the source's one-layer-ahead guess
   std::vector<mt::Segment> gate_up_segs, down_segs;  // their pool splits
   uint8_t* slot_act = nullptr;       // gathered h rows, per routed slot
   float *slot_gate = nullptr, *slot_up = nullptr;  // [slots][nFfMax]
@@ -138,7 +139,7 @@ struct Pass {
   int32_t n_runs = 0;            // c->runs [0, n_runs) of the current layer
   int32_t n_bound = 0;           // routed runs the source bound (c->bindings [0, n_bound))
   int32_t* predicted = nullptr;  // [nLayer][predict_k] for a one-token eval, or null (mt_eval_args.predicted)
-  int32_t predict_k = 0;
+  int32_t predict_k = 0, predict_ahead = 0;
   int32_t wave_begin = 0, wave_end = 0;  // the runs the matrix phases compute now: all of them, or
                                          // those whose weights are in memory (the rest are being read)
   int32_t* routes = nullptr;     // [n][nLayer][nExpertUsed] for this chunk, or null

@@ -112,6 +112,7 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   c->run_binding.resize(c->runs.size());
   c->pred_h.resize(size_t(model->hp.n_embd));
   c->pred_scores.resize(size_t(model->hp.n_expert));
+  c->pred_ids.resize(size_t(model->hp.n_expert));
   size_t act_max = 0;  // the routers' prepared row: the largest any layer's router type needs
   for (const mt::LayerWeights& L : model->layers) act_max = std::max(act_max, mt_act_row_bytes(L.router.type, model->hp.n_embd));
   c->pred_act.resize(act_max);

@@ -31,18 +31,34 @@ void embed_phase(void* arg, int ith, int nth) {
   }
 }
 
-// The layer's router on the residual stream entering it (one row): rmsnorm with the layer's
-// ffn_norm, the router's scores, their top predict_k. Scratch of its own: nothing the layer's
-// compute reads is touched.
-void predict_routes(Pass& p) {
+// Layer `target`'s router on the residual stream now (one row: the stream entering p.layer):
+// rmsnorm with target's ffn_norm, the router's scores, their top k into ids. Scratch of its own:
+// nothing the layer's compute reads is touched.
+void predict_layer(Pass& p, int32_t target, int32_t k, int32_t* ids) {
   mt_context& c = *p.c;
-  const LayerWeights& L = *p.L;
+  const LayerWeights& L = p.m->layers[size_t(target)];
   const int64_t E = p.m->hp.n_embd;
   const Matrix& w = L.router;
   rms_norm(c.x, L.ffn_norm, E, p.m->hp.rms_eps, c.pred_h.data());
   mt_act_prepare(w.type, c.pred_h.data(), E, c.pred_act.data());
   mt_matvec_rows(w.type, w.data, w.cols, c.pred_act.data(), c.pred_scores.data(), 0, w.rows);
-  top_k(c.pred_scores.data(), int32_t(w.rows), p.predict_k, p.predicted + size_t(p.layer) * size_t(p.predict_k));
+  top_k(c.pred_scores.data(), int32_t(w.rows), k, ids);
+}
+
+// At a layer's start in a one-token eval: the eval's predictions (mt_eval_args.predicted) and the
+// expert source's one-layer-ahead guess (mt_expert_source.predicted, for its prefetch).
+void predict_routes(Pass& p) {
+  const int32_t n_layer = p.m->hp.n_layer;
+  if (p.predicted != nullptr) {
+    const int32_t from = p.layer == 0 ? 0 : p.layer + p.predict_ahead, to = p.layer + p.predict_ahead;
+    for (int32_t t = from; t <= to && t < n_layer; t++) predict_layer(p, t, p.predict_k, p.predicted + size_t(t) * size_t(p.predict_k));
+  }
+  const mt_expert_source* s = p.experts;
+  if (s != nullptr && s->predicted != nullptr && s->predict_k > 0 && p.layer + 1 < n_layer) {
+    const int32_t k = s->predict_k < p.m->hp.n_expert ? s->predict_k : p.m->hp.n_expert;
+    predict_layer(p, p.layer + 1, k, p.c->pred_ids.data());
+    s->predicted(s->self, p.layer + 1, p.c->pred_ids.data(), k);
+  }
 }
 
 // [x += moe of the previous layer]; [the layer's routes predicted]; h = rmsnorm(x, attn_norm),
@@ -55,7 +71,7 @@ void attn_norm_phase(void* arg, int ith, int nth) {
   share(p.n, ith, nth, &b, &e);
   for (int64_t r = b; r < e; r++) {
     if (p.combine_pending) combine_row(p, int32_t(r));
-    if (p.predicted != nullptr) predict_routes(p);  // a one-token eval: r = 0, on the caller
+    if (p.n == 1) predict_routes(p);  // a one-token eval: r = 0, on the caller
     rms_norm(c.x + r * E, p.L->attn_norm, E, p.m->hp.rms_eps, c.h + r * E);
     for (const Matrix* w : {&p.L->q, &p.L->k, &p.L->v}) {
       if (w != &p.L->q && w->type == p.L->q.type) continue;  // prepared already
@@ -235,9 +251,9 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
   if (a.layer_stats != nullptr && a.layer_stats_len < stats_need)
     return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x 6, got %zu)", stats_need, a.layer_stats_len),
            false;
-  if (a.predicted != nullptr && (a.n_tokens != 1 || a.predict_k < 1 || a.predict_k > hp.n_expert))
-    return std::snprintf(err, err_bytes, "predicted: expected a one-token eval and predictK in [1, %d] (got %d tokens, predictK %d)", hp.n_expert,
-                         a.n_tokens, a.predict_k),
+  if (a.predicted != nullptr && (a.n_tokens != 1 || a.predict_k < 1 || a.predict_k > hp.n_expert || a.predict_ahead < 0 || a.predict_ahead > 1))
+    return std::snprintf(err, err_bytes, "predicted: expected a one-token eval, predictK in [1, %d] and predictAhead 0 or 1 (got %d tokens, predictK %d, ahead %d)",
+                         hp.n_expert, a.n_tokens, a.predict_k, a.predict_ahead),
            false;
   if (a.predicted != nullptr && a.predicted_len < size_t(hp.n_layer) * size_t(a.predict_k))
     return std::snprintf(err, err_bytes, "predicted: expected room for %zu ids (nLayer x predictK, got %zu)", size_t(hp.n_layer) * size_t(a.predict_k),
@@ -267,7 +283,7 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
     p.pos0 = args->pos + row0;
     p.tokens = args->tokens + row0;
     p.routes = args->routes ? args->routes + size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used) : nullptr;
-    p.predicted = args->predicted, p.predict_k = args->predict_k;
+    p.predicted = args->predicted, p.predict_k = args->predict_k, p.predict_ahead = args->predict_ahead;
     run_phase(p, embed_phase, p.n > 1);
     for (int32_t l = 0; l < hp.n_layer; l++) {
       p.layer = l;

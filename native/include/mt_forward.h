@@ -97,6 +97,11 @@ typedef struct mt_expert_source {
   int (*await)(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, int32_t* ready, int32_t* n_ready, char* err,
                size_t err_bytes);
   void (*layer_end)(void* self, int32_t layer);
+  /* Optional (NULL, or predict_k 0: none): in a one-token eval, at the start of layer l the forward
+   * pass applies layer l + 1's router to the residual stream entering l and hands its top
+   * predict_k (ids, best first) to the source: a prefetch's guess, one layer ahead. */
+  void (*predicted)(void* self, int32_t layer, const int32_t* ids, int32_t n);
+  int32_t predict_k;
 } mt_expert_source;
 
 /* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */
@@ -143,11 +148,13 @@ typedef struct mt_eval_args {
   size_t layer_stats_len;
   /* NULL, or (a one-token eval only) n_layer * predict_k expert ids: for each layer l, its router
    * applied to the residual stream entering l (before l's attention: the state the previous layer
-   * left), its top predict_k by score. The early guess a prefetch can start reads by (issue 13);
+   * left; with predict_ahead 1, the stream entering l - 1), its top predict_k by score. The early guess a prefetch can start reads by (issue 13);
    * the routing itself, the weights and the experts that run are unchanged. */
   int32_t* predicted;
   size_t predicted_len;
   int32_t predict_k;    /* 1..nExpert when predicted is set */
+  int32_t predict_ahead; /* 0 or 1: predicted[l] is made from the stream entering layer l - ahead
+                            (layer 0's for l < ahead), with layer l's router */
 } mt_eval_args;
 
 /* 0 on success, -1 on an operating error (message in err). Not re-entrant per context. */

@@ -112,6 +112,14 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
  * evict nobody (they are streamed). MT_TIER_INVALID for another n or an id out of range. */
 int mt_tier_set_victim_order(mt_tier* tier, const int32_t* order, size_t n);
 
+/* Prefetch (issue 13; tier_prefetch.cc), a tier with stream_fd only. Between evals: the mode,
+ * how many predicted experts the forward pass hands over per layer (predict_k, 1..nExpert), and
+ * budget [nLayer]: how many of them a layer's prediction may start reading (0..nExpert: the
+ * engine's transfer window over one expert's bytes). OFF needs neither (budget may be NULL).
+ * MT_TIER_INVALID for a bad value (nothing changes). */
+enum mt_tier_prefetch_mode { MT_TIER_PREFETCH_OFF = 0, MT_TIER_PREFETCH_OBSERVE = 1, MT_TIER_PREFETCH_ENFORCE = 2 };
+int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n);
+
 /* Between evals: issues now what the last eval's boundaries posted and the issuer has not
  * reached yet (no layer computes then, so every queued swap goes), on the caller's thread; so a
  * poll right after sees every eviction the last eval's boundaries made. */
@@ -126,6 +134,7 @@ typedef struct mt_tier_upload {
   int32_t layer, expert, victim;
   int32_t ok, in_place, fell_back;  /* fell_back: the slot was freed, then uploaded into empty */
   int32_t admitted;                 /* issued at bind for a routed miss waiting on it (admit before run) */
+  int32_t prefetch;                 /* issued by a prediction, a layer ahead (tier_prefetch.cc) */
   uint64_t bytes;
   int64_t issued_ns, start_ns, end_ns;
 } mt_tier_upload;
@@ -161,6 +170,12 @@ typedef struct mt_tier_stats {
   uint64_t stream_failures;            /* reads before a run that failed (the eval failed with them) */
   uint64_t admitted_reads;             /* misses read into a slot before they ran (also uploads) */
   uint64_t stream_engine_bytes;        /* bytes the tier's read engine read since creation (never reset) */
+  /* Prefetch, by expert, from the stats mark: reads a prediction started; of the routed ones,
+   * covered (landed by their bind) and late (still being read then: late_ns waited in all);
+   * wasted (evicted before any routing); uncovered (routed misses no prefetch read); observe:
+   * the reads enforce would have started, and the routed experts among them. */
+  uint64_t prefetch_issued, prefetch_covered, prefetch_late, prefetch_late_ns, prefetch_wasted, prefetch_uncovered;
+  uint64_t prefetch_would_issue, prefetch_would_cover;
 } mt_tier_stats;
 /* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);

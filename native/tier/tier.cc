@@ -164,6 +164,9 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->flight_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
   for (int32_t l = 0; l < hp.n_layer; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
   t->expert_state.assign(experts, kExpertNone);
+  t->prefetched.reset(new std::atomic<uint8_t>[experts]);
+  t->observed.reset(new std::atomic<uint8_t>[experts]);
+  for (size_t i = 0; i < experts; i++) t->prefetched[i].store(0), t->observed[i].store(0);
   t->pending.resize(size_t(hp.n_layer));
   for (auto& q : t->pending) q.reserve(size_t(hp.n_expert));
   t->victim_slots.assign(size_t(hp.n_expert), -1);
@@ -211,6 +214,10 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->streamed_reads = t.streamed_reads.load(), out->streamed_bytes = t.streamed_bytes.load();
   out->stream_failures = t.stream_failures.load();
   out->admitted_reads = t.admitted_reads.load();
+  out->prefetch_issued = t.prefetch_issued.load(), out->prefetch_covered = t.prefetch_covered.load();
+  out->prefetch_late = t.prefetch_late.load(), out->prefetch_late_ns = t.prefetch_late_ns.load();
+  out->prefetch_wasted = t.prefetch_wasted.load(), out->prefetch_uncovered = t.prefetch_uncovered.load();
+  out->prefetch_would_issue = t.prefetch_would_issue.load(), out->prefetch_would_cover = t.prefetch_would_cover.load();
   if (t.stream_io != nullptr) {
     mt_io_stats io{};
     mt_io_stats_get(t.stream_io, &io);
@@ -234,6 +241,8 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
 void mt_tier_reset_stats(mt_tier* t) {
   t->hits = 0, t->misses = 0, t->lazy_misses = 0;
   t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0;  // like the hits: counted from the stats mark on
+  t->prefetch_issued = 0, t->prefetch_covered = 0, t->prefetch_late = 0, t->prefetch_late_ns = 0, t->prefetch_wasted = 0;
+  t->prefetch_uncovered = 0, t->prefetch_would_issue = 0, t->prefetch_would_cover = 0;
 }
 
 void mt_tier_set_layer_hook(mt_tier* t, mt_tier_layer_hook fn, void* user) { t->hook_fn = fn, t->hook_user = user; }

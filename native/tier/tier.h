@@ -65,6 +65,7 @@ struct InFlight {
   mt_event_id event = 0;
   bool in_place = false, fell_back = false;
   bool admitted = false;   // issued at bind for a run that waits on it (tier_admit_now)
+  bool prefetch = false;   // issued by a prediction a layer ahead (tier_prefetch.cc)
   bool settled = false;    // the event finished (done, or failed for good)
   bool ok = false;
   bool reported = false;   // a swap's outcome went out through poll
@@ -82,6 +83,7 @@ struct PendingRead {
   mt_io_id ids[3] = {};
   uint8_t* dst = nullptr;
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;  // streamed: the first read's start, the last one's end
+  bool late = false;  // a prefetch's read still in flight at bind: its wait is counted
 };
 
 // The streamed misses' scratch: an anonymous mapping of `bytes` (tier_stream.cc).
@@ -147,6 +149,12 @@ struct mt_tier {
   std::vector<int32_t> miss_runs;        // eval thread: [nExpert] bind's misses to read
   std::atomic<uint64_t> streamed_reads{0}, streamed_bytes{0}, stream_failures{0};
   std::atomic<uint64_t> admitted_reads{0};  // misses read into a slot before they ran (uploads, counted there too)
+  // Prefetch (tier_prefetch.cc): the mode, and by expert [nLayer * nExpert] whether a prediction
+  // read it (or would have, observing) and no routing has used it since.
+  std::atomic<int32_t> prefetch_mode{MT_TIER_PREFETCH_OFF};
+  std::unique_ptr<std::atomic<uint8_t>[]> prefetched, observed;
+  std::atomic<uint64_t> prefetch_issued{0}, prefetch_covered{0}, prefetch_late{0}, prefetch_late_ns{0}, prefetch_wasted{0},
+      prefetch_uncovered{0}, prefetch_would_issue{0}, prefetch_would_cover{0};
 
   std::unique_ptr<std::atomic<int32_t>[]> residency;  // [nLayer * nExpert]: slot, or -1
   std::atomic<uint64_t> hits{0}, misses{0}, lazy_misses{0};
@@ -174,6 +182,7 @@ struct mt_tier {
   std::vector<mt::Eviction> evicted;       // at most nLayer * nExpert (each eviction once)
   std::vector<mt_tier_read> read_log;      // streamed reads landed, at most kReportsMax until polled
   std::vector<int32_t> victim_order;       // [nLayer * nExpert] or empty: the policy's eviction order (admit before run)
+  std::vector<int32_t> prefetch_budget;    // [nLayer]: predicted experts a layer may start reading (tier_prefetch.cc)
   uint64_t reports_dropped = 0;
 
   // Eval thread only: the leases of the layer being computed (capacity nExpert, no allocation).
@@ -232,6 +241,13 @@ bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_aft
 void tier_stream_close(mt_tier& t);
 // Eval thread: the layer's leases released and compute off it (a failed bind or read).
 void tier_abandon_layer(mt_tier& t);
+
+// tier_prefetch.cc. predicted: the forward pass's guess for `layer` (eval thread, compute one layer
+// before). routed: a routed expert's prefetch outcome (read_in_flight: still being read at its
+// bind). evicted: an expert left its slot (under mu).
+void tier_prefetch_predicted(mt_tier& t, int32_t layer, const int32_t* ids, int32_t n);
+void tier_prefetch_routed(mt_tier& t, size_t index, bool read_in_flight);
+void tier_prefetch_evicted(mt_tier& t, size_t index);
 
 // tier_source.cc: fills t.source.
 void tier_source_init(mt_tier& t);

@@ -58,6 +58,7 @@ bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, in
     t.residency[base + size_t(x)].store(-1, std::memory_order_release);
     t.expert_state[base + size_t(x)] = kExpertNone;
     tier_push_eviction(t, layer, x);
+    tier_prefetch_evicted(t, base + size_t(x));
   }
   std::vector<int32_t>& slots = t.layer_slots[size_t(layer)];
   for (int32_t s : drop) {

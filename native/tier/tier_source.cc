@@ -99,6 +99,7 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
       run.type = e.gate.type;
       run.fast = 1;
       hits += run.rows;
+      tier_prefetch_routed(t, index, false);
       continue;
     }
     misses += run.rows;
@@ -134,6 +135,8 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
   return 0;
 }
 
+void predicted(void* self, int32_t layer, const int32_t* ids, int32_t n) { tier_prefetch_predicted(tier_of(self), layer, ids, n); }
+
 int await_reads(void* self, int32_t layer, mt_expert_binding* runs, int32_t, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes) {
   mt_tier& t = tier_of(self);
   if (tier_stream_await(t, layer, runs, ready, n_ready, err, err_bytes) == 0) return 0;
@@ -160,7 +163,7 @@ void tier_abandon_layer(mt_tier& t) {
 }
 
 void tier_source_init(mt_tier& t) {
-  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, await_reads, layer_end};
+  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, await_reads, layer_end, predicted, 0};
 }
 
 }  // namespace mt

@@ -133,6 +133,7 @@ bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& r
   if (r.admitted) {
     mt_lease_id lease = 0;
     if (mt_backend_lease(t.backend, r.slot, &lease, err, err_bytes) != MT_BACKEND_OK) return false;
+    if (r.late) t.prefetch_late_ns.fetch_add(uint64_t(mt_monotonic_ns() - r.issued_ns), std::memory_order_relaxed);
     t.leases[size_t(t.n_leases++)] = lease;
     data = t.slot_data[size_t(r.slot)];
   } else {
@@ -186,7 +187,16 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
     for (int32_t i = 0; i < n; i++) {
       PendingRead r;
       r.run = misses[i], r.expert = runs[misses[i]].expert, r.issued_ns = mt_monotonic_ns();
+      const size_t index = index_of(t, layer, r.expert);
+      const bool prefetched = t.prefetched[index].load(std::memory_order_relaxed) != 0;
       r.admitted = tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event);
+      if (prefetched) {  // its read started a layer ahead: landed by now, or waited for (late)
+        mt_event_info info{};
+        r.late = r.admitted && mt_backend_event_query(t.backend, r.event, &info, nullptr, 0) == MT_BACKEND_OK && info.state == MT_EVENT_PENDING;
+      } else if (t.prefetch_mode.load(std::memory_order_relaxed) != MT_TIER_PREFETCH_OFF) {
+        t.prefetch_uncovered.fetch_add(1, std::memory_order_relaxed);
+      }
+      tier_prefetch_routed(t, index, r.late);
       streamed += !r.admitted;
       t.reading.push_back(r);
     }

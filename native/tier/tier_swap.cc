@@ -29,7 +29,7 @@ void push_report(mt_tier& t, const InFlight& f) {
     t.reports_dropped++;
     return;
   }
-  t.reports.push_back(UploadReport{f.task_id, f.layer, f.expert, f.victim, f.ok, f.in_place, f.fell_back, f.admitted, expert_bytes(t, f.layer),
+  t.reports.push_back(UploadReport{f.task_id, f.layer, f.expert, f.victim, f.ok, f.in_place, f.fell_back, f.admitted, f.prefetch, expert_bytes(t, f.layer),
                                    f.issued_ns, f.start_ns, f.end_ns});
 }
 
@@ -66,6 +66,7 @@ void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t n
     t.residency[iv].store(-1, std::memory_order_release);
     t.expert_state[iv] = kExpertNone;
     tier_push_eviction(t, layer, s.victim);
+    tier_prefetch_evicted(t, iv);
   } else {
     t.expert_state[iv] = kExpertResident;  // nothing touched its slot: it stays
     t.residency[iv].store(slot, std::memory_order_release);

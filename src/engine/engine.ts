@@ -109,6 +109,8 @@ export interface Engine {
    * moved an estimate; completes when the engine closes. Throws InvalidOptionError without a tier.
    */
   calibration$(): Observable<CalibrationSnapshot>;
+  /** The prefetch mode the tier runs ('off' without a tier). */
+  readonly prefetchMode: 'off' | 'observe' | 'enforce';
   /** 'native' (the addon's tier) or undefined (no tier). */
   readonly tierKind: 'native' | undefined;
   close(): Promise<void>;
@@ -365,6 +367,10 @@ class NativeEngine implements Engine {
       if (heatFileError) stats.heatFileError = heatFileError;
     }
     if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path, undefined, this.traceGeometry());
+  }
+
+  get prefetchMode(): 'off' | 'observe' | 'enforce' {
+    return this.tier?.config.prefetch.mode ?? 'off';
   }
 
   get tierKind(): 'native' | undefined {

@@ -68,6 +68,8 @@ export interface NativeEvalOptions {
    */
   predicted?: Int32Array;
   predictK?: number;
+  /** 0 (default) or 1: predicted[l] made from the stream entering layer l - 1 (a full layer ahead; layer 0 from its own). */
+  predictAhead?: number;
   /**
    * evalAsync with a tier only: called on the JS thread after each layer's routing (per chunk of rows)
    * with that layer's rows per expert [nExpert], while later layers compute. Posted without blocking
@@ -220,6 +222,8 @@ export interface NativeTierUpload {
   fellBack: boolean;
   /** Issued at bind for a routed miss that waited on it (admit before run, the disk tier). */
   admitted: boolean;
+  /** Issued by a prediction, a layer ahead (prefetch enforce, the disk tier). */
+  prefetch: boolean;
   bytes: number;
   issuedNs: number;
   startNs: number;
@@ -263,6 +267,8 @@ export interface NativeTierStats {
   admittedReads?: number;
   /** Bytes the tier's own read engine (streamed misses) read since the tier was made: never reset. */
   streamEngineBytes?: number;
+  /** Prefetch by expert, from the stats mark (mt_tier.h): reads started by a prediction; of the routed, covered and late (lateNs waited); wasted; uncovered routed misses; observe's wouldIssue / wouldCover. */
+  prefetch?: { issued: number; covered: number; late: number; lateNs: number; wasted: number; uncovered: number; wouldIssue: number; wouldCover: number };
 }
 
 /** An expert's state in the tier (include/mt_tier.h, enum mt_expert_state). */
@@ -300,6 +306,8 @@ export interface NativeTierVerbs {
   tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }>; reads: NativeTierRead[] };
   /** Between evals, a tier with streamFile: per layer, expert ids coldest first, -1 ended ([nLayer * nExpert]; empty: none): the residents a routed miss may evict to be read into its slot. */
   tierSetVictimOrder(tier: NativeTierHandle, order: Int32Array): void;
+  /** Between evals, a tier with streamFile: the prefetch mode, predicted experts handed over per layer, and how many each layer's prediction may start reading ([nLayer]; not needed for off). */
+  tierSetPrefetch(tier: NativeTierHandle, mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array): void;
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
   /** Every expert's state and slot, one consistent snapshot (the tier alone owns them); `into`: filled in place and returned. */

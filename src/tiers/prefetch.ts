@@ -35,6 +35,15 @@ export interface PrefetchAdmission {
   noRoom: number;
 }
 
+/**
+ * How many experts of `expertBytes` each the window admits: the count packPrefetch reaches when
+ * every candidate has that size (the engine's models: one size per expert), one at a cold start.
+ */
+export function prefetchCount(windowBytes: number | undefined, expertBytes: number): number {
+  if (windowBytes === undefined) return 1;
+  return expertBytes > 0 ? Math.floor(Math.max(0, windowBytes) / expertBytes) : 0;
+}
+
 export function packPrefetch(candidates: readonly PrefetchCandidate[], windowBytes: number | undefined): PrefetchAdmission {
   const order = candidates.map((c, i) => ({ c, i })).sort((a, b) => b.c.score - a.c.score || a.i - b.i);
   const out: PrefetchAdmission = { admitted: [], bytes: 0, free: [], unknownCost: 0, noRoom: 0 };

@@ -31,6 +31,10 @@ memory (a model bigger than the RAM it may use):
                           dense weights, KV cache, scratch and the expert slots that fit; the other experts
                           are read from the model file when routed (the disk tier); --json adds memoryPlan,
                           --verbose prints it
+  --prefetch off|observe|enforce  on the disk tier: predict the next layer's experts (its router on the
+                          current stream) and read them ahead within the measured transfer window
+                          (enforce), or only count what that would read and cover (observe); default off;
+                          --json adds prefetch (issued, covered, late, lateNs, wasted, uncovered, ...)
 
 expert tier (attached with --resident or --slots-per-layer):
   --backend cpu|fake|disk the device that holds resident experts (default cpu; fake: a simulated 8 GB card;
@@ -69,6 +73,7 @@ const flags: FlagSpecs = {
   'trace-routes': { type: 'string' },
   'trace-file': { type: 'string' },
   'memory-budget': { type: 'string' },
+  prefetch: { type: 'string' },
   verbose: { type: 'boolean' },
 };
 
@@ -78,6 +83,7 @@ const apiFlags: Record<string, string> = {
   temperature: 'temperature', topK: 'top-k', topP: 'top-p', seed: 'seed',
   backend: 'backend', resident: 'resident', slotsPerLayer: 'slots-per-layer', heat: 'heat',
   'prefillReplan.maxSwapsPerLayer': 'replan-max', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
+  'prefetch.mode': 'prefetch',
 };
 
 export const runCommand: Command = {
@@ -180,6 +186,14 @@ function tierOptions(a: Args): Partial<EngineOptions> {
     if (a.bool('prefill-replan')) o.prefillReplan.enabled = true;
     if (a.has('replan-max')) o.prefillReplan.maxSwapsPerLayer = a.int('replan-max', 24, 1);
   }
+  const prefetch = a.string('prefetch');
+  if (prefetch !== undefined) {
+    if (prefetch !== 'off' && prefetch !== 'observe' && prefetch !== 'enforce') throw new InvalidOptionError(a.flag('prefetch'), '"off", "observe" or "enforce"', prefetch);
+    if (!a.has('memory-budget') && !a.has('resident') && !a.has('slots-per-layer')) {
+      throw new InvalidOptionError(a.flag('prefetch'), `${a.flag('memory-budget')} (the disk tier) beside it`, prefetch);
+    }
+    o.prefetch = { mode: prefetch };
+  }
   // Flags that only mean something with a tier were ignored without one: say so instead.
   if (!a.has('resident') && !a.has('slots-per-layer')) {
     // (--heat none asks for nothing, so scripts that always pass it keep working.)
@@ -203,6 +217,8 @@ interface TierReport {
   /** The disk tier: every byte the engine read from the model file since it opened (its read engines' counts), and the process's own storage reads (/proc/self/io read_bytes) to check it by. */
   fileReadBytes?: number;
   processReadBytes?: number | null;
+  /** With --prefetch observe|enforce: the decode's prefetch accounting (the tier's counters, by expert). */
+  prefetch?: NonNullable<ReturnType<Engine['tierStats']>>['prefetch'];
 }
 
 /** The tier's figures of the last request; a figure that does not exist (no decode step, no native timing) is null. */
@@ -221,6 +237,7 @@ function tierReport(engine: Engine): TierReport {
     // The disk tier's misses read from the file for their call (0 on the other backends).
     streamedBytes: engine.tierStats()?.streamedBytes ?? 0,
     ...fileReadReport(engine),
+    ...(engine.prefetchMode !== 'off' ? { prefetch: engine.tierStats()?.prefetch } : {}),
   };
 }
 

@@ -49,6 +49,9 @@ export class NativeTierPort implements TierPort {
   poll(): TierPoll {
     return this.native.tierPoll(this.h);
   }
+  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array): void {
+    this.native.tierSetPrefetch(this.h, mode, predictK, budget);
+  }
   setVictimOrder(order: Int32Array): void {
     this.native.tierSetVictimOrder(this.h, order);
   }

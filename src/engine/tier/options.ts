@@ -10,6 +10,7 @@ import type { HParams } from '../../model/types.js';
 import { lfruDefaults, type LfruParams } from '../../tiers/policies/lfru.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import { resolvePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
+import { resolvePrefetch, type PrefetchConfig, type PrefetchOptions } from '../prefetch-options.js';
 
 /** cpu: RAM slots copied from the mapping; fake: a simulated card; disk: RAM slots read from the model file (dense weights owned, the page cache kept out). */
 export type TierBackendKind = 'cpu' | 'fake' | 'disk';
@@ -46,6 +47,8 @@ export interface TierOptions {
   upload?: Partial<UploadQueueLimits>;
   /** Prefill replan (default off, cap 24; also MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX): replan-options.ts. */
   prefillReplan?: PrefillReplanOptions;
+  /** Overlap-aware prefetch (default off; observe and enforce on the disk tier): src/engine/prefetch-options.ts. */
+  prefetch?: PrefetchOptions;
 }
 
 export interface TierConfig {
@@ -57,6 +60,7 @@ export interface TierConfig {
   lfru: LfruParams;
   upload: Partial<UploadQueueLimits>;
   replan: PrefillReplanConfig;
+  prefetch: PrefetchConfig;
 }
 
 export function wantsTier(o: TierOptions): boolean {
@@ -92,6 +96,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     lfru: validateLfru({ ...lfruDefaults, ...o.lfru }),
     upload: o.upload ?? {},
     replan: resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert),
+    prefetch: resolvePrefetch(o.prefetch),
   };
 }
 

@@ -28,6 +28,10 @@ import { makeReplan, type ReplanState } from '../../tiers/policies/replan.js';
 import { replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
 import type { TierPoll, TierPort } from './port.js';
+import type { CalibrationSnapshot } from '../../actors/calibration/messages.js';
+import { transferWindowBytes } from '../../actors/calibration/logic.js';
+import { prefetchCount } from '../../tiers/prefetch.js';
+import { prefetchDefaults, type PrefetchConfig } from '../prefetch-options.js';
 
 export interface PlacementCounts {
   decided: number;
@@ -57,6 +61,7 @@ export class TierPlacement {
   private replanned = new Set<number>();
   readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
   private victimOrder: Int32Array | undefined;
+  private prefetchBudget: Int32Array | undefined;
   /**
    * Every layer holds all its experts (budgets are per layer; recomputed when a tune resizes
    * them): no swap or fill can ever be decided, so the decode tick is skipped.
@@ -71,6 +76,9 @@ export class TierPlacement {
     private replan: PrefillReplanConfig = { enabled: false, maxSwapsPerLayer: 24 },
     /** Misses read from the file may evict the policy's coldest resident (publishVictimOrder). */
     private readonly admitMisses = true,
+    private readonly prefetch: PrefetchConfig = prefetchDefaults,
+    /** Predicted experts the forward pass hands over per layer (prefetch on). */
+    private readonly predictK = 0,
   ) {
     this.params = params;
     this.policy = policyFor(params, replan, 0);
@@ -171,6 +179,24 @@ export class TierPlacement {
   issue(decisions: readonly Decision[]): void {
     for (const d of decisions) this.decide(d);
     if (this.victimOrder === undefined || this.token % victimOrderSteps === 0) this.publishVictimOrder();
+  }
+
+  /**
+   * Prefetch (observe / enforce, the disk tier): each layer's budget of reads a prediction may
+   * start, from the transfer window of the layer it starts beside (layer l's prediction is made at
+   * layer l - 1's start, so l - 1's measured compute is its window; SPEC.md section 4), less the
+   * bytes the upload queue has in flight; one expert until both a compute and a transfer sample
+   * exist. Sent to the tier before every eval.
+   */
+  publishPrefetch(calibration: CalibrationSnapshot | undefined): void {
+    if (this.prefetch.mode === 'off' || !this.port.readsMisses) return;
+    const { nLayer, nExpert } = this.port;
+    const budget = (this.prefetchBudget ??= new Int32Array(nLayer));
+    for (let l = 0; l < nLayer; l++) {
+      const window = l === 0 || calibration === undefined ? undefined : transferWindowBytes(calibration, l - 1, this.queue.inflightBytes, 0, this.prefetch);
+      budget[l] = Math.min(nExpert, prefetchCount(window, this.port.expertBytes.container));
+    }
+    this.port.setPrefetch(this.prefetch.mode, this.predictK, budget);
   }
 
   /**

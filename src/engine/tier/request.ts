@@ -116,7 +116,10 @@ export class TierRequest {
       rebuild: (poll) => this.rebuildAfter(poll, false),
       observe: (r) => (r.phase === 'prefill' ? this.placement.observePrefill(r.routes, r.nTokens) : this.placement.observeRoutes(r.routes)),
       decide: (r) => (r.phase === 'prefill' ? [] : this.placement.tick()),
-      issue: (decisions) => this.placement.issue(decisions),
+      issue: (decisions) => {
+        this.placement.issue(decisions);
+        this.placement.publishPrefetch(tracing?.calibration.snapshot);
+      },
       batch: (step) => this.batch(step),
       calibrate: tracing?.calibration.calibrate ?? (() => EMPTY),
       record: (u) => tracing?.calibration.record(u),

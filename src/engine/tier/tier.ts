@@ -13,6 +13,7 @@
  * as the tier needs them), and the host-copy arena covers all but one expert per layer (the
  * least a tune may shrink to); both are address space until used.
  */
+import { InvalidOptionError } from '../../core/errors.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import type { NativeBinding, NativeContextHandle } from '../../native/binding.js';
 import { Backend } from '../../native/backend.js';
@@ -87,7 +88,10 @@ export class EngineTier {
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
-      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true);
+      if (config.prefetch.mode !== 'off' && config.backend !== 'disk') {
+        throw new InvalidOptionError('prefetch.mode', '"off" without the disk tier (memoryBudgetBytes, or backend "disk")', config.prefetch.mode);
+      }
+      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true, config.prefetch, Math.min(hp.nExpert, 2 * hp.nExpertUsed));
       placement.publishVictimOrder();
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);

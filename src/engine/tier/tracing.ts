@@ -125,7 +125,7 @@ export class RequestTracing {
       for (const u of r.poll.uploads) {
         if (!(u.endNs >= u.startNs && u.startNs > 0)) continue;
         // An upload a routed miss waited on is that miss's read (admit before run): one span, named so.
-        if (u.admitted) this.readSpan(u, 'admitted');
+        if (u.admitted || u.prefetch) this.readSpan(u, u.admitted ? 'admitted' : 'prefetch');
         else recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
       }
       for (const read of r.poll.reads) if (read.endNs >= read.startNs && read.startNs > 0) this.readSpan(read, 'streamed');
@@ -137,7 +137,7 @@ export class RequestTracing {
     return { kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: transfers, traceContext: this.parent, traced: recording };
   }
 
-  private readSpan(read: { layer: number; expert: number; bytes: number; issuedNs: number; startNs: number; endNs: number }, mode: 'admitted' | 'streamed'): void {
+  private readSpan(read: { layer: number; expert: number; bytes: number; issuedNs: number; startNs: number; endNs: number }, mode: 'admitted' | 'streamed' | 'prefetch'): void {
     const attributes = expertReadAttributes({ layer: read.layer, expert: read.expert, bytes: read.bytes, mode, queueWaitUs: Math.max(0, (read.startNs - read.issuedNs) / 1e3) });
     recordTimedSpan(this.owner.tracerOf, SpanNames.expertRead, this.at(read.startNs), this.at(read.endNs), attributes, this.parent);
   }

@@ -59,9 +59,10 @@ export class FakeTierPort implements TierPort {
     const f = this.inFlight.get(taskId)!;
     this.inFlight.delete(taskId);
     this.set(f.layer, f.newcomer, ok ? ExpertState.resident : ExpertState.none, ok ? 0 : -1);
-    this.reports.push({ taskId, layer: f.layer, expert: f.newcomer, victim: f.victim, ok, inPlace: true, fellBack: false, admitted: false, bytes: 1000, issuedNs: 1, startNs: 2, endNs: 3 });
+    this.reports.push({ taskId, layer: f.layer, expert: f.newcomer, victim: f.victim, ok, inPlace: true, fellBack: false, admitted: false, prefetch: false, bytes: 1000, issuedNs: 1, startNs: 2, endNs: 3 });
   }
   setVictimOrder(): void {}
+  setPrefetch(): void {}
   poll(): TierPoll {
     const out = { uploads: this.reports, evicted: this.evicted, reads: [] };
     this.reports = [];
