@@ -18,8 +18,6 @@
 // Exact-route accounting, by expert: covered (prefetched, routed, landed by its bind), late
 // (prefetched, routed, still being read at its bind: the wait is added up), wasted (prefetched,
 // evicted before any routing), uncovered (a routed miss read from the file that no prefetch read).
-#include <algorithm>
-#include "mt_clock.h"
 #include "tier.h"
 
 namespace mt {
@@ -60,7 +58,6 @@ void tier_prefetch_routed(mt_tier& t, size_t index, bool read_in_flight) {
 }
 
 void tier_prefetch_evicted(mt_tier& t, size_t index) {
-  if (t.prefetched == nullptr) return;
   t.observed[index].store(0, std::memory_order_relaxed);
   if (t.prefetched[index].exchange(0) != 0) t.prefetch_wasted.fetch_add(1, std::memory_order_relaxed);
 }
