@@ -314,6 +314,7 @@ void RegisterOps(Napi::Env env, Napi::Object exports) {
   constants.Set("tierReportsMax", MT_TIER_REPORTS_MAX);
   constants.Set("ioQueueDepthDefault", MT_IO_QUEUE_DEPTH_DEFAULT);
   constants.Set("evalChunkRows", MT_EVAL_CHUNK_ROWS);
+  constants.Set("tierPrefetchQueueMax", MT_TIER_PREFETCH_QUEUE_MAX);
   exports.Set("constants", constants);
   exports.Set("isaBest", Napi::Function::New(env, IsaBest));
   exports.Set("isaActive", Napi::Function::New(env, IsaActive));

@@ -276,8 +276,8 @@ Napi::Value TierSetVictimOrder(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// tierSetPrefetch(tier, mode: 'off' | 'observe' | 'enforce', predictK, budget?: Int32Array [nLayer])
-// between evals (mt_tier.h, tier_prefetch.cc).
+// tierSetPrefetch(tier, mode: 'off' | 'observe' | 'enforce', predictK, budget?: Int32Array [nLayer],
+// inflightBytesMax?, queueMax?) between evals (mt_tier.h, tier_prefetch.cc).
 Napi::Value TierSetPrefetch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info, "tierSetPrefetch");
@@ -288,11 +288,15 @@ Napi::Value TierSetPrefetch(const Napi::CallbackInfo& info) {
   int32_t* budget = nullptr;
   size_t n = 0;
   if (!info[3].IsUndefined() && !TypedArg(info[3], napi_int32_array, &budget, &n)) return ThrowRange(env, "tierSetPrefetch: budget: expected an Int32Array");
+  const double cap = info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : 0;
+  if (m > MT_TIER_PREFETCH_OFF && !(cap >= 1 && cap <= 9007199254740991.0))
+    return ThrowRange(env, "tierSetPrefetch: inflightBytesMax: expected an integer number of bytes >= 1");
+  const int32_t queue_max = info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : MT_TIER_PREFETCH_QUEUE_MAX;
   auto ctx = s->ctx.lock();
   if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPrefetch: an eval is running on this tier; await it first");
-  if (m < 0 || mt_tier_set_prefetch(s->tier, m, k, budget, n) != MT_TIER_OK)
-    return ThrowRange(env, "tierSetPrefetch: expected mode 'off', 'observe' or 'enforce'; with a mode other than off, a tier reading its misses "
-                           "(streamFile), predictK in [1, nExpert] and a budget of nLayer counts in [0, nExpert]");
+  if (m < 0 || mt_tier_set_prefetch(s->tier, m, k, budget, n, uint64_t(cap), queue_max) != MT_TIER_OK)
+    return ThrowRange(env, "tierSetPrefetch: expected mode 'off', 'observe' or 'enforce'; with a mode other than off, predictK in "
+                           "[1, nExpert], a budget of nLayer counts in [0, nExpert] and queueMax in [1, " + std::to_string(MT_TIER_PREFETCH_QUEUE_MAX) + "]");
   return env.Undefined();
 }
 
@@ -361,7 +365,6 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("admittedReads", double(st.admitted_reads));
   o.Set("streamEngineBytes", double(st.stream_engine_bytes));
   Napi::Object prefetch = Napi::Object::New(info.Env());
-  prefetch.Set("issued", double(st.prefetch_issued));
   prefetch.Set("covered", double(st.prefetch_covered));
   prefetch.Set("late", double(st.prefetch_late));
   prefetch.Set("lateNs", double(st.prefetch_late_ns));
@@ -369,6 +372,28 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   prefetch.Set("uncovered", double(st.prefetch_uncovered));
   prefetch.Set("wouldIssue", double(st.prefetch_would_issue));
   prefetch.Set("wouldCover", double(st.prefetch_would_cover));
+  prefetch.Set("queued", double(st.prefetch_queued));
+  prefetch.Set("refused", double(st.prefetch_refused));
+  prefetch.Set("issued", double(st.prefetch_issued));
+  prefetch.Set("completed", double(st.prefetch_completed));
+  prefetch.Set("failed", double(st.prefetch_failed));
+  prefetch.Set("cancelled", double(st.prefetch_cancelled));
+  prefetch.Set("dropped", double(st.prefetch_dropped));
+  prefetch.Set("admittedBytes", double(st.prefetch_admitted_bytes));
+  prefetch.Set("retiredBytes", double(st.prefetch_retired_bytes));
+  prefetch.Set("inflightBytes", double(st.prefetch_inflight_bytes));
+  prefetch.Set("queueLength", st.prefetch_queue_length);
+  // By layer: [covered, late, wasted, uncovered] per layer since the stats mark.
+  std::vector<uint64_t> by(size_t(s->n_layer) * 4);
+  mt_tier_prefetch_by_layer(s->tier, by.data(), by.size());
+  const char* names[] = {"covered", "late", "wasted", "uncovered"};
+  Napi::Object layers = Napi::Object::New(env);
+  for (int k = 0; k < 4; k++) {
+    Napi::Array a = Napi::Array::New(env, size_t(s->n_layer));
+    for (int32_t l = 0; l < s->n_layer; l++) a.Set(uint32_t(l), double(by[size_t(l) * 4 + size_t(k)]));
+    layers.Set(names[k], a);
+  }
+  prefetch.Set("byLayer", layers);
   o.Set("prefetch", prefetch);
   return o;
 }

@@ -62,6 +62,9 @@ enum mt_expert_state { MT_EXPERT_NONE = 0, MT_EXPERT_INCOMING = 1, MT_EXPERT_RES
  * (each swap needs its own RESIDENT victim), so it never refuses for room. */
 /* Upload outcomes (and evictions) kept until polled; more are counted (reports_dropped) and dropped. */
 #define MT_TIER_REPORTS_MAX 4096
+/* Prefetch tasks queued at once at most (waiting for room under the in-flight cap; the engine's
+ * prefetch.queueMax may set fewer); more are refused (counted). */
+#define MT_TIER_PREFETCH_QUEUE_MAX 64
 
 typedef struct mt_tier_options {
   const int32_t* slots_per_layer; /* [n_layer]: slots each layer may hold, 0..nExpert */
@@ -112,13 +115,19 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
  * evict nobody (they are streamed). MT_TIER_INVALID for another n or an id out of range. */
 int mt_tier_set_victim_order(mt_tier* tier, const int32_t* order, size_t n);
 
-/* Prefetch (issue 13; tier_prefetch.cc), a tier with stream_fd only. Between evals: the mode,
- * how many predicted experts the forward pass hands over per layer (predict_k, 1..nExpert), and
- * budget [nLayer]: how many of them a layer's prediction may start reading (0..nExpert: the
- * engine's transfer window over one expert's bytes). OFF needs neither (budget may be NULL).
- * MT_TIER_INVALID for a bad value (nothing changes). */
+/* Prefetch (issue 13; tier_prefetch.cc). Between evals: the mode, how many predicted experts the
+ * forward pass hands over per layer (predict_k, 1..nExpert), budget [nLayer]: how many of them a
+ * layer's prediction may start reading (0..nExpert: the engine's transfer window over one
+ * expert's bytes), the cap on prefetch bytes in flight at once (>= 1; a predicted expert waits
+ * in the tier's queue for room), and the queue's length (1..MT_TIER_PREFETCH_QUEUE_MAX; more are
+ * refused). OFF needs none of them (budget may be NULL). Leaving
+ * ENFORCE cancels what is queued. MT_TIER_INVALID for a bad value (nothing changes). */
 enum mt_tier_prefetch_mode { MT_TIER_PREFETCH_OFF = 0, MT_TIER_PREFETCH_OBSERVE = 1, MT_TIER_PREFETCH_ENFORCE = 2 };
-int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n);
+int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n, uint64_t inflight_bytes_max,
+                         int32_t queue_max);
+/* The routes' prefetch outcomes by layer since the stats mark: out[l * 4 + k] for k = covered,
+ * late, wasted, uncovered (n: room in out, nLayer * 4 for all). */
+void mt_tier_prefetch_by_layer(mt_tier* tier, uint64_t* out, size_t n);
 
 /* Between evals: issues now what the last eval's boundaries posted and the issuer has not
  * reached yet (no layer computes then, so every queued swap goes), on the caller's thread; so a
@@ -170,12 +179,19 @@ typedef struct mt_tier_stats {
   uint64_t stream_failures;            /* reads before a run that failed (the eval failed with them) */
   uint64_t admitted_reads;             /* misses read into a slot before they ran (also uploads) */
   uint64_t stream_engine_bytes;        /* bytes the tier's read engine read since creation (never reset) */
-  /* Prefetch, by expert, from the stats mark: reads a prediction started; of the routed ones,
-   * covered (landed by their bind) and late (still being read then: late_ns waited in all);
-   * wasted (evicted before any routing); uncovered (routed misses no prefetch read); observe:
-   * the reads enforce would have started, and the routed experts among them. */
-  uint64_t prefetch_issued, prefetch_covered, prefetch_late, prefetch_late_ns, prefetch_wasted, prefetch_uncovered;
+  /* Prefetch, by expert, from the stats mark: of the routed experts a prediction read, covered
+   * (landed by their bind) and late (not landed then: late_ns waited in all, on the disk tier);
+   * wasted (read, evicted before any routing); uncovered (routed, needed bytes moved, no
+   * prefetch of it); observe: the reads enforce would have started, and the routed among them. */
+  uint64_t prefetch_covered, prefetch_late, prefetch_late_ns, prefetch_wasted, prefetch_uncovered;
   uint64_t prefetch_would_issue, prefetch_would_cover;
+  /* The prefetch queue's ledger since creation (never reset): tasks queued (their bytes
+   * admitted), refused (the queue was full), and each queued task's one end: issued (then
+   * completed or failed), cancelled (a newer eval or its layer began first), dropped (no slot or
+   * the backend refused); bytes retired at those ends; bytes in flight now. */
+  uint64_t prefetch_queued, prefetch_refused, prefetch_issued, prefetch_completed, prefetch_failed, prefetch_cancelled, prefetch_dropped;
+  uint64_t prefetch_admitted_bytes, prefetch_retired_bytes, prefetch_inflight_bytes;
+  int32_t prefetch_queue_length;
 } mt_tier_stats;
 /* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);

@@ -167,6 +167,11 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->prefetched.reset(new std::atomic<uint8_t>[experts]);
   t->observed.reset(new std::atomic<uint8_t>[experts]);
   for (size_t i = 0; i < experts; i++) t->prefetched[i].store(0), t->observed[i].store(0);
+  t->prefetch_by_layer.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * kPrefetchOutcomes]);
+  for (size_t i = 0; i < size_t(hp.n_layer) * kPrefetchOutcomes; i++) t->prefetch_by_layer[i].store(0);
+  t->prefetch_queue.reserve(MT_TIER_PREFETCH_QUEUE_MAX);
+  t->routed_now.assign(size_t(hp.n_expert), 0);  // admit before run's and the prefetch's marks
+  t->no_victims.assign(size_t(hp.n_expert), 1);
   t->pending.resize(size_t(hp.n_layer));
   for (auto& q : t->pending) q.reserve(size_t(hp.n_expert));
   t->victim_slots.assign(size_t(hp.n_expert), -1);
@@ -214,7 +219,7 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->streamed_reads = t.streamed_reads.load(), out->streamed_bytes = t.streamed_bytes.load();
   out->stream_failures = t.stream_failures.load();
   out->admitted_reads = t.admitted_reads.load();
-  out->prefetch_issued = t.prefetch_issued.load(), out->prefetch_covered = t.prefetch_covered.load();
+  out->prefetch_covered = t.prefetch_covered.load();
   out->prefetch_late = t.prefetch_late.load(), out->prefetch_late_ns = t.prefetch_late_ns.load();
   out->prefetch_wasted = t.prefetch_wasted.load(), out->prefetch_uncovered = t.prefetch_uncovered.load();
   out->prefetch_would_issue = t.prefetch_would_issue.load(), out->prefetch_would_cover = t.prefetch_would_cover.load();
@@ -223,7 +228,15 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
     mt_io_stats_get(t.stream_io, &io);
     out->stream_engine_bytes = io.bytes_read;
   }
+  out->prefetch_queued = t.prefetch_queued.load(), out->prefetch_refused = t.prefetch_refused.load();
+  out->prefetch_issued = t.prefetch_issued.load(), out->prefetch_completed = t.prefetch_completed.load();
+  out->prefetch_failed = t.prefetch_failed.load(), out->prefetch_cancelled = t.prefetch_cancelled.load();
+  out->prefetch_dropped = t.prefetch_dropped.load();
   std::lock_guard<std::mutex> lock(t.mu);
+  // Under mu: the issued and settled tasks retire their bytes there, so the three agree.
+  out->prefetch_admitted_bytes = t.prefetch_admitted_bytes.load(), out->prefetch_retired_bytes = t.prefetch_retired_bytes.load();
+  out->prefetch_inflight_bytes = t.prefetch_inflight_bytes;
+  out->prefetch_queue_length = int32_t(t.prefetch_queue.size());
   for (int32_t l = 0; l < t.n_layer; l++) {
     int32_t n = 0;
     for (int32_t slot : t.layer_slots[size_t(l)]) {
@@ -241,8 +254,9 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
 void mt_tier_reset_stats(mt_tier* t) {
   t->hits = 0, t->misses = 0, t->lazy_misses = 0;
   t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0;  // like the hits: counted from the stats mark on
-  t->prefetch_issued = 0, t->prefetch_covered = 0, t->prefetch_late = 0, t->prefetch_late_ns = 0, t->prefetch_wasted = 0;
+  t->prefetch_covered = 0, t->prefetch_late = 0, t->prefetch_late_ns = 0, t->prefetch_wasted = 0;
   t->prefetch_uncovered = 0, t->prefetch_would_issue = 0, t->prefetch_would_cover = 0;
+  for (size_t i = 0; i < size_t(t->n_layer) * kPrefetchOutcomes; i++) t->prefetch_by_layer[i] = 0;
 }
 
 void mt_tier_set_layer_hook(mt_tier* t, mt_tier_layer_hook fn, void* user) { t->hook_fn = fn, t->hook_user = user; }

@@ -69,7 +69,15 @@ struct InFlight {
   bool settled = false;    // the event finished (done, or failed for good)
   bool ok = false;
   bool reported = false;   // a swap's outcome went out through poll
+  bool retired = false;    // a prefetch's bytes left the in-flight count (once: tier_prefetch_retire)
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;
+};
+
+// A predicted expert the window admitted, waiting for room under the in-flight cap
+// (tier_prefetch.cc): issued, cancelled (a newer eval, or its layer began) or dropped.
+struct PrefetchTask {
+  int32_t layer = 0, expert = 0;
+  uint64_t bytes = 0, generation = 0;
 };
 
 // A routed miss of the layer being computed whose weights are being read (tier_stream.cc; the
@@ -84,6 +92,8 @@ struct PendingRead {
   uint8_t* dst = nullptr;
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;  // streamed: the first read's start, the last one's end
   bool late = false;  // a prefetch's read still in flight at bind: its wait is counted
+  bool existing = false;  // it waits on an upload an earlier step issued (a swap, a prefetch): a
+                          // failure of that one is retried once as this call's own read
 };
 
 // The streamed misses' scratch: an anonymous mapping of `bytes` (tier_stream.cc).
@@ -146,6 +156,7 @@ struct mt_tier {
   size_t scratch_experts = 0;  // experts the scratch holds
   std::vector<mt::PendingRead> reading;  // eval thread: the layer call's reads (capacity nExpert)
   std::vector<uint8_t> routed_now;       // eval thread: [nExpert] 1 while bind runs for a routed expert
+  std::vector<uint8_t> no_victims;       // [nExpert] all 1: an admission that may only fill or wait
   std::vector<int32_t> miss_runs;        // eval thread: [nExpert] bind's misses to read
   std::atomic<uint64_t> streamed_reads{0}, streamed_bytes{0}, stream_failures{0};
   std::atomic<uint64_t> admitted_reads{0};  // misses read into a slot before they ran (uploads, counted there too)
@@ -153,8 +164,16 @@ struct mt_tier {
   // read it (or would have, observing) and no routing has used it since.
   std::atomic<int32_t> prefetch_mode{MT_TIER_PREFETCH_OFF};
   std::unique_ptr<std::atomic<uint8_t>[]> prefetched, observed;
-  std::atomic<uint64_t> prefetch_issued{0}, prefetch_covered{0}, prefetch_late{0}, prefetch_late_ns{0}, prefetch_wasted{0},
-      prefetch_uncovered{0}, prefetch_would_issue{0}, prefetch_would_cover{0};
+  // The routes' outcomes (reset at the stats mark), in all and by layer [nLayer * kPrefetchOutcomes].
+  std::atomic<uint64_t> prefetch_covered{0}, prefetch_late{0}, prefetch_late_ns{0}, prefetch_wasted{0}, prefetch_uncovered{0},
+      prefetch_would_issue{0}, prefetch_would_cover{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> prefetch_by_layer;
+  // The tasks' ledger (never reset): each queued task ends once, as issued (then completed or
+  // failed), cancelled or dropped; its bytes enter on queueing and retire at that end.
+  std::atomic<uint64_t> prefetch_queued{0}, prefetch_refused{0}, prefetch_dropped{0}, prefetch_cancelled{0}, prefetch_issued{0},
+      prefetch_completed{0}, prefetch_failed{0}, prefetch_admitted_bytes{0}, prefetch_retired_bytes{0};
+  std::atomic<uint64_t> prefetch_generation{0};  // evals begun with a prediction (eval thread writes)
+  std::atomic<int32_t> prefetch_queue_n{0};      // a hint of prefetch_queue.size(), read without mu
 
   std::unique_ptr<std::atomic<int32_t>[]> residency;  // [nLayer * nExpert]: slot, or -1
   std::atomic<uint64_t> hits{0}, misses{0}, lazy_misses{0};
@@ -183,6 +202,10 @@ struct mt_tier {
   std::vector<mt_tier_read> read_log;      // streamed reads landed, at most kReportsMax until polled
   std::vector<int32_t> victim_order;       // [nLayer * nExpert] or empty: the policy's eviction order (admit before run)
   std::vector<int32_t> prefetch_budget;    // [nLayer]: predicted experts a layer may start reading (tier_prefetch.cc)
+  std::vector<mt::PrefetchTask> prefetch_queue;  // FIFO, at most MT_TIER_PREFETCH_QUEUE_MAX (reserved)
+  uint64_t prefetch_inflight_bytes = 0;     // prefetches issued and not settled
+  uint64_t prefetch_inflight_max = 0;       // the cap on them (prefetch.inflightBytesMax)
+  size_t prefetch_queue_max = MT_TIER_PREFETCH_QUEUE_MAX;  // (prefetch.queueMax)
   uint64_t reports_dropped = 0;
 
   // Eval thread only: the leases of the layer being computed (capacity nExpert, no allocation).
@@ -218,7 +241,8 @@ void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert);
 // queued swap issued now (unless the victim is routed in this call: routed_now[victim]), else a
 // free slot of the layer filled with it, else the policy's coldest resident not routed now
 // evicted for it (victim_order). true: it lands in *slot with *event; false: none applies.
-bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event);
+// *existing: it is an upload an earlier step issued (the first rule), not one issued here.
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing = nullptr);
 
 // tier_issuer.cc: the boundary hand-off. start: false (err) when no thread could be made.
 bool issuer_start(mt_tier& t, char* err, size_t err_bytes);
@@ -243,11 +267,18 @@ void tier_stream_close(mt_tier& t);
 void tier_abandon_layer(mt_tier& t);
 
 // tier_prefetch.cc. predicted: the forward pass's guess for `layer` (eval thread, compute one layer
-// before). routed: a routed expert's prefetch outcome (read_in_flight: still being read at its
-// bind). evicted: an expert left its slot (under mu).
+// before). begin: a layer starts (eval thread; layer 0: a new generation cancels the last one's
+// queue; then the queue drains as the in-flight cap allows). routed: a routed expert's prefetch
+// outcome (read_in_flight: not landed at its bind; wait_ns: what the run waited for it).
+// evicted: an expert left its slot (under mu). retire: a prefetch's upload settled (under mu).
+enum PrefetchOutcome { kPrefetchCovered = 0, kPrefetchLate = 1, kPrefetchWasted = 2, kPrefetchUncovered = 3, kPrefetchOutcomes = 4 };
 void tier_prefetch_predicted(mt_tier& t, int32_t layer, const int32_t* ids, int32_t n);
+void tier_prefetch_begin(mt_tier& t, int32_t layer);
 void tier_prefetch_routed(mt_tier& t, size_t index, bool read_in_flight);
+void tier_prefetch_uncovered(mt_tier& t, int32_t layer);
+void tier_prefetch_late_wait(mt_tier& t, int32_t layer, uint64_t wait_ns);
 void tier_prefetch_evicted(mt_tier& t, size_t index);
+void tier_prefetch_retire(mt_tier& t, InFlight& f);
 
 // tier_source.cc: fills t.source.
 void tier_source_init(mt_tier& t);

@@ -46,9 +46,18 @@ void layer_begin(void* self, int32_t layer) {
   mt_tier& t = tier_of(self);
   MT_ASSERT(t.n_leases == 0, "no lease outlives its layer");
   t.computing.store(layer, std::memory_order_seq_cst);  // before any residency read of this layer
+  tier_prefetch_begin(t, layer);
   if (t.flight_n[layer].load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(t.mu, std::try_to_lock);
   if (lock.owns_lock()) tier_settle_layer(t, layer, false, true);
+}
+
+// A miss computed where it lies (a host copy, the container): a prefetch of it still uploading is
+// late (the run does not wait for it), and one with no prefetch is uncovered.
+void count_unread_miss(mt_tier& t, int32_t layer, size_t index) {
+  if (t.prefetch_mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
+  if (t.prefetched[index].load(std::memory_order_relaxed) == 0) tier_prefetch_uncovered(t, layer);
+  tier_prefetch_routed(t, index, true);
 }
 
 // The layer's routed rows per expert to the eval's hook (a non-blocking post); its cost is timed.
@@ -108,6 +117,7 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
       to_read[n_read++] = i;
       continue;
     }
+    count_unread_miss(t, layer, index);
     if (offset < 0) {
       lazy += run.rows;  // computed from the container as mapped
       continue;

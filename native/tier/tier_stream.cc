@@ -95,6 +95,18 @@ void drop_cached(const mt_tier& t, int32_t layer, int32_t expert) {
   }
 }
 
+// An upload an earlier step issued (a swap, a prefetch) failed while this call waited on it: that
+// failure was not this request's read. It settles (a failed in-place one is retried as
+// free-then-upload, as at a boundary), then the expert is admitted again as this call's own read
+// (the freed slot takes it; it never evicts: the call's routed marks are gone, and its residents
+// hold leases); that one's failure fails the call. false: nothing could be issued.
+bool retry_own(mt_tier& t, int32_t layer, PendingRead& r) {
+  std::lock_guard<std::mutex> lock(t.mu);
+  tier_settle_layer(t, layer, true, false);
+  r.existing = false;
+  return tier_admit_now(t, layer, r.expert, t.no_victims.data(), &r.slot, &r.event);
+}
+
 // The pending read's state now (wait: block until it ends). 1 landed, 0 pending, -1 failed (err).
 int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_t err_bytes) {
   if (r.admitted) {
@@ -102,6 +114,7 @@ int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_
     const int rc = wait ? mt_backend_event_wait(t.backend, r.event, &info, nullptr, 0) : mt_backend_event_query(t.backend, r.event, &info, nullptr, 0);
     if (rc == MT_BACKEND_OK && info.state == MT_EVENT_PENDING) return 0;
     if (rc == MT_BACKEND_OK && info.state == MT_EVENT_DONE) return 1;
+    if (r.existing && retry_own(t, layer, r)) return 0;
     mt_upload_piece pieces[3];
     tier_pieces(t, layer, r.expert, pieces);
     read_failed(t, layer, r.expert, file_offset(t, pieces[0]), expert_bytes(t, layer), "the read into its slot failed", err, err_bytes);
@@ -133,7 +146,7 @@ bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& r
   if (r.admitted) {
     mt_lease_id lease = 0;
     if (mt_backend_lease(t.backend, r.slot, &lease, err, err_bytes) != MT_BACKEND_OK) return false;
-    if (r.late) t.prefetch_late_ns.fetch_add(uint64_t(mt_monotonic_ns() - r.issued_ns), std::memory_order_relaxed);
+    if (r.late) tier_prefetch_late_wait(t, layer, uint64_t(mt_monotonic_ns() - r.issued_ns));
     t.leases[size_t(t.n_leases++)] = lease;
     data = t.slot_data[size_t(r.slot)];
   } else {
@@ -189,12 +202,12 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
       r.run = misses[i], r.expert = runs[misses[i]].expert, r.issued_ns = mt_monotonic_ns();
       const size_t index = index_of(t, layer, r.expert);
       const bool prefetched = t.prefetched[index].load(std::memory_order_relaxed) != 0;
-      r.admitted = tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event);
+      r.admitted = tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event, &r.existing);
       if (prefetched) {  // its read started a layer ahead: landed by now, or waited for (late)
         mt_event_info info{};
         r.late = r.admitted && mt_backend_event_query(t.backend, r.event, &info, nullptr, 0) == MT_BACKEND_OK && info.state == MT_EVENT_PENDING;
-      } else if (t.prefetch_mode.load(std::memory_order_relaxed) != MT_TIER_PREFETCH_OFF) {
-        t.prefetch_uncovered.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        tier_prefetch_uncovered(t, layer);
       }
       tier_prefetch_routed(t, index, r.late);
       streamed += !r.admitted;
@@ -266,7 +279,6 @@ bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_aft
   }
   t.stream_base = base;
   t.reading.reserve(size_t(t.n_expert));
-  t.routed_now.assign(size_t(t.n_expert), 0);
   t.miss_runs.assign(size_t(t.n_expert), 0);
   return grow(t, size_t(mt_model_hparams(t.model)->n_expert_used), err, err_bytes);
 }

@@ -157,11 +157,15 @@ bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_
 
 }  // namespace
 
-bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event) {
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing) {
   const size_t in = index_of(t, layer, expert);
+  if (existing != nullptr) *existing = false;
   if (t.expert_state[in] == kExpertIncoming) {
     for (const InFlight& f : t.flights)  // issued at an earlier boundary, not promoted yet: wait for it
-      if (f.layer == layer && f.expert == expert && (!f.settled || f.ok)) return *slot = f.slot, *event = f.event, true;
+      if (f.layer == layer && f.expert == expert && (!f.settled || f.ok)) {
+        if (existing != nullptr) *existing = true;
+        return *slot = f.slot, *event = f.event, true;
+      }
     std::vector<Swap>& queue = t.pending[size_t(layer)];
     for (size_t i = 0; i < queue.size(); i++) {
       if (queue[i].newcomer != expert) continue;
@@ -233,6 +237,7 @@ void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote
       continue;
     }
     if (!f.reported) push_report(t, f), f.reported = true;
+    tier_prefetch_retire(t, f);
     const size_t in = index_of(t, f.layer, f.expert);
     if (f.ok && !promote) {
       i++;

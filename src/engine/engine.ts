@@ -30,6 +30,8 @@ import type { TierStats } from './tier/port.js';
 import type { TierRequest } from './tier/request.js';
 import { EngineTier } from './tier/tier.js';
 import { validateTune, type TuneOptions } from './tier/tune.js';
+import { resolvePrefetch } from './prefetch-options.js';
+import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
 import { createSampler, validateSampling, type SamplingOptions } from './sampler.js';
 import { rate, type GenerationStats } from './stats.js';
@@ -101,6 +103,8 @@ export interface Engine {
    * admitted into slots) and the tier's streamed misses, each from its read engine's own count.
    */
   fileReads(): { denseBytes: number; uploadBytes: number; streamedBytes: number; totalBytes: number } | undefined;
+  /** The prefetch's counters with their bytes, coverage, precision and lateMs (src/engine/tier/prefetch-report.ts); undefined without a tier. */
+  prefetchReport(): PrefetchReport | undefined;
   /** The host int8 copies (native tier over a Q4_0 container): built, freed, failed, and published now; undefined without. */
   hostCopies(): { built: number; freed: number; failed: number; dropped: number; published: number } | undefined;
   /**
@@ -146,6 +150,10 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     const plan = budget !== undefined ? memoryPlanOf(native, model, budget, contextTokens, threads) : undefined;
     const tierOptions: TierOptions = plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer } : options;
     const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
+    // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
+    if (!tierConfig && budget === undefined && options.prefetch !== undefined && resolvePrefetch(options.prefetch).mode !== 'off') {
+      throw new InvalidOptionError('prefetch.mode', '"off" without an expert tier (resident, slotsPerLayer or memoryBudgetBytes)', options.prefetch.mode);
+    }
     context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
     const tier = tierConfig ? await EngineTier.create(native, model, context, tierConfig) : undefined;
     const engine = new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier);
@@ -390,6 +398,12 @@ class NativeEngine implements Engine {
     return this.tier?.port.stats();
   }
 
+  prefetchReport(): PrefetchReport | undefined {
+    this.checkOpen();
+    const p = this.tier?.port.stats().prefetch;
+    return this.tier && p ? prefetchReport(p, this.tier.port.expertBytes.container) : undefined;
+  }
+
   fileReads(): { denseBytes: number; uploadBytes: number; streamedBytes: number; totalBytes: number } | undefined {
     this.checkOpen();
     const disk = this.tier?.backend.stats().disk;
@@ -407,8 +421,10 @@ class NativeEngine implements Engine {
   tune(options: TuneOptions): void {
     this.checkOpen();
     if (!this.tier) throw new InvalidOptionError('tune', 'an engine opened with an expert tier (resident or slotsPerLayer)', options);
-    const { lfru, upload, prefillReplan, residentSlotsPerLayer } = validateTune(options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.replan, this.hparams.nExpert);
-    this.tier.tune(lfru, upload, prefillReplan);
+    const { lfru, upload, prefillReplan, residentSlotsPerLayer, prefetch } = validateTune(
+      options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.replan, this.hparams.nExpert, this.tier.config.prefetch,
+    );
+    this.tier.tune(lfru, upload, prefillReplan, prefetch);
     if (residentSlotsPerLayer !== undefined) this.tier.resizeSlots(residentSlotsPerLayer);
   }
 

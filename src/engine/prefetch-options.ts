@@ -7,9 +7,12 @@
  *   safety           the share of a layer's measured compute time trusted as the window (0.8)
  *   windowBytesMax   bytes one window admits at most (256 MiB)
  *   inflightBytesMax speculative bytes in flight at once at most (512 MiB, at least one window)
+ *   queueMax         admitted experts waiting for room under that cap at once (the native tier's
+ *                    queue; 64, its ceiling); more are refused and counted
  */
 import { InvalidOptionError } from '../core/errors.js';
 import { TRANSFER_WINDOW_DEFAULTS } from '../actors/calibration/logic.js';
+import { TIER_PREFETCH_QUEUE_MAX } from '../native/constants.js';
 
 export type PrefetchMode = 'off' | 'observe' | 'enforce';
 
@@ -18,22 +21,27 @@ export interface PrefetchOptions {
   safety?: number;
   windowBytesMax?: number;
   inflightBytesMax?: number;
+  queueMax?: number;
 }
 
 export type PrefetchConfig = Required<PrefetchOptions>;
 
-export const prefetchDefaults: PrefetchConfig = { mode: 'off', ...TRANSFER_WINDOW_DEFAULTS };
+export const prefetchDefaults: PrefetchConfig = { mode: 'off', ...TRANSFER_WINDOW_DEFAULTS, queueMax: TIER_PREFETCH_QUEUE_MAX };
 
 /** The options over `base` (the defaults, or the config a tune changes), checked as a whole. */
-export function resolvePrefetch(o: PrefetchOptions | undefined, base: PrefetchConfig = prefetchDefaults): PrefetchConfig {
+export function resolvePrefetch(o: PrefetchOptions | undefined, base: PrefetchConfig = prefetchDefaults, name = 'prefetch'): PrefetchConfig {
   if (o === undefined) return base;
-  if (o === null || typeof o !== 'object') throw new InvalidOptionError('prefetch', 'an object', o);
+  if (o === null || typeof o !== 'object') throw new InvalidOptionError(name, 'an object', o);
+  for (const key of Object.keys(o)) if (!(key in prefetchDefaults)) throw new InvalidOptionError(`${name}.${key}`, `one of ${Object.keys(prefetchDefaults).join(', ')}`, key);
   const next: PrefetchConfig = { ...base, ...o };
-  if (next.mode !== 'off' && next.mode !== 'observe' && next.mode !== 'enforce') throw new InvalidOptionError('prefetch.mode', '"off", "observe" or "enforce"', next.mode);
-  if (typeof next.safety !== 'number' || !(next.safety > 0 && next.safety <= 1)) throw new InvalidOptionError('prefetch.safety', 'a number in (0, 1]', next.safety);
-  if (!Number.isSafeInteger(next.windowBytesMax) || next.windowBytesMax < 1) throw new InvalidOptionError('prefetch.windowBytesMax', 'an integer number of bytes >= 1', next.windowBytesMax);
+  if (next.mode !== 'off' && next.mode !== 'observe' && next.mode !== 'enforce') throw new InvalidOptionError(`${name}.mode`, '"off", "observe" or "enforce"', next.mode);
+  if (typeof next.safety !== 'number' || !(next.safety > 0 && next.safety <= 1)) throw new InvalidOptionError(`${name}.safety`, 'a number in (0, 1]', next.safety);
+  if (!Number.isSafeInteger(next.windowBytesMax) || next.windowBytesMax < 1) throw new InvalidOptionError(`${name}.windowBytesMax`, 'an integer number of bytes >= 1', next.windowBytesMax);
   if (!Number.isSafeInteger(next.inflightBytesMax) || next.inflightBytesMax < next.windowBytesMax) {
-    throw new InvalidOptionError('prefetch.inflightBytesMax', `an integer number of bytes >= prefetch.windowBytesMax (${next.windowBytesMax})`, next.inflightBytesMax);
+    throw new InvalidOptionError(`${name}.inflightBytesMax`, `an integer number of bytes >= ${name}.windowBytesMax (${next.windowBytesMax})`, next.inflightBytesMax);
+  }
+  if (!Number.isInteger(next.queueMax) || next.queueMax < 1 || next.queueMax > TIER_PREFETCH_QUEUE_MAX) {
+    throw new InvalidOptionError(`${name}.queueMax`, `an integer in [1, ${TIER_PREFETCH_QUEUE_MAX}]`, next.queueMax);
   }
   return Object.freeze(next);
 }

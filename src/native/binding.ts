@@ -267,8 +267,39 @@ export interface NativeTierStats {
   admittedReads?: number;
   /** Bytes the tier's own read engine (streamed misses) read since the tier was made: never reset. */
   streamEngineBytes?: number;
-  /** Prefetch by expert, from the stats mark (mt_tier.h): reads started by a prediction; of the routed, covered and late (lateNs waited); wasted; uncovered routed misses; observe's wouldIssue / wouldCover. */
-  prefetch?: { issued: number; covered: number; late: number; lateNs: number; wasted: number; uncovered: number; wouldIssue: number; wouldCover: number };
+  /** Prefetch (mt_tier.h): the routes' outcomes by expert from the stats mark, in all and by layer, and the queue's ledger since the tier was made. */
+  prefetch?: NativePrefetchStats;
+}
+
+/**
+ * Prefetch counters (include/mt_tier.h, mt_tier_stats). From the stats mark, by expert: of the routed
+ * experts a prediction read, covered (landed by their bind) and late (not landed: lateNs waited, on
+ * the disk tier); wasted (read, evicted before any routing); uncovered (routed, needed bytes moved, no
+ * prefetch of it); observe's wouldIssue / wouldCover; byLayer the first four per layer. Since the tier
+ * was made (never reset), the queue's ledger: queued (bytes admitted), refused (queue full), and each
+ * queued task's one end: issued (then completed or failed), cancelled (a newer eval or its layer began
+ * first), dropped (no slot, or the backend refused); retiredBytes at those ends; inflightBytes now.
+ */
+export interface NativePrefetchStats {
+  covered: number;
+  late: number;
+  lateNs: number;
+  wasted: number;
+  uncovered: number;
+  wouldIssue: number;
+  wouldCover: number;
+  queued: number;
+  refused: number;
+  issued: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  dropped: number;
+  admittedBytes: number;
+  retiredBytes: number;
+  inflightBytes: number;
+  queueLength: number;
+  byLayer: { covered: number[]; late: number[]; wasted: number[]; uncovered: number[] };
 }
 
 /** An expert's state in the tier (include/mt_tier.h, enum mt_expert_state). */
@@ -306,8 +337,12 @@ export interface NativeTierVerbs {
   tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }>; reads: NativeTierRead[] };
   /** Between evals, a tier with streamFile: per layer, expert ids coldest first, -1 ended ([nLayer * nExpert]; empty: none): the residents a routed miss may evict to be read into its slot. */
   tierSetVictimOrder(tier: NativeTierHandle, order: Int32Array): void;
-  /** Between evals, a tier with streamFile: the prefetch mode, predicted experts handed over per layer, and how many each layer's prediction may start reading ([nLayer]; not needed for off). */
-  tierSetPrefetch(tier: NativeTierHandle, mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array): void;
+  /**
+   * Between evals: the prefetch mode, predicted experts handed over per layer, how many each layer's
+   * prediction may start reading ([nLayer]), and the cap on prefetch bytes in flight (the rest wait in
+   * the tier's queue); budget and cap are not needed for off.
+   */
+  tierSetPrefetch(tier: NativeTierHandle, mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void;
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
   /** Every expert's state and slot, one consistent snapshot (the tier alone owns them); `into`: filled in place and returned. */

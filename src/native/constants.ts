@@ -12,6 +12,9 @@ export const SLOT_ALIGN_BYTES = 64;
 /** Upload reports and evictions a tier keeps until polled (mt_tier.h MT_TIER_REPORTS_MAX). */
 export const TIER_REPORTS_MAX = 4096;
 
+/** Prefetch tasks a tier queues at once at most (mt_tier.h MT_TIER_PREFETCH_QUEUE_MAX): prefetch.queueMax's ceiling. */
+export const TIER_PREFETCH_QUEUE_MAX = 64;
+
 /** Reads a read engine keeps in flight by default (mt_io.h MT_IO_QUEUE_DEPTH_DEFAULT): each holds one bounce buffer. */
 export const IO_QUEUE_DEPTH_DEFAULT = 8;
 
@@ -24,9 +27,13 @@ export interface NativeConstants {
   tierReportsMax: number;
   evalChunkRows: number;
   ioQueueDepthDefault: number;
+  tierPrefetchQueueMax: number;
 }
 
-export const expectedNativeConstants: NativeConstants = { layerStatsFields: LAYER_STAT_FIELDS, slotAlignBytes: SLOT_ALIGN_BYTES, tierReportsMax: TIER_REPORTS_MAX, evalChunkRows: EVAL_CHUNK_ROWS, ioQueueDepthDefault: IO_QUEUE_DEPTH_DEFAULT };
+export const expectedNativeConstants: NativeConstants = {
+  layerStatsFields: LAYER_STAT_FIELDS, slotAlignBytes: SLOT_ALIGN_BYTES, tierReportsMax: TIER_REPORTS_MAX, evalChunkRows: EVAL_CHUNK_ROWS, ioQueueDepthDefault: IO_QUEUE_DEPTH_DEFAULT,
+  tierPrefetchQueueMax: TIER_PREFETCH_QUEUE_MAX,
+};
 
 /** The names whose values differ between the addon and this build of TypeScript (empty: they agree). */
 export function constantMismatches(native: Partial<NativeConstants> | undefined): string[] {

@@ -31,10 +31,11 @@ memory (a model bigger than the RAM it may use):
                           dense weights, KV cache, scratch and the expert slots that fit; the other experts
                           are read from the model file when routed (the disk tier); --json adds memoryPlan,
                           --verbose prints it
-  --prefetch off|observe|enforce  on the disk tier: predict the next layer's experts (its router on the
-                          current stream) and read them ahead within the measured transfer window
-                          (enforce), or only count what that would read and cover (observe); default off;
-                          --json adds prefetch (issued, covered, late, lateNs, wasted, uncovered, ...)
+  --prefetch off|observe|enforce  with a tier (this one, or --resident/--slots-per-layer): predict the next
+                          layer's experts (its router on the current stream) and read them ahead within
+                          the measured transfer window (enforce), or only count what that would read and
+                          cover (observe); default off; --json adds prefetch (coverage, lateMs,
+                          wastedBytes, covered, late, uncovered, issued, cancelled, byLayer, ...)
 
 expert tier (attached with --resident or --slots-per-layer):
   --backend cpu|fake|disk the device that holds resident experts (default cpu; fake: a simulated 8 GB card;
@@ -190,7 +191,7 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   if (prefetch !== undefined) {
     if (prefetch !== 'off' && prefetch !== 'observe' && prefetch !== 'enforce') throw new InvalidOptionError(a.flag('prefetch'), '"off", "observe" or "enforce"', prefetch);
     if (!a.has('memory-budget') && !a.has('resident') && !a.has('slots-per-layer')) {
-      throw new InvalidOptionError(a.flag('prefetch'), `${a.flag('memory-budget')} (the disk tier) beside it`, prefetch);
+      throw new InvalidOptionError(a.flag('prefetch'), `${a.flag('memory-budget')}, ${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (an expert tier)`, prefetch);
     }
     o.prefetch = { mode: prefetch };
   }
@@ -217,8 +218,8 @@ interface TierReport {
   /** The disk tier: every byte the engine read from the model file since it opened (its read engines' counts), and the process's own storage reads (/proc/self/io read_bytes) to check it by. */
   fileReadBytes?: number;
   processReadBytes?: number | null;
-  /** With --prefetch observe|enforce: the decode's prefetch accounting (the tier's counters, by expert). */
-  prefetch?: NonNullable<ReturnType<Engine['tierStats']>>['prefetch'];
+  /** With --prefetch observe|enforce: the decode's prefetch accounting (src/engine/tier/prefetch-report.ts). */
+  prefetch?: ReturnType<Engine['prefetchReport']>;
 }
 
 /** The tier's figures of the last request; a figure that does not exist (no decode step, no native timing) is null. */
@@ -237,7 +238,7 @@ function tierReport(engine: Engine): TierReport {
     // The disk tier's misses read from the file for their call (0 on the other backends).
     streamedBytes: engine.tierStats()?.streamedBytes ?? 0,
     ...fileReadReport(engine),
-    ...(engine.prefetchMode !== 'off' ? { prefetch: engine.tierStats()?.prefetch } : {}),
+    ...(engine.prefetchMode !== 'off' ? { prefetch: engine.prefetchReport() } : {}),
   };
 }
 

@@ -49,8 +49,8 @@ export class NativeTierPort implements TierPort {
   poll(): TierPoll {
     return this.native.tierPoll(this.h);
   }
-  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array): void {
-    this.native.tierSetPrefetch(this.h, mode, predictK, budget);
+  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void {
+    this.native.tierSetPrefetch(this.h, mode, predictK, budget, inflightBytesMax, queueMax);
   }
   setVictimOrder(order: Int32Array): void {
     this.native.tierSetVictimOrder(this.h, order);

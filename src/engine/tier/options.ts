@@ -31,6 +31,8 @@ export interface DiskTierOptions {
   admitMisses?: boolean;
   /** The streamed read (a miss read into scratch for its call) that takes the bytes read past this fails, once (EIO). */
   failStreamedReadAfterBytes?: number;
+  /** The disk backend's read into a slot (a warmstart, swap, admitted miss or prefetch) that takes its bytes read past this fails, once (EIO). */
+  failTransferAfterBytes?: number;
 }
 
 export interface TierOptions {
@@ -103,6 +105,8 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
 function validateDisk(d: DiskTierOptions): DiskTierOptions {
   const n = d.failStreamedReadAfterBytes;
   if (n !== undefined && !(Number.isSafeInteger(n) && n >= 1)) throw new InvalidOptionError('disk.failStreamedReadAfterBytes', 'an integer >= 1', n);
+  const m = d.failTransferAfterBytes;
+  if (m !== undefined && !(Number.isSafeInteger(m) && m >= 1)) throw new InvalidOptionError('disk.failTransferAfterBytes', 'an integer >= 1', m);
   if (d.admitMisses !== undefined && typeof d.admitMisses !== 'boolean') throw new InvalidOptionError('disk.admitMisses', 'true or false', d.admitMisses);
   return d;
 }

@@ -62,6 +62,8 @@ export class TierPlacement {
   readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
   private victimOrder: Int32Array | undefined;
   private prefetchBudget: Int32Array | undefined;
+  /** The mode last sent to the tier (it starts off). */
+  private prefetchSent: PrefetchConfig['mode'] = 'off';
   /**
    * Every layer holds all its experts (budgets are per layer; recomputed when a tune resizes
    * them): no swap or fill can ever be decided, so the decode tick is skipped.
@@ -76,7 +78,7 @@ export class TierPlacement {
     private replan: PrefillReplanConfig = { enabled: false, maxSwapsPerLayer: 24 },
     /** Misses read from the file may evict the policy's coldest resident (publishVictimOrder). */
     private readonly admitMisses = true,
-    private readonly prefetch: PrefetchConfig = prefetchDefaults,
+    private prefetch: PrefetchConfig = prefetchDefaults,
     /** Predicted experts the forward pass hands over per layer (prefetch on). */
     private readonly predictK = 0,
   ) {
@@ -182,21 +184,39 @@ export class TierPlacement {
   }
 
   /**
-   * Prefetch (observe / enforce, the disk tier): each layer's budget of reads a prediction may
-   * start, from the transfer window of the layer it starts beside (layer l's prediction is made at
-   * layer l - 1's start, so l - 1's measured compute is its window; SPEC.md section 4), less the
-   * bytes the upload queue has in flight; one expert until both a compute and a transfer sample
-   * exist. Sent to the tier before every eval.
+   * Prefetch (observe / enforce, any tier): each layer's budget of reads a prediction may start,
+   * from the transfer window of the layer it starts beside (layer l's prediction is made at layer
+   * l - 1's start, so l - 1's measured compute is its window; SPEC.md section 4), less the bytes the
+   * upload queue has in flight; one expert until both a compute and a transfer sample exist. Sent to
+   * the tier before every eval (a tuned mode applies there: the next step's first layer boundary);
+   * off is sent once, when a tune turns it off.
    */
   publishPrefetch(calibration: CalibrationSnapshot | undefined): void {
-    if (this.prefetch.mode === 'off' || !this.port.readsMisses) return;
+    const mode = this.prefetch.mode;
+    if (mode === 'off') {
+      if (this.prefetchSent !== 'off') this.port.setPrefetch('off', 0);
+      this.prefetchSent = 'off';
+      return;
+    }
     const { nLayer, nExpert } = this.port;
     const budget = (this.prefetchBudget ??= new Int32Array(nLayer));
     for (let l = 0; l < nLayer; l++) {
       const window = l === 0 || calibration === undefined ? undefined : transferWindowBytes(calibration, l - 1, this.queue.inflightBytes, 0, this.prefetch);
       budget[l] = Math.min(nExpert, prefetchCount(window, this.port.expertBytes.container));
     }
-    this.port.setPrefetch(this.prefetch.mode, this.predictK, budget);
+    this.port.setPrefetch(mode, this.predictK, budget, this.prefetch.inflightBytesMax, this.prefetch.queueMax);
+    this.prefetchSent = mode;
+  }
+
+  /** The prefetch's settings now (a tune changes them from the next step on). */
+  get prefetchConfig(): PrefetchConfig {
+    return this.prefetch;
+  }
+
+  /** A tuned prefetch (validated by the caller): sent before the next eval. Enforce needs the policy's eviction order. */
+  tunePrefetch(next: PrefetchConfig): void {
+    this.prefetch = next;
+    if (next.mode === 'enforce' && this.victimOrder === undefined) this.publishVictimOrder();
   }
 
   /**
@@ -207,7 +227,8 @@ export class TierPlacement {
    * queued swaps only, the rest are streamed.
    */
   publishVictimOrder(): void {
-    if (!this.port.readsMisses || !this.admitMisses || this.full) return;
+    // Enforce's prefetches evict by it on any tier (the disk tier's misses too, unless admitMisses is off: then enforce is refused).
+    if (!((this.port.readsMisses && this.admitMisses) || this.prefetch.mode === 'enforce') || this.full) return;
     const { nLayer, nExpert } = this.port;
     const order = (this.victimOrder ??= new Int32Array(nLayer * nExpert));
     this.look();

@@ -42,8 +42,8 @@ export interface TierPort {
   poll(): TierPoll;
   /** Between evals (a tier that reads its misses): the policy's eviction order, per layer coldest first, -1 ended ([nLayer * nExpert]). */
   setVictimOrder(order: Int32Array): void;
-  /** Between evals (a tier that reads its misses): the prefetch mode, predicted experts per layer, and each layer's budget of reads ([nLayer]). */
-  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array): void;
+  /** Between evals: the prefetch mode, predicted experts per layer, each layer's budget of reads ([nLayer]), and the cap on prefetch bytes in flight. */
+  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void;
   /** Between evals and warmstarts; throws with nothing changed (e.g. every candidate victim has a swap pending). */
   resize(layer: number, slots: number, victims: Int32Array): void;
   /** [nLayer * nExpert]: slot id or -1. */

@@ -29,6 +29,7 @@ import { hasNativeTier, NativeTierPort } from './native-port.js';
 import type { TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
 import type { PrefillReplanConfig } from './replan-options.js';
+import type { PrefetchConfig } from '../prefetch-options.js';
 import { residentSets, type TierPort } from './port.js';
 import { TierRequest } from './request.js';
 import type { RouteLog } from './route-log.js';
@@ -65,7 +66,8 @@ export class EngineTier {
     const backend = Backend.create(
       config.backend,
       config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes }
-        : config.backend === 'disk' ? { budgetBytes, file: model.mapping } : { budgetBytes },
+        : config.backend === 'disk' ? { budgetBytes, file: model.mapping, ...(config.disk.failTransferAfterBytes !== undefined ? { failTransferAfterBytes: config.disk.failTransferAfterBytes } : {}) }
+        : { budgetBytes },
     );
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;
@@ -88,9 +90,7 @@ export class EngineTier {
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
-      if (config.prefetch.mode !== 'off' && config.backend !== 'disk') {
-        throw new InvalidOptionError('prefetch.mode', '"off" without the disk tier (memoryBudgetBytes, or backend "disk")', config.prefetch.mode);
-      }
+      checkPrefetchFits(config.prefetch, config);
       const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true, config.prefetch, Math.min(hp.nExpert, 2 * hp.nExpertUsed));
       placement.publishVictimOrder();
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
@@ -182,10 +182,12 @@ export class EngineTier {
     }
   }
 
-  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig): void {
+  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig, prefetch?: PrefetchConfig): void {
+    if (prefetch) checkPrefetchFits(prefetch, this.config, 'tune.prefetch.mode');
     this.placement.tune(params, limits, replan);
     if (replan) this.config.replan = replan;
     if (params) this.config.lfru = params;
+    if (prefetch) this.placement.tunePrefetch(prefetch), (this.config.prefetch = prefetch);
   }
 
   async close(): Promise<void> {
@@ -194,6 +196,16 @@ export class EngineTier {
     await this.rebuild?.close();
     this.port.free();
     this.backend.destroy();
+  }
+}
+
+/**
+ * Enforce's prefetches evict by the policy's order; on the disk tier that order also lets every
+ * routed miss evict, which disk.admitMisses false turns off: the two cannot both hold.
+ */
+function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, name = 'prefetch.mode'): void {
+  if (prefetch.mode === 'enforce' && config.backend === 'disk' && config.disk.admitMisses === false) {
+    throw new InvalidOptionError(name, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
   }
 }
 

@@ -9,6 +9,7 @@ import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import type { LfruParams } from '../../tiers/policies/lfru.js';
 import { validateLfru } from './options.js';
 import { validatePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
+import { resolvePrefetch, type PrefetchConfig, type PrefetchOptions } from '../prefetch-options.js';
 
 export interface TuneOptions {
   /**
@@ -21,9 +22,11 @@ export interface TuneOptions {
   lfru?: Partial<LfruParams>;
   /** Prefill replan on / off and its cap per layer, from the next request's prefill. */
   prefillReplan?: PrefillReplanOptions;
+  /** Prefetch mode and window limits over the current ones (src/engine/prefetch-options.ts), from the next step's first layer on. */
+  prefetch?: PrefetchOptions;
 }
 
-const known = new Set(['residentSlotsPerLayer', 'uploadInflightBytesMax', 'uploadInflightTransfersMax', 'lfru', 'prefillReplan']);
+const known = new Set(['residentSlotsPerLayer', 'uploadInflightBytesMax', 'uploadInflightTransfersMax', 'lfru', 'prefillReplan', 'prefetch']);
 
 export function validateTune(
   o: TuneOptions,
@@ -31,7 +34,14 @@ export function validateTune(
   upload: UploadQueueLimits,
   replan: PrefillReplanConfig | undefined,
   nExpert: number,
-): { lfru: LfruParams | undefined; upload: Partial<UploadQueueLimits> | undefined; prefillReplan: PrefillReplanConfig | undefined; residentSlotsPerLayer: number | undefined } {
+  prefetch?: PrefetchConfig,
+): {
+  lfru: LfruParams | undefined;
+  upload: Partial<UploadQueueLimits> | undefined;
+  prefillReplan: PrefillReplanConfig | undefined;
+  residentSlotsPerLayer: number | undefined;
+  prefetch: PrefetchConfig | undefined;
+} {
   if (typeof o !== 'object' || o === null) throw new InvalidOptionError('tune', 'an object of settings', o);
   for (const key of Object.keys(o)) if (!known.has(key)) throw new InvalidOptionError(`tune.${key}`, `one of ${[...known].join(', ')}`, key);
   const slots = o.residentSlotsPerLayer;
@@ -51,5 +61,6 @@ export function validateTune(
     }
     prefillReplan = validatePrefillReplan({ ...(replan ?? { enabled: false, maxSwapsPerLayer: 24 }), ...o.prefillReplan }, nExpert, 'tune.prefillReplan');
   }
-  return { lfru: nextLfru, upload: hasLimits ? limits : undefined, prefillReplan, residentSlotsPerLayer: slots };
+  const nextPrefetch = o.prefetch === undefined ? undefined : resolvePrefetch(o.prefetch, prefetch, 'tune.prefetch');
+  return { lfru: nextLfru, upload: hasLimits ? limits : undefined, prefillReplan, residentSlotsPerLayer: slots, prefetch: nextPrefetch };
 }

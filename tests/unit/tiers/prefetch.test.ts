@@ -72,7 +72,7 @@ describe('the transfer window', () => {
 
 describe('prefetch options', () => {
   it('default to off with the public limits, and merge a change over a base', () => {
-    expect(resolvePrefetch(undefined)).toEqual({ mode: 'off', safety: 0.8, windowBytesMax: 256 * 2 ** 20, inflightBytesMax: 512 * 2 ** 20 });
+    expect(resolvePrefetch(undefined)).toEqual({ mode: 'off', safety: 0.8, windowBytesMax: 256 * 2 ** 20, inflightBytesMax: 512 * 2 ** 20, queueMax: 64 });
     const enforce = resolvePrefetch({ mode: 'enforce' });
     expect(resolvePrefetch({ safety: 0.5 }, enforce)).toMatchObject({ mode: 'enforce', safety: 0.5 });
   });
@@ -86,6 +86,10 @@ describe('prefetch options', () => {
       [{ windowBytesMax: 0 }, 'prefetch.windowBytesMax'],
       [{ windowBytesMax: 1.5 }, 'prefetch.windowBytesMax'],
       [{ inflightBytesMax: 1 }, 'prefetch.inflightBytesMax'],
+      [{ queueMax: 0 }, 'prefetch.queueMax'],
+      [{ queueMax: 65 }, 'prefetch.queueMax'],
+      [{ queueMax: 2.5 }, 'prefetch.queueMax'],
+      [{ lookahead: 2 }, 'prefetch.lookahead'],
     ] as const) {
       expect(() => resolvePrefetch(o as never, base)).toThrow(InvalidOptionError);
       expect(() => resolvePrefetch(o as never, base)).toThrow(new RegExp(`option ${name.replace('.', '\\.')}`));
