@@ -65,6 +65,8 @@ export const AttrNames = {
   readSize: 'moetier.read.size',
   /** string: 'admitted' (into a slot, kept) | 'streamed' (into scratch, for its call only) | 'prefetch' (into a slot, a layer ahead, by a prediction). */
   readMode: 'moetier.read.mode',
+  /** string (metric attribute): 'covered' | 'late' | 'uncovered' | 'wasted' (moetier.prefetch.io). */
+  prefetchOutcome: 'moetier.prefetch.outcome',
   /** double: microseconds from the read's issue (at bind) to its first byte range reaching the disk. */
   readQueueWait: 'moetier.read.queue_wait_us',
   /** int: bytes of the host copy one rebuild wrote. */
@@ -243,5 +245,24 @@ export const MetricSpecs = {
     name: 'moetier.expert.upload.io',
     unit: 'By',
     description: 'Bytes uploaded into device slots',
+  },
+  /** [prefetch.coveredBytes, lateBytes, uncoveredBytes, wastedBytes], told apart by moetier.prefetch.outcome */
+  prefetchIo: {
+    name: 'moetier.prefetch.io',
+    unit: 'By',
+    description: 'Expert bytes by prefetch outcome: covered (landed in time), late, uncovered (routed, never prefetched), wasted (prefetched, never routed)',
+  },
+  /** [prefetch.lateMs] */
+  prefetchLateTime: {
+    name: 'moetier.prefetch.late.time',
+    unit: 's',
+    description: 'Time runs waited for prefetches that had not landed',
+  },
+  /** [prefetch.coverage] */
+  prefetchCoverage: {
+    name: 'moetier.request.prefetch.coverage',
+    unit: '1',
+    description: 'Routed experts that needed bytes moved whose prefetch landed in time, over all of them, per request',
+    buckets: ratioBuckets,
   },
 } as const satisfies Record<string, MetricSpec>;

@@ -9,7 +9,7 @@
  * (an app may start its SDK after opening the engine).
  */
 import { metrics, type Attributes, type Counter, type Histogram, type Meter, type MeterProvider } from '@opentelemetry/api';
-import { GenAiNames, instrumentationScope, MetricSpecs, type MetricSpec } from '../../otel/semconv.js';
+import { AttrNames, GenAiNames, instrumentationScope, MetricSpecs, type MetricSpec } from '../../otel/semconv.js';
 
 /** The tier's figures for one finished request. */
 export interface RequestTierStats {
@@ -19,6 +19,8 @@ export interface RequestTierStats {
   moeMsPerToken: number;
   uploads: number;
   uploadBytes: number;
+  /** With prefetch observe / enforce: the request's route outcomes by bytes, and the waits of late prefetches. */
+  prefetch?: { coveredBytes: number; lateBytes: number; uncoveredBytes: number; wastedBytes: number; lateMs: number; coverage: number | null };
 }
 
 /** Every request's figures (with or without a tier). */
@@ -57,6 +59,9 @@ interface TierInstruments {
   moeTimePerToken: Histogram;
   uploads: Counter;
   uploadIo: Counter;
+  prefetchIo: Counter;
+  prefetchLateTime: Counter;
+  prefetchCoverage: Histogram;
 }
 
 /** The tier's metrics (moetier.*). */
@@ -68,6 +73,9 @@ export class RequestMetrics extends ProviderInstruments<TierInstruments> {
       moeTimePerToken: histogram(meter, MetricSpecs.moeTimePerToken),
       uploads: counter(meter, MetricSpecs.uploads),
       uploadIo: counter(meter, MetricSpecs.uploadIo),
+      prefetchIo: counter(meter, MetricSpecs.prefetchIo),
+      prefetchLateTime: counter(meter, MetricSpecs.prefetchLateTime),
+      prefetchCoverage: histogram(meter, MetricSpecs.prefetchCoverage),
     };
   }
 
@@ -79,6 +87,12 @@ export class RequestMetrics extends ProviderInstruments<TierInstruments> {
     observe(m.moeTimePerToken, stats.moeMsPerToken / 1000, attributes);
     if (stats.uploads > 0) m.uploads.add(stats.uploads, attributes);
     if (stats.uploadBytes > 0) m.uploadIo.add(stats.uploadBytes, attributes);
+    const p = stats.prefetch;
+    if (!p) return;
+    const outcomes = { covered: p.coveredBytes, late: p.lateBytes, uncovered: p.uncoveredBytes, wasted: p.wastedBytes };
+    for (const [outcome, bytes] of Object.entries(outcomes)) if (bytes > 0) m.prefetchIo.add(bytes, { ...attributes, [AttrNames.prefetchOutcome]: outcome });
+    if (p.lateMs > 0) m.prefetchLateTime.add(p.lateMs / 1000, attributes);
+    if (p.coverage !== null) observe(m.prefetchCoverage, p.coverage, attributes);
   }
 }
 

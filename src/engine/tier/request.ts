@@ -31,6 +31,7 @@
  * the tick decides is issued at its layer's next boundary, like any swap; placement never
  * changes tokens.
  */
+import { prefetchReport } from './prefetch-report.js';
 import { EMPTY } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
@@ -295,6 +296,7 @@ export class TierRequest {
       decodeUploadBytes: this.decodeUploadBytes,
       failedUploads: this.failedUploads,
       tier: decode,
+      ...(decode.prefetch && this.placement.prefetchConfig.mode !== 'off' ? { prefetch: prefetchReport(decode.prefetch, this.port.expertBytes.container) } : {}),
     };
     this.tracing?.end(stats);
     if (failure && error === undefined) throw failure.error;
