@@ -364,6 +364,7 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("streamFailures", double(st.stream_failures));
   o.Set("admittedReads", double(st.admitted_reads));
   o.Set("streamEngineBytes", double(st.stream_engine_bytes));
+  o.Set("stallNs", double(st.stall_ns));
   Napi::Object prefetch = Napi::Object::New(info.Env());
   prefetch.Set("covered", double(st.prefetch_covered));
   prefetch.Set("late", double(st.prefetch_late));

@@ -179,6 +179,8 @@ typedef struct mt_tier_stats {
   uint64_t stream_failures;            /* reads before a run that failed (the eval failed with them) */
   uint64_t admitted_reads;             /* misses read into a slot before they ran (also uploads) */
   uint64_t stream_engine_bytes;        /* bytes the tier's read engine read since creation (never reset) */
+  uint64_t stall_ns;                   /* from the stats mark: time the forward pass waited for reads of
+                                          misses with nothing else of the layer left to run */
   /* Prefetch, by expert, from the stats mark: of the routed experts a prediction read, covered
    * (landed by their bind) and late (not landed then: late_ns waited in all, on the disk tier);
    * wasted (read, evicted before any routing); uncovered (routed, needed bytes moved, no

@@ -219,6 +219,7 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->streamed_reads = t.streamed_reads.load(), out->streamed_bytes = t.streamed_bytes.load();
   out->stream_failures = t.stream_failures.load();
   out->admitted_reads = t.admitted_reads.load();
+  out->stall_ns = t.stall_ns.load();
   out->prefetch_covered = t.prefetch_covered.load();
   out->prefetch_late = t.prefetch_late.load(), out->prefetch_late_ns = t.prefetch_late_ns.load();
   out->prefetch_wasted = t.prefetch_wasted.load(), out->prefetch_uncovered = t.prefetch_uncovered.load();
@@ -253,7 +254,7 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
 
 void mt_tier_reset_stats(mt_tier* t) {
   t->hits = 0, t->misses = 0, t->lazy_misses = 0;
-  t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0;  // like the hits: counted from the stats mark on
+  t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0, t->stall_ns = 0;  // like the hits: counted from the stats mark on
   t->prefetch_covered = 0, t->prefetch_late = 0, t->prefetch_late_ns = 0, t->prefetch_wasted = 0;
   t->prefetch_uncovered = 0, t->prefetch_would_issue = 0, t->prefetch_would_cover = 0;
   for (size_t i = 0; i < size_t(t->n_layer) * kPrefetchOutcomes; i++) t->prefetch_by_layer[i] = 0;

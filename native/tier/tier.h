@@ -160,6 +160,7 @@ struct mt_tier {
   std::vector<int32_t> miss_runs;        // eval thread: [nExpert] bind's misses to read
   std::atomic<uint64_t> streamed_reads{0}, streamed_bytes{0}, stream_failures{0};
   std::atomic<uint64_t> admitted_reads{0};  // misses read into a slot before they ran (uploads, counted there too)
+  std::atomic<uint64_t> stall_ns{0};        // time the forward pass waited for reads with nothing else to run
   // Prefetch (tier_prefetch.cc): the mode, and by expert [nLayer * nExpert] whether a prediction
   // read it (or would have, observing) and no routing has used it since.
   std::atomic<int32_t> prefetch_mode{MT_TIER_PREFETCH_OFF};

@@ -230,7 +230,9 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
 
 int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes) {
   *n_ready = 0;
+  int64_t blocked_from = 0;  // the compute had nothing left to run: it stalls until a read lands
   for (bool wait = false;; wait = true) {
+    if (wait && blocked_from == 0) blocked_from = mt_monotonic_ns();
     bool waited = false;
     for (PendingRead& r : t.reading) {
       if (r.landed) continue;
@@ -244,6 +246,7 @@ int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_
     }
     if (*n_ready > 0) break;
   }
+  if (blocked_from != 0) t.stall_ns.fetch_add(uint64_t(mt_monotonic_ns() - blocked_from), std::memory_order_relaxed);
   log_streamed(t, layer, ready, *n_ready);
   bool all = true;
   for (const PendingRead& r : t.reading) all = all && r.landed;

@@ -267,6 +267,8 @@ export interface NativeTierStats {
   admittedReads?: number;
   /** Bytes the tier's own read engine (streamed misses) read since the tier was made: never reset. */
   streamEngineBytes?: number;
+  /** From the stats mark: ns the forward pass waited for misses' reads with nothing else of the layer left to run (the disk tier's stall). */
+  stallNs?: number;
   /** Prefetch (mt_tier.h): the routes' outcomes by expert from the stats mark, in all and by layer, and the queue's ledger since the tier was made. */
   prefetch?: NativePrefetchStats;
 }

@@ -215,6 +215,8 @@ interface TierReport {
   uploadBytes?: number;
   decodeUploadBytes?: number;
   streamedBytes?: number;
+  /** The disk tier: ms per decode token the forward pass waited for reads with nothing else to run (tierStats().stallNs). */
+  stallMsPerToken?: number | null;
   /** The disk tier: every byte the engine read from the model file since it opened (its read engines' counts), and the process's own storage reads (/proc/self/io read_bytes) to check it by. */
   fileReadBytes?: number;
   processReadBytes?: number | null;
@@ -237,6 +239,7 @@ function tierReport(engine: Engine): TierReport {
     decodeUploadBytes: s.decodeUploadBytes,
     // The disk tier's misses read from the file for their call (0 on the other backends).
     streamedBytes: engine.tierStats()?.streamedBytes ?? 0,
+    stallMsPerToken: s.generatedTokens > 1 ? finite((engine.tierStats()?.stallNs ?? 0) / 1e6 / (s.generatedTokens - 1), 3) : null,
     ...fileReadReport(engine),
     ...(engine.prefetchMode !== 'off' ? { prefetch: engine.prefetchReport() } : {}),
   };
