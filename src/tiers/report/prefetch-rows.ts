@@ -90,7 +90,7 @@ export function formatPrefetchTable(rows: readonly PrefetchRow[]): string {
     `timing ${tm.source}: compute ${cLo === cHi ? cLo : `${cLo}..${cHi}`} ms/layer, ` +
       `read ${fmt(tm.readMs, 3)} ms per expert (${fmt(tm.transferFixedMs, 3)} ms fixed + ${fmt(r0.expertBytes / 1e6, 2)} MB at ${fmt(tm.bandwidthBytesPerS / 1e9, 2)} GB/s), one lane`,
     `prediction: an oracle of the next layer's routing at recall ${r0.recall} (assumed, not measured), seed ${r0.seed}`,
-    `window (transferWindowBytes, safety ${r0.window.safety}): ${spread(r0.windowExperts)} experts per layer once calibrated, one before (cold start)`,
+    `window (transferWindowBytes, safety ${r0.window.safety}): ${spread(r0.windowExperts)} expert(s) per layer once calibrated, one before (cold start)`,
     '',
   ];
   const head = ['mode', 'budget', 'ms/tok', 'stall ms/tok', 'reads/tok', 'MB read/tok', 'prefetch/tok', 'covered', 'late', 'late ms',

@@ -52,7 +52,7 @@ describe('moetier replay --prefetch', () => {
     expect(text).toContain('timing cost: compute 0.143 ms/layer, read 0.472 ms per expert');
     expect(text).toContain('recall 0.9 (assumed, not measured)');
     // 0.8 x 0.143 ms of compute does not cover the 0.33 ms fixed cost: no window once calibrated.
-    expect(text).toContain('window (transferWindowBytes, safety 0.8): 0 experts per layer once calibrated');
+    expect(text).toContain('window (transferWindowBytes, safety 0.8): 0 expert(s) per layer once calibrated');
     expect(text).toMatch(/^mode\s+budget\s+ms\/tok\s+stall ms\/tok/m);
     expect(text.split('\n').filter((l) => /^(off|enforce)\s+24\s/.test(l))).toHaveLength(2);
   });
