@@ -27,6 +27,8 @@ export interface PrefetchLabOptions {
   /** The cost model's timing, or a calibration snapshot (its file and parsed JSON). */
   timing: 'cost' | { file: string; json: unknown };
   window: Required<TransferWindowLimits>;
+  /** The prefetch queue's length (the engine's prefetch.queueMax). */
+  queueLengthMax: number;
 }
 
 export function runPrefetchLab(traces: readonly Trace[], o: PrefetchLabOptions): PrefetchRow[] {
@@ -39,7 +41,7 @@ export function runPrefetchLab(traces: readonly Trace[], o: PrefetchLabOptions):
     for (const b of o.budgets) {
       const sc = labScenario(trace, o, b);
       for (const mode of o.modes) {
-        const r = replayPrefetch(sc, { mode, timing, expertBytes: expertBytes(g), recall: o.recall, seed: o.seed, window: o.window });
+        const r = replayPrefetch(sc, { mode, timing, expertBytes: expertBytes(g), recall: o.recall, seed: o.seed, window: o.window, queueLengthMax: o.queueLengthMax });
         rows.push(toPrefetchRow(sc, g, r, { recall: o.recall, seed: o.seed, timing, window: o.window }));
       }
     }

@@ -5,10 +5,12 @@
  *
  *   admit ──▶ queued ──issue──▶ issued (in flight) ──complete──▶ completed (landed, resident)
  *               │                    └───────fail───────▶ failed
- *               └── cancel, or beginStep(a newer generation) ──▶ cancelled
+ *               ├── cancel, or beginStep(a newer generation) ──▶ cancelled
+ *               └── drop (no slot could take it when its turn came) ──▶ dropped
  *
  * A task's bytes count as outstanding (queued + in flight, against inflightBytesMax) from admit
- * until its end, where they are retired exactly once: completed, failed or cancelled.
+ * until its end, where they are retired exactly once: completed, failed, cancelled or dropped
+ * (the native tier's ledger has the same ends, tier_prefetch.cc).
  *
  * Exact-route accounting by (layer, expert), in the native tier's words (tier_prefetch.cc):
  *   covered    prefetched, routed after it landed
@@ -25,7 +27,7 @@ import { assert } from '../core/assert.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { TRANSFER_WINDOW_DEFAULTS } from '../actors/calibration/logic.js';
 
-export type PrefetchTaskState = 'queued' | 'issued' | 'completed' | 'failed' | 'cancelled';
+export type PrefetchTaskState = 'queued' | 'issued' | 'completed' | 'failed' | 'cancelled' | 'dropped';
 
 export interface PrefetchLedgerLimits {
   /** Tasks queued and not yet issued, at most. */
@@ -34,6 +36,7 @@ export interface PrefetchLedgerLimits {
   inflightBytesMax: number;
 }
 
+/** Defaults: the native tier's queue (MT_TIER_PREFETCH_QUEUE_MAX, prefetch.queueMax's) and the window's in-flight cap. */
 export const PREFETCH_LEDGER_LIMITS: PrefetchLedgerLimits = {
   queueLengthMax: 64,
   inflightBytesMax: TRANSFER_WINDOW_DEFAULTS.inflightBytesMax,
@@ -41,7 +44,7 @@ export const PREFETCH_LEDGER_LIMITS: PrefetchLedgerLimits = {
 
 export const TALLY_NAMES = [
   'admitted', 'refusedQueueFull', 'refusedBytesFull', 'refusedDuplicate', 'issued', 'completed', 'failed', 'cancelled',
-  'retired', 'routed', 'resident', 'covered', 'late', 'uncovered', 'wasted',
+  'dropped', 'retired', 'routed', 'resident', 'covered', 'late', 'uncovered', 'wasted',
 ] as const;
 export type TallyName = (typeof TALLY_NAMES)[number];
 export type Tallies = Record<TallyName, { count: number; bytes: number }> & { lateMs: number };
@@ -148,9 +151,12 @@ export class PrefetchLedger {
   }
 
   cancel(id: number, atMs: number): void {
-    const t = this.take(id, 'queued', atMs);
-    this.queue.splice(this.queue.indexOf(t), 1);
-    this.end(t, 'cancelled');
+    this.unqueue(id, atMs, 'cancelled');
+  }
+
+  /** A queued task no slot could take when its turn came: it ends unread. */
+  drop(id: number, atMs: number): void {
+    this.unqueue(id, atMs, 'dropped');
   }
 
   complete(id: number, atMs: number): void {
@@ -215,6 +221,12 @@ export class PrefetchLedger {
     if (t.awaitedMs !== undefined) this.bump('uncovered', t);
   }
 
+  private unqueue(id: number, atMs: number, state: 'cancelled' | 'dropped'): void {
+    const t = this.take(id, 'queued', atMs);
+    this.queue.splice(this.queue.indexOf(t), 1);
+    this.end(t, state);
+  }
+
   private take(id: number, from: PrefetchTaskState, atMs: number): PrefetchTask {
     this.at(atMs);
     const t = this.tasks.get(id);
@@ -224,7 +236,7 @@ export class PrefetchLedger {
   }
 
   /** The one place a task's bytes leave the outstanding count. */
-  private end(t: PrefetchTask, state: 'completed' | 'failed' | 'cancelled'): void {
+  private end(t: PrefetchTask, state: 'completed' | 'failed' | 'cancelled' | 'dropped'): void {
     assert(!t.retired, `prefetch task ${t.id} retires its bytes once`);
     t.retired = true;
     t.state = state;
@@ -232,7 +244,7 @@ export class PrefetchLedger {
     assert(this.outstanding >= 0 && this.inflight >= 0, 'outstanding and in-flight bytes never go below 0');
     this.bump(state, t);
     this.bump('retired', t);
-    if (state === 'cancelled') this.unlive(t);
+    if (state === 'cancelled' || state === 'dropped') this.unlive(t);
   }
 
   /** Only its own entry: an evicted task's key may hold a newer task by now. */

@@ -16,7 +16,7 @@
  * current layer's demand reads go before queued prefetches (a prefetch never delays the layer
  * that waits), never before the one already reading. A prefetch takes its slot as it starts
  * (a free slot, else the LRU resident not predicted for its layer); one that finds none is
- * cancelled. Queue wait is passed to the window as 0, as the engine's placement does today.
+ * dropped. Queue wait is passed to the window as 0, as the engine's placement does today.
  *
  * Residency: residency.ts (applyDecisions asserts the budget) and the policies' victim search
  * (policies/common.ts admitMiss) with an LRU score of this file's own: a Policy's step has no
@@ -203,7 +203,7 @@ class Sim {
       assert(!isResident(this.res, next.layer, next.expert), 'a queued prefetch is of an expert not resident');
       const d = admitMiss(this.res, next.layer, next.expert, this.predicted.get(next.layer) ?? [], this.score);
       if (!d) {
-        this.ledger.cancel(next.id, start);
+        this.ledger.drop(next.id, start);
         continue;
       }
       this.ledger.issue(next.id, start);

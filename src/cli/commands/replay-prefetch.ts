@@ -86,6 +86,7 @@ export function prefetchLabOptions(p: PrefetchArgs, lab: LabOptions): PrefetchLa
     modes: p.modes ?? ['off'], recall: p.recall, seed: p.seed,
     timing: p.timing === 'cost' ? 'cost' : { file: p.timing, json: readSnapshot(p.timing) },
     window: { safety: cfg.safety, windowBytesMax: cfg.windowBytesMax, inflightBytesMax: cfg.inflightBytesMax },
+    queueLengthMax: cfg.queueMax,
   };
 }
 

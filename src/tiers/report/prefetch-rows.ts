@@ -34,7 +34,7 @@ export interface PrefetchRow {
   /** The ledger's counts (counts and bytes; lateMs: the waits the late ones cost); observe: wouldIssue / wouldCover. */
   prefetch: {
     issued: number; covered: number; late: number; lateMs: number; wasted: number; uncovered: number; cancelled: number;
-    refused: number; landedUnrouted: number; wouldIssue: number; wouldCover: number;
+    dropped: number; refused: number; landedUnrouted: number; wouldIssue: number; wouldCover: number;
     issuedBytes: number; coveredBytes: number; lateBytes: number; wastedBytes: number; uncoveredBytes: number; cancelledBytes: number;
     /** Per layer (the layer predicted or routed): counts. */
     byLayer: Record<'issued' | 'covered' | 'late' | 'wasted' | 'uncovered' | 'cancelled', number[]>;
@@ -60,7 +60,7 @@ export function toPrefetchRow(
     demandReadsPerToken: perToken(r.demandReads), prefetchReadsPerToken: perToken(r.prefetchReads),
     prefetch: {
       issued: t.issued.count, covered: t.covered.count, late: t.late.count, lateMs: t.lateMs, wasted: t.wasted.count,
-      uncovered: t.uncovered.count, cancelled: t.cancelled.count,
+      uncovered: t.uncovered.count, cancelled: t.cancelled.count, dropped: t.dropped.count,
       refused: t.refusedQueueFull.count + t.refusedBytesFull.count + t.refusedDuplicate.count,
       landedUnrouted: r.landedUnrouted, wouldIssue: r.wouldIssue, wouldCover: r.wouldCover,
       issuedBytes: t.issued.bytes, coveredBytes: t.covered.bytes, lateBytes: t.late.bytes, wastedBytes: t.wasted.bytes,

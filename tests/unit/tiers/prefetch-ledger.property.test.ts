@@ -1,6 +1,6 @@
 /**
  * The prefetch ledger's invariants over seeded random traces and limits (issue 13 item 4):
- * random admits, issues, completions, failures (while issued), cancels (while queued), new
+ * random admits, issues, completions, failures (while issued), cancels and drops (while queued), new
  * generations, routes and evictions (in flight or landed), checked after every operation and
  * after a drain. A small shadow of the tasks the test drove predicts the counters each end moves.
  */
@@ -34,7 +34,7 @@ function runOne(rng: Rng): Tallies {
   const l = new PrefetchLedger(layers, experts, limits);
   const tasks: Shadow[] = [];
   let now = 0;
-  const expected = { covered: 0, late: 0, lateMs: 0, wasted: 0, cancelled: 0, failedUncovered: 0, refused: 0 };
+  const expected = { covered: 0, late: 0, lateMs: 0, wasted: 0, cancelled: 0, dropped: 0, failedUncovered: 0, refused: 0 };
   const pick = <T>(xs: T[]): T | undefined => (xs.length === 0 ? undefined : xs[randomInt(rng, 0, xs.length - 1)]);
   const inState = (s: Shadow['state']) => tasks.filter((t) => t.state === s);
   const split = (key: number): [number, number] => [Math.floor(key / experts), key % experts];
@@ -85,6 +85,10 @@ function runOne(rng: Rng): Tallies {
       const t = pick(inState('queued'));
       if (t) (l.cancel(t.id, now), (t.state = 'done'), expected.cancelled++);
     },
+    drop: () => {
+      const t = pick(inState('queued'));
+      if (t) (l.drop(t.id, now), (t.state = 'done'), expected.dropped++);
+    },
     step: () => {
       const g = l.generation + randomInt(rng, 0, 1);
       const stale = inState('queued').filter((t) => t.generation < g);
@@ -127,7 +131,7 @@ function runOne(rng: Rng): Tallies {
     holds(l.queueLength <= limits.queueLengthMax, 'queue within its limit');
     eq(t.admitted.count, queued.length + issued.length + t.retired.count, 'admitted = queued + issued + retired');
     eq(t.admitted.bytes, l.outstandingBytes + t.retired.bytes, 'admitted bytes = outstanding + retired');
-    for (const f of ['count', 'bytes'] as const) eq(t.retired[f], t.completed[f] + t.failed[f] + t.cancelled[f], `retired ${f} = ends`);
+    for (const f of ['count', 'bytes'] as const) eq(t.retired[f], t.completed[f] + t.failed[f] + t.cancelled[f] + t.dropped[f], `retired ${f} = ends`);
     holds(t.completed.count + t.failed.count <= t.issued.count && t.issued.count <= t.admitted.count, 'completed + failed <= issued <= admitted');
     for (const n of ['covered', 'late', 'uncovered', 'resident'] as const) holds(t[n].count <= t.routed.count, `${n} <= routed`);
     holds(t.wasted.count <= t.completed.count, 'wasted <= completed');
@@ -138,6 +142,7 @@ function runOne(rng: Rng): Tallies {
     eq(t.late.count, expected.late, 'late');
     eq(t.wasted.count, expected.wasted, 'wasted');
     eq(t.cancelled.count, expected.cancelled, 'cancelled');
+    eq(t.dropped.count, expected.dropped, 'dropped');
     holds(Math.abs(t.lateMs - expected.lateMs) < 1e-9, 'late wait');
     eq(t.refusedQueueFull.count + t.refusedBytesFull.count + t.refusedDuplicate.count, expected.refused, 'refusals');
     const perLayer = Array.from({ length: layers }, (_, layer) => l.layerTallies(layer));

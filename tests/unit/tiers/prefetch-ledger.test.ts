@@ -72,6 +72,15 @@ describe('PrefetchLedger: each state and its end', () => {
     expect(l.task(id)!.state).toBe('cancelled');
   });
 
+  it('drop while queued (no slot took it): dropped moves, the bytes retire, a route finds no prefetch', () => {
+    const l = ledger();
+    const id = l.admit(1, 6, B, 0)!;
+    l.drop(id, 1);
+    expect(counts(l, ['dropped', 'cancelled', 'retired', 'issued'])).toEqual({ dropped: 1, cancelled: 0, retired: 1, issued: 0 });
+    expect([l.outstandingBytes, l.queueLength]).toEqual([0, 0]);
+    expect(l.route(1, 6, B, 2, false)).toBe('uncovered');
+  });
+
   it('beginStep cancels the queued tasks of older generations only, never one in flight', () => {
     const l = ledger();
     const issued = l.admit(0, 0, B, 0)!;
@@ -178,6 +187,7 @@ describe('PrefetchLedger: limits, errors, assertions', () => {
     expect(() => l.cancel(done, 2)).toThrow(/assertion failed/);
     expect(() => l.issue(gone, 2)).toThrow(/assertion failed/);
     expect(() => l.cancel(gone, 2)).toThrow(/assertion failed/);
+    expect(() => l.drop(gone, 2)).toThrow(/assertion failed/);
     expect(() => l.complete(999, 2)).toThrow(/assertion failed/);
     const t = l.tallies();
     expect([t.retired.count, t.retired.bytes, l.outstandingBytes]).toEqual([2, 2 * B, 0]);

@@ -82,6 +82,16 @@ describe('replayPrefetch on olmoe-1b-7b.decode.jsonl', () => {
     expect(generous.prefetchReads).toBeGreaterThan(10 * g.layers);
   });
 
+  it('a full queue refuses (counted) what the window would admit', () => {
+    const sc = scenario(trace, 16);
+    const wide: TimingModel = { ...disk, computeMs: new Array(16).fill(5) }; // a window of 5 experts
+    const roomy = replayPrefetch(sc, opts({ timing: wide }));
+    const tight = replayPrefetch(sc, opts({ timing: wide, queueLengthMax: 1 }));
+    expect(roomy.ledger.refusedQueueFull.count).toBe(0);
+    expect(tight.ledger.refusedQueueFull.count).toBeGreaterThan(0);
+    expect(tight.prefetchReads).toBeLessThan(roomy.prefetchReads);
+  });
+
   it('is deterministic under a seed, and the seed matters', () => {
     const sc = scenario(trace, 24);
     const a = replayPrefetch(sc, opts({ recall: 0.5, seed: 7 }));
