@@ -6,7 +6,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { readTraces } from '../routes/load.js';
 import type { Trace } from '../routes/types.js';
 import { costDefaults, type CostParams, type Offload } from './cost.js';
-import { geometryByName, geometryFromTrace, requireGeometry } from './geometry.js';
+import { geometryByName, geometryFromTrace, requireGeometry, type ModelGeometry } from './geometry.js';
 import { belady } from './policies/belady.js';
 import { policyByName, policyNames } from './policies/index.js';
 import { replay } from './replay.js';
@@ -41,15 +41,7 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
   });
   const rows: ReplayRow[] = [];
   for (const trace of traces) {
-    // --geometry, else the trace's model by name, else the geometry its header carries.
-    const fromHeader = o.geometry || geometryByName(trace.header.model) ? undefined : geometryFromTrace(trace.header);
-    const g = fromHeader ?? requireGeometry(o.geometry ?? trace.header.model, o.geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known and its header carries no geometry)`);
-    // The byte and cost figures come from g: a trace of another shape would be priced as a model it is not.
-    if (trace.header.layers !== g.layers || trace.header.experts !== g.experts) {
-      throw new InvalidOptionError(o.geometry ? '--geometry' : '--trace',
-        `a trace of ${g.name}'s shape (${g.layers} layers x ${g.experts} experts), got ${trace.header.layers} x ${trace.header.experts} in ${trace.header.model}`,
-        o.geometry ?? trace.header.model);
-    }
+    const g = labGeometry(trace, o.geometry);
     for (const b of o.budgets) {
       const sc = labScenario(trace, o, b);
       const counts = new Map(chosen.map((p) => [p, replay(p, sc, o.offload)]));
@@ -59,6 +51,19 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
     }
   }
   return rows;
+}
+
+/** --geometry, else the trace's model by name, else the geometry its header carries; of the trace's shape. */
+export function labGeometry(trace: Trace, geometry?: string): ModelGeometry {
+  const fromHeader = geometry || geometryByName(trace.header.model) ? undefined : geometryFromTrace(trace.header);
+  const g = fromHeader ?? requireGeometry(geometry ?? trace.header.model, geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known and its header carries no geometry)`);
+  // The byte and cost figures come from g: a trace of another shape would be priced as a model it is not.
+  if (trace.header.layers !== g.layers || trace.header.experts !== g.experts) {
+    throw new InvalidOptionError(geometry ? '--geometry' : '--trace',
+      `a trace of ${g.name}'s shape (${g.layers} layers x ${g.experts} experts), got ${trace.header.layers} x ${trace.header.experts} in ${trace.header.model}`,
+      geometry ?? trace.header.model);
+  }
+  return g;
 }
 
 /**

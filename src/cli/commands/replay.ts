@@ -12,6 +12,9 @@ import { policyNames } from '../../tiers/policies/index.js';
 import { lineChartSvg } from '../../tiers/report/svg.js';
 import { formatTable } from '../../tiers/report/table.js';
 import type { ReplayRow } from '../../tiers/report/rows.js';
+import { runPrefetchLab } from '../../tiers/prefetch-lab.js';
+import { formatPrefetchTable } from '../../tiers/report/prefetch-rows.js';
+import { checkPrefetchArgs, parsePrefetchFlag, prefetchArgDefaults, prefetchLabOptions, prefetchUsage, type PrefetchArgs } from './replay-prefetch.js';
 
 const usage = `usage: moetier replay --trace F [--trace F2 | F1,F2] [options]
 
@@ -27,7 +30,7 @@ const usage = `usage: moetier replay --trace F [--trace F2 | F1,F2] [options]
   --model NAME               model name of a headerless trace (default: file name up to the first dot)
   --cost k=v,...             cost-model overrides of ${Object.keys(costDefaults).join(', ')}
   --json                     rows as JSON instead of tables
-  --plot out.svg             hit rate against budget, one line per policy`;
+  --plot out.svg             hit rate against budget, one line per policy${prefetchUsage}`;
 
 interface Parsed {
   files: string[];
@@ -35,6 +38,9 @@ interface Parsed {
   model?: string;
   json: boolean;
   plot?: string;
+  prefetch: PrefetchArgs;
+  /** The flags given, as typed (so that one the chosen replay would ignore is refused). */
+  given: Set<string>;
 }
 
 function intList(option: string, v: string): number[] {
@@ -50,7 +56,7 @@ function oneOf<T extends string>(option: string, v: string, allowed: readonly T[
 
 export function parseReplayArgs(argv: readonly string[]): Parsed {
   const p: Parsed = {
-    files: [], json: false,
+    files: [], json: false, prefetch: prefetchArgDefaults(), given: new Set(),
     lab: { budgets: [16, 24, 32], policies: [...policyNames], offload: 'hosted', scope: 'layer' },
   };
   for (let i = 0; i < argv.length; i++) {
@@ -62,6 +68,8 @@ export function parseReplayArgs(argv: readonly string[]): Parsed {
     const v = argv[i + 1];
     if (v === undefined || v.startsWith('--')) throw new InvalidOptionError(a, 'a value after it', v);
     i++;
+    p.given.add(a);
+    if (parsePrefetchFlag(p.prefetch, a, v)) continue;
     switch (a) {
       case '--trace': p.files.push(...v.split(',').filter((f) => f !== '')); break;
       case '--budget': p.lab.budgets = intList(a, v); break;
@@ -79,6 +87,7 @@ export function parseReplayArgs(argv: readonly string[]): Parsed {
     }
   }
   if (p.files.length === 0) throw new InvalidOptionError('--trace', 'at least one trace file', undefined);
+  checkPrefetchArgs(p.prefetch, p.given, p.lab.offload);
   return p;
 }
 
@@ -98,6 +107,7 @@ export function plotRows(rows: readonly ReplayRow[]): string {
 
 export async function replayMain(argv: readonly string[], out: (text: string) => void): Promise<number> {
   const p = parseReplayArgs(argv);
+  if (p.prefetch.modes) return prefetchMain(p, out);
   if (p.plot) checkOutputPath(p.plot, '--plot', p.files); // before the work, never over a trace
   const rows = runLab(loadTraceFiles(p.files, p.model), p.lab);
   if (p.json) out(`[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]`);
@@ -108,9 +118,19 @@ export async function replayMain(argv: readonly string[], out: (text: string) =>
   return 0;
 }
 
+/** --prefetch: the timing-model replay's rows, a table per trace or --json. */
+function prefetchMain(p: Parsed, out: (text: string) => void): number {
+  const rows = runPrefetchLab(loadTraceFiles(p.files, p.model), prefetchLabOptions(p.prefetch, p.lab));
+  if (p.json) out(`[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]`);
+  else {
+    for (const t of [...new Set(rows.map((r) => r.trace))]) out(formatPrefetchTable(rows.filter((r) => r.trace === t)) + '\n');
+  }
+  return 0;
+}
+
 export const replayCommand: Command = {
   name: 'replay',
-  summary: 'replay routing traces through placement policies (hit rate, uploads, cost estimate)',
+  summary: 'replay routing traces through placement policies (hit rate, uploads, cost estimate), or prefetch on a simulated clock',
   usage,
   run: (argv) => replayMain(argv, (text) => console.log(text)),
 };
