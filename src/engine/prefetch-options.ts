@@ -9,6 +9,11 @@
  *   inflightBytesMax speculative bytes in flight at once at most (512 MiB, at least one window)
  *   queueMax         admitted experts waiting for room under that cap at once (the native tier's
  *                    queue; 64, its ceiling); more are refused and counted
+ *   candidates       the predicted experts per layer, best first, a prefetch may read (default the
+ *                    model's nExpertUsed, k; at most nExpert, checked where the model is known). On
+ *                    the planted presets the top k hold 98 % of the routed experts and ranks k+1..2k
+ *                    the rest: reading the top 2k read about twice the bytes for the same coverage
+ *                    (bench/README.md, prefetch)
  */
 import { InvalidOptionError } from '../core/errors.js';
 import { TRANSFER_WINDOW_DEFAULTS } from '../actors/calibration/logic.js';
@@ -22,9 +27,11 @@ export interface PrefetchOptions {
   windowBytesMax?: number;
   inflightBytesMax?: number;
   queueMax?: number;
+  candidates?: number;
 }
 
-export type PrefetchConfig = Required<PrefetchOptions>;
+/** Resolved: every limit set; candidates stays unset for the model's nExpertUsed. */
+export type PrefetchConfig = Required<Omit<PrefetchOptions, 'candidates'>> & Pick<PrefetchOptions, 'candidates'>;
 
 export const prefetchDefaults: PrefetchConfig = { mode: 'off', ...TRANSFER_WINDOW_DEFAULTS, queueMax: TIER_PREFETCH_QUEUE_MAX };
 
@@ -32,8 +39,8 @@ export const prefetchDefaults: PrefetchConfig = { mode: 'off', ...TRANSFER_WINDO
 export function resolvePrefetch(o: PrefetchOptions | undefined, base: PrefetchConfig = prefetchDefaults, name = 'prefetch'): PrefetchConfig {
   if (o === undefined) return base;
   if (o === null || typeof o !== 'object') throw new InvalidOptionError(name, 'an object', o);
-  for (const key of Object.keys(o)) if (!(key in prefetchDefaults)) throw new InvalidOptionError(`${name}.${key}`, `one of ${Object.keys(prefetchDefaults).join(', ')}`, key);
-  const next: PrefetchConfig = { ...base, ...o };
+  for (const key of Object.keys(o)) if (!(key in prefetchDefaults) && key !== 'candidates') throw new InvalidOptionError(`${name}.${key}`, `one of ${[...Object.keys(prefetchDefaults), 'candidates'].join(', ')}`, key);
+  const next = { ...base, ...o } as PrefetchConfig;
   if (next.mode !== 'off' && next.mode !== 'observe' && next.mode !== 'enforce') throw new InvalidOptionError(`${name}.mode`, '"off", "observe" or "enforce"', next.mode);
   if (typeof next.safety !== 'number' || !(next.safety > 0 && next.safety <= 1)) throw new InvalidOptionError(`${name}.safety`, 'a number in (0, 1]', next.safety);
   if (!Number.isSafeInteger(next.windowBytesMax) || next.windowBytesMax < 1) throw new InvalidOptionError(`${name}.windowBytesMax`, 'an integer number of bytes >= 1', next.windowBytesMax);
@@ -42,6 +49,9 @@ export function resolvePrefetch(o: PrefetchOptions | undefined, base: PrefetchCo
   }
   if (!Number.isInteger(next.queueMax) || next.queueMax < 1 || next.queueMax > TIER_PREFETCH_QUEUE_MAX) {
     throw new InvalidOptionError(`${name}.queueMax`, `an integer in [1, ${TIER_PREFETCH_QUEUE_MAX}]`, next.queueMax);
+  }
+  if (next.candidates !== undefined && !(Number.isInteger(next.candidates) && next.candidates >= 1)) {
+    throw new InvalidOptionError(`${name}.candidates`, 'an integer >= 1 (predicted experts per layer a prefetch may read)', next.candidates);
   }
   return Object.freeze(next);
 }

@@ -56,6 +56,7 @@ describe('prefetch settings', () => {
     await expect(open({ prefetch: { mode: 'enforce', queueMax: 65 } })).rejects.toThrow(/prefetch\.queueMax: expected an integer in \[1, 64\]/);
     await expect(open({ prefetch: { mode: 'enforce', depth: 2 } })).rejects.toThrow(/prefetch\.depth/);
     await expect(open({ prefetch: { mode: 'enforce', safety: 0 } })).rejects.toThrow(/prefetch\.safety/);
+    await expect(open({ prefetch: { mode: 'enforce', candidates: 9 } })).rejects.toThrow(/prefetch\.candidates: expected an integer in \[1, 8\]/);
     await expect(open({ backend: 'disk', disk: { admitMisses: false }, prefetch: { mode: 'enforce' } })).rejects.toThrow(/prefetch\.mode: expected "off" or "observe" with disk\.admitMisses false/);
   });
 

@@ -79,8 +79,8 @@ export class TierPlacement {
     /** Misses read from the file may evict the policy's coldest resident (publishVictimOrder). */
     private readonly admitMisses = true,
     private prefetch: PrefetchConfig = prefetchDefaults,
-    /** Predicted experts the forward pass hands over per layer (prefetch on). */
-    private readonly predictK = 0,
+    /** The model's experts per token: the prefetch's default candidates per layer. */
+    private readonly nExpertUsed = 1,
   ) {
     this.params = params;
     this.policy = policyFor(params, replan, 0);
@@ -204,7 +204,7 @@ export class TierPlacement {
       const window = l === 0 || calibration === undefined ? undefined : transferWindowBytes(calibration, l - 1, this.queue.inflightBytes, 0, this.prefetch);
       budget[l] = Math.min(nExpert, prefetchCount(window, this.port.expertBytes.container));
     }
-    this.port.setPrefetch(mode, this.predictK, budget, this.prefetch.inflightBytesMax, this.prefetch.queueMax);
+    this.port.setPrefetch(mode, this.prefetch.candidates ?? this.nExpertUsed, budget, this.prefetch.inflightBytesMax, this.prefetch.queueMax);
     this.prefetchSent = mode;
   }
 

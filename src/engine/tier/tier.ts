@@ -90,8 +90,8 @@ export class EngineTier {
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
-      checkPrefetchFits(config.prefetch, config);
-      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true, config.prefetch, Math.min(hp.nExpert, 2 * hp.nExpertUsed));
+      checkPrefetchFits(config.prefetch, config, hp.nExpert);
+      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true, config.prefetch, hp.nExpertUsed);
       placement.publishVictimOrder();
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
@@ -183,7 +183,7 @@ export class EngineTier {
   }
 
   tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig, prefetch?: PrefetchConfig): void {
-    if (prefetch) checkPrefetchFits(prefetch, this.config, 'tune.prefetch.mode');
+    if (prefetch) checkPrefetchFits(prefetch, this.config, this.model.hparams.nExpert, 'tune.prefetch');
     this.placement.tune(params, limits, replan);
     if (replan) this.config.replan = replan;
     if (params) this.config.lfru = params;
@@ -203,9 +203,12 @@ export class EngineTier {
  * Enforce's prefetches evict by the policy's order; on the disk tier that order also lets every
  * routed miss evict, which disk.admitMisses false turns off: the two cannot both hold.
  */
-function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, name = 'prefetch.mode'): void {
+function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, nExpert: number, name = 'prefetch'): void {
   if (prefetch.mode === 'enforce' && config.backend === 'disk' && config.disk.admitMisses === false) {
-    throw new InvalidOptionError(name, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
+    throw new InvalidOptionError(`${name}.mode`, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
+  }
+  if (prefetch.candidates !== undefined && prefetch.candidates > nExpert) {
+    throw new InvalidOptionError(`${name}.candidates`, `an integer in [1, ${nExpert}] (the model's experts per layer)`, prefetch.candidates);
   }
 }
 

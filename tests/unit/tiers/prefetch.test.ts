@@ -90,6 +90,8 @@ describe('prefetch options', () => {
       [{ queueMax: 65 }, 'prefetch.queueMax'],
       [{ queueMax: 2.5 }, 'prefetch.queueMax'],
       [{ lookahead: 2 }, 'prefetch.lookahead'],
+      [{ candidates: 0 }, 'prefetch.candidates'],
+      [{ candidates: 1.5 }, 'prefetch.candidates'],
     ] as const) {
       expect(() => resolvePrefetch(o as never, base)).toThrow(InvalidOptionError);
       expect(() => resolvePrefetch(o as never, base)).toThrow(new RegExp(`option ${name.replace('.', '\\.')}`));
