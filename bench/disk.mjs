@@ -20,16 +20,14 @@
  * Needs root for the cgroups (bench/lib/cgroup.mjs); prints one JSON line and writes
  * results/local/disk.json, or with --update-results results/disk.json and the README table.
  */
-import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
-import path from 'node:path';
 import os from 'node:os';
-import { cgroupCommand, createMemoryCgroup, memoryCgroupSupport } from './lib/cgroup.mjs';
+import { memoryCgroupSupport } from './lib/cgroup.mjs';
 import { ensureBenchDeps } from './lib/deps.mjs';
-import { importDist, presetModel, repoRoot } from './lib/moetier.mjs';
+import { importDist, presetModel } from './lib/moetier.mjs';
 import { parseBenchArgs, positiveInt } from './lib/options.mjs';
 import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
-import { runLlamaCpp } from './llamacpp/runner.mjs';
+import { inCgroup, inCgroupAsync, llamaRun, moetierRun, promptIds } from './lib/runs.mjs';
 
 const usage = 'npm run bench -- disk [--presets q8_0,q4_0 --limits 0.75,0.5,0.3 --tokens N --llama-tokens N --update-results]';
 const options = {
@@ -38,7 +36,6 @@ const options = {
   tokens: { type: 'string', default: '48', help: 'tokens moetier generates per run' },
   'llama-tokens': { type: 'string', default: '12', help: 'tokens llama.cpp generates per run (it thrashes under a limit)' },
 };
-const prompt = 'The ocean is deep and the waves roll over the sand while the tide';
 /** Node's own heap and code, outside the engine's budget: the cgroup limit less this is the budget. */
 const nodeAllowanceBytes = 96 * 2 ** 20;
 const MiB = 2 ** 20;
@@ -66,6 +63,9 @@ export async function main(argv) {
       const budgetBytes = limitBytes - nodeAllowanceBytes;
       native.dropFileCache(model);
       const ours = inCgroup(`moetier-disk-${quant}`, limitBytes, (g) => moetierRun(model, tokens, [...ctx, '--memory-budget', String(budgetBytes)], g));
+      native.dropFileCache(model);
+      // The same run with prefetch enforce (issue 13; bench/prefetch.mjs has off / observe / enforce in rounds).
+      const prefetched = inCgroup(`moetier-disk-${quant}`, limitBytes, (g) => moetierRun(model, tokens, [...ctx, '--memory-budget', String(budgetBytes), '--prefetch', 'enforce'], g));
       const peers = [];
       for (const threads of [1, 2]) {
         native.dropFileCache(model);
@@ -78,7 +78,10 @@ export async function main(argv) {
       const best = (k) => Math.max(...peers.map((p) => p.result?.[k] ?? 0));
       rows.push({
         quant, fileBytes, share, limitBytes, budgetBytes,
-        moetier: r ? { decodeTokPerS: r.decodeTokPerS, prefillTokPerS: r.prefillTokPerS, decodeHitRate: r.decodeHitRate, slotsPerLayer: r.memoryPlan?.slotsPerLayer, bytesReadPerToken: bytesPerToken, sameTokens: JSON.stringify(r.tokens) === JSON.stringify(ref.tokens), peakBytes: ours.peakBytes } : { failed: ours.failure, peakBytes: ours.peakBytes },
+        moetier: r ? { decodeTokPerS: r.decodeTokPerS, prefillTokPerS: r.prefillTokPerS, decodeHitRate: r.decodeHitRate, slotsPerLayer: r.memoryPlan?.slotsPerLayer, bytesReadPerToken: bytesPerToken, stallMsPerToken: r.stallMsPerToken, sameTokens: JSON.stringify(r.tokens) === JSON.stringify(ref.tokens), peakBytes: ours.peakBytes } : { failed: ours.failure, peakBytes: ours.peakBytes },
+        moetierPrefetch: prefetched.result
+          ? { decodeTokPerS: prefetched.result.decodeTokPerS, stallMsPerToken: prefetched.result.stallMsPerToken, coverage: prefetched.result.prefetch?.coverage, wastedBytes: prefetched.result.prefetch?.wastedBytes, sameTokens: JSON.stringify(prefetched.result.tokens) === JSON.stringify(ref.tokens), peakBytes: prefetched.peakBytes }
+          : { failed: prefetched.failure, peakBytes: prefetched.peakBytes },
         llamaCpp: peers.map((p, i) => ({ threads: i + 1, ...(p.result ?? { failed: p.failure }), peakBytes: p.peakBytes })),
         llamaCppBestDecodeTokPerS: best('decodeTokPerS'), llamaCppBestPrefillTokPerS: best('prefillTokPerS'),
         diskGBps: probe.gbps, diskBoundTokPerS: probe.gbps * 1e9 / bytesPerToken,
@@ -97,54 +100,6 @@ export async function main(argv) {
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'disk', JSON.stringify(summary, null, 2) + '\n');
   updateReadme(target, 'disk', diskTable(summary));
-}
-
-function moetierRun(model, tokens, extra, group) {
-  const argv = [process.execPath, path.join(repoRoot, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', prompt, '-n', String(tokens), '-t', '2', '--heat', 'none', '--json', ...extra];
-  const [cmd, args] = group ? cgroupCommand(group, argv) : [argv[0], argv.slice(1)];
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw Object.assign(new Error(`moetier ${r.signal ?? `exit ${r.status}`}: ${r.stderr.slice(-300)}`), { code: 'E_RUN' });
-  const out = JSON.parse(r.stdout);
-  return { ...out, streamedBytes: out.streamedBytes ?? 0, uploadBytes: out.uploadBytes ?? 0, decodeUploadBytes: out.decodeUploadBytes ?? 0 };
-}
-
-/** The prompt's token ids as moetier tokenizes it (llama.cpp is given the same ids). */
-async function promptIds(model) {
-  const { openEngine } = await importDist('src/engine/engine.js');
-  const engine = await openEngine({ model, threads: 1, contextTokens: 64 });
-  try {
-    return engine.tokenize(prompt);
-  } finally {
-    await engine.close();
-  }
-}
-
-async function llamaRun(model, promptTokens, threads, maxTokens, group) {
-  const reply = await runLlamaCpp({ modelPath: model, threads, maxTokens, logitsMode: 'none', runs: [{ promptText: prompt, promptTokens }] }, { timeoutMs: 600_000, wrap: (argv) => cgroupCommand(group, argv) });
-  const t = reply.results[0].timings;
-  return { decodeTokPerS: t.decodeTokPerS, prefillTokPerS: t.prefillTokPerS };
-}
-
-function inCgroup(name, limitBytes, fn) {
-  const g = createMemoryCgroup(name, limitBytes);
-  try {
-    return { result: fn(g), peakBytes: g.peakBytes() };
-  } catch (err) {
-    return { failure: err.message, peakBytes: g.peakBytes() };
-  } finally {
-    g.remove();
-  }
-}
-
-async function inCgroupAsync(name, limitBytes, fn) {
-  const g = createMemoryCgroup(name, limitBytes);
-  try {
-    return { result: await fn(g), peakBytes: g.peakBytes() };
-  } catch (err) {
-    return { failure: String(err.message).split('\n')[0], peakBytes: g.peakBytes() };
-  } finally {
-    g.remove();
-  }
 }
 
 /** The probe's read: one matrix of a medium Q8_0 expert (256 x 768 weights at 34 bytes per 32: 204 KiB), as the engine reads them. */
@@ -183,13 +138,15 @@ function diskTable(s) {
     const llama = r.llamaCpp.map((p) => (p.decodeTokPerS ? f(p.decodeTokPerS) : /SIGKILL/.test(p.failed ?? '') ? 'killed' : 'failed')).join(' / ');
     const ours = m.failed ? (/memory budget/.test(m.failed) ? 'refused (budget below the fixed parts)' : 'failed') : f(m.decodeTokPerS);
     const share = (bound) => (m.decodeTokPerS && bound > 0 ? `${f((100 * m.decodeTokPerS) / bound, 0)} %` : 'n/a');
-    return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${ours} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s): ${share(r.diskBoundTokPerS)} | ${f(r.computeBoundTokPerS, 1)} | ${f(r.serialBoundTokPerS, 1)}: ${share(r.serialBoundTokPerS)} | ${f(m.peakBytes / MiB, 0)} | ${m.failed ? 'n/a' : m.sameTokens ? 'yes' : 'no'} |`;
+    const p = r.moetierPrefetch;
+    const enforce = !p ? 'n/a' : p.failed ? 'failed' : `${f(p.decodeTokPerS)} (${f(p.decodeTokPerS / m.decodeTokPerS)}x; coverage ${f(p.coverage)}${p.sameTokens ? '' : ', other tokens'})`;
+    return `| medium ${r.quant} | ${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB) | ${ours} | ${enforce} | ${f(m.prefillTokPerS, 1)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s): ${share(r.diskBoundTokPerS)} | ${f(r.computeBoundTokPerS, 1)} | ${f(r.serialBoundTokPerS, 1)}: ${share(r.serialBoundTokPerS)} | ${f(m.peakBytes / MiB, 0)} | ${m.failed ? 'n/a' : m.sameTokens ? 'yes' : 'no'} |`;
   });
   return [
     `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; moetier ${s.tokens} tokens at 2 threads, llama.cpp ${s.llamaTokens} tokens at 1 / 2 threads; budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node.`,
     '',
-    '| model | limit (share of file) | moetier decode tok/s | moetier prefill tok/s | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | disk bound tok/s (probe): moetier\'s share | compute bound tok/s (no limit) | compute + reads in series tok/s: share | moetier peak MiB | same tokens |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| model | limit (share of file) | moetier decode tok/s | with --prefetch enforce (vs off) | moetier prefill tok/s | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | disk bound tok/s (probe): moetier\'s share | compute bound tok/s (no limit) | compute + reads in series tok/s: share | moetier peak MiB | same tokens |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }

@@ -9,6 +9,7 @@ const benches = {
   decode: () => import('./decode.mjs'),
   tier: () => import('./tier.mjs'),
   disk: () => import('./disk.mjs'),
+  prefetch: () => import('./prefetch.mjs'),
 };
 
 const usage = `usage: npm run bench -- <${Object.keys(benches).join('|')}> [options]   (npm run bench -- <name> --help: its options)
