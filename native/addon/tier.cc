@@ -300,6 +300,20 @@ Napi::Value TierSetPrefetch(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// tierSetPrefillPath(tier, 'on-demand' | 'whole-layer') between evals (mt_tier.h, tier_bulk.cc).
+Napi::Value TierSetPrefillPath(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierSetPrefillPath");
+  if (!s) return env.Undefined();
+  const std::string path = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+  const int32_t p = path == "on-demand" ? MT_TIER_PREFILL_ON_DEMAND : path == "whole-layer" ? MT_TIER_PREFILL_WHOLE_LAYER : -1;
+  auto ctx = s->ctx.lock();
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPrefillPath: an eval is running on this tier; await it first");
+  if (p < 0 || mt_tier_set_prefill_path(s->tier, p) != MT_TIER_OK)
+    return ThrowRange(env, "tierSetPrefillPath: expected 'on-demand', or 'whole-layer' on a tier reading its misses (streamFile)");
+  return env.Undefined();
+}
+
 Napi::Value TierResidency(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierResidency");
   if (!s) return info.Env().Undefined();
@@ -365,6 +379,17 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("admittedReads", double(st.admitted_reads));
   o.Set("streamEngineBytes", double(st.stream_engine_bytes));
   o.Set("stallNs", double(st.stall_ns));
+  o.Set("expertReads", double(st.expert_reads));
+  o.Set("distinctExpertsRead", double(st.distinct_experts_read));
+  o.Set("bulkLayers", double(st.bulk_layers));
+  std::vector<uint64_t> paths(size_t(s->n_layer) * 2);
+  mt_tier_path_by_layer(s->tier, paths.data(), paths.size());
+  Napi::Array on_demand = Napi::Array::New(env, size_t(s->n_layer)), whole = Napi::Array::New(env, size_t(s->n_layer));
+  for (int32_t l = 0; l < s->n_layer; l++) on_demand.Set(uint32_t(l), double(paths[size_t(l) * 2])), whole.Set(uint32_t(l), double(paths[size_t(l) * 2 + 1]));
+  Napi::Object path_calls = Napi::Object::New(env);
+  path_calls.Set("onDemand", on_demand);
+  path_calls.Set("wholeLayer", whole);
+  o.Set("pathCalls", path_calls);
   Napi::Object prefetch = Napi::Object::New(info.Env());
   prefetch.Set("covered", double(st.prefetch_covered));
   prefetch.Set("late", double(st.prefetch_late));
@@ -520,6 +545,7 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierPoll", Napi::Function::New(env, TierPoll));
   exports.Set("tierSetVictimOrder", Napi::Function::New(env, TierSetVictimOrder));
   exports.Set("tierSetPrefetch", Napi::Function::New(env, TierSetPrefetch));
+  exports.Set("tierSetPrefillPath", Napi::Function::New(env, TierSetPrefillPath));
   exports.Set("tierResidency", Napi::Function::New(env, TierResidency));
   exports.Set("tierExpertStates", Napi::Function::New(env, TierExpertStates));
   exports.Set("tierStats", Napi::Function::New(env, TierStats));

@@ -129,6 +129,16 @@ int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const i
  * late, wasted, uncovered (n: room in out, nLayer * 4 for all). */
 void mt_tier_prefetch_by_layer(mt_tier* tier, uint64_t* out, size_t n);
 
+/* A prefill's path on a tier with stream_fd (issue 14; tier_bulk.cc), set between evals: ON_DEMAND
+ * (a layer's routed misses are read once it routed: tier_stream.cc) or WHOLE_LAYER (each layer's
+ * experts are read whole, the next layer's while this one computes; misses computed from there).
+ * MT_TIER_INVALID for another value, or WHOLE_LAYER without stream_fd. */
+enum mt_tier_prefill_path { MT_TIER_PREFILL_ON_DEMAND = 0, MT_TIER_PREFILL_WHOLE_LAYER = 1 };
+int mt_tier_set_prefill_path(mt_tier* tier, int32_t path);
+/* Layer calls by path since the stats mark: out[l * 2] whose misses were read on demand, out[l * 2 + 1]
+ * whose misses were computed from a whole-layer read (n: room in out, nLayer * 2 for all). */
+void mt_tier_path_by_layer(mt_tier* tier, uint64_t* out, size_t n);
+
 /* Between evals: issues now what the last eval's boundaries posted and the issuer has not
  * reached yet (no layer computes then, so every queued swap goes), on the caller's thread; so a
  * poll right after sees every eviction the last eval's boundaries made. */
@@ -181,6 +191,11 @@ typedef struct mt_tier_stats {
   uint64_t stream_engine_bytes;        /* bytes the tier's read engine read since creation (never reset) */
   uint64_t stall_ns;                   /* from the stats mark: time the forward pass waited for reads of
                                           misses with nothing else of the layer left to run */
+  uint64_t expert_reads;               /* from the stats mark: routed misses read by their own call
+                                          (admitted or streamed; a wait on an earlier upload is not one) */
+  uint64_t distinct_experts_read;      /* the distinct (layer, expert) among them: reads / distinct is
+                                          a prefill's reads per distinct expert (1.0 at best) */
+  uint64_t bulk_layers;                /* layers read whole (the whole-layer path) since creation */
   /* Prefetch, by expert, from the stats mark: of the routed experts a prediction read, covered
    * (landed by their bind) and late (not landed then: late_ns waited in all, on the disk tier);
    * wasted (read, evicted before any routing); uncovered (routed, needed bytes moved, no

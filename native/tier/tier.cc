@@ -170,6 +170,8 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->prefetch_by_layer.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * kPrefetchOutcomes]);
   for (size_t i = 0; i < size_t(hp.n_layer) * kPrefetchOutcomes; i++) t->prefetch_by_layer[i].store(0);
   t->prefetch_queue.reserve(MT_TIER_PREFETCH_QUEUE_MAX);
+  t->path_calls.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * 2]);
+  for (size_t i = 0; i < size_t(hp.n_layer) * 2; i++) t->path_calls[i].store(0);
   t->routed_now.assign(size_t(hp.n_expert), 0);  // admit before run's and the prefetch's marks
   t->no_victims.assign(size_t(hp.n_expert), 1);
   t->pending.resize(size_t(hp.n_layer));
@@ -220,6 +222,8 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   out->stream_failures = t.stream_failures.load();
   out->admitted_reads = t.admitted_reads.load();
   out->stall_ns = t.stall_ns.load();
+  out->expert_reads = t.expert_reads.load(), out->distinct_experts_read = t.distinct_experts_read.load();
+  out->bulk_layers = t.bulk_layers.load();
   out->prefetch_covered = t.prefetch_covered.load();
   out->prefetch_late = t.prefetch_late.load(), out->prefetch_late_ns = t.prefetch_late_ns.load();
   out->prefetch_wasted = t.prefetch_wasted.load(), out->prefetch_uncovered = t.prefetch_uncovered.load();
@@ -254,7 +258,10 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
 
 void mt_tier_reset_stats(mt_tier* t) {
   t->hits = 0, t->misses = 0, t->lazy_misses = 0;
-  t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0, t->stall_ns = 0;  // like the hits: counted from the stats mark on
+  t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0, t->stall_ns = 0;
+  t->expert_reads = 0, t->distinct_experts_read = 0;
+  std::fill(t->read_marks.begin(), t->read_marks.end(), uint8_t(0));
+  for (size_t i = 0; i < size_t(t->n_layer) * 2; i++) t->path_calls[i] = 0;  // like the hits: counted from the stats mark on
   t->prefetch_covered = 0, t->prefetch_late = 0, t->prefetch_late_ns = 0, t->prefetch_wasted = 0;
   t->prefetch_uncovered = 0, t->prefetch_would_issue = 0, t->prefetch_would_cover = 0;
   for (size_t i = 0; i < size_t(t->n_layer) * kPrefetchOutcomes; i++) t->prefetch_by_layer[i] = 0;

@@ -92,6 +92,7 @@ struct PendingRead {
   uint8_t* dst = nullptr;
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;  // streamed: the first read's start, the last one's end
   bool late = false;  // a prefetch's read still in flight at bind: its wait is counted
+  bool bulk = false;      // computed from the layer's whole-layer buffer (tier_bulk.cc)
   bool existing = false;  // it waits on an upload an earlier step issued (a swap, a prefetch): a
                           // failure of that one is retried once as this call's own read
 };
@@ -102,6 +103,14 @@ struct ScratchUnmap {
   void operator()(uint8_t* p) const;
 };
 using ScratchMap = std::unique_ptr<uint8_t, ScratchUnmap>;
+
+// One layer's experts read whole for a prefill's whole-layer path (tier_bulk.cc).
+struct BulkBuffer {
+  int32_t layer = -1;            // the layer it holds or is receiving; -1: none
+  std::vector<mt_io_id> ids;     // its piece reads, until settled
+  bool landed = false, failed = false;
+  const uint8_t* tensor[3] = {};  // where the gate, up and down tensors' first bytes land
+};
 
 // One warmstart upload into a free slot (tier_warm.cc).
 struct WarmUpload {
@@ -161,6 +170,20 @@ struct mt_tier {
   std::atomic<uint64_t> streamed_reads{0}, streamed_bytes{0}, stream_failures{0};
   std::atomic<uint64_t> admitted_reads{0};  // misses read into a slot before they ran (uploads, counted there too)
   std::atomic<uint64_t> stall_ns{0};        // time the forward pass waited for reads with nothing else to run
+  // Reads of routed misses a call made itself (admitted, not waiting on an earlier upload, or
+  // streamed), and the distinct experts they read, from the stats mark (read_marks: eval thread
+  // writes, reset between evals): a prefill's reads per distinct expert, 1.0 at best.
+  std::atomic<uint64_t> expert_reads{0}, distinct_experts_read{0};
+  std::vector<uint8_t> read_marks;  // [nLayer * nExpert]
+  // A prefill's whole-layer path (tier_bulk.cc): set between evals; buffer 0 is `scratch`.
+  std::atomic<int32_t> prefill_path{MT_TIER_PREFILL_ON_DEMAND};
+  mt::BulkBuffer bulk[2];
+  mt::ScratchMap bulk_second;
+  char bulk_error[320] = "";  // a failure at layer begin, reported by that layer's bind
+  bool bulk_failed = false;
+  std::atomic<uint64_t> bulk_layers{0};  // layers read whole since creation
+  // [nLayer * 2] from the stats mark: layer calls whose misses were read on demand | computed from a whole-layer read
+  std::unique_ptr<std::atomic<uint64_t>[]> path_calls;
   // Prefetch (tier_prefetch.cc): the mode, and by expert [nLayer * nExpert] whether a prediction
   // read it (or would have, observing) and no routing has used it since.
   std::atomic<int32_t> prefetch_mode{MT_TIER_PREFETCH_OFF};
@@ -256,6 +279,18 @@ void issuer_flush(mt_tier& t);
 void issuer_kick(mt_tier& t);
 // An eval is about to start: an issuer that stopped polling a quiet queue starts again.
 void issuer_kick_if_pending(mt_tier& t);
+
+// tier_bulk.cc (eval thread). begin: at a layer's start on the whole-layer path, its experts and
+// the next layer's are being read (false: err). active: the layer's misses come from its buffer.
+// check: 1 landed, 0 pending, -1 failed (err). bind: a miss's weights in the buffer. settle: every
+// whole-layer read ended (before the buffers are reused, or the eval gives up).
+bool tier_bulk_begin(mt_tier& t, int32_t layer, char* err, size_t err_bytes);
+bool tier_bulk_active(const mt_tier& t, int32_t layer);
+int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_bytes);
+void tier_bulk_bind(const mt_tier& t, int32_t layer, mt_expert_binding& run);
+void tier_bulk_settle(mt_tier& t);
+// tier_stream.cc: the scratch holds at least `bytes` (buffer 0 of the whole-layer path).
+bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes);
 
 // tier_stream.cc (eval thread): the misses runs[misses[0..n)] of layer start being read (admitted
 // into slots, else streamed into scratch) and are marked pending; false with a message.

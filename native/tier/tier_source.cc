@@ -47,6 +47,7 @@ void layer_begin(void* self, int32_t layer) {
   MT_ASSERT(t.n_leases == 0, "no lease outlives its layer");
   t.computing.store(layer, std::memory_order_seq_cst);  // before any residency read of this layer
   tier_prefetch_begin(t, layer);
+  if (!t.bulk_failed && !tier_bulk_begin(t, layer, t.bulk_error, sizeof t.bulk_error)) t.bulk_failed = true;  // its bind reports it
   if (t.flight_n[layer].load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(t.mu, std::try_to_lock);
   if (lock.owns_lock()) tier_settle_layer(t, layer, false, true);
@@ -87,6 +88,12 @@ void clear_routed(mt_tier& t, const mt_expert_binding* runs, int32_t n_runs) {
 
 int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes) {
   mt_tier& t = tier_of(self);
+  if (t.bulk_failed) {  // the whole-layer read could not be issued at the layer's start
+    std::snprintf(err, err_bytes, "%s", t.bulk_error);
+    t.bulk_failed = false;
+    tier_abandon_layer(t);
+    return -1;
+  }
   if (t.hook_fn != nullptr) post_counts(t, layer, runs, n_runs);
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const size_t base_index = index_of(t, layer, 0);
@@ -168,6 +175,7 @@ void layer_end(void* self, int32_t layer) {
 }  // namespace
 
 void tier_abandon_layer(mt_tier& t) {
+  tier_bulk_settle(t);  // whole-layer reads in flight write buffers the next eval may reuse
   release_leases(t);
   t.computing.store(-1, std::memory_order_seq_cst);
 }

@@ -109,6 +109,7 @@ bool retry_own(mt_tier& t, int32_t layer, PendingRead& r) {
 
 // The pending read's state now (wait: block until it ends). 1 landed, 0 pending, -1 failed (err).
 int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_t err_bytes) {
+  if (r.bulk) return tier_bulk_check(t, layer, wait, err, err_bytes);
   if (r.admitted) {
     mt_event_info info{};
     const int rc = wait ? mt_backend_event_wait(t.backend, r.event, &info, nullptr, 0) : mt_backend_event_query(t.backend, r.event, &info, nullptr, 0);
@@ -141,6 +142,11 @@ int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_
 
 // Binds a landed read's run: the slot under a lease, or the scratch entry.
 bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& run, char* err, size_t err_bytes) {
+  if (r.bulk) {
+    tier_bulk_bind(t, layer, run);
+    r.landed = true;
+    return true;
+  }
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const uint8_t* data = r.dst;
   if (r.admitted) {
@@ -164,7 +170,7 @@ bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& r
 // After a failure: every streamed read of the call ends before the scratch may be reused.
 void settle_streamed(mt_tier& t) {
   for (PendingRead& r : t.reading) {
-    if (r.admitted || r.landed) continue;
+    if (r.admitted || r.landed || r.bulk) continue;
     for (int i = 0; i < 3; i++) {
       mt_io_info info{};
       if (r.ids[i] != 0) mt_io_wait(t.stream_io, r.ids[i], &info, nullptr, 0);
@@ -177,7 +183,7 @@ void settle_streamed(mt_tier& t) {
 void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
   std::lock_guard<std::mutex> lock(t.mu);
   for (const PendingRead& r : t.reading) {
-    if (r.admitted || std::find(runs, runs + n, r.run) == runs + n) continue;
+    if (r.admitted || r.bulk || std::find(runs, runs + n, r.run) == runs + n) continue;
     if (t.read_log.size() >= kReportsMax) {
       t.reports_dropped++;
       continue;
@@ -186,14 +192,41 @@ void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
   }
 }
 
+// A read this call makes itself (not a wait on an earlier step's upload), and whether its expert
+// was read before since the stats mark.
+void count_read(mt_tier& t, size_t index, const PendingRead& r) {
+  if (r.admitted && r.existing) return;
+  t.expert_reads.fetch_add(1, std::memory_order_relaxed);
+  if (t.read_marks[index] == 0) t.read_marks[index] = 1, t.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void ScratchUnmap::operator()(uint8_t* p) const {
   if (p != nullptr) munmap(p, bytes);
 }
 
+bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes) {
+  return grow(t, (bytes + aligned_expert_bytes(t) - 1) / aligned_expert_bytes(t), err, err_bytes);
+}
+
+// The whole-layer path: the misses wait for the layer's buffer, admitted nowhere, read by nobody else.
+static void begin_from_bulk(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n) {
+  t.path_calls[size_t(layer) * 2 + 1].fetch_add(1, std::memory_order_relaxed);
+  for (int32_t i = 0; i < n; i++) {
+    PendingRead r;
+    r.run = misses[i], r.expert = runs[misses[i]].expert, r.bulk = true, r.issued_ns = mt_monotonic_ns();
+    tier_prefetch_uncovered(t, layer);
+    runs[r.run].pending = 1;
+    t.reading.push_back(r);
+  }
+}
+
 bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
   MT_ASSERT(t.reading.empty(), "the previous layer's reads all landed");
+  if (tier_bulk_active(t, layer)) return begin_from_bulk(t, layer, runs, misses, n), true;
+  if (!t.bulk[0].ids.empty() || !t.bulk[1].ids.empty()) tier_bulk_settle(t);  // buffer 0 is the scratch streamed misses use
+  t.path_calls[size_t(layer) * 2].fetch_add(1, std::memory_order_relaxed);
   size_t streamed = 0;
   {
     std::lock_guard<std::mutex> lock(t.mu);
@@ -211,6 +244,7 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
       }
       tier_prefetch_routed(t, index, r.late);
       streamed += !r.admitted;
+      count_read(t, index, r);
       t.reading.push_back(r);
     }
   }
@@ -283,6 +317,7 @@ bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_aft
   t.stream_base = base;
   t.reading.reserve(size_t(t.n_expert));
   t.miss_runs.assign(size_t(t.n_expert), 0);
+  t.read_marks.assign(size_t(t.n_layer) * size_t(t.n_expert), 0);
   return grow(t, size_t(mt_model_hparams(t.model)->n_expert_used), err, err_bytes);
 }
 

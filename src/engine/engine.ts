@@ -31,6 +31,7 @@ import type { TierRequest } from './tier/request.js';
 import { EngineTier } from './tier/tier.js';
 import { validateTune, type TuneOptions } from './tier/tune.js';
 import { resolvePrefetch } from './prefetch-options.js';
+import { resolveShortPrefillTokens, wholeLayerBufferBytes, wholeLayerReachable } from './tier/prefill-path.js';
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
 import { createSampler, validateSampling, type SamplingOptions } from './sampler.js';
@@ -147,7 +148,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   // Everything opened from here on is freed if a later step throws (a bad tier option used to leave the model mapped).
   let context: NativeContextHandle | undefined;
   try {
-    const plan = budget !== undefined ? memoryPlanOf(native, model, budget, contextTokens, threads) : undefined;
+    const plan = budget !== undefined ? memoryPlanOf(native, model, budget, contextTokens, threads, resolveShortPrefillTokens(options.shortPrefillTokens, true)) : undefined;
     const tierOptions: TierOptions = plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer } : options;
     const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
     // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
@@ -369,6 +370,9 @@ class NativeEngine implements Engine {
         uploadBytes: t.uploadBytes,
         decodeUploadBytes: t.decodeUploadBytes,
         failedUploads: t.failedUploads,
+        ...(t.prefillPath ? { prefillPath: t.prefillPath, prefillPathCalls: t.prefillPathCalls } : {}),
+        prefillExpertReads: t.prefillExpertReads,
+        prefillDistinctExpertsRead: t.prefillDistinctExpertsRead,
         tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
       });
       const heatFileError = log ? this.tier!.mergeHeat(log.rows()) : undefined;
@@ -535,11 +539,14 @@ function ioBounceBytes(expertBytes: number): number {
   return engines * IO_QUEUE_DEPTH_DEFAULT * (expertBytes + 2 * blockBytes);
 }
 
-function memoryPlanOf(native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number): MemoryPlan {
+function memoryPlanOf(native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number, shortPrefillTokens: number): MemoryPlan {
   const hp = model.hparams;
   const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx, threads });
+  const expertBytes = expertContainerBytes(model.file, hp);
+  // The whole-layer prefill path reads the next layer while this one computes: a second layer buffer.
+  const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx) ? wholeLayerBufferBytes(expertBytes, hp.nExpert) : 0;
   const input = {
-    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes,
+    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes: scratchBytes + prefillBufferBytes,
     ioBufferBytes: ioBounceBytes(expertContainerBytes(model.file, hp)),
     expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
     // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.

@@ -26,6 +26,12 @@ export interface GenerationStats {
   decodeUploadBytes?: number;
   /** Uploads that failed (their expert stayed or went back to a miss). */
   failedUploads?: number;
+  /** The disk tier: the prefill's path (src/engine/tier/prefill-path.ts) and its layer calls by path. */
+  prefillPath?: 'on-demand' | 'whole-layer';
+  prefillPathCalls?: { onDemand: number[]; wholeLayer: number[] };
+  /** The disk tier: routed misses the prefill read from the file, and the distinct experts among them (reads per distinct expert: 1.0 at best). */
+  prefillExpertReads?: number;
+  prefillDistinctExpertsRead?: number;
   /** The tier's counters at the end of the request (leases, slots used vs budget). */
   tier?: { hits: number; misses: number; leases: number; slotsUsed: number[]; slotsBudget: number[] };
   /** Why the heat file could not be saved (a read-only or full cache: "<file>: EACCES"); the request itself succeeded. */

@@ -269,6 +269,13 @@ export interface NativeTierStats {
   streamEngineBytes?: number;
   /** From the stats mark: ns the forward pass waited for misses' reads with nothing else of the layer left to run (the disk tier's stall). */
   stallNs?: number;
+  /** From the stats mark: routed misses read by their own call (admitted or streamed), and the distinct experts among them (a prefill's reads per distinct expert: expertReads / distinctExpertsRead, 1.0 at best). */
+  expertReads?: number;
+  distinctExpertsRead?: number;
+  /** Layers read whole for a prefill's whole-layer path since the tier was made. */
+  bulkLayers?: number;
+  /** From the stats mark, per layer: calls whose misses were read on demand, and calls whose misses came from a whole-layer read. */
+  pathCalls?: { onDemand: number[]; wholeLayer: number[] };
   /** Prefetch (mt_tier.h): the routes' outcomes by expert from the stats mark, in all and by layer, and the queue's ledger since the tier was made. */
   prefetch?: NativePrefetchStats;
 }
@@ -345,6 +352,8 @@ export interface NativeTierVerbs {
    * the tier's queue); budget and cap are not needed for off.
    */
   tierSetPrefetch(tier: NativeTierHandle, mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void;
+  /** Between evals, a tier with streamFile: how the next prefill reads its misses (mt_tier.h mt_tier_prefill_path). */
+  tierSetPrefillPath(tier: NativeTierHandle, path: 'on-demand' | 'whole-layer'): void;
   /** [nLayer * nExpert]: slot id or -1. */
   tierResidency(tier: NativeTierHandle): Int32Array;
   /** Every expert's state and slot, one consistent snapshot (the tier alone owns them); `into`: filled in place and returned. */

@@ -31,6 +31,9 @@ memory (a model bigger than the RAM it may use):
                           dense weights, KV cache, scratch and the expert slots that fit; the other experts
                           are read from the model file when routed (the disk tier); --json adds memoryPlan,
                           --verbose prints it
+  --short-prefill-tokens N|auto  on the disk tier: a prompt of at most N tokens reads its routed experts once
+                          routed (on demand), a longer one reads each layer whole while the previous layer
+                          computes (0: always whole layers; default auto: the crossover bench prefill measured)
   --prefetch off|observe|enforce  with a tier (this one, or --resident/--slots-per-layer): predict the next
                           layer's experts (its router on the current stream) and read them ahead within
                           the measured transfer window (enforce), or only count what that would read and
@@ -75,6 +78,7 @@ const flags: FlagSpecs = {
   'trace-file': { type: 'string' },
   'memory-budget': { type: 'string' },
   prefetch: { type: 'string' },
+  'short-prefill-tokens': { type: 'string' },
   verbose: { type: 'boolean' },
 };
 
@@ -85,6 +89,7 @@ const apiFlags: Record<string, string> = {
   backend: 'backend', resident: 'resident', slotsPerLayer: 'slots-per-layer', heat: 'heat',
   'prefillReplan.maxSwapsPerLayer': 'replan-max', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
   'prefetch.mode': 'prefetch',
+  shortPrefillTokens: 'short-prefill-tokens',
 };
 
 export const runCommand: Command = {
@@ -187,6 +192,14 @@ function tierOptions(a: Args): Partial<EngineOptions> {
     if (a.bool('prefill-replan')) o.prefillReplan.enabled = true;
     if (a.has('replan-max')) o.prefillReplan.maxSwapsPerLayer = a.int('replan-max', 24, 1);
   }
+  const shortPrefill = a.string('short-prefill-tokens');
+  if (shortPrefill !== undefined) {
+    if (shortPrefill !== 'auto' && !/^\d+$/.test(shortPrefill)) throw new InvalidOptionError(a.flag('short-prefill-tokens'), "an integer >= 0 or 'auto'", shortPrefill);
+    if (!a.has('memory-budget') && a.string('backend') !== 'disk') {
+      throw new InvalidOptionError(a.flag('short-prefill-tokens'), `${a.flag('memory-budget')} or ${a.flag('backend')} disk beside it (the disk tier)`, shortPrefill);
+    }
+    o.shortPrefillTokens = shortPrefill === 'auto' ? 'auto' : Number(shortPrefill);
+  }
   const prefetch = a.string('prefetch');
   if (prefetch !== undefined) {
     if (prefetch !== 'off' && prefetch !== 'observe' && prefetch !== 'enforce') throw new InvalidOptionError(a.flag('prefetch'), '"off", "observe" or "enforce"', prefetch);
@@ -215,6 +228,11 @@ interface TierReport {
   uploadBytes?: number;
   decodeUploadBytes?: number;
   streamedBytes?: number;
+  /** The disk tier: the prefill's path (on-demand | whole-layer: --short-prefill-tokens). */
+  prefillPath?: 'on-demand' | 'whole-layer';
+  /** The disk tier: routed misses the prefill read, and those reads per distinct expert read (1.0 at best). */
+  prefillExpertReads?: number;
+  prefillReadsPerDistinctExpert?: number | null;
   /** The disk tier: ms per decode token the forward pass waited for reads with nothing else to run (tierStats().stallNs). */
   stallMsPerToken?: number | null;
   /** The disk tier: every byte the engine read from the model file since it opened (its read engines' counts), and the process's own storage reads (/proc/self/io read_bytes) to check it by. */
@@ -239,6 +257,9 @@ function tierReport(engine: Engine): TierReport {
     decodeUploadBytes: s.decodeUploadBytes,
     // The disk tier's misses read from the file for their call (0 on the other backends).
     streamedBytes: engine.tierStats()?.streamedBytes ?? 0,
+    ...(s.prefillPath ? { prefillPath: s.prefillPath } : {}),
+    prefillExpertReads: s.prefillExpertReads ?? 0,
+    prefillReadsPerDistinctExpert: s.prefillDistinctExpertsRead ? finite(s.prefillExpertReads! / s.prefillDistinctExpertsRead, 4) : null,
     stallMsPerToken: s.generatedTokens > 1 ? finite((engine.tierStats()?.stallNs ?? 0) / 1e6 / (s.generatedTokens - 1), 3) : null,
     ...fileReadReport(engine),
     ...(engine.prefetchMode !== 'off' ? { prefetch: engine.prefetchReport() } : {}),

@@ -52,6 +52,9 @@ export class NativeTierPort implements TierPort {
   setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void {
     this.native.tierSetPrefetch(this.h, mode, predictK, budget, inflightBytesMax, queueMax);
   }
+  setPrefillPath(path: 'on-demand' | 'whole-layer'): void {
+    this.native.tierSetPrefillPath(this.h, path);
+  }
   setVictimOrder(order: Int32Array): void {
     this.native.tierSetVictimOrder(this.h, order);
   }

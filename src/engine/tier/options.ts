@@ -11,6 +11,7 @@ import { lfruDefaults, type LfruParams } from '../../tiers/policies/lfru.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import { resolvePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
 import { resolvePrefetch, type PrefetchConfig, type PrefetchOptions } from '../prefetch-options.js';
+import { resolveShortPrefillTokens } from './prefill-path.js';
 
 /** cpu: RAM slots copied from the mapping; fake: a simulated card; disk: RAM slots read from the model file (dense weights owned, the page cache kept out). */
 export type TierBackendKind = 'cpu' | 'fake' | 'disk';
@@ -49,8 +50,10 @@ export interface TierOptions {
   upload?: Partial<UploadQueueLimits>;
   /** Prefill replan (default off, cap 24; also MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX): replan-options.ts. */
   prefillReplan?: PrefillReplanOptions;
-  /** Overlap-aware prefetch (default off; observe and enforce on the disk tier): src/engine/prefetch-options.ts. */
+  /** Overlap-aware prefetch (default off; observe and enforce on any tier): src/engine/prefetch-options.ts. */
   prefetch?: PrefetchOptions;
+  /** The disk tier: prompts of at most this many tokens read their misses on demand, longer ones whole layers ahead (default 'auto'): prefill-path.ts. */
+  shortPrefillTokens?: number | 'auto';
 }
 
 export interface TierConfig {
@@ -63,6 +66,8 @@ export interface TierConfig {
   upload: Partial<UploadQueueLimits>;
   replan: PrefillReplanConfig;
   prefetch: PrefetchConfig;
+  /** Resolved shortPrefillTokens (the disk tier reads it; prefill-path.ts). */
+  shortPrefillTokens: number;
 }
 
 export function wantsTier(o: TierOptions): boolean {
@@ -99,6 +104,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     upload: o.upload ?? {},
     replan: resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert),
     prefetch: resolvePrefetch(o.prefetch),
+    shortPrefillTokens: resolveShortPrefillTokens(o.shortPrefillTokens, backend === 'disk'),
   };
 }
 

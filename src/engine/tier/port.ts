@@ -42,6 +42,8 @@ export interface TierPort {
   poll(): TierPoll;
   /** Between evals (a tier that reads its misses): the policy's eviction order, per layer coldest first, -1 ended ([nLayer * nExpert]). */
   setVictimOrder(order: Int32Array): void;
+  /** Between evals (a tier that reads its misses): how the next prefill reads them (prefill-path.ts). */
+  setPrefillPath(path: 'on-demand' | 'whole-layer'): void;
   /** Between evals: the prefetch mode, predicted experts per layer, each layer's budget of reads ([nLayer]), and the cap on prefetch bytes in flight. */
   setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void;
   /** Between evals and warmstarts; throws with nothing changed (e.g. every candidate victim has a swap pending). */

@@ -32,6 +32,7 @@
  * changes tokens.
  */
 import { prefetchReport } from './prefetch-report.js';
+import type { PrefillPath } from './prefill-path.js';
 import { EMPTY } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
@@ -65,6 +66,12 @@ export interface TierRequestStats {
   uploadBytes: number;
   decodeUploadBytes: number;
   failedUploads: number;
+  /** The disk tier: the prefill's path, and its layer calls by path (prefill-path.ts). */
+  prefillPath: PrefillPath | undefined;
+  prefillPathCalls: { onDemand: number[]; wholeLayer: number[] } | undefined;
+  /** The prefill's reads of routed misses (the disk tier; 0 elsewhere) and the distinct experts they read. */
+  prefillExpertReads: number;
+  prefillDistinctExpertsRead: number;
   /** The tier's counters at the end (tests read leases and slot use from here). */
   tier: TierStats;
 }
@@ -103,6 +110,8 @@ export class TierRequest {
     private readonly boundary?: () => Promise<boolean> | undefined,
     /** Where the request's routing goes (heat file, --trace-routes); undefined: not kept. */
     private readonly log?: RouteLog,
+    /** The disk tier: the path a prefill of this many tokens takes (prefill-path.ts); undefined: the tier has one path. */
+    private readonly prefillPathOf?: (promptTokens: number) => PrefillPath,
   ) {
     port.resetStats();
     this.stages = {
@@ -136,6 +145,22 @@ export class TierRequest {
   async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array): Promise<void> {
     const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
     if (phase === 'prefill') this.prompt = tokens;
+    const path = phase === 'prefill' && tokens.length > 1 ? this.prefillPathOf?.(tokens.length) : undefined;
+    if (path === undefined) return this.runStep(step);
+    this.prefillPath = path;
+    this.port.setPrefillPath(path);
+    try {
+      await this.runStep(step);
+    } finally {
+      if (path !== 'on-demand') this.port.setPrefillPath('on-demand'); // decode steps read on demand
+    }
+  }
+
+  /** The path this request's prefill took (the disk tier), once it ran. */
+  private prefillPath: PrefillPath | undefined;
+
+  private async runStep(step: EvaluateStep): Promise<void> {
+    const { phase } = step;
     if (phase === 'prefill' && this.placement.replanEnabled) {
       step.onLayerRouted = (layer, counts) => {
         this.pollEarly();
@@ -295,6 +320,10 @@ export class TierRequest {
       uploadBytes: this.uploadBytes,
       decodeUploadBytes: this.decodeUploadBytes,
       failedUploads: this.failedUploads,
+      prefillPath: this.prefillPath,
+      prefillPathCalls: prefill?.pathCalls,
+      prefillExpertReads: prefill?.expertReads ?? 0,
+      prefillDistinctExpertsRead: prefill?.distinctExpertsRead ?? 0,
       tier: decode,
       ...(decode.prefetch && this.placement.prefetchConfig.mode !== 'off' ? { prefetch: prefetchReport(decode.prefetch, this.port.expertBytes.container) } : {}),
     };

@@ -30,6 +30,7 @@ import type { TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
 import type { PrefillReplanConfig } from './replan-options.js';
 import type { PrefetchConfig } from '../prefetch-options.js';
+import { prefillPathFor } from './prefill-path.js';
 import { residentSets, type TierPort } from './port.js';
 import { TierRequest } from './request.js';
 import type { RouteLog } from './route-log.js';
@@ -115,7 +116,9 @@ export class EngineTier {
     } catch {
       // A failed fill leaves its slot free (counted by the backend); the next tick decides again.
     }
-    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(trace), this.rebuild, () => (this.pendingSlots === undefined ? undefined : this.applyResize()), log);
+    const prefillPath = this.port.readsMisses ? (tokens: number) => prefillPathFor(tokens, this.config.shortPrefillTokens) : undefined;
+    const boundary = () => (this.pendingSlots === undefined ? undefined : this.applyResize());
+    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(trace), this.rebuild, boundary, log, prefillPath);
   }
 
   /** A new slot budget for every layer (validated by the caller), from the next boundary on. */

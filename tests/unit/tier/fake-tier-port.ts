@@ -63,6 +63,7 @@ export class FakeTierPort implements TierPort {
   }
   setVictimOrder(): void {}
   setPrefetch(): void {}
+  setPrefillPath(): void {}
   poll(): TierPoll {
     const out = { uploads: this.reports, evicted: this.evicted, reads: [] };
     this.reports = [];

@@ -1,0 +1,46 @@
+/**
+ * How a prefill on the disk tier reads its misses (issue 14; SPEC.md section 5; native/tier/tier_bulk.cc):
+ *
+ *   on-demand    each layer's routed misses are read once it has routed, and the layer's residents
+ *                compute meanwhile (tier_stream.cc): reads only what the prompt routes to
+ *   whole-layer  each layer's experts are read whole, the next layer's while this one computes:
+ *                reads every expert, but before routing, behind the previous layer's compute
+ *
+ * shortPrefillTokens N: a prompt of at most N tokens takes on-demand, a longer one whole-layer;
+ * 0: every prefill whole-layer. 'auto' (the default) is the crossover measured on the disk tier at
+ * half the medium Q8_0 file (`npm run bench -- prefill`, bench/results/prefill.json). A one-token
+ * eval (decode) always takes on-demand.
+ */
+import { InvalidOptionError } from '../../core/errors.js';
+
+/** The measured crossover: see bench/README.md, prefill. */
+export const SHORT_PREFILL_TOKENS_AUTO = 64;
+
+export type PrefillPath = 'on-demand' | 'whole-layer';
+
+/** The option as given (undefined: 'auto'), checked; only the disk tier reads its misses. */
+export function resolveShortPrefillTokens(v: number | 'auto' | undefined, readsMisses: boolean): number {
+  if (v === undefined || v === 'auto') return SHORT_PREFILL_TOKENS_AUTO;
+  if (!Number.isSafeInteger(v) || v < 0) throw new InvalidOptionError('shortPrefillTokens', "an integer >= 0 (0: every prefill reads whole layers) or 'auto'", v);
+  if (!readsMisses) throw new InvalidOptionError('shortPrefillTokens', 'unset without the disk tier (memoryBudgetBytes, or backend "disk"): only it reads its misses', v);
+  return v;
+}
+
+export function prefillPathFor(promptTokens: number, shortPrefillTokens: number): PrefillPath {
+  return promptTokens <= shortPrefillTokens ? 'on-demand' : 'whole-layer';
+}
+
+/** A context of nCtx tokens can hold a prompt the whole-layer path takes. */
+export function wholeLayerReachable(shortPrefillTokens: number, nCtx: number): boolean {
+  return shortPrefillTokens < nCtx;
+}
+
+/**
+ * The whole-layer path's second layer buffer (the first is the streamed misses' scratch, already
+ * in the plan's working set): one layer's experts, with an alignment block before and after each
+ * of its three tensors (tier_bulk.cc), counted at the largest block the read engine may use.
+ */
+export function wholeLayerBufferBytes(expertBytes: number, nExpert: number): number {
+  const blockMax = 64 * 1024;
+  return nExpert * expertBytes + 6 * blockMax;
+}

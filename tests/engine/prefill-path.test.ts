@@ -1,0 +1,75 @@
+/**
+ * The disk tier's two prefill paths (issue 14): a prompt of at most shortPrefillTokens reads its
+ * routed misses on demand, a longer one reads each layer whole (the next layer's while this one
+ * computes). Each test asserts the path every layer really took, from the tier's own per-layer
+ * counts, and that the tokens are the plain ones (an engine without a tier) on both paths.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import { openEngine, type EngineOptions } from '../../src/engine/engine.js';
+import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
+
+const { dir, cleanup } = tempDir('moetier-prefill-path-');
+afterAll(cleanup);
+let model: string;
+let prompt: number[];
+let reference: number[];
+const maxTokens = 12;
+beforeAll(async () => {
+  model = await tinyModel(dir, 'q8_0', 29);
+  ({ prompt, reference } = await referenceRun(model, 'red green blue yellow red green blue yellow red', maxTokens));
+});
+
+async function run(options: Partial<EngineOptions>) {
+  const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, ...options });
+  try {
+    const tokens = await collect(engine, prompt, { maxTokens, stopAtEos: false });
+    return { tokens, stats: engine.lastStats!, tier: engine.tierStats()! };
+  } finally {
+    await engine.close();
+  }
+}
+
+describe('prefill paths on the disk tier', () => {
+  it('a prompt within shortPrefillTokens reads on demand on every layer, a longer one whole layers; the same tokens', async () => {
+    const onDemand = await run({ shortPrefillTokens: prompt.length });
+    const whole = await run({ shortPrefillTokens: prompt.length - 1 });
+    for (const r of [onDemand, whole]) expect(r.tokens).toEqual(reference);
+    expect(onDemand.stats.prefillPath).toBe('on-demand');
+    expect(whole.stats.prefillPath).toBe('whole-layer');
+    const nLayer = onDemand.stats.prefillPathCalls!.onDemand.length;
+    // Each layer of the one-chunk prefill took the one path asked for, never the other.
+    expect(onDemand.stats.prefillPathCalls).toEqual({ onDemand: new Array(nLayer).fill(1), wholeLayer: new Array(nLayer).fill(0) });
+    expect(whole.stats.prefillPathCalls).toEqual({ onDemand: new Array(nLayer).fill(0), wholeLayer: new Array(nLayer).fill(1) });
+    // On demand reads what the prompt routes to, once; whole layers read every expert of every layer once.
+    expect(onDemand.stats.prefillExpertReads).toBe(onDemand.stats.prefillDistinctExpertsRead);
+    expect(onDemand.stats.prefillExpertReads).toBeLessThan(nLayer * 8);
+    expect(whole.stats.prefillExpertReads).toBe(nLayer * 8);
+    expect(whole.stats.prefillDistinctExpertsRead).toBe(nLayer * 8);
+    expect(whole.tier.bulkLayers).toBe(nLayer);
+    // The decode after a whole-layer prefill reads on demand (its calls are counted from the mark).
+    expect(whole.tier.pathCalls!.wholeLayer.every((n) => n === 0)).toBe(true);
+  });
+
+  it('0 reads whole layers for every prompt, and a prompt longer than a chunk reads them again per chunk', async () => {
+    const engine = await openEngine({ model, threads: 1, contextTokens: 640, heat: false, backend: 'disk', slotsPerLayer: 2, shortPrefillTokens: 0 });
+    try {
+      const long = Array.from({ length: 300 }, (_, i) => prompt[i % prompt.length]); // two chunks of rows (256 + 44)
+      const plain = await openEngine({ model, threads: 1, contextTokens: 640 });
+      const expected = await collect(plain, long, { maxTokens: 4, stopAtEos: false });
+      await plain.close();
+      expect(await collect(engine, long, { maxTokens: 4, stopAtEos: false })).toEqual(expected);
+      const s = engine.lastStats!;
+      expect(s.prefillPathCalls!.wholeLayer.every((n) => n === 2)).toBe(true);
+      expect(s.prefillExpertReads).toBe(2 * s.prefillDistinctExpertsRead!); // each chunk read every layer again
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('refuses a bad shortPrefillTokens by name, and one off the disk tier', async () => {
+    await expect(run({ shortPrefillTokens: -1 })).rejects.toThrow(/option shortPrefillTokens: expected an integer >= 0/);
+    await expect(run({ shortPrefillTokens: 1.5 })).rejects.toThrow(InvalidOptionError);
+    await expect(run({ backend: 'cpu', shortPrefillTokens: 4 })).rejects.toThrow(/shortPrefillTokens: expected unset without the disk tier/);
+  });
+});
