@@ -10,6 +10,7 @@ const benches = {
   tier: () => import('./tier.mjs'),
   disk: () => import('./disk.mjs'),
   prefetch: () => import('./prefetch.mjs'),
+  prefill: () => import('./prefill.mjs'),
 };
 
 const usage = `usage: npm run bench -- <${Object.keys(benches).join('|')}> [options]   (npm run bench -- <name> --help: its options)

@@ -5,7 +5,9 @@
  *   parent --(one JSON request on stdin)--> child --(one JSON line on stdout)--> parent
  *
  * Request: { modelPath, threads, maxTokens, logitsMode: 'none' | 'first' | 'all',
- *            runs: [{ promptTokens: number[], promptText?: string, maxTokens? }] }
+ *            runs: [{ promptTokens: number[], promptText?: string, maxTokens?, prefixTokens? }] }
+ *   prefixTokens: evaluated first on the run's sequence, untimed (a conversation's earlier turn in
+ *   the KV cache); the timings are then those of promptTokens over it (a second turn).
  * Reply:   { ok: true, llamaCppRelease, results: [{ tokens, stoppedAtEog, firstLogits, top2,
  *            tokenizationIdentical?, timings }] } | { ok: false, error }
  *
@@ -47,11 +49,11 @@ async function main() {
 }
 
 async function runOne(model, { threads, maxTokens: requestMaxTokens, logitsMode = 'none' }, run) {
-  const { promptTokens, promptText, maxTokens = requestMaxTokens } = run;
+  const { promptTokens, promptText, maxTokens = requestMaxTokens, prefixTokens = [] } = run;
   // One batch holds the whole prompt, so prefill is one evaluation, as in moetier.
   const context = await model.createContext({
-    contextSize: promptTokens.length + maxTokens + 8,
-    batchSize: Math.max(promptTokens.length, 1),
+    contextSize: prefixTokens.length + promptTokens.length + maxTokens + 8,
+    batchSize: Math.max(promptTokens.length, prefixTokens.length, 1),
     threads: { ideal: threads, min: threads },
     sequences: 1,
   });
@@ -60,12 +62,12 @@ async function runOne(model, { threads, maxTokens: requestMaxTokens, logitsMode 
   const top2 = [];
   let firstLogits = null;
   let stoppedAtEog = false;
+  const sequence = context.getSequence();
+  if (prefixTokens.length > 0) await sequence.evaluateWithoutGeneratingNewTokens(prefixTokens);
   const t0 = performance.now();
   let tFirst = t0;
   let tLast = t0;
-  const generator = context
-    .getSequence()
-    .evaluateWithMetadata(promptTokens, { probabilities: wantProbabilities }, { temperature: 0, yieldEogToken: true });
+  const generator = sequence.evaluateWithMetadata(promptTokens, { probabilities: wantProbabilities }, { temperature: 0, yieldEogToken: true });
   for await (const { token, probabilities } of generator) {
     tLast = performance.now();
     if (tokens.length === 0) tFirst = tLast;

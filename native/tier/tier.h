@@ -110,6 +110,7 @@ struct BulkBuffer {
   std::vector<mt_io_id> ids;     // its piece reads, until settled
   bool landed = false, failed = false;
   const uint8_t* tensor[3] = {};  // where the gate, up and down tensors' first bytes land
+  std::vector<uint8_t> has;       // [nExpert]: 1 where the read takes the expert
 };
 
 // One warmstart upload into a free slot (tier_warm.cc).
@@ -288,6 +289,7 @@ bool tier_bulk_begin(mt_tier& t, int32_t layer, char* err, size_t err_bytes);
 bool tier_bulk_active(const mt_tier& t, int32_t layer);
 int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_bytes);
 void tier_bulk_bind(const mt_tier& t, int32_t layer, mt_expert_binding& run);
+bool tier_bulk_holds(const mt_tier& t, int32_t layer, int32_t expert);
 void tier_bulk_settle(mt_tier& t);
 // tier_stream.cc: the scratch holds at least `bytes` (buffer 0 of the whole-layer path).
 bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes);

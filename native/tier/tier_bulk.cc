@@ -12,6 +12,8 @@
 //            straight into the buffer (its address is congruent to the file offset), the tail
 //            through a bounce buffer; 8 in flight (the engine's depth): ~8 MiB at the disk, below
 //            where this disk chokes (include/mt_io.h)
+//   wanted   every expert of the layer, or only those without a slot when no resident of the
+//            layer can leave before its bind (mark_wanted): residents compute from their slots
 //   reuse    a buffer is refilled only once every read into it ended (bulk_settle)
 //
 // The path is set between evals (mt_tier_set_prefill_path); one-row evals always take on-demand.
@@ -66,6 +68,24 @@ void settle_buffer(mt_tier& t, BulkBuffer& b) {
   b.layer = -1, b.landed = false, b.failed = false;
 }
 
+// The experts the layer's read takes: all of them, or, where no resident of the layer can leave
+// before its bind, only those without a slot. Residents leave through swaps (none queued or in
+// flight for the layer) and the prefill replan's (its hook unset); a whole-layer prefill admits
+// nothing, and prefetch runs in one-token evals only. Counted as the on-demand path counts reads.
+void mark_wanted(mt_tier& t, int32_t layer, BulkBuffer& b) {
+  const bool stable = t.hook_fn == nullptr && t.pending_n[layer].load(std::memory_order_seq_cst) == 0 && t.flight_n[layer].load(std::memory_order_acquire) == 0;
+  b.has.assign(size_t(t.n_expert), 1);
+  for (int32_t x = 0; x < t.n_expert; x++) {
+    const size_t index = index_of(t, layer, x);
+    if (stable && t.residency[index].load(std::memory_order_acquire) >= 0) {
+      b.has[size_t(x)] = 0;
+      continue;
+    }
+    t.expert_reads.fetch_add(1, std::memory_order_relaxed);
+    if (t.read_marks[index] == 0) t.read_marks[index] = 1, t.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 // Issues layer's tensors into buffer b. false (err): a read was refused; what was issued is settled.
 bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* err, size_t err_bytes) {
   settle_buffer(t, b);
@@ -77,33 +97,38 @@ bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* 
   const size_t per_expert[3] = {e.gate_bytes, e.up_bytes, e.down_bytes};
   uint8_t* at = base;
   b.layer = layer;
+  mark_wanted(t, layer, b);
   for (int i = 0; i < 3; i++) {
     const uint64_t from = tensor_offset(t, tensors[i]->data), to = from + uint64_t(t.n_expert) * per_expert[i];
     // dst congruent to the file offset modulo the alignment: aligned pieces go straight in.
     uint8_t* dst = at + (from % align);
     b.tensor[i] = dst;
-    for (uint64_t off = from; off < to;) {
-      // Pieces end on 1 MiB boundaries of the file: the middle ones aligned at both ends.
-      const uint64_t next = std::min(to, align_down(off, kPieceBytes) + kPieceBytes);
-      mt_io_id id = 0;
-      char why[160] = "";
-      if (mt_io_read(t.stream_io, off, next - off, dst + (off - from), layer, &id, why, sizeof why) != MT_IO_OK) {
-        std::snprintf(err, err_bytes, "expert read: %s: layer %d, the whole layer at offset %llu: %s", t.stream_path.c_str(), layer, (unsigned long long)off, why);
-        settle_buffer(t, b);
-        return false;
+    for (int32_t x0 = 0; x0 < t.n_expert;) {  // each run of wanted experts, in pieces
+      if (!b.has[size_t(x0)]) {
+        x0++;
+        continue;
       }
-      b.ids.push_back(id);
-      off = next;
+      int32_t x1 = x0;
+      while (x1 < t.n_expert && b.has[size_t(x1)]) x1++;
+      const uint64_t run_to = from + uint64_t(x1) * per_expert[i];
+      for (uint64_t off = from + uint64_t(x0) * per_expert[i]; off < run_to;) {
+        // Pieces end on 1 MiB boundaries of the file: the middle ones aligned at both ends.
+        const uint64_t next = std::min(run_to, align_down(off, kPieceBytes) + kPieceBytes);
+        mt_io_id id = 0;
+        char why[160] = "";
+        if (mt_io_read(t.stream_io, off, next - off, dst + (off - from), layer, &id, why, sizeof why) != MT_IO_OK) {
+          std::snprintf(err, err_bytes, "expert read: %s: layer %d, the whole layer at offset %llu: %s", t.stream_path.c_str(), layer, (unsigned long long)off, why);
+          settle_buffer(t, b);
+          return false;
+        }
+        b.ids.push_back(id);
+        off = next;
+      }
+      x0 = x1;
     }
     at = base + align_down(size_t(dst + (to - from) - base) + align - 1, align);
   }
   t.bulk_layers.fetch_add(1, std::memory_order_relaxed);
-  // Every expert of the layer is read: counted as the on-demand path counts its reads.
-  t.expert_reads.fetch_add(uint64_t(t.n_expert), std::memory_order_relaxed);
-  for (int32_t x = 0; x < t.n_expert; x++) {
-    uint8_t& mark = t.read_marks[index_of(t, layer, x)];
-    if (mark == 0) mark = 1, t.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
-  }
   return true;
 }
 
@@ -144,6 +169,11 @@ int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_
   }
   b.landed = true;
   return 1;
+}
+
+bool tier_bulk_holds(const mt_tier& t, int32_t layer, int32_t expert) {
+  const BulkBuffer& b = t.bulk[size_t(layer % 2)];
+  return b.layer == layer && b.has[size_t(expert)] != 0;
 }
 
 void tier_bulk_bind(const mt_tier& t, int32_t layer, mt_expert_binding& run) {

@@ -211,20 +211,28 @@ bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes) 
 }
 
 // The whole-layer path: the misses wait for the layer's buffer, admitted nowhere, read by nobody else.
-static void begin_from_bulk(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n) {
+// A miss the read did not take (a resident that left after it was issued: mark_wanted rules that
+// out) fails the call rather than compute from bytes nobody read.
+static bool begin_from_bulk(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
   t.path_calls[size_t(layer) * 2 + 1].fetch_add(1, std::memory_order_relaxed);
   for (int32_t i = 0; i < n; i++) {
+    if (!tier_bulk_holds(t, layer, runs[misses[i]].expert)) {
+      std::snprintf(err, err_bytes, "tier: whole-layer prefill: layer %d expert %d left its slot after the layer's read was issued", layer, runs[misses[i]].expert);
+      t.reading.clear();
+      return false;
+    }
     PendingRead r;
     r.run = misses[i], r.expert = runs[misses[i]].expert, r.bulk = true, r.issued_ns = mt_monotonic_ns();
     tier_prefetch_uncovered(t, layer);
     runs[r.run].pending = 1;
     t.reading.push_back(r);
   }
+  return true;
 }
 
 bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
   MT_ASSERT(t.reading.empty(), "the previous layer's reads all landed");
-  if (tier_bulk_active(t, layer)) return begin_from_bulk(t, layer, runs, misses, n), true;
+  if (tier_bulk_active(t, layer)) return begin_from_bulk(t, layer, runs, misses, n, err, err_bytes);
   if (!t.bulk[0].ids.empty() || !t.bulk[1].ids.empty()) tier_bulk_settle(t);  // buffer 0 is the scratch streamed misses use
   t.path_calls[size_t(layer) * 2].fetch_add(1, std::memory_order_relaxed);
   size_t streamed = 0;
