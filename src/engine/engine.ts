@@ -546,7 +546,7 @@ function memoryPlanOf(native: NativeBinding, model: LoadedModel, budgetBytes: nu
   // The whole-layer prefill path reads the next layer while this one computes: a second layer buffer.
   const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx) ? wholeLayerBufferBytes(expertBytes, hp.nExpert) : 0;
   const input = {
-    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes: scratchBytes + prefillBufferBytes,
+    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes, prefillBufferBytes,
     ioBufferBytes: ioBounceBytes(expertContainerBytes(model.file, hp)),
     expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
     // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.

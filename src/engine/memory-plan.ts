@@ -9,6 +9,8 @@
  *          + I/O buffers (reads in flight) + the working set of one layer call (its routed experts
  *            read for that call when none of them is resident: nExpertUsed experts for a decode
  *            token, up to every expert of the layer for a prefill chunk)
+ *          + the whole-layer prefill's second layer buffer (when a prompt can take that path;
+ *            the first is the working set)
  *          + expert slots (the rest, at the slot stride, spread evenly over the layers)
  *
  * Node's own heap (the JavaScript objects, V8) is outside the budget: it is the process's, not
@@ -38,11 +40,13 @@ export interface MemoryPlanInput {
    * prefill chunk of R rows routes up to min(nExpert, R x nExpertUsed) distinct experts.
    */
   workingSetExperts?: number;
+  /** The whole-layer prefill path's second layer buffer (src/engine/tier/prefill-path.ts); 0 when no prompt can take it. */
+  prefillBufferBytes?: number;
 }
 
 export interface MemoryPlan {
   budgetBytes: number;
-  parts: { dense: number; kvCache: number; scratch: number; ioBuffers: number; workingSet: number; slots: number };
+  parts: { dense: number; kvCache: number; scratch: number; ioBuffers: number; workingSet: number; prefillBuffer: number; slots: number };
   /** Expert slots per layer (the same on every layer), 0..nExpert. */
   slotsPerLayer: number;
   slotStrideBytes: number;
@@ -72,8 +76,8 @@ export function slotStride(expertBytes: number): number {
 export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const stride = slotStride(input.expertBytes);
   const workingSet = (input.workingSetExperts ?? input.nExpertUsed) * stride;
-  const fixed = { dense: input.denseBytes, kvCache: input.kvCacheBytes, scratch: input.scratchBytes, ioBuffers: input.ioBufferBytes, workingSet };
-  const minimum = fixed.dense + fixed.kvCache + fixed.scratch + fixed.ioBuffers + fixed.workingSet;
+  const fixed = { dense: input.denseBytes, kvCache: input.kvCacheBytes, scratch: input.scratchBytes, ioBuffers: input.ioBufferBytes, workingSet, prefillBuffer: input.prefillBufferBytes ?? 0 };
+  const minimum = fixed.dense + fixed.kvCache + fixed.scratch + fixed.ioBuffers + fixed.workingSet + fixed.prefillBuffer;
   if (input.budgetBytes < minimum) throw new MemoryBudgetError(input.budgetBytes, minimum, fixed);
   const room = input.budgetBytes - minimum;
   const slotsPerLayer = Math.min(input.nExpert, Math.floor(room / (stride * input.nLayer)));

@@ -35,7 +35,7 @@ describe('memory budget', () => {
     } finally {
       await whole.close();
     }
-    const fixed = plan.parts.dense + plan.parts.kvCache + plan.parts.scratch + plan.parts.ioBuffers + plan.parts.workingSet;
+    const fixed = plan.parts.dense + plan.parts.kvCache + plan.parts.scratch + plan.parts.ioBuffers + plan.parts.workingSet + plan.parts.prefillBuffer;
     const perLayerSlot = 4 * plan.slotStrideBytes; // 4 layers
     for (const slots of [1, 3, 6]) {
       const engine = await open(fixed + slots * perLayerSlot);
