@@ -34,9 +34,12 @@ import { resolvePrefetch } from './prefetch-options.js';
 import { resolveShortPrefillTokens, wholeLayerBufferBytes, wholeLayerReachable } from './tier/prefill-path.js';
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
-import { createSampler, validateSampling, type SamplingOptions } from './sampler.js';
+import { createSampler, validateSampling } from './sampler.js';
+import type { GenerateOptions, GeneratedToken } from './generate-options.js';
 import { rate, type GenerationStats } from './stats.js';
 import { modelName, RequestTrace } from './request-trace.js';
+
+export type { GenerateOptions, GeneratedToken } from './generate-options.js';
 
 export interface EngineOptions extends TierOptions {
   /** Path to a GGUF model file. */
@@ -56,27 +59,6 @@ export interface EngineOptions extends TierOptions {
   requestQueueDepthMax?: number;
   /** A request whose consumer asks for no next token for this long is cancelled (default 60 000 ms). */
   requestIdleMs?: number;
-}
-
-export interface GenerateOptions extends SamplingOptions {
-  maxTokens?: number;
-  signal?: AbortSignal;
-  /** Prepend the BOS token when the tokenizer asks for it (default true). */
-  addBos?: boolean;
-  /** Stop at an end-of-generation token (eos, <|im_end|>...; default true). */
-  stopAtEos?: boolean;
-  /** Write this request's routing (prefill rows, decode steps) to this file, in the policy lab's JSONL format. */
-  traceRoutes?: string;
-}
-
-export interface GeneratedToken {
-  id: number;
-  /** Text this token completes (may be '' while a multi-byte character is incomplete). */
-  text: string;
-  /** 0 for the first generated token. */
-  index: number;
-  /** Milliseconds since generate() was called. */
-  elapsedMs: number;
 }
 
 export interface Engine {
