@@ -70,6 +70,7 @@ for (const tier of [false, true]) {
     beforeAll(async () => {
       engine = await openEngine({ model, threads: 1, contextTokens: 128, ...(tier && { slotsPerLayer: 3, heat: false, backend: 'disk' as const }) });
       expect(engine.tierKind).toBe(tier ? 'native' : undefined);
+      expect(engine.fileReads() !== undefined).toBe(tier); // the disk backend: experts read from the file
     });
     afterAll(() => engine.close());
 
