@@ -319,6 +319,19 @@ describe('conversation limits, eviction and failures', () => {
     const evals = recordEvals();
     expect(await turn(conversation, p1, greedy(4))).toEqual(viaRx.map((t) => t.id));
     expect(evals[0]).toEqual({ tokens: p1, position: 0 });
+
+    // A reset while a turn runs: the turn streams to its end, but is no longer recorded.
+    const streamed: number[] = [];
+    for await (const t of conversation.generate(text2, greedy(4))) {
+      streamed.push(t.id);
+      if (streamed.length === 1) conversation.reset();
+    }
+    expect(streamed).toHaveLength(4);
+    expect(conversation.tokens).toEqual([]);
+    expect(conversation.cachedTokens).toBe(0);
+    await turn(conversation, p1, greedy(4));
+    expect(conversation.tokens).toEqual([...p1, ...viaRx.map((t) => t.id)]);
+
     const history = conversation.tokens;
     conversation.close();
     expect(() => conversation.generate(text2)).toThrow(InvalidOptionError);
