@@ -64,11 +64,17 @@ const text1 = 'the ship sails at dawn';
 const text2 = ' and the crew sings';
 const text3 = ' until the harbour';
 
-for (const tier of [false, true]) {
-  describe(tier ? 'a conversation on the disk tier (3 slots per layer)' : 'a conversation without a tier', () => {
+const disk = { slotsPerLayer: 3, heat: false as const, backend: 'disk' as const };
+for (const [name, tierOptions] of [
+  ['without a tier', undefined],
+  ['on the disk tier (3 slots per layer)', disk],
+  ['on the disk tier, every prefill reading whole layers', { ...disk, shortPrefillTokens: 0 }],
+] as const) {
+  const tier = tierOptions !== undefined;
+  describe(`a conversation ${name}`, () => {
     let engine: Engine;
     beforeAll(async () => {
-      engine = await openEngine({ model, threads: 1, contextTokens: 128, ...(tier && { slotsPerLayer: 3, heat: false, backend: 'disk' as const }) });
+      engine = await openEngine({ model, threads: 1, contextTokens: 128, ...tierOptions });
       expect(engine.tierKind).toBe(tier ? 'native' : undefined);
       expect(engine.fileReads() !== undefined).toBe(tier); // the disk backend: experts read from the file
     });
@@ -101,6 +107,8 @@ for (const tier of [false, true]) {
       const stats = conversation.lastStats!;
       expect(stats).toMatchObject({ promptTokens: 1 + p2.length, cachedTokens: cached, replayedTokens: 0, generatedTokens: 6, finishReason: 'length' });
       expect(engine.lastStats).toBe(stats);
+      // Turn 2's prefill took the path its own few tokens ask for (whole layers only when every prefill does).
+      if (tier) expect(stats.prefillPathCalls?.wholeLayer.every((n) => n === ('shortPrefillTokens' in tierOptions ? 1 : 0))).toBe(true);
     });
 
     it('turn 3 continues the same cache (string prompts: no BOS after the first turn)', async () => {
