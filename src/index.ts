@@ -1,6 +1,7 @@
 /** moetier's public API. */
 export { openEngine } from './engine/engine.js';
 export type { Engine, EngineOptions, GenerateOptions, GeneratedToken } from './engine/engine.js';
+export type { Conversation, ConversationOptions } from './engine/conversation.js';
 export type { GenerationStats } from './engine/stats.js';
 export type { SamplingOptions } from './engine/sampler.js';
 export * from './core/errors.js';

@@ -128,6 +128,56 @@ export class LimitExceededError extends MoetierError {
   }
 }
 
+/**
+ * A conversation's turn that would not fit in the engine's KV cache: the tokens already cached, the
+ * tokens the turn evaluates and its maxTokens together pass contextTokens (one position stays for the
+ * turn's last token, sampled but evaluated only by the next turn). Refused before any eval; nothing
+ * changed, so a shorter maxTokens or prompt may still fit.
+ */
+export class ContextFullError extends MoetierError {
+  readonly limit = 'contextTokens';
+  readonly cachedTokens: number;
+  readonly newTokens: number;
+  readonly maxTokens: number;
+  readonly contextTokens: number;
+  constructor(cachedTokens: number, newTokens: number, maxTokens: number, contextTokens: number) {
+    super(
+      'E_CONTEXT_FULL',
+      `context full: ${cachedTokens} cached + ${newTokens} new tokens + maxTokens ${maxTokens} = ${cachedTokens + newTokens + maxTokens} > contextTokens ${contextTokens}; ` +
+        'ask for fewer tokens, start a new conversation with a shorter history, or open the engine with a larger contextTokens',
+    );
+    this.cachedTokens = cachedTokens;
+    this.newTokens = newTokens;
+    this.maxTokens = maxTokens;
+    this.contextTokens = contextTokens;
+  }
+}
+
+/**
+ * The engine has one KV cache: another request ran on it since this conversation's last turn and
+ * overwrote the conversation's cached tokens. The turn was refused before any eval; the history
+ * stays readable (conversation.tokens), to start a new conversation with, or the conversation can be
+ * opened with { onEvicted: 'replay' } to evaluate it again from position 0.
+ */
+export class ConversationEvictedError extends MoetierError {
+  /** Cached positions the conversation had, now overwritten. */
+  readonly lostTokens: number;
+  /** Requests that ran on the engine since the conversation's last turn, and what the last one was. */
+  readonly requestsSince: number;
+  readonly lastRequest: string;
+  constructor(lostTokens: number, requestsSince: number, lastRequest: string) {
+    super(
+      'E_CONVERSATION_EVICTED',
+      `conversation evicted: ${requestsSince} other request${requestsSince === 1 ? '' : 's'} (the last: ${lastRequest}) ran on the engine's one KV cache since this ` +
+        `conversation's last turn and overwrote its ${lostTokens} cached tokens; its history stays in conversation.tokens: start a new conversation with ` +
+        "those ids, or open the conversation with { onEvicted: 'replay' } to evaluate the history again",
+    );
+    this.lostTokens = lostTokens;
+    this.requestsSince = requestsSince;
+    this.lastRequest = lastRequest;
+  }
+}
+
 /** The request was cancelled through its AbortSignal. */
 export class RequestAbortedError extends MoetierError {
   constructor() {

@@ -12,7 +12,10 @@ export const limits = {
   ggufKvCountMax: 1 << 16,
   /** Largest tensor rank GGUF allows. */
   ggufDimsMax: 4,
-  /** Default context length of an engine (tokens of KV cache per request). */
+  /**
+   * Default context length of an engine (tokens of KV cache per request). A conversation's whole
+   * history shares it: a turn whose cached + new tokens + maxTokens pass it is refused (ContextFullError).
+   */
   contextTokensDefault: 2048,
   /** Hard cap on the context length we allocate. */
   contextTokensMax: 32768,

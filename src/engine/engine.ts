@@ -4,6 +4,8 @@
  *   generate(prompt) -> queue -> prefill (batched) -> [sample -> decode one token]* -> release
  *
  * Native evaluation runs off the event loop (evalAsync); an AbortSignal is checked between tokens.
+ * A request starts at position 0, or, a conversation's turn (src/engine/conversation.ts), after the
+ * prefix its conversation still holds in the cache; every request claims the cache before its first eval.
  * With `resident` or `slotsPerLayer`, an expert tier is attached (src/engine/tier): each eval
  * also reports its routing (and, natively, per-layer timing), which feeds the placement.
  */
@@ -34,9 +36,13 @@ import { resolvePrefetch } from './prefetch-options.js';
 import { resolveShortPrefillTokens, wholeLayerBufferBytes, wholeLayerReachable } from './tier/prefill-path.js';
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
-import { createSampler, validateSampling, type SamplingOptions } from './sampler.js';
+import { createSampler, validateSampling } from './sampler.js';
+import type { GenerateOptions, GeneratedToken } from './generate-options.js';
+import { ContextOwner, Conversation, type ContextTurn, type ConversationHost, type ConversationOptions, type TurnStart } from './conversation.js';
 import { rate, type GenerationStats } from './stats.js';
 import { modelName, RequestTrace } from './request-trace.js';
+
+export type { GenerateOptions, GeneratedToken } from './generate-options.js';
 
 export interface EngineOptions extends TierOptions {
   /** Path to a GGUF model file. */
@@ -58,27 +64,6 @@ export interface EngineOptions extends TierOptions {
   requestIdleMs?: number;
 }
 
-export interface GenerateOptions extends SamplingOptions {
-  maxTokens?: number;
-  signal?: AbortSignal;
-  /** Prepend the BOS token when the tokenizer asks for it (default true). */
-  addBos?: boolean;
-  /** Stop at an end-of-generation token (eos, <|im_end|>...; default true). */
-  stopAtEos?: boolean;
-  /** Write this request's routing (prefill rows, decode steps) to this file, in the policy lab's JSONL format. */
-  traceRoutes?: string;
-}
-
-export interface GeneratedToken {
-  id: number;
-  /** Text this token completes (may be '' while a multi-byte character is incomplete). */
-  text: string;
-  /** 0 for the first generated token. */
-  index: number;
-  /** Milliseconds since generate() was called. */
-  elapsedMs: number;
-}
-
 export interface Engine {
   readonly hparams: HParams;
   readonly tokenizer: Tokenizer;
@@ -92,6 +77,11 @@ export interface Engine {
   generate(prompt: string | number[], options?: GenerateOptions): AsyncIterable<GeneratedToken>;
   /** The same tokens as an RxJS Observable; unsubscribing cancels the request. */
   generate$(prompt: string | number[], options?: GenerateOptions): Observable<GeneratedToken>;
+  /**
+   * A conversation: turns that keep the KV cache between them, each evaluating only its new tokens
+   * (src/engine/conversation.ts). Any other request on the engine evicts it (the engine has one cache).
+   */
+  conversation(options?: ConversationOptions): Conversation;
   /** Logits of the last row after evaluating `tokens` from an empty context. */
   logits(tokens: number[]): Promise<Float32Array>;
   /** Changes the tier's budgets and policy parameters; validated (nothing changes on a bad value), applied before the next step. */
@@ -170,6 +160,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
 
 class NativeEngine implements Engine {
   private readonly queue: RequestQueue;
+  /** Who wrote the one KV cache last (a conversation still holds its prefix while it does). */
+  private readonly owner = new ContextOwner();
   private closed = false;
   private closing: Promise<void> | undefined;
   lastStats: GenerationStats | undefined;
@@ -225,6 +217,7 @@ class NativeEngine implements Engine {
     try {
       checkModelFile(this.model.pin);
       const out = new Float32Array(this.hparams.nVocab);
+      this.owner.claim('engine.logits');
       await this.native.evalAsync(this.context, ids, 0, out).catch((err: unknown) => {
         throw typedEvalError(err, 0);
       });
@@ -236,6 +229,13 @@ class NativeEngine implements Engine {
 
   generate(prompt: string | number[], options: GenerateOptions = {}): AsyncIterable<GeneratedToken> {
     this.checkOpen();
+    const maxTokens = this.checkRequest(prompt, options);
+    const promptIds = this.checkTokens(typeof prompt === 'string' ? this.tokenize(prompt, { addBos: options.addBos }) : prompt);
+    return cancelWhenIdle(this.run(prompt, maxTokens, options, promptIds), this.idleMs);
+  }
+
+  /** The prompt's type and the options of a request; its maxTokens. */
+  private checkRequest(prompt: unknown, options: GenerateOptions): number {
     if (typeof prompt !== 'string' && !Array.isArray(prompt)) throw new InvalidOptionError('prompt', 'a string or an array of token ids', prompt);
     if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'an object', options);
     const maxTokens = options.maxTokens ?? limits.maxTokensDefault;
@@ -243,8 +243,21 @@ class NativeEngine implements Engine {
       throw new InvalidOptionError('maxTokens', `an integer in [1, ${limits.maxTokensMax}]`, maxTokens);
     }
     validateSampling(options);
-    const promptIds = this.checkTokens(typeof prompt === 'string' ? this.tokenize(prompt, { addBos: options.addBos }) : prompt);
-    return cancelWhenIdle(this.run(prompt, promptIds, maxTokens, options), this.idleMs);
+    return maxTokens;
+  }
+
+  conversation(options?: ConversationOptions): Conversation {
+    this.checkOpen();
+    const host: ConversationHost = {
+      contextTokens: this.contextTokens,
+      owner: this.owner,
+      checkOpen: () => this.checkOpen(),
+      checkRequest: (prompt, o) => this.checkRequest(prompt, o),
+      tokenize: (text, addBos) => this.tokenize(text, { addBos }),
+      checkIds: (ids) => void this.checkIds(ids),
+      run: (prompt, maxTokens, o, turn) => cancelWhenIdle(this.run(prompt, maxTokens, o, turn), this.idleMs),
+    };
+    return new Conversation(host, options);
   }
 
   generate$(prompt: string | number[], options: GenerateOptions = {}): Observable<GeneratedToken> {
@@ -253,10 +266,23 @@ class NativeEngine implements Engine {
     );
   }
 
-  private async *run(prompt: string | number[], promptIds: Int32Array, maxTokens: number, options: GenerateOptions): AsyncGenerator<GeneratedToken> {
+  /**
+   * One request: `place` is the prompt's ids (evaluated at position 0), or a conversation's turn,
+   * which says under the queue where its tokens go and hears of each eval and token.
+   */
+  private async *run(prompt: string | number[], maxTokens: number, options: GenerateOptions, place: Int32Array | ContextTurn): AsyncGenerator<GeneratedToken> {
     const started = performance.now();
     const { signal } = options;
     const release = await this.queue.acquire(signal);
+    const turn = place instanceof Int32Array ? undefined : place;
+    let start: TurnStart;
+    try {
+      start = turn ? turn.begin() : { position: 0, tokens: place as Int32Array, replayedTokens: 0 };
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const promptIds = start.tokens;
     const stats: GenerationStats = {
       promptTokens: promptIds.length,
       generatedTokens: 0,
@@ -267,6 +293,7 @@ class NativeEngine implements Engine {
       decodeTokPerS: 0,
       finishReason: 'length',
       msPerToken: 0,
+      ...(turn && { cachedTokens: start.position, replayedTokens: start.replayedTokens }),
     };
     // The request's routing: for the tier's heat file, and for --trace-routes (neither: not kept).
     const log = (this.tier && this.tier.config.heat !== false) || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
@@ -297,13 +324,17 @@ class NativeEngine implements Engine {
       const streamer = this.model.tokenizer.createStreamDecoder({ special: false });
       const logits = new Float32Array(this.hparams.nVocab);
       await tierRequest?.beforeStep(); // part of TTFT, not of prefillMs
+      // From here the cache is this request's (a conversation that held it is evicted).
+      const epoch = this.owner.claim(turn?.name ?? 'engine.generate');
+      turn?.claimed(epoch);
       const prefillStart = performance.now();
       trace.beginPrefill();
-      await evaluate('prefill', promptIds, 0, logits);
+      await evaluate('prefill', promptIds, start.position, logits);
       trace.endPrefill();
       stats.prefillMs = performance.now() - prefillStart;
       if (routesOnly) log!.add('prefill', routesOnly.routes, promptIds);
-      let position = promptIds.length;
+      let position = start.position + promptIds.length;
+      turn?.evaluated(position);
       const decodeStart = performance.now();
       const step = new Int32Array(1);
       for (let index = 0; index < maxTokens; index++) {
@@ -321,6 +352,7 @@ class NativeEngine implements Engine {
         // The last piece also carries any bytes the stream decoder still holds.
         const text = streamer.push(id) + (last ? streamer.flush() : '');
         trace.addText(text);
+        turn?.sampled(id);
         yield { id, text, index, elapsedMs };
         if (last) {
           stats.finishReason = isEos ? 'stop' : contextFull && index + 1 < maxTokens ? 'context' : 'length';
@@ -335,6 +367,7 @@ class NativeEngine implements Engine {
         trace.endStep();
         if (routesOnly) log!.add('decode', routesOnly.routes, step);
         position++;
+        turn?.evaluated(position);
       }
       stats.decodeMs = performance.now() - decodeStart;
       stats.prefillTokPerS = rate(stats.promptTokens, stats.prefillMs);
@@ -352,6 +385,7 @@ class NativeEngine implements Engine {
         this.finishTier(tierRequest, log, stats, options, failure?.error);
       } finally {
         this.lastStats = stats;
+        turn?.end(stats);
         trace.end(stats, failure?.error);
         release();
       }
@@ -459,13 +493,18 @@ class NativeEngine implements Engine {
   }
 
   private checkTokens(tokens: number[]): Int32Array {
+    if (tokens.length >= this.contextTokens) throw new LimitExceededError('contextTokens', tokens.length + 1, this.contextTokens);
+    return Int32Array.from(this.checkIds(tokens));
+  }
+
+  /** At least one token, each an id of the vocabulary. */
+  private checkIds(tokens: readonly number[]): readonly number[] {
     const nVocab = this.hparams.nVocab;
     if (tokens.length === 0) throw new InvalidOptionError('prompt', 'at least one token', tokens);
-    if (tokens.length >= this.contextTokens) throw new LimitExceededError('contextTokens', tokens.length + 1, this.contextTokens);
     for (const t of tokens) {
       if (!Number.isInteger(t) || t < 0 || t >= nVocab) throw new InvalidOptionError('prompt', `token ids in [0, ${nVocab})`, t);
     }
-    return Int32Array.from(tokens);
+    return tokens;
   }
 }
 

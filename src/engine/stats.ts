@@ -1,6 +1,11 @@
 /** Per-request statistics, the same figures `moetier run --json` prints. */
 export interface GenerationStats {
+  /** Tokens the prefill evaluated (a conversation's turn: only those not in the cache yet). */
   promptTokens: number;
+  /** A conversation's turn (src/engine/conversation.ts): the cached prefix it reused, positions not evaluated again. */
+  cachedTokens?: number;
+  /** A conversation's turn: of promptTokens, the history evaluated again from position 0 after an eviction (onEvicted 'replay'). */
+  replayedTokens?: number;
   generatedTokens: number;
   /** From the call to generate() until the first generated token is ready (includes waiting in the queue). */
   ttftMs: number;
