@@ -73,3 +73,28 @@ describe('moetier run --memory-budget', () => {
     expect((await refusal(['-m', model, '-p', 'x', '--memory-budget', '1G', '--slots-per-layer', '2'])).option).toBe('--memory-budget');
   });
 });
+
+describe('moetier run --short-prefill-tokens and --prefetch', () => {
+  it('report the prefill path and the prefetch in --json, and refuse a bad value or a missing tier by the flag', async () => {
+    const lines: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((s: string) => void lines.push(s));
+    try {
+      const args = ['-m', model, '-p', 'red green blue yellow', '-n', '4', '-t', '1', '-c', '64', '--heat', 'none', '--backend', 'disk', '--slots-per-layer', '2', '--json'];
+      await runCommand.run([...args, '--short-prefill-tokens', '0', '--prefetch', 'enforce']);
+      await runCommand.run([...args, '--short-prefill-tokens', 'auto']);
+    } finally {
+      log.mockRestore();
+    }
+    const [whole, auto] = lines.slice(-2).map((l) => JSON.parse(l) as { prefillPath: string; prefillExpertReads: number; prefetch?: { coverage: number | null; issued: number } });
+    expect(whole.prefillPath).toBe('whole-layer');
+    expect(whole.prefillExpertReads).toBeGreaterThan(0);
+    expect(whole.prefetch?.issued).toBeGreaterThanOrEqual(0);
+    expect(auto.prefillPath).toBe('on-demand'); // a short prompt, within auto's crossover
+    expect(auto.prefetch).toBeUndefined();
+    const base = ['-m', model, '-p', 'x'];
+    expect((await refusal([...base, '--backend', 'disk', '--slots-per-layer', '2', '--short-prefill-tokens', 'some'])).option).toBe('--short-prefill-tokens');
+    expect((await refusal([...base, '--short-prefill-tokens', '8'])).option).toBe('--short-prefill-tokens');
+    expect((await refusal([...base, '--prefetch', 'enforce'])).option).toBe('--prefetch');
+    expect((await refusal([...base, '--slots-per-layer', '2', '--prefetch', 'always'])).option).toBe('--prefetch');
+  });
+});
