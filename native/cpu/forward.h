@@ -18,6 +18,9 @@ namespace mt {
 
 // Rows per prefill chunk: scratch is sized for this many rows; longer evals run in chunks.
 constexpr int32_t kChunkRowsMax = MT_EVAL_CHUNK_ROWS;
+// With an expert source, the chunks of a prompt run layer by layer in groups of this many rows
+// (forward_eval.cc): each layer's experts are read once per group, not once per chunk.
+constexpr int32_t kGroupRowsMax = 4 * MT_EVAL_CHUNK_ROWS;
 // Type ids index small tables (BF16 = 30 is the largest we support).
 constexpr int kTypeIds = 31;
 
@@ -92,6 +95,7 @@ struct mt_model {
 struct mt_context {
   const mt_model* model = nullptr;
   int32_t n_ctx = 0, rows_max = 0, n_threads = 1;
+  int32_t group_rows_max = 0;  // rows of x: a group of chunks run layer by layer (kGroupRowsMax)
   mt_pool* pool = nullptr;
   std::unique_ptr<void, mt::FreeDeleter> arena;  // every buffer below, one calloc
   float *k_cache = nullptr, *v_cache = nullptr;  // [nLayer][nCtx][nHeadKv * headDim], f32
@@ -135,6 +139,7 @@ struct Pass {
   const LayerWeights* L = nullptr;
   int32_t layer = 0, n = 0, pos0 = 0;
   const int32_t* tokens = nullptr;
+  float* x = nullptr;            // the chunk's residual stream rows [n][nEmbd] (in c->x)
   bool combine_pending = false;  // the previous layer's expert outputs wait in slot_down
   int32_t n_runs = 0;            // c->runs [0, n_runs) of the current layer
   int32_t n_bound = 0;           // routed runs the source bound (c->bindings [0, n_bound))

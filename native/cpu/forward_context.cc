@@ -40,7 +40,7 @@ void layout(mt_context* c, Carver& a) {
   const size_t routed = R * K, slots = routed + (hp.shared_expert ? R : 0);
   c->k_cache = a.take<float>(size_t(hp.n_layer) * size_t(c->n_ctx) * KV);
   c->v_cache = a.take<float>(size_t(hp.n_layer) * size_t(c->n_ctx) * KV);
-  c->x = a.take<float>(R * E);
+  c->x = a.take<float>(size_t(c->group_rows_max) * E);  // a group of chunks' residual rows (forward_eval.cc)
   c->h = a.take<float>(R * E);
   c->proj = a.take<float>(R * E);
   c->q = a.take<float>(R * Q);
@@ -84,6 +84,7 @@ extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_
   c.n_ctx = n_ctx;
   c.n_threads = n_threads;
   c.rows_max = std::min(n_ctx, mt::kChunkRowsMax);
+  c.group_rows_max = std::min(n_ctx, mt::kGroupRowsMax);
   Carver measure;
   layout(&c, measure);
   const mt_hparams& hp = model->hp;
@@ -107,6 +108,7 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   c->n_ctx = n_ctx;
   c->n_threads = n_threads;
   c->rows_max = std::min(n_ctx, mt::kChunkRowsMax);
+  c->group_rows_max = std::min(n_ctx, mt::kGroupRowsMax);
   c->runs.resize(size_t(model->hp.n_expert) + 1);
   c->bindings.resize(size_t(model->hp.n_expert));
   c->run_binding.resize(c->runs.size());

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include "forward.h"
+#include "mt_assert.h"
 #include "ops_elementwise.h"
 
 namespace mt {
@@ -26,7 +27,7 @@ void embed_phase(void* arg, int ith, int nth) {
   share(p.n, ith, nth, &b, &e);
   for (int64_t r = b; r < e; r++) {
     const uint8_t* row = m.token_embd.data + size_t(p.tokens[r]) * m.token_embd.row_bytes;
-    mt_dequant_row(m.token_embd.type, row, E, p.c->x + r * E);
+    mt_dequant_row(m.token_embd.type, row, E, p.x + r * E);
     rope_table(m.inv_freq.data(), int32_t(half), p.pos0 + r, p.c->rope_cos + r * half, p.c->rope_sin + r * half);
   }
 }
@@ -39,7 +40,7 @@ void predict_layer(Pass& p, int32_t target, int32_t k, int32_t* ids) {
   const LayerWeights& L = p.m->layers[size_t(target)];
   const int64_t E = p.m->hp.n_embd;
   const Matrix& w = L.router;
-  rms_norm(c.x, L.ffn_norm, E, p.m->hp.rms_eps, c.pred_h.data());
+  rms_norm(p.x, L.ffn_norm, E, p.m->hp.rms_eps, c.pred_h.data());
   mt_act_prepare(w.type, c.pred_h.data(), E, c.pred_act.data());
   mt_matvec_rows(w.type, w.data, w.cols, c.pred_act.data(), c.pred_scores.data(), 0, w.rows);
   top_k(c.pred_scores.data(), int32_t(w.rows), k, ids);
@@ -72,7 +73,7 @@ void attn_norm_phase(void* arg, int ith, int nth) {
   for (int64_t r = b; r < e; r++) {
     if (p.combine_pending) combine_row(p, int32_t(r));
     if (p.n == 1) predict_routes(p);  // a one-token eval: r = 0, on the caller
-    rms_norm(c.x + r * E, p.L->attn_norm, E, p.m->hp.rms_eps, c.h + r * E);
+    rms_norm(p.x + r * E, p.L->attn_norm, E, p.m->hp.rms_eps, c.h + r * E);
     for (const Matrix* w : {&p.L->q, &p.L->k, &p.L->v}) {
       if (w != &p.L->q && w->type == p.L->q.type) continue;  // prepared already
       const size_t stride = mt_act_row_bytes(w->type, E);
@@ -184,8 +185,8 @@ void output_norm_phase(void* arg, int ith, int nth) {
   int64_t b, e;
   share(p.n, ith, nth, &b, &e);
   for (int64_t r = b < p.logit_row0 ? p.logit_row0 : b; r < e; r++) {
-    combine_row(p, int32_t(r));
-    rms_norm(p.c->x + r * E, m.output_norm, E, m.hp.rms_eps, p.c->h + r * E);
+    if (p.combine_pending) combine_row(p, int32_t(r));  // a group combined each layer already
+    rms_norm(p.x + r * E, m.output_norm, E, m.hp.rms_eps, p.c->h + r * E);
     mt_act_prepare(m.output.type, p.c->h + r * E, E, p.c->act_h[m.output.type] + size_t(r - p.logit_row0) * stride);
   }
 }
@@ -264,6 +265,86 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
   return true;
 }
 
+// One chunk's pass: rows [row0, row0 + n) of the eval, residual rows at x.
+void init_pass(Pass& p, mt_context* ctx, const mt_eval_args* args, int32_t row0, float* x) {
+  const mt_hparams& hp = ctx->model->hp;
+  p.experts = args->experts;
+  p.layer_stats = args->layer_stats;
+  p.first_chunk = row0 == 0;
+  p.c = ctx;
+  p.m = ctx->model;
+  p.n = args->n_tokens - row0 < ctx->rows_max ? args->n_tokens - row0 : ctx->rows_max;
+  p.pos0 = args->pos + row0;
+  p.tokens = args->tokens + row0;
+  p.x = x;
+  p.routes = args->routes ? args->routes + size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used) : nullptr;
+  p.predicted = args->predicted, p.predict_k = args->predict_k, p.predict_ahead = args->predict_ahead;
+}
+
+bool run_layer(Pass& p, int32_t l, char* err, size_t err_bytes) {
+  p.layer = l;
+  p.L = &p.m->layers[size_t(l)];
+  const bool stepped = p.experts != nullptr || p.layer_stats != nullptr;
+  if (stepped) step_layer_begin(p);
+  attention_layer(p);
+  if (stepped) step_moe_begin(p);
+  if (!moe_layer(p, err, err_bytes)) return false;
+  if (stepped) step_layer_end(p);
+  return true;
+}
+
+// x += the layer's expert outputs now (the chunk's next layer, in a group, runs after the other
+// chunks' MoE reused the slot buffers): the same sums the next layer's norm phase would add.
+void combine_phase(void* arg, int ith, int nth) {
+  Pass& p = pass_of(arg);
+  int64_t b, e;
+  share(p.n, ith, nth, &b, &e);
+  for (int64_t r = b; r < e; r++) combine_row(p, int32_t(r));
+}
+
+bool logits_of(Pass& p, const mt_eval_args* args, int32_t row0, char* err, size_t err_bytes) {
+  const mt_hparams& hp = p.m->hp;
+  p.logit_row0 = args->all_logits ? 0 : p.n - 1;
+  p.logits = args->all_logits ? args->logits + size_t(row0) * size_t(hp.n_vocab) : args->logits;
+  run_phase(p, output_norm_phase, p.n - p.logit_row0 > 1);
+  run_phase(p, output_phase, true);
+  return check_logits_finite(p.logits, p.n - p.logit_row0, hp.n_vocab, p.pos0 + p.logit_row0, err, err_bytes);
+}
+
+// A group of chunks (rows [row0, row0 + rows)) layer by layer: every chunk through layer l, then
+// every chunk through l + 1, so an expert source reads each layer's experts once for the group
+// (its calls for one layer come back to back). The same arithmetic per row as chunk by chunk: a
+// chunk's attention at layer l reads the KV cache of the rows before it, written by the earlier
+// chunks' layer l.
+bool run_group(mt_context* ctx, const mt_eval_args* args, int32_t row0, int32_t rows, char* err, size_t err_bytes) {
+  const mt_hparams& hp = ctx->model->hp;
+  const int32_t n_chunks = (rows + ctx->rows_max - 1) / ctx->rows_max;
+  constexpr int32_t kChunksMax = kGroupRowsMax / kChunkRowsMax;
+  MT_ASSERT(n_chunks >= 1 && n_chunks <= kChunksMax, "a group holds at most kGroupRowsMax rows in chunks of rows_max");
+  Pass passes[kChunksMax];
+  for (int32_t i = 0; i < n_chunks; i++) {
+    Pass& p = passes[size_t(i)];
+    init_pass(p, ctx, args, row0 + i * ctx->rows_max, ctx->x + size_t(i) * size_t(ctx->rows_max) * size_t(hp.n_embd));
+    p.first_chunk = row0 == 0 && i == 0;
+    run_phase(p, embed_phase, p.n > 1);
+  }
+  for (int32_t l = 0; l < hp.n_layer; l++) {
+    for (int32_t i = 0; i < n_chunks; i++) {
+      Pass& p = passes[size_t(i)];
+      if (!run_layer(p, l, err, err_bytes)) return false;
+      if (n_chunks == 1) continue;  // one chunk: its next layer's norm phase adds them, as chunk by chunk
+      run_phase(p, combine_phase, p.n > 1);
+      p.combine_pending = false;
+    }
+  }
+  for (int32_t i = 0; i < n_chunks; i++) {
+    Pass& p = passes[size_t(i)];
+    const bool last_chunk = row0 + i * ctx->rows_max + p.n == args->n_tokens;
+    if ((args->all_logits || last_chunk) && !logits_of(p, args, row0 + i * ctx->rows_max, err, err_bytes)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace mt
 
@@ -272,36 +353,20 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
   if (!check_args(*ctx, *args, err, err_bytes)) return -1;
   const mt_hparams& hp = ctx->model->hp;
   if (args->layer_stats != nullptr) std::memset(args->layer_stats, 0, size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS * sizeof(double));
-  for (int32_t row0 = 0; row0 < args->n_tokens; row0 += ctx->rows_max) {
-    Pass p;
-    p.experts = args->experts;
-    p.layer_stats = args->layer_stats;
-    p.first_chunk = row0 == 0;
-    p.c = ctx;
-    p.m = ctx->model;
-    p.n = args->n_tokens - row0 < ctx->rows_max ? args->n_tokens - row0 : ctx->rows_max;
-    p.pos0 = args->pos + row0;
-    p.tokens = args->tokens + row0;
-    p.routes = args->routes ? args->routes + size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used) : nullptr;
-    p.predicted = args->predicted, p.predict_k = args->predict_k, p.predict_ahead = args->predict_ahead;
-    run_phase(p, embed_phase, p.n > 1);
-    for (int32_t l = 0; l < hp.n_layer; l++) {
-      p.layer = l;
-      p.L = &ctx->model->layers[size_t(l)];
-      const bool stepped = p.experts != nullptr || p.layer_stats != nullptr;
-      if (stepped) step_layer_begin(p);
-      attention_layer(p);
-      if (stepped) step_moe_begin(p);
-      if (!moe_layer(p, err, err_bytes)) return -1;
-      if (stepped) step_layer_end(p);
+  // With an expert source a prompt longer than a chunk runs in groups, layer by layer.
+  const int32_t step = args->experts != nullptr ? ctx->group_rows_max : ctx->rows_max;
+  for (int32_t row0 = 0; row0 < args->n_tokens; row0 += step) {
+    if (args->experts != nullptr) {
+      if (!run_group(ctx, args, row0, std::min(step, args->n_tokens - row0), err, err_bytes)) return -1;
+      continue;
     }
+    Pass p;
+    init_pass(p, ctx, args, row0, ctx->x);
+    run_phase(p, embed_phase, p.n > 1);
+    for (int32_t l = 0; l < hp.n_layer; l++)
+      if (!run_layer(p, l, err, err_bytes)) return -1;
     const bool last_chunk = row0 + p.n == args->n_tokens;
-    if (!args->all_logits && !last_chunk) continue;
-    p.logit_row0 = args->all_logits ? 0 : p.n - 1;
-    p.logits = args->all_logits ? args->logits + size_t(row0) * size_t(hp.n_vocab) : args->logits;
-    run_phase(p, output_norm_phase, p.n - p.logit_row0 > 1);
-    run_phase(p, output_phase, true);
-    if (!check_logits_finite(p.logits, p.n - p.logit_row0, hp.n_vocab, p.pos0 + p.logit_row0, err, err_bytes)) return -1;
+    if ((args->all_logits || last_chunk) && !logits_of(p, args, row0, err, err_bytes)) return -1;
   }
   return 0;
 }

@@ -29,7 +29,7 @@ void ffn_norm_phase(void* arg, int ith, int nth) {
   int64_t b, e;
   share(p.n, ith, nth, &b, &e);
   for (int64_t r = b; r < e; r++) {
-    float *x = c.x + r * E, *h = c.h + r * E;
+    float *x = p.x + r * E, *h = c.h + r * E;
     for (int64_t i = 0; i < E; i++) x[i] += c.proj[r * E + i];
     rms_norm(x, L.ffn_norm, E, p.m->hp.rms_eps, h);
     int32_t done[3] = {-1, -1, -1};
@@ -192,7 +192,7 @@ void combine_row(const Pass& p, int32_t r) {
   std::memset(sum, 0, size_t(E) * sizeof(float));
   for (int32_t k = 0; k < K; k++) axpy(c.route_w[r * K + k], c.slot_down + size_t(c.row_slot[r * K + k]) * size_t(E), sum, E);
   if (hp.shared_expert) axpy(sigmoid(c.shexp_logit[r]), c.slot_down + size_t(p.n * K + r) * size_t(E), sum, E);
-  float* x = c.x + r * E;
+  float* x = p.x + r * E;
   for (int64_t i = 0; i < E; i++) x[i] += sum[i];
 }
 

@@ -93,6 +93,7 @@ struct PendingRead {
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;  // streamed: the first read's start, the last one's end
   bool late = false;  // a prefetch's read still in flight at bind: its wait is counted
   bool bulk = false;      // computed from the layer's whole-layer buffer (tier_bulk.cc)
+  bool retained = false;  // streamed by an earlier call of the same layer: still in its scratch entry
   bool existing = false;  // it waits on an upload an earlier step issued (a swap, a prefetch): a
                           // failure of that one is retried once as this call's own read
 };
@@ -164,6 +165,11 @@ struct mt_tier {
   const uint8_t* stream_base = nullptr;
   mt::ScratchMap scratch;
   size_t scratch_experts = 0;  // experts the scratch holds
+  // The scratch entries' experts, kept for the next call of the same layer (a prompt's chunks run
+  // layer by layer: its second chunk finds the first chunk's streamed misses still there).
+  int32_t scratch_layer = -1;          // the layer whose experts the entries hold, -1: none
+  std::vector<int32_t> scratch_entry;  // [nExpert]: the entry holding the expert, -1: none
+  size_t scratch_next = 0;             // the next free entry
   std::vector<mt::PendingRead> reading;  // eval thread: the layer call's reads (capacity nExpert)
   std::vector<uint8_t> routed_now;       // eval thread: [nExpert] 1 while bind runs for a routed expert
   std::vector<uint8_t> no_victims;       // [nExpert] all 1: an admission that may only fill or wait
@@ -291,8 +297,10 @@ int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_
 void tier_bulk_bind(const mt_tier& t, int32_t layer, mt_expert_binding& run);
 bool tier_bulk_holds(const mt_tier& t, int32_t layer, int32_t expert);
 void tier_bulk_settle(mt_tier& t);
-// tier_stream.cc: the scratch holds at least `bytes` (buffer 0 of the whole-layer path).
+// tier_stream.cc: the scratch holds at least `bytes` (buffer 0 of the whole-layer path); forget:
+// its entries hold no expert any more (the whole-layer path wrote over them).
 bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes);
+void tier_stream_forget(mt_tier& t);
 
 // tier_stream.cc (eval thread): the misses runs[misses[0..n)] of layer start being read (admitted
 // into slots, else streamed into scratch) and are marked pending; false with a message.

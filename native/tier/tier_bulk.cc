@@ -89,6 +89,7 @@ void mark_wanted(mt_tier& t, int32_t layer, BulkBuffer& b) {
 // Issues layer's tensors into buffer b. false (err): a read was refused; what was issued is settled.
 bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* err, size_t err_bytes) {
   settle_buffer(t, b);
+  if (base == t.scratch.get()) tier_stream_forget(t);  // buffer 0 writes over the streamed entries
   mt_io_stats io{};
   mt_io_stats_get(t.stream_io, &io);
   const uint64_t align = std::max<uint64_t>(1, io.alignment_bytes);

@@ -43,6 +43,12 @@ size_t aligned_expert_bytes(const mt_tier& t) { return (t.slot_bytes + 63) / 64 
 // set) and unmapped with the tier, it never stays behind in the allocator's heap (glibc keeps
 // freed blocks past its moving mmap threshold resident; a scratch grown step by step held every
 // size it passed through). The old scratch holds nothing live when it grows: no read is in flight.
+void forget_entries(mt_tier& t) {
+  std::fill(t.scratch_entry.begin(), t.scratch_entry.end(), -1);
+  t.scratch_next = 0;
+  t.scratch_layer = -1;
+}
+
 bool grow(mt_tier& t, size_t needed, char* err, size_t err_bytes) {
   if (needed <= t.scratch_experts) return true;
   const size_t experts = t.scratch_experts == 0 ? needed : std::max(needed, size_t(t.n_expert));
@@ -110,6 +116,7 @@ bool retry_own(mt_tier& t, int32_t layer, PendingRead& r) {
 // The pending read's state now (wait: block until it ends). 1 landed, 0 pending, -1 failed (err).
 int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_t err_bytes) {
   if (r.bulk) return tier_bulk_check(t, layer, wait, err, err_bytes);
+  if (r.retained) return 1;
   if (r.admitted) {
     mt_event_info info{};
     const int rc = wait ? mt_backend_event_wait(t.backend, r.event, &info, nullptr, 0) : mt_backend_event_query(t.backend, r.event, &info, nullptr, 0);
@@ -155,7 +162,7 @@ bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& r
     if (r.late) tier_prefetch_late_wait(t, layer, uint64_t(mt_monotonic_ns() - r.issued_ns));
     t.leases[size_t(t.n_leases++)] = lease;
     data = t.slot_data[size_t(r.slot)];
-  } else {
+  } else if (!r.retained) {
     drop_cached(t, layer, r.expert);
     t.streamed_reads.fetch_add(1, std::memory_order_relaxed);
     t.streamed_bytes.fetch_add(expert_bytes(t, layer), std::memory_order_relaxed);
@@ -169,8 +176,9 @@ bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& r
 
 // After a failure: every streamed read of the call ends before the scratch may be reused.
 void settle_streamed(mt_tier& t) {
+  forget_entries(t);  // an entry whose read failed (or never started) holds nothing
   for (PendingRead& r : t.reading) {
-    if (r.admitted || r.landed || r.bulk) continue;
+    if (r.admitted || r.landed || r.bulk || r.retained) continue;
     for (int i = 0; i < 3; i++) {
       mt_io_info info{};
       if (r.ids[i] != 0) mt_io_wait(t.stream_io, r.ids[i], &info, nullptr, 0);
@@ -183,7 +191,7 @@ void settle_streamed(mt_tier& t) {
 void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
   std::lock_guard<std::mutex> lock(t.mu);
   for (const PendingRead& r : t.reading) {
-    if (r.admitted || r.bulk || std::find(runs, runs + n, r.run) == runs + n) continue;
+    if (r.admitted || r.bulk || r.retained || std::find(runs, runs + n, r.run) == runs + n) continue;
     if (t.read_log.size() >= kReportsMax) {
       t.reports_dropped++;
       continue;
@@ -195,7 +203,7 @@ void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
 // A read this call makes itself (not a wait on an earlier step's upload), and whether its expert
 // was read before since the stats mark.
 void count_read(mt_tier& t, size_t index, const PendingRead& r) {
-  if (r.admitted && r.existing) return;
+  if ((r.admitted && r.existing) || r.retained) return;
   t.expert_reads.fetch_add(1, std::memory_order_relaxed);
   if (t.read_marks[index] == 0) t.read_marks[index] = 1, t.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
 }
@@ -207,7 +215,9 @@ void ScratchUnmap::operator()(uint8_t* p) const {
 }
 
 bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes) {
-  return grow(t, (bytes + aligned_expert_bytes(t) - 1) / aligned_expert_bytes(t), err, err_bytes);
+  const size_t experts = (bytes + aligned_expert_bytes(t) - 1) / aligned_expert_bytes(t);
+  if (experts > t.scratch_experts) forget_entries(t);  // the scratch moves
+  return grow(t, experts, err, err_bytes);
 }
 
 // The whole-layer path: the misses wait for the layer's buffer, admitted nowhere, read by nobody else.
@@ -242,6 +252,13 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
       PendingRead r;
       r.run = misses[i], r.expert = runs[misses[i]].expert, r.issued_ns = mt_monotonic_ns();
       const size_t index = index_of(t, layer, r.expert);
+      const int32_t entry = t.scratch_layer == layer ? t.scratch_entry[size_t(r.expert)] : -1;
+      if (entry >= 0) {  // streamed by this layer's previous call, and still in its entry
+        r.retained = true;
+        r.dst = t.scratch.get() + size_t(entry) * aligned_expert_bytes(t);
+        t.reading.push_back(r);
+        continue;
+      }
       const bool prefetched = t.prefetched[index].load(std::memory_order_relaxed) != 0;
       r.admitted = tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event, &r.existing);
       if (prefetched) {  // its read started a layer ahead: landed by now, or waited for (late)
@@ -256,19 +273,31 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
       t.reading.push_back(r);
     }
   }
-  if (!grow(t, streamed, err, err_bytes)) return settle_streamed(t), false;
-  size_t entry = 0;
+  if (t.scratch_layer != layer || t.scratch_next + streamed > t.scratch_experts) {
+    // Another layer's entries, or no room after this layer's: the entries start over (a retained
+    // one is streamed again: the scratch may move when it grows).
+    for (PendingRead& r : t.reading)
+      if (r.retained) r.retained = false, streamed++;
+    forget_entries(t);
+    t.scratch_layer = layer;
+  }
+  if (!grow(t, t.scratch_next + streamed, err, err_bytes)) return settle_streamed(t), false;
   for (PendingRead& r : t.reading) {
     runs[r.run].pending = 1;
+    if (r.retained) continue;
     if (r.admitted) {
       t.admitted_reads.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    r.dst = t.scratch.get() + entry++ * aligned_expert_bytes(t);
+    const size_t entry = t.scratch_next++;
+    r.dst = t.scratch.get() + entry * aligned_expert_bytes(t);
+    t.scratch_entry[size_t(r.expert)] = int32_t(entry);
     if (!start_streamed(t, layer, r, err, err_bytes)) return settle_streamed(t), false;
   }
   return true;
 }
+
+void tier_stream_forget(mt_tier& t) { forget_entries(t); }
 
 int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes) {
   *n_ready = 0;
@@ -326,6 +355,7 @@ bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_aft
   t.reading.reserve(size_t(t.n_expert));
   t.miss_runs.assign(size_t(t.n_expert), 0);
   t.read_marks.assign(size_t(t.n_layer) * size_t(t.n_expert), 0);
+  t.scratch_entry.assign(size_t(t.n_expert), -1);
   return grow(t, size_t(mt_model_hparams(t.model)->n_expert_used), err, err_bytes);
 }
 

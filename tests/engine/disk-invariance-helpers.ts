@@ -18,7 +18,7 @@ export function diskInvariance(model: () => Promise<string>, o: { cases: number;
       const probe = await openEngine({ model: file, threads, contextTokens: 128, heat: false, memoryBudgetBytes: 1 << 30 });
       const plan = probe.memoryPlan!;
       await probe.close();
-      const fixed = plan.parts.dense + plan.parts.kvCache + plan.parts.scratch + plan.parts.ioBuffers + plan.parts.workingSet;
+      const fixed = plan.parts.dense + plan.parts.kvCache + plan.parts.scratch + plan.parts.ioBuffers + plan.parts.workingSet + plan.parts.prefillBuffer;
       const layers = plan.slotsPerLayer > 0 ? Math.round(plan.parts.slots / (plan.slotsPerLayer * plan.slotStrideBytes)) : 1;
       const slots = randomInt(rng, 1, Math.max(1, plan.slotsPerLayer - 1));
       const budget = fixed + slots * layers * plan.slotStrideBytes + randomInt(rng, 0, plan.slotStrideBytes - 1);

@@ -59,8 +59,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const MiB = 2 ** 20;
 const mib = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
 
-/** The budget, as a share of the file: well below it, above the plan's fixed parts (about 29 % of this file). */
-const budgetShareOfFile = 0.4;
+/**
+ * The budget, as a share of the file: well below it, above the plan's fixed parts (about 40 % of
+ * this file since the whole-layer prefill's second layer buffer, 13.1 MiB, joined them; the
+ * figures above were seen at 0.4, before it).
+ */
+const budgetShareOfFile = 0.5;
 /**
  * What the process may hold beyond the budget while the engine runs (V8's heap is measured and
  * left out): code run for the first time (node, libc, the addon: file-backed, 1.5-2 MiB seen), the

@@ -52,7 +52,7 @@ describe('prefill paths on the disk tier', () => {
     expect(whole.tier.pathCalls!.wholeLayer.every((n) => n === 0)).toBe(true);
   });
 
-  it('0 reads whole layers for every prompt, and a prompt longer than a chunk reads them again per chunk', async () => {
+  it('0 reads whole layers for every prompt, and a prompt longer than a chunk reads each layer once (its chunks run layer by layer)', async () => {
     const engine = await openEngine({ model, threads: 1, contextTokens: 640, heat: false, backend: 'disk', slotsPerLayer: 2, shortPrefillTokens: 0 });
     try {
       const long = Array.from({ length: 300 }, (_, i) => prompt[i % prompt.length]); // two chunks of rows (256 + 44)
@@ -61,8 +61,25 @@ describe('prefill paths on the disk tier', () => {
       await plain.close();
       expect(await collect(engine, long, { maxTokens: 4, stopAtEos: false })).toEqual(expected);
       const s = engine.lastStats!;
-      expect(s.prefillPathCalls!.wholeLayer.every((n) => n === 2)).toBe(true);
-      expect(s.prefillExpertReads).toBe(2 * s.prefillDistinctExpertsRead!); // each chunk read every layer again
+      expect(s.prefillPathCalls!.wholeLayer.every((n) => n === 2)).toBe(true); // two chunks per layer
+      expect(s.prefillExpertReads).toBe(s.prefillDistinctExpertsRead); // the second chunk found the layer read
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('on demand, a prompt longer than a chunk reads each routed miss once too: the same tokens', async () => {
+    const engine = await openEngine({ model, threads: 1, contextTokens: 640, heat: false, backend: 'disk', slotsPerLayer: 1, shortPrefillTokens: 1000 });
+    try {
+      const long = Array.from({ length: 300 }, (_, i) => (prompt[i % prompt.length] + 7 * (i % 5)) % 2000);
+      const plain = await openEngine({ model, threads: 1, contextTokens: 640 });
+      const expected = await collect(plain, long, { maxTokens: 4, stopAtEos: false });
+      await plain.close();
+      expect(await collect(engine, long, { maxTokens: 4, stopAtEos: false })).toEqual(expected);
+      const s = engine.lastStats!;
+      expect(s.prefillPathCalls!.onDemand.every((n) => n === 2)).toBe(true);
+      expect(s.prefillExpertReads).toBeGreaterThan(0);
+      expect(s.prefillExpertReads).toBe(s.prefillDistinctExpertsRead); // streamed misses kept for the layer's next chunk
     } finally {
       await engine.close();
     }

@@ -10,6 +10,14 @@
  * 0: every prefill whole-layer. 'auto' (the default) is the crossover measured on the disk tier at
  * half the medium Q8_0 file (`npm run bench -- prefill`, bench/results/prefill.json). A one-token
  * eval (decode) always takes on-demand.
+ *
+ * Where this differs from the public design (SPEC.md section 5): its on-demand path ensures the
+ * routed ids in chunks of at most 32 (a GPU kernel's width) and sends a layer needing more than
+ * half the cache to the whole-layer path. Here on-demand issues all of a layer's routed misses at
+ * once (no kernel limit on the CPU; each is admitted into a slot or streamed into a layer-sized
+ * scratch), and a layer cannot switch to whole-layer after routing: that read would only start
+ * later and read more. Both paths read each expert once per prompt (up to 1024 rows: the chunks
+ * of a longer prompt run layer by layer in groups, native/cpu/forward_eval.cc).
  */
 import { InvalidOptionError } from '../../core/errors.js';
 
