@@ -75,12 +75,8 @@ export async function main(argv) {
       process.stderr.write(`prefill crossover ${cell.len}: on-demand ${cell.onDemand.at(-1).ttftMs?.toFixed(0)} ms, whole-layer ${cell.whole.at(-1).ttftMs?.toFixed(0)} ms\n`);
     }
   }
-  const crossover = crossRuns.map((c) => ({ len: c.len, onDemandTtftMs: med(c.onDemand, 'ttftMs'), wholeLayerTtftMs: med(c.whole, 'ttftMs') }));
-  let measuredCrossover = 0;
-  for (const c of crossover) {
-    if (!(c.onDemandTtftMs <= c.wholeLayerTtftMs)) break;
-    measuredCrossover = c.len;
-  }
+  const crossover = crossoverOf(crossRuns);
+  const measuredCrossover = crossoverTokens(crossover);
 
   const rows = [];
   for (const len of lengths) {
@@ -105,6 +101,21 @@ export async function main(argv) {
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'prefill', JSON.stringify(summary, null, 2) + '\n');
   updateReadme(target, 'prefill', prefillTable(summary));
+}
+
+/** Per length, the median TTFT of each path over the rounds. */
+export function crossoverOf(crossRuns) {
+  return crossRuns.map((c) => ({ len: c.len, onDemandTtftMs: med(c.onDemand, 'ttftMs'), wholeLayerTtftMs: med(c.whole, 'ttftMs') }));
+}
+
+/** The largest length up to which on demand is never slower (0: whole layers won at the shortest). */
+export function crossoverTokens(crossover) {
+  let tokens = 0;
+  for (const c of [...crossover].sort((a, b) => a.len - b.len)) {
+    if (!(c.onDemandTtftMs <= c.wholeLayerTtftMs)) break;
+    tokens = c.len;
+  }
+  return tokens;
 }
 
 function med(runs, key) {

@@ -20,7 +20,8 @@ namespace mt {
 constexpr int32_t kChunkRowsMax = MT_EVAL_CHUNK_ROWS;
 // With an expert source, the chunks of a prompt run layer by layer in groups of this many rows
 // (forward_eval.cc): each layer's experts are read once per group, not once per chunk.
-constexpr int32_t kGroupRowsMax = 4 * MT_EVAL_CHUNK_ROWS;
+// 2048: a 1024-token turn after a conversation's pending token (1025 rows) is one group.
+constexpr int32_t kGroupRowsMax = 8 * MT_EVAL_CHUNK_ROWS;
 // Type ids index small tables (BF16 = 30 is the largest we support).
 constexpr int kTypeIds = 31;
 

@@ -4,6 +4,7 @@ import { runCommand } from '../../src/cli/commands/run.js';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { collect, tempDir, tinyModel } from '../engine/tier-helpers.js';
 import { openEngine } from '../../src/engine/engine.js';
+import { SHORT_PREFILL_TOKENS_AUTO } from '../../src/engine/tier/prefill-path.js';
 
 const { dir, cleanup } = tempDir('moetier-run-flags-');
 afterAll(cleanup);
@@ -81,16 +82,19 @@ describe('moetier run --short-prefill-tokens and --prefetch', () => {
     try {
       const args = ['-m', model, '-p', 'red green blue yellow', '-n', '4', '-t', '1', '-c', '64', '--heat', 'none', '--backend', 'disk', '--slots-per-layer', '2', '--json'];
       await runCommand.run([...args, '--short-prefill-tokens', '0', '--prefetch', 'enforce']);
+      await runCommand.run([...args, '--short-prefill-tokens', '1000']);
       await runCommand.run([...args, '--short-prefill-tokens', 'auto']);
     } finally {
       log.mockRestore();
     }
-    const [whole, auto] = lines.slice(-2).map((l) => JSON.parse(l) as { prefillPath: string; prefillExpertReads: number; prefetch?: { coverage: number | null; issued: number } });
+    type Out = { promptTokens: number; prefillPath: string; prefillExpertReads: number; prefetch?: { coverage: number | null; issued: number } };
+    const [whole, onDemand, auto] = lines.slice(-3).map((l) => JSON.parse(l) as Out);
     expect(whole.prefillPath).toBe('whole-layer');
     expect(whole.prefillExpertReads).toBeGreaterThan(0);
     expect(whole.prefetch?.issued).toBeGreaterThanOrEqual(0);
-    expect(auto.prefillPath).toBe('on-demand'); // a short prompt, within auto's crossover
-    expect(auto.prefetch).toBeUndefined();
+    expect(onDemand.prefillPath).toBe('on-demand');
+    expect(onDemand.prefetch).toBeUndefined();
+    expect(auto.prefillPath).toBe(auto.promptTokens <= SHORT_PREFILL_TOKENS_AUTO ? 'on-demand' : 'whole-layer');
     const base = ['-m', model, '-p', 'x'];
     expect((await refusal([...base, '--backend', 'disk', '--slots-per-layer', '2', '--short-prefill-tokens', 'some'])).option).toBe('--short-prefill-tokens');
     expect((await refusal([...base, '--short-prefill-tokens', '8'])).option).toBe('--short-prefill-tokens');

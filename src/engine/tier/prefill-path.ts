@@ -16,13 +16,17 @@
  * half the cache to the whole-layer path. Here on-demand issues all of a layer's routed misses at
  * once (no kernel limit on the CPU; each is admitted into a slot or streamed into a layer-sized
  * scratch), and a layer cannot switch to whole-layer after routing: that read would only start
- * later and read more. Both paths read each expert once per prompt (up to 1024 rows: the chunks
+ * later and read more. Both paths read each expert once per prompt (up to 2048 rows: the chunks
  * of a longer prompt run layer by layer in groups, native/cpu/forward_eval.cc).
  */
 import { InvalidOptionError } from '../../core/errors.js';
 
-/** The measured crossover: see bench/README.md, prefill. */
-export const SHORT_PREFILL_TOKENS_AUTO = 64;
+/**
+ * The measured crossover (bench/results/prefill.json measuredCrossover; tests/bench/prefill-results
+ * checks they agree): on demand was never slower up to 16 tokens, whole layers faster from 24, in
+ * 4 interleaved rounds at half the medium Q8_0 file (bench/README.md, prefill).
+ */
+export const SHORT_PREFILL_TOKENS_AUTO = 16;
 
 export type PrefillPath = 'on-demand' | 'whole-layer';
 
