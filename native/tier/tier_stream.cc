@@ -276,8 +276,11 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
   if (t.scratch_layer != layer || t.scratch_next + streamed > t.scratch_experts) {
     // Another layer's entries, or no room after this layer's: the entries start over (a retained
     // one is streamed again: the scratch may move when it grows).
-    for (PendingRead& r : t.reading)
-      if (r.retained) r.retained = false, streamed++;
+    for (PendingRead& r : t.reading) {
+      if (!r.retained) continue;
+      r.retained = false, streamed++;
+      count_read(t, index_of(t, layer, r.expert), r);
+    }
     forget_entries(t);
     t.scratch_layer = layer;
   }

@@ -23,10 +23,11 @@ import { InvalidOptionError } from '../../core/errors.js';
 
 /**
  * The measured crossover (bench/results/prefill.json measuredCrossover; tests/bench/prefill-results
- * checks they agree): on demand was never slower up to 16 tokens, whole layers faster from 24, in
- * 4 interleaved rounds at half the medium Q8_0 file (bench/README.md, prefill).
+ * checks they agree): in 4 interleaved rounds at half the medium Q8_0 file, on demand was faster up
+ * to 12 tokens (4: 307 against 486 ms), level at 16 (520 / 512) and slower from 24 (bench/README.md,
+ * prefill). Earlier runs without lengths below 16 put it at 16 and at 0: the cells swing by ~30 %.
  */
-export const SHORT_PREFILL_TOKENS_AUTO = 16;
+export const SHORT_PREFILL_TOKENS_AUTO = 12;
 
 export type PrefillPath = 'on-demand' | 'whole-layer';
 
