@@ -85,6 +85,30 @@ describe('prefill paths on the disk tier', () => {
     }
   });
 
+  it("a memory budget with auto drops the whole-layer buffer where it would displace over a quarter of the slots; a number keeps it", async () => {
+    const long = Array.from({ length: 40 }, (_, i) => prompt[i % prompt.length]);
+    // The fixed parts of a plan with and without the buffer (the whole-layer path also bounces larger pieces).
+    const fixedOf = async (shortPrefillTokens: number) => {
+      const probe = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, memoryBudgetBytes: 1 << 30, shortPrefillTokens });
+      const { parts, slotStrideBytes } = probe.memoryPlan!;
+      await probe.close();
+      return { fixed: parts.dense + parts.kvCache + parts.scratch + parts.ioBuffers + parts.workingSet + parts.prefillBuffer, stride: slotStrideBytes };
+    };
+    const onDemand = await fixedOf(1000), whole = await fixedOf(0);
+    // Room for 3 slots per layer: without the buffer for auto (with it, the buffer, a whole tiny layer, would take more than 3), with it for 0.
+    for (const [asked, buffer, path, fixed] of [['auto', false, 'on-demand', onDemand.fixed], [0, true, 'whole-layer', whole.fixed]] as const) {
+      const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, memoryBudgetBytes: fixed + 3 * 4 * onDemand.stride, shortPrefillTokens: asked });
+      try {
+        expect(engine.memoryPlan!.parts.prefillBuffer > 0).toBe(buffer);
+        expect(engine.memoryPlan!.slotsPerLayer).toBe(3);
+        await collect(engine, long, { maxTokens: 2, stopAtEos: false });
+        expect(engine.lastStats!.prefillPath).toBe(path); // auto without the buffer: every prompt on demand
+      } finally {
+        await engine.close();
+      }
+    }
+  });
+
   it('refuses a bad shortPrefillTokens by name, and one off the disk tier', async () => {
     await expect(run({ shortPrefillTokens: -1 })).rejects.toThrow(/option shortPrefillTokens: expected an integer >= 0/);
     await expect(run({ shortPrefillTokens: 1.5 })).rejects.toThrow(InvalidOptionError);

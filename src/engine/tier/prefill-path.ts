@@ -31,6 +31,9 @@ export const SHORT_PREFILL_TOKENS_AUTO = 12;
 
 export type PrefillPath = 'on-demand' | 'whole-layer';
 
+/** The whole-layer path's read pieces (native/tier/tier_bulk.cc kPieceBytes): the plan's bounce buffers. */
+export const WHOLE_LAYER_PIECE_BYTES = 1 << 20;
+
 /** The option as given (undefined: 'auto'), checked; only the disk tier reads its misses. */
 export function resolveShortPrefillTokens(v: number | 'auto' | undefined, readsMisses: boolean): number {
   if (v === undefined || v === 'auto') return SHORT_PREFILL_TOKENS_AUTO;
