@@ -58,6 +58,25 @@ bool map_second(mt_tier& t, size_t bytes, char* err, size_t err_bytes) {
   return true;
 }
 
+// The expert whose bytes the file offset falls in (layer's gate, up or down tensor), for a
+// message in tier_stream.cc's read_failed form (src/native/eval-errors.ts parses it).
+int32_t expert_at(const mt_tier& t, int32_t layer, uint64_t offset) {
+  const mt_layer_experts& e = t.experts[size_t(layer)];
+  const mt_matrix_desc* tensors[3] = {&e.gate, &e.up, &e.down};
+  const size_t per_expert[3] = {e.gate_bytes, e.up_bytes, e.down_bytes};
+  for (int i = 0; i < 3; i++) {
+    const uint64_t from = tensor_offset(t, tensors[i]->data);
+    if (offset >= from && offset < from + uint64_t(t.n_expert) * per_expert[i]) return int32_t((offset - from) / per_expert[i]);
+  }
+  return 0;
+}
+
+void whole_layer_failed(mt_tier& t, int32_t layer, uint64_t offset, uint64_t bytes, const char* why, char* err, size_t err_bytes) {
+  t.stream_failures.fetch_add(1, std::memory_order_relaxed);
+  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s (reading the whole layer)", t.stream_path.c_str(), layer,
+                expert_at(t, layer, offset), (unsigned long long)offset, (unsigned long long)bytes, why);
+}
+
 // Waits for every read into buffer b (they write it), then forgets them.
 void settle_buffer(mt_tier& t, BulkBuffer& b) {
   for (mt_io_id id : b.ids) {
@@ -118,7 +137,7 @@ bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* 
         mt_io_id id = 0;
         char why[160] = "";
         if (mt_io_read(t.stream_io, off, next - off, dst + (off - from), layer, &id, why, sizeof why) != MT_IO_OK) {
-          std::snprintf(err, err_bytes, "expert read: %s: layer %d, the whole layer at offset %llu: %s", t.stream_path.c_str(), layer, (unsigned long long)off, why);
+          whole_layer_failed(t, layer, off, next - off, why, err, err_bytes);
           settle_buffer(t, b);
           return false;
         }
@@ -162,9 +181,7 @@ int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_
     const int rc = wait ? mt_io_wait(t.stream_io, id, &info, nullptr, 0) : mt_io_query(t.stream_io, id, &info, nullptr, 0);
     if (rc == MT_IO_OK && info.state == MT_IO_PENDING) return 0;
     if (rc != MT_IO_OK || info.state == MT_IO_FAILED) {
-      t.stream_failures.fetch_add(1, std::memory_order_relaxed);
-      std::snprintf(err, err_bytes, "expert read: %s: layer %d, the whole layer at offset %llu (%llu bytes): %s", t.stream_path.c_str(), layer,
-                    (unsigned long long)info.file_offset, (unsigned long long)info.bytes, rc != MT_IO_OK ? "unknown to the read engine" : info.reason);
+      whole_layer_failed(t, layer, info.file_offset, info.bytes, rc != MT_IO_OK ? "unknown to the read engine" : info.reason, err, err_bytes);
       return -1;
     }
   }

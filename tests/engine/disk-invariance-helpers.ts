@@ -14,8 +14,11 @@ export function diskInvariance(model: () => Promise<string>, o: { cases: number;
     let streamed = 0, admitted = 0;
     for (let i = 0; i < o.cases; i++) {
       const threads = randomInt(rng, 1, 2);
+      // Every prompt on demand (the context), or every prompt reading whole layers (0): a number is
+      // planned as given, so the fixed parts below are the plan's (auto may drop the whole-layer buffer).
+      const shortPrefillTokens = randomInt(rng, 0, 1) === 1 ? 128 : 0;
       // The plan of a budget that holds every expert (its fixed parts depend on the threads' scratch), then a random share of its slots.
-      const probe = await openEngine({ model: file, threads, contextTokens: 128, heat: false, memoryBudgetBytes: 1 << 30 });
+      const probe = await openEngine({ model: file, threads, contextTokens: 128, heat: false, memoryBudgetBytes: 1 << 30, shortPrefillTokens });
       const plan = probe.memoryPlan!;
       await probe.close();
       const fixed = plan.parts.dense + plan.parts.kvCache + plan.parts.scratch + plan.parts.ioBuffers + plan.parts.workingSet + plan.parts.prefillBuffer;
@@ -27,6 +30,7 @@ export function diskInvariance(model: () => Promise<string>, o: { cases: number;
         disk: { admitMisses: randomInt(rng, 0, 1) === 1 },
         lfru: { tickTokens: randomInt(rng, 1, 6) },
         threads,
+        shortPrefillTokens,
       };
       const engine = await openEngine({ model: file, contextTokens: 128, heat: false, ...config });
       try {
