@@ -109,7 +109,7 @@ using ScratchMap = std::unique_ptr<uint8_t, ScratchUnmap>;
 struct BulkBuffer {
   int32_t layer = -1;            // the layer it holds or is receiving; -1: none
   std::vector<mt_io_id> ids;     // its piece reads, until settled
-  bool landed = false, failed = false;
+  bool landed = false;
   const uint8_t* tensor[3] = {};  // where the gate, up and down tensors' first bytes land
   std::vector<uint8_t> has;       // [nExpert]: 1 where the read takes the expert
 };

@@ -84,7 +84,7 @@ void settle_buffer(mt_tier& t, BulkBuffer& b) {
     mt_io_wait(t.stream_io, id, &info, nullptr, 0);
   }
   b.ids.clear();
-  b.layer = -1, b.landed = false, b.failed = false;
+  b.layer = -1, b.landed = false;
 }
 
 // The experts the layer's read takes: all of them, or, where no resident of the layer can leave
