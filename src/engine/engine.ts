@@ -410,6 +410,7 @@ class NativeEngine implements Engine {
         ...(t.prefillPath ? { prefillPath: t.prefillPath, prefillPathCalls: t.prefillPathCalls } : {}),
         prefillExpertReads: t.prefillExpertReads,
         prefillDistinctExpertsRead: t.prefillDistinctExpertsRead,
+        ...(t.replanGuard ? { replanGuard: t.replanGuard } : {}),
         tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
       });
       const heatFileError = log ? this.tier!.mergeHeat(log.rows()) : undefined;

@@ -44,7 +44,9 @@ export function emptyHeat(hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): Hea
 }
 
 /** Reads a heat file for this model; undefined when it does not exist. A file for another geometry is refused. */
-export function readHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile | undefined {
+type HeatShape = Pick<HParams, 'nLayer' | 'nExpert'> & { arch: string | undefined };
+
+export function readHeatFile(file: string, hp: HeatShape): HeatFile | undefined {
   if (!existsSync(file)) return undefined;
   // By type and size before reading: a FIFO would block for ever, /dev/zero would never end.
   const st = statSync(file);
@@ -59,8 +61,17 @@ export function readHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' |
   return checkHeat(file, parsed, hp);
 }
 
-/** Field by field: a heat file is only counts, and a wrong one must not warm (or grow) anything. */
-function checkHeat(file: string, parsed: unknown, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile {
+/**
+ * A heat file's counts for `moetier replay --heat F` (a trace carries no architecture name, so only
+ * the shape is checked against it). A missing file is an error here: the replay has nothing to merge into.
+ */
+export function readHeatTable(file: string, layers: number, experts: number): number[][] {
+  if (!existsSync(file)) throw new InvalidOptionError('--heat', 'an existing heat file (written by moetier run)', file);
+  return readHeatFile(file, { arch: undefined, nLayer: layers, nExpert: experts })!.counts;
+}
+
+/** Field by field: a heat file is only counts, and a wrong one must not warm (or grow) anything. arch undefined: any. */
+function checkHeat(file: string, parsed: unknown, hp: HeatShape): HeatFile {
   const fail = (where: string, expected: string): never => {
     throw new FileFormatError(file, where ? `heat file ${where}` : 'heat file', expected, { code: 'E_HEAT_FILE' });
   };
@@ -68,7 +79,8 @@ function checkHeat(file: string, parsed: unknown, hp: Pick<HParams, 'arch' | 'nL
   const heat = parsed as Record<string, unknown>;
   const count = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
   if (heat.version !== HEAT_FILE_VERSION) fail('version', `${HEAT_FILE_VERSION}`);
-  if (heat.arch !== hp.arch) fail('arch', `"${hp.arch}" (this model's architecture)`);
+  if (hp.arch !== undefined && heat.arch !== hp.arch) fail('arch', `"${hp.arch}" (this model's architecture)`);
+  if (typeof heat.arch !== 'string') fail('arch', 'a string');
   if (heat.layers !== hp.nLayer || heat.experts !== hp.nExpert) {
     throw new InvalidOptionError('heat', `a version-${HEAT_FILE_VERSION} heat file for ${hp.nLayer} layers x ${hp.nExpert} experts`, file);
   }

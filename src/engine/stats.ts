@@ -37,6 +37,12 @@ export interface GenerationStats {
   /** The disk tier: routed misses the prefill read from the file, and the distinct experts among them (reads per distinct expert: 1.0 at best). */
   prefillExpertReads?: number;
   prefillDistinctExpertsRead?: number;
+  /**
+   * The replan guard's layers for this request's prefill (src/tiers/policies/replan-guard.ts): with replan
+   * on, kept vs reverted to the residents before it; with replan off, those that took the held-back replan
+   * late (appliedLate); watching: the request ended before the guard's last checkpoint. Absent with the guard off.
+   */
+  replanGuard?: { mode: 'replan' | 'shadow'; kept: number; reverted: number; appliedLate: number; watching: number };
   /** The tier's counters at the end of the request (leases, slots used vs budget). */
   tier?: { hits: number; misses: number; leases: number; slotsUsed: number[]; slotsBudget: number[] };
   /** Why the heat file could not be saved (a read-only or full cache: "<file>: EACCES"); the request itself succeeded. */

@@ -13,7 +13,7 @@ import { replay } from './replay.js';
 import { toRow, type ReplayRow } from './report/rows.js';
 import { buildScenario, type Scenario } from './scenario.js';
 import type { StartKind } from './start.js';
-import type { Budget } from './types.js';
+import type { Budget, HeatTable } from './types.js';
 
 export interface LabOptions {
   /** Slots per layer; under a global scope the model gets budget x layers slots. */
@@ -24,6 +24,12 @@ export interface LabOptions {
   start?: StartKind;
   heatFromPrefix?: number;
   prefillFromPrefix?: number;
+  /** --heat F: an engine heat file's counts (the warm start of a real run). */
+  heat?: HeatTable;
+  /** --prefill-from F: another trace's prefill rows, counted (a prefill from another prompt). */
+  prefill?: HeatTable;
+  prefillPermute?: number;
+  scoreFrom?: number;
   /** Byte geometry; default: the one named like the trace's model. */
   geometry?: string;
   cost?: CostParams;
@@ -45,8 +51,8 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
     for (const b of o.budgets) {
       const sc = labScenario(trace, o, b);
       const counts = new Map(chosen.map((p) => [p, replay(p, sc, o.offload)]));
-      // Host-less reads are set against Belady's misses on this scenario, asked for or not: one replay of it.
-      const bound = o.offload === 'hostless' ? counts.get(belady) ?? replay(belady, sc, o.offload) : undefined;
+      // Every row's hit rate is set against Belady's (host-less: its reads against Belady's misses), asked for or not: one replay of it.
+      const bound = counts.get(belady) ?? replay(belady, sc, o.offload);
       for (const p of chosen) rows.push(toRow(p, sc, counts.get(p)!, o.offload, g, o.cost ?? costDefaults, bound));
     }
   }
@@ -71,11 +77,16 @@ export function labGeometry(trace: Trace, geometry?: string): ModelGeometry {
  * or that many times the layers as one global budget. (Exported for the test that the engine and
  * the replay feed a policy the same events: it replays an engine trace through this.)
  */
-export function labScenario(trace: Trace, o: Pick<LabOptions, 'scope' | 'start' | 'heatFromPrefix' | 'prefillFromPrefix'>, slotsPerLayer: number): Scenario {
+export function labScenario(
+  trace: Trace, o: Pick<LabOptions, 'scope' | 'start' | 'heatFromPrefix' | 'prefillFromPrefix' | 'heat' | 'prefill' | 'prefillPermute' | 'scoreFrom'>, slotsPerLayer: number,
+): Scenario {
   const b = slotsPerLayer;
   if (!Number.isInteger(b) || b < 1 || b > trace.header.experts) {
     throw new InvalidOptionError('--budget', `integers in [1, ${trace.header.experts}] (slots per layer)`, b);
   }
   const budget: Budget = o.scope === 'layer' ? { scope: 'layer', slots: b } : { scope: 'global', slots: b * trace.header.layers };
-  return buildScenario(trace, { budget, start: o.start, heatFromPrefix: o.heatFromPrefix, prefillFromPrefix: o.prefillFromPrefix });
+  return buildScenario(trace, {
+    budget, start: o.start, heatFromPrefix: o.heatFromPrefix, prefillFromPrefix: o.prefillFromPrefix,
+    heat: o.heat, prefill: o.prefill, prefillPermute: o.prefillPermute, scoreFrom: o.scoreFrom,
+  });
 }

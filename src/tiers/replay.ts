@@ -9,12 +9,21 @@
  *
  * Hit rate is the decode hit rate: hits / routed (token, expert) pairs, counted
  * before the route event's decisions (a kept miss is still a miss: no second count).
+ * Tokens before the scenario's scoreFrom are replayed (every event, every decision) but
+ * not counted: a warm-up.
+ *
+ * A token's own experts are protected from eviction by that token's misses: a demand
+ * policy's victim is never an expert routed in the same route event (common.ts
+ * lowestResident's `pinned`), as in the engine, where a running call holds a lease on
+ * each of its experts. A simulator that lets a miss evict its own token's other expert
+ * reads lower for LFU, whose coldest resident is often the one just routed.
  */
 import { assert } from '../core/assert.js';
 import { applyDecisions, isResident, type Residency } from './residency.js';
 import type { Offload, PhaseCounts } from './cost.js';
 import type { Scenario } from './scenario.js';
 import type { Decision, Policy, TierEvent } from './types.js';
+import { guardSummary, type GuardState, type GuardSummary } from './policies/replan-guard.js';
 
 /** A prefill call of this many rows or more is uploaded even with a host runner (SPEC.md section 3). */
 export const prefillStreamRowsMin = 16;
@@ -34,6 +43,13 @@ export interface ReplayCounts {
   setupUploads: number;
   decode: PhaseCounts;
   prefill?: PhaseCounts;
+  /** The replan guard's layers at the end (guarded policies only). */
+  guard?: GuardSummary;
+}
+
+function guardOf(state: unknown): GuardSummary | undefined {
+  const g = (state as { guard?: GuardState }).guard;
+  return g ? guardSummary(g) : undefined;
 }
 
 export type ReplayObserver = (
@@ -50,7 +66,7 @@ export function replay(policy: Policy, sc: Scenario, offload: Offload, observe?:
   checkSame(state.residency, res, decisions, 'init');
   observe?.({ kind: 'init' }, sc.start, decisions, res);
   const c: ReplayCounts = {
-    tokens: sc.decode.length, routed: 0, hits: 0, misses: 0, uploads: 0, aheadUploads: 0,
+    tokens: sc.decode.length - sc.scoreFrom, routed: 0, hits: 0, misses: 0, uploads: 0, aheadUploads: 0,
     fills: 0, swaps: 0, setupUploads: decisions.length,
     decode: { residentCalls: 0, missCalls: 0, streamedCalls: 0, extraUploads: 0 },
   };
@@ -77,16 +93,20 @@ export function replay(policy: Policy, sc: Scenario, offload: Offload, observe?:
     });
     c.prefill = p;
   }
+  const warmup: ReplayCounts = { ...c, decode: { ...c.decode } };
   sc.decode.forEach((step, token) => {
+    const acc = token < sc.scoreFrom ? warmup : c;
     step.forEach((experts, layer) => {
       const missed = experts.filter((e) => !isResident(res, layer, e));
-      c.routed += experts.length;
-      c.misses += missed.length;
-      count(c, run({ kind: 'route', layer, experts }), (d) => d.layer === layer && missed.includes(d.expert));
-      if (offload === 'hostless') c.uploads += missed.length;
+      acc.routed += experts.length;
+      acc.misses += missed.length;
+      count(acc, run({ kind: 'route', layer, experts }), (d) => d.layer === layer && missed.includes(d.expert));
+      if (offload === 'hostless') acc.uploads += missed.length;
     });
-    count(c, run({ kind: 'decodeTick', token }), () => false);
+    count(acc, run({ kind: 'decodeTick', token }), () => false);
   });
+  const summary = guardOf(state);
+  if (summary) c.guard = summary;
   c.hits = c.routed - c.misses;
   finishDecode(c, offload);
   return c;

@@ -59,6 +59,8 @@ const cases: Array<[string[], 1 | 2]> = [
   [['run', '-m', m(), '-p', 'x', '--colour', 'red'], 2],
   [['run', '-m', m(), '-p', 'x', '--heat', d('h.json')], 2], // tier flags without a tier were ignored
   [['run', '-m', m(), '-p', 'x', '--prefill-replan'], 2],
+  [['run', '-m', m(), '-p', 'x', '--replan-guard', 'off'], 2], // a tier flag without a tier
+  [['run', '-m', m(), '-p', 'x', '--resident', '0.5', '--replan-guard', 'maybe'], 2],
   [['run', '-m', m(), '-p', 'x', '--backend', 'fake'], 2],
   [['gen-model'], 2],
   [['gen-model', '--preset', 'huge', '--out', d('x.gguf')], 2],

@@ -54,6 +54,30 @@ describe('moetier run flags', () => {
   });
 });
 
+describe('moetier run --replan-guard', () => {
+  async function jsonOf(args: string[]): Promise<Record<string, unknown>> {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, 'log').mockImplementation((s: string) => void lines.push(s));
+    try {
+      await runCommand.run(args);
+    } finally {
+      spy.mockRestore();
+    }
+    return JSON.parse(lines.at(-1)!) as Record<string, unknown>;
+  }
+  it('reports the guard\'s layers in --json (on by default, both modes), none when off; a bad value names the flag', async () => {
+    const base = ['-m', model, '-p', 'red green blue yellow', '-n', '40', '-t', '1', '-c', '64', '--heat', 'none', '--slots-per-layer', '2', '--json'];
+    const shadow = (await jsonOf(base)).replanGuard as Record<string, number>;
+    expect(shadow).toMatchObject({ mode: 'shadow', reverted: 0, watching: 0 });
+    const replan = (await jsonOf([...base, '--prefill-replan'])).replanGuard as Record<string, number>;
+    expect(replan).toMatchObject({ mode: 'replan', appliedLate: 0, watching: 0 });
+    // 40 tokens outlive the last checkpoint: every watched layer was decided.
+    expect(replan.kept + replan.reverted).toBeGreaterThan(0);
+    expect((await jsonOf([...base, '--prefill-replan', '--replan-guard', 'off'])).replanGuard).toBeUndefined();
+    expect((await refusal([...base, '--replan-guard', 'yes'])).option).toBe('--replan-guard');
+  });
+});
+
 describe('moetier run --memory-budget', () => {
   it('plans the memory, reports the plan in --json and --verbose, and names the flag when refused', async () => {
     const lines: string[] = [], errs: string[] = [];

@@ -33,9 +33,14 @@ const options = (o: Partial<EngineOptions> = {}): EngineOptions => ({
 });
 
 describe('prefill replan settings', () => {
-  it('default off, cap 24; variables; explicit options win; bad values name the setting', () => {
-    expect(resolvePrefillReplan(undefined, {}, 128)).toEqual({ enabled: false, maxSwapsPerLayer: 24 });
-    expect(resolvePrefillReplan(undefined, { MOETIER_PREFILL_REPLAN: '1', MOETIER_PREFILL_REPLAN_MAX: '12' }, 128)).toEqual({ enabled: true, maxSwapsPerLayer: 12 });
+  it('default off, cap 24, guard on; variables; explicit options win; bad values name the setting', () => {
+    expect(resolvePrefillReplan(undefined, {}, 128)).toEqual({ enabled: false, maxSwapsPerLayer: 24, guard: true });
+    expect(resolvePrefillReplan(undefined, { MOETIER_PREFILL_REPLAN: '1', MOETIER_PREFILL_REPLAN_MAX: '12' }, 128)).toEqual({ enabled: true, maxSwapsPerLayer: 12, guard: true });
+    expect(resolvePrefillReplan(undefined, { MOETIER_REPLAN_GUARD: '0' }, 128).guard).toBe(false);
+    expect(resolvePrefillReplan({ guard: true }, { MOETIER_REPLAN_GUARD: '0' }, 128).guard).toBe(true);
+    expect(() => resolvePrefillReplan(undefined, { MOETIER_REPLAN_GUARD: 'off' }, 128)).toThrow(/MOETIER_REPLAN_GUARD/);
+    expect(() => resolvePrefillReplan({ guard: 1 as never }, {}, 128)).toThrow(/prefillReplan.guard/);
+    expect(() => resolvePrefillReplan({ gaurd: false } as never, {}, 128)).toThrow(/prefillReplan.gaurd/);
     expect(resolvePrefillReplan({ enabled: false }, { MOETIER_PREFILL_REPLAN: '1' }, 128).enabled).toBe(false);
     expect(resolvePrefillReplan({ maxSwapsPerLayer: 1000 }, {}, 128).maxSwapsPerLayer).toBe(128); // uncapped
     expect(resolvePrefillReplan(undefined, {}, 8).maxSwapsPerLayer).toBe(8);

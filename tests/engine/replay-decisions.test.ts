@@ -35,12 +35,14 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import path from 'node:path';
 import { openEngine, type EngineOptions } from '../../src/engine/engine.js';
+import type { GenerationStats } from '../../src/engine/stats.js';
 import { parseReplayArgs } from '../../src/cli/commands/replay.js';
 import { labScenario, loadTraceFiles } from '../../src/tiers/lab.js';
 import { lfruDefaults } from '../../src/tiers/policies/lfru.js';
 import { replanDefaults } from '../../src/tiers/policies/replan.js';
 import { policyByName } from '../../src/tiers/policies/index.js';
 import { replay } from '../../src/tiers/replay.js';
+import type { GuardSummary } from '../../src/tiers/policies/replan-guard.js';
 import type { RouteStep } from '../../src/routes/types.js';
 import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 import { engineLog, idsOf, type RecordedInit, type RecordedStep } from './policy-recorder.js';
@@ -86,35 +88,40 @@ function expectedShape(layers: number, decodeTokens: number): string[] {
 }
 
 /** `moetier replay --trace F --budget B --policy P`, up to the replay itself, with an observer. */
-function replayAsCli(file: string, policyName: string): { init: RecordedInit; steps: Step[]; decode: RouteStep[] } {
+function replayAsCli(file: string, policyName: string): { init: RecordedInit; steps: Step[]; decode: RouteStep[]; guard: GuardSummary | undefined } {
   const { files, lab } = parseReplayArgs(['--trace', file, '--budget', String(slotsPerLayer), '--policy', policyName]);
   const [trace] = loadTraceFiles(files);
   const policy = policyByName(lab.policies[0])!;
   const sc = labScenario(trace, lab, lab.budgets[0]);
   const steps: Step[] = [];
-  replay(policy, sc, lab.offload, (event, before, decisions) => {
+  const counts = replay(policy, sc, lab.offload, (event, before, decisions) => {
     if (event.kind === 'init') expect(decisions).toEqual([]);
     else steps.push({ event: structuredClone(event), before: idsOf(before), decisions: structuredClone([...decisions]) });
   });
-  return { init: { layers: sc.layers, experts: sc.experts, start: idsOf(sc.start), heat: sc.heat?.map((r) => [...r]) }, steps, decode: trace.decode };
+  return { init: { layers: sc.layers, experts: sc.experts, start: idsOf(sc.start), heat: sc.heat?.map((r) => [...r]) }, steps, decode: trace.decode, guard: counts.guard };
 }
 
+/** The engine's four placements: replan off or on, the guard (replan-guard.ts) on (the default) or off. */
 const cases = [
-  { name: 'lfru', policy: 'lfru', replanOn: false },
-  { name: 'prefill replan', policy: 'replan', replanOn: true },
+  { name: 'lfru (guard off)', policy: 'lfru', replanOn: false, guard: false },
+  { name: 'lfru with the replan held in reserve (the default)', policy: 'lfru-guarded', replanOn: false, guard: true },
+  { name: 'guarded prefill replan', policy: 'replan', replanOn: true, guard: true },
+  { name: 'unguarded prefill replan', policy: 'replan-unguarded', replanOn: true, guard: false },
 ] as const;
 
 describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s backend', (backend) => {
-  it.each(cases)('$name: the replay of the engine\'s route trace sees the same events and makes the same decisions', async ({ policy, replanOn }) => {
+  it.each(cases)('$name: the replay of the engine\'s route trace sees the same events and makes the same decisions', async ({ policy, replanOn, guard }) => {
     const file = path.join(dir, `routes-${backend}-${policy}.jsonl`);
-    const options: EngineOptions = { model, backend, threads: 1, contextTokens: 128, slotsPerLayer, heat: false, prefillReplan: { enabled: replanOn } };
+    const options: EngineOptions = { model, backend, threads: 1, contextTokens: 128, slotsPerLayer, heat: false, prefillReplan: { enabled: replanOn, guard } };
     engineLog.clear();
     const engine = await openEngine(options);
     const { nLayer: layers, nExpert: experts } = engine.hparams;
+    let engineGuard: GenerationStats['replanGuard'];
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false, traceRoutes: file })).toEqual(reference);
       // No swap failed (a failure shows in the tier's states, which the replay would not know of).
       expect(engine.lastStats!.failedUploads).toBe(0);
+      engineGuard = engine.lastStats!.replanGuard;
       if (replanOn) {
         // Every layer's counts came through the eval's hook (a dropped post is replanned after the prefill, behind the layers that came).
         expect(engine.tierStats()!.layerHookCalls).toBe(layers);
@@ -130,7 +137,7 @@ describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s b
     // The same parameters: the engine's defaults are the CLI's policies' (replan: see the file's top).
     for (const s of recorded) {
       expect(s.params).toMatchObject(lfruDefaults);
-      if (replanOn) expect(s.params).toMatchObject({ capPerLayer: Math.min(replanDefaults.capPerLayer, experts), drainPerToken: replanDefaults.drainPerToken });
+      if (replanOn || guard) expect(s.params).toMatchObject({ capPerLayer: Math.min(replanDefaults.capPerLayer, experts), drainPerToken: replanDefaults.drainPerToken });
       if (replanOn && s.event.kind === 'prefillCounts') {
         // The upload queue's room did not cut the layer's swaps short (nor did the CLI's 8).
         expect(s.decisions.length).toBeLessThan(s.params.startPerCall);
@@ -148,5 +155,14 @@ describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s b
     const decided = engineSteps.flatMap((s) => s.decisions.map((d) => ({ d, kind: s.event.kind })));
     expect(decided.some((x) => x.kind === 'decodeTick')).toBe(true);
     if (replanOn) expect(decided.some((x) => x.kind === 'prefillCounts')).toBe(true);
+    // The guard's verdicts per layer are the replay's (and the request outlived its last checkpoint).
+    if (guard) {
+      const g = cli.guard!;
+      expect(engineGuard).toEqual({
+        mode: g.mode, kept: g.kept, watching: 0,
+        reverted: g.mode === 'replan' ? g.switched : 0, appliedLate: g.mode === 'shadow' ? g.switched : 0,
+      });
+      expect(g.kept + g.switched, 'the replan changed some layer, so the guard watched it').toBeGreaterThan(0);
+    } else expect(engineGuard).toBeUndefined();
   });
 });

@@ -115,8 +115,10 @@ describe('failures and tuning', () => {
       expect(() => engine.tune({ lfru: { tickTokens: 1.5 } })).toThrow(InvalidOptionError);
       expect(() => engine.tune({ residentSlotsPerLayer: 9 })).toThrow(InvalidOptionError);
       expect(() => engine.tune({ bogus: 1 } as never)).toThrow(InvalidOptionError);
-      // A huge tick interval: no swap decision in this request.
-      engine.tune({ lfru: { tickTokens: 1000 }, uploadInflightTransfersMax: 1 });
+      expect(() => engine.tune({ prefillReplan: { gaurd: false } as never })).toThrow(/tune.prefillReplan.gaurd/);
+      expect(() => engine.tune({ prefillReplan: { guard: 'no' as never } })).toThrow(/tune.prefillReplan.guard/);
+      // A huge tick interval and the guard off (its late replan would swap): no swap decision in this request.
+      engine.tune({ lfru: { tickTokens: 1000 }, uploadInflightTransfersMax: 1, prefillReplan: { guard: false } });
       expect(await checkedRun(engine)).toEqual(reference);
       expect(engine.lastStats!.uploads).toBe(0);
       engine.tune({ lfru: { tickTokens: 2 } });

@@ -67,8 +67,8 @@ export function checkPrefetchArgs(p: PrefetchArgs, given: ReadonlySet<string>, o
     if (stray) throw new InvalidOptionError(stray, '--prefetch beside it (it sets the prefetch replay)', undefined);
     return;
   }
-  const ignored = ['--policy', '--plot', '--prefill-from-prefix'].find((f) => given.has(f));
-  if (ignored) throw new InvalidOptionError(ignored, 'no such flag with --prefetch (the prefetch replay runs its own LRU, no prefill)', undefined);
+  const ignored = ['--policy', '--plot', '--prefill-from-prefix', '--prefill-from', '--prefill-permute', '--heat', '--score-from'].find((f) => given.has(f));
+  if (ignored) throw new InvalidOptionError(ignored, 'no such flag with --prefetch (the prefetch replay runs its own LRU, no prefill, no heat file, every token scored)', undefined);
   if (offload !== 'hostless' && given.has('--offload')) throw new InvalidOptionError('--offload', 'hostless with --prefetch (the prefetch replay reads every miss)', offload);
 }
 

@@ -9,6 +9,9 @@ import type { Command } from '../command.js';
 import { costDefaults, parseCostOverrides } from '../../tiers/cost.js';
 import { loadTraceFiles, runLab, type LabOptions } from '../../tiers/lab.js';
 import { policyNames } from '../../tiers/policies/index.js';
+import { readHeatTable } from '../../engine/heat-file.js';
+import { routeCounts } from '../../routes/load.js';
+import type { Trace } from '../../routes/types.js';
 import { lineChartSvg } from '../../tiers/report/svg.js';
 import { formatTable } from '../../tiers/report/table.js';
 import type { ReplayRow } from '../../tiers/report/rows.js';
@@ -25,7 +28,13 @@ const usage = `usage: moetier replay --trace F [--trace F2 | F1,F2] [options]
   --scope layer|global       per-layer budgets, or one budget of slots x layers for the model (default layer)
   --start empty|ids|heat     starting content shared by every policy (default heat with a heat prefix, else ids)
   --heat-from-prefix N       heat table from the first N decode tokens; they are not replayed
-  --prefill-from-prefix N    the first N decode tokens play the prompt's prefill (replan, TTFT); not replayed
+  --prefill-from-prefix N    the first N decode tokens play the prompt's prefill (replan, TTFT); not replayed.
+                             Optimistic for replan: a decode's own first tokens predict it better than a real
+                             prompt does; a trace's real prefill rows are used when it has them
+  --heat F                   warm start from an engine heat file (moetier run's, e.g. from other prompts)
+  --prefill-from F           the prefill rows of another trace F (a prefill from another prompt)
+  --prefill-permute SEED     relabel each layer's prefill counts by a seeded permutation (a misleading prefill)
+  --score-from N             replay the first N decode tokens as a warm-up, score from token N on
   --geometry NAME            expert byte geometry (default: from the trace's model)
   --model NAME               model name of a headerless trace (default: file name up to the first dot)
   --cost k=v,...             cost-model overrides of ${Object.keys(costDefaults).join(', ')}
@@ -39,6 +48,8 @@ interface Parsed {
   json: boolean;
   plot?: string;
   prefetch: PrefetchArgs;
+  heatFile?: string;
+  prefillFile?: string;
   /** The flags given, as typed (so that one the chosen replay would ignore is refused). */
   given: Set<string>;
 }
@@ -79,6 +90,10 @@ export function parseReplayArgs(argv: readonly string[]): Parsed {
       case '--start': p.lab.start = oneOf(a, v, ['empty', 'ids', 'heat'] as const); break;
       case '--heat-from-prefix': p.lab.heatFromPrefix = intList(a, v)[0]; break;
       case '--prefill-from-prefix': p.lab.prefillFromPrefix = intList(a, v)[0]; break;
+      case '--heat': p.heatFile = v; break;
+      case '--prefill-from': p.prefillFile = v; break;
+      case '--prefill-permute': p.lab.prefillPermute = intList(a, v)[0]; break;
+      case '--score-from': p.lab.scoreFrom = intList(a, v)[0]; break;
       case '--geometry': p.lab.geometry = v; break;
       case '--model': p.model = v; break;
       case '--cost': p.lab.cost = parseCostOverrides(v); break;
@@ -109,13 +124,34 @@ export async function replayMain(argv: readonly string[], out: (text: string) =>
   const p = parseReplayArgs(argv);
   if (p.prefetch.modes) return prefetchMain(p, out);
   if (p.plot) checkOutputPath(p.plot, '--plot', p.files); // before the work, never over a trace
-  const rows = runLab(loadTraceFiles(p.files, p.model), p.lab);
+  const traces = loadTraceFiles(p.files, p.model);
+  const rows = runLab(traces, { ...p.lab, ...startFiles(p, traces) });
   if (p.json) out(`[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]`);
   else {
     for (const t of [...new Set(rows.map((r) => r.trace))]) out(formatTable(rows.filter((r) => r.trace === t)) + '\n');
   }
   if (p.plot) writeFileAtomic(p.plot, plotRows(rows), '--plot');
   return 0;
+}
+
+/** --heat F and --prefill-from F, read against the first trace's shape (every trace of one run must share it). */
+function startFiles(p: Parsed, traces: readonly Trace[]): Pick<LabOptions, 'heat' | 'prefill'> {
+  if (!p.heatFile && !p.prefillFile) return {};
+  const { layers, experts } = traces[0].header;
+  if (traces.some((t) => t.header.layers !== layers || t.header.experts !== experts)) {
+    throw new InvalidOptionError(p.heatFile ? '--heat' : '--prefill-from', 'traces of one shape (the file applies to each)', p.files.join(','));
+  }
+  const out: Pick<LabOptions, 'heat' | 'prefill'> = {};
+  if (p.heatFile) out.heat = readHeatTable(p.heatFile, layers, experts);
+  if (p.prefillFile) {
+    const [other] = loadTraceFiles([p.prefillFile], p.model);
+    if (other.prefill.length === 0) throw new InvalidOptionError('--prefill-from', 'a trace with prefill rows (moetier run --trace-routes writes them)', p.prefillFile);
+    if (other.header.layers !== layers || other.header.experts !== experts) {
+      throw new InvalidOptionError('--prefill-from', `a trace of ${layers} layers x ${experts} experts`, p.prefillFile);
+    }
+    out.prefill = routeCounts(other.prefill, layers, experts);
+  }
+  return out;
 }
 
 /** --prefetch: the timing-model replay's rows, a table per trace or --json. */

@@ -6,6 +6,7 @@ import { limits } from '../../core/limits.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
 import { SEED_MAX } from '../../engine/sampler.js';
+import type { GenerationStats } from '../../engine/stats.js';
 import { loadTelemetry } from '../../../otel/load.js';
 import { exportProblem, type Telemetry } from '../../../otel/telemetry.js';
 import { parseFlags, type Args, type FlagSpecs } from '../args.js';
@@ -49,11 +50,14 @@ expert tier (attached with --resident or --slots-per-layer):
   --heat F|none           heat file to warmstart from and merge into (default: the model's in the cache folder)
   --prefill-replan        re-plan each layer's residents from the prompt's own prefill routing (also MOETIER_PREFILL_REPLAN=1)
   --replan-max N          swaps per layer at most (default 24; also MOETIER_PREFILL_REPLAN_MAX)
+  --replan-guard on|off   the replan guard (default on; also MOETIER_REPLAN_GUARD=0|1): the first decode tokens
+                          revert a replanned layer that did worse than its old residents, or (replan off) take
+                          a held-back replan where it would do better than the heat file's warm start
   --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
   --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
                           rebuilds, calibration) as Chrome/Perfetto trace JSON; OTLP export follows the standard
                           OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT; see docs/TRACING.md)
-  with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes, decodeUploadBytes, streamedBytes;
+  with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes, decodeUploadBytes, streamedBytes, replanGuard;
   on the disk tier also fileReadBytes (all the engine read from the model file) and processReadBytes (/proc/self/io)`;
 
 /** Short letters and aliases are llama-cli's (-m -p -n -t -c -s, --temp, --n-predict, --ctx-size). */
@@ -74,6 +78,7 @@ const flags: FlagSpecs = {
   heat: { type: 'string' },
   'prefill-replan': { type: 'boolean' },
   'replan-max': { type: 'string' },
+  'replan-guard': { type: 'string' },
   'trace-routes': { type: 'string' },
   'trace-file': { type: 'string' },
   'memory-budget': { type: 'string' },
@@ -87,7 +92,7 @@ const apiFlags: Record<string, string> = {
   model: 'model', prompt: 'prompt', threads: 'threads', contextTokens: 'ctx', maxTokens: 'max-tokens',
   temperature: 'temperature', topK: 'top-k', topP: 'top-p', seed: 'seed',
   backend: 'backend', resident: 'resident', slotsPerLayer: 'slots-per-layer', heat: 'heat',
-  'prefillReplan.maxSwapsPerLayer': 'replan-max', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
+  'prefillReplan.maxSwapsPerLayer': 'replan-max', 'prefillReplan.guard': 'replan-guard', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
   'prefetch.mode': 'prefetch',
   shortPrefillTokens: 'short-prefill-tokens',
 };
@@ -187,10 +192,15 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   if (a.has('slots-per-layer')) o.slotsPerLayer = a.int('slots-per-layer', 1, 1);
   const heat = a.string('heat');
   if (heat !== undefined) o.heat = heat === 'none' ? false : heat;
-  if (a.bool('prefill-replan') || a.has('replan-max')) {
+  if (a.bool('prefill-replan') || a.has('replan-max') || a.has('replan-guard')) {
     o.prefillReplan = {};
     if (a.bool('prefill-replan')) o.prefillReplan.enabled = true;
     if (a.has('replan-max')) o.prefillReplan.maxSwapsPerLayer = a.int('replan-max', 24, 1);
+    const guard = a.string('replan-guard');
+    if (guard !== undefined) {
+      if (guard !== 'on' && guard !== 'off') throw new InvalidOptionError(a.flag('replan-guard'), '"on" or "off"', guard);
+      o.prefillReplan.guard = guard === 'on';
+    }
   }
   const shortPrefill = a.string('short-prefill-tokens');
   if (shortPrefill !== undefined) {
@@ -211,7 +221,7 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   // Flags that only mean something with a tier were ignored without one: say so instead.
   if (!a.has('resident') && !a.has('slots-per-layer')) {
     // (--heat none asks for nothing, so scripts that always pass it keep working.)
-    const needsTier = ['backend', 'heat', 'prefill-replan', 'replan-max'].find((f) => a.has(f) && !(f === 'heat' && heat === 'none'));
+    const needsTier = ['backend', 'heat', 'prefill-replan', 'replan-max', 'replan-guard'].find((f) => a.has(f) && !(f === 'heat' && heat === 'none'));
     if (needsTier !== undefined) {
       throw new InvalidOptionError(a.flag(needsTier), `${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (it configures the expert tier)`, needsTier === 'prefill-replan' ? true : a.string(needsTier));
     }
@@ -240,6 +250,8 @@ interface TierReport {
   processReadBytes?: number | null;
   /** With --prefetch observe|enforce: the decode's prefetch accounting (src/engine/tier/prefetch-report.ts). */
   prefetch?: ReturnType<Engine['prefetchReport']>;
+  /** The replan guard's layers for this request (--replan-guard; absent when off). */
+  replanGuard?: GenerationStats['replanGuard'];
 }
 
 /** The tier's figures of the last request; a figure that does not exist (no decode step, no native timing) is null. */
@@ -263,6 +275,7 @@ function tierReport(engine: Engine): TierReport {
     stallMsPerToken: s.generatedTokens > 1 ? finite((engine.tierStats()?.stallNs ?? 0) / 1e6 / (s.generatedTokens - 1), 3) : null,
     ...fileReadReport(engine),
     ...(engine.prefetchMode !== 'off' ? { prefetch: engine.prefetchReport() } : {}),
+    ...(s.replanGuard ? { replanGuard: s.replanGuard } : {}),
   };
 }
 

@@ -24,8 +24,9 @@ import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '.
 import { ExpertState } from '../../native/binding.js';
 import { type Residency } from '../../tiers/residency.js';
 import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
-import { makeReplan, type ReplanState } from '../../tiers/policies/replan.js';
-import { replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
+import { makeReplan, replanDefaults, withReplanFields, type ReplanParams, type ReplanState } from '../../tiers/policies/replan.js';
+import { guardInit, guardSummary, type GuardSummary } from '../../tiers/policies/replan-guard.js';
+import { prefillReplanDefaults, replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
 import type { TierPoll, TierPort } from './port.js';
 import type { CalibrationSnapshot } from '../../actors/calibration/messages.js';
@@ -75,7 +76,7 @@ export class TierPlacement {
     params: LfruParams,
     uploadLimits: Partial<UploadQueueLimits>,
     heat: HeatTable | undefined,
-    private replan: PrefillReplanConfig = { enabled: false, maxSwapsPerLayer: 24 },
+    private replan: PrefillReplanConfig = prefillReplanDefaults,
     /** Misses read from the file may evict the policy's coldest resident (publishVictimOrder). */
     private readonly admitMisses = true,
     private prefetch: PrefetchConfig = prefetchDefaults,
@@ -102,10 +103,16 @@ export class TierPlacement {
   get replanEnabled(): boolean {
     return this.replan.enabled;
   }
-  /** Replan swaps decided but not started yet (waiting in the policy), and those dropped as stale. */
-  get replanPending(): { pending: number; staleDropped: number } {
+  /** Replan swaps decided but not started yet (waiting in the policy), those dropped as stale, and those a revert dropped. */
+  get replanPending(): { pending: number; staleDropped: number; revertDropped: number } {
     const s = this.state as Partial<ReplanState>;
-    return { pending: s.pending?.length ?? 0, staleDropped: s.staleDropped ?? 0 };
+    return { pending: s.pending?.length ?? 0, staleDropped: s.staleDropped ?? 0, revertDropped: s.revertDropped ?? 0 };
+  }
+
+  /** The guard's layers of the last prefill (kept, switched, still watched); undefined with the guard off. */
+  get guard(): GuardSummary | undefined {
+    const g = (this.state as Partial<ReplanState>).guard;
+    return g ? guardSummary(g) : undefined;
   }
 
   /**
@@ -294,6 +301,9 @@ export class TierPlacement {
   endRequest(): void {
     this.generation++;
     this.send({ kind: 'cancelGeneration', generationBelow: this.generation });
+    // A request's guard watches end with it (its summary was read): the next prefill starts anew.
+    const s = this.state as Partial<ReplanState>;
+    if (s.guard) this.state = { ...this.state, guard: guardInit(s.guard.mode, this.port.nLayer) } as ReplanState;
   }
 
   /** Live tuning: validated by the caller; applied now, so before the next step's boundary. */
@@ -303,7 +313,8 @@ export class TierPlacement {
     if (replan) this.replan = replan;
     if (params || replan) {
       this.policy = policyFor(this.params, this.replan, 0);
-      if (this.replan.enabled && !('pending' in this.state)) this.state = { ...this.state, pending: [], staleDropped: 0 } as ReplanState;
+      const p = replanParams(this.params, this.replan, 0);
+      if (p) this.state = withReplanFields(this.state, p, this.port.nLayer);
     }
   }
 
@@ -362,12 +373,23 @@ export class TierPlacement {
 }
 
 /**
- * The placement's policy: LFRU, or replan over it. startPerCall is the upload queue's room at
- * the call (replan is rebuilt per prefill call with it). A ReplanState is an LfruState with its
- * pending queue, and every state this policy steps came from a replan init or step (or was
- * given an empty queue by tune), so the cast holds.
+ * The placement's policy: LFRU, or replan over it (guarded or not; with replan off and the guard
+ * on, the replan held in reserve). startPerCall is the upload queue's room at the call (replan is
+ * rebuilt per prefill call with it). A ReplanState is an LfruState with its pending queue and
+ * guard, and every state this policy steps came from a replan init or step (or was given those
+ * fields by tune: withReplanFields), so the cast holds.
  */
 function policyFor(params: LfruParams, replan: PrefillReplanConfig, startPerCall: number): Policy<LfruState> {
-  if (!replan.enabled) return makeLfru(params);
-  return makeReplan({ ...params, capPerLayer: replan.maxSwapsPerLayer, startPerCall, drainPerToken: replanDrainPerToken }) as unknown as Policy<LfruState>;
+  const p = replanParams(params, replan, startPerCall);
+  return p ? (makeReplan(p) as unknown as Policy<LfruState>) : makeLfru(params);
+}
+
+/** The replan policy's parameters, or undefined for plain LFRU (replan and the guard both off). */
+function replanParams(params: LfruParams, replan: PrefillReplanConfig, startPerCall: number): ReplanParams | undefined {
+  if (!replan.enabled && !replan.guard) return undefined;
+  return {
+    ...params, capPerLayer: replan.maxSwapsPerLayer, startPerCall, drainPerToken: replanDrainPerToken,
+    guard: replan.guard ? replanDefaults.guard : undefined, apply: replan.enabled,
+    planLeadMin: replan.guard ? replanDefaults.planLeadMin : 1,
+  };
 }

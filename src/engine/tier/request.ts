@@ -40,6 +40,7 @@ import { StepRunner, type SettledStep, type StepStages } from '../../streams/ste
 import { moeNs, stepRingSlots } from '../../actors/layer-compute/logic.js';
 import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
 import type { TierPlacement } from './placement.js';
+import type { GuardSummary } from '../../tiers/policies/replan-guard.js';
 import type { TierPoll, TierPort, TierStats } from './port.js';
 import type { RequestTracing } from './tracing.js';
 import type { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
@@ -72,8 +73,24 @@ export interface TierRequestStats {
   /** The prefill's reads of routed misses (the disk tier; 0 elsewhere) and the distinct experts they read. */
   prefillExpertReads: number;
   prefillDistinctExpertsRead: number;
+  /** The replan guard's layers of this request's prefill (undefined with the guard off). */
+  replanGuard: ReplanGuardStats | undefined;
   /** The tier's counters at the end (tests read leases and slot use from here). */
   tier: TierStats;
+}
+
+/**
+ * The replan guard per request (src/tiers/policies/replan-guard.ts): mode 'replan' (replan on:
+ * reverted = layers swapped back to their pre-replan residents) or 'shadow' (replan off: appliedLate
+ * = layers that took the held-back replan); kept = layers past the last checkpoint unchanged;
+ * watching = layers the request ended before the last checkpoint for.
+ */
+export interface ReplanGuardStats {
+  mode: 'replan' | 'shadow';
+  kept: number;
+  reverted: number;
+  appliedLate: number;
+  watching: number;
 }
 
 const nothingSettled: TierPoll = Object.freeze({
@@ -293,9 +310,11 @@ export class TierRequest {
    */
   finish(error?: unknown): TierRequestStats {
     let failure: { error: unknown } | undefined;
+    let guard: GuardSummary | undefined;
     if (!this.finished) {
       this.finished = true;
       try {
+        guard = this.placement.guard;
         this.placement.endRequest();
         const timings = this.observeBatch(); // the decode steps since the last batch
         // The final poll: no step of its own (position -1: the traces skip the layer timing).
@@ -324,6 +343,10 @@ export class TierRequest {
       prefillPathCalls: prefill?.pathCalls,
       prefillExpertReads: prefill?.expertReads ?? 0,
       prefillDistinctExpertsRead: prefill?.distinctExpertsRead ?? 0,
+      replanGuard: guard && {
+        mode: guard.mode, kept: guard.kept, watching: guard.watching,
+        reverted: guard.mode === 'replan' ? guard.switched : 0, appliedLate: guard.mode === 'shadow' ? guard.switched : 0,
+      },
       tier: decode,
       ...(decode.prefetch && this.placement.prefetchConfig.mode !== 'off' ? { prefetch: prefetchReport(decode.prefetch, this.port.expertBytes.container) } : {}),
     };

@@ -116,6 +116,12 @@ export class EngineTier {
     } catch {
       // A failed fill leaves its slot free (counted by the backend); the next tick decides again.
     }
+    // A filled expert needs its host copy no more (it was built when the expert was evicted): without
+    // this, the copy stayed published for a resident expert and its arena block was never reused.
+    if (fills.length > 0 && this.rebuild) {
+      const r = this.port.residency();
+      this.rebuild.send({ kind: 'resident', experts: fills.filter((f) => r[f.layer * this.port.nExpert + f.expert] >= 0) });
+    }
     const prefillPath = this.port.readsMisses ? (tokens: number) => prefillPathFor(tokens, this.config.shortPrefillTokens) : undefined;
     const boundary = () => (this.pendingSlots === undefined ? undefined : this.applyResize());
     return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(trace), this.rebuild, boundary, log, prefillPath);

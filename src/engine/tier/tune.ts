@@ -8,7 +8,7 @@ import { validateUploadLimits } from '../../actors/upload-queue/logic.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import type { LfruParams } from '../../tiers/policies/lfru.js';
 import { validateLfru } from './options.js';
-import { validatePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
+import { checkReplanKeys, prefillReplanDefaults, validatePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
 import { resolvePrefetch, type PrefetchConfig, type PrefetchOptions } from '../prefetch-options.js';
 
 export interface TuneOptions {
@@ -57,9 +57,10 @@ export function validateTune(
   let prefillReplan: PrefillReplanConfig | undefined;
   if (o.prefillReplan !== undefined) {
     if (typeof o.prefillReplan !== 'object' || o.prefillReplan === null) {
-      throw new InvalidOptionError('tune.prefillReplan', '{ enabled?: boolean, maxSwapsPerLayer?: integer }', o.prefillReplan);
+      throw new InvalidOptionError('tune.prefillReplan', '{ enabled?: boolean, maxSwapsPerLayer?: integer, guard?: boolean }', o.prefillReplan);
     }
-    prefillReplan = validatePrefillReplan({ ...(replan ?? { enabled: false, maxSwapsPerLayer: 24 }), ...o.prefillReplan }, nExpert, 'tune.prefillReplan');
+    checkReplanKeys(o.prefillReplan, 'tune.prefillReplan');
+    prefillReplan = validatePrefillReplan({ ...(replan ?? prefillReplanDefaults), ...o.prefillReplan }, nExpert, 'tune.prefillReplan');
   }
   const nextPrefetch = o.prefetch === undefined ? undefined : resolvePrefetch(o.prefetch, prefetch, 'tune.prefetch');
   return { lfru: nextLfru, upload: hasLimits ? limits : undefined, prefillReplan, residentSlotsPerLayer: slots, prefetch: nextPrefetch };

@@ -5,10 +5,10 @@ import { belady } from './belady.js';
 import { lfru } from './lfru.js';
 import { lfu } from './lfu.js';
 import { lru } from './lru.js';
-import { replan } from './replan.js';
+import { lfruGuarded, replan, replanUnguarded } from './replan.js';
 import { oracleStatic, staticStart } from './static.js';
 
-export const policies: readonly Policy[] = [lru, lfu, lfru, admit, replan, staticStart, oracleStatic, belady];
+export const policies: readonly Policy[] = [lru, lfu, lfru, lfruGuarded, admit, replan, replanUnguarded, staticStart, oracleStatic, belady];
 
 export const policyNames: readonly string[] = policies.map((p) => p.name);
 

@@ -48,6 +48,13 @@ export interface ReplayRow {
   beladyMissesPerToken: number | null;
   /** readsPerToken / beladyMissesPerToken (1 for Belady itself); null when hosted or when Belady has no miss. */
   readsOverBelady: number | null;
+  /** hitRate / Belady's hit rate on the same scenario (1 for Belady itself); null when Belady has no hit. */
+  hitRateOverBelady: number | null;
+  /** Guarded policies: layers the guard kept and switched (reverted, or took the held-back replan), watched at the end. */
+  guardKept: number | null;
+  guardSwitched: number | null;
+  /** Decode tokens replayed as a warm-up before the scored ones (--score-from). */
+  scoreFrom: number;
   costModel: CostParams & UnitCosts;
 }
 
@@ -70,6 +77,10 @@ export function toRow(
     msPerTokenEstimate: phaseMs(c.decode, u) / c.tokens,
     ttftMsEstimate: c.prefill ? phaseMs(c.prefill, u) : null,
     ...readFields(c, offload, bytes, belady),
+    hitRateOverBelady: belady && belady.hits > 0 ? (c.hits / c.routed) / (belady.hits / belady.routed) : null,
+    guardKept: c.guard ? c.guard.kept + c.guard.watching : null,
+    guardSwitched: c.guard ? c.guard.switched : null,
+    scoreFrom: sc.scoreFrom,
     costModel: { ...cost, ...u },
   };
 }

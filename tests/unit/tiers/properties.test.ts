@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { mulberry32, randomInt, type Rng } from '../../../src/core/prng.js';
 import { policies } from '../../../src/tiers/policies/index.js';
 import { replanDefaults } from '../../../src/tiers/policies/replan.js';
+import { guardDefaults } from '../../../src/tiers/policies/replan-guard.js';
 import { admitDefaults } from '../../../src/tiers/policies/admit.js';
 import { lfruDefaults } from '../../../src/tiers/policies/lfru.js';
 import { staticStart, oracleStatic } from '../../../src/tiers/policies/static.js';
@@ -60,17 +61,21 @@ function checker(name: string, sc: Scenario, broken: string[]) {
         check(isFill(d) || !(d.victim.layer === ev.layer && ev.experts.includes(d.victim.expert)), 'victim not pinned');
       }
     }
-    if (name === 'lfru' || name === 'replan') {
+    const replans = ['replan', 'replan-unguarded'];
+    if (name === 'lfru' || name === 'lfru-guarded' || replans.includes(name)) {
       check(ev.kind !== 'route' || ds.length === 0, 'no decisions on routes');
       if (ev.kind === 'decodeTick') {
         ticks++;
         const tickMoves = ticks % lfruDefaults.tickTokens === 0 ? lfruDefaults.swapsPerTick : 0;
-        const drain = name === 'replan' ? replanDefaults.drainPerToken : 0;
-        check(ds.length <= tickMoves + drain, `tick ${ticks} cap: ${ds.length} decisions`);
+        const drain = replans.includes(name) ? replanDefaults.drainPerToken : 0;
+        // A guard's checkpoint may move every switched layer to its reserve set at once (a swap per slot at most).
+        const guarded = name === 'replan' || name === 'lfru-guarded';
+        const switches = guarded && guardDefaults.checkpoints.includes(ticks) ? sc.layers * Math.min(sc.experts, sc.budget.slots) : 0;
+        check(ds.length <= tickMoves + drain + switches, `tick ${ticks} cap: ${ds.length} decisions`);
       }
     }
     if (ev.kind === 'prefillCounts') {
-      const cap = name === 'replan' ? replanDefaults.startPerCall : 0;
+      const cap = replans.includes(name) ? replanDefaults.startPerCall : 0;
       check(ds.length <= cap, `prefill call cap: ${ds.length} decisions`);
     }
     if (name === 'admit') {
