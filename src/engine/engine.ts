@@ -463,6 +463,10 @@ class NativeEngine implements Engine {
   tune(options: TuneOptions): void {
     this.checkOpen();
     if (!this.tier) throw new InvalidOptionError('tune', 'an engine opened with an expert tier (resident or slotsPerLayer)', options);
+    if (this.tier.config.placementPolicy === 'dlfu') {
+      const lfruOnly = (['lfru', 'prefillReplan'] as const).find((k) => options?.[k] !== undefined);
+      if (lfruOnly) throw new InvalidOptionError(`tune.${lfruOnly}`, 'an engine whose placementPolicy is "lfru" (this one runs "dlfu")', options[lfruOnly]);
+    }
     const { lfru, upload, prefillReplan, residentSlotsPerLayer, prefetch } = validateTune(
       options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.replan, this.hparams.nExpert, this.tier.config.prefetch,
     );

@@ -53,6 +53,9 @@ expert tier (attached with --resident or --slots-per-layer):
   --replan-guard on|off   the replan guard (default on; also MOETIER_REPLAN_GUARD=0|1): the first decode tokens
                           revert a replanned layer that did worse than its old residents, or (replan off) take
                           a held-back replan where it would do better than the heat file's warm start
+  --placement lfru|dlfu   the placement policy (default lfru: SPEC's LFRU with replan and its guard; dlfu: decayed
+                          LFU, every routed miss kept, evicting the lowest decayed count)
+  --half-life N           dlfu's half-life in decode tokens (default 16)
   --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
   --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
                           rebuilds, calibration) as Chrome/Perfetto trace JSON; OTLP export follows the standard
@@ -79,6 +82,8 @@ const flags: FlagSpecs = {
   'prefill-replan': { type: 'boolean' },
   'replan-max': { type: 'string' },
   'replan-guard': { type: 'string' },
+  placement: { type: 'string' },
+  'half-life': { type: 'string' },
   'trace-routes': { type: 'string' },
   'trace-file': { type: 'string' },
   'memory-budget': { type: 'string' },
@@ -92,7 +97,7 @@ const apiFlags: Record<string, string> = {
   model: 'model', prompt: 'prompt', threads: 'threads', contextTokens: 'ctx', maxTokens: 'max-tokens',
   temperature: 'temperature', topK: 'top-k', topP: 'top-p', seed: 'seed',
   backend: 'backend', resident: 'resident', slotsPerLayer: 'slots-per-layer', heat: 'heat',
-  'prefillReplan.maxSwapsPerLayer': 'replan-max', 'prefillReplan.guard': 'replan-guard', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
+  'prefillReplan.maxSwapsPerLayer': 'replan-max', 'prefillReplan.guard': 'replan-guard', placementPolicy: 'placement', 'dlfu.halfLifeTokens': 'half-life', dlfu: 'half-life', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
   'prefetch.mode': 'prefetch',
   shortPrefillTokens: 'short-prefill-tokens',
 };
@@ -202,6 +207,12 @@ function tierOptions(a: Args): Partial<EngineOptions> {
       o.prefillReplan.guard = guard === 'on';
     }
   }
+  const placement = a.string('placement');
+  if (placement !== undefined) {
+    if (placement !== 'lfru' && placement !== 'dlfu') throw new InvalidOptionError(a.flag('placement'), '"lfru" or "dlfu"', placement);
+    o.placementPolicy = placement;
+  }
+  if (a.has('half-life')) o.dlfu = { halfLifeTokens: a.number('half-life', 1) };
   const shortPrefill = a.string('short-prefill-tokens');
   if (shortPrefill !== undefined) {
     if (shortPrefill !== 'auto' && !/^\d+$/.test(shortPrefill)) throw new InvalidOptionError(a.flag('short-prefill-tokens'), "an integer >= 0 or 'auto'", shortPrefill);
@@ -221,7 +232,7 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   // Flags that only mean something with a tier were ignored without one: say so instead.
   if (!a.has('resident') && !a.has('slots-per-layer')) {
     // (--heat none asks for nothing, so scripts that always pass it keep working.)
-    const needsTier = ['backend', 'heat', 'prefill-replan', 'replan-max', 'replan-guard'].find((f) => a.has(f) && !(f === 'heat' && heat === 'none'));
+    const needsTier = ['backend', 'heat', 'prefill-replan', 'replan-max', 'replan-guard', 'placement', 'half-life'].find((f) => a.has(f) && !(f === 'heat' && heat === 'none'));
     if (needsTier !== undefined) {
       throw new InvalidOptionError(a.flag(needsTier), `${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (it configures the expert tier)`, needsTier === 'prefill-replan' ? true : a.string(needsTier));
     }

@@ -12,6 +12,15 @@ import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import { resolvePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
 import { resolvePrefetch, type PrefetchConfig, type PrefetchOptions } from '../prefetch-options.js';
 import { resolveShortPrefillTokens } from './prefill-path.js';
+import { checkDlfuParams, dlfuDefaults, dlfuHalfLifeMax, type DlfuParams } from '../../tiers/policies/dlfu.js';
+
+/**
+ * The placement policy (src/tiers/policies): 'lfru', SPEC.md section 1's baseline with prefill replan and
+ * its guard on top; or 'dlfu', decayed LFU, a demand policy (every routed miss is kept, evicting the
+ * resident of lowest decayed count; on the disk tier that is the admit-before-run order). Replan plans
+ * over LFRU's scores, so dlfu refuses it (and its guard, which watches a replan, does not run).
+ */
+export type PlacementPolicyName = 'lfru' | 'dlfu';
 
 /** cpu: RAM slots copied from the mapping; fake: a simulated card; disk: RAM slots read from the model file (dense weights owned, the page cache kept out). */
 export type TierBackendKind = 'cpu' | 'fake' | 'disk';
@@ -47,6 +56,10 @@ export interface TierOptions {
   fake?: FakeBackendOptions;
   disk?: DiskTierOptions;
   lfru?: Partial<LfruParams>;
+  /** The placement policy (default 'lfru'); see PlacementPolicyName. */
+  placementPolicy?: PlacementPolicyName;
+  /** Decayed LFU's half-life in decode tokens (default 16), with placementPolicy 'dlfu'. */
+  dlfu?: Partial<DlfuParams>;
   upload?: Partial<UploadQueueLimits>;
   /** Prefill replan (default off, cap 24; also MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX): replan-options.ts. */
   prefillReplan?: PrefillReplanOptions;
@@ -63,6 +76,8 @@ export interface TierConfig {
   fake: FakeBackendOptions;
   disk: DiskTierOptions;
   lfru: LfruParams;
+  placementPolicy: PlacementPolicyName;
+  dlfu: DlfuParams;
   upload: Partial<UploadQueueLimits>;
   replan: PrefillReplanConfig;
   prefetch: PrefetchConfig;
@@ -92,6 +107,13 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     if (typeof r !== 'number' || !(r > 0 && r <= 1)) throw new InvalidOptionError('resident', 'a fraction of all experts in (0, 1]', r);
     perLayer = Math.min(hp.nExpert, Math.max(1, Math.round(r * hp.nExpert)));
   }
+  const placementPolicy = o.placementPolicy ?? 'lfru';
+  if (placementPolicy !== 'lfru' && placementPolicy !== 'dlfu') throw new InvalidOptionError('placementPolicy', '"lfru" or "dlfu"', placementPolicy);
+  if (o.dlfu !== undefined && placementPolicy !== 'dlfu') throw new InvalidOptionError('dlfu', 'placementPolicy "dlfu" beside it', o.dlfu);
+  const replan = resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert);
+  if (placementPolicy === 'dlfu' && replan.enabled) {
+    throw new InvalidOptionError('prefillReplan.enabled', 'false with placementPolicy "dlfu" (replan plans over LFRU\'s scores)', true);
+  }
   const heat = o.heat === undefined ? defaultHeat() : o.heat;
   if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
   return {
@@ -101,8 +123,10 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     fake: o.fake ?? {},
     disk: validateDisk(o.disk ?? {}),
     lfru: validateLfru({ ...lfruDefaults, ...o.lfru }),
+    placementPolicy,
+    dlfu: validateDlfu({ ...dlfuDefaults, ...o.dlfu }),
     upload: o.upload ?? {},
-    replan: resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert),
+    replan,
     prefetch: resolvePrefetch(o.prefetch),
     shortPrefillTokens: resolveShortPrefillTokens(o.shortPrefillTokens, backend === 'disk'),
   };
@@ -115,6 +139,16 @@ function validateDisk(d: DiskTierOptions): DiskTierOptions {
   if (m !== undefined && !(Number.isSafeInteger(m) && m >= 1)) throw new InvalidOptionError('disk.failTransferAfterBytes', 'an integer >= 1', m);
   if (d.admitMisses !== undefined && typeof d.admitMisses !== 'boolean') throw new InvalidOptionError('disk.admitMisses', 'true or false', d.admitMisses);
   return d;
+}
+
+function validateDlfu(p: DlfuParams): DlfuParams {
+  for (const key of Object.keys(p)) if (key !== 'halfLifeTokens') throw new InvalidOptionError(`dlfu.${key}`, 'halfLifeTokens', key);
+  try {
+    checkDlfuParams(p, 'dlfu.halfLifeTokens');
+  } catch {
+    throw new InvalidOptionError('dlfu.halfLifeTokens', `a number of tokens in [1, ${dlfuHalfLifeMax}]`, p.halfLifeTokens);
+  }
+  return p;
 }
 
 export function validateLfru(p: LfruParams): LfruParams {

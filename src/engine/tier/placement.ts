@@ -7,10 +7,16 @@
  *   route(l, ids) x nLayer, decodeTick ──> lfru.step ──> swap(v, n) ──> uploadQueue(enqueue)
  *        ──start──> port.requestSwap ── ... ── port.poll ──> uploadQueue(settled)
  *
+ * The policy is LFRU unless openEngine's placementPolicy is 'dlfu' (decayed LFU, a demand policy:
+ * its decisions come on the route events, each routed miss kept, and are issued with the tick's;
+ * its decayed counts order the victims the same way LFRU's scores do for the disk tier).
+ *
  * With prefill replan on (replan-options.ts) the policy is src/tiers' replan (LFRU plus the
  * prefill's victim-first swaps), fed one layer at a time by the eval's hook while later layers
  * compute; its swaps start at once (issueNow), as many as the upload queue has room for, the
- * rest stay pending in the policy and drain on later calls and four per decode token.
+ * rest stay pending in the policy and drain on later calls and four per decode token. Its guard
+ * (on by default; also with replan off, holding the replan in reserve: replan-guard.ts) decides on
+ * the decode ticks; its switch swaps go out with the tick's decisions.
  *
  * The tier owns residency and every expert's state; the placement keeps no copy of either.
  * Before each call into the policy, its residency is the tier's snapshot (one read), where an
@@ -26,6 +32,8 @@ import { type Residency } from '../../tiers/residency.js';
 import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
 import { makeReplan, replanDefaults, withReplanFields, type ReplanParams, type ReplanState } from '../../tiers/policies/replan.js';
 import { guardInit, guardSummary, type GuardSummary } from '../../tiers/policies/replan-guard.js';
+import { dlfuDefaults, dlfuScore, makeDlfu, type DlfuParams, type DlfuState } from '../../tiers/policies/dlfu.js';
+import type { PlacementPolicyName } from './options.js';
 import { prefillReplanDefaults, replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
 import type { TierPoll, TierPort } from './port.js';
@@ -49,10 +57,21 @@ export interface PlacementCounts {
  */
 export const victimOrderSteps = 8;
 
+/** The policy the placement runs and its parameters (options.ts PlacementPolicyName). */
+export interface PlacementChoice {
+  policy: PlacementPolicyName;
+  dlfu: DlfuParams;
+}
+
+/** What every policy's state has; the scores are read through the chosen policy's own function (score()). */
+type PlacementState = { residency: Residency };
+
 export class TierPlacement {
-  private policy: Policy<LfruState>;
+  private policy: Policy<PlacementState>;
   private params: LfruParams;
-  private state: LfruState;
+  private state: PlacementState;
+  /** A demand policy's decisions on this token's routes (dlfu keeps each miss), issued with the tick's. */
+  private routeDecisions: Decision[] = [];
   private readonly queue: UploadQueueActor;
   private fills: ExpertKey[] = [];
   private nextTaskId = 1;
@@ -82,9 +101,10 @@ export class TierPlacement {
     private prefetch: PrefetchConfig = prefetchDefaults,
     /** The model's experts per token: the prefetch's default candidates per layer. */
     private readonly nExpertUsed = 1,
+    private readonly choice: PlacementChoice = { policy: 'lfru', dlfu: dlfuDefaults },
   ) {
     this.params = params;
-    this.policy = policyFor(params, replan, 0);
+    this.policy = this.policyFor(0);
     this.queue = new UploadQueueActor(uploadLimits);
     this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.view(), heat }).state;
     this.full = port.slotsPerLayer.every((slots) => slots >= port.nExpert);
@@ -123,7 +143,7 @@ export class TierPlacement {
     if (!this.replan.enabled) return;
     this.replanned.add(layer);
     this.look();
-    const policy = policyFor(this.params, this.replan, this.uploadRoom());
+    const policy = this.policyFor(this.uploadRoom());
     const step = policy.step(this.state, { kind: 'prefillCounts', layer, counts: Array.from(counts) });
     this.state = step.state;
     for (const d of step.decisions) this.decide(d, true);
@@ -169,7 +189,9 @@ export class TierPlacement {
     for (let l = 0; l < nLayer; l++) {
       const experts = new Array<number>(k);
       for (let j = 0; j < k; j++) experts[j] = routes[l * k + j];
-      this.state = this.policy.step(this.state, { kind: 'route', layer: l, experts }).state;
+      const step = this.policy.step(this.state, { kind: 'route', layer: l, experts });
+      this.state = step.state;
+      if (step.decisions.length > 0) this.routeDecisions.push(...step.decisions);
     }
   }
 
@@ -178,7 +200,10 @@ export class TierPlacement {
     if (this.full) return [];
     const step = this.policy.step(this.state, { kind: 'decodeTick', token: this.token++ });
     this.state = step.state;
-    return step.decisions;
+    if (this.routeDecisions.length === 0) return step.decisions;
+    const decided = [...this.routeDecisions, ...step.decisions];
+    this.routeDecisions = [];
+    return decided;
   }
 
   /**
@@ -312,9 +337,9 @@ export class TierPlacement {
     if (params) this.params = params;
     if (replan) this.replan = replan;
     if (params || replan) {
-      this.policy = policyFor(this.params, this.replan, 0);
-      const p = replanParams(this.params, this.replan, 0);
-      if (p) this.state = withReplanFields(this.state, p, this.port.nLayer);
+      this.policy = this.policyFor(0);
+      const p = this.choice.policy === 'lfru' ? replanParams(this.params, this.replan, 0) : undefined;
+      if (p) this.state = withReplanFields(this.state as LfruState, p, this.port.nLayer);
     }
   }
 
@@ -333,8 +358,28 @@ export class TierPlacement {
   private byScore(layer: number, resident: boolean): Array<{ expert: number; score: number }> {
     const row = this.state.residency.resident[layer];
     const out: Array<{ expert: number; score: number }> = [];
-    for (let e = 0; e < row.length; e++) if ((row[e] === 1) === resident) out.push({ expert: e, score: lfruScore(this.state, layer, e) });
+    for (let e = 0; e < row.length; e++) if ((row[e] === 1) === resident) out.push({ expert: e, score: this.score(layer, e) });
     return out;
+  }
+
+  /** The chosen policy's score of an expert (higher: keep): LFRU's (heat << 8) | recent, or dlfu's decayed count. */
+  private score(layer: number, expert: number): number {
+    return this.choice.policy === 'dlfu'
+      ? dlfuScore(this.state as DlfuState, this.choice.dlfu, layer, expert)
+      : lfruScore(this.state as LfruState, layer, expert);
+  }
+
+  /**
+   * The placement's policy: decayed LFU, or LFRU, or replan over it (guarded or not; with replan off
+   * and the guard on, the replan held in reserve). startPerCall is the upload queue's room at the
+   * call (replan is rebuilt per prefill call with it). Every state a policy steps came from its own
+   * init or step (a tune between LFRU and replan gives the state the replan fields: withReplanFields),
+   * so the casts hold.
+   */
+  private policyFor(startPerCall: number): Policy<PlacementState> {
+    if (this.choice.policy === 'dlfu') return makeDlfu(this.choice.dlfu) as unknown as Policy<PlacementState>;
+    const p = replanParams(this.params, this.replan, startPerCall);
+    return (p ? makeReplan(p) : makeLfru(this.params)) as unknown as Policy<PlacementState>;
   }
 
   /** After the tier's slot budgets changed: a tier that now holds every expert skips the tick. */
@@ -370,18 +415,6 @@ export class TierPlacement {
     const used = resident.map((row) => row.reduce((n, v) => n + v, 0));
     return { budget: { scope: 'layer', slots: Math.max(...this.port.slotsPerLayer) }, experts: nExpert, resident, used, total: used.reduce((a, b) => a + b, 0) };
   }
-}
-
-/**
- * The placement's policy: LFRU, or replan over it (guarded or not; with replan off and the guard
- * on, the replan held in reserve). startPerCall is the upload queue's room at the call (replan is
- * rebuilt per prefill call with it). A ReplanState is an LfruState with its pending queue and
- * guard, and every state this policy steps came from a replan init or step (or was given those
- * fields by tune: withReplanFields), so the cast holds.
- */
-function policyFor(params: LfruParams, replan: PrefillReplanConfig, startPerCall: number): Policy<LfruState> {
-  const p = replanParams(params, replan, startPerCall);
-  return p ? (makeReplan(p) as unknown as Policy<LfruState>) : makeLfru(params);
 }
 
 /** The replan policy's parameters, or undefined for plain LFRU (replan and the guard both off). */

@@ -92,7 +92,7 @@ export class EngineTier {
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
       checkPrefetchFits(config.prefetch, config, hp.nExpert);
-      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true, config.prefetch, hp.nExpertUsed);
+      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true, config.prefetch, hp.nExpertUsed, { policy: config.placementPolicy, dlfu: config.dlfu });
       placement.publishVictimOrder();
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
