@@ -11,7 +11,9 @@
  *              their quartiles, a second engine without a tier as the noise floor, the ratio of
  *              the medians, CPU time, load average per round
  *   residency  37 % of experts resident: decode hit rate and ms/token for a fresh prompt,
- *              cold (fill by expert id) vs warm (a heat file made from three other prompts)
+ *              cold (fill by expert id) vs warm (a heat file made from three other prompts), each
+ *              with the replan guard on (the default) and off (SPEC.md's plain LFRU), and warm
+ *              with decayed LFU: how long a heat file that misleads can hurt (issue 15)
  *
  * Napkin math (small preset, 8 layers, top-4, ~1.2-1.5 ms/token): with every expert resident
  * the tier adds per decode step 32 slot leases (a lock each, < 0.1 us), the layer-compute
@@ -201,7 +203,7 @@ async function measureOverhead(open, threads, config, promptOf, heatFile) {
   }
 }
 
-/** Residency at config.resident: the fresh prompt cold (no heat file) vs warm (heat from other prompts). */
+/** Residency at config.resident: the fresh prompt cold (no heat file) vs warm (heat from other prompts), guard on / off, and dlfu. */
 async function measureResidency(open, config, heatFile, others, fresh, promptText) {
   const loadAverageAtStart = os.loadavg();
   const builder = await open({ resident: config.resident, heat: heatFile });
@@ -210,15 +212,25 @@ async function measureResidency(open, config, heatFile, others, fresh, promptTex
   } finally {
     await builder.close();
   }
-  const runs = { cold: [], warm: [] };
+  // Each cell a fresh engine (the warmstart is what is measured; the heat file is not merged into: a copy per run).
+  // guard: the replan guard (default on; with replan off it holds the prompt's replan in reserve and takes it
+  // where the first decode tokens favour it); off: SPEC.md's plain LFRU baseline. dlfu: decayed LFU.
+  const cells = {
+    cold: { heat: false },
+    coldUnguarded: { heat: false, prefillReplan: { guard: false } },
+    warm: { heat: true },
+    warmUnguarded: { heat: true, prefillReplan: { guard: false } },
+    warmDlfu: { heat: true, placementPolicy: 'dlfu' },
+  };
+  const runs = Object.fromEntries(Object.keys(cells).map((k) => [k, []]));
+  const kinds = Object.keys(cells);
   for (let r = 0; r < config.rounds; r++) {
-    for (const kind of r % 2 === 0 ? ['cold', 'warm'] : ['warm', 'cold']) {
-      // A fresh engine each time: the warmstart is what is measured; the heat file is not merged into (copy per run).
-      const heat = kind === 'cold' ? false : copyHeat(heatFile, r);
-      const e = await open({ resident: config.resident, heat });
+    for (const kind of r % 2 === 0 ? kinds : [...kinds].reverse()) {
+      const { heat, ...extra } = cells[kind];
+      const e = await open({ resident: config.resident, heat: heat ? copyHeat(heatFile, r) : false, ...extra });
       try {
         const { stats } = await generate(e, promptText(fresh, e.tokenizer.kind), config.maxTokens);
-        runs[kind].push({ decodeHitRate: stats.decodeHitRate, prefillHitRate: stats.prefillHitRate, msPerToken: stats.msPerToken, moeMsPerToken: stats.moeMsPerToken, uploads: stats.uploads });
+        runs[kind].push({ decodeHitRate: stats.decodeHitRate, prefillHitRate: stats.prefillHitRate, msPerToken: stats.msPerToken, moeMsPerToken: stats.moeMsPerToken, uploads: stats.uploads, replanGuard: stats.replanGuard ?? null });
       } finally {
         await e.close();
       }
@@ -232,7 +244,11 @@ async function measureResidency(open, config, heatFile, others, fresh, promptTex
     uploads: median(xs.map((x) => x.uploads)),
     runs: xs,
   });
-  return { date: new Date().toISOString(), threads: config.threads.at(-1), rounds: config.rounds, maxTokens: config.maxTokens, loadAverageAtStart, loadAverageAtEnd: os.loadavg(), resident: config.resident, heatFrom: others.map((p) => p.name), prompt: fresh.name, cold: summary(runs.cold), warm: summary(runs.warm) };
+  return {
+    date: new Date().toISOString(), threads: config.threads.at(-1), rounds: config.rounds, maxTokens: config.maxTokens, loadAverageAtStart, loadAverageAtEnd: os.loadavg(),
+    resident: config.resident, heatFrom: others.map((p) => p.name), prompt: fresh.name,
+    ...Object.fromEntries(kinds.map((k) => [k, summary(runs[k])])),
+  };
 }
 
 function copyHeat(file, round) {
@@ -277,9 +293,16 @@ export function tierTable(results) {
       '',
       `| ${Math.round(s.resident * 100)} % resident, prompt ${s.prompt} | decode hit rate | prefill hit rate | ms/token | MoE ms/token | uploads |`,
       '|---|---|---|---|---|---|',
-      `| cold start (by expert id) | ${pct(s.cold.decodeHitRate)} | ${pct(s.cold.prefillHitRate)} | ${f(s.cold.msPerToken)} | ${f(s.cold.moeMsPerToken, 3)} | ${s.cold.uploads} |`,
-      `| heat file from ${s.heatFrom.join(', ')} | ${pct(s.warm.decodeHitRate)} | ${pct(s.warm.prefillHitRate)} | ${f(s.warm.msPerToken)} | ${f(s.warm.moeMsPerToken, 3)} | ${s.warm.uploads} |`,
+      ...[
+        ['cold start (by expert id), guard on (the default)', s.cold],
+        ['cold start, guard off (SPEC.md\'s plain LFRU)', s.coldUnguarded],
+        [`heat file from ${s.heatFrom.join(', ')}, guard on (the default)`, s.warm],
+        ['same heat file, guard off (SPEC.md\'s plain LFRU)', s.warmUnguarded],
+        ['same heat file, decayed LFU (--placement dlfu)', s.warmDlfu],
+      ].filter(([, x]) => x).map(([label, x]) => `| ${label} | ${pct(x.decodeHitRate)} | ${pct(x.prefillHitRate)} | ${f(x.msPerToken)} | ${f(x.moeMsPerToken, 3)} | ${x.uploads} |`),
     );
+    const late = s.warm?.runs?.[0]?.replanGuard;
+    if (late) lines.push('', `The guard on the warm start (first round): ${late.appliedLate} of ${late.appliedLate + late.kept + late.watching} watched layers took the prompt's held-back replan; a layer decides by decode token 32 (its last checkpoint), so a heat file that misleads costs at most those tokens' hits on it.`);
   }
   return lines.join('\n');
 }
