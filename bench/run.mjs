@@ -11,6 +11,7 @@ const benches = {
   disk: () => import('./disk.mjs'),
   prefetch: () => import('./prefetch.mjs'),
   prefill: () => import('./prefill.mjs'),
+  guard: () => import('./guard.mjs'),
 };
 
 const usage = `usage: npm run bench -- <${Object.keys(benches).join('|')}> [options]   (npm run bench -- <name> --help: its options)
