@@ -38,7 +38,9 @@ export function checkTensors(file: GgufFile, hp: HParams): void {
       throw new GgufFormatError(file.path, `tensor ${spec.name}`, `dims ${dims} (from the hyper-parameters), got [${info.dims.join(', ')}]`);
     }
     if ((spec.role === 'norm' || spec.role === 'bias') && info.type !== 'F32') {
-      throw new UnsupportedModelError(file.path, `tensor ${spec.name}`, `type F32 for a 1-D ${spec.role}, got ${info.type}`);
+      // The shared-expert gate is a norm-like vector to the forward pass; a [n, 1] one could be quantized.
+      const what = spec.name.endsWith('ffn_gate_inp_shexp.weight') ? 'the shared-expert gate (a quantized gate is not computed)' : `a 1-D ${spec.role}`;
+      throw new UnsupportedModelError(file.path, `tensor ${spec.name}`, `type F32 for ${what}, got ${info.type}`);
     }
   }
 }

@@ -153,6 +153,14 @@ describe('readHParams: what would run wrong is refused, naming the key or tensor
     }
   });
 
+  it('a quantized [nEmbd, 1] shared-expert gate, naming the tensor and its type', async () => {
+    const q8 = refusal(await build('qwen2moe', {
+      tensors: (ts) => ts.map((t) => (t.name === 'blk.0.ffn_gate_inp_shexp.weight' ? { ...t, type: 'Q8_0' as const, data: () => new Uint8Array(68) } : t)),
+    }));
+    expect(q8).toBeInstanceOf(UnsupportedModelError);
+    expect(q8.message).toMatch(/tensor blk\.0\.ffn_gate_inp_shexp\.weight: expected type F32 for the shared-expert gate .* got Q8_0$/);
+  });
+
   it('dims compare up to trailing 1s only: [64, 1] is [64], [64, 2] is not', async () => {
     const pad = (dims: number[]): LayoutEdit => ({ tensors: (ts) => ts.map((t) => (t.name === 'blk.0.attn_norm.weight' ? { ...t, dims } : t)) });
     expect(readHParams(await build('olmoe', pad([64, 1, 1])))).toEqual(expected('olmoe'));
