@@ -53,6 +53,7 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
     );
     if (hp.sharedExpert) {
       specs.push(
+        // [nEmbd] or, as convert_hf_to_gguf.py writes it, [nEmbd, 1]: the same tensor (check-tensors.ts).
         { name: p + 'ffn_gate_inp_shexp.weight', dims: [hp.nEmbd], role: 'norm' },
         { name: p + 'ffn_gate_shexp.weight', dims: [hp.nEmbd, hp.nFfShexp], role: 'matrix' },
         { name: p + 'ffn_up_shexp.weight', dims: [hp.nEmbd, hp.nFfShexp], role: 'matrix' },

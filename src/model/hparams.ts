@@ -1,10 +1,43 @@
 /**
  * GgufFile -> HParams, then validation: every tensor the architecture needs
- * (src/model/arch.ts) must exist with the dims the hyper-parameters imply.
+ * (src/model/arch.ts) must exist with the dims the hyper-parameters imply (check-tensors.ts).
  * Keys are `<arch>.<name>`; flags per architecture follow docs/FORWARD.md.
+ *
+ * Which keys are required, and the default of each optional one, follow llama.cpp's loader:
+ * llama-model.cpp `load_hparams` (the part shared by every arch) and each arch's own reads
+ * (`case LLM_ARCH_<ARCH>` there, `load_arch_hparams` in src/models/<arch>.cpp in newer trees),
+ * with the expert widths as `load_arch_tensors` sizes the expert tensors:
+ *
+ *   key (after `<arch>.`)              required  default (llama.cpp's source of it)
+ *   context_length                     yes       get_key(LLM_KV_CONTEXT_LENGTH) without `required = false`
+ *   embedding_length, block_count      yes       likewise
+ *   attention.head_count               yes       optional in llama.cpp (0 = no attention), but every arch here attends
+ *   attention.head_count_kv            no        head_count ("n_head_kv is optional, default to n_head")
+ *   attention.key_length               no        embedding_length / head_count (n_embd_head_k = n_embd / n_head())
+ *   attention.value_length             no        embedding_length / head_count (n_embd_head_v); must equal key_length,
+ *                                                as the graphs assert n_embd_head_v == n_embd_head_k
+ *   rope.dimension_count               no        key_length (n_rot = n_embd_head_k); partial rotary is refused
+ *   rope.freq_base                     no        10000 (rope_freq_base_train = 10000.0f)
+ *   rope.scaling.type / .factor        no        "linear" with factor 0, i.e. freq_scale 1 (no scaling); a file
+ *   (old name rope.scale_linear)                 that scales is refused: the forward pass does not scale
+ *   attention.layer_norm_rms_epsilon   yes       every arch here reads LLM_KV_ATTENTION_LAYERNORM_RMS_EPS as required
+ *   expert_count, expert_used_count    yes       optional in load_hparams (0), but each arch's load_arch_tensors
+ *                                                throws "n_expert must be > 0" (a llama without experts is dense)
+ *   feed_forward_length                olmoe and llama: yes, it is the expert width (ffn_*_exps are {n_embd, n_ff,
+ *                                                n_expert}); qwen2moe / qwen3moe: only the fallback below. May be a
+ *                                                per-layer array (get_key_or_arr); all layers must then agree
+ *   expert_feed_forward_length         qwen2moe / qwen3moe: no, default feed_forward_length / expert_used_count
+ *                                                (n_ff_exp ? n_ff_exp : n_ff / n_expert_used); olmoe / llama: never
+ *                                                read (real OLMoE files lack it), the width is feed_forward_length
+ *   expert_shared_feed_forward_length  qwen2moe: no, default feed_forward_length (n_ff_shexp ? n_ff_shexp : n_ff);
+ *                                                llama: a value > 0 means Granite-style shared experts, refused
+ *   expert_weights_norm, expert_weights_scale, expert_gating_func: not read for these archs. llama.cpp fixes them
+ *                                                per arch: top-k renormalised for qwen3moe and llama (Mixtral), not
+ *                                                for qwen2moe and olmoe; softmax gating; no scale (ARCH_FLAGS)
  */
 import { GgufFormatError, UnsupportedModelError } from '../core/errors.js';
-import { ARCH_FLAGS, expectedTensors } from './arch.js';
+import { ARCH_FLAGS } from './arch.js';
+import { checkTensors, significantDims } from './check-tensors.js';
 import { metaFloat, metaString, metaUint } from './gguf/metadata.js';
 import type { Arch, GgufFile, HParams } from './types.js';
 
@@ -13,6 +46,8 @@ const SUPPORTED_ARCHS = Object.keys(ARCH_FLAGS) as Arch[];
 /** Caps that keep a corrupt header from implying absurd work; real MoE models stay far below. */
 const DIM_MAX = 1 << 20;
 const EXPERTS_MAX = 1 << 12;
+/** llama.cpp's rope_freq_base_train default. */
+const ROPE_FREQ_BASE_DEFAULT = 10000;
 
 export function readHParams(file: GgufFile): HParams {
   const arch = readArch(file);
@@ -38,32 +73,83 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     throw new UnsupportedModelError(file.path, `key ${k('expert_count')}`,
       'a value > 0: moetier runs Mixture-of-Experts models only, and this llama model is dense');
   }
-  const nEmbd = dim('embedding_length');
-  const nHead = dim('attention.head_count');
   const nLayer = dim('block_count');
+  const perLayer = (name: string, fallback?: number): number => layerUniform(file, k(name), nLayer, fallback);
+  const nEmbd = dim('embedding_length');
+  const nHead = perLayer('attention.head_count');
   const token = file.tensors.get('token_embd.weight');
-  if (token === undefined || token.dims.length !== 2) {
+  const tokenDims = token === undefined ? [] : significantDims(token.dims);
+  if (tokenDims.length !== 2) {
     throw new GgufFormatError(file.path, 'tensor token_embd.weight', `a tensor of dims [${nEmbd}, nVocab]`);
   }
+  const nExpertUsed = metaUint(file, k('expert_used_count'), { min: 1, max: EXPERTS_MAX });
   const flags = ARCH_FLAGS[arch];
   return {
     arch,
     nLayer,
     nEmbd,
     nHead,
-    nHeadKv: dim('attention.head_count_kv', nHead),
-    headDim: dim('attention.key_length', nEmbd % nHead === 0 ? nEmbd / nHead : undefined),
-    nVocab: token.dims[1],
+    nHeadKv: perLayer('attention.head_count_kv', nHead),
+    headDim: dim('attention.key_length', Math.max(1, Math.floor(nEmbd / nHead))),
+    nVocab: tokenDims[1],
     nCtxTrain: dim('context_length'),
     nExpert: metaUint(file, k('expert_count'), { min: 1, max: EXPERTS_MAX }),
-    nExpertUsed: metaUint(file, k('expert_used_count'), { min: 1, max: EXPERTS_MAX }),
-    nFfExp: dim(arch === 'llama' ? 'feed_forward_length' : 'expert_feed_forward_length'),
-    nFfShexp: flags.sharedExpert ? dim('expert_shared_feed_forward_length') : 0,
+    nExpertUsed,
+    ...ffnWidths(file, arch, nLayer, nExpertUsed),
     rmsEps: metaFloat(file, k('attention.layer_norm_rms_epsilon'), { positive: true }),
-    ropeBase: metaFloat(file, k('rope.freq_base'), { positive: true, fallback: 10000 }),
+    ropeBase: metaFloat(file, k('rope.freq_base'), { positive: true, fallback: ROPE_FREQ_BASE_DEFAULT }),
     tiedOutput: !file.tensors.has('output.weight'),
     ...flags,
   };
+}
+
+/** Expert and shared-expert widths, sized as each arch's load_arch_tensors sizes them (see the table above). */
+function ffnWidths(file: GgufFile, arch: Arch, nLayer: number, nExpertUsed: number): Pick<HParams, 'nFfExp' | 'nFfShexp'> {
+  const k = (name: string): string => `${arch}.${name}`;
+  const dim = (name: string, fallback?: number): number => metaUint(file, k(name), { min: 1, max: DIM_MAX, fallback });
+  const hasFf = file.metadata.has(k('feed_forward_length'));
+  const nFf = (): number => layerUniform(file, k('feed_forward_length'), nLayer);
+  if (arch === 'olmoe' || arch === 'llama') {
+    if (arch === 'llama' && metaUint(file, k('expert_shared_feed_forward_length'), { fallback: 0 }) > 0) {
+      throw new UnsupportedModelError(file.path, `key ${k('expert_shared_feed_forward_length')}`,
+        'none for llama (a value > 0 means Granite-style shared experts, which moetier does not compute)');
+    }
+    return { nFfExp: nFf(), nFfShexp: 0 };
+  }
+  const fromFf = (what: string): number => {
+    if (!hasFf) {
+      throw new GgufFormatError(file.path, `key ${k(what)}`,
+        `an unsigned integer from 1 to ${DIM_MAX} (or ${k('feed_forward_length')}, from which llama.cpp derives it), but both keys are missing`);
+    }
+    return nFf();
+  };
+  const nFfExp = file.metadata.has(k('expert_feed_forward_length'))
+    ? dim('expert_feed_forward_length')
+    : Math.floor(fromFf('expert_feed_forward_length') / nExpertUsed);
+  if (nFfExp < 1) {
+    throw new GgufFormatError(file.path, `key ${k('feed_forward_length')}`,
+      `at least expert_used_count ${nExpertUsed} (the expert width defaults to feed_forward_length / expert_used_count)`);
+  }
+  if (!ARCH_FLAGS[arch].sharedExpert) return { nFfExp, nFfShexp: 0 };
+  const nFfShexp = file.metadata.has(k('expert_shared_feed_forward_length'))
+    ? dim('expert_shared_feed_forward_length')
+    : fromFf('expert_shared_feed_forward_length');
+  return { nFfExp, nFfShexp };
+}
+
+/**
+ * A key llama.cpp reads with get_key_or_arr: one unsigned integer, or an array of one per layer.
+ * moetier's layers are all alike, so an array must hold one value throughout.
+ */
+function layerUniform(file: GgufFile, key: string, nLayer: number, fallback?: number): number {
+  const value = file.metadata.get(key);
+  if (!Array.isArray(value)) return metaUint(file, key, { min: 1, max: DIM_MAX, fallback });
+  const ok = value.length === nLayer && value.every((v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= DIM_MAX);
+  if (!ok) throw new GgufFormatError(file.path, `key ${key}`, `an unsigned integer from 1 to ${DIM_MAX}, or an array of ${nLayer} of them (one per layer)`);
+  if (value.some((v) => v !== value[0])) {
+    throw new UnsupportedModelError(file.path, `key ${key}`, `the same value for every layer (layers of different shapes are not implemented), got [${value.join(', ')}]`);
+  }
+  return value[0] as number;
 }
 
 function checkConsistency(file: GgufFile, hp: HParams): void {
@@ -72,22 +158,13 @@ function checkConsistency(file: GgufFile, hp: HParams): void {
     throw new GgufFormatError(file.path, where, expected);
   };
   if (hp.nHead % hp.nHeadKv !== 0) fail(k('attention.head_count_kv'), `a divisor of head_count ${hp.nHead}, got ${hp.nHeadKv}`);
-  if (hp.headDim % 2 !== 0) fail(k('attention.key_length'), `an even head dim (rope rotates pairs), got ${hp.headDim}`);
-  // RoPE here rotates the whole head; a partial-rotary model (rope.dimension_count < head dim)
-  // would be silently wrong, so it is refused until partial rotation exists.
-  const ropeDims = file.metadata.get(`${hp.arch}.rope.dimension_count`);
-  if (ropeDims !== undefined) {
-    if (typeof ropeDims !== 'number' || !Number.isInteger(ropeDims) || ropeDims < 2 || ropeDims > hp.headDim || ropeDims % 2 !== 0) {
-      fail(k('rope.dimension_count'), `an even integer in [2, head dim ${hp.headDim}], got ${String(ropeDims)}`);
-    }
-    if (ropeDims !== hp.headDim) {
-      throw new UnsupportedModelError(file.path, k('rope.dimension_count'),
-        `the head dim ${hp.headDim} (partial rotary embeddings are not implemented), got ${String(ropeDims)}`);
-    }
-  }
-  const valueLength = file.metadata.get(`${hp.arch}.attention.value_length`);
-  if (valueLength !== undefined && valueLength !== hp.headDim) {
-    throw new UnsupportedModelError(file.path, k('attention.value_length'), `the key length ${hp.headDim}, got ${String(valueLength)}`);
+  if (hp.headDim < 2 || hp.headDim % 2 !== 0) fail(k('attention.key_length'), `an even head dim (rope rotates pairs), got ${hp.headDim}`);
+  checkRope(file, hp);
+  // llama.cpp defaults value_length to embedding_length / head_count, not to key_length.
+  const valueLength = file.metadata.get(`${hp.arch}.attention.value_length`) ?? Math.floor(hp.nEmbd / hp.nHead);
+  if (valueLength !== hp.headDim) {
+    const shown = file.metadata.has(`${hp.arch}.attention.value_length`) ? String(valueLength) : `${String(valueLength)} (the default, embedding_length / head_count)`;
+    throw new UnsupportedModelError(file.path, k('attention.value_length'), `the key length ${hp.headDim}, got ${shown}`);
   }
   if (hp.nExpertUsed > hp.nExpert) fail(k('expert_used_count'), `at most expert_count ${hp.nExpert}, got ${hp.nExpertUsed}`);
   // Each layer needs a dozen tensors: a block count beyond the tensor count is corrupt (and would make us loop).
@@ -98,19 +175,28 @@ function checkConsistency(file: GgufFile, hp: HParams): void {
   }
 }
 
-/** Each needed tensor exists with its implied dims; 1-D norms and biases are F32. */
-function checkTensors(file: GgufFile, hp: HParams): void {
-  for (const spec of expectedTensors(hp)) {
-    const info = file.tensors.get(spec.name);
-    const dims = `[${spec.dims.join(', ')}]`;
-    if (info === undefined) {
-      throw new GgufFormatError(file.path, `tensor ${spec.name}`, `a tensor of dims ${dims}, which ${hp.arch} needs, but it is missing`);
+/** RoPE here rotates the whole head, unscaled: partial rotary and scaled rope are refused, not run wrong. */
+function checkRope(file: GgufFile, hp: HParams): void {
+  const key = (name: string): string => `${hp.arch}.${name}`;
+  const ropeDims = file.metadata.get(key('rope.dimension_count'));
+  if (ropeDims !== undefined) {
+    if (typeof ropeDims !== 'number' || !Number.isInteger(ropeDims) || ropeDims < 2 || ropeDims > hp.headDim || ropeDims % 2 !== 0) {
+      throw new GgufFormatError(file.path, `key ${key('rope.dimension_count')}`, `an even integer in [2, head dim ${hp.headDim}], got ${String(ropeDims)}`);
     }
-    if (info.dims.length !== spec.dims.length || info.dims.some((d, i) => d !== spec.dims[i])) {
-      throw new GgufFormatError(file.path, `tensor ${spec.name}`, `dims ${dims} (from the hyper-parameters), got [${info.dims.join(', ')}]`);
+    if (ropeDims !== hp.headDim) {
+      throw new UnsupportedModelError(file.path, `key ${key('rope.dimension_count')}`,
+        `the head dim ${hp.headDim} (partial rotary embeddings are not implemented), got ${String(ropeDims)}`);
     }
-    if ((spec.role === 'norm' || spec.role === 'bias') && info.type !== 'F32') {
-      throw new UnsupportedModelError(file.path, `tensor ${spec.name}`, `type F32 for a 1-D ${spec.role}, got ${info.type}`);
-    }
+  }
+  // llama.cpp: type "linear" by default; freq_scale = 1 / factor, or 1 when the factor is 0 (absent).
+  const type = metaString(file, key('rope.scaling.type'), 'linear');
+  const factorKey = file.metadata.has(key('rope.scaling.factor')) ? key('rope.scaling.factor') : key('rope.scale_linear');
+  const factor = metaFloat(file, factorKey, { fallback: 0 });
+  if (type !== 'none' && factor !== 0 && factor !== 1) {
+    throw new UnsupportedModelError(file.path, `key ${factorKey}`,
+      `no rope scaling (absent, 0 or 1, or rope.scaling.type none): scaled rope (${type}) is not implemented, got ${factor}`);
+  }
+  if (file.tensors.has('rope_freqs.weight')) {
+    throw new UnsupportedModelError(file.path, 'tensor rope_freqs.weight', 'no per-frequency rope factors (llama3-style rope scaling is not implemented)');
   }
 }

@@ -33,7 +33,8 @@ export function hparamKeys(hp: HParams): Kv {
     [k('rope.freq_base'), { type: 'f32', value: hp.ropeBase }],
     [k('expert_count'), u32(hp.nExpert)],
     [k('expert_used_count'), u32(hp.nExpertUsed)],
-    [k(hp.arch === 'llama' ? 'feed_forward_length' : 'expert_feed_forward_length'), u32(hp.nFfExp)],
+    // llama (Mixtral) and olmoe size their experts from feed_forward_length; qwen*moe from expert_feed_forward_length.
+    [k(hp.arch === 'llama' || hp.arch === 'olmoe' ? 'feed_forward_length' : 'expert_feed_forward_length'), u32(hp.nFfExp)],
   ];
   if (hp.sharedExpert) kv.push([k('expert_shared_feed_forward_length'), u32(hp.nFfShexp)]);
   return kv;
