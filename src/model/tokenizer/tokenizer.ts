@@ -67,6 +67,9 @@ export function createTokenizer(file: GgufFile): Tokenizer {
   throw new UnsupportedModelError(file.path, 'key tokenizer.ggml.model', `one of ${MODELS.join(', ')}, got ${JSON.stringify(model)}`);
 }
 
+/** A leading U+FEFF is text, not a byte-order mark to drop (tokens such as "\ufeffusing" keep it). */
+const utf8Text = (): TextDecoder => new TextDecoder('utf-8', { ignoreBOM: true });
+
 type EncodeText = (text: string, afterSpecial: boolean, out: number[]) => void;
 
 class GgufTokenizer implements Tokenizer {
@@ -117,17 +120,17 @@ class GgufTokenizer implements Tokenizer {
   }
 
   tokenPiece(id: number): string {
-    return new TextDecoder().decode(this.tokenBytes(id));
+    return utf8Text().decode(this.tokenBytes(id));
   }
 
   decode(ids: number[], options: DecodeOptions = {}): string {
     const parts = ids.map((id) => this.renderedBytes(id, options.special ?? true));
     if (this.stripFirstSpace && parts.length > 0 && parts[0][0] === 0x20) parts[0] = parts[0].subarray(1);
-    return new TextDecoder().decode(concatBytes(parts));
+    return utf8Text().decode(concatBytes(parts));
   }
 
   createStreamDecoder(options: DecodeOptions = {}): StreamDecoder {
-    const decoder = new TextDecoder();
+    const decoder = utf8Text();
     const special = options.special ?? true;
     return {
       push: (id) => decoder.decode(this.renderedBytes(id, special), { stream: true }),

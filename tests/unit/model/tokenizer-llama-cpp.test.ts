@@ -1,0 +1,69 @@
+/**
+ * Details where moetier's tokenizers once differed from llama.cpp (issue 16 point 4), each on a
+ * small vocabulary written as GGUF: a leading U+FEFF, Unicode white space in the pre-tokenizer,
+ * llama-bpe's ignore_merges, and the end-of-generation / special-token sets llama.cpp builds from
+ * token texts. tokenizer-corpus.test.ts checks the same on the real vocabularies.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseGguf } from '../../../src/model/gguf/reader.js';
+import { writeGguf } from '../../../src/model/gguf/writer.js';
+import { createTokenizer, type Tokenizer } from '../../../src/model/tokenizer/index.js';
+import { preTokenizer } from '../../../src/model/tokenizer/pretokenize.js';
+import type { Kv } from './gguf-fixture.js';
+
+let dir: string;
+let n = 0;
+beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'moetier-tok-llamacpp-')); });
+afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+
+/** A byte-level BPE vocabulary: the 256 byte characters, `extra` tokens (text, type), then merges. */
+async function bpe(extra: Array<[string, number]>, merges: string[], pre = 'qwen2', more: Kv = []): Promise<Tokenizer> {
+  const bytes = Array.from({ length: 256 }, (_, b) => byteChar(b));
+  const tokens = [...bytes, ...extra.map(([t]) => t)];
+  const types = [...bytes.map(() => 1), ...extra.map(([, type]) => type)];
+  const kv: Kv = [
+    ['tokenizer.ggml.model', { type: 'string', value: 'gpt2' }],
+    ['tokenizer.ggml.pre', { type: 'string', value: pre }],
+    ['tokenizer.ggml.tokens', { type: 'array', itemType: 'string', values: tokens }],
+    ['tokenizer.ggml.token_type', { type: 'array', itemType: 'i32', values: types }],
+    ['tokenizer.ggml.merges', { type: 'array', itemType: 'string', values: merges }],
+    ['tokenizer.ggml.add_bos_token', { type: 'bool', value: false }],
+    ...more,
+  ];
+  const path = join(dir, `t${n++}.gguf`);
+  await writeGguf(path, kv, []);
+  return createTokenizer(parseGguf(new Uint8Array(await readFile(path)), path));
+}
+
+/** The GPT-2 alphabet character of one byte (printable latin-1 is itself, the rest from U+0100 on). */
+function byteChar(b: number): string {
+  const printable = (x: number) => (x >= 0x21 && x <= 0x7e) || (x >= 0xa1 && x <= 0xac) || (x >= 0xae && x <= 0xff);
+  let k = 0;
+  for (let x = 0; x < b; x++) if (!printable(x)) k++;
+  return String.fromCodePoint(printable(b) ? b : 0x100 + k);
+}
+
+const NORMAL = 1;
+const CONTROL = 3;
+const USER_DEFINED = 4;
+
+describe('a leading U+FEFF is text, not a byte-order mark', () => {
+  it('a token that is exactly "\\ufeff" reads as itself, and "\\ufeffusing" keeps its first character', async () => {
+    const tok = await bpe([['\ufeff', USER_DEFINED], ['\ufeffusing', USER_DEFINED]], []);
+    expect(tok.tokenPiece(256)).toBe('\ufeff');
+    expect(tok.tokenPiece(257)).toBe('\ufeffusing');
+    expect(tok.encode('\ufeffusing x')).toEqual([257, ...tok.encode(' x')]);
+    expect(tok.decode([257, 256])).toBe('\ufeffusing\ufeff');
+    const stream = tok.createStreamDecoder();
+    expect(stream.push(257) + stream.push(256) + stream.flush()).toBe('\ufeffusing\ufeff');
+  });
+
+  it('a byte-level "\\ufeff" (ï»¿) decodes to U+FEFF at the start of a text', async () => {
+    const tok = await bpe([], ['ï »', 'ï» ¿']);
+    const ids = tok.encode('\ufeff//');
+    expect(tok.decode(ids)).toBe('\ufeff//');
+  });
+});
