@@ -67,3 +67,17 @@ describe('a leading U+FEFF is text, not a byte-order mark', () => {
     expect(tok.decode(ids)).toBe('\ufeff//');
   });
 });
+
+describe('pre-tokenizer white space is Unicode White_Space (llama.cpp), not JavaScript \\s', () => {
+  it('U+0085 is white space, U+FEFF is not', () => {
+    for (const name of ['qwen2', 'llama-bpe']) {
+      const pre = preTokenizer(name) as (text: string) => string[];
+      expect(pre('\u0085\'re')).toEqual(['\u0085', '\'re']);
+      expect(pre('\ufeff//')).toEqual(['\ufeff//']);
+      expect(pre('a\u0085\u0085b')).toEqual(['a', '\u0085', '\u0085b']);
+    }
+    const gpt2 = preTokenizer('gpt2') as (text: string) => string[];
+    expect(gpt2('a\u0085\u0085b')).toEqual(['a', '\u0085', '\u0085', 'b']);
+    expect(gpt2('a \ufeffb')).toEqual(['a', ' \ufeff', 'b']);
+  });
+});
