@@ -46,6 +46,8 @@ export interface Tokenizer {
 }
 
 const MODELS = ['gpt2', 'llama'];
+/** Pre-tokenizers for which llama.cpp sets ignore_merges. */
+const IGNORE_MERGES = new Set(['llama-bpe']);
 
 export function createTokenizer(file: GgufFile): Tokenizer {
   const model = metaString(file, 'tokenizer.ggml.model');
@@ -56,7 +58,8 @@ export function createTokenizer(file: GgufFile): Tokenizer {
       throw new UnsupportedModelError(file.path, 'key tokenizer.ggml.pre', `one of ${PRE_TOKENIZER_NAMES.join(', ')}, got ${JSON.stringify(pre)}`);
     }
     const vocab = readVocab(file, { addBos: false });
-    const bpe = new BpeModel(file, vocab, preTokenize);
+    // llama.cpp's ignore_merges (Llama 3): a pre-token that is itself a token is that token, unmerged.
+    const bpe = new BpeModel(file, vocab, preTokenize, IGNORE_MERGES.has(pre));
     return new GgufTokenizer('gpt2', vocab, (text, _first, out) => bpe.encodeText(text, out), (id) => bpe.tokenBytes(id), false);
   }
   if (model === 'llama') {

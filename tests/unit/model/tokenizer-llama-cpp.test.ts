@@ -81,3 +81,20 @@ describe('pre-tokenizer white space is Unicode White_Space (llama.cpp), not Java
     expect(gpt2('a \ufeffb')).toEqual(['a', ' \ufeff', 'b']);
   });
 });
+
+describe('llama-bpe ignores merges (Llama 3)', () => {
+  // Merges make "abc" into "ab" + "c"; the vocabulary has "abc" itself.
+  const extra: Array<[string, number]> = [['ab', NORMAL], ['bc', NORMAL], ['abc', NORMAL]];
+  const merges = ['a b', 'b c'];
+
+  it('a pre-token that is a token is that token, without merging', async () => {
+    const tok = await bpe(extra, merges, 'llama-bpe');
+    expect(tok.encode('abc')).toEqual([258]);
+    expect(tok.encode('abcab')).toEqual([256, 99, 256]); // 'abcab' is no token: merged, 'a b' first
+  });
+
+  it('other pre-tokenizers merge as before', async () => {
+    const tok = await bpe(extra, merges, 'qwen2');
+    expect(tok.encode('abc')).toEqual([256, 99]);
+  });
+});
