@@ -98,3 +98,42 @@ describe('llama-bpe ignores merges (Llama 3)', () => {
     expect(tok.encode('abc')).toEqual([256, 99]);
   });
 });
+
+describe('end of generation and special tokens, as llama.cpp finds them by text', () => {
+  const qwenLike: Array<[string, number]> = [
+    ['<|endoftext|>', CONTROL], ['<|im_start|>', CONTROL], ['<|im_end|>', CONTROL], ['</s>', NORMAL],
+    ['<|fim_prefix|>', USER_DEFINED], ['<|fim_pad|>', USER_DEFINED], ['<|repo_name|>', USER_DEFINED], ['<|file_sep|>', USER_DEFINED],
+    ['<think>', USER_DEFINED],
+  ];
+  const ids = { endoftext: 256, imEnd: 258, s: 259, fimPrefix: 260, fimPad: 261, repoName: 262, fileSep: 263, think: 264 };
+
+  it('eos, the EOG texts (a NORMAL "</s>" too) and the FIM pad / repo / sep tokens end generation', async () => {
+    const tok = await bpe(qwenLike, [], 'qwen2', [['tokenizer.ggml.eos_token_id', { type: 'u32', value: ids.imEnd }]]);
+    expect([...tok.eogIds].sort((a, b) => a - b)).toEqual([ids.endoftext, ids.imEnd, ids.s, ids.fimPad, ids.repoName, ids.fileSep]);
+  });
+
+  it('"</s>" becomes a control token: one token when specials are parsed, text otherwise, hidden without special', async () => {
+    const tok = await bpe(qwenLike, []);
+    expect(tok.encode('a</s>b')).toEqual([97, ids.s, 98]);
+    expect(tok.encode('a</s>b', { parseSpecial: false })).toEqual([...'a</s>b'].map((c) => c.charCodeAt(0)));
+    expect(tok.decode([97, ids.s, 98], { special: false })).toBe('ab');
+    expect(tok.decode([97, ids.s, 98])).toBe('a</s>b');
+  });
+
+  it('every control and user-defined token is matched in the text, FIM ones as controls', async () => {
+    const tok = await bpe(qwenLike, []);
+    expect(tok.encode('<think>x<|fim_prefix|>')).toEqual([ids.think, 120, ids.fimPrefix]);
+    // user-defined tokens are matched even when control ones are not (llama.cpp's parse_special = false)
+    expect(tok.encode('<think><|fim_prefix|>', { parseSpecial: false })).toEqual([ids.think, ...[...'<|fim_prefix|>'].map((c) => c.charCodeAt(0))]);
+  });
+
+  it('names in the file come first: tokenizer.ggml.eot_token_id and fim_*_token_id', async () => {
+    const tok = await bpe([...qwenLike, ['<custom_end>', CONTROL]], [], 'qwen2', [
+      ['tokenizer.ggml.eot_token_id', { type: 'u32', value: 265 }],
+      ['tokenizer.ggml.fim_pad_token_id', { type: 'u32', value: ids.think }],
+    ]);
+    expect(tok.eogIds.has(265)).toBe(true);
+    expect(tok.eogIds.has(ids.think)).toBe(true);
+    expect(tok.eogIds.has(ids.fimPad)).toBe(false);
+  });
+});
