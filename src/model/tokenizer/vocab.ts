@@ -60,8 +60,9 @@ export function readVocab(file: GgufFile, defaults: { bos?: number; eos?: number
     fimPad: id('fim_pad_token_id', undefined), fimRep: id('fim_rep_token_id', undefined), fimSep: id('fim_sep_token_id', undefined),
   });
   const specials = tokens
-    .map((text, i) => ({ id: i, text, bytes: utf8Encoder.encode(text).length }))
+    .map((text, i) => ({ id: i, text }))
     .filter(({ id: i, text }) => text.length > 0 && isSpecialType(types[i]))
+    .map((s) => ({ ...s, bytes: utf8Encoder.encode(s.text).length }))
     .sort((a, b) => b.bytes - a.bytes || a.id - b.id)
     .map(({ id: i, text }) => ({ id: i, text }));
   return { file: file.path, tokens, types, scores, ids, bosId, eosId, unkId, addBos, specials, eogIds };
