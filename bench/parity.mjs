@@ -7,6 +7,8 @@
  *   for each model (tiny/small x q8_0/q4_0 qwen3moe, and tiny q8_0 of each architecture):
  *     moetier:   open engine -> tokenize the 3 parity prompts -> greedy N -> first-step logits
  *     llama.cpp: one child, one load -> the same ids -> greedy N, top-2 at every step
+ *                (and its own tokenization of the text, special tokens parsed as moetier's default
+ *                 does: tokenize(text, specialTokens = true); tokenizationIdentical compares the two)
  *     compare:   identical ids? max |first-step logit diff|; on divergence, both top-2 there
  *
  * Prints one JSON line { allTokensIdentical, cases, ... } and saves it to results/local/parity.json

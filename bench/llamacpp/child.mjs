@@ -107,9 +107,13 @@ function timings(promptTokens, generatedTokens, ttftMs, decodeMs) {
   };
 }
 
-/** llama.cpp's own tokenisation of the text, with BOS added the way the model's metadata asks. */
+/**
+ * llama.cpp's own tokenisation of the text, with BOS added the way the model's metadata asks, and
+ * special tokens parsed: moetier's engine.tokenize parses them by default (parseSpecial), so both
+ * sides read "<|im_start|>" as one token.
+ */
 function compareTokenization(model, text, ours) {
-  const body = model.tokenize(text, false);
+  const body = model.tokenize(text, true);
   const mine = model.tokens.shouldPrependBosToken ? [model.tokens.bos, ...body] : body;
   const identical = mine.length === ours.length && mine.every((t, i) => t === ours[i]);
   return { tokenizationIdentical: identical, llamaCppPromptTokens: mine };

@@ -6,7 +6,8 @@
  */
 import { GgufFormatError } from '../../core/errors.js';
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a string that starts with U+FEFF keeps it (a vocabulary piece can be exactly "\ufeff").
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 export class Cursor {
   pos = 0;

@@ -18,7 +18,13 @@ const PAIR_SEP = '\u0000';
 export class BpeModel {
   private readonly ranks = new Map<string, number>();
 
-  constructor(file: GgufFile, private readonly vocab: Vocab, private readonly preTokenize: PreTokenizer) {
+  constructor(
+    file: GgufFile,
+    private readonly vocab: Vocab,
+    private readonly preTokenize: PreTokenizer,
+    /** A pre-token that is a vocabulary entry is emitted whole, without merging (llama.cpp's ignore_merges). */
+    private readonly ignoreMerges = false,
+  ) {
     const merges = metaStringArray(file, 'tokenizer.ggml.merges');
     merges.forEach((merge, rank) => {
       // llama.cpp splits at the first space after the first character.
@@ -31,7 +37,12 @@ export class BpeModel {
 
   /** Token ids of plain text (no specials inside). */
   encodeText(text: string, out: number[]): void {
-    for (const piece of this.preTokenize(text)) this.encodeWord(bytesToUnicode(piece), out);
+    for (const piece of this.preTokenize(text)) {
+      const word = bytesToUnicode(piece);
+      const whole = this.ignoreMerges ? this.vocab.ids.get(word) : undefined;
+      if (whole !== undefined) out.push(whole);
+      else this.encodeWord(word, out);
+    }
   }
 
   private encodeWord(word: string, out: number[]): void {

@@ -4,18 +4,22 @@
  * one into its matches and the unmatched gaps between them (both kept, as
  * llama.cpp's unicode_regex_split does).
  */
+// White space is Unicode's White_Space property, as in llama.cpp's unicode tables (25 code points:
+// U+0085 is one, U+FEFF is not), not JavaScript's \s (which has U+FEFF and lacks U+0085).
+const WS = String.raw`\p{White_Space}`;
+const NOT_WS = String.raw`\P{White_Space}`;
 const CONTRACTIONS_CI = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
-const GPT2 = String.raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)`;
+const GPT2 = String.raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^${WS}\p{L}\p{N}]+|${WS}+(?!${NOT_WS})`;
 const LLAMA3_LIKE = (digits: string) =>
-  CONTRACTIONS_CI + String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}${digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`;
+  CONTRACTIONS_CI + String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}${digits}| ?[^${WS}\p{L}\p{N}]+[\r\n]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
 
 /** Pre-tokenizer name -> its regexes, applied in order. */
 const PRE_TOKENIZERS: Record<string, string[]> = {
   default: [String.raw`[\p{P}\$\+<=>\^~\|]+`, GPT2, String.raw`\p{N}+`, '[0-9][0-9][0-9]'],
-  // llama.cpp's hand-written gpt2 splitter also takes lone whitespace (`\s+`) as a piece.
-  gpt2: [GPT2 + String.raw`|\s+`],
-  'gpt-2': [GPT2 + String.raw`|\s+`],
-  olmo: [GPT2 + String.raw`|\s+`],
+  // llama.cpp's hand-written gpt2 splitter also takes lone whitespace as a piece.
+  gpt2: [GPT2 + `|${WS}+`],
+  'gpt-2': [GPT2 + `|${WS}+`],
+  olmo: [GPT2 + `|${WS}+`],
   qwen2: [LLAMA3_LIKE('')],
   'llama-bpe': [LLAMA3_LIKE('{1,3}')],
 };

@@ -46,6 +46,8 @@ export interface Tokenizer {
 }
 
 const MODELS = ['gpt2', 'llama'];
+/** Pre-tokenizers for which llama.cpp sets ignore_merges. */
+const IGNORE_MERGES = new Set(['llama-bpe']);
 
 export function createTokenizer(file: GgufFile): Tokenizer {
   const model = metaString(file, 'tokenizer.ggml.model');
@@ -56,7 +58,8 @@ export function createTokenizer(file: GgufFile): Tokenizer {
       throw new UnsupportedModelError(file.path, 'key tokenizer.ggml.pre', `one of ${PRE_TOKENIZER_NAMES.join(', ')}, got ${JSON.stringify(pre)}`);
     }
     const vocab = readVocab(file, { addBos: false });
-    const bpe = new BpeModel(file, vocab, preTokenize);
+    // llama.cpp's ignore_merges (Llama 3): a pre-token that is itself a token is that token, unmerged.
+    const bpe = new BpeModel(file, vocab, preTokenize, IGNORE_MERGES.has(pre));
     return new GgufTokenizer('gpt2', vocab, (text, _first, out) => bpe.encodeText(text, out), (id) => bpe.tokenBytes(id), false);
   }
   if (model === 'llama') {
@@ -66,6 +69,9 @@ export function createTokenizer(file: GgufFile): Tokenizer {
   }
   throw new UnsupportedModelError(file.path, 'key tokenizer.ggml.model', `one of ${MODELS.join(', ')}, got ${JSON.stringify(model)}`);
 }
+
+/** A leading U+FEFF is text, not a byte-order mark to drop (tokens such as "\ufeffusing" keep it). */
+const utf8Text = (): TextDecoder => new TextDecoder('utf-8', { ignoreBOM: true });
 
 type EncodeText = (text: string, afterSpecial: boolean, out: number[]) => void;
 
@@ -117,17 +123,17 @@ class GgufTokenizer implements Tokenizer {
   }
 
   tokenPiece(id: number): string {
-    return new TextDecoder().decode(this.tokenBytes(id));
+    return utf8Text().decode(this.tokenBytes(id));
   }
 
   decode(ids: number[], options: DecodeOptions = {}): string {
     const parts = ids.map((id) => this.renderedBytes(id, options.special ?? true));
     if (this.stripFirstSpace && parts.length > 0 && parts[0][0] === 0x20) parts[0] = parts[0].subarray(1);
-    return new TextDecoder().decode(concatBytes(parts));
+    return utf8Text().decode(concatBytes(parts));
   }
 
   createStreamDecoder(options: DecodeOptions = {}): StreamDecoder {
-    const decoder = new TextDecoder();
+    const decoder = utf8Text();
     const special = options.special ?? true;
     return {
       push: (id) => decoder.decode(this.renderedBytes(id, special), { stream: true }),

@@ -6,9 +6,11 @@
 import { GgufFormatError, UnsupportedModelError } from '../../core/errors.js';
 import { metaBool, metaNumberArray, metaStringArray, metaUint } from '../gguf/metadata.js';
 import type { GgufFile } from '../types.js';
+import { utf8Encoder } from './bytes.js';
+import { detectSpecials } from './specials.js';
+import { TOKEN_TYPE } from './token-type.js';
 
-/** llama.cpp `llama_token_type`. */
-export const TOKEN_TYPE = { undefined: 0, normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
+export { TOKEN_TYPE };
 
 export interface Vocab {
   /** The model file it was read from (named when the vocabulary cannot encode a text). */
@@ -22,19 +24,18 @@ export interface Vocab {
   eosId: number | undefined;
   unkId: number | undefined;
   addBos: boolean;
-  /** Control / user-defined / unknown tokens matched literally in input text, longest first. */
+  /** Every control / user-defined / unknown token, matched literally in input text, longest (in UTF-8 bytes) first. */
   specials: Array<{ id: number; text: string }>;
-  /** End-of-generation ids: eos, eot, and control tokens that end a turn. */
+  /** End-of-generation ids, as llama.cpp builds them (specials.ts). */
   eogIds: Set<number>;
 }
-
-const EOG_TEXTS = new Set(['<|eot_id|>', '<|im_end|>', '<|end|>', '<|endoftext|>', '<end_of_turn>', '</s>', '<|eom_id|>']);
 
 export function readVocab(file: GgufFile, defaults: { bos?: number; eos?: number; unk?: number; addBos: boolean }): Vocab {
   const tokens = metaStringArray(file, 'tokenizer.ggml.tokens');
   const n = tokens.length;
   if (n === 0) throw new GgufFormatError(file.path, 'key tokenizer.ggml.tokens', 'at least one token');
-  const types = metaNumberArray(file, 'tokenizer.ggml.token_type', n) ?? new Array<number>(n).fill(TOKEN_TYPE.normal);
+  // A copy: special-token detection overrides some types, and the file's metadata stays as read.
+  const types = [...(metaNumberArray(file, 'tokenizer.ggml.token_type', n) ?? new Array<number>(n).fill(TOKEN_TYPE.normal))];
   const badType = types.findIndex((t) => !Number.isInteger(t) || t < 0 || t > 6);
   if (badType >= 0) {
     throw new GgufFormatError(file.path, 'key tokenizer.ggml.token_type', `token types 0 to 6, got ${types[badType]} at index ${badType}`);
@@ -53,15 +54,17 @@ export function readVocab(file: GgufFile, defaults: { bos?: number; eos?: number
   }
   const ids = new Map<string, number>();
   tokens.forEach((text, i) => ids.set(text, i));
+  // Before the special list: detection may turn a NORMAL token (Qwen3's "</s>") into a CONTROL one.
+  const eogIds = detectSpecials(tokens, types, ids, {
+    eos: eosId, eot: id('eot_token_id', undefined), eom: id('eom_token_id', undefined),
+    fimPad: id('fim_pad_token_id', undefined), fimRep: id('fim_rep_token_id', undefined), fimSep: id('fim_sep_token_id', undefined),
+  });
   const specials = tokens
     .map((text, i) => ({ id: i, text }))
     .filter(({ id: i, text }) => text.length > 0 && isSpecialType(types[i]))
-    .sort((a, b) => b.text.length - a.text.length || a.id - b.id);
-  const eogIds = new Set<number>();
-  if (eosId !== undefined) eogIds.add(eosId);
-  const eotId = id('eot_token_id', undefined);
-  if (eotId !== undefined) eogIds.add(eotId);
-  for (const s of specials) if (types[s.id] === TOKEN_TYPE.control && EOG_TEXTS.has(s.text)) eogIds.add(s.id);
+    .map((s) => ({ ...s, bytes: utf8Encoder.encode(s.text).length }))
+    .sort((a, b) => b.bytes - a.bytes || a.id - b.id)
+    .map(({ id: i, text }) => ({ id: i, text }));
   return { file: file.path, tokens, types, scores, ids, bosId, eosId, unkId, addBos, specials, eogIds };
 }
 
