@@ -1,0 +1,33 @@
+// The AVX2 k-quant kernels (Q2_K .. Q6_K weights x Q8_K activations), in the canonical order
+// (kernels_internal.h) through the shared code of kernels_simd_kquant.h: vpmaddubsw for the
+// unsigned codes x signed activations, then vpmaddwd with the sub-block scales.
+#include <immintrin.h>
+#include <math.h>
+#include <vector>
+#include "kernels_internal.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace {
+
+inline __m256i MaddAcc(__m256i acc, __m256i p16, __m256i s16) { return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, s16)); }
+
+#include "kernels_simd_kquant.h"
+
+}  // namespace
+
+extern "C" {
+
+void mt_matvec_kquant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
+  kquant_matvec_any(wtype, W, cols, act, y, r0, r1);
+}
+
+void mt_matmul_kquant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                           int64_t r0, int64_t r1) {
+  kquant_matmul_any(wtype, W, cols, acts, n, Y, ldy, r0, r1);
+}
+
+}  // extern "C"
+
+#pragma GCC pop_options

@@ -1,0 +1,182 @@
+// The k-quant matvec / matmul (Q2_K .. Q6_K weights x Q8_K activations, mt_act_k) shared by the
+// AVX2 and AVX-512 paths, in the canonical order of kernels_internal.h. Include this inside a
+// file's `#pragma GCC target` region and an anonymous namespace (kernels_simd_quant.h says why),
+// after defining `MaddAcc`: acc += madd_epi16(p16, s16) (AVX2: vpmaddwd + vpaddd; VNNI: vpdpwssd).
+//
+// Per super-block of 256 elements:
+//   decode: 8 ymm of unsigned codes u = q + off in element order (ymm j = elements 32j..32j+31,
+//           i.e. the sub-blocks 2j and 2j+1), and the 16 integer scales / mins (kernels_kquant.h);
+//   dot:    p16 = maddubs(u_j, x_j) (int16 pairs, |p| <= 2 * 63 * 127: no saturation), then
+//           acc += p16 * [sc[2j] x 8 | sc[2j+1] x 8] in int32 (MaddAcc); the sum of acc's lanes minus
+//           off * sum_k sc[k] bsum[k] is the exact isum, and sum_k m[k] bsum[k] the exact msum;
+//   float:  the two fmaf of the canonical order into the row's lane[b % 8].
+// Integer sums are exact in any order, so only the float steps fix the bits, and they are the
+// scalar path's, one super-block at a time.
+// The includer includes <immintrin.h>, <math.h>, <vector> and kernels_internal.h first.
+#pragma once
+
+struct KBlock {
+  __m256i u[8];    // unsigned codes, element order
+  __m256i sc[8];   // sc[j]: int16 [sc[2j] x 8 | sc[2j+1] x 8], the madd operand of ymm j
+  __m256i sc_all;  // the 16 scales as int16
+  __m256i m_all;   // the 16 mins as int16 (zeros without a min)
+  float d, dmin;
+};
+
+template <int s>
+inline __m256i bits_at(__m256i v, int mask) {  // (byte >> s) & mask, per byte
+  return _mm256_and_si256(_mm256_srli_epi16(v, s), _mm256_set1_epi8((char)mask));
+}
+
+template <int kType>
+inline void decode_codes(const uint8_t* blk, __m256i* u) {
+  if (kType == MT_Q2_K || kType == MT_Q3_K) {
+    const uint8_t* qs = blk + (kType == MT_Q2_K ? 16 : 32);
+    const __m256i h = _mm256_loadu_si256((const __m256i*)blk);  // Q3_K's hmask
+    for (int n = 0; n < 2; n++) {
+      const __m256i v = _mm256_loadu_si256((const __m256i*)(qs + 32 * n));
+      u[4 * n + 0] = bits_at<0>(v, 3);
+      u[4 * n + 1] = bits_at<2>(v, 3);
+      u[4 * n + 2] = bits_at<4>(v, 3);
+      u[4 * n + 3] = bits_at<6>(v, 3);
+      if (kType == MT_Q3_K) {
+        const __m256i hb[4] = {bits_at<0>(h, 1), bits_at<1>(h, 1), bits_at<2>(h, 1), bits_at<3>(h, 1)};
+        const __m256i hc[4] = {bits_at<4>(h, 1), bits_at<5>(h, 1), bits_at<6>(h, 1), bits_at<7>(h, 1)};
+        for (int j = 0; j < 4; j++) u[4 * n + j] = _mm256_or_si256(u[4 * n + j], _mm256_slli_epi16(n ? hc[j] : hb[j], 2));
+      }
+    }
+  } else if (kType == MT_Q4_K || kType == MT_Q5_K) {
+    const uint8_t* qs = blk + (kType == MT_Q4_K ? 16 : 48);
+    for (int c = 0; c < 4; c++) {
+      const __m256i v = _mm256_loadu_si256((const __m256i*)(qs + 32 * c));
+      u[2 * c] = bits_at<0>(v, 0x0f);
+      u[2 * c + 1] = bits_at<4>(v, 0x0f);
+    }
+    if (kType == MT_Q5_K) {
+      const __m256i h = _mm256_loadu_si256((const __m256i*)(blk + 16));
+      const __m256i hb[8] = {bits_at<0>(h, 1), bits_at<1>(h, 1), bits_at<2>(h, 1), bits_at<3>(h, 1),
+                             bits_at<4>(h, 1), bits_at<5>(h, 1), bits_at<6>(h, 1), bits_at<7>(h, 1)};
+      for (int s = 0; s < 8; s++) u[s] = _mm256_or_si256(u[s], _mm256_slli_epi16(hb[s], 4));
+    }
+  } else {  // Q6_K
+    for (int n = 0; n < 2; n++) {
+      const __m256i l0 = _mm256_loadu_si256((const __m256i*)(blk + 64 * n));
+      const __m256i l1 = _mm256_loadu_si256((const __m256i*)(blk + 64 * n + 32));
+      const __m256i h = _mm256_loadu_si256((const __m256i*)(blk + 128 + 32 * n));
+      u[4 * n + 0] = _mm256_or_si256(bits_at<0>(l0, 0x0f), _mm256_slli_epi16(bits_at<0>(h, 3), 4));
+      u[4 * n + 1] = _mm256_or_si256(bits_at<0>(l1, 0x0f), _mm256_slli_epi16(bits_at<2>(h, 3), 4));
+      u[4 * n + 2] = _mm256_or_si256(bits_at<4>(l0, 0x0f), _mm256_slli_epi16(bits_at<4>(h, 3), 4));
+      u[4 * n + 3] = _mm256_or_si256(bits_at<4>(l1, 0x0f), _mm256_slli_epi16(bits_at<6>(h, 3), 4));
+    }
+  }
+}
+
+template <int kType>
+inline void decode_block(const uint8_t* blk, KBlock* k) {
+  decode_codes<kType>(blk, k->u);
+  alignas(32) int16_t sc[MT_QK_K_SUBS], m[MT_QK_K_SUBS];
+  mt_kquant_scales(kType, blk, sc, m);
+  k->sc_all = _mm256_load_si256((const __m256i*)sc);
+  k->m_all = _mm256_load_si256((const __m256i*)m);
+  // dword j of sc_all is (sc[2j], sc[2j+1]): broadcast it, then spread word 0 over the low half
+  // and word 1 over the high half.
+  const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                          2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  for (int j = 0; j < 8; j++)
+    k->sc[j] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(k->sc_all, _mm256_set1_epi32(j)), spread);
+  k->d = _cvtsh_ss(mt_load_u16(blk + mt_kquant_d_at(kType)));
+  k->dmin = mt_kquant_has_min(kType) ? _cvtsh_ss(mt_load_u16(blk + mt_kquant_dmin_at(kType))) : 0.0f;
+}
+
+inline int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// lane += this super-block's share of W row . x (the canonical float steps).
+template <int kType>
+inline void block_fma(const KBlock& k, const mt_act_k& a, float* lane) {
+  __m256i acc = _mm256_setzero_si256();
+  for (int j = 0; j < 8; j++)
+    acc = MaddAcc(acc, _mm256_maddubs_epi16(k.u[j], _mm256_loadu_si256((const __m256i*)(a.q + 32 * j))), k.sc[j]);
+  const __m256i bsum = _mm256_loadu_si256((const __m256i*)a.bsum);
+  constexpr int kOff = kType == MT_Q3_K ? 4 : kType == MT_Q6_K ? 32 : 0;
+  if (kOff != 0) acc = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_madd_epi16(k.sc_all, bsum), _mm256_set1_epi32(kOff)));
+  *lane = fmaf(k.d * a.d, (float)hsum_i32(acc), *lane);
+  if (mt_kquant_has_min(kType)) *lane = fmaf(-(k.dmin * a.d), (float)hsum_i32(_mm256_madd_epi16(k.m_all, bsum)), *lane);
+}
+
+constexpr size_t kKquantLeadBytes = 1024;  // matvec: how far ahead each row's stream is fetched
+
+template <int kType>
+void kquant_matvec(const uint8_t* W, int64_t cols, const mt_act_k* a, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = cols / MT_QK_K;
+  constexpr int kBytes = kType == MT_Q2_K ? MT_Q2_K_BYTES : kType == MT_Q3_K ? MT_Q3_K_BYTES : kType == MT_Q4_K ? MT_Q4_K_BYTES
+                         : kType == MT_Q5_K ? MT_Q5_K_BYTES : MT_Q6_K_BYTES;
+  const size_t row_bytes = (size_t)nb * kBytes;
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t* w = W + r * row_bytes;
+    float lane[MT_QUANT_LANES] = {0};
+    for (int64_t b = 0; b < nb; b++) {
+      const uint8_t* blk = w + b * kBytes;
+      for (int p = 0; p < kBytes; p += 64) _mm_prefetch((const char*)(blk + kKquantLeadBytes + p), _MM_HINT_T0);
+      KBlock k;
+      decode_block<kType>(blk, &k);
+      block_fma<kType>(k, a[b], &lane[b % MT_QUANT_LANES]);
+    }
+    y[r] = mt_reduce_quant_lanes(lane);
+  }
+}
+
+// Y [n, ldy] (columns r0..r1) = acts [n, cols] W^T: each super-block is decoded once and meets all
+// n activation rows (each with its own 8 lanes, super-blocks in order).
+template <int kType>
+void kquant_matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t n, float* Y, int64_t ldy, int64_t r0,
+                   int64_t r1) {
+  const int64_t nb = cols / MT_QK_K;
+  constexpr int kBytes = kType == MT_Q2_K ? MT_Q2_K_BYTES : kType == MT_Q3_K ? MT_Q3_K_BYTES : kType == MT_Q4_K ? MT_Q4_K_BYTES
+                         : kType == MT_Q5_K ? MT_Q5_K_BYTES : MT_Q6_K_BYTES;
+  const size_t row_bytes = (size_t)nb * kBytes;
+  const mt_act_k* a = (const mt_act_k*)acts;  // row i: a + i * nb
+  thread_local std::vector<float> lanes;
+  if ((int64_t)lanes.size() < n * MT_QUANT_LANES) lanes.resize(n * MT_QUANT_LANES);
+  for (int64_t r = r0; r < r1; r++) {
+    const uint8_t* w = W + r * row_bytes;
+    for (int64_t i = 0; i < n * MT_QUANT_LANES; i++) lanes[i] = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+      KBlock k;
+      decode_block<kType>(w + b * kBytes, &k);
+      for (int64_t i = 0; i < n; i++) block_fma<kType>(k, a[i * nb + b], &lanes[i * MT_QUANT_LANES + b % MT_QUANT_LANES]);
+    }
+    for (int64_t i = 0; i < n; i++) Y[i * ldy + r] = mt_reduce_quant_lanes(&lanes[i * MT_QUANT_LANES]);
+  }
+}
+
+inline void kquant_matvec_any(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
+  const uint8_t* w = (const uint8_t*)W;
+  const mt_act_k* a = (const mt_act_k*)act;
+  switch (wtype) {
+    case MT_Q2_K: kquant_matvec<MT_Q2_K>(w, cols, a, y, r0, r1); break;
+    case MT_Q3_K: kquant_matvec<MT_Q3_K>(w, cols, a, y, r0, r1); break;
+    case MT_Q4_K: kquant_matvec<MT_Q4_K>(w, cols, a, y, r0, r1); break;
+    case MT_Q5_K: kquant_matvec<MT_Q5_K>(w, cols, a, y, r0, r1); break;
+    case MT_Q6_K: kquant_matvec<MT_Q6_K>(w, cols, a, y, r0, r1); break;
+    default: break;
+  }
+}
+
+inline void kquant_matmul_any(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                              int64_t r0, int64_t r1) {
+  const uint8_t* w = (const uint8_t*)W;
+  const uint8_t* a = (const uint8_t*)acts;
+  switch (wtype) {
+    case MT_Q2_K: kquant_matmul<MT_Q2_K>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q3_K: kquant_matmul<MT_Q3_K>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q4_K: kquant_matmul<MT_Q4_K>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q5_K: kquant_matmul<MT_Q5_K>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q6_K: kquant_matmul<MT_Q6_K>(w, cols, a, n, Y, ldy, r0, r1); break;
+    default: break;
+  }
+}
