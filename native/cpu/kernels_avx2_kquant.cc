@@ -3,6 +3,7 @@
 // unsigned codes x signed activations, then vpmaddwd with the sub-block scales.
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 #include <vector>
 #include "kernels_internal.h"
 

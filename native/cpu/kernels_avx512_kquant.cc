@@ -4,6 +4,7 @@
 // bits as the scalar and AVX2 paths.
 #include <immintrin.h>
 #include <math.h>
+#include <string.h>
 #include <vector>
 #include "kernels_internal.h"
 

@@ -5,14 +5,15 @@
 //
 // Per super-block of 256 elements:
 //   decode: 8 ymm of unsigned codes u = q + off in element order (ymm j = elements 32j..32j+31,
-//           i.e. the sub-blocks 2j and 2j+1), and the 16 integer scales / mins (kernels_kquant.h);
+//           i.e. the sub-blocks 2j and 2j+1), and the 16 integer scales / mins as int16 (the
+//           integers of kernels_kquant.h's decoders, taken a 32-bit word at a time);
 //   dot:    p16 = maddubs(u_j, x_j) (int16 pairs, |p| <= 2 * 63 * 127: no saturation), then
 //           acc += p16 * [sc[2j] x 8 | sc[2j+1] x 8] in int32 (MaddAcc); the sum of acc's lanes minus
 //           off * sum_k sc[k] bsum[k] is the exact isum, and sum_k m[k] bsum[k] the exact msum;
 //   float:  the two fmaf of the canonical order into the row's lane[b % 8].
 // Integer sums are exact in any order, so only the float steps fix the bits, and they are the
 // scalar path's, one super-block at a time.
-// The includer includes <immintrin.h>, <math.h>, <vector> and kernels_internal.h first.
+// The includer includes <immintrin.h>, <math.h>, <string.h>, <vector> and kernels_internal.h first.
 #pragma once
 
 struct KBlock {
@@ -71,13 +72,52 @@ inline void decode_codes(const uint8_t* blk, __m256i* u) {
   }
 }
 
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+// The 16 scales and mins of a super-block as int16 (one per 16 elements), decoded a word at a
+// time: the same integers as mt_kquant_scales (kernels_kquant.h), without its per-element loop.
+template <int kType>
+inline void decode_scales(const uint8_t* blk, __m256i* sc, __m256i* m) {
+  const __m128i lo4 = _mm_set1_epi8(0x0f);
+  if (kType == MT_Q2_K) {  // byte k: sc low nibble, m high nibble
+    const __m128i v = _mm_loadu_si128((const __m128i*)blk);
+    *sc = _mm256_cvtepu8_epi16(_mm_and_si128(v, lo4));
+    *m = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
+  } else if (kType == MT_Q3_K) {
+    // Bytes k of word w: low 4 bits from s[0..7] (k < 8 low nibbles, else high), high 2 bits from
+    // s[8 + k % 4] at bit 2 (k / 4), so scales 4q..4q+3 share one shift of the word s[8..11].
+    const uint32_t w0 = load_u32(blk + 96), w1 = load_u32(blk + 100), w2 = load_u32(blk + 104);
+    const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const __m128i v = _mm_setr_epi32((int)((w0 & m4) | ((w2 & m2) << 4)), (int)((w1 & m4) | (((w2 >> 2) & m2) << 4)),
+                                     (int)(((w0 >> 4) & m4) | (((w2 >> 4) & m2) << 4)),
+                                     (int)(((w1 >> 4) & m4) | (((w2 >> 6) & m2) << 4)));
+    *sc = _mm256_sub_epi16(_mm256_cvtepu8_epi16(v), _mm256_set1_epi16(32));
+    *m = _mm256_setzero_si256();
+  } else if (kType == MT_Q4_K || kType == MT_Q5_K) {
+    // 8 scales of 32 elements: j < 4 from the low 6 bits of s[j] (sc) and s[j + 4] (m); j >= 4
+    // from the nibbles of s[j + 4] and the top 2 bits of s[j - 4] (sc) and s[j] (m).
+    const uint32_t w0 = load_u32(blk + 4), w1 = load_u32(blk + 8), w2 = load_u32(blk + 12);
+    const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const uint32_t sc_lo = w0 & m6, sc_hi = (w2 & m4) | (((w0 >> 6) & m2) << 4);
+    const uint32_t m_lo = w1 & m6, m_hi = ((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4);
+    const __m128i v = _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+    const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);  // one per 16 elements
+    *sc = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, dup));
+    *m = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(v, _mm_add_epi8(dup, _mm_set1_epi8(8))));
+  } else {  // Q6_K: int8 scales[16]
+    *sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 192)));
+    *m = _mm256_setzero_si256();
+  }
+}
+
 template <int kType>
 inline void decode_block(const uint8_t* blk, KBlock* k) {
   decode_codes<kType>(blk, k->u);
-  alignas(32) int16_t sc[MT_QK_K_SUBS], m[MT_QK_K_SUBS];
-  mt_kquant_scales(kType, blk, sc, m);
-  k->sc_all = _mm256_load_si256((const __m256i*)sc);
-  k->m_all = _mm256_load_si256((const __m256i*)m);
+  decode_scales<kType>(blk, &k->sc_all, &k->m_all);
   // dword j of sc_all is (sc[2j], sc[2j+1]): broadcast it, then spread word 0 over the low half
   // and word 1 over the high half.
   const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
