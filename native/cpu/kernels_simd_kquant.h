@@ -1,16 +1,18 @@
 // The k-quant matvec / matmul (Q2_K .. Q6_K weights x Q8_K activations, mt_act_k) shared by the
 // AVX2 and AVX-512 paths, in the canonical order of kernels_internal.h. Include this inside a
-// file's `#pragma GCC target` region and an anonymous namespace (kernels_simd_quant.h says why),
-// after defining `MaddAcc`: acc += madd_epi16(p16, s16) (AVX2: vpmaddwd + vpaddd; VNNI: vpdpwssd).
+// file's `#pragma GCC target` region and an anonymous namespace (kernels_simd_quant.h says why).
 //
-// Per super-block of 256 elements:
+// The includer defines the dot policy D: D::W, the weights of one decoded super-block in the
+// form its dot wants (D::prep(const KBlock&, D::W*)), and __m256i D::dot(const D::W&, const int8_t* q)
+// -> 8 int32 lanes summing to sum_k sc[k] sum_{i in k} u_i q_i (exact). Per super-block of 256 elements:
 //   decode: 8 ymm of unsigned codes u = q + off in element order (ymm j = elements 32j..32j+31,
 //           i.e. the sub-blocks 2j and 2j+1), and the 16 integer scales / mins as int16 (the
 //           integers of kernels_kquant.h's decoders, taken a 32-bit word at a time);
 //   dot:    p16 = maddubs(u_j, x_j) (int16 pairs, |p| <= 2 * 63 * 127: no saturation), then
-//           acc += p16 * [sc[2j] x 8 | sc[2j+1] x 8] in int32 (MaddAcc); the sum of acc's lanes minus
+//           acc += p16 * [sc[2j] x 8 | sc[2j+1] x 8] in int32 (D::dot); the sum of acc's lanes minus
 //           off * sum_k sc[k] bsum[k] is the exact isum, and sum_k m[k] bsum[k] the exact msum;
-//   float:  the two fmaf of the canonical order into the row's lane[b % 8].
+//   float:  the two fmas of the canonical order into the row's lane[b % 8]: matvec one row at a
+//           time (fmaf), matmul 8 activation rows at once (vector lane i = row i).
 // Integer sums are exact in any order, so only the float steps fix the bits, and they are the
 // scalar path's, one super-block at a time.
 // The includer includes <immintrin.h>, <math.h>, <string.h>, <vector> and kernels_internal.h first.
@@ -135,26 +137,51 @@ inline int32_t hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// lane += this super-block's share of W row . x (the canonical float steps).
-template <int kType>
-inline void block_fma(const KBlock& k, const mt_act_k& a, float* lane) {
-  __m256i acc = _mm256_setzero_si256();
-  for (int j = 0; j < 8; j++)
-    acc = MaddAcc(acc, _mm256_maddubs_epi16(k.u[j], _mm256_loadu_si256((const __m256i*)(a.q + 32 * j))), k.sc[j]);
-  const __m256i bsum = _mm256_loadu_si256((const __m256i*)a.bsum);
+// 8 int32 lanes whose sum is this super-block's exact isum against activation block a: D::dot's
+// sum_k sc[k] sum u q, less off * sum_k sc[k] bsum[k] for the types whose codes are offset.
+template <int kType, class D>
+inline __m256i isum_lanes(const typename D::W& w, const KBlock& k, const mt_act_k& a) {
+  __m256i acc = D::dot(w, a.q);
   constexpr int kOff = kType == MT_Q3_K ? 4 : kType == MT_Q6_K ? 32 : 0;
-  if (kOff != 0) acc = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_madd_epi16(k.sc_all, bsum), _mm256_set1_epi32(kOff)));
-  *lane = fmaf(k.d * a.d, (float)hsum_i32(acc), *lane);
-  if (mt_kquant_has_min(kType)) *lane = fmaf(-(k.dmin * a.d), (float)hsum_i32(_mm256_madd_epi16(k.m_all, bsum)), *lane);
+  if (kOff != 0) {
+    const __m256i bsum = _mm256_loadu_si256((const __m256i*)a.bsum);
+    acc = _mm256_sub_epi32(acc, _mm256_mullo_epi32(_mm256_madd_epi16(k.sc_all, bsum), _mm256_set1_epi32(kOff)));
+  }
+  return acc;
+}
+
+inline __m256i msum_lanes(const KBlock& k, const mt_act_k& a) {
+  return _mm256_madd_epi16(k.m_all, _mm256_loadu_si256((const __m256i*)a.bsum));
+}
+
+// lane += this super-block's share of W row . x (the canonical float steps).
+template <int kType, class D>
+inline void block_fma(const typename D::W& w, const KBlock& k, const mt_act_k& a, float* lane) {
+  *lane = fmaf(k.d * a.d, (float)hsum_i32(isum_lanes<kType, D>(w, k, a)), *lane);
+  if (mt_kquant_has_min(kType)) *lane = fmaf(-(k.dmin * a.d), (float)hsum_i32(msum_lanes(k, a)), *lane);
+}
+
+// p[i]: row i's 8 lanes -> lane i of the result: the sum of p[i]'s lanes (exact integers).
+inline __m256i reduce_rows8(const __m256i* p) {
+  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]), h23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]), h67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i a = _mm256_hadd_epi32(h01, h23);  // [rows 0-3, lanes 0-3 | rows 0-3, lanes 4-7]
+  const __m256i b = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_blend_epi32(a, b, 0xf0), _mm256_permute2x128_si256(a, b, 0x21));
+}
+
+template <int kType>
+constexpr int block_bytes() {
+  return kType == MT_Q2_K ? MT_Q2_K_BYTES : kType == MT_Q3_K ? MT_Q3_K_BYTES : kType == MT_Q4_K ? MT_Q4_K_BYTES
+         : kType == MT_Q5_K ? MT_Q5_K_BYTES : MT_Q6_K_BYTES;
 }
 
 constexpr size_t kKquantLeadBytes = 1024;  // matvec: how far ahead each row's stream is fetched
 
-template <int kType>
+template <int kType, class D>
 void kquant_matvec(const uint8_t* W, int64_t cols, const mt_act_k* a, float* y, int64_t r0, int64_t r1) {
+  constexpr int kBytes = block_bytes<kType>();
   const int64_t nb = cols / MT_QK_K;
-  constexpr int kBytes = kType == MT_Q2_K ? MT_Q2_K_BYTES : kType == MT_Q3_K ? MT_Q3_K_BYTES : kType == MT_Q4_K ? MT_Q4_K_BYTES
-                         : kType == MT_Q5_K ? MT_Q5_K_BYTES : MT_Q6_K_BYTES;
   const size_t row_bytes = (size_t)nb * kBytes;
   for (int64_t r = r0; r < r1; r++) {
     const uint8_t* w = W + r * row_bytes;
@@ -164,59 +191,103 @@ void kquant_matvec(const uint8_t* W, int64_t cols, const mt_act_k* a, float* y, 
       for (int p = 0; p < kBytes; p += 64) _mm_prefetch((const char*)(blk + kKquantLeadBytes + p), _MM_HINT_T0);
       KBlock k;
       decode_block<kType>(blk, &k);
-      block_fma<kType>(k, a[b], &lane[b % MT_QUANT_LANES]);
+      typename D::W dw;
+      D::prep(k, &dw);
+      block_fma<kType, D>(dw, k, a[b], &lane[b % MT_QUANT_LANES]);
     }
     y[r] = mt_reduce_quant_lanes(lane);
   }
 }
 
-// Y [n, ldy] (columns r0..r1) = acts [n, cols] W^T: each super-block is decoded once and meets all
-// n activation rows (each with its own 8 lanes, super-blocks in order).
-template <int kType>
+constexpr int kKquantTile = 8;  // matmul: activation rows per pass, one float vector lane each
+
+// Y [n, ldy] (columns r0..r1) = acts [n, cols] W^T. Each super-block is decoded once per weight row
+// and meets the activation rows 8 at a time: their exact isums (and msums) land in one vector,
+// lane i = row i, and L[b % 8] (lane i: row i's canonical lane b % 8) takes the fmas for all 8,
+// the same products and fmas as the scalar path. A short last tile goes row by row (block_fma).
+template <int kType, class D>
 void kquant_matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t n, float* Y, int64_t ldy, int64_t r0,
                    int64_t r1) {
+  constexpr int kBytes = block_bytes<kType>();
   const int64_t nb = cols / MT_QK_K;
-  constexpr int kBytes = kType == MT_Q2_K ? MT_Q2_K_BYTES : kType == MT_Q3_K ? MT_Q3_K_BYTES : kType == MT_Q4_K ? MT_Q4_K_BYTES
-                         : kType == MT_Q5_K ? MT_Q5_K_BYTES : MT_Q6_K_BYTES;
   const size_t row_bytes = (size_t)nb * kBytes;
   const mt_act_k* a = (const mt_act_k*)acts;  // row i: a + i * nb
+  const int64_t full = n / kKquantTile * kKquantTile;
   thread_local std::vector<float> lanes;
-  if ((int64_t)lanes.size() < n * MT_QUANT_LANES) lanes.resize(n * MT_QUANT_LANES);
+  if ((int64_t)lanes.size() < (n - full) * MT_QUANT_LANES) lanes.resize((n - full) * MT_QUANT_LANES);
+  const __m256 neg = _mm256_set1_ps(-0.0f);
   for (int64_t r = r0; r < r1; r++) {
     const uint8_t* w = W + r * row_bytes;
-    for (int64_t i = 0; i < n * MT_QUANT_LANES; i++) lanes[i] = 0.0f;
+    for (int64_t i0 = 0; i0 < full; i0 += kKquantTile) {
+      __m256 L[MT_QUANT_LANES];
+      for (int l = 0; l < MT_QUANT_LANES; l++) L[l] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; b++) {
+        KBlock k;
+        decode_block<kType>(w + b * kBytes, &k);
+        typename D::W dw;
+        D::prep(k, &dw);
+        __m256i p[kKquantTile], m[kKquantTile];
+        float dx[kKquantTile];
+        for (int i = 0; i < kKquantTile; i++) {
+          const mt_act_k& x = a[(i0 + i) * nb + b];
+          p[i] = isum_lanes<kType, D>(dw, k, x);
+          if (mt_kquant_has_min(kType)) m[i] = msum_lanes(k, x);
+          dx[i] = x.d;
+        }
+        const __m256 d_x = _mm256_loadu_ps(dx);
+        __m256& l = L[b % MT_QUANT_LANES];
+        l = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(k.d), d_x), _mm256_cvtepi32_ps(reduce_rows8(p)), l);
+        if (mt_kquant_has_min(kType)) {
+          const __m256 dm = _mm256_xor_ps(_mm256_mul_ps(_mm256_set1_ps(k.dmin), d_x), neg);
+          l = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(reduce_rows8(m)), l);
+        }
+      }
+      // mt_reduce_quant_lanes for all 8 rows: ((L0 + L4) + (L2 + L6)) + ((L1 + L5) + (L3 + L7)) + 0.
+      const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[4]), _mm256_add_ps(L[2], L[6])),
+                                     _mm256_add_ps(_mm256_add_ps(L[1], L[5]), _mm256_add_ps(L[3], L[7])));
+      float out[kKquantTile];
+      _mm256_storeu_ps(out, _mm256_add_ps(s, _mm256_setzero_ps()));
+      for (int i = 0; i < kKquantTile; i++) Y[(i0 + i) * ldy + r] = out[i];
+    }
+    if (full == n) continue;
+    for (int64_t i = 0; i < (n - full) * MT_QUANT_LANES; i++) lanes[i] = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
       KBlock k;
       decode_block<kType>(w + b * kBytes, &k);
-      for (int64_t i = 0; i < n; i++) block_fma<kType>(k, a[i * nb + b], &lanes[i * MT_QUANT_LANES + b % MT_QUANT_LANES]);
+      typename D::W dw;
+      D::prep(k, &dw);
+      for (int64_t i = full; i < n; i++)
+        block_fma<kType, D>(dw, k, a[i * nb + b], &lanes[(i - full) * MT_QUANT_LANES + b % MT_QUANT_LANES]);
     }
-    for (int64_t i = 0; i < n; i++) Y[i * ldy + r] = mt_reduce_quant_lanes(&lanes[i * MT_QUANT_LANES]);
+    for (int64_t i = full; i < n; i++) Y[i * ldy + r] = mt_reduce_quant_lanes(&lanes[(i - full) * MT_QUANT_LANES]);
   }
 }
 
+template <class D>
 inline void kquant_matvec_any(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
   const uint8_t* w = (const uint8_t*)W;
   const mt_act_k* a = (const mt_act_k*)act;
   switch (wtype) {
-    case MT_Q2_K: kquant_matvec<MT_Q2_K>(w, cols, a, y, r0, r1); break;
-    case MT_Q3_K: kquant_matvec<MT_Q3_K>(w, cols, a, y, r0, r1); break;
-    case MT_Q4_K: kquant_matvec<MT_Q4_K>(w, cols, a, y, r0, r1); break;
-    case MT_Q5_K: kquant_matvec<MT_Q5_K>(w, cols, a, y, r0, r1); break;
-    case MT_Q6_K: kquant_matvec<MT_Q6_K>(w, cols, a, y, r0, r1); break;
+    case MT_Q2_K: kquant_matvec<MT_Q2_K, D>(w, cols, a, y, r0, r1); break;
+    case MT_Q3_K: kquant_matvec<MT_Q3_K, D>(w, cols, a, y, r0, r1); break;
+    case MT_Q4_K: kquant_matvec<MT_Q4_K, D>(w, cols, a, y, r0, r1); break;
+    case MT_Q5_K: kquant_matvec<MT_Q5_K, D>(w, cols, a, y, r0, r1); break;
+    case MT_Q6_K: kquant_matvec<MT_Q6_K, D>(w, cols, a, y, r0, r1); break;
     default: break;
   }
 }
 
+template <class D>
 inline void kquant_matmul_any(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                               int64_t r0, int64_t r1) {
   const uint8_t* w = (const uint8_t*)W;
   const uint8_t* a = (const uint8_t*)acts;
   switch (wtype) {
-    case MT_Q2_K: kquant_matmul<MT_Q2_K>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q3_K: kquant_matmul<MT_Q3_K>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q4_K: kquant_matmul<MT_Q4_K>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q5_K: kquant_matmul<MT_Q5_K>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q6_K: kquant_matmul<MT_Q6_K>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q2_K: kquant_matmul<MT_Q2_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q3_K: kquant_matmul<MT_Q3_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q4_K: kquant_matmul<MT_Q4_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q5_K: kquant_matmul<MT_Q5_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
+    case MT_Q6_K: kquant_matmul<MT_Q6_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
     default: break;
   }
 }
