@@ -13,9 +13,10 @@
  *   experts  24 layers x 8 routed x (gate, up: W [256, 768]; down: W [768, 256]) picked from 96
  *            distinct experts (more than the caches hold, as in decode), activation prepared per call
  *   head     W [32000, 768]
- * as ms per token and GB/s of weights, per quantised type and path.
+ * as ms per token and GB/s of weights, per quantised type and path (Q8_0, Q4_0 and the k-quants
+ * Q2_K..Q6_K, whose 256-element super-blocks divide 768 and 256).
  *
- * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/kernels.mjs [--update-results]
+ * Run: npx tsc -p tsconfig.json && npm run build:native && node bench/kernels.mjs [--types Q4_0,Q4_K] [--update-results]
  * Writes bench/results/local/kernels.json (git-ignored); with --update-results bench/results/kernels.json.
  */
 import { randomFillSync } from 'node:crypto';
@@ -28,12 +29,20 @@ const args = scriptArgs({
 
 Kernel throughput per ISA path and weight type (matvec from memory, matmul n=64), the medium
 preset's decode shapes, and the streaming read bandwidth (needs a build).`,
-  options: {},
+  options: {
+    types: { type: 'string', help: 'comma-separated weight types to run (default: all), e.g. Q4_0,Q4_K' },
+  },
 });
 const { loadNative } = await import(new URL('../dist/src/native/binding.js', import.meta.url).href);
 const native = loadNative();
 
-const TYPES = { F32: [0, 4, 1], F16: [1, 2, 1], BF16: [30, 2, 1], Q8_0: [8, 34, 32], Q4_0: [2, 18, 32] }; // id, block bytes, block elements
+const ALL_TYPES = {
+  F32: [0, 4, 1], F16: [1, 2, 1], BF16: [30, 2, 1], Q8_0: [8, 34, 32], Q4_0: [2, 18, 32],
+  Q2_K: [10, 84, 256], Q3_K: [11, 110, 256], Q4_K: [12, 144, 256], Q5_K: [13, 176, 256], Q6_K: [14, 210, 256],
+}; // id, block bytes, block elements
+// Byte offsets of the f16 scales d (and dmin) inside a k-quant super-block (ggml's block_q*_K).
+const K_SCALES = { Q2_K: [80, 82], Q3_K: [108], Q4_K: [0, 2], Q5_K: [0, 2], Q6_K: [208] };
+const TYPES = Object.fromEntries(Object.entries(ALL_TYPES).filter(([t]) => !args.types || args.types.split(',').includes(t)));
 const COLS = 4096;
 const MATVEC_BYTES = 48 << 20;
 const MATMUL_BYTES = 3 << 20;
@@ -50,6 +59,7 @@ function weightsFor(type, targetBytes) {
   if (type === 'F16') for (let i = 1; i < w.length; i += 2) w[i] = (w[i] & 0x83) | 0x30; // |v| < 1
   if (type === 'BF16') for (let i = 1; i < w.length; i += 2) w[i] = (w[i] & 0x80) | 0x3e;
   if (blockElems === 32) for (let b = 0; b < w.length; b += blockBytes) w[b + 1] = 0x1c; // d ~ 2^-8
+  if (blockElems === 256) for (let b = 0; b < w.length; b += blockBytes) for (const at of K_SCALES[type]) w[b + at + 1] = 0x1c;
   return { w, rows };
 }
 
@@ -117,16 +127,16 @@ for (const r of results) {
 function decodeShapes() {
   const E = 768, F = 256, V = 32000, experts = 96, layers = 24, routed = 8;
   const out = [];
-  for (const type of ['Q8_0', 'Q4_0']) {
-    const [id, blockBytes] = TYPES[type];
-    const upBytes = (F * E / 32) * blockBytes, downBytes = (E * F / 32) * blockBytes;
+  for (const type of Object.keys(TYPES).filter((t) => TYPES[t][2] > 1)) {
+    const [id, blockBytes, blockElems] = TYPES[type];
+    const upBytes = (F * E / blockElems) * blockBytes, downBytes = (E * F / blockElems) * blockBytes;
     const mats = Array.from({ length: experts }, () => {
       const w = new Uint8Array(2 * upBytes + downBytes);
       randomFillSync(w);
-      for (let b = 0; b < w.length; b += blockBytes) w[b + 1] = 0x1c;
+      for (let b = 0; b < w.length; b += blockBytes) for (const at of K_SCALES[type] ?? [0]) w[b + at + 1] = 0x1c;
       return { gate: w.subarray(0, upBytes), up: w.subarray(upBytes, 2 * upBytes), down: w.subarray(2 * upBytes) };
     });
-    const head = weightsFor(type, (V * E / 32) * blockBytes);
+    const head = weightsFor(type, (V * E / blockElems) * blockBytes);
     const x = Float32Array.from({ length: E }, (_, i) => Math.sin(i)), g = new Float32Array(F), u = new Float32Array(F), y = new Float32Array(E);
     const logits = new Float32Array(V);
     let t = 0;

@@ -73,13 +73,13 @@ bool ArgArray(const Napi::CallbackInfo& info, size_t i, const char* verb, const 
 bool ArgTypeCols(const Napi::CallbackInfo& info, const char* verb, int64_t type, int64_t cols) {
   if (!mt_type_supported((int)type)) {
     Throw(info.Env(), true,
-          std::string(verb) + ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 8 (Q8_0), 30 (BF16), got " +
+          std::string(verb) + ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 8 (Q8_0), 10..14 (Q2_K..Q6_K), 30 (BF16), got " +
               std::to_string(type));
     return false;
   }
   if (mt_row_bytes((int)type, cols) == 0) {
-    Throw(info.Env(), true, std::string(verb) + ": cols: expected a multiple of 32 for a quantised type, got " +
-                                std::to_string(cols));
+    const char* unit = type >= MT_Q2_K && type <= MT_Q6_K ? "256 for a k-quant type" : "32 for a quantised type";
+    Throw(info.Env(), true, std::string(verb) + ": cols: expected a multiple of " + unit + ", got " + std::to_string(cols));
     return false;
   }
   return true;

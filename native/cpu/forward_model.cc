@@ -18,7 +18,8 @@ using mt::Experts;
 using mt::Matrix;
 
 bool is_float_type(int32_t t) { return t == MT_F32 || t == MT_F16 || t == MT_BF16; }
-bool is_block_type(int32_t t) { return t == MT_Q8_0 || t == MT_Q4_0; }
+bool is_block_type(int32_t t) { return t == MT_Q8_0 || t == MT_Q4_0 || (t >= MT_Q2_K && t <= MT_Q6_K); }
+int64_t block_elements(int32_t t) { return t >= MT_Q2_K && t <= MT_Q6_K ? 256 : 32; }
 
 std::string dims_text(const int64_t* dims, int n) {
   std::string s = "[";
@@ -134,8 +135,9 @@ class Builder {
 
   bool check_type(const std::string& name, int32_t type, int64_t cols) {
     if (!(is_float_type(type) || is_block_type(type)) || !mt_type_supported(type))
-      return fail(name, "type F32, F16, BF16, Q8_0 or Q4_0 (got type id " + std::to_string(type) + ")");
-    if (is_block_type(type) && cols % 32 != 0) return fail(name, "a row length divisible by 32 for a block type");
+      return fail(name, "type F32, F16, BF16, Q8_0, Q4_0 or Q2_K..Q6_K (got type id " + std::to_string(type) + ")");
+    if (is_block_type(type) && cols % block_elements(type) != 0)
+      return fail(name, "a row length divisible by " + std::to_string(block_elements(type)) + " for a block type");
     return true;
   }
 

@@ -43,14 +43,19 @@ uint64_t moe_work_bytes(const Pass& p) {
   return bytes;
 }
 
-// A bound run's three matrices: the layer's geometry in the binding's type.
+// A bound run's three matrices: the layer's geometry in the binding's type. A binding in the gate's
+// container type is the container's bytes (a slot, a read): each matrix keeps its own type, as
+// down may differ from gate / up (llama.cpp's Q4_K_M files keep some ffn_down in Q6_K). Another
+// type is an exact copy of all three in that type (the tier's Q8_0 host copies, which
+// mt_tier_host_copy_bytes only offers where this reading is unambiguous).
 void apply_binding(const mt_expert_binding& b, ExpertRun& run) {
   Matrix* parts[3] = {&run.gate, &run.up, &run.down};
   const uint8_t* data[3] = {b.gate, b.up, b.down};
+  const bool copy = b.type != run.gate.type;
   for (int i = 0; i < 3; i++) {
     Matrix& m = *parts[i];
     m.data = data[i];
-    if (m.type != b.type) m.type = b.type, m.row_bytes = mt_row_bytes(b.type, m.cols);
+    if (copy) m.type = b.type, m.row_bytes = mt_row_bytes(b.type, m.cols);
   }
 }
 

@@ -14,9 +14,10 @@
 namespace {
 
 // Deterministic, small inputs: every type, tails of 1 and 7 rows, whole and partial groups of 8
-// blocks (1, 3, 9, 17 blocks), and for float types element tails past the 32 lanes.
-const int kTypes[] = {MT_F32, MT_F16, MT_BF16, MT_Q8_0, MT_Q4_0};
-const int64_t kCols[] = {32, 96, 288, 544, 7, 45};
+// blocks (1, 3, 9, 17 blocks), for float types element tails past the 32 lanes, and for the
+// k-quants 1, 3 and 9 super-blocks (9: a lane of the 8 used twice).
+const int kTypes[] = {MT_F32, MT_F16, MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K};
+const int64_t kCols[] = {32, 96, 288, 544, 7, 45, 256, 768, 2304};
 const int64_t kRows = 7;
 const int64_t kBatch = 5;
 
@@ -66,6 +67,14 @@ void fill_weights(int type, int64_t rows, int64_t cols, std::vector<uint8_t>* w,
         for (int i = 0; i < MT_QK / 2; i++) p[2 + i] = (uint8_t)next(seed);
         p += MT_Q4_0_BYTES;
         break;
+      default: {  // k-quants: every bit pattern of codes and sub-block scales is valid; d, dmin finite
+        const int bytes = mt_kquant_block_bytes(type);
+        for (int i = 0; i < bytes; i++) p[i] = (uint8_t)next(seed);
+        std::memcpy(p + mt_kquant_d_at(type), &scale_f16, 2);
+        if (mt_kquant_has_min(type)) std::memcpy(p + mt_kquant_dmin_at(type), &scale_f16, 2);
+        p += bytes;
+        break;
+      }
     }
   }
 }
@@ -81,7 +90,7 @@ int mt_isa_verify_path(mt_matvec_rows_fn matvec, mt_matmul_rows_fn matmul, mt_ac
   std::vector<uint8_t> w;
   for (int type : kTypes) {
     for (int64_t cols : kCols) {
-      if (mt_row_bytes(type, cols) == 0) continue;  // a partial block: float types only
+      if (mt_row_bytes(type, cols) == 0) continue;  // a partial block or super-block
       fill_weights(type, kRows, cols, &w, &seed);
       const size_t act_bytes = mt_act_row_bytes(type, cols);
       std::vector<float> x(cols * kBatch);

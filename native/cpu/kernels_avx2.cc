@@ -1,6 +1,7 @@
 // The AVX2 path (+FMA, F16C). Compiled for those features by the target pragma
 // below, never by global flags: isa.cc calls in here only when the CPU has them.
 //   F32 / F16 / BF16: widen to f32, FMA into 4 x 8 = 32 lanes (the canonical order).
+//   Q2_K .. Q6_K: kernels_avx2_kquant.cc.
 //   Q8_0 / Q4_0: kernels_avx2_quant.cc (integer block dots; a Q4_0 row and its Q8_0 copy agree
 //   bit for bit). Activation prepare for them is here.
 // Float matmul keeps one weight row in L1 and runs it against 2 activation rows at once.
@@ -68,6 +69,7 @@ extern "C" {
 
 void mt_matvec_rows_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
   if (mt_is_quant(wtype)) return mt_matvec_quant_avx2(wtype, W, cols, act, y, r0, r1);
+  if (mt_is_kquant(wtype)) return mt_matvec_kquant_avx2(wtype, W, cols, act, y, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
   const float* x[1] = {(const float*)act};
   for (int64_t r = r0; r < r1; r++) dot_float_rows<1>(wtype, (const uint8_t*)W + r * row_bytes, x, cols, y + r);
@@ -78,6 +80,7 @@ void mt_matvec_rows_avx2(int wtype, const void* W, int64_t cols, const void* act
 void mt_matmul_rows_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                          int64_t r0, int64_t r1) {
   if (mt_is_quant(wtype)) return mt_matmul_quant_avx2(wtype, W, cols, acts, n, Y, ldy, r0, r1);
+  if (mt_is_kquant(wtype)) return mt_matmul_kquant_avx2(wtype, W, cols, acts, n, Y, ldy, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
   const float* x = (const float*)acts;
   for (int64_t r = r0; r < r1; r++) {
@@ -100,6 +103,7 @@ void mt_matmul_rows_avx2(int wtype, const void* W, int64_t cols, const void* act
 // clamp to +-127, d rounded to f16 by F16C), 32 elements at a time. Decode prepares an
 // activation for every matvec.
 void mt_act_prepare_avx2(int wtype, const float* x, int64_t cols, void* act) {
+  if (mt_is_kquant(wtype)) return mt_act_prepare_kquant(x, cols, (mt_act_k*)act);  // shared scalar Q8_K
   if (!mt_is_quant(wtype)) {
     memcpy(act, x, (size_t)cols * sizeof(float));
     return;

@@ -2,6 +2,7 @@
 // below; isa.cc calls in here only when the CPU and the OS (zmm state) allow it. Both halves
 // run the canonical order of kernels_internal.h, so this path gives the scalar path's bits.
 //   F32 / F16 / BF16: widen to f32, FMA into 2 x 16 = 32 lanes.
+//   Q2_K .. Q6_K: kernels_avx512_kquant.cc.
 //   Q8_0 / Q4_0: vpdpbusd (unsigned x signed bytes -> int32, no saturation); matvec through the ymm
 //     drivers of kernels_simd_quant.h, matmul through the zmm pairs of kernels_avx512_pairs.h. Q8_0 weights are made unsigned with w ^ 0x80 = w + 128, Q4_0
 //     nibbles are unsigned already (n = q + 8); the offset leaves each block's exact integer sum
@@ -118,6 +119,7 @@ void mt_matvec_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
   const uint8_t* w = (const uint8_t*)W;
   if (wtype == MT_Q4_0) return quant_matvec<Q4Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
   if (wtype == MT_Q8_0) return quant_matvec<Q8Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
+  if (mt_is_kquant(wtype)) return mt_matvec_kquant_avx512(wtype, W, cols, act, y, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
   const float* x[1] = {(const float*)act};
   for (int64_t r = r0; r < r1; r++) dot_float_rows<1>(wtype, w + r * row_bytes, x, cols, y + r);
@@ -129,6 +131,7 @@ void mt_matmul_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
   const uint8_t* a = (const uint8_t*)acts;
   if (wtype == MT_Q4_0) return quant_matmul2<Q4Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
   if (wtype == MT_Q8_0) return quant_matmul2<Q8Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
+  if (mt_is_kquant(wtype)) return mt_matmul_kquant_avx512(wtype, W, cols, acts, n, Y, ldy, r0, r1);
   size_t row_bytes = mt_row_bytes(wtype, cols);
   const float* x = (const float*)acts;
   for (int64_t r = r0; r < r1; r++) {

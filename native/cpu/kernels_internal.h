@@ -26,6 +26,14 @@
 //     isum[b] = sum_i q_w q_x, exact in int32 (|isum| <= 32 * 128 * 127);
 //     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]), blocks in order;
 //     y = mt_reduce8(lane) + 0.0f.
+//   Q2_K .. Q6_K (super-blocks b of 256 elements, 16 sub-blocks k of 16, integer scales sc[k] and
+//   mins m[k] as kernels_kquant.h decodes them, activations as mt_act_k):
+//     isum[b] = sum_k sc[k] sum_{i in k} q_w q_x, exact in int32 (|isum| <= 16 * 128 * 16 * 32 * 127);
+//     msum[b] = sum_k m[k] bsum_x[k], exact (Q2_K, Q4_K, Q5_K only; the others have no min);
+//     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]);
+//     then, with a min, lane[b % 8] = fma(-(dmin_w[b] * d_x[b]), (float)msum[b], lane[b % 8]);
+//     super-blocks in order, y = mt_reduce8(lane) + 0.0f. (float)isum rounds to nearest even when
+//     |isum| > 2^24, the same on every path (cvtdq2ps and the C cast agree).
 //   F32 / F16 / BF16 (y = sum_i w_i x_i):
 //     lane[i % 32] = fma(w_i, x_i, lane[i % 32]), elements in order;
 //     s16[l] = lane[l] + lane[l + 16], s8[l] = s16[l] + s16[l + 8], y = mt_reduce8(s8) + 0.0f.
@@ -62,6 +70,19 @@ typedef struct {
   int8_t q[MT_ACT_GROUP_BLOCKS][MT_QK];
 } mt_act_group;  // 320 bytes
 static_assert(sizeof(mt_act_group) == 320, "mt_act_group layout");
+
+// A prepared activation row for k-quant weights: one mt_act_k per 256 elements (ggml's Q8_K
+// scheme): d = max|x| / 127 kept as f32 (no f16 rounding), q = round(x * (1 / d)) to nearest even,
+// clamped to +-127, and bsum[k] = sum of q over the 16-element sub-block k (the mins and the
+// unsigned-code offsets come off in integers through it). A block holding a NaN or inf gets
+// d = NaN, q and bsum 0, as the Q8_0 groups do.
+typedef struct {
+  int8_t q[256];
+  int16_t bsum[16];
+  float d;
+  int32_t pad[7];  // 320 bytes: every block starts 64-byte aligned relative to the row
+} mt_act_k;
+static_assert(sizeof(mt_act_k) == 320, "mt_act_k layout");
 
 static inline int64_t mt_act_groups(int64_t blocks) { return (blocks + MT_ACT_GROUP_BLOCKS - 1) / MT_ACT_GROUP_BLOCKS; }
 
@@ -116,7 +137,10 @@ static inline uint16_t mt_f32_to_f16(float f) {
 
 static inline float mt_bf16_to_f32(uint16_t h) { return mt_bits_f32((uint32_t)h << 16); }
 
+// The 32-element block types, whose activations are mt_act_group rows (k-quants: mt_is_kquant).
 static inline int mt_is_quant(int type) { return type == MT_Q8_0 || type == MT_Q4_0; }
+
+#include "kernels_kquant.h"
 
 // Per-ISA entry points: same contract as mt_matvec_rows / mt_matmul_rows in mt_kernels.h.
 // Every path's activation prepare produces bit-identical output (the same IEEE products,
@@ -140,6 +164,15 @@ MT_DECLARE_PATH(avx512)
 void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
 void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                           int64_t r0, int64_t r1);
+// The k-quant kernels of the AVX2 and AVX-512 paths (kernels_avx2_kquant.cc, kernels_avx512_kquant.cc).
+void mt_matvec_kquant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
+void mt_matmul_kquant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                           int64_t r0, int64_t r1);
+void mt_matvec_kquant_avx512(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
+void mt_matmul_kquant_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y,
+                             int64_t ldy, int64_t r0, int64_t r1);
+// The Q8_K activation quantiser (quant_rows.cc): one scalar implementation for every path.
+void mt_act_prepare_kquant(const float* x, int64_t cols, mt_act_k* act);
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,40 @@ float dot_quant(const uint8_t* w, const mt_act_group* a, int64_t cols) {
   return mt_reduce_quant_lanes(lane);
 }
 
+// One k-quant super-block against its Q8_K block: the exact integer sums of the canonical order.
+// (A template on the type only so the decoders' switches fold away.)
+template <int type>
+void kquant_isums( const uint8_t* blk, const mt_act_k& a, int32_t* isum, int32_t* msum) {
+  int16_t sc[MT_QK_K_SUBS], m[MT_QK_K_SUBS];
+  mt_kquant_scales(type, blk, sc, m);
+  int32_t is = 0, ms = 0;
+  for (int k = 0; k < MT_QK_K_SUBS; k++) {
+    int32_t sub = 0;
+    for (int e = 16 * k; e < 16 * k + 16; e++) sub += mt_kquant_q(type, blk, e) * a.q[e];
+    is += sc[k] * sub;
+    ms += m[k] * a.bsum[k];
+  }
+  *isum = is;
+  *msum = ms;
+}
+
+// W row (super-blocks of `type`) . x (mt_act_k blocks) in the canonical order (kernels_internal.h).
+template <int type>
+float dot_kquant(const uint8_t* w, const mt_act_k* a, int64_t cols) {
+  const int bytes = mt_kquant_block_bytes(type);
+  const bool has_min = mt_kquant_has_min(type);
+  float lane[MT_QUANT_LANES] = {0};
+  for (int64_t b = 0; b < cols / MT_QK_K; b++) {
+    const uint8_t* blk = w + b * bytes;
+    int32_t isum, msum;
+    kquant_isums<type>(blk, a[b], &isum, &msum);
+    float& l = lane[b % MT_QUANT_LANES];
+    l = fmaf(mt_f16_to_f32(mt_load_u16(blk + mt_kquant_d_at(type))) * a[b].d, (float)isum, l);
+    if (has_min) l = fmaf(-(mt_f16_to_f32(mt_load_u16(blk + mt_kquant_dmin_at(type))) * a[b].d), (float)msum, l);
+  }
+  return mt_reduce_quant_lanes(lane);
+}
+
 float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
   const float* x = (const float*)act;
   const mt_act_group* a = (const mt_act_group*)act;
@@ -57,6 +91,11 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
     case MT_BF16: return dot_float<weight_bf16>(w, x, cols);
     case MT_Q8_0: return dot_quant<MT_Q8_0_BYTES, isum_q8_0>(w, a, cols);
     case MT_Q4_0: return dot_quant<MT_Q4_0_BYTES, isum_q4_0>(w, a, cols);
+    case MT_Q2_K: return dot_kquant<MT_Q2_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q3_K: return dot_kquant<MT_Q3_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q4_K: return dot_kquant<MT_Q4_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q5_K: return dot_kquant<MT_Q5_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q6_K: return dot_kquant<MT_Q6_K>(w, (const mt_act_k*)act, cols);
     default: return 0.0f;
   }
 }

@@ -8,7 +8,8 @@
 extern "C" {
 
 int mt_type_supported(int type) {
-  return type == MT_F32 || type == MT_F16 || type == MT_BF16 || type == MT_Q8_0 || type == MT_Q4_0;
+  return type == MT_F32 || type == MT_F16 || type == MT_BF16 || type == MT_Q8_0 || type == MT_Q4_0 ||
+         mt_is_kquant(type);
 }
 
 // Bytes of one row of `cols` elements; 0 for an unsupported type or a partial block.
@@ -20,13 +21,20 @@ size_t mt_row_bytes(int type, int64_t cols) {
     case MT_BF16: return (size_t)cols * 2;
     case MT_Q8_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q8_0_BYTES;
     case MT_Q4_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q4_0_BYTES;
+    case MT_Q2_K:
+    case MT_Q3_K:
+    case MT_Q4_K:
+    case MT_Q5_K:
+    case MT_Q6_K: return cols % MT_QK_K ? 0 : (size_t)(cols / MT_QK_K) * mt_kquant_block_bytes(type);
     default: return 0;
   }
 }
 
-// Float weights read an f32 copy of x; quantised weights read 8-bit blocks in groups (mt_act_group).
+// Float weights read an f32 copy of x; Q8_0 / Q4_0 weights read 8-bit blocks in groups
+// (mt_act_group); k-quants read one Q8_K block (mt_act_k) per 256 elements.
 size_t mt_act_row_bytes(int wtype, int64_t cols) {
   if (!mt_type_supported(wtype) || cols < 0) return 0;
+  if (mt_is_kquant(wtype)) return cols % MT_QK_K ? 0 : (size_t)(cols / MT_QK_K) * sizeof(mt_act_k);
   if (mt_is_quant(wtype)) return cols % MT_QK ? 0 : (size_t)mt_act_groups(cols / MT_QK) * sizeof(mt_act_group);
   return (size_t)cols * sizeof(float);
 }
@@ -75,8 +83,45 @@ static void quantise_q8(const float* x, int64_t cols, mt_act_group* out) {
   }
 }
 
+// x [cols] -> Q8_K blocks of 256 (mt_act_k): d = max|x| / 127 kept as f32, q = round(x * (1 / d)),
+// bsum per 16. The error per element is at most d / 2 (the tolerance the k-quant tests derive).
+// Every path calls this one (prepare is O(cols), a matvec O(rows cols)), so all agree by construction.
+void mt_act_prepare_kquant(const float* x, int64_t cols, mt_act_k* out) {
+  const int64_t nb = cols / MT_QK_K;
+  memset(out, 0, (size_t)nb * sizeof(mt_act_k));
+  for (int64_t b = 0; b < nb; b++) {
+    const float* xb = x + b * MT_QK_K;
+    mt_act_k& a = out[b];
+    float amax = 0.0f;
+    bool finite = true;
+    for (int i = 0; i < MT_QK_K; i++) {
+      amax = fmaxf(amax, fabsf(xb[i]));
+      finite = finite && fabsf(xb[i]) <= FLT_MAX;
+    }
+    if (!finite) {
+      a.d = NAN;
+      continue;
+    }
+    const float d = amax / 127.0f;
+    const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int k = 0; k < MT_QK_K_SUBS; k++) {
+      int32_t sum = 0;
+      for (int i = 16 * k; i < 16 * k + 16; i++) {
+        int q = round_to_int(xb[i] * inv);
+        q = q > 127 ? 127 : (q < -127 ? -127 : q);
+        a.q[i] = (int8_t)q;
+        sum += q;
+      }
+      a.bsum[k] = (int16_t)sum;
+    }
+    a.d = d;
+  }
+}
+
 void mt_act_prepare_scalar(int wtype, const float* x, int64_t cols, void* act) {
-  if (mt_is_quant(wtype)) {
+  if (mt_is_kquant(wtype)) {
+    mt_act_prepare_kquant(x, cols, (mt_act_k*)act);
+  } else if (mt_is_quant(wtype)) {
     quantise_q8(x, cols, (mt_act_group*)act);
   } else {
     memcpy(act, x, (size_t)cols * sizeof(float));
@@ -105,6 +150,23 @@ static void dequant_q4_0(const uint8_t* row, int64_t cols, float* out) {
   }
 }
 
+// value = d sc q - dmin m (Q2_K, Q4_K, Q5_K) or d sc q: (d * sc) * q - (dmin * m), each product
+// rounded on its own (as ggml's dequantize_row_q*_K, whose d * sc is one float).
+static void dequant_kquant(int type, const uint8_t* row, int64_t cols, float* out) {
+  const int bytes = mt_kquant_block_bytes(type);
+  for (int64_t b = 0; b < cols / MT_QK_K; b++) {
+    const uint8_t* blk = row + b * bytes;
+    int16_t sc[MT_QK_K_SUBS], m[MT_QK_K_SUBS];
+    mt_kquant_scales(type, blk, sc, m);
+    const float d = mt_f16_to_f32(mt_load_u16(blk + mt_kquant_d_at(type)));
+    const float dmin = mt_kquant_has_min(type) ? mt_f16_to_f32(mt_load_u16(blk + mt_kquant_dmin_at(type))) : 0.0f;
+    for (int e = 0; e < MT_QK_K; e++) {
+      const float v = (d * (float)sc[e / 16]) * (float)mt_kquant_q(type, blk, e);
+      out[b * MT_QK_K + e] = mt_kquant_has_min(type) ? v - dmin * (float)m[e / 16] : v;
+    }
+  }
+}
+
 void mt_dequant_row(int type, const void* row, int64_t cols, float* out) {
   const uint8_t* p = (const uint8_t*)row;
   switch (type) {
@@ -117,7 +179,9 @@ void mt_dequant_row(int type, const void* row, int64_t cols, float* out) {
       break;
     case MT_Q8_0: dequant_q8_0(p, cols, out); break;
     case MT_Q4_0: dequant_q4_0(p, cols, out); break;
-    default: break;
+    default:
+      if (mt_is_kquant(type)) dequant_kquant(type, p, cols, out);
+      break;
   }
 }
 

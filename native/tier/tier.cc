@@ -100,6 +100,9 @@ uint64_t mt_tier_host_copy_bytes(const mt_model* m) {
   for (int32_t l = 0; l < mt_model_hparams(m)->n_layer; l++) {
     const mt_layer_experts e = layer_experts(m, l);
     uint64_t layer_bytes = 0;
+    // A Q8_0 gate beside another up / down type would make a Q8_0 copy look like the container's
+    // bytes to the forward pass (apply_binding, forward_steps.cc): no copies then.
+    if (e.gate.type == MT_Q8_0 && (e.up.type != MT_Q8_0 || e.down.type != MT_Q8_0)) return 0;
     for (const mt_matrix_desc* w : {&e.gate, &e.up, &e.down}) {
       if (!quant(w->type)) return 0;
       layer_bytes += uint64_t(w->rows) * mt_row_bytes(MT_Q8_0, w->cols);

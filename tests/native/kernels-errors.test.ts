@@ -30,7 +30,7 @@ describe('kernel verbs refuse bad input', () => {
   });
 
   it('unsupported type ids', () => {
-    for (const typeId of [3, 6, 7, 12, 99]) {
+    for (const typeId of [3, 6, 7, 9, 15, 99]) {
       expect(() => native.matvec(typeId, w, 3, 64, x, y)).toThrow(/typeId: expected one of/);
       expect(() => native.dequantRow(typeId, w, 64, new Float32Array(64))).toThrow(RangeError);
     }
@@ -41,6 +41,10 @@ describe('kernel verbs refuse bad input', () => {
     for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0]) {
       expect(() => native.matvec(type, w, 3, 48, new Float32Array(48), y)).toThrow(/cols: expected a multiple of 32/);
       expect(() => native.dequantRow(type, w, 31, new Float32Array(31))).toThrow(/multiple of 32/);
+    }
+    for (const typeId of [10, 11, 12, 13, 14]) { // Q2_K..Q6_K: 256-element super-blocks
+      expect(() => native.matvec(typeId, w, 3, 64, x, y)).toThrow(/cols: expected a multiple of 256/);
+      expect(() => native.dequantRow(typeId, w, 128, new Float32Array(128))).toThrow(/multiple of 256/);
     }
   });
 
