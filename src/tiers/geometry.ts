@@ -87,6 +87,11 @@ const ggmlQuants: Record<string, Quant> = {
   Q8_0: { name: 'Q8_0', blockElements: 32, blockBytes: 34 },
   Q4_0: { name: 'Q4_0', blockElements: 32, blockBytes: 18 },
   Q4_K: quants.Q4_K,
+  // ggml's k-quant super-blocks (block_q*_K in ggml-common.h): 256 weights each.
+  Q2_K: { name: 'Q2_K', blockElements: 256, blockBytes: 84 },
+  Q3_K: { name: 'Q3_K', blockElements: 256, blockBytes: 110 },
+  Q5_K: { name: 'Q5_K', blockElements: 256, blockBytes: 176 },
+  Q6_K: { name: 'Q6_K', blockElements: 256, blockBytes: 210 },
 };
 
 /**

@@ -221,9 +221,14 @@ function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, nExpert
   }
 }
 
-/** Host copies pay off where the container is 4-bit: a Q4_0 expert becomes an exact Q8_0 copy. */
+/**
+ * Host copies pay off where the container is 4-bit: a Q4_0 expert becomes an exact Q8_0 copy. All
+ * three matrices must be Q4_0: a mix (a k-quant file's Q6_K down beside Q4_K gate / up, or a Q4_0
+ * gate beside a Q6_K down) has no exact Q8_0 copy, and the native tier offers none then
+ * (mt_tier_host_copy_bytes): its misses are computed from the container's own bytes.
+ */
 function wantsHostCopies(model: LoadedModel): boolean {
-  return model.file.tensors.get('blk.0.ffn_gate_exps.weight')?.type === 'Q4_0';
+  return ['gate', 'up', 'down'].every((m) => model.file.tensors.get(`blk.0.ffn_${m}_exps.weight`)?.type === 'Q4_0');
 }
 
 /** gate | up | down as Q8_0 rows: 3 x nEmbd x nFfExp weights, 34 bytes per 32. */
