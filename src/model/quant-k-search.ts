@@ -58,16 +58,8 @@ export function fitScaleMin(
   const range = f(max - min);
   let iscale = f(nmax / range);
   let scale = f(1 / iscale);
-  const error = (s: number, m: number, levels: Uint8Array, at: number): number => {
-    let sum = 0;
-    for (let i = 0; i < n; i++) {
-      const diff = f(f(f(s * levels[at + i]) + m) - x[xo + i]);
-      sum = f(sum + f(weights[i] * (useMad ? Math.abs(diff) : f(diff * diff))));
-    }
-    return sum;
-  };
   for (let i = 0; i < n; i++) L[lo + i] = clamp(nearestInt(f(iscale * f(x[xo + i] - min))), 0, nmax);
-  let bestError = error(scale, min, L, lo);
+  let bestError = weightedError(x, xo, n, weights, scale, min, L, lo, useMad);
   if (nstep < 1) return { scale, minNeg: -min };
   for (let step = 0; step <= nstep; step++) {
     iscale = f(f(f(rmin + f(rdelta * step)) + nmax) / range);
@@ -88,7 +80,7 @@ export function fitScaleMin(
       thisMin = 0;
       thisScale = f(sumXL / sumL2);
     }
-    const curError = error(thisScale, thisMin, laux, 0);
+    const curError = weightedError(x, xo, n, weights, thisScale, thisMin, laux, 0, useMad);
     if (curError < bestError) {
       for (let i = 0; i < n; i++) L[lo + i] = laux[i];
       bestError = curError;
@@ -97,6 +89,19 @@ export function fitScaleMin(
     }
   }
   return { scale, minNeg: -min };
+}
+
+/** sum w (scale L + min - x)^2, or sum w |scale L + min - x| with useMad, accumulated in f32. */
+function weightedError(
+  x: Float32Array, xo: number, n: number, weights: Float32Array, scale: number, min: number,
+  levels: Uint8Array, at: number, useMad: boolean,
+): number {
+  let sum = 0;
+  for (let i = 0; i < n; i++) {
+    const diff = f(f(f(scale * levels[at + i]) + min) - x[xo + i]);
+    sum = f(sum + f(weights[i] * (useMad ? Math.abs(diff) : f(diff * diff))));
+  }
+  return sum;
 }
 
 /**
