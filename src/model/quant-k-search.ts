@@ -4,8 +4,9 @@
  * levels L of a small group of weights x and returns the scale (and the min) that go with them.
  *
  * Every operation is done in f32 (Math.fround after each one) in the order ggml's C code does
- * it, so the result is meant to match ggml's bit for bit; that is not checked against ggml
- * itself here (tests/unit/model/quant-k.test.ts checks the error bounds instead).
+ * it, so the bytes match ggml's quantize_row_q*_K_ref: checked against ggml's C (gcc -O2, no FMA
+ * contraction) on Gaussian, uniform, sparse and all-positive rows; tests/unit/model/quant-k.test.ts
+ * pins the digests of ggml's bytes for one row, and the round-trip error bounds.
  */
 
 const f = Math.fround;
@@ -55,14 +56,14 @@ export function fitScaleMin(
     L.fill(0, lo, lo + n);
     return { scale: 0, minNeg: -min };
   }
-  const range = f(max - min);
-  let iscale = f(nmax / range);
+  let iscale = f(nmax / f(max - min));
   let scale = f(1 / iscale);
   for (let i = 0; i < n; i++) L[lo + i] = clamp(nearestInt(f(iscale * f(x[xo + i] - min))), 0, nmax);
   let bestError = weightedError(x, xo, n, weights, scale, min, L, lo, useMad);
   if (nstep < 1) return { scale, minNeg: -min };
   for (let step = 0; step <= nstep; step++) {
-    iscale = f(f(f(rmin + f(rdelta * step)) + nmax) / range);
+    // min is the best fit so far: later spacings are measured from it, as ggml does
+    iscale = f(f(f(rmin + f(rdelta * step)) + nmax) / f(max - min));
     let sumL = 0, sumL2 = 0, sumXL = 0;
     for (let i = 0; i < n; i++) {
       const l = clamp(nearestInt(f(iscale * f(x[xo + i] - min))), 0, nmax);

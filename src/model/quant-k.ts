@@ -23,7 +23,7 @@
  *
  * Dequantisation does ggml's f32 operations in ggml's order (Math.fround after each), so it is
  * bit-compatible with dequantize_row_q*_K compiled without FMA contraction (ggml-base is).
- * The quantisers follow quantize_row_q*_K_ref (no importance matrix); see quant-k-search.ts.
+ * The quantisers are quantize_row_q*_K_ref (no importance matrix), byte for byte; see quant-k-search.ts.
  */
 import { F16_TABLE, f32ToF16 } from './f16.js';
 import { fitQ3Scale, fitScaleMin, fitSymmetricScale, nearestInt } from './quant-k-search.js';
