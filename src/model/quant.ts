@@ -1,87 +1,28 @@
 /**
- * Element formats of model tensors: f16 / bf16 conversion and row-wise quantise /
- * dequantise for F32, F16, BF16, Q8_0 and Q4_0, bit-compatible with ggml's
- * reference quantisers (quantize_row_q8_0_ref, quantize_row_q4_0_ref).
+ * Element formats of model tensors: row-wise quantise / dequantise for F32, F16, BF16,
+ * Q8_0, Q4_0, Q5_0, Q5_1 (bit-compatible with ggml's quantize_row_q*_ref and
+ * dequantize_row_q*) and the k-quants Q2_K..Q6_K (quant-k.ts).
  *
  * A "row" is `cols` consecutive elements (dims[0] of a ggml tensor); block types
- * need cols % 32 === 0. Byte layouts (little-endian):
+ * need cols % 32 === 0 (k-quants: % 256). Byte layouts (little-endian):
  *   F32   4 bytes / element            F16, BF16  2 bytes / element
  *   Q8_0  [d: f16][q: 32 x int8]        value = q * d
  *   Q4_0  [d: f16][16 bytes]            byte j = elem j (low nibble) | elem j+16 (high nibble)
  *                                       value = (nibble - 8) * d
+ *   Q5_0  [d: f16][qh: u32][16 bytes]   low 4 bits as Q4_0, 5th bit of elem j in qh bit j
+ *                                       value = (q - 16) * d
+ *   Q5_1  [d: f16][m: f16][qh: u32][16 bytes]  as Q5_0, value = q * d + m
+ * Q5_0 / Q5_1 are here because llama-quantize falls back to them (from Q4_K / Q5_K) for rows
+ * that are not a multiple of 256 elements (quant-mix.ts). The k-quants are in quant-k.ts.
  */
 import { assert } from '../core/assert.js';
+import { F16_TABLE, bf16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
+import { dequantKRow, quantizeKRow } from './quant-k.js';
 import { GGML_BLOCK, type GgmlTypeName } from './types.js';
 
+export { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
+
 const QK = 32; // elements per Q8_0 / Q4_0 block
-
-// Scratch views that reinterpret one f32's bits.
-const f32Scratch = new Float32Array(1);
-const u32Scratch = new Uint32Array(f32Scratch.buffer);
-
-/** f32 -> IEEE binary16 bits, round to nearest even; overflow gives +-inf. */
-export function f32ToF16(x: number): number {
-  f32Scratch[0] = x;
-  const bits = u32Scratch[0];
-  const sign = (bits >>> 16) & 0x8000;
-  const exp = (bits >>> 23) & 0xff;
-  const mant = bits & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 : 0);
-  const e = exp - 127 + 15; // rebiased exponent
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    // Subnormal half: m * 2^-24 with m = full >> (14 - e); below half the smallest, 0.
-    if (e < -10) return sign;
-    const full = mant | 0x800000;
-    const shift = 14 - e;
-    let half = full >>> shift;
-    const rem = full & ((1 << shift) - 1);
-    const halfway = 1 << (shift - 1);
-    if (rem > halfway || (rem === halfway && (half & 1) !== 0)) half++;
-    return sign | half;
-  }
-  let half = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  // A carry out of the mantissa correctly bumps the exponent (and reaches inf at the top).
-  if (rem > 0x1000 || (rem === 0x1000 && (half & 1) !== 0)) half++;
-  return sign | half;
-}
-
-/** Every f16 bit pattern decoded once: 256 KiB, makes F16 / Q8_0 / Q4_0 reads a lookup. */
-const F16_TABLE = (() => {
-  const table = new Float32Array(65536);
-  for (let h = 0; h < 65536; h++) table[h] = decodeF16(h);
-  return table;
-})();
-
-function decodeF16(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >>> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant === 0 ? sign * Infinity : NaN;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
-}
-
-/** IEEE binary16 bits -> number. */
-export function f16ToF32(h: number): number {
-  return F16_TABLE[h & 0xffff];
-}
-
-/** f32 -> bfloat16 bits (the top 16 bits of the f32), round to nearest even. */
-export function f32ToBf16(x: number): number {
-  f32Scratch[0] = x;
-  const bits = u32Scratch[0];
-  if ((bits & 0x7fffffff) > 0x7f800000) return ((bits >>> 16) | 0x40) & 0xffff; // keep NaN a NaN
-  const lsb = (bits >>> 16) & 1;
-  return ((bits + 0x7fff + lsb) >>> 16) & 0xffff;
-}
-
-/** bfloat16 bits -> number. */
-export function bf16ToF32(b: number): number {
-  u32Scratch[0] = (b & 0xffff) << 16;
-  return f32Scratch[0];
-}
 
 /** Bytes of one row of `cols` elements of `type`. */
 export function rowBytes(type: GgmlTypeName, cols: number): number {
@@ -116,6 +57,15 @@ export function dequantizeRow(
       return dequantQ8_0(bytes, offset, cols, out, outOffset);
     case 'Q4_0':
       return dequantQ4_0(bytes, offset, cols, out, outOffset);
+    case 'Q5_0':
+    case 'Q5_1':
+      return dequantQ5(type, bytes, offset, cols, out, outOffset);
+    case 'Q2_K':
+    case 'Q3_K':
+    case 'Q4_K':
+    case 'Q5_K':
+    case 'Q6_K':
+      return dequantKRow(type, bytes, offset, cols, out, outOffset);
   }
 }
 
@@ -145,6 +95,30 @@ function dequantQ4_0(bytes: Uint8Array, offset: number, cols: number, out: Float
       const byte = bytes[o + 2 + j];
       out[base + j] = ((byte & 0x0f) - 8) * d;
       out[base + j + QK / 2] = ((byte >>> 4) - 8) * d;
+    }
+  }
+}
+
+/** Q5_0: q = low nibble | qh bit << 4, value (q - 16) d. Q5_1: value q d + m (ggml: x*d + m). */
+function dequantQ5(type: 'Q5_0' | 'Q5_1', bytes: Uint8Array, offset: number, cols: number, out: Float32Array, outOffset: number): void {
+  const size = type === 'Q5_0' ? 22 : 24;
+  const head = type === 'Q5_0' ? 2 : 4; // qh follows d (and m)
+  for (let b = 0, o = offset; b < cols / QK; b++, o += size) {
+    const d = F16_TABLE[bytes[o] | (bytes[o + 1] << 8)];
+    const m = type === 'Q5_1' ? F16_TABLE[bytes[o + 2] | (bytes[o + 3] << 8)] : 0;
+    const qh = (bytes[o + head] | (bytes[o + head + 1] << 8) | (bytes[o + head + 2] << 16) | (bytes[o + head + 3] << 24)) >>> 0;
+    const base = outOffset + b * QK;
+    for (let j = 0; j < QK / 2; j++) {
+      const byte = bytes[o + head + 4 + j];
+      const q0 = (byte & 0x0f) | (((qh >>> j) & 1) << 4);
+      const q1 = (byte >>> 4) | (((qh >>> (j + 16)) & 1) << 4);
+      if (type === 'Q5_0') {
+        out[base + j] = (q0 - 16) * d;
+        out[base + j + QK / 2] = (q1 - 16) * d;
+      } else {
+        out[base + j] = Math.fround(q0 * d) + m;
+        out[base + j + QK / 2] = Math.fround(q1 * d) + m;
+      }
     }
   }
 }
@@ -181,6 +155,19 @@ export function quantizeRow(
       break;
     case 'Q4_0':
       for (let b = 0; b < cols / QK; b++) quantBlockQ4_0(src, srcOffset + b * QK, dst, dstOffset + b * 18);
+      break;
+    case 'Q5_0':
+      for (let b = 0; b < cols / QK; b++) quantBlockQ5_0(src, srcOffset + b * QK, dst, dstOffset + b * 22);
+      break;
+    case 'Q5_1':
+      for (let b = 0; b < cols / QK; b++) quantBlockQ5_1(src, srcOffset + b * QK, dst, dstOffset + b * 24);
+      break;
+    case 'Q2_K':
+    case 'Q3_K':
+    case 'Q4_K':
+    case 'Q5_K':
+    case 'Q6_K':
+      quantizeKRow(type, src, srcOffset, cols, dst, dstOffset);
       break;
   }
   return size;
@@ -225,4 +212,51 @@ function quantBlockQ4_0(src: Float32Array, s: number, dst: Uint8Array, o: number
     const q1 = Math.min(15, Math.trunc(Math.fround(Math.fround(src[s + j + QK / 2] * id) + 8.5)));
     dst[o + 2 + j] = q0 | (q1 << 4);
   }
+}
+
+/** Packs 32 five-bit levels as Q5_0 / Q5_1 do: 16 bytes of nibbles at qs, the 5th bits as a u32 at qh. */
+function packQ5(levels: Uint8Array, dst: Uint8Array, qh: number, qs: number): void {
+  let high = 0;
+  for (let j = 0; j < QK / 2; j++) {
+    dst[qs + j] = (levels[j] & 0x0f) | ((levels[j + QK / 2] & 0x0f) << 4);
+    high |= ((levels[j] >> 4) & 1) << j;
+    high |= ((levels[j + QK / 2] >> 4) & 1) << (j + QK / 2);
+  }
+  for (let k = 0; k < 4; k++) dst[qh + k] = (high >>> (8 * k)) & 0xff;
+}
+
+/** ggml quantize_row_q5_0_ref: d = max / -16 (max: signed element of largest |x|), q = min(31, trunc(x / d + 16.5)). */
+function quantBlockQ5_0(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
+  let amax = 0, max = 0;
+  for (let j = 0; j < QK; j++) {
+    const v = src[s + j];
+    if (amax < Math.abs(v)) {
+      amax = Math.abs(v);
+      max = v;
+    }
+  }
+  const d = Math.fround(max / -16);
+  const id = d !== 0 ? Math.fround(1 / d) : 0;
+  writeU16(dst, o, f32ToF16(d));
+  const levels = new Uint8Array(QK);
+  // x * id + 16.5 >= 0.5 (|x * id| <= 16), so truncation is floor.
+  for (let j = 0; j < QK; j++) levels[j] = Math.min(31, Math.trunc(Math.fround(Math.fround(src[s + j] * id) + 16.5)));
+  packQ5(levels, dst, o + 2, o + 6);
+}
+
+/** ggml quantize_row_q5_1_ref: d = (max - min) / 31, m = min, q = trunc((x - min) / d + 0.5). */
+function quantBlockQ5_1(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
+  let min = Infinity, max = -Infinity;
+  for (let j = 0; j < QK; j++) {
+    const v = src[s + j];
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  const d = Math.fround(Math.fround(max - min) / 31);
+  const id = d !== 0 ? Math.fround(1 / d) : 0;
+  writeU16(dst, o, f32ToF16(d));
+  writeU16(dst, o + 2, f32ToF16(min));
+  const levels = new Uint8Array(QK);
+  for (let j = 0; j < QK; j++) levels[j] = Math.trunc(Math.fround(Math.fround(Math.fround(src[s + j] - min) * id) + 0.5)) & 0xff;
+  packQ5(levels, dst, o + 4, o + 8);
 }

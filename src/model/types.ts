@@ -14,7 +14,14 @@ export const GGML_TYPE = {
   F32: 0,
   F16: 1,
   Q4_0: 2,
+  Q5_0: 6,
+  Q5_1: 7,
   Q8_0: 8,
+  Q2_K: 10,
+  Q3_K: 11,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
   BF16: 30,
 } as const;
 export type GgmlTypeName = keyof typeof GGML_TYPE;
@@ -26,6 +33,14 @@ export const GGML_BLOCK: Record<GgmlTypeName, { elements: number; bytes: number 
   BF16: { elements: 1, bytes: 2 },
   Q8_0: { elements: 32, bytes: 34 }, // f16 scale + 32 x int8
   Q4_0: { elements: 32, bytes: 18 }, // f16 scale + 16 bytes of nibbles (low nibbles: elements 0..15, high: 16..31)
+  Q5_0: { elements: 32, bytes: 22 }, // f16 d, u32 of 5th bits, 16 bytes of nibbles
+  Q5_1: { elements: 32, bytes: 24 }, // f16 d, f16 m, u32 of 5th bits, 16 bytes of nibbles
+  // k-quants: 256-element super-blocks, ggml-common.h block_q*_K (layouts in quant-k.ts)
+  Q2_K: { elements: 256, bytes: 84 }, // scales[16], qs[64], d, dmin
+  Q3_K: { elements: 256, bytes: 110 }, // hmask[32], qs[64], scales[12], d
+  Q4_K: { elements: 256, bytes: 144 }, // d, dmin, scales[12], qs[128]
+  Q5_K: { elements: 256, bytes: 176 }, // d, dmin, scales[12], qh[32], qs[128]
+  Q6_K: { elements: 256, bytes: 210 }, // ql[128], qh[64], scales[16] (int8), d
 };
 
 export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama';

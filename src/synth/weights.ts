@@ -13,10 +13,9 @@ import type { GgmlTypeName, HParams } from '../model/types.js';
 import type { PlantedModel } from './planted.js';
 import { PLANT } from './presets.js';
 import { Rng } from './prng.js';
+import { tensorQuantType, type QuantName } from './quant-mix.js';
 
-export type QuantName = 'q8_0' | 'q4_0' | 'f16' | 'bf16' | 'f32';
-export const QUANT_NAMES: readonly QuantName[] = ['q8_0', 'q4_0', 'f16', 'bf16', 'f32'];
-export const QUANT_TYPE: Record<QuantName, GgmlTypeName> = { q8_0: 'Q8_0', q4_0: 'Q4_0', f16: 'F16', bf16: 'BF16', f32: 'F32' };
+export { QUANT_NAMES, type QuantName } from './quant-mix.js';
 
 export interface SynthTensor {
   name: string;
@@ -29,8 +28,8 @@ type RowFill = (row: number, out: Float32Array) => void;
 
 export function synthTensors(plant: PlantedModel, quant: QuantName): SynthTensor[] {
   return expectedTensors(plant.hp).map((spec) => {
-    // Norms, biases and the router stay F32 (llama.cpp and our reader expect it).
-    const type: GgmlTypeName = spec.role === 'matrix' || spec.role === 'experts' ? QUANT_TYPE[quant] : 'F32';
+    // Norms, biases and the router stay F32 (llama.cpp and our reader expect it); k-quant mixes as llama-quantize.
+    const type = tensorQuantType(quant, spec, plant.hp);
     return { name: spec.name, type, dims: spec.dims, data: () => tensorBytes(spec, type, rowFiller(spec, plant)) };
   });
 }

@@ -45,6 +45,13 @@ describe('GGUF writer and reader', () => {
       { name: 'q4', type: 'Q4_0' as const, dims: [32], data: () => bytesOf(18, 3) },
       { name: 'f16', type: 'F16' as const, dims: [5], data: () => bytesOf(10, 4) },
       { name: 'bf16', type: 'BF16' as const, dims: [1, 1, 1, 3], data: () => bytesOf(6, 5) },
+      { name: 'q5_0', type: 'Q5_0' as const, dims: [64], data: () => bytesOf(44, 6) },
+      { name: 'q5_1', type: 'Q5_1' as const, dims: [32, 2], data: () => bytesOf(48, 7) },
+      { name: 'q2k', type: 'Q2_K' as const, dims: [256, 2], data: () => bytesOf(2 * 84, 8) },
+      { name: 'q3k', type: 'Q3_K' as const, dims: [512], data: () => bytesOf(2 * 110, 9) },
+      { name: 'q4k', type: 'Q4_K' as const, dims: [256, 1, 3], data: () => bytesOf(3 * 144, 10) },
+      { name: 'q5k', type: 'Q5_K' as const, dims: [256], data: () => bytesOf(176, 11) },
+      { name: 'q6k', type: 'Q6_K' as const, dims: [768, 2], data: () => bytesOf(6 * 210, 12) },
     ];
     await writeGguf(path, metadata, tensors, { onProgress: (written) => progress.push(written) });
     const bytes = new Uint8Array(await readFile(path));
@@ -67,7 +74,7 @@ describe('GGUF writer and reader', () => {
     expect(file.metadata.get('a.strings')).toEqual(['x', 'Ġy', '']);
     expect(file.metadata.get('a.f32s')).toEqual([0.25, -1]);
     expect(file.metadata.get('a.i32s')).toEqual([1, -3]);
-    expect([...file.tensors.keys()]).toEqual(['f32', 'q8', 'q4', 'f16', 'bf16']);
+    expect([...file.tensors.keys()]).toEqual(tensors.map((t) => t.name));
     for (const [i, t] of tensors.entries()) {
       const info = file.tensors.get(t.name)!;
       expect(info.type).toBe(t.type);
@@ -119,6 +126,8 @@ describe('GGUF writer and reader', () => {
   it('refuse dims that are not a multiple of the block size, and duplicate tensors', async () => {
     await expect(writeGguf(join(dir, 'x.gguf'), [], [{ name: 'w', type: 'Q4_0', dims: [16], data: () => new Uint8Array(9) }]))
       .rejects.toThrow(/divisible by the Q4_0 block size 32/);
+    await expect(writeGguf(join(dir, 'x.gguf'), [], [{ name: 'w', type: 'Q4_K', dims: [64, 4], data: () => new Uint8Array(144) }]))
+      .rejects.toThrow(/tensor w dims.*divisible by the Q4_K block size 256/);
     const t = { name: 'w', type: 'F32' as const, dims: [1], data: () => new Uint8Array(4) };
     await expect(writeGguf(join(dir, 'x.gguf'), [], [t, t])).rejects.toThrow(/unique tensor names/);
   });
@@ -211,9 +220,20 @@ describe('GGUF reader refusals', () => {
     expect(one([4], 0, 8).message).toMatch(/multiple of the alignment 32, got 8/);
     expect(one([4], 0, 0, 70).message).toMatch(/tensor w: expected 16 bytes of data from byte 64 inside the file/);
     expect(one([4], 77, 0).message).toMatch(/known ggml type id, got 77/);
-    const qk = one([256], 12, 0);
-    expect(qk).toBeInstanceOf(UnsupportedModelError);
-    expect(qk.message).toBe('raw.gguf: tensor w: expected a tensor type among F32, F16, Q4_0, Q8_0, BF16, got Q4_K (ggml type 12)');
+    const supported = 'F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, BF16';
+    for (const [id, name] of [[23, 'IQ4_XS'], [20, 'IQ4_NL'], [16, 'IQ2_XXS'], [3, 'Q4_1'], [15, 'Q8_K']] as const) {
+      const refused = one([256], id, 0, 2048);
+      expect(refused).toBeInstanceOf(UnsupportedModelError);
+      expect(refused.message).toBe(`raw.gguf: tensor w: expected a tensor type among ${supported}, got ${name} (ggml type ${id})`);
+    }
+    // k-quant rows are whole 256-element super-blocks: 255 or 32 columns are refused, naming the tensor
+    for (const [id, name] of [[10, 'Q2_K'], [11, 'Q3_K'], [12, 'Q4_K'], [13, 'Q5_K'], [14, 'Q6_K']] as const) {
+      for (const cols of [32, 255, 288]) {
+        const refused = one([cols, 2], id, 0, 4096);
+        expect(refused).toBeInstanceOf(GgufFormatError);
+        expect(refused.message).toMatch(new RegExp(`tensor w \\(byte \\d+\\): expected dims\\[0\\] \\(${cols}\\) divisible by the ${name} block size 256`));
+      }
+    }
     const two = new Raw().header(2, 0).tensor('a', [16], 0, 0).tensor('b', [4], 0, 32).pad(512).bytes();
     expect(refusal(two).message).toMatch(/tensor b: expected data that does not overlap tensor a/);
     const dupe = new Raw().header(2, 0).tensor('a', [4], 0, 0).tensor('a', [4], 0, 32).pad(512).bytes();

@@ -49,6 +49,28 @@ describe('moetier gen-model', () => {
     }
   });
 
+  it('writes the k-quant mixes: on tiny (rows of 64 and 32) llama-quantize\'s fallback types', async () => {
+    // the full per-tensor tables are in quant-mix.test.ts; here the file as written and read back
+    const expected = {
+      q4_k_m: { q: 'Q5_0', v: 'Q8_0', o: 'Q5_1', down0: 'Q5_0', down3: 'Q8_0', out: 'Q8_0' },
+      q5_k_m: { q: 'Q5_1', v: 'Q8_0', o: 'Q5_1', down0: 'Q5_1', down3: 'Q8_0', out: 'Q8_0' },
+      q6_k: { q: 'Q8_0', v: 'Q8_0', o: 'Q8_0', down0: 'Q8_0', down3: 'Q8_0', out: 'Q8_0' },
+      q3_k_m: { q: 'Q4_0', v: 'Q8_0', o: 'Q5_1', down0: 'Q5_0', down3: 'Q5_0', out: 'Q8_0' },
+      q2_k: { q: 'Q4_0', v: 'Q8_0', o: 'Q5_1', down0: 'Q4_0', down3: 'Q4_0', out: 'Q8_0' },
+    } as const;
+    for (const [quant, want] of Object.entries(expected)) {
+      const out = join(dir, `${quant}.gguf`);
+      expect(await genModel(['--preset', 'tiny', '--quant', quant, '--out', out], collector())).toBe(0);
+      const file = parseGguf(new Uint8Array(readFileSync(out)), out);
+      const type = (name: string): string => file.tensors.get(name)!.type;
+      expect([quant, type('blk.0.attn_q.weight'), type('blk.1.attn_v.weight'), type('blk.2.attn_output.weight'),
+        type('blk.0.ffn_down_exps.weight'), type('blk.3.ffn_down_exps.weight'), type('output.weight')])
+        .toEqual([quant, want.q, want.v, want.o, want.down0, want.down3, want.out]);
+      expect([type('blk.0.ffn_gate_inp.weight'), type('blk.0.attn_norm.weight')]).toEqual(['F32', 'F32']);
+      expect(file.metadata.get('general.name')).toBe(`moetier-synth-tiny-qwen3moe-${quant}-s1`);
+    }
+  });
+
   it('refuses bad options with an InvalidOptionError naming the option', async () => {
     const out = join(dir, 'bad.gguf');
     const cases: Array<[string[], string]> = [
