@@ -209,7 +209,7 @@ void mt_tier_free(mt_tier* t) {
 const mt_expert_source* mt_tier_source(mt_tier* t) { return &t->source; }
 
 void mt_tier_expert_bytes(const mt_tier* t, uint64_t* container, uint64_t* host_copy) {
-  *container = expert_bytes(*t, 0);
+  *container = t->slot_bytes;  // the largest layer's expert: layers of a k-quant mix differ
   *host_copy = t->host_copy_bytes;
 }
 

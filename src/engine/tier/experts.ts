@@ -20,15 +20,13 @@ export function expertSources(file: GgufFile, hp: Pick<HParams, 'nExpert'>, laye
   });
 }
 
-/** Bytes of one expert in the container type; every layer's must agree (all slots have one size). */
+/**
+ * Bytes of one slot: the largest expert of any layer in the container type. A k-quant mix may give
+ * some layers' experts another type (llama-quantize's Q4_K_M: a Q6_K ffn_down where use_more_bits
+ * holds), so layers differ; every slot takes the largest, as the native tier sizes them.
+ */
 export function expertContainerBytes(file: GgufFile, hp: Pick<HParams, 'nExpert' | 'nLayer'>): number {
   let bytes = 0;
-  for (let l = 0; l < hp.nLayer; l++) {
-    const b = expertSources(file, hp, l, 0).reduce((s, v) => s + v.byteLength, 0);
-    if (l > 0 && b !== bytes) {
-      throw new UnsupportedModelError(file.path, `blk.${l} experts`, `${bytes} bytes per expert like layer 0 (one slot size), got ${b}`);
-    }
-    bytes = b;
-  }
+  for (let l = 0; l < hp.nLayer; l++) bytes = Math.max(bytes, expertSources(file, hp, l, 0).reduce((s, v) => s + v.byteLength, 0));
   return bytes;
 }
