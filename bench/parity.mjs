@@ -33,6 +33,13 @@ const models = [
   { preset: 'tiny', arch: 'qwen2moe', quant: 'q8_0' },
   { preset: 'tiny', arch: 'olmoe', quant: 'q8_0' },
   { preset: 'tiny', arch: 'llama', quant: 'q8_0' },
+  // The files users download (issue 16): llama-quantize's k-quant mixes (src/synth/quant-mix.ts).
+  // Tiny's rows (64, 32) are not multiples of 256, so its mixes are llama-quantize's fallback types.
+  ...['q4_k_m', 'q5_k_m', 'q6_k', 'q2_k'].flatMap((quant) => [
+    { preset: 'tiny', arch: 'qwen3moe', quant },
+    { preset: 'small', arch: 'qwen3moe', quant },
+  ]),
+  ...['qwen2moe', 'olmoe', 'llama'].map((arch) => ({ preset: 'tiny', arch, quant: 'q4_k_m' })),
 ];
 const seed = 1;
 const contextTokens = 512;
@@ -46,6 +53,7 @@ Exit code 1 when a case diverges or a run fails.`;
 const options = {
   threads: { type: 'string', default: '1', help: 'compute threads of both engines' },
   tokens: { type: 'string', default: '64', help: 'greedy tokens per prompt' },
+  models: { type: 'string', default: '', help: 'only these cases: preset/arch/quant,... (default: every case)' },
 };
 
 async function main(argv) {
@@ -56,7 +64,10 @@ async function main(argv) {
   ensureBenchDeps();
   const { PARITY_PROMPTS, promptText } = await importDist('src/synth/prompts.js');
   const cases = [];
-  for (const spec of models) cases.push(...(await parityForModel(spec, PARITY_PROMPTS, promptText, threads, maxTokens)));
+  const only = values.models ? values.models.split(',') : undefined;
+  const chosen = only ? models.filter((m) => only.includes(`${m.preset}/${m.arch}/${m.quant}`)) : models;
+  if (only && chosen.length !== only.length) throw new Error(`--models: cases from ${models.map((m) => `${m.preset}/${m.arch}/${m.quant}`).join(', ')}`);
+  for (const spec of chosen) cases.push(...(await parityForModel(spec, PARITY_PROMPTS, promptText, threads, maxTokens)));
   const summary = summarizeParity(cases, {
     threads,
     maxTokens,
