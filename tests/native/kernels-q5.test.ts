@@ -13,6 +13,7 @@
  *  - every path's matvec and matmul give the scalar path's bits (the canonical order of
  *    native/cpu/kernels_internal.h, Q5_1 with its second fma for the min), with 1, 3, 9 rows,
  *    1, 3, 8, 9, 17 and 289 blocks (289: the matvec's long-row prefetch variant), n = 1, 3, 8, 11.
+ *  - a Q5_0 row and its exact Q8_0 copy (q = code - 16, the same d) give the same bits.
  *  - the result is close to the f64 dot of the dequantised weights with the f32 x:
  *    activations are quantised per 32 elements as Q8_0 (d = max|x| / 127, q = round(x / d), then
  *    d rounded to f16), which moves each x_i by e_i <= (d / 2)(1 + 1e-5) + 127 |d - f16(d)|, with
@@ -137,6 +138,32 @@ function sameBits(a: Float32Array, b: Float32Array): boolean {
 }
 
 const COLS = [32, 96, 256, 288, 544, 9248]; // 1, 3, 8, 9, 17, 289 blocks
+
+describe('Q5_0 and its exact Q8_0 copy', () => {
+  it('give the same bits on every path (q = code - 16, the same d: the same integer sums and order)', () => {
+    for (const cols of [96, 544, 9248]) {
+      const rows = 5;
+      const w = randomBlocks('Q5_0', rows, cols, 41 + cols);
+      const dec = decodeRow('Q5_0', w, rows * cols);
+      const q8 = new Uint8Array((rows * cols / 32) * 34);
+      for (let b = 0; b < rows * cols / 32; b++) {
+        q8[34 * b] = w[22 * b];
+        q8[34 * b + 1] = w[22 * b + 1];
+        for (let j = 0; j < 32; j++) q8[34 * b + 2 + j] = dec.q[32 * b + j] & 0xff;
+      }
+      for (const n of [1, 3, 8]) {
+        const x = randomX(n * cols, 5 * n + cols);
+        for (const isa of PATHS) {
+          expect(native.isaSet(isa)).toBe(true);
+          const y5 = new Float32Array(n * rows), y8 = new Float32Array(n * rows);
+          native.matmul(6, w, rows, cols, x, n, y5);
+          native.matmul(8, q8, rows, cols, x, n, y8);
+          expect(sameBits(y5, y8), `${native.isaName(isa)} cols=${cols} n=${n}`).toBe(true);
+        }
+      }
+    }
+  });
+});
 
 describe.each(TYPES)('%s', (type) => {
   it('dequantRow gives this file\'s decoder exactly ((code - 16) d, or code d + m, in f32 steps)', () => {
