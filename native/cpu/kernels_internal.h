@@ -69,11 +69,11 @@ static inline float mt_reduce_float_lanes(const float* lane) {
   return mt_reduce8(s8) + 0.0f;
 }
 
-// A prepared activation row for Q8_0 / Q4_0 weights: x[i] ~= d * q[i], |q| <= 127, in groups of
+// A prepared activation row for Q8_0 / Q4_0 / Q5_0 / Q5_1 weights: x[i] ~= d * q[i], |q| <= 127, in groups of
 // 8 blocks laid out by field, so a SIMD path reads 8 scales or 8 sums with one load:
 //   group g: d[8] (f32 holding an f16 value) | sum[8] = sum(q) of each block | q[8][32].
-// A short last group is zero-filled. sum lets unsigned-times-signed dot products (VNNI, Q4_0
-// nibbles) remove their +128 / +8 offset exactly in integers. d is rounded to f16 as llama.cpp
+// A short last group is zero-filled. sum lets unsigned-times-signed dot products (VNNI, Q4_0 / Q5_0
+// codes) remove their +128 / +8 / +16 offset exactly in integers, and is Q5_1's min term. d is rounded to f16 as llama.cpp
 // stores it (block_q8_0), after the values were quantised with 1 / d of the unrounded d.
 #define MT_ACT_GROUP_BLOCKS 8
 typedef struct {
