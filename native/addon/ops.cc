@@ -73,7 +73,7 @@ bool ArgArray(const Napi::CallbackInfo& info, size_t i, const char* verb, const 
 bool ArgTypeCols(const Napi::CallbackInfo& info, const char* verb, int64_t type, int64_t cols) {
   if (!mt_type_supported((int)type)) {
     Throw(info.Env(), true,
-          std::string(verb) + ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 8 (Q8_0), 10..14 (Q2_K..Q6_K), 30 (BF16), got " +
+          std::string(verb) + ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 6 (Q5_0), 7 (Q5_1), 8 (Q8_0), 10..14 (Q2_K..Q6_K), 30 (BF16), got " +
               std::to_string(type));
     return false;
   }

@@ -16,7 +16,7 @@ namespace {
 // Deterministic, small inputs: every type, tails of 1 and 7 rows, whole and partial groups of 8
 // blocks (1, 3, 9, 17 blocks), for float types element tails past the 32 lanes, and for the
 // k-quants 1, 3 and 9 super-blocks (9: a lane of the 8 used twice).
-const int kTypes[] = {MT_F32, MT_F16, MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K};
+const int kTypes[] = {MT_F32, MT_F16, MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K};
 const int64_t kCols[] = {32, 96, 288, 544, 7, 45, 256, 768, 2304};
 const int64_t kRows = 7;
 const int64_t kBatch = 5;
@@ -67,6 +67,18 @@ void fill_weights(int type, int64_t rows, int64_t cols, std::vector<uint8_t>* w,
         for (int i = 0; i < MT_QK / 2; i++) p[2 + i] = (uint8_t)next(seed);
         p += MT_Q4_0_BYTES;
         break;
+      case MT_Q5_0:
+      case MT_Q5_1: {  // any qh and nibbles; d (and Q5_1's m) a finite f16
+        const int bytes = type == MT_Q5_1 ? MT_Q5_1_BYTES : MT_Q5_0_BYTES;
+        for (int i = 0; i < bytes; i++) p[i] = (uint8_t)next(seed);
+        std::memcpy(p, &scale_f16, 2);
+        if (type == MT_Q5_1) {
+          const uint16_t m_f16 = (uint16_t)(((next(seed) & 1u) << 15) | 0x2400u);  // +-2^-6
+          std::memcpy(p + 2, &m_f16, 2);
+        }
+        p += bytes;
+        break;
+      }
       default: {  // k-quants: every bit pattern of codes and sub-block scales is valid; d, dmin finite
         const int bytes = mt_kquant_block_bytes(type);
         for (int i = 0; i < bytes; i++) p[i] = (uint8_t)next(seed);

@@ -3,6 +3,7 @@
 // run the canonical order of kernels_internal.h, so this path gives the scalar path's bits.
 //   F32 / F16 / BF16: widen to f32, FMA into 2 x 16 = 32 lanes.
 //   Q2_K .. Q6_K: kernels_avx512_kquant.cc.
+//   Q5_0 / Q5_1: the AVX2 kernels (kernels_avx2_quant.cc; the same bits as every path).
 //   Q8_0 / Q4_0: vpdpbusd (unsigned x signed bytes -> int32, no saturation); matvec through the ymm
 //     drivers of kernels_simd_quant.h, matmul through the zmm pairs of kernels_avx512_pairs.h. Q8_0 weights are made unsigned with w ^ 0x80 = w + 128, Q4_0
 //     nibbles are unsigned already (n = q + 8); the offset leaves each block's exact integer sum
@@ -31,6 +32,7 @@ inline __m256i dpbusd(__m256i u, __m256i qx) { return _mm256_dpbusd_epi32(_mm256
 struct Q8Vnni {
   static constexpr int kBlockBytes = MT_Q8_0_BYTES;
   static constexpr int kOffsetShift = 7;  // w ^ 0x80 = w + 128
+  static constexpr int kMinAt = -1;
   typedef __m256i Weight;
   static Weight weight(const uint8_t* blk) {
     return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(blk + 2)), _mm256_set1_epi8((char)0x80));
@@ -45,6 +47,7 @@ struct Q8Vnni {
 struct Q4Vnni {
   static constexpr int kBlockBytes = MT_Q4_0_BYTES;
   static constexpr int kOffsetShift = 3;  // nibble = q + 8
+  static constexpr int kMinAt = -1;
   typedef __m256i Weight;
   static Weight weight(const uint8_t* blk) {
     const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(blk + 2)));
@@ -120,6 +123,7 @@ void mt_matvec_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
   if (wtype == MT_Q4_0) return quant_matvec<Q4Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
   if (wtype == MT_Q8_0) return quant_matvec<Q8Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
   if (mt_is_kquant(wtype)) return mt_matvec_kquant_avx512(wtype, W, cols, act, y, r0, r1);
+  if (mt_is_quant(wtype)) return mt_matvec_quant_avx2(wtype, W, cols, act, y, r0, r1);  // Q5_0 / Q5_1
   size_t row_bytes = mt_row_bytes(wtype, cols);
   const float* x[1] = {(const float*)act};
   for (int64_t r = r0; r < r1; r++) dot_float_rows<1>(wtype, w + r * row_bytes, x, cols, y + r);
@@ -132,6 +136,7 @@ void mt_matmul_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
   if (wtype == MT_Q4_0) return quant_matmul2<Q4Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
   if (wtype == MT_Q8_0) return quant_matmul2<Q8Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
   if (mt_is_kquant(wtype)) return mt_matmul_kquant_avx512(wtype, W, cols, acts, n, Y, ldy, r0, r1);
+  if (mt_is_quant(wtype)) return mt_matmul_quant_avx2(wtype, W, cols, acts, n, Y, ldy, r0, r1);  // Q5_0 / Q5_1
   size_t row_bytes = mt_row_bytes(wtype, cols);
   const float* x = (const float*)acts;
   for (int64_t r = r0; r < r1; r++) {

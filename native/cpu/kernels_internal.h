@@ -9,14 +9,20 @@
 #include <string.h>
 #include "mt_kernels.h"
 
-#define MT_QK 32  // elements per Q8_0 / Q4_0 block
+#define MT_QK 32  // elements per Q8_0 / Q4_0 / Q5_0 / Q5_1 block
 
 // Weight blocks as stored in GGUF (bytes, not structs: rows are only 2-byte aligned).
 //   Q8_0: f16 d | int8 q[32]                      34 bytes, value = q * d
 //   Q4_0: f16 d | uint8 nib[16]                   18 bytes, byte j: element j (low nibble),
 //                                                  element j+16 (high nibble), value = (nib - 8) * d
+//   Q5_0: f16 d | uint8 qh[4] | uint8 nib[16]     22 bytes, nibbles as Q4_0, bit j of qh (little-endian
+//                                                  uint32) = the 5th bit of element j,
+//                                                  value = ((nib | hbit << 4) - 16) * d
+//   Q5_1: f16 d | f16 m | uint8 qh[4] | nib[16]   24 bytes, value = (nib | hbit << 4) * d + m
 #define MT_Q8_0_BYTES 34
 #define MT_Q4_0_BYTES 18
+#define MT_Q5_0_BYTES 22
+#define MT_Q5_1_BYTES 24
 
 // One summation order for every path (the "canonical order"), so that a result never depends
 // on the CPU that computed it. Every fused multiply-add below is one rounding (fmaf / vfmadd);
@@ -26,6 +32,12 @@
 //     isum[b] = sum_i q_w q_x, exact in int32 (|isum| <= 32 * 128 * 127);
 //     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]), blocks in order;
 //     y = mt_reduce8(lane) + 0.0f.
+//   Q5_0: as Q4_0, with q_w = (nib | hbit << 4) - 16 (|isum| <= 32 * 16 * 127).
+//   Q5_1 (y = sum_b d_w d_x sum_i u_w q_x + m_w d_x sum_i q_x, u_w = nib | hbit << 4 in 0..31):
+//     isum[b] = sum_i u_w q_x, exact in int32 (|isum| <= 32 * 31 * 127);
+//     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]);
+//     lane[b % 8] = fma(m_w[b] * d_x[b], (float)sum_x[b], lane[b % 8]) (sum_x: the act block's sum);
+//     blocks in order, y = mt_reduce8(lane) + 0.0f.
 //   Q2_K .. Q6_K (super-blocks b of 256 elements, 16 sub-blocks k of 16, integer scales sc[k] and
 //   mins m[k] as kernels_kquant.h decodes them, activations as mt_act_k):
 //     isum[b] = sum_k sc[k] sum_{i in k} q_w q_x, exact in int32 (|isum| <= 16 * 128 * 16 * 32 * 127);
@@ -57,11 +69,11 @@ static inline float mt_reduce_float_lanes(const float* lane) {
   return mt_reduce8(s8) + 0.0f;
 }
 
-// A prepared activation row for Q8_0 / Q4_0 weights: x[i] ~= d * q[i], |q| <= 127, in groups of
+// A prepared activation row for Q8_0 / Q4_0 / Q5_0 / Q5_1 weights: x[i] ~= d * q[i], |q| <= 127, in groups of
 // 8 blocks laid out by field, so a SIMD path reads 8 scales or 8 sums with one load:
 //   group g: d[8] (f32 holding an f16 value) | sum[8] = sum(q) of each block | q[8][32].
-// A short last group is zero-filled. sum lets unsigned-times-signed dot products (VNNI, Q4_0
-// nibbles) remove their +128 / +8 offset exactly in integers. d is rounded to f16 as llama.cpp
+// A short last group is zero-filled. sum lets unsigned-times-signed dot products (VNNI, Q4_0 / Q5_0
+// codes) remove their +128 / +8 / +16 offset exactly in integers, and is Q5_1's min term. d is rounded to f16 as llama.cpp
 // stores it (block_q8_0), after the values were quantised with 1 / d of the unrounded d.
 #define MT_ACT_GROUP_BLOCKS 8
 typedef struct {
@@ -138,7 +150,19 @@ static inline uint16_t mt_f32_to_f16(float f) {
 static inline float mt_bf16_to_f32(uint16_t h) { return mt_bits_f32((uint32_t)h << 16); }
 
 // The 32-element block types, whose activations are mt_act_group rows (k-quants: mt_is_kquant).
-static inline int mt_is_quant(int type) { return type == MT_Q8_0 || type == MT_Q4_0; }
+static inline int mt_is_quant(int type) {
+  return type == MT_Q8_0 || type == MT_Q4_0 || type == MT_Q5_0 || type == MT_Q5_1;
+}
+
+// Q5_0 / Q5_1: the unsigned 5-bit code 0..31 of element e (0..31) of one block; the f16 d is
+// at 0, Q5_1's f16 m at 2, then qh (4 bytes) and the 16 nibble bytes.
+static inline int mt_q5_qh_at(int type) { return type == MT_Q5_1 ? 4 : 2; }
+static inline int mt_q5_code(int type, const uint8_t* blk, int e) {
+  const uint8_t* qh = blk + mt_q5_qh_at(type);
+  const uint8_t* qs = qh + 4;
+  const int nib = e < MT_QK / 2 ? (qs[e] & 0x0f) : (qs[e - MT_QK / 2] >> 4);
+  return nib | (((qh[e / 8] >> (e % 8)) & 1) << 4);
+}
 
 #include "kernels_kquant.h"
 
@@ -160,7 +184,8 @@ extern "C" {
 MT_DECLARE_PATH(scalar)
 MT_DECLARE_PATH(avx2)
 MT_DECLARE_PATH(avx512)
-// The AVX2 path's Q8_0 / Q4_0 kernels (kernels_avx2_quant.cc), same contract as above.
+// The AVX2 path's Q8_0 / Q4_0 / Q5_0 / Q5_1 kernels (kernels_avx2_quant.cc), same contract as
+// above. The AVX-512 path calls them for Q5_0 / Q5_1 too (an AVX-512 CPU has AVX2).
 void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
 void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                           int64_t r0, int64_t r1);

@@ -35,7 +35,20 @@ int32_t isum_q4_0(const uint8_t* blk, const int8_t* qx) {
   return isum;
 }
 
-template <int kBlockBytes, int32_t (*Isum)(const uint8_t*, const int8_t*)>
+int32_t isum_q5_0(const uint8_t* blk, const int8_t* qx) {
+  int32_t isum = 0;
+  for (int e = 0; e < MT_QK; e++) isum += (mt_q5_code(MT_Q5_0, blk, e) - 16) * qx[e];
+  return isum;
+}
+
+int32_t isum_q5_1(const uint8_t* blk, const int8_t* qx) {
+  int32_t isum = 0;
+  for (int e = 0; e < MT_QK; e++) isum += mt_q5_code(MT_Q5_1, blk, e) * qx[e];
+  return isum;
+}
+
+// kMin: the block has an f16 min m_w at byte 2 (Q5_1), added as fma(m_w * d_x, sum_x, lane).
+template <int kBlockBytes, int32_t (*Isum)(const uint8_t*, const int8_t*), bool kMin = false>
 float dot_quant(const uint8_t* w, const mt_act_group* a, int64_t cols) {
   float lane[MT_QUANT_LANES] = {0};
   for (int64_t b = 0; b < cols / MT_QK; b++) {
@@ -44,6 +57,10 @@ float dot_quant(const uint8_t* w, const mt_act_group* a, int64_t cols) {
     const uint8_t* blk = w + b * kBlockBytes;
     const float scale = mt_f16_to_f32(mt_load_u16(blk)) * g.d[j];
     lane[b % MT_QUANT_LANES] = fmaf(scale, (float)Isum(blk, g.q[j]), lane[b % MT_QUANT_LANES]);
+    if (kMin) {
+      const float mscale = mt_f16_to_f32(mt_load_u16(blk + 2)) * g.d[j];
+      lane[b % MT_QUANT_LANES] = fmaf(mscale, (float)g.sum[j], lane[b % MT_QUANT_LANES]);
+    }
   }
   return mt_reduce_quant_lanes(lane);
 }
@@ -91,6 +108,8 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
     case MT_BF16: return dot_float<weight_bf16>(w, x, cols);
     case MT_Q8_0: return dot_quant<MT_Q8_0_BYTES, isum_q8_0>(w, a, cols);
     case MT_Q4_0: return dot_quant<MT_Q4_0_BYTES, isum_q4_0>(w, a, cols);
+    case MT_Q5_0: return dot_quant<MT_Q5_0_BYTES, isum_q5_0>(w, a, cols);
+    case MT_Q5_1: return dot_quant<MT_Q5_1_BYTES, isum_q5_1, true>(w, a, cols);
     case MT_Q2_K: return dot_kquant<MT_Q2_K>(w, (const mt_act_k*)act, cols);
     case MT_Q3_K: return dot_kquant<MT_Q3_K>(w, (const mt_act_k*)act, cols);
     case MT_Q4_K: return dot_kquant<MT_Q4_K>(w, (const mt_act_k*)act, cols);

@@ -6,6 +6,8 @@
 // A block kind K says how one 32-element block becomes 8 int32 lanes whose sum is
 // sum_i (q_w + c) q_x for a constant offset c = 2^K::kOffsetShift (or c = 0: kOffsetShift < 0):
 //   K::kBlockBytes, K::Weight K::weight(const uint8_t* blk), __m256i K::lanes(const K::Weight&, __m256i q_x).
+//   K::kMinAt: the byte offset of the block's f16 min m_w (Q5_1), or -1 (no min). With a min, each
+//   block then adds lane[j] = fma(m_w[j] * d_x[j], (float)sum_x[j], lane[j]) after its scale fma.
 // Per group of 8 blocks the 8 lane vectors are reduced to 8 exact block sums at once (hadd
 // tree), the offset is removed in integers with the blocks' activation sums, and one fma adds
 // the group into the row's 8 float lanes: lane[j] = fma(d_w[j] * d_x[j], isum[j], lane[j]).
@@ -55,21 +57,30 @@ inline __m256i remove_offset(__m256i isum, __m256i act_sums) {
   return K::kOffsetShift < 0 ? isum : _mm256_sub_epi32(isum, _mm256_slli_epi32(act_sums, K::kOffsetShift));
 }
 
-// lanes += scales * isums of one full group, weight blocks decoded beforehand.
+// The mins of 8 consecutive blocks (K::kMinAt >= 0), or zeros (unused).
 template <class K>
-inline __m256 group_fma(const typename K::Weight* wb, __m256 dw, const mt_act_group& g, __m256 acc) {
+inline __m256 group_mins(const uint8_t* blk0) {
+  return K::kMinAt < 0 ? _mm256_setzero_ps() : group_scales<K::kBlockBytes>(blk0 + (K::kMinAt < 0 ? 0 : K::kMinAt));
+}
+
+// lanes += scales * isums (then mins * act sums) of one full group, weight blocks decoded beforehand.
+template <class K>
+inline __m256 group_fma(const typename K::Weight* wb, __m256 dw, __m256 mw, const mt_act_group& g, __m256 acc) {
   __m256i p[MT_ACT_GROUP_BLOCKS];
   for (int j = 0; j < MT_ACT_GROUP_BLOCKS; j++) p[j] = K::lanes(wb[j], _mm256_loadu_si256((const __m256i*)g.q[j]));
-  const __m256i isum = remove_offset<K>(reduce_block_lanes(p), _mm256_loadu_si256((const __m256i*)g.sum));
-  const __m256 scale = _mm256_mul_ps(dw, _mm256_loadu_ps(g.d));
-  return _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc);
+  const __m256i sums = _mm256_loadu_si256((const __m256i*)g.sum);
+  const __m256i isum = remove_offset<K>(reduce_block_lanes(p), sums);
+  const __m256 dx = _mm256_loadu_ps(g.d);
+  acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx), _mm256_cvtepi32_ps(isum), acc);
+  if (K::kMinAt >= 0) acc = _mm256_fmadd_ps(_mm256_mul_ps(mw, dx), _mm256_cvtepi32_ps(sums), acc);
+  return acc;
 }
 
 template <class K>
 inline __m256 group_fma(const uint8_t* blk0, const mt_act_group& g, __m256 acc) {
   typename K::Weight wb[MT_ACT_GROUP_BLOCKS];
   for (int j = 0; j < MT_ACT_GROUP_BLOCKS; j++) wb[j] = K::weight(blk0 + j * K::kBlockBytes);
-  return group_fma<K>(wb, group_scales<K::kBlockBytes>(blk0), g, acc);
+  return group_fma<K>(wb, group_scales<K::kBlockBytes>(blk0), group_mins<K>(blk0), g, acc);
 }
 
 // mt_reduce_quant_lanes in registers: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) + 0.
@@ -91,6 +102,8 @@ inline float finish_row(__m256 acc, const uint8_t* blk0, const mt_act_group& g, 
     const int32_t lanes_sum = hsum_epi32(K::lanes(K::weight(blk), _mm256_loadu_si256((const __m256i*)g.q[j])));
     const int32_t isum = K::kOffsetShift < 0 ? lanes_sum : lanes_sum - (g.sum[j] << K::kOffsetShift);
     lane[j] = fmaf(_cvtsh_ss(mt_load_u16(blk)) * g.d[j], (float)isum, lane[j]);
+    if (K::kMinAt >= 0)
+      lane[j] = fmaf(_cvtsh_ss(mt_load_u16(blk + (K::kMinAt < 0 ? 0 : K::kMinAt))) * g.d[j], (float)g.sum[j], lane[j]);
   }
   return mt_reduce_quant_lanes(lane);
 }
@@ -151,8 +164,8 @@ void quant_tile(const uint8_t* w, size_t row_bytes, const mt_act_group* const* a
       const uint8_t* blk0 = w + r * row_bytes + g * kGroupBytes;
       typename K::Weight wb[MT_ACT_GROUP_BLOCKS];
       for (int j = 0; j < MT_ACT_GROUP_BLOCKS; j++) wb[j] = K::weight(blk0 + j * K::kBlockBytes);
-      const __m256 dw = group_scales<K::kBlockBytes>(blk0);
-      for (int k = 0; k < A; k++) acc[r][k] = group_fma<K>(wb, dw, a[k][g], acc[r][k]);
+      const __m256 dw = group_scales<K::kBlockBytes>(blk0), mw = group_mins<K>(blk0);
+      for (int k = 0; k < A; k++) acc[r][k] = group_fma<K>(wb, dw, mw, a[k][g], acc[r][k]);
     }
   }
   const int tail = (int)(nb % MT_ACT_GROUP_BLOCKS);

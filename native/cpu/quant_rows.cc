@@ -8,8 +8,7 @@
 extern "C" {
 
 int mt_type_supported(int type) {
-  return type == MT_F32 || type == MT_F16 || type == MT_BF16 || type == MT_Q8_0 || type == MT_Q4_0 ||
-         mt_is_kquant(type);
+  return type == MT_F32 || type == MT_F16 || type == MT_BF16 || mt_is_quant(type) || mt_is_kquant(type);
 }
 
 // Bytes of one row of `cols` elements; 0 for an unsupported type or a partial block.
@@ -21,6 +20,8 @@ size_t mt_row_bytes(int type, int64_t cols) {
     case MT_BF16: return (size_t)cols * 2;
     case MT_Q8_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q8_0_BYTES;
     case MT_Q4_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q4_0_BYTES;
+    case MT_Q5_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_0_BYTES;
+    case MT_Q5_1: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_1_BYTES;
     case MT_Q2_K:
     case MT_Q3_K:
     case MT_Q4_K:
@@ -30,7 +31,7 @@ size_t mt_row_bytes(int type, int64_t cols) {
   }
 }
 
-// Float weights read an f32 copy of x; Q8_0 / Q4_0 weights read 8-bit blocks in groups
+// Float weights read an f32 copy of x; Q8_0 / Q4_0 / Q5_0 / Q5_1 weights read 8-bit blocks in groups
 // (mt_act_group); k-quants read one Q8_K block (mt_act_k) per 256 elements.
 size_t mt_act_row_bytes(int wtype, int64_t cols) {
   if (!mt_type_supported(wtype) || cols < 0) return 0;
@@ -150,6 +151,22 @@ static void dequant_q4_0(const uint8_t* row, int64_t cols, float* out) {
   }
 }
 
+// Q5_0: (code - 16) * d; Q5_1: code * d + m (one product, one sum, as ggml's dequantize_row_q5_*).
+static void dequant_q5(int type, const uint8_t* row, int64_t cols, float* out) {
+  const int bytes = type == MT_Q5_1 ? MT_Q5_1_BYTES : MT_Q5_0_BYTES;
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    const uint8_t* blk = row + b * bytes;
+    const float d = mt_f16_to_f32(mt_load_u16(blk));
+    float* o = out + b * MT_QK;
+    if (type == MT_Q5_1) {
+      const float m = mt_f16_to_f32(mt_load_u16(blk + 2));
+      for (int e = 0; e < MT_QK; e++) o[e] = (float)mt_q5_code(type, blk, e) * d + m;
+    } else {
+      for (int e = 0; e < MT_QK; e++) o[e] = (float)(mt_q5_code(type, blk, e) - 16) * d;
+    }
+  }
+}
+
 // value = d sc q - dmin m (Q2_K, Q4_K, Q5_K) or d sc q: (d * sc) * q - (dmin * m), each product
 // rounded on its own (as ggml's dequantize_row_q*_K, whose d * sc is one float).
 static void dequant_kquant(int type, const uint8_t* row, int64_t cols, float* out) {
@@ -179,6 +196,8 @@ void mt_dequant_row(int type, const void* row, int64_t cols, float* out) {
       break;
     case MT_Q8_0: dequant_q8_0(p, cols, out); break;
     case MT_Q4_0: dequant_q4_0(p, cols, out); break;
+    case MT_Q5_0:
+    case MT_Q5_1: dequant_q5(type, p, cols, out); break;
     default:
       if (mt_is_kquant(type)) dequant_kquant(type, p, cols, out);
       break;

@@ -1,13 +1,13 @@
 /*
  * moetier CPU kernels: the C ABI between the forward pass and the matrix code.
  *
- * Weights stay in their container type (F32, F16, BF16, Q8_0, Q4_0, Q2_K..Q6_K; type ids and
+ * Weights stay in their container type (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q2_K..Q6_K; type ids and
  * block layouts as in GGML).
  * A weight matrix W [rows, cols] is `rows` rows of `cols` elements, each row
  * mt_row_bytes(type, cols) bytes, rows contiguous (ggml order: dims = [cols, rows]).
  *
  * Activations are prepared once per op (quantised to 8-bit blocks for the integer dot
- * products: 32-element blocks for Q8_0 / Q4_0, 256-element Q8_K blocks for the k-quants)
+ * products: 32-element blocks for Q8_0 / Q4_0 / Q5_0 / Q5_1, 256-element Q8_K blocks for the k-quants)
  * and then read by every thread.
  * Row-range entry points let the caller split rows across its thread pool.
  */
@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 enum mt_type {
-  MT_F32 = 0, MT_F16 = 1, MT_Q4_0 = 2, MT_Q8_0 = 8,
+  MT_F32 = 0, MT_F16 = 1, MT_Q4_0 = 2, MT_Q5_0 = 6, MT_Q5_1 = 7, MT_Q8_0 = 8,
   MT_Q2_K = 10, MT_Q3_K = 11, MT_Q4_K = 12, MT_Q5_K = 13, MT_Q6_K = 14, /* 256-element super-blocks */
   MT_BF16 = 30
 };

@@ -1,5 +1,5 @@
 /**
- * Models with k-quant experts for the native tests: random valid super-blocks (gate / up in one
+ * Models with k-quant (or Q5_0 / Q5_1) experts for the native tests: random valid super-blocks (gate / up in one
  * k-quant, down in another, as llama.cpp's Q4_K_M files mix them), every other tensor F32, and an
  * F32 twin holding the experts' exact dequantisation (dequantRow, which kernels-kquant.test.ts
  * checks against the block layouts). Built here so they need no k-quant writer on the TS side.
@@ -22,21 +22,27 @@ const KQ = {
   Q4_K: { id: 12, bytes: 144, scales: [0, 2], d: 0.0625 / 236, minScale: 7.5 },
   Q5_K: { id: 13, bytes: 176, scales: [0, 2], d: 0.0625 / 488, minScale: 15.5 },
   Q6_K: { id: 14, bytes: 210, scales: [208], d: 0.0625 / 1024, minScale: 0 },
+  // The 32-element Q5_0 / Q5_1 (llama-quantize's fallback for rows not a multiple of 256): Q5_0's
+  // codes - 16 are centred already; Q5_1's m = -15.5 d centres code * d + m.
+  Q5_0: { id: 6, bytes: 22, scales: [0], d: 0.0625 / 8, minScale: 0 },
+  Q5_1: { id: 7, bytes: 24, scales: [0, 2], d: 0.0625 / 8, minScale: -15.5 },
 } as const;
+const blockElements = (type: KName): number => (type === 'Q5_0' || type === 'Q5_1' ? 32 : 256);
 export type KName = keyof typeof KQ;
 
 
-/** A positive normal f16 near v (mantissa truncated). */
+/** A normal f16 near v (mantissa truncated), of v's sign. */
 function f16Bits(v: number): number {
-  const e = Math.floor(Math.log2(v));
-  return ((e + 15) << 10) | Math.floor((v / 2 ** e - 1) * 1024);
+  const a = Math.abs(v);
+  const e = Math.floor(Math.log2(a));
+  return (v < 0 ? 0x8000 : 0) | ((e + 15) << 10) | Math.floor((a / 2 ** e - 1) * 1024);
 }
 
-/** Random valid super-blocks for W [rows, cols] with the type's d (and dmin). */
+/** Random valid (super-)blocks for W [rows, cols] with the type's d (and dmin, or Q5_1's m). */
 function randomBlocks(type: KName, rows: number, cols: number, seed: number): Uint8Array {
   const next = mulberry32(seed);
   const { bytes, scales, d, minScale } = KQ[type];
-  const out = new Uint8Array((rows * cols / 256) * bytes);
+  const out = new Uint8Array((rows * cols / blockElements(type)) * bytes);
   for (let i = 0; i < out.length; i++) out[i] = Math.floor(next() * 256);
   const bits = [f16Bits(d), f16Bits(d * minScale)];
   for (let b = 0; b < out.length; b += bytes)
@@ -95,7 +101,7 @@ export function kquantModels(gateUp: KName, down: KName, overrides: Partial<HPar
     const cols = t.dims[0], rows = t.dims.slice(1).reduce((a, b) => a * b, 1);
     const blocks = randomBlocks(type, rows, cols, seed++);
     const values = new Float32Array(rows * cols);
-    const rowBytes = (cols / 256) * KQ[type].bytes;
+    const rowBytes = (cols / blockElements(type)) * KQ[type].bytes;
     for (let r = 0; r < rows; r++) native.dequantRow(KQ[type].id, blocks.subarray(r * rowBytes, (r + 1) * rowBytes), cols, values.subarray(r * cols, (r + 1) * cols));
     kq.push({ name: t.name, typeId: KQ[type].id, dims: t.dims, data: blocks });
     f32.push({ name: t.name, typeId: GGML_TYPE.F32, dims: t.dims, data: new Uint8Array(values.buffer) });

@@ -1,6 +1,7 @@
 /**
- * The expert tier with k-quant experts (gate / up Q4_K, down Q6_K; kquant-helpers.ts): there are no
- * exact int8 host copies of a k-quant expert, so the tier offers none (hostCopy bytes 0) and every
+ * The expert tier with k-quant experts (gate / up Q4_K, down Q6_K; kquant-helpers.ts) and with
+ * Q5_0 / Q5_1 experts (gate / up Q5_0, down Q5_1): host copies are for Q4_0 containers only (there
+ * are no exact int8 host copies of a k-quant or Q5_1 expert), so the tier offers none (hostCopy bytes 0) and every
  * miss is computed from the container's bytes in the container's types: tokens and logits at
  * budgets 0, 3 and 8 of 8 slots are byte-identical to no tier, on every kernel path this CPU has.
  * Slot hits hand the forward pass gate | up | down of two types: each keeps its own.
@@ -8,20 +9,23 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ISA, type NativeTierHandle } from '../../src/native/binding.js';
 import type { MappedModel } from './forward-helpers.js';
-import { kquantModels } from './kquant-helpers.js';
+import { kquantModels, type KName } from './kquant-helpers.js';
 import { cpuBackend, greedyRun, native, range, type Step } from './tier-helpers.js';
 
 const DECODE = 4;
-let models: { kquant: MappedModel; f32: MappedModel } | undefined;
+const models = new Map<string, { kquant: MappedModel; f32: MappedModel }>();
 afterAll(() => {
   native.isaSet(native.isaBest());
-  models?.kquant.close();
-  models?.f32.close();
+  for (const m of models.values()) {
+    m.kquant.close();
+    m.f32.close();
+  }
 });
 
-function model(): MappedModel {
-  models ??= kquantModels('Q4_K', 'Q6_K', { nLayer: 3 });
-  return models.kquant;
+function model(gateUp: KName, down: KName): MappedModel {
+  const key = `${gateUp}/${down}`;
+  if (!models.has(key)) models.set(key, kquantModels(gateUp, down, { nLayer: 3 }));
+  return models.get(key)!.kquant;
 }
 
 async function run(m: MappedModel, slots: number | undefined): Promise<Step[]> {
@@ -53,10 +57,11 @@ async function run(m: MappedModel, slots: number | undefined): Promise<Step[]> {
 
 describe('tier with k-quant experts: results do not depend on placement', () => {
   const isas = [ISA.scalar, ISA.avx2, ISA.avx512vnni].filter((isa) => isa <= native.isaBest());
-  for (const isa of isas) {
-    it(`Q4_K / Q6_K, ${native.isaName(isa)}: budgets 0, 3 and 8 of 8 equal no tier`, async () => {
+  const pairs: Array<[KName, KName]> = [['Q4_K', 'Q6_K'], ['Q5_0', 'Q5_1']];
+  for (const isa of isas) for (const [gateUp, down] of pairs) {
+    it(`${gateUp} / ${down}, ${native.isaName(isa)}: budgets 0, 3 and 8 of 8 equal no tier`, async () => {
       native.isaSet(isa);
-      const m = model();
+      const m = model(gateUp, down);
       const expected = await run(m, undefined);
       for (const slots of [0, 3, 8]) {
         const steps = await run(m, slots);
