@@ -60,7 +60,8 @@ async function request(engine: Engine) {
 
 describe.each(['cpu', 'fake'] as const)('prefill replan on the %s backend', (backend) => {
   it('tokens equal replan off; swaps start during the prefill and land; no lazy decode miss; hits from the first decode token', async () => {
-    const off = await openEngine(options({ backend }));
+    // Off: SPEC.md's plain LFRU (the guard off too: with replan off it would take the replan late).
+    const off = await openEngine(options({ backend, prefillReplan: { guard: false } }));
     // SPEC.md section 2's replan, unguarded: its swaps all happen in the prefill, so no decode miss
     // may run lazily. (The guard's reverts evict during the decode; a victim routed in the step its
     // swap lands in has no host copy yet: rare, as the old set's lead means the victims were not

@@ -18,7 +18,7 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out
   --quant Q    ${QUANT_NAMES.join(' | ')} (default ${SYNTH_DEFAULTS.quant})
                q*_k*: llama-quantize's per-tensor mix for that ftype (norms and router F32; rows that are
                not a multiple of 256, as all of tiny's, fall back as llama-quantize does: Q2_K, Q3_K -> Q4_0,
-               Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0); the native engine does not run them yet
+               Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0)
   --seed S     integer seed; same seed, same bytes (default ${SYNTH_DEFAULTS.seed})
   -o, --out F  output GGUF path (a regular file or a new path; written beside it, renamed when complete)`;
 
