@@ -1,5 +1,5 @@
 /** Small pure helpers shared by the policies: copy-on-write rows, victim search, demand admission. */
-import { freeSlots, isResident, victimLayers, type Residency } from '../residency.js';
+import { applyDecisions, freeSlots, isResident, victimLayers, type Residency } from '../residency.js';
 import type { Decision, ExpertKey } from '../types.js';
 
 /** Per-layer numeric rows (scores, times): row[layer][expert]. Replaced, never mutated, once published. */
@@ -63,4 +63,19 @@ export function admitMiss(
   if (freeSlots(r, layer) > 0) return { kind: 'fill', expert: newcomer };
   const victim = lowestResident(r, layer, pinned, score);
   return victim ? { kind: 'swap', victim, newcomer } : undefined;
+}
+
+/** A demand policy's route: every miss in rank order is admitted (admitMiss), each seeing the ones before it. */
+export function admitEveryMiss(
+  r: Residency, layer: number, experts: readonly number[], score: (layer: number, expert: number) => number,
+): { residency: Residency; decisions: Decision[] } {
+  let residency = r;
+  const decisions: Decision[] = [];
+  for (const e of missesOf(residency, layer, experts)) {
+    const d = admitMiss(residency, layer, e, experts, score);
+    if (!d) continue;
+    decisions.push(d);
+    residency = applyDecisions(residency, [d]);
+  }
+  return { residency, decisions };
 }

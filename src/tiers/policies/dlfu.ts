@@ -19,9 +19,9 @@
  * LRU 0.633). Its coding answer moves between sub-topics every few dozen tokens, so reuse that old
  * is worth little; a longer request on one topic would favour a longer half-life (the option).
  */
-import { applyDecisions, type Residency } from '../residency.js';
-import type { Decision, Policy, PolicyContext, PolicyStep, TierEvent } from '../types.js';
-import { admitMiss, missesOf, rowsOf, withRow, type Rows } from './common.js';
+import type { Residency } from '../residency.js';
+import type { Policy, PolicyContext, PolicyStep, TierEvent } from '../types.js';
+import { admitEveryMiss, rowsOf, withRow, type Rows } from './common.js';
 
 export interface DlfuParams {
   halfLifeTokens: number;
@@ -90,14 +90,7 @@ export function makeDlfu(p: DlfuParams = dlfuDefaults): Policy<DlfuState> {
       const state: DlfuState = { ...s, count, stamp };
       if (ev.kind === 'prefillCounts') return { state, decisions: [] };
       const score = (l: number, x: number): number => dlfuScore(state, p, l, x);
-      let residency = s.residency;
-      const decisions: Decision[] = [];
-      for (const e of missesOf(residency, ev.layer, ev.experts)) {
-        const d = admitMiss(residency, ev.layer, e, ev.experts, score);
-        if (!d) continue;
-        decisions.push(d);
-        residency = applyDecisions(residency, [d]);
-      }
+      const { residency, decisions } = admitEveryMiss(s.residency, ev.layer, ev.experts, score);
       return { state: { ...state, residency }, decisions };
     },
   };

@@ -3,9 +3,9 @@
  * with the fewest routings so far (counts are kept for every expert, resident or
  * not: "perfect" LFU). Ties go to the least recently routed.
  */
-import { applyDecisions, type Residency } from '../residency.js';
-import type { Decision, Policy, PolicyContext, PolicyStep, TierEvent } from '../types.js';
-import { admitMiss, missesOf, rowsOf, withRow, type Rows } from './common.js';
+import type { Residency } from '../residency.js';
+import type { Policy, PolicyContext, PolicyStep, TierEvent } from '../types.js';
+import { admitEveryMiss, rowsOf, withRow, type Rows } from './common.js';
 
 export interface LfuState {
   residency: Residency;
@@ -37,14 +37,7 @@ export const lfu: Policy<LfuState> = {
     const lastUse = withRow(s.lastUse, ev.layer, (row) => ev.experts.forEach((e) => (row[e] = clock)));
     // Count first, recency breaks ties: clock < 2^40 keeps the sum exact in a double.
     const score = (l: number, x: number): number => count[l][x] * 2 ** 40 + lastUse[l][x];
-    let residency = s.residency;
-    const decisions: Decision[] = [];
-    for (const e of missesOf(residency, ev.layer, ev.experts)) {
-      const d = admitMiss(residency, ev.layer, e, ev.experts, score);
-      if (!d) continue;
-      decisions.push(d);
-      residency = applyDecisions(residency, [d]);
-    }
+    const { residency, decisions } = admitEveryMiss(s.residency, ev.layer, ev.experts, score);
     return { state: { residency, count, lastUse, clock }, decisions };
   },
 };

@@ -3,9 +3,9 @@
  * least recently routed. The clock counts route events, so recency compares
  * across layers under a global budget.
  */
-import { applyDecisions, type Residency } from '../residency.js';
-import type { Decision, Policy, PolicyContext, PolicyStep, TierEvent } from '../types.js';
-import { admitMiss, missesOf, rowsOf, withRow, type Rows } from './common.js';
+import type { Residency } from '../residency.js';
+import type { Policy, PolicyContext, PolicyStep, TierEvent } from '../types.js';
+import { admitEveryMiss, rowsOf, withRow, type Rows } from './common.js';
 
 export interface LruState {
   residency: Residency;
@@ -27,14 +27,7 @@ export const lru: Policy<LruState> = {
     const routed = ev.kind === 'route' ? ev.experts : ev.counts.flatMap((c, e) => (c > 0 ? [e] : []));
     const lastUse = withRow(s.lastUse, ev.layer, (row) => routed.forEach((e) => (row[e] = clock)));
     if (ev.kind === 'prefillCounts') return { state: { ...s, lastUse, clock }, decisions: [] };
-    let residency = s.residency;
-    const decisions: Decision[] = [];
-    for (const e of missesOf(residency, ev.layer, ev.experts)) {
-      const d = admitMiss(residency, ev.layer, e, ev.experts, (l, x) => lastUse[l][x]);
-      if (!d) continue;
-      decisions.push(d);
-      residency = applyDecisions(residency, [d]);
-    }
+    const { residency, decisions } = admitEveryMiss(s.residency, ev.layer, ev.experts, (l, x) => lastUse[l][x]);
     return { state: { residency, lastUse, clock }, decisions };
   },
 };
