@@ -18,6 +18,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ISA, loadNative } from '../../src/native/binding.js';
+import { matmulOn, matvecOn, sameBits } from './kernel-paths.js';
 import { mulberry32 } from '../../src/core/prng.js';
 
 const native = loadNative();
@@ -161,25 +162,6 @@ function bounds(type: KType, w: Uint8Array, rows: number, cols: number, x: Float
   });
 }
 
-function matvecOn(isa: number, type: KType, w: Uint8Array, rows: number, cols: number, x: Float32Array): Float32Array {
-  expect(native.isaSet(isa)).toBe(true);
-  const y = new Float32Array(rows);
-  native.matvec(K[type].id, w, rows, cols, x, y);
-  return y;
-}
-
-function matmulOn(isa: number, type: KType, w: Uint8Array, rows: number, cols: number, x: Float32Array, n: number): Float32Array {
-  expect(native.isaSet(isa)).toBe(true);
-  const y = new Float32Array(n * rows);
-  native.matmul(K[type].id, w, rows, cols, x, n, y);
-  return y;
-}
-
-function sameBits(a: Float32Array, b: Float32Array): boolean {
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length), ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  return ua.length === ub.length && ua.every((v, i) => v === ub[i]);
-}
-
 describe.each(KTYPES)('%s', (type) => {
   it('dequantRow gives this file\'s decoder exactly ((d sc) q - dmin m in f32 steps)', () => {
     for (const cols of [256, 768]) {
@@ -203,7 +185,7 @@ describe.each(KTYPES)('%s', (type) => {
         const x = randomX(cols, cols + rows);
         const b = bounds(type, w, rows, cols, x);
         for (const isa of PATHS) {
-          const y = matvecOn(isa, type, w, rows, cols, x);
+          const y = matvecOn(isa, K[type].id, w, rows, cols, x);
           b.forEach(({ ref, tol }, r) =>
             expect(Math.abs(y[r] - ref), `${native.isaName(isa)} rows=${rows} cols=${cols} r=${r}`).toBeLessThanOrEqual(tol));
         }
@@ -217,11 +199,11 @@ describe.each(KTYPES)('%s', (type) => {
         const w = randomBlocks(type, rows, cols, 7 * rows + cols);
         for (const n of [1, 3, 8, 11]) { // 8, 11: the SIMD matmul's 8-row tiles and a short tail
           const x = randomX(n * cols, n * 31 + cols);
-          const ref = matmulOn(ISA.scalar, type, w, rows, cols, x, n);
-          const y = matmulOn(isa, type, w, rows, cols, x, n);
+          const ref = matmulOn(ISA.scalar, K[type].id, w, rows, cols, x, n);
+          const y = matmulOn(isa, K[type].id, w, rows, cols, x, n);
           expect(sameBits(y, ref), `matmul rows=${rows} cols=${cols} n=${n}`).toBe(true);
           for (let i = 0; i < n; i++) {
-            const yi = matvecOn(isa, type, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
+            const yi = matvecOn(isa, K[type].id, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
             expect(sameBits(yi, ref.subarray(i * rows, (i + 1) * rows)), `matvec rows=${rows} cols=${cols} i=${i}`).toBe(true);
           }
         }
@@ -235,7 +217,7 @@ describe.each(KTYPES)('%s', (type) => {
     for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
       const x = randomX(cols, 9);
       x[300] = bad; // super-block 1
-      for (const isa of PATHS) expect(Array.from(matvecOn(isa, type, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
+      for (const isa of PATHS) expect(Array.from(matvecOn(isa, K[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
     }
   });
 });
@@ -246,8 +228,8 @@ describe('k-quant activations', () => {
     for (const type of KTYPES) {
       const w = randomBlocks(type, 4, cols, 17);
       for (const x of [new Float32Array(cols), randomX(cols, 4).map((v) => v * 1e30)]) {
-        const ref = matvecOn(ISA.scalar, type, w, 4, cols, x);
-        for (const isa of PATHS) expect(sameBits(matvecOn(isa, type, w, 4, cols, x), ref), `${type} ${native.isaName(isa)}`).toBe(true);
+        const ref = matvecOn(ISA.scalar, K[type].id, w, 4, cols, x);
+        for (const isa of PATHS) expect(sameBits(matvecOn(isa, K[type].id, w, 4, cols, x), ref), `${type} ${native.isaName(isa)}`).toBe(true);
       }
     }
   });

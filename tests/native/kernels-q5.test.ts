@@ -23,6 +23,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ISA, loadNative } from '../../src/native/binding.js';
+import { matmulOn, matvecOn, sameBits } from './kernel-paths.js';
 import { mulberry32 } from '../../src/core/prng.js';
 
 const native = loadNative();
@@ -118,25 +119,6 @@ function bounds(type: Q5Type, w: Uint8Array, rows: number, cols: number, x: Floa
   });
 }
 
-function matvecOn(isa: number, type: Q5Type, w: Uint8Array, rows: number, cols: number, x: Float32Array): Float32Array {
-  expect(native.isaSet(isa)).toBe(true);
-  const y = new Float32Array(rows);
-  native.matvec(Q5[type].id, w, rows, cols, x, y);
-  return y;
-}
-
-function matmulOn(isa: number, type: Q5Type, w: Uint8Array, rows: number, cols: number, x: Float32Array, n: number): Float32Array {
-  expect(native.isaSet(isa)).toBe(true);
-  const y = new Float32Array(n * rows);
-  native.matmul(Q5[type].id, w, rows, cols, x, n, y);
-  return y;
-}
-
-function sameBits(a: Float32Array, b: Float32Array): boolean {
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length), ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  return ua.length === ub.length && ua.every((v, i) => v === ub[i]);
-}
-
 const COLS = [32, 96, 256, 288, 544, 9248]; // 1, 3, 8, 9, 17, 289 blocks
 
 describe('Q5_0 and its exact Q8_0 copy', () => {
@@ -185,7 +167,7 @@ describe.each(TYPES)('%s', (type) => {
         const x = randomX(cols, cols + rows);
         const b = bounds(type, w, rows, cols, x);
         for (const isa of PATHS) {
-          const y = matvecOn(isa, type, w, rows, cols, x);
+          const y = matvecOn(isa, Q5[type].id, w, rows, cols, x);
           b.forEach(({ ref, tol }, r) =>
             expect(Math.abs(y[r] - ref), `${native.isaName(isa)} rows=${rows} cols=${cols} r=${r}`).toBeLessThanOrEqual(tol));
         }
@@ -199,11 +181,11 @@ describe.each(TYPES)('%s', (type) => {
         const w = randomBlocks(type, rows, cols, 7 * rows + cols);
         for (const n of [1, 3, 8, 11]) {
           const x = randomX(n * cols, n * 31 + cols);
-          const ref = matmulOn(ISA.scalar, type, w, rows, cols, x, n);
-          const y = matmulOn(isa, type, w, rows, cols, x, n);
+          const ref = matmulOn(ISA.scalar, Q5[type].id, w, rows, cols, x, n);
+          const y = matmulOn(isa, Q5[type].id, w, rows, cols, x, n);
           expect(sameBits(y, ref), `matmul rows=${rows} cols=${cols} n=${n}`).toBe(true);
           for (let i = 0; i < n; i++) {
-            const yi = matvecOn(isa, type, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
+            const yi = matvecOn(isa, Q5[type].id, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
             expect(sameBits(yi, ref.subarray(i * rows, (i + 1) * rows)), `matvec rows=${rows} cols=${cols} i=${i}`).toBe(true);
           }
         }
@@ -217,10 +199,10 @@ describe.each(TYPES)('%s', (type) => {
     for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
       const x = randomX(cols, 9);
       x[270] = bad; // block 8: the short last group
-      for (const isa of PATHS) expect(Array.from(matvecOn(isa, type, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
+      for (const isa of PATHS) expect(Array.from(matvecOn(isa, Q5[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
       x[270] = 0.5;
       x[40] = bad; // block 1: a full group
-      for (const isa of PATHS) expect(Array.from(matvecOn(isa, type, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
+      for (const isa of PATHS) expect(Array.from(matvecOn(isa, Q5[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
     }
   });
 
@@ -228,8 +210,8 @@ describe.each(TYPES)('%s', (type) => {
     const cols = 544;
     const w = randomBlocks(type, 4, cols, 17);
     for (const x of [new Float32Array(cols), randomX(cols, 4).map((v) => v * 3e-6)]) {
-      const ref = matvecOn(ISA.scalar, type, w, 4, cols, x);
-      for (const isa of PATHS) expect(sameBits(matvecOn(isa, type, w, 4, cols, x), ref), native.isaName(isa)).toBe(true);
+      const ref = matvecOn(ISA.scalar, Q5[type].id, w, 4, cols, x);
+      for (const isa of PATHS) expect(sameBits(matvecOn(isa, Q5[type].id, w, 4, cols, x), ref), native.isaName(isa)).toBe(true);
     }
   });
 });
