@@ -9,17 +9,11 @@
  * bandwidth bound (tok/s) = read bandwidth (bytes/s) / bytes per token
  */
 
-/** ggml type id -> [block elements, block bytes] for the types the presets use. */
-const GGML_BLOCKS = new Map([
-  [0, [1, 4]], // F32
-  [1, [1, 2]], // F16
-  [2, [32, 18]], // Q4_0
-  [3, [32, 20]], // Q4_1
-  [6, [32, 22]], // Q5_0
-  [7, [32, 24]], // Q5_1
-  [8, [32, 34]], // Q8_0
-  [30, [1, 2]], // BF16
-]);
+import { GGML_BLOCK, GGML_TYPE } from '../../dist/src/model/types.js';
+
+/** ggml type id -> [block elements, block bytes]: the engine's own table (src/model/types.ts), so
+ * the napkin math sizes exactly the types moetier reads, k-quants included. */
+const GGML_BLOCKS = new Map(Object.entries(GGML_TYPE).map(([name, id]) => [id, [GGML_BLOCK[name].elements, GGML_BLOCK[name].bytes]]));
 
 /** Stored bytes of a tensor; dims in ggml order (dims[0] = row length). */
 export function tensorBytes({ name, ggmlType, dims }) {

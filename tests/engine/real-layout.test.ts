@@ -3,7 +3,8 @@
  * llama.cpp's convert_hf_to_gguf.py writes for each architecture (tests/fixtures/converted-layout.ts)
  * open with openEngine and generate the very tokens of the synthetic file with every key; files
  * whose optional keys are all absent (llama.cpp's defaults apply) do too. Layouts and tensor types
- * the engine cannot compute are refused by name, with nothing left mapped.
+ * the engine cannot compute are refused by name, with nothing left mapped. A published-style Q4_0
+ * file (Q6_K output head) loads and computes as the reference does.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { UnsupportedModelError } from '../../src/core/errors.js';
 import { openEngine } from '../../src/engine/engine.js';
 import { writeGguf } from '../../src/model/gguf/writer.js';
-import type { Arch } from '../../src/model/types.js';
+import { parseGguf } from '../../src/model/gguf/reader.js';
+import { readHParams } from '../../src/model/hparams.js';
+import { quantizeRow, rowBytes } from '../../src/model/quant.js';
+import type { Arch, HParams } from '../../src/model/types.js';
+import { createReferenceSession } from '../../src/reference/forward.js';
+import { synthMetadata } from '../../src/synth/metadata.js';
+import { PlantedModel } from '../../src/synth/planted.js';
+import { presetHParams } from '../../src/synth/presets.js';
+import { buildVocab } from '../../src/synth/vocab.js';
+import { synthTensors } from '../../src/synth/weights.js';
+import { relativeError } from '../native/forward-helpers.js';
 import { convertedTensors, tinySynth, writeConverted } from '../fixtures/converted-layout.js';
 import { collect, tempDir } from './tier-helpers.js';
 
@@ -84,8 +95,36 @@ describe('real-file layouts generate the synthetic model\'s tokens', () => {
     expect(await tokensOf(column)).toEqual(await tokensOf(flat));
   }, 60_000);
 
-  // Published Q4_0 files keep output.weight in Q6_K (llama-quantize's choice for the output tensor).
-  it.todo('a Q4_0 file whose output.weight is Q6_K loads and generates (waits for Q6_K in src/model/types.ts, another helper\'s part)');
+  // Published Q4_0 files keep output.weight in Q6_K: llama-quantize gives the output tensor Q6_K
+  // for every ftype below Q8_0 unless --pure (llama_tensor_get_type_impl), so `gen-model --quant
+  // q4_0` (pure) never writes one. Rows are 256 wide so the Q6_K is real (no Q8_0 fallback).
+  it('a Q4_0 file whose output.weight is Q6_K (as published) loads, computes the head as the reference does, and keeps Q4_0 host copies', async () => {
+    const file = await writeQ4_0WithQ6KOutput(path.join(dir, 'q4_0-q6k-output.gguf'));
+    const parsed = parseGguf(new Uint8Array(readFileSync(file)), file);
+    expect(parsed.tensors.get('output.weight')?.type).toBe('Q6_K');
+    expect(parsed.tensors.get('blk.0.ffn_up_exps.weight')?.type).toBe('Q4_0');
+    const prompt = [5, 17, 3, 90, 42, 7];
+    const reference = createReferenceSession({ hparams: readHParams(parsed), tensors: parsed.tensors, bytes: parsed.bytes }, 32).eval(prompt).logits;
+    const engine = await openEngine({ model: file, threads: 1, contextTokens: 64, heat: false });
+    let plain: number[];
+    try {
+      const logits = await engine.logits(prompt);
+      // Q8_0 / Q8_K activations against the f32 reference: the tolerance of tests/native/forward.test.ts.
+      expect(relativeError(logits, reference[prompt.length - 1])).toBeLessThan(5e-2);
+      plain = await collect(engine, prompt, { maxTokens: TOKENS, stopAtEos: false });
+      expect(plain).toHaveLength(TOKENS);
+    } finally {
+      await engine.close();
+    }
+    // The head's type does not make the experts' host copies exact or not: they are all Q4_0.
+    const tiered = await openEngine({ model: file, threads: 1, contextTokens: 64, heat: false, slotsPerLayer: 2 });
+    try {
+      expect(await collect(tiered, prompt, { maxTokens: TOKENS, stopAtEos: false })).toEqual(plain);
+      expect(tiered.hostCopies()).toBeDefined();
+    } finally {
+      await tiered.close();
+    }
+  }, 60_000);
 });
 
 describe('what the engine cannot compute is refused by name', () => {
@@ -119,6 +158,27 @@ describe('what the engine cannot compute is refused by name', () => {
     expect(error.message).toContain('got IQ2_XXS (ggml type 16)');
   }, 60_000);
 });
+
+/** A 256-wide qwen3moe in plain Q4_0 whose output.weight is the same f32 head quantised to Q6_K. */
+async function writeQ4_0WithQ6KOutput(file: string): Promise<string> {
+  const hp: HParams = { ...presetHParams('tiny', 'qwen3moe'), nEmbd: 256, nLayer: 2, nExpert: 8, nExpertUsed: 2, nFfExp: 256, nHead: 4, nHeadKv: 2, headDim: 64, nVocab: 1024 };
+  const vocab = buildVocab('gpt2', hp.nVocab, 4, 1);
+  const plant = new PlantedModel(hp, vocab, 1);
+  const f32Head = synthTensors(plant, 'f32').find((t) => t.name === 'output.weight')!;
+  const tensors = synthTensors(plant, 'q4_0').map((t) => (t.name !== 'output.weight' ? t : {
+    ...t, type: 'Q6_K' as const, data: () => requantize(f32Head.data(), t.dims[0], 'Q6_K'),
+  }));
+  await writeGguf(file, synthMetadata(hp, vocab, 'q4_0-q6k-output'), tensors, { alignment: 32 });
+  return file;
+}
+
+function requantize(f32: Uint8Array, cols: number, type: 'Q6_K'): Uint8Array {
+  const values = new Float32Array(f32.buffer.slice(f32.byteOffset, f32.byteOffset + f32.byteLength));
+  const rows = values.length / cols;
+  const out = new Uint8Array(rows * rowBytes(type, cols));
+  for (let r = 0; r < rows; r++) quantizeRow(type, values, r * cols, cols, out, r * rowBytes(type, cols));
+  return out;
+}
 
 /**
  * Overwrites a tensor's ggml type id in the header (the writer only writes types moetier reads).
