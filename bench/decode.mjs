@@ -1,12 +1,13 @@
 /**
  * npm run bench -- decode [--rounds R] [--prompt-tokens P] [--tokens N] [--preset medium] [--update-results]
  *
- * Decode and prefill tok/s of moetier and llama.cpp on the medium qwen3moe preset, Q8_0 and Q4_0,
- * at 1 and 2 threads, in one run so that both see the same machine state:
+ * Decode and prefill tok/s of moetier and llama.cpp on the medium qwen3moe preset, Q8_0, Q4_0 and
+ * the Q4_K_M mix (llama-quantize's per-tensor types), at 1 and 2 threads, in one run so that both see the same machine state:
  *
  *   per quant: bytes/token (napkin math, lib/weights.mjs) and read bandwidth (1, 2 threads)
  *              round r = 1..R:  moetier@1  llama@1  moetier@2  llama@2   (alternating)
- *              medians per (engine, threads); each engine's best setting; ratios; bound
+ *              medians per (engine, threads); each engine's best setting; ratios; bound and
+ *              each engine's fraction of it (best decode tok/s / bandwidth bound)
  *
  * Each measured run is preceded, in its own process/engine, by a short warm-up run (page cache,
  * thread pool). Results go to results/local/decode.json (git-ignored); with --update-results to
@@ -24,15 +25,16 @@ import { decodeBytesPerToken } from './lib/weights.mjs';
 import { runLlamaCpp } from './llamacpp/runner.mjs';
 
 const threadCounts = [1, 2];
-const quants = ['q8_0', 'q4_0'];
+// q4_k_m: what users download (issue 16). Each quant is its own same-run comparison.
+const QUANTS = ['q8_0', 'q4_0', 'q4_k_m'];
 const arch = 'qwen3moe';
 const bandwidthBytes = 512 * 1024 * 1024;
 const warmupTokens = 4;
 
 const usage = `usage: npm run bench -- decode [options]   (or: node bench/decode.mjs [options])
 
-Decode and prefill tok/s of moetier and llama.cpp on the medium qwen3moe preset, Q8_0 and Q4_0,
-at 1 and 2 threads, alternating rounds (needs the bench install: cd bench && npm ci; takes many
+Decode and prefill tok/s of moetier and llama.cpp on the medium qwen3moe preset, Q8_0, Q4_0 and
+Q4_K_M, at 1 and 2 threads, alternating rounds (needs the bench install: cd bench && npm ci; takes many
 minutes and quiet CPUs).`;
 
 const options = {
@@ -40,6 +42,7 @@ const options = {
   'prompt-tokens': { type: 'string', default: '128', help: 'prompt length' },
   tokens: { type: 'string', default: '64', help: 'tokens generated per run' },
   preset: { type: 'string', default: 'medium', help: 'tiny | small | medium' },
+  quants: { type: 'string', default: QUANTS.join(','), help: `comma-separated, among ${QUANTS.join(', ')}` },
 };
 
 export async function main(argv) {
@@ -50,12 +53,13 @@ export async function main(argv) {
     rounds: positiveInt('rounds', values.rounds, 100),
     promptTokens: positiveInt('prompt-tokens', values['prompt-tokens'], 4096),
     maxTokens: positiveInt('tokens', values.tokens, 4096),
+    quants: values.quants.split(',').map((q) => oneOf('quants', q.trim(), QUANTS)),
   };
   ensureBenchDeps();
   // The load average says whether other work shared the cores while this ran.
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageAtStart: os.loadavg() };
   const cases = [];
-  for (const quant of quants) cases.push(await benchQuant(quant, config));
+  for (const quant of config.quants) cases.push(await benchQuant(quant, config));
   machine.loadAverageAtEnd = os.loadavg();
   const results = { bench: 'decode', date: new Date().toISOString(), config, machine, cases };
   const target = resultsTarget(values['update-results']);
@@ -94,6 +98,7 @@ function summarize({ quant, preset, modelPath, napkin, bandwidth, runs }) {
   const ours = { decode: bestByMedian(runs.moetier, 'decodeTokPerS'), prefill: bestByMedian(runs.moetier, 'prefillTokPerS') };
   const theirs = { decode: bestByMedian(runs.llamaCpp, 'decodeTokPerS'), prefill: bestByMedian(runs.llamaCpp, 'prefillTokPerS') };
   const boundByThreads = Object.fromEntries(threadCounts.map((t) => [t, bandwidth[t].bytesPerS / napkin.bytesPerToken]));
+  const bound = Math.max(...Object.values(boundByThreads));
   const medians = (byThreads) =>
     Object.fromEntries(
       threadCounts.map((t) => [t, { decodeTokPerS: median(byThreads[t].map((r) => r.decodeTokPerS)), prefillTokPerS: median(byThreads[t].map((r) => r.prefillTokPerS)) }]),
@@ -111,7 +116,9 @@ function summarize({ quant, preset, modelPath, napkin, bandwidth, runs }) {
     moetierPrefillTokPerS: ours.prefill.median,
     llamaCppPrefillTokPerS: theirs.prefill.median,
     prefillRatio: ours.prefill.median / theirs.prefill.median,
-    bandwidthBoundTokPerS: Math.max(...Object.values(boundByThreads)),
+    bandwidthBoundTokPerS: bound,
+    moetierBoundFraction: ours.decode.median / bound,
+    llamaCppBoundFraction: theirs.decode.median / bound,
     bandwidthBoundByThreads: boundByThreads,
     readBandwidthGBPerS: Object.fromEntries(threadCounts.map((t) => [t, bandwidth[t].bytesPerS / 1e9])),
     bandwidthSource: bandwidth[threadCounts[0]].source,
@@ -179,7 +186,7 @@ function sameTokens(a, b) {
 }
 
 function headline(c) {
-  const keys = ['quant', 'moetierDecodeTokPerS', 'llamaCppDecodeTokPerS', 'decodeRatio', 'moetierPrefillTokPerS', 'llamaCppPrefillTokPerS', 'prefillRatio', 'bandwidthBoundTokPerS'];
+  const keys = ['quant', 'moetierDecodeTokPerS', 'llamaCppDecodeTokPerS', 'decodeRatio', 'moetierPrefillTokPerS', 'llamaCppPrefillTokPerS', 'prefillRatio', 'bandwidthBoundTokPerS', 'moetierBoundFraction'];
   return Object.fromEntries(keys.map((k) => [k, typeof c[k] === 'number' ? Number(c[k].toFixed(3)) : c[k]]));
 }
 

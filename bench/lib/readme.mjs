@@ -20,6 +20,7 @@ export function decodeTable(results) {
       f(c.weightBytesPerToken / 1e6),
       `${f(c.readBandwidthGBPerS[1])} / ${f(c.readBandwidthGBPerS[2])}`,
       f(c.bandwidthBoundTokPerS),
+      `${f(c.moetierBoundFraction, 2)} / ${f(c.llamaCppBoundFraction, 2)}`,
     ].join(' | '),
   );
   const { rounds, promptTokens, maxTokens } = results.config;
@@ -30,8 +31,8 @@ export function decodeTable(results) {
       `medians of ${rounds} alternating rounds, prompt ${promptTokens} tokens, ${maxTokens} generated; ` +
       `load average at start ${load(machine.loadAverageAtStart)}, at end ${load(machine.loadAverageAtEnd)}.`,
     '',
-    '| model | moetier decode tok/s (best) | llama.cpp decode tok/s (best) | decode ratio | moetier prefill tok/s | llama.cpp prefill tok/s | prefill ratio | moetier decode 1T / 2T | llama.cpp decode 1T / 2T | MB read / token | read GB/s 1T / 2T | bandwidth bound tok/s |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| model | moetier decode tok/s (best) | llama.cpp decode tok/s (best) | decode ratio | moetier prefill tok/s | llama.cpp prefill tok/s | prefill ratio | moetier decode 1T / 2T | llama.cpp decode 1T / 2T | MB read / token | read GB/s 1T / 2T | bandwidth bound tok/s | fraction of bound moetier / llama.cpp |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r} |`),
     '',
     `Bandwidth source: ${results.cases[0]?.bandwidthSource ?? 'n/a'}.`,

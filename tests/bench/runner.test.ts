@@ -77,4 +77,19 @@ describe('README decode table on a busy machine', () => {
     expect(decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [0.4], loadAverageAtEnd: [0.9] } })).not.toContain('Contended');
     expect(decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [7.3], loadAverageAtEnd: [5.9] } })).toContain('load average up to 7.3');
   });
+
+  it('gives each engine\'s fraction of the bandwidth bound in the last column', async () => {
+    // @ts-expect-error plain .mjs bench module without declarations
+    const { decodeTable } = await import('../../bench/lib/readme.mjs');
+    const perThreads = { 1: { decodeTokPerS: 40 }, 2: { decodeTokPerS: 50 } };
+    const c = {
+      preset: 'medium', quant: 'q4_k_m', moetierDecodeTokPerS: 50, moetierDecodeThreads: 2, llamaCppDecodeTokPerS: 25, llamaCppDecodeThreads: 2,
+      decodeRatio: 2, moetierPrefillTokPerS: 100, llamaCppPrefillTokPerS: 80, prefillRatio: 1.25,
+      medians: { moetier: perThreads, llamaCpp: perThreads }, weightBytesPerToken: 1e7, readBandwidthGBPerS: { 1: 1, 2: 1 },
+      bandwidthBoundTokPerS: 100, moetierBoundFraction: 0.5, llamaCppBoundFraction: 0.25,
+    };
+    const table = decodeTable({ date: '2025-01-02T00:00:00.000Z', config: { rounds: 1, promptTokens: 8, maxTokens: 8 }, machine: {}, cases: [c] });
+    expect(table).toContain('| fraction of bound moetier / llama.cpp |');
+    expect(table).toMatch(/\| medium q4_k_m \| 50\.0 \(2T\) \|.*\| 100\.0 \| 0\.50 \/ 0\.25 \|$/m);
+  });
 });
