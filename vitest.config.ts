@@ -5,6 +5,10 @@ import { defineConfig } from 'vitest/config';
 // for arm64, the bad-invocations test spawns dozens of CLIs) runs after everything else, on
 // its own: a C++ build on both cores would skew the timing tests running beside it.
 const slow = 'tests/**/*.slow.test.ts';
+// tests/device/: the CUDA suite, which needs a GPU. Only `npm run device-check` runs it (with
+// MOETIER_DEVICE=cuda, as the project "device"); the default projects never include it.
+const device = 'tests/device/**';
+const deviceProjects = process.env.MOETIER_DEVICE === 'cuda' ? [{ extends: true, test: { name: 'device', include: ['tests/device/**/*.test.ts'] } }] : [];
 
 // The backend, pool, tier and read engine tests run a second time on the debug build (npm run build:native:debug,
 // which npm test runs first): the same assertions, with the native MT_ASSERT invariants live, so a
@@ -29,7 +33,7 @@ export default defineConfig({
     reporters: ['default', 'json'],
     outputFile: { json: '.ci/last-results.json' },
     projects: [
-      { extends: true, test: { name: 'tests', include: ['tests/**/*.test.ts'], exclude: [slow], sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'tests', include: ['tests/**/*.test.ts'], exclude: [slow, device], sequence: { groupOrder: 0 } } },
       {
         extends: true,
         test: {
@@ -40,6 +44,7 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: 'slow', include: [slow], sequence: { groupOrder: 1 } } },
+      ...deviceProjects,
     ],
   },
 });
