@@ -117,6 +117,7 @@ struct mt_context {
   std::vector<mt::ExpertRun> runs;  // active experts of the current layer, then the shared one
   std::vector<mt_expert_binding> bindings;  // [nExpert]: the routed runs as an expert source binds them
   std::vector<int32_t> run_binding;         // [runs]: the binding of runs[i] after the ready-first reorder, -1: shared
+  std::vector<mt_remote_run> remote_runs;   // [nExpert]: the runs the source computes (device residents)
   // Route prediction of a one-token eval (forward_eval.cc predict_routes): h, its prepared row, router scores.
   std::vector<float> pred_h, pred_scores;
   std::vector<uint8_t> pred_act;
@@ -144,6 +145,8 @@ struct Pass {
   bool combine_pending = false;  // the previous layer's expert outputs wait in slot_down
   int32_t n_runs = 0;            // c->runs [0, n_runs) of the current layer
   int32_t n_bound = 0;           // routed runs the source bound (c->bindings [0, n_bound))
+  int32_t n_local = 0;           // c->runs [0, n_local) are computed here; [n_local, n_runs) by the source (remote)
+  bool remote_started = false;   // remote_start returned 0: remote_wait is owed before the layer ends
   int32_t* predicted = nullptr;  // [nLayer][predict_k] for a one-token eval, or null (mt_eval_args.predicted)
   int32_t predict_k = 0, predict_ahead = 0;
   int32_t wave_begin = 0, wave_end = 0;  // the runs the matrix phases compute now: all of them, or
@@ -229,8 +232,12 @@ void step_moe_begin(Pass& p);
 // After group_slots: each routed run bound through the source, the runs reordered ready first;
 // *n_ready: runs [0, n_ready) can be computed now (the shared one among them). false: its error.
 bool step_bind_runs(Pass& p, int32_t* n_ready, char* err, size_t err_bytes);
-// Runs [from, n_runs) are being read: blocks until some land, moves them to [from, *to). false: a failed read.
+// Runs [from, n_local) are being read: blocks until some land, moves them to [from, *to). false: a failed read.
 bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_bytes);
+// Runs [n_local, n_runs) (bound remote) to the source's remote_start; nothing when there are none.
+bool step_remote_start(Pass& p, char* err, size_t err_bytes);
+// After the host's runs: the source's remote_wait, once per remote_start that succeeded.
+bool step_remote_wait(Pass& p, char* err, size_t err_bytes);
 void step_layer_end(Pass& p);
 void combine_row(const Pass& p, int32_t r);
 

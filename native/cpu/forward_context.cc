@@ -112,6 +112,7 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   c->runs.resize(size_t(model->hp.n_expert) + 1);
   c->bindings.resize(size_t(model->hp.n_expert));
   c->run_binding.resize(c->runs.size());
+  c->remote_runs.resize(size_t(model->hp.n_expert));
   c->pred_h.resize(size_t(model->hp.n_embd));
   c->pred_scores.resize(size_t(model->hp.n_expert));
   c->pred_ids.resize(size_t(model->hp.n_expert));

@@ -5,9 +5,11 @@
 //   softmax, top-k, weights, routes         [rows]
 //   group slots by expert (counting sort)   [caller]
 //   gather h rows per expert                [rows]  (prefill only)
+//   remote runs (device residents) start     [caller]  the source computes them meanwhile
 //   g = silu(Gate_e h) * (Up_e h)           [pool]  experts x rows of nFf, each expert once
 //   prepare g for Down                      [rows]
 //   slot_down = Down_e g                    [pool]
+//   remote runs' slot_down rows written      [caller]  remote_wait
 //   x += sum_k w_k slot_down (+ shared)     deferred: combine_row, in the next phase
 //
 // A slot is one (row, rank) pair; slots are grouped by expert so each expert's weights are
@@ -203,15 +205,22 @@ bool moe_layer(Pass& p, char* err, size_t err_bytes) {
   run_phase(p, route_phase, rows_parallel);
   group_slots(p);
   int32_t ready = p.n_runs;
+  p.n_local = p.n_runs;
   if (p.experts != nullptr && !step_bind_runs(p, &ready, err, err_bytes)) return false;
+  if (p.experts != nullptr && !step_remote_start(p, err, err_bytes)) return false;
   if (p.n > 1) run_phase(p, gather_phase, true);
   compute_wave(p, 0, ready);
-  while (ready < p.n_runs) {  // runs still being read: each wave as its reads land
+  while (ready < p.n_local) {  // runs still being read: each wave as its reads land
     int32_t landed = ready;
-    if (!step_await_runs(p, ready, &landed, err, err_bytes)) return false;
+    if (!step_await_runs(p, ready, &landed, err, err_bytes)) {
+      char ignored[8];
+      step_remote_wait(p, ignored, sizeof ignored);  // nothing may write slot_down after the eval returns
+      return false;
+    }
     compute_wave(p, ready, landed);
     ready = landed;
   }
+  if (!step_remote_wait(p, err, err_bytes)) return false;
   p.combine_pending = true;
   return true;
 }

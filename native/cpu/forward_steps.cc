@@ -5,15 +5,19 @@
 //   moe    stamp moeStart (the attention's weight bytes: a virtual clock moves by them)
 //   (router, top-k, group) -> bind: each routed run through the source (weights, or the container's,
 //          or pending: still being read); the runs reordered ready first
+//   remote runs (bound remote: residents in device memory) go last and to remote_start, so the
+//          device computes them while the host computes the rest
 //   (gate/up, down) over the ready runs; then, while runs are pending: await -> the landed ones
 //          move up and (gate/up, down) over them. Each run's rows are computed the same way
 //          whatever wave it is in, so the bits do not depend on when a read lands.
+//   remote_wait: the remote runs' outputs are in slot_down before the rank-order combine
 //   end    stamp end = moeEnd (the MoE's weight bytes); source: layer_end;
 //          layerStats += [.., hits, misses]
 //
 // Without a source the stamps are CLOCK_MONOTONIC ns; with one they are its clock (the fake
 // backend's virtual compute clock, so layer intervals and upload intervals share one clock).
 #include <algorithm>
+#include <cstdio>
 #include "forward.h"
 #include "mt_assert.h"
 #include "mt_clock.h"
@@ -85,7 +89,7 @@ bool step_bind_runs(Pass& p, int32_t* n_ready, char* err, size_t err_bytes) {
   int32_t n = 0;  // routed runs come first; the shared expert (expert -1) stays in the container
   while (n < p.n_runs && c.runs[size_t(n)].expert >= 0) {
     const ExpertRun& run = c.runs[size_t(n)];
-    c.bindings[size_t(n)] = mt_expert_binding{run.expert, run.count, nullptr, nullptr, nullptr, run.gate.type, 0, 0};
+    c.bindings[size_t(n)] = mt_expert_binding{run.expert, run.count, nullptr, nullptr, nullptr, run.gate.type, 0, 0, 0};
     n++;
   }
   if (s->bind(s->self, p.layer, c.bindings.data(), n, err, err_bytes) != 0) return false;
@@ -98,13 +102,43 @@ bool step_bind_runs(Pass& p, int32_t* n_ready, char* err, size_t err_bytes) {
       const mt_expert_binding& binding = c.bindings[size_t(b)];
       if (binding.fast) p.layer_hits += binding.rows;
       else p.layer_misses += binding.rows;
-      if (binding.pending) continue;
+      if (binding.pending || binding.remote) continue;
       if (binding.gate != nullptr) apply_binding(binding, c.runs[size_t(i)]);
     }
     move_run(c, i, ready++);
   }
+  int32_t local = ready;  // then the pending runs; the remote ones last: [n_local, n_runs)
+  for (int32_t i = ready; i < p.n_runs; i++)
+    if (c.bindings[size_t(c.run_binding[size_t(i)])].remote == 0) move_run(c, i, local++);
+  p.n_local = local;
   *n_ready = ready;
   return true;
+}
+
+bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
+  if (p.n_local == p.n_runs) return true;
+  const mt_expert_source* s = p.experts;
+  mt_context& c = *p.c;
+  const int64_t E = p.m->hp.n_embd;
+  if (s->remote_start == nullptr || s->remote_wait == nullptr) {
+    std::snprintf(err, err_bytes, "expert source: bind marked %d run(s) of layer %d remote, but the source has no remote_start / remote_wait",
+                  p.n_runs - p.n_local, p.layer);
+    return false;
+  }
+  int32_t n = 0;
+  for (int32_t i = p.n_local; i < p.n_runs; i++) {
+    const ExpertRun& run = c.runs[size_t(i)];
+    c.remote_runs[size_t(n++)] = mt_remote_run{c.run_binding[size_t(i)], run.count, c.slot_row + run.first, c.slot_down + size_t(run.first) * size_t(E)};
+  }
+  if (s->remote_start(s->self, p.layer, c.h, c.remote_runs.data(), n, err, err_bytes) != 0) return false;
+  p.remote_started = true;
+  return true;
+}
+
+bool step_remote_wait(Pass& p, char* err, size_t err_bytes) {
+  if (!p.remote_started) return true;
+  p.remote_started = false;
+  return p.experts->remote_wait(p.experts->self, p.layer, err, err_bytes) == 0;
 }
 
 bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_bytes) {
@@ -115,7 +149,7 @@ bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_b
   if (s->await(s->self, p.layer, c.bindings.data(), p.n_bound, landed, &n_landed, err, err_bytes) != 0) return false;
   int32_t next = from;
   for (int32_t k = 0; k < n_landed; k++) {
-    for (int32_t i = next; i < p.n_runs; i++) {
+    for (int32_t i = next; i < p.n_local; i++) {
       if (c.run_binding[size_t(i)] != landed[k]) continue;
       apply_binding(c.bindings[size_t(landed[k])], c.runs[size_t(i)]);
       move_run(c, i, next++);

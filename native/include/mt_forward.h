@@ -66,6 +66,9 @@ typedef struct mt_layer_experts {
  *   layer_begin(layer)        before anything of the layer is read
  *   stamp(layer, attn bytes)  MoE start; work_bytes: weight bytes streamed since the last stamp
  *   bind(layer, runs, n)      after routing: each run's weights, or NULL (the container's)
+ *   [remote_start]            the runs the source computes itself (device residents), if any
+ *   [await ...]               the pending runs, as their reads land
+ *   [remote_wait]             the remote runs' outputs written
  *   stamp(layer, moe bytes)   layer end
  *   layer_end(layer)          whatever bind held is released (the weights are no longer read)
  *
@@ -81,7 +84,21 @@ typedef struct mt_expert_binding {
   int32_t fast;         /* out: 1 when computed from a fast (resident) copy: a hit */
   int32_t pending;      /* out: 1 when its weights are still being read: gate/up/down are set by a
                            later await that names it, and it is computed only then */
+  int32_t remote;       /* out: 1 when the source computes it itself (a resident in device memory,
+                           which the host cannot read): gate/up/down stay NULL, and the forward pass
+                           hands the run's rows to remote_start instead of computing them */
 } mt_expert_binding;
+
+/* One remote run for remote_start: its rows of the chunk's ffn-normed hidden state h (row j of
+ * the run is h + row_of[j] * n_embd) and where its output rows go (y [rows][n_embd], row j for
+ * row_of[j]); y is the forward pass's own expert-output buffer, combined in rank order after
+ * remote_wait, so the sum's order does not depend on where an expert ran. */
+typedef struct mt_remote_run {
+  int32_t binding;        /* index into the bind's runs */
+  int32_t rows;
+  const int32_t* row_of;
+  float* y;
+} mt_remote_run;
 
 typedef struct mt_expert_source {
   void* self;
@@ -102,6 +119,16 @@ typedef struct mt_expert_source {
    * predict_k (ids, best first) to the source: a prefetch's guess, one layer ahead. */
   void (*predicted)(void* self, int32_t layer, const int32_t* ids, int32_t n);
   int32_t predict_k;
+  /* Optional (NULL when bind never marks a run remote). remote_start: right after bind, before
+   * the host computes anything of the layer, the remote runs' rows (h [n rows][n_embd], f32);
+   * it may return before their y is written, so the device computes while the host computes the
+   * other runs. remote_wait: after the host's runs, before the outputs are combined and before
+   * layer_end; blocks until every y of the layer is written. Both return 0, or -1 with a message
+   * in err (the eval then fails; remote_wait is still called once after a remote_start that
+   * returned 0, so nothing writes y after the eval has returned). */
+  int (*remote_start)(void* self, int32_t layer, const float* h, const mt_remote_run* runs, int32_t n_runs, char* err,
+                      size_t err_bytes);
+  int (*remote_wait)(void* self, int32_t layer, char* err, size_t err_bytes);
 } mt_expert_source;
 
 /* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */

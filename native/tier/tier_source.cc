@@ -181,7 +181,7 @@ void tier_abandon_layer(mt_tier& t) {
 }
 
 void tier_source_init(mt_tier& t) {
-  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, await_reads, layer_end, predicted, 0};
+  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, await_reads, layer_end, predicted, 0, nullptr, nullptr};
 }
 
 }  // namespace mt
