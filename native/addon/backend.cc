@@ -9,6 +9,13 @@
 //                                 mt_backend_slot_data natively, never through JS
 //   destroyBackend(handle)        waits for in-flight uploads (after the last eventWait settles)
 //   diskHold(handle, hold)        test only (disk): while held, its read engine starts no read
+//   runExpert(handle, slot, args)  a resident expert on the device (cuda, cuda-sim; native/cuda/mt_backend_cuda.h)
+//   cudaSlotRead(handle, slot, out) test only (cuda, cuda-sim): a slot's bytes copied back from the device
+//   cudaLibraryPath() / cudaLimits()  where the cuda kind looks for its library; the staging ring's sizes
+//
+// A cuda create refused because there is no usable device throws MT_DEVICE_UNAVAILABLE with
+// `deviceUnavailable` ('not-built', 'load-failed', 'no-driver', 'no-device'): backend.ts turns
+// it into a DeviceUnavailableError.
 //
 // An upload's source typed arrays stay referenced until its event has finished: the map
 // `sources` is swept on every verb and emptied on destroy, after the uploads drained.
@@ -29,6 +36,7 @@
 #include "mt_io.h"
 #include "registry.h"
 #include "../disk/mt_backend_disk.h"
+#include "../cuda/mt_backend_cuda.h"
 #if MT_DEBUG_ASSERTS_ENABLED
 #include "../backend/backend.h"
 #endif
@@ -123,15 +131,26 @@ Napi::Value BackendPreset(const Napi::CallbackInfo& info) {
   return ConfigObject(env, c);
 }
 
+// enum mt_backend_kind for a kind's name, or -1.
+int32_t KindId(const std::string& kind) {
+  if (kind == "cpu") return MT_BACKEND_CPU;
+  if (kind == "fake") return MT_BACKEND_FAKE;
+  if (kind == "disk") return MT_BACKEND_DISK;
+  if (kind == "cuda") return MT_BACKEND_CUDA;
+  if (kind == "cuda-sim") return MT_BACKEND_CUDA_SIM;
+  return -1;
+}
+
 // createBackend(kind, config): numbers are validated by the wrapper; C checks them again.
 Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::string kind = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
-  if ((kind != "cpu" && kind != "fake" && kind != "disk") || !info[1].IsObject())
-    return TypeError(env, "createBackend(kind, config): kind: expected \"cpu\", \"fake\" or \"disk\", config: an object");
+  const int32_t kind_id = KindId(kind);
+  if (kind_id < 0 || !info[1].IsObject())
+    return TypeError(env, "createBackend(kind, config): kind: expected \"cpu\", \"fake\", \"disk\", \"cuda\" or \"cuda-sim\", config: an object");
   Napi::Object o = info[1].As<Napi::Object>();
   mt_backend_config c{};
-  c.kind = kind == "cpu" ? MT_BACKEND_CPU : kind == "fake" ? MT_BACKEND_FAKE : MT_BACKEND_DISK;
+  c.kind = kind_id;
   c.file_fd = -1;
   if (kind == "disk") {
     // config.file: the mapped model file whose experts the uploads read (mapFile's handle).
@@ -145,8 +164,18 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   c.compute_bytes_per_s = Number(o, "computeBytesPerS", 0);
   c.overwrite_supported = o.Get("overwriteSupported").IsUndefined() || o.Get("overwriteSupported").ToBoolean().Value() ? 1 : 0;
   c.fail_transfer_after_bytes = uint64_t(Number(o, "failTransferAfterBytes", 0));
+  c.sim_device_bytes = uint64_t(Number(o, "simDeviceBytes", 0));
+  c.sim_no_device = o.Get("simNoDevice").ToBoolean().Value() ? 1 : 0;
   char err[512] = "";
-  mt_backend* b = mt_backend_create(&c, err, sizeof err);
+  int32_t unavailable = MT_CUDA_AVAILABLE;
+  const bool cuda = c.kind == MT_BACKEND_CUDA || c.kind == MT_BACKEND_CUDA_SIM;
+  mt_backend* b = cuda ? mt_backend_cuda_create(&c, &unavailable, err, sizeof err) : mt_backend_create(&c, err, sizeof err);
+  if (b == nullptr && unavailable != MT_CUDA_AVAILABLE) {
+    Napi::Error e = mtjs::New(env, mtjs::Kind::kError, mtjs::kDeviceUnavailable, std::string("createBackend: ") + err);
+    e.Set("deviceUnavailable", Napi::String::New(env, mt_cuda_unavailable_name(unavailable)));
+    e.ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
   if (b == nullptr) return Throw(env, MT_BACKEND_INVALID, std::string("createBackend: ") + err);
   auto state = std::make_shared<BackendState>();
   state->backend = b;
@@ -403,6 +432,76 @@ Napi::Value SlotRead(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, double(n));
 }
 
+// A Float32Array argument's data and length, or null (a TypeError is pending).
+float* FloatsArg(const Napi::CallbackInfo& info, Napi::Value v, const char* what, size_t* length) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+    TypeError(info.Env(), std::string(what) + ": expected a Float32Array");
+    return nullptr;
+  }
+  napi_typedarray_type type;
+  void* data = nullptr;
+  napi_get_typedarray_info(info.Env(), v, &type, length, &data, nullptr, nullptr);
+  return static_cast<float*>(data);
+}
+
+// runExpert(handle, slot, { x, y, count, gateType, upType, downType, gateBytes, upBytes, downBytes, nEmbd, nFf }):
+// y = Down (silu(Gate x) * (Up x)) on the device, synchronously (the slot must be valid and leased).
+Napi::Value RunExpert(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "runExpert: slot", 2147483647.0, &slot)) return env.Undefined();
+  if (!info[2].IsObject()) return TypeError(env, "runExpert: args: expected an object");
+  Napi::Object o = info[2].As<Napi::Object>();
+  mt_backend_cuda_expert_args a{};
+  size_t x_len = 0, y_len = 0;
+  a.x = FloatsArg(info, o.Get("x"), "runExpert: args.x", &x_len);
+  if (a.x == nullptr) return env.Undefined();
+  a.y = FloatsArg(info, o.Get("y"), "runExpert: args.y", &y_len);
+  if (a.y == nullptr) return env.Undefined();
+  a.count = int32_t(Number(o, "count", 0));
+  a.gate_type = int32_t(Number(o, "gateType", -1)), a.up_type = int32_t(Number(o, "upType", -1)), a.down_type = int32_t(Number(o, "downType", -1));
+  a.gate_bytes = uint64_t(Number(o, "gateBytes", 0)), a.up_bytes = uint64_t(Number(o, "upBytes", 0)), a.down_bytes = uint64_t(Number(o, "downBytes", 0));
+  a.n_embd = int64_t(Number(o, "nEmbd", 0)), a.n_ff = int64_t(Number(o, "nFf", 0));
+  const double need = double(a.count) * double(a.n_embd);
+  if (a.count < 1 || a.n_embd < 1 || double(x_len) != need || double(y_len) != need)
+    return Throw(env, MT_BACKEND_INVALID, "runExpert: x and y: expected count * nEmbd floats each, count >= 1");
+  char err[512] = "";
+  if (int rc = mt_backend_run_expert(s->backend, int32_t(slot), &a, err, sizeof err)) return Throw(env, rc, err);
+  return env.Undefined();
+}
+
+// cudaSlotRead(handle, slot, out: Uint8Array): test only; copies min(out.length, slotBytes) bytes back.
+Napi::Value CudaSlotRead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info);
+  uint64_t slot = 0;
+  if (!s || !ArgUint(info, 1, "cudaSlotRead: slot", 2147483647.0, &slot)) return env.Undefined();
+  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    return TypeError(env, "cudaSlotRead: out: expected a Uint8Array");
+  napi_typedarray_type type;
+  size_t length = 0, copied = 0;
+  void* out = nullptr;
+  napi_get_typedarray_info(env, info[2], &type, &length, &out, nullptr, nullptr);
+  char err[512] = "";
+  if (int rc = mt_backend_cuda_slot_read(s->backend, int32_t(slot), out, length, &copied, err, sizeof err)) return Throw(env, rc, err);
+  return Napi::Number::New(env, double(copied));
+}
+
+Napi::Value CudaLibraryPath(const Napi::CallbackInfo& info) {
+  char path[4096] = "";
+  if (mt_backend_cuda_library_path(path, sizeof path) != MT_BACKEND_OK) return mtjs::ThrowError(info.Env(), mtjs::kIo, "cudaLibraryPath: the path is too long");
+  return Napi::String::New(info.Env(), path);
+}
+
+Napi::Value CudaLimits(const Napi::CallbackInfo& info) {
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("stagingBuffers", MT_BACKEND_CUDA_STAGING_BUFFERS);
+  o.Set("stagingBufferBytes", double(MT_BACKEND_CUDA_STAGING_BUFFER_BYTES));
+  o.Set("expertRowsMax", MT_BACKEND_CUDA_EXPERT_ROWS_MAX);
+  return o;
+}
+
 Napi::Value DestroyBackend(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info);
   if (!s) return info.Env().Undefined();
@@ -466,6 +565,10 @@ void RegisterBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("slotRead", Napi::Function::New(env, SlotRead));
   exports.Set("destroyBackend", Napi::Function::New(env, DestroyBackend));
   exports.Set("diskHold", Napi::Function::New(env, DiskHold));
+  exports.Set("runExpert", Napi::Function::New(env, RunExpert));
+  exports.Set("cudaSlotRead", Napi::Function::New(env, CudaSlotRead));
+  exports.Set("cudaLibraryPath", Napi::Function::New(env, CudaLibraryPath));
+  exports.Set("cudaLimits", Napi::Function::New(env, CudaLimits));
 #if MT_DEBUG_ASSERTS_ENABLED
   exports.Set("debugBackendRecomplete", Napi::Function::New(env, DebugBackendRecomplete));
 #endif

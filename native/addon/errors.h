@@ -15,6 +15,8 @@
 //   MT_BACKEND_<S>     a backend refusal, S = mt_backend_status_name upper-cased with '_'
 //                      for '-' (MT_BACKEND_BUDGET, MT_BACKEND_BUSY, MT_BACKEND_NO_OVERWRITE, ...);
 //                      the error also keeps `backendStatus` (src/native/backend.ts reads it)
+//   MT_DEVICE_UNAVAILABLE  a cuda backend has no usable device; the error also keeps
+//                      `deviceUnavailable` ('not-built', 'load-failed', 'no-driver', 'no-device')
 //   MT_TIER_FAILED     the tier refused or failed (create, resize, a warmstart's uploads)
 //   MT_EVAL_FAILED     mt_eval refused or failed ("eval: ..."; src/native/eval-errors.ts)
 //   MT_INTERNAL        a C++ exception caught at the boundary: a bug, never an input error
@@ -34,6 +36,7 @@ constexpr const char* kIo = "MT_IO";
 constexpr const char* kNoMemory = "MT_NO_MEMORY";
 constexpr const char* kNoThreads = "MT_NO_THREADS";
 constexpr const char* kTierFailed = "MT_TIER_FAILED";
+constexpr const char* kDeviceUnavailable = "MT_DEVICE_UNAVAILABLE";
 constexpr const char* kEvalFailed = "MT_EVAL_FAILED";
 constexpr const char* kInternal = "MT_INTERNAL";
 

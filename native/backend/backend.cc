@@ -80,6 +80,17 @@ void mt_backend::complete(const mt::UploadJob& job, bool ok, int64_t start_ns, i
   finished.notify_all();
 }
 
+void mt_backend::complete_compute(mt_event_id event, bool ok, int64_t at_ns) {
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = events.find(event);
+  MT_ASSERT(it != events.end() && it->second.kind == MT_EVENT_COMPUTE && it->second.state == MT_EVENT_PENDING,
+            "a completed compute marker is a pending marker of this backend (pending events are never pruned)");
+  if (it == events.end()) return;
+  it->second.state = ok ? MT_EVENT_DONE : MT_EVENT_FAILED;
+  it->second.start_ns = it->second.end_ns = at_ns;
+  finished.notify_all();
+}
+
 extern "C" {
 
 mt_backend* mt_backend_create(const mt_backend_config* c, char* err, size_t err_bytes) {
@@ -88,7 +99,9 @@ mt_backend* mt_backend_create(const mt_backend_config* c, char* err, size_t err_
   if (c->kind == MT_BACKEND_CPU) return mt::create_cpu_backend(*c, err, err_bytes);
   if (c->kind == MT_BACKEND_FAKE) return mt::create_fake_backend(*c, err, err_bytes);
   if (c->kind == MT_BACKEND_DISK) return mt::create_disk_backend(*c, err, err_bytes);
-  fail(err, err_bytes, MT_BACKEND_INVALID, "create: kind: expected 0 (cpu), 1 (fake) or 2 (disk), got " + std::to_string(c->kind));
+  if (c->kind == MT_BACKEND_CUDA || c->kind == MT_BACKEND_CUDA_SIM) return mt::create_cuda_backend(*c, nullptr, err, err_bytes);
+  fail(err, err_bytes, MT_BACKEND_INVALID,
+       "create: kind: expected 0 (cpu), 1 (fake), 2 (disk), 3 (cuda) or 4 (cuda-sim), got " + std::to_string(c->kind));
   return nullptr;
 }
 

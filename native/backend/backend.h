@@ -71,9 +71,17 @@ struct mt_backend {
   virtual void drain() = 0;  // finish every submitted job and stop the transfer thread; not under mu
   virtual bool overwrite_supported() const { return true; }
   virtual bool host_visible() const { return true; }
+  // A kind whose compute markers are timed by the device (cuda: an event on its compute stream)
+  // records the marker here and returns true; the marker's event stays pending until the kind
+  // calls complete_compute. false (cpu, fake, disk): compute_stamp times it at once. Under mu.
+  virtual bool record_compute(mt_event_id) { return false; }
+  // mt_backend_run_expert; only a kind that computes on its device implements it. Not under mu.
+  virtual int run_expert(int32_t slot, const void* args, char* err, size_t err_bytes);
 
   // Called by the transfer thread when a job ends (takes mu).
   void complete(const mt::UploadJob& job, bool ok, int64_t start_ns, int64_t end_ns);
+  // Called by a kind's thread when a marker that record_compute took finished (takes mu).
+  void complete_compute(mt_event_id event, bool ok, int64_t at_ns);
 
   const mt_backend_config config;
   std::mutex mu;
@@ -97,4 +105,6 @@ namespace mt {
 mt_backend* create_cpu_backend(const mt_backend_config& c, char* err, size_t err_bytes);
 mt_backend* create_fake_backend(const mt_backend_config& c, char* err, size_t err_bytes);
 mt_backend* create_disk_backend(const mt_backend_config& c, char* err, size_t err_bytes);
+// cuda/host/: the kinds cuda and cuda-sim; *reason (may be null) says why a device is unavailable.
+mt_backend* create_cuda_backend(const mt_backend_config& c, int32_t* reason, char* err, size_t err_bytes);
 }  // namespace mt

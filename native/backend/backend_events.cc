@@ -17,6 +17,10 @@ int find_event(mt_backend* b, mt_event_id event, const char* verb, char* err, si
 
 }  // namespace
 
+int mt_backend::run_expert(int32_t, const void*, char* err, size_t err_bytes) {
+  return fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "run_expert: not implemented by the cpu and fake backends; compute from slot_data");
+}
+
 extern "C" {
 
 int mt_backend_event_query(mt_backend* b, mt_event_id event, mt_event_info* info, char* err, size_t err_bytes) {
@@ -42,6 +46,12 @@ int mt_backend_compute_record(mt_backend* b, int64_t label, uint64_t work_bytes,
                               size_t err_bytes) {
   std::lock_guard<std::mutex> lock(b->mu);
   if (b->closed) return fail(err, err_bytes, MT_BACKEND_CLOSED, "compute_record: the backend is closed");
+  const mt_event_id next = b->next_event;
+  if (b->record_compute(next)) {  // timed by the device: pending until complete_compute
+    *event = b->add_event(mt_event_info{MT_EVENT_PENDING, MT_EVENT_COMPUTE, 0, 0, label, -1, work_bytes});
+    MT_ASSERT(*event == next, "record_compute was told the id add_event gives");
+    return MT_BACKEND_OK;
+  }
   const int64_t at = b->compute_stamp(work_bytes);
   *event = b->add_event(mt_event_info{MT_EVENT_DONE, MT_EVENT_COMPUTE, at, at, label, -1, work_bytes});
   return MT_BACKEND_OK;
@@ -92,8 +102,8 @@ int mt_backend_slot_data(mt_backend* b, int32_t slot, uint8_t** data, char* err,
   return MT_BACKEND_OK;
 }
 
-int mt_backend_run_expert(mt_backend*, int32_t, const void*, char* err, size_t err_bytes) {
-  return fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "run_expert: not implemented by the cpu and fake backends; compute from slot_data");
+int mt_backend_run_expert(mt_backend* b, int32_t slot, const void* args, char* err, size_t err_bytes) {
+  return b->run_expert(slot, args, err, err_bytes);
 }
 
 const char* mt_backend_status_name(int status) {

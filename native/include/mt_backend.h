@@ -86,7 +86,9 @@ typedef struct mt_backend mt_backend;
 typedef uint64_t mt_event_id;  /* > 0; ids are never reused by one backend */
 typedef uint64_t mt_lease_id;  /* > 0; ids are never reused by one backend */
 
-enum mt_backend_kind { MT_BACKEND_CPU = 0, MT_BACKEND_FAKE = 1, MT_BACKEND_DISK = 2 };
+/* CUDA: device memory through libmoetier_cuda.so; CUDA_SIM: the same host code on a simulated
+ * runtime (tests). Both: native/cuda/mt_backend_cuda.h. */
+enum mt_backend_kind { MT_BACKEND_CPU = 0, MT_BACKEND_FAKE = 1, MT_BACKEND_DISK = 2, MT_BACKEND_CUDA = 3, MT_BACKEND_CUDA_SIM = 4 };
 
 enum mt_backend_status {
   MT_BACKEND_OK = 0,
@@ -114,15 +116,20 @@ typedef struct mt_backend_config {
   double bandwidth_bytes_per_s;      /* > 0 */
   double transfer_fixed_us;          /* >= 0, per upload */
   double compute_bytes_per_s;        /* > 0, weight bytes streamed per second of compute */
-  int32_t overwrite_supported;       /* 0: refuse in-place overwrite */
+  int32_t overwrite_supported;       /* 0: refuse in-place overwrite (fake, cuda-sim) */
   uint64_t fail_transfer_after_bytes;/* 0: never; else the upload that would take the backend's
-                                        total uploaded bytes past this fails there (once); disk too */
+                                        total uploaded bytes past this fails there (once); disk too;
+                                        cuda-sim: the copy call crossing it copies the bytes
+                                        before the limit, then reports an error (once) */
   /* disk only: the model file, and where it is mapped. An upload's pieces point into
      [file_base, file_base + file_length); the disk backend reads those ranges from file_fd
      instead of copying from the mapping, whose pages it never touches. */
   int32_t file_fd;
   const uint8_t* file_base;
   uint64_t file_length;
+  /* cuda-sim only (the simulated runtime's faults, for tests): */
+  uint64_t sim_device_bytes;         /* 0: 1 GiB; device allocations past this fail (error 2) */
+  int32_t sim_no_device;             /* 1: get_device_count reports no device (error 100) */
 } mt_backend_config;
 
 /* An "8 GB consumer card on PCIe 4.0" (kind fake): 25 GB/s, 330 us per transfer

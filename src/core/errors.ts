@@ -178,6 +178,22 @@ export class ConversationEvictedError extends MoetierError {
   }
 }
 
+/** Why a device backend has no usable device (native/cuda/mt_backend_cuda.h's mt_cuda_unavailable). */
+export type DeviceUnavailableReason = 'not-built' | 'load-failed' | 'no-driver' | 'no-device';
+
+/**
+ * A CUDA backend was asked for but cannot run here: the kernels library was not built (no nvcc at
+ * build time), it failed to load, the driver is missing or too old, or there is no device. The
+ * message names what is missing; nothing was created.
+ */
+export class DeviceUnavailableError extends MoetierError {
+  readonly reason: DeviceUnavailableReason;
+  constructor(reason: DeviceUnavailableReason, message: string, options?: { cause?: unknown }) {
+    super('E_DEVICE_UNAVAILABLE', message, options);
+    this.reason = reason;
+  }
+}
+
 /** The request was cancelled through its AbortSignal. */
 export class RequestAbortedError extends MoetierError {
   constructor() {

@@ -11,10 +11,11 @@
  * Native refusals become BackendError with a `reason` the caller branches on ('busy',
  * 'no-overwrite' -> free then upload, ...). A bad slot or event id is a bug: RangeError.
  */
-import { InvalidOptionError, MoetierError } from '../core/errors.js';
+import { DeviceUnavailableError, InvalidOptionError, MoetierError, type DeviceUnavailableReason } from '../core/errors.js';
 import {
   loadNative,
   type NativeBackendConfig,
+  type NativeExpertArgs,
   type NativeBackendEvent,
   type NativeBackendHandle,
   type NativeBackendStats,
@@ -22,8 +23,14 @@ import {
   type NativeDiskBackendStats,
 } from './binding.js';
 
-/** cpu: RAM slots filled by copies from the mapping; fake: the same on a virtual clock; disk: RAM slots filled by reads of the model file. */
-export type BackendKind = 'cpu' | 'fake' | 'disk';
+/**
+ * cpu: RAM slots filled by copies from the mapping; fake: the same on a virtual clock; disk: RAM slots filled by reads of the model file;
+ * cuda: device memory through libmoetier_cuda.so (DeviceUnavailableError where it cannot run); cuda-sim: the cuda host code on a simulated
+ * runtime (tests).
+ */
+export type BackendKind = 'cpu' | 'fake' | 'disk' | 'cuda' | 'cuda-sim';
+const kinds: ReadonlySet<string> = new Set<BackendKind>(['cpu', 'fake', 'disk', 'cuda', 'cuda-sim']);
+export type ExpertArgs = NativeExpertArgs;
 export type BackendPresetName = 'consumer-8gb';
 export type SlotState = 'empty' | 'uploading' | 'valid' | 'invalid';
 export type BackendEvent = NativeBackendEvent;
@@ -63,7 +70,13 @@ function guard<T>(verb: () => T): T {
   }
 }
 
+const unavailableReasons: ReadonlySet<string> = new Set<DeviceUnavailableReason>(['not-built', 'load-failed', 'no-driver', 'no-device']);
+
 function typed(err: unknown): unknown {
+  const unavailable = (err as { deviceUnavailable?: unknown } | null)?.deviceUnavailable;
+  if (typeof unavailable === 'string' && unavailableReasons.has(unavailable)) {
+    return new DeviceUnavailableError(unavailable as DeviceUnavailableReason, (err as Error).message, { cause: err });
+  }
   const status = (err as { backendStatus?: unknown } | null)?.backendStatus;
   if (typeof status === 'string' && failures.has(status)) {
     return new BackendError(status as BackendFailure, (err as Error).message, { cause: err });
@@ -81,10 +94,18 @@ function checkConfig(kind: BackendKind, c: BackendConfig): void {
     throw new InvalidOptionError('backend.budgetBytes', 'an integer number of bytes > 0', c.budgetBytes);
   }
   if (kind === 'disk' && c.file === undefined) throw new InvalidOptionError('backend.file', 'the mapped model file (mapFile) for the disk backend', c.file);
+  if (kind === 'cuda-sim' && c.simDeviceBytes !== undefined && (!Number.isSafeInteger(c.simDeviceBytes) || c.simDeviceBytes < 0)) {
+    throw new InvalidOptionError('backend.simDeviceBytes', 'an integer number of bytes >= 0 (0: 1 GiB)', c.simDeviceBytes);
+  }
+  if (kind === 'cuda-sim') checkFailAfter(c);
   if (kind !== 'fake') return;
   positive('bandwidthBytesPerS', c.bandwidthBytesPerS);
   positive('computeBytesPerS', c.computeBytesPerS);
   positive('transferFixedUs', c.transferFixedUs ?? 0, true);
+  checkFailAfter(c);
+}
+
+function checkFailAfter(c: BackendConfig): void {
   const failAfter = c.failTransferAfterBytes ?? 0;
   if (!Number.isSafeInteger(failAfter) || failAfter < 0) {
     throw new InvalidOptionError('backend.failTransferAfterBytes', 'an integer number of bytes >= 0 (0: never)', failAfter);
@@ -104,10 +125,10 @@ export class Backend {
 
   /** Validates the config (InvalidOptionError names the field), then creates the device. */
   static create(kind: BackendKind, config: BackendConfig): Backend {
-    if (kind !== 'cpu' && kind !== 'fake' && kind !== 'disk') throw new InvalidOptionError('backend', '"cpu", "fake" or "disk"', kind);
+    if (!kinds.has(kind)) throw new InvalidOptionError('backend', '"cpu", "fake", "disk", "cuda" or "cuda-sim"', kind);
     checkConfig(kind, config);
     const native = loadNative();
-    return new Backend(kind, native, native.createBackend(kind, config));
+    return new Backend(kind, native, guard(() => native.createBackend(kind, config)));
   }
 
   /** A named fake-device configuration (the numbers live in the native header). */
@@ -207,6 +228,19 @@ export class Backend {
   /** Copies the slot's bytes into out (tests, debugging); returns the bytes copied. */
   read(slot: number, out: Uint8Array): number {
     return guard(() => this.native.slotRead(this.h, slot, out));
+  }
+
+  /**
+   * cuda / cuda-sim: y = Down (silu(Gate x) * (Up x)) for args.count rows from the slot (gate | up | down), computed on the
+   * device; returns once y is written. The slot must be valid and leased (refused: 'state'); the host kinds refuse ('unsupported').
+   */
+  runExpert(slot: number, args: ExpertArgs): void {
+    guard(() => this.native.runExpert(this.h, slot, args));
+  }
+
+  /** Test only (cuda / cuda-sim): copies the slot's bytes back from the device into out; returns the bytes copied. */
+  readDevice(slot: number, out: Uint8Array): number {
+    return guard(() => this.native.cudaSlotRead(this.h, slot, out));
   }
 
   /** Waits for in-flight uploads and frees the device (deferred while a wait() is pending). Idempotent. */

@@ -22,6 +22,8 @@ export type NativeErrorCode =
   | 'MT_NO_MEMORY'
   | 'MT_NO_THREADS'
   | `MT_BACKEND_${'BUDGET' | 'BUSY' | 'NO_OVERWRITE' | 'STATE' | 'NO_MEMORY' | 'UNSUPPORTED' | 'CLOSED'}`
+  /** A cuda backend has no usable device; the error keeps `deviceUnavailable` (src/native/backend.ts). */
+  | 'MT_DEVICE_UNAVAILABLE'
   | 'MT_TIER_FAILED'
   | 'MT_EVAL_FAILED'
   /** A C++ exception caught at the boundary (the eval worker): a bug, not an input error. */
@@ -115,6 +117,32 @@ export interface NativeBackendConfig {
   failTransferAfterBytes?: number;
   /** disk: the mapped model file; uploads read their pieces' ranges from it instead of the mapping. */
   file?: MappedFileHandle;
+  /** cuda-sim (tests): the simulated device's memory (0 or absent: 1 GiB); device allocations past it fail. */
+  simDeviceBytes?: number;
+  /** cuda-sim (tests): the simulated runtime reports no device, as a machine without a GPU does. */
+  simNoDevice?: boolean;
+}
+
+/** run_expert's operands (native/cuda/mt_backend_cuda.h): host x [count, nEmbd] in, y [count, nEmbd] out; the slot is gate | up | down. */
+export interface NativeExpertArgs {
+  x: Float32Array;
+  y: Float32Array;
+  count: number;
+  gateType: number;
+  upType: number;
+  downType: number;
+  gateBytes: number;
+  upBytes: number;
+  downBytes: number;
+  nEmbd: number;
+  nFf: number;
+}
+
+/** The cuda kinds' staging ring (MT_BACKEND_CUDA_STAGING_*) and run_expert's row limit. */
+export interface NativeCudaLimits {
+  stagingBuffers: number;
+  stagingBufferBytes: number;
+  expertRowsMax: number;
 }
 
 /** A timing event: ns on CLOCK_MONOTONIC (process.hrtime.bigint()), or the fake's virtual clock. */
@@ -179,7 +207,7 @@ export interface NativeDiskBackendStats {
 /** The backend verbs (native/addon/backend.cc); src/native/backend.ts is their typed wrapper. */
 export interface NativeBackendVerbs {
   backendPreset(name: 'consumer-8gb'): Required<NativeBackendConfig>;
-  createBackend(kind: 'cpu' | 'fake' | 'disk', config: NativeBackendConfig): NativeBackendHandle;
+  createBackend(kind: 'cpu' | 'fake' | 'disk' | 'cuda' | 'cuda-sim', config: NativeBackendConfig): NativeBackendHandle;
   /** Adds n slots; returns the first new slot id. */
   slotsReserve(b: NativeBackendHandle, n: number, slotBytes: number): number;
   /** Starts an asynchronous copy of the sources, back to back, into the slot; returns the event id. */
@@ -209,6 +237,13 @@ export interface NativeBackendVerbs {
   destroyBackend(b: NativeBackendHandle): void;
   /** Test only (disk; refused with 'unsupported' elsewhere): while held its read engine starts no read, so uploads issued meanwhile are all in flight together. */
   diskHold(b: NativeBackendHandle, hold: boolean): void;
+  /** cuda / cuda-sim: y = Down (silu(Gate x) * (Up x)) from a valid, leased slot, on the device; refused ('unsupported') by the host kinds. */
+  runExpert(b: NativeBackendHandle, slot: number, args: NativeExpertArgs): void;
+  /** Test only (cuda / cuda-sim): copies a slot's bytes back from the device; returns the bytes copied. */
+  cudaSlotRead(b: NativeBackendHandle, slot: number, out: Uint8Array): number;
+  /** Where the cuda kind looks for libmoetier_cuda.so: the loaded addon's directory. */
+  cudaLibraryPath(): string;
+  cudaLimits(): NativeCudaLimits;
 }
 
 /** One finished (or failed) swap upload, reported once by tierPoll. Times: CLOCK_MONOTONIC ns (virtual on the fake). */

@@ -1,0 +1,162 @@
+// The CUDA backend's memory, clock and upload path (cuda_backend.h has the picture).
+#include "cuda_backend.h"
+#include <cmath>
+#include <cstring>
+#include "sim_runtime.h"
+
+namespace mt {
+
+CudaBackend::CudaBackend(const mt_backend_config& c, const mt_cuda_runtime& rt, bool simulated)
+    : mt_backend(c), rt_(rt), simulated_(simulated) {}
+
+// Also the cleanup of a failed init: every handle is checked before it is given back.
+CudaBackend::~CudaBackend() {
+  drain();
+  for (StagingBuffer& b : ring_) {
+    if (b.done != nullptr) rt_.event_destroy(b.done);
+    if (b.host != nullptr) rt_.host_free_pinned(b.host);
+  }
+  for (DeviceBuffer* d : {&x_dev_, &y_dev_, &scratch_dev_})
+    if (d->ptr != nullptr) rt_.device_free(d->ptr);
+  if (base_event_ != nullptr) rt_.event_destroy(base_event_);
+  if (upload_stream_ != nullptr) rt_.stream_destroy(upload_stream_);
+  if (compute_stream_ != nullptr) rt_.stream_destroy(compute_stream_);
+  if (simulated_) sim_runtime_release(rt_);
+  // The real library stays loaded: cudart does not support being unloaded and reloaded.
+}
+
+int CudaBackend::init(char* err, size_t err_bytes) {
+  auto failed = [&](const char* what, int rc) {
+    return fail(err, err_bytes, rc == MT_CUDA_ERROR_MEMORY_ALLOCATION ? MT_BACKEND_NO_MEMORY : MT_BACKEND_STATE,
+                std::string("create: ") + what + ": " + cuda_error_text(&rt_, rc));
+  };
+  if (int rc = rt_.stream_create(&upload_stream_)) return failed("stream_create (upload)", rc);
+  if (int rc = rt_.stream_create(&compute_stream_)) return failed("stream_create (compute)", rc);
+  if (int rc = rt_.event_create(&base_event_)) return failed("event_create (base)", rc);
+  if (int rc = rt_.event_record(base_event_, upload_stream_)) return failed("event_record (base)", rc);
+  if (int rc = rt_.event_synchronize(base_event_)) return failed("event_synchronize (base)", rc);
+  base_ns_ = monotonic_ns();  // the base event's instant on CLOCK_MONOTONIC (late by the wake-up)
+  for (StagingBuffer& b : ring_) {
+    if (int rc = rt_.host_alloc_pinned(&b.host, kStagingBufferBytes)) return b.host = nullptr, failed("host_alloc_pinned (staging)", rc);
+    if (int rc = rt_.event_create(&b.done)) return b.done = nullptr, failed("event_create (staging)", rc);
+  }
+  try {
+    upload_waiter_ = std::make_unique<EventWaiter>(rt_);
+    compute_waiter_ = std::make_unique<EventWaiter>(rt_);
+    staging_ = std::thread([this] { run_staging(); });
+  } catch (const std::exception& e) {
+    return fail(err, err_bytes, MT_BACKEND_NO_MEMORY, std::string("create: ") + e.what());
+  }
+  return MT_BACKEND_OK;
+}
+
+uint8_t* CudaBackend::alloc_block(uint64_t bytes) {
+  void* p = nullptr;
+  return rt_.device_malloc(&p, size_t(bytes)) == MT_CUDA_SUCCESS ? static_cast<uint8_t*>(p) : nullptr;
+}
+
+void CudaBackend::free_block(uint8_t* block) { rt_.device_free(block); }
+
+// The host's clock, for a marker the device could not time.
+int64_t CudaBackend::compute_stamp(uint64_t) { return monotonic_ns(); }
+
+// Under mu (mt_backend_upload counted the job in uploads_in_flight before this).
+void CudaBackend::submit(const UploadJob& job) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    MT_ASSERT(!stopping_, "no upload is submitted once drain began (the backend is closed first)");
+    queue_.push_back(job);
+  }
+  queue_cv_.notify_one();
+}
+
+// Idempotent (the destructor calls it again): the staging queue empties first, then the
+// waiters complete what it issued.
+void CudaBackend::drain() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_one();
+  if (staging_.joinable()) staging_.join();
+  if (upload_waiter_) upload_waiter_->stop();
+  if (compute_waiter_) compute_waiter_->stop();
+}
+
+void CudaBackend::run_staging() {
+  for (;;) {
+    UploadJob job;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = queue_.front();
+      queue_.pop_front();
+    }
+    issue(job);
+  }
+}
+
+// One chunk through the next staging buffer: once the buffer's previous copy finished, the
+// chunk goes into it and from it to dst. 0, or the error that stopped it.
+int CudaBackend::copy_chunk(uint8_t* dst, const uint8_t* src, size_t n) {
+  MT_ASSERT(n > 0 && n <= kStagingBufferBytes, "a chunk fits one staging buffer");
+  StagingBuffer& b = ring_[next_buffer_];
+  next_buffer_ = (next_buffer_ + 1) % kStagingBuffers;
+  if (b.pending) {
+    b.pending = false;
+    if (int rc = rt_.event_synchronize(b.done)) return rc;
+  }
+  std::memcpy(b.host, src, n);
+  if (int rc = rt_.memcpy_h2d_async(dst, b.host, n, upload_stream_)) {
+    // A copy may have been queued before it failed: the buffer waits for the stream to pass.
+    b.pending = rt_.event_record(b.done, upload_stream_) == MT_CUDA_SUCCESS;
+    return rc;
+  }
+  const int rc = rt_.event_record(b.done, upload_stream_);
+  b.pending = rc == MT_CUDA_SUCCESS;
+  return rc;
+}
+
+// Issues the job's chunks; the upload waiter completes it once its end event finished.
+void CudaBackend::issue(const UploadJob& job) {
+  void* start = nullptr;
+  void* end = nullptr;
+  bool ok = rt_.event_create(&start) == MT_CUDA_SUCCESS && rt_.event_create(&end) == MT_CUDA_SUCCESS &&
+            rt_.event_record(start, upload_stream_) == MT_CUDA_SUCCESS;
+  uint64_t at = 0;  // bytes issued without error, from the slot's start
+  for (int32_t i = 0; ok && i < job.n_pieces; i++) {
+    const uint8_t* src = static_cast<const uint8_t*>(job.pieces[i].src);
+    for (size_t off = 0; ok && off < job.pieces[i].bytes;) {
+      const size_t n = job.pieces[i].bytes - off < kStagingBufferBytes ? job.pieces[i].bytes - off : kStagingBufferBytes;
+      ok = copy_chunk(job.dst + at, src + off, n) == MT_CUDA_SUCCESS;
+      if (ok) at += n, off += n;
+    }
+  }
+  MT_ASSERT(!ok || at == job.bytes, "an upload that issued every chunk issued all its bytes");
+  if (end != nullptr && rt_.event_record(end, upload_stream_) == MT_CUDA_SUCCESS) {
+    upload_waiter_->add(end, [this, job, ok, at, start, end](int rc) { finish_upload(job, ok && rc == MT_CUDA_SUCCESS, at, start, end); });
+    return;
+  }
+  // No end event to wait for: the stream itself is waited for (its copies write into the slot).
+  rt_.stream_synchronize(upload_stream_);
+  finish_upload(job, false, at, start, end);
+}
+
+void CudaBackend::finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end) {
+  int64_t start_ns = time_of(start), end_ns = time_of(end);
+  if (end_ns < start_ns) end_ns = start_ns;  // one of them untimed (a failed record): the host's clock
+  if (start != nullptr) rt_.event_destroy(start);
+  if (end != nullptr) rt_.event_destroy(end);
+  if (!ok) job.copy_limit = landed;  // stats count the bytes that reached the slot
+  complete(job, ok, start_ns, end_ns);
+}
+
+// The event's instant on CLOCK_MONOTONIC, or the host's clock now if the runtime cannot time it.
+int64_t CudaBackend::time_of(void* event) {
+  float ms = 0;
+  if (event == nullptr || rt_.event_elapsed_ms(&ms, base_event_, event) != MT_CUDA_SUCCESS || !std::isfinite(ms)) return monotonic_ns();
+  return base_ns_ + std::llround(double(ms) * 1e6);
+}
+
+}  // namespace mt

@@ -1,0 +1,99 @@
+// The CUDA backend's host side, written only against an mt_cuda_runtime table (real:
+// libmoetier_cuda.so; simulated: sim_runtime.cc), so tests run every path on the simulation.
+//
+//   reserve      one device_malloc block per call (alloc_block / free_block)
+//   upload       submit (under mu) --> staging thread: per chunk of a piece, wait for a free
+//                pinned buffer, copy the chunk into it, memcpy_h2d_async into the slot at its
+//                offset on the upload stream, record the buffer's event; then record the
+//                upload's end event --> upload waiter: event_synchronize(end) --> complete()
+//   events       times are base_ns + elapsed_ms(base event, event) * 1e6: base_ns is
+//                CLOCK_MONOTONIC read once the base event (recorded at creation) finished
+//   compute      compute_record records an event on the compute stream; the compute waiter
+//                resolves the marker (complete_compute) once the stream reached it
+//   run_expert   x to a device buffer, expert_ffn, y back, on the compute stream, synchronised
+//
+// Locks: mu (the base's) for the slot table and events; queue_mu_ for the staging queue
+// (taken under mu by submit); compute_mu_ for the compute scratch buffers (run_expert and
+// slot_read; never held with mu). The threads never hold their own lock while taking mu.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include "../../backend/backend.h"
+#include "../mt_backend_cuda.h"
+#include "../mt_cuda_runtime.h"
+#include "event_waiter.h"
+
+namespace mt {
+
+constexpr int kStagingBuffers = MT_BACKEND_CUDA_STAGING_BUFFERS;
+constexpr size_t kStagingBufferBytes = MT_BACKEND_CUDA_STAGING_BUFFER_BYTES;
+static_assert(kStagingBuffers >= 2, "the ring needs two buffers to fill one while the other is copied");
+static_assert(kStagingBufferBytes > 0 && kStagingBufferBytes % kSlotAlignBytes == 0, "chunks keep the slot's alignment");
+
+// "cudaErrorNoDevice (no CUDA-capable device is detected)": the error's name and the runtime's string.
+std::string cuda_error_text(const mt_cuda_runtime* rt, int error);
+
+class CudaBackend : public mt_backend {
+ public:
+  CudaBackend(const mt_backend_config& c, const mt_cuda_runtime& rt, bool simulated);
+  ~CudaBackend() override;
+  // Streams, the base event, the staging ring and the threads; a status and err on failure.
+  int init(char* err, size_t err_bytes);
+
+  uint8_t* alloc_block(uint64_t bytes) override;
+  void free_block(uint8_t* block) override;
+  void submit(const UploadJob& job) override;
+  int64_t compute_stamp(uint64_t work_bytes) override;
+  bool record_compute(mt_event_id event) override;
+  void drain() override;
+  bool overwrite_supported() const override { return config.kind != MT_BACKEND_CUDA_SIM || config.overwrite_supported != 0; }
+  bool host_visible() const override { return false; }
+  int run_expert(int32_t slot, const void* args, char* err, size_t err_bytes) override;
+  int slot_read(int32_t slot, void* out, size_t bytes, size_t* copied, char* err, size_t err_bytes);
+
+ private:
+  struct StagingBuffer {
+    void* host = nullptr;   // pinned
+    void* done = nullptr;   // recorded after the copy out of it
+    bool pending = false;   // done was recorded and not yet waited for
+  };
+  struct DeviceBuffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+
+  void run_staging();
+  void issue(const UploadJob& job);
+  int copy_chunk(uint8_t* dst, const uint8_t* src, size_t n);
+  void finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end);
+  int64_t time_of(void* event);
+  int grow(DeviceBuffer& buf, size_t bytes);
+  int slot_for_compute(int32_t slot, bool need_lease, const char* verb, uint8_t** data, char* err, size_t err_bytes);
+  int device_failure(const char* verb, int rc, char* err, size_t err_bytes);
+
+  const mt_cuda_runtime rt_;
+  const bool simulated_;
+  void* upload_stream_ = nullptr;
+  void* compute_stream_ = nullptr;
+  void* base_event_ = nullptr;
+  int64_t base_ns_ = 0;
+  StagingBuffer ring_[kStagingBuffers];
+  int next_buffer_ = 0;  // the staging thread's alone
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<UploadJob> queue_;
+  bool stopping_ = false;
+
+  std::mutex compute_mu_;
+  DeviceBuffer x_dev_, y_dev_, scratch_dev_;
+
+  std::unique_ptr<EventWaiter> upload_waiter_, compute_waiter_;
+  std::thread staging_;  // started last by init
+};
+
+}  // namespace mt

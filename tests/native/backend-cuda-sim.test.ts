@@ -1,0 +1,263 @@
+/**
+ * The CUDA backend's host side (native/cuda/host/) on the simulated runtime (kind cuda-sim): the
+ * staging ring, in-place overwrite, a copy failing half-way, device memory running out, event
+ * times on CLOCK_MONOTONIC, compute markers, run_expert against the CPU kernels bit for bit, and
+ * destroy with uploads in flight. Bytes on the device are read back with the test-only
+ * cudaSlotRead verb (Backend.readDevice: memcpy_d2h on the compute stream).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DeviceUnavailableError } from '../../src/core/errors.js';
+import { Backend, BackendError, type BackendConfig } from '../../src/native/backend.js';
+import { loadNative } from '../../src/native/binding.js';
+import { quantizeRow, rowBytes } from '../../src/model/quant.js';
+import { GGML_TYPE, type GgmlTypeName } from '../../src/model/types.js';
+import { mulberry32 } from '../../src/core/prng.js';
+import { concat, expectBackendError, pattern } from './backend-helpers.js';
+import { sameBits } from './kernel-paths.js';
+
+const native = loadNative();
+const limits = native.cudaLimits();
+const ringBytes = limits.stagingBuffers * limits.stagingBufferBytes;
+const MiB = 1 << 20;
+
+const live: Backend[] = [];
+function sim(overrides: Partial<BackendConfig> = {}): Backend {
+  const b = Backend.create('cuda-sim', { budgetBytes: 64 * MiB, ...overrides });
+  live.push(b);
+  return b;
+}
+afterEach(() => {
+  for (const b of live.splice(0)) b.destroy();
+});
+
+function readBack(b: Backend, slot: number, bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  expect(b.readDevice(slot, out)).toBe(bytes);
+  return out;
+}
+
+/** The first index where a and b differ (-1: equal): a multi-MiB toEqual diff would not print. */
+function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  if (a.length !== b.length) return Math.min(a.length, b.length);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
+
+describe('cuda-sim: uploads through the staging ring', () => {
+  it('lands the pieces back to back, byte-exact; device memory is not host-visible', async () => {
+    const b = sim();
+    const slot = b.reserve(2, 100_000);
+    const pieces = [pattern(40_000, 1), pattern(33_333, 2), pattern(26_667, 3)];
+    const e = await b.waitUploaded(b.upload(slot, pieces, { label: 7 }));
+    expect(e).toMatchObject({ state: 'done', kind: 'upload', slot, bytes: 100_000, label: 7 });
+    expect(b.slotState(slot)).toBe('valid');
+    expect(firstDifference(readBack(b, slot, 100_000), concat(pieces))).toBe(-1);
+    expect(b.stats()).toMatchObject({ hostVisible: false, uploadsDone: 1, bytesUploaded: 100_000, uploadsInFlight: 0 });
+    expectBackendError(() => b.read(slot, new Uint8Array(16)), 'unsupported');
+  });
+
+  it('carries an upload bigger than the whole ring intact (buffers reused once their copies finished)', async () => {
+    const b = sim();
+    const bytes = ringBytes + limits.stagingBufferBytes + 12_345; // more chunks than buffers, an odd tail
+    const slot = b.reserve(1, bytes);
+    const pieces = [pattern(limits.stagingBufferBytes * 2 + 7, 11), pattern(bytes - (limits.stagingBufferBytes * 2 + 7), 12)];
+    await b.waitUploaded(b.upload(slot, pieces));
+    expect(firstDifference(readBack(b, slot, bytes), concat(pieces))).toBe(-1);
+  });
+
+  it('overwrites a valid slot in place with the newcomer', async () => {
+    const b = sim();
+    const slot = b.reserve(1, 64_000);
+    await b.waitUploaded(b.upload(slot, pattern(64_000, 21)));
+    const reserved = b.stats().reservedBytes;
+    await b.waitUploaded(b.upload(slot, pattern(64_000, 22), { overwrite: true }));
+    expect(firstDifference(readBack(b, slot, 64_000), pattern(64_000, 22))).toBe(-1);
+    expect(b.stats()).toMatchObject({ reservedBytes: reserved, uploadsDone: 2 });
+  });
+
+  it('refuses overwrite where configured (no-overwrite): free, then upload', async () => {
+    const b = sim({ overwriteSupported: false });
+    expect(b.overwriteSupported).toBe(false);
+    const slot = b.reserve(1, 4096);
+    await b.waitUploaded(b.upload(slot, pattern(4096, 31)));
+    expectBackendError(() => b.upload(slot, pattern(4096, 32), { overwrite: true }), 'no-overwrite');
+    b.free(slot);
+    await b.waitUploaded(b.upload(slot, pattern(4096, 32)));
+    expect(firstDifference(readBack(b, slot, 4096), pattern(4096, 32))).toBe(-1);
+  });
+
+  it('fails an upload whose copy fails half-way: event failed, slot invalid, the bytes before the limit landed; a re-upload works', async () => {
+    const limit = limits.stagingBufferBytes + 1000; // inside the second chunk
+    const b = sim({ failTransferAfterBytes: limit });
+    const bytes = 3 * limits.stagingBufferBytes;
+    const slot = b.reserve(1, bytes);
+    const src = pattern(bytes, 41);
+    const ev = b.upload(slot, src);
+    await expect(b.waitUploaded(ev)).rejects.toSatisfy((err: unknown) => err instanceof BackendError && err.reason === 'transfer');
+    expect(b.query(ev).state).toBe('failed');
+    expect(b.slotState(slot)).toBe('invalid');
+    expectBackendError(() => b.lease(slot), 'state');
+    expect(firstDifference(readBack(b, slot, limit), src.subarray(0, limit))).toBe(-1);
+    expect(b.stats()).toMatchObject({ uploadsFailed: 1, uploadsInFlight: 0 });
+    b.free(slot);
+    await b.waitUploaded(b.upload(slot, src));
+    expect(b.slotState(slot)).toBe('valid');
+    expect(firstDifference(readBack(b, slot, bytes), src)).toBe(-1);
+  });
+
+  it('refuses reserving past the budget with nothing reserved', () => {
+    const b = sim({ budgetBytes: 1 * MiB });
+    expectBackendError(() => b.reserve(3, 400_000), 'budget');
+    expect(b.stats()).toMatchObject({ slots: 0, reservedBytes: 0 });
+  });
+
+  it('refuses an allocation past the simulated device size (no-memory) with nothing reserved; a smaller one then fits', async () => {
+    const b = sim({ budgetBytes: 64 * MiB, simDeviceBytes: 1 * MiB });
+    expectBackendError(() => b.reserve(4, 512 * 1024), 'no-memory');
+    expect(b.stats()).toMatchObject({ slots: 0, reservedBytes: 0 });
+    const slot = b.reserve(1, 512 * 1024);
+    await b.waitUploaded(b.upload(slot, pattern(512 * 1024, 51)));
+    expect(firstDifference(readBack(b, slot, 512 * 1024), pattern(512 * 1024, 51))).toBe(-1);
+  });
+
+  it('reports no device as DeviceUnavailableError no-device (simNoDevice)', () => {
+    let caught: unknown;
+    try {
+      sim({ simNoDevice: true });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(DeviceUnavailableError);
+    expect((caught as DeviceUnavailableError).reason).toBe('no-device');
+    expect((caught as DeviceUnavailableError).code).toBe('E_DEVICE_UNAVAILABLE');
+    expect((caught as Error).message).toMatch(/no CUDA device.*cudaErrorNoDevice/);
+  });
+});
+
+describe('cuda-sim: event times and compute markers', () => {
+  it('times uploads on CLOCK_MONOTONIC: start <= end, within the hrtime read before the upload and after its wait', async () => {
+    const b = sim();
+    const first = b.reserve(3, 2 * MiB);
+    let previousStart = 0n;
+    for (let i = 0; i < 3; i++) {
+      const before = process.hrtime.bigint();
+      const e = await b.waitUploaded(b.upload(first + i, pattern(2 * MiB, 60 + i)));
+      const after = process.hrtime.bigint();
+      expect(e.startNs >= before).toBe(true);
+      expect(e.endNs >= e.startNs).toBe(true);
+      expect(e.endNs <= after).toBe(true);
+      expect(e.startNs >= previousStart).toBe(true);
+      previousStart = e.startNs;
+    }
+  });
+
+  it('resolves compute markers from the compute stream, in order, on the same clock', async () => {
+    const b = sim();
+    const before = process.hrtime.bigint();
+    const ids = [b.recordCompute(1, 100), b.recordCompute(2, 200), b.recordCompute(3, 0)];
+    const events = await Promise.all(ids.map((id) => b.wait(id)));
+    const after = process.hrtime.bigint();
+    expect(events.map((e) => [e.state, e.kind, e.label, e.slot])).toEqual([
+      ['done', 'compute', 1, -1],
+      ['done', 'compute', 2, -1],
+      ['done', 'compute', 3, -1],
+    ]);
+    expect(events.map((e) => e.bytes)).toEqual([100, 200, 0]);
+    for (const e of events) {
+      expect(e.startNs >= before && e.startNs <= after).toBe(true);
+      expect(e.endNs).toBe(e.startNs);
+    }
+    expect(events[1].startNs >= events[0].startNs && events[2].startNs >= events[1].startNs).toBe(true);
+  });
+});
+
+// One expert's gate | up | down in one type, and its operands.
+function expert(type: GgmlTypeName, nEmbd: number, nFf: number, seed: number): { pieces: Uint8Array[]; gateBytes: number; downBytes: number } {
+  const rng = mulberry32(seed);
+  const matrix = (rows: number, cols: number): Uint8Array => {
+    const f = Float32Array.from({ length: rows * cols }, () => rng() * 2 - 1);
+    const out = new Uint8Array(rows * rowBytes(type, cols));
+    for (let r = 0; r < rows; r++) quantizeRow(type, f, r * cols, cols, out, r * rowBytes(type, cols));
+    return out;
+  };
+  const gate = matrix(nFf, nEmbd), up = matrix(nFf, nEmbd), down = matrix(nEmbd, nFf);
+  return { pieces: [gate, up, down], gateBytes: gate.length, downBytes: down.length };
+}
+
+// The CPU's expert FFN through the same kernels the forward pass runs (matvec for one row, the
+// grouped matmul for more, then the forward pass's swiglu op).
+function cpuExpert(typeId: number, pieces: Uint8Array[], nEmbd: number, nFf: number, x: Float32Array, count: number): Float32Array {
+  const project = (w: Uint8Array, rows: number, cols: number, v: Float32Array): Float32Array => {
+    const y = new Float32Array(count * rows);
+    if (count === 1) native.matvec(typeId, w, rows, cols, v, y);
+    else native.matmul(typeId, w, rows, cols, v, count, y);
+    return y;
+  };
+  const g = project(pieces[0], nFf, nEmbd, x);
+  const u = project(pieces[1], nFf, nEmbd, x);
+  native.forwardOps.swiglu(g, u);
+  return project(pieces[2], nEmbd, nFf, g);
+}
+
+describe('cuda-sim: run_expert', () => {
+  const nEmbd = 64, nFf = 96;
+  for (const type of ['Q8_0', 'Q4_0'] as const) {
+    for (const count of [1, 3]) {
+      it(`computes a ${type} expert for ${count} row(s) exactly as the CPU kernels do`, async () => {
+        const b = sim();
+        const e = expert(type, nEmbd, nFf, count * 7 + (type === 'Q8_0' ? 1 : 2));
+        const bytes = e.pieces.reduce((n, p) => n + p.length, 0);
+        const slot = b.reserve(1, bytes);
+        await b.waitUploaded(b.upload(slot, e.pieces));
+        const rng = mulberry32(99 + count);
+        const x = Float32Array.from({ length: count * nEmbd }, () => rng() * 2 - 1);
+        const y = new Float32Array(count * nEmbd);
+        const args = { x, y, count, gateType: GGML_TYPE[type], upType: GGML_TYPE[type], downType: GGML_TYPE[type], gateBytes: e.gateBytes, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf };
+        expectBackendError(() => b.runExpert(slot, args), 'state'); // not leased
+        const lease = b.lease(slot);
+        b.runExpert(slot, args);
+        b.release(lease);
+        const expected = cpuExpert(GGML_TYPE[type], e.pieces, nEmbd, nFf, x, count);
+        expect(y.some((v) => v !== 0)).toBe(true);
+        expect(sameBits(y, expected)).toBe(true);
+      });
+    }
+  }
+
+  it('refuses args whose byte sizes do not match the shapes, and host kinds refuse run_expert', async () => {
+    const b = sim();
+    const e = expert('Q8_0', nEmbd, nFf, 5);
+    const slot = b.reserve(1, e.pieces.reduce((n, p) => n + p.length, 0));
+    await b.waitUploaded(b.upload(slot, e.pieces));
+    const lease = b.lease(slot);
+    const x = new Float32Array(nEmbd), y = new Float32Array(nEmbd);
+    const args = { x, y, count: 1, gateType: GGML_TYPE.Q8_0, upType: GGML_TYPE.Q8_0, downType: GGML_TYPE.Q8_0, gateBytes: e.gateBytes - 34, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf };
+    expect(() => b.runExpert(slot, args)).toThrow(/gate_bytes/);
+    b.release(lease);
+    const cpu = Backend.create('cpu', { budgetBytes: 1 << 16 });
+    try {
+      cpu.reserve(1, 1024);
+      expectBackendError(() => cpu.runExpert(0, args), 'unsupported');
+    } finally {
+      cpu.destroy();
+    }
+  });
+});
+
+describe('cuda-sim: destroy', () => {
+  it('waits for uploads in flight and gives the simulated device back (more backends than devices, one after another)', async () => {
+    for (let i = 0; i < 20; i++) {
+      const b = Backend.create('cuda-sim', { budgetBytes: 64 * MiB });
+      const first = b.reserve(3, 6 * MiB);
+      for (let s = 0; s < 3; s++) b.upload(first + s, pattern(6 * MiB, i * 3 + s));
+      b.recordCompute(i, 0);
+      expect(b.stats().uploadsInFlight).toBeGreaterThan(0);
+      b.destroy();
+    }
+    // Every destroy gave its device back: a 17th live one would be refused otherwise.
+    const b = sim();
+    const slot = b.reserve(1, 1024);
+    await b.waitUploaded(b.upload(slot, pattern(1024, 3)));
+    expect(firstDifference(readBack(b, slot, 1024), pattern(1024, 3))).toBe(-1);
+  });
+});
