@@ -135,8 +135,6 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   if (!check_options(model, *o, err, err_bytes)) return nullptr;
   mt_backend_stats st{};
   mt_backend_stats_get(backend, &st);
-  if (!st.host_visible)
-    return fail(err, err_bytes, "backend: its slots are not host-visible; this tier computes residents from slot data"), nullptr;
   const mt_hparams& hp = *mt_model_hparams(model);
   std::unique_ptr<mt_tier> t(new (std::nothrow) mt_tier());
   if (!t) return fail(err, err_bytes, "createTier: out of memory"), nullptr;
@@ -189,12 +187,15 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->hook_counts.assign(size_t(hp.n_expert), 0);
   tier_source_init(*t);
   if (o->stream_fd >= 0 && !tier_stream_open(*t, o->stream_fd, o->stream_base, o->stream_fail_after_bytes, err, err_bytes)) return nullptr;
-  if (!t->virtual_clock && !issuer_start(*t, err, err_bytes)) return nullptr;
+  // Slots the host cannot read (device memory): residents are computed there (tier_remote.cc).
+  if (!st.host_visible && !tier_remote_start(*t, err, err_bytes)) return nullptr;
+  if (!t->virtual_clock && !issuer_start(*t, err, err_bytes)) return tier_remote_stop(*t), nullptr;
   return t.release();
 }
 
 void mt_tier_free(mt_tier* t) {
   if (t == nullptr) return;
+  tier_remote_stop(*t);
   issuer_stop(*t);
   for (const InFlight& f : t->flights) {
     mt_event_info info{};

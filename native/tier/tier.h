@@ -135,6 +135,27 @@ struct Issuer {
   std::thread thread;
 };
 
+// Residents computed on the device (tier_remote.cc): one layer's remote runs, run by one thread.
+struct RemoteJob {
+  int32_t slot = -1, rows = 0;
+  const float* x = nullptr;  // rows x nEmbd, gathered from the forward pass's h
+  float* y = nullptr;        // rows x nEmbd, the forward pass's slot_down rows
+};
+
+struct RemoteWorker {
+  std::thread thread;
+  std::mutex mu;
+  std::condition_variable posted, finished;
+  bool stop = false;
+  bool busy = false;  // a layer's jobs are posted and not all run
+  int32_t layer = -1;
+  std::vector<RemoteJob> jobs;  // capacity nExpert
+  int32_t n_jobs = 0;
+  std::vector<float> x;  // the jobs' gathered rows (grows to the largest chunk seen, then stays)
+  int status = 0;        // 0, or -1 with error: the first failed run of the layer
+  char error[384] = "";
+};
+
 }  // namespace mt
 
 struct mt_tier {
@@ -242,6 +263,10 @@ struct mt_tier {
   // Eval thread only: the leases of the layer being computed (capacity nExpert, no allocation).
   std::vector<mt_lease_id> leases;
   int32_t n_leases = 0;
+  // A backend whose slots the host cannot read (cuda, cuda-sim): its residents are computed on
+  // the device by this worker (tier_remote.cc); null for host-visible slots.
+  std::unique_ptr<mt::RemoteWorker> remote;
+  std::vector<int32_t> remote_slot;  // eval thread: [nExpert] the slot of bind's run i, when remote
 };
 
 namespace mt {
@@ -251,6 +276,13 @@ inline uint64_t expert_bytes(const mt_tier& t, int32_t layer) {
   const mt_layer_experts& e = t.experts[size_t(layer)];
   return e.gate_bytes + e.up_bytes + e.down_bytes;
 }
+
+// tier_remote.cc: residents on a device the host cannot read. start: the worker and the source's
+// remote verbs (false: a combination it cannot serve); join: wait for the posted layer's runs;
+// stop: end the thread (destroy).
+bool tier_remote_start(mt_tier& t, char* err, size_t err_bytes);
+void tier_remote_join(mt_tier& t);
+void tier_remote_stop(mt_tier& t);
 
 // tier.cc: create (reserves slots) / destroy (waits for uploads, frees slots).
 // Reserves n more backend slots of slot_bytes and grows the per-slot arrays: false with a message.

@@ -4,7 +4,8 @@
 //           by the weight bytes the forward pass streamed)
 //   begin   computing = l (before any residency read of l);
 //           [promote l's finished uploads: only if any are in flight and the lock is free]
-//   bind    residents leased and read from slots, misses from host copies, or (a stream
+//   bind    residents leased and read from slots (or, in device memory, marked remote and
+//           computed there: tier_remote.cc), misses from host copies, or (a stream
 //           descriptor: tier_stream.cc) read from the file before they run: into a slot when one
 //           can take them (admitted), else into scratch (streamed), left pending; else the container
 //           [hook: the layer's rows per expert, when an eval set one]
@@ -110,8 +111,13 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
         mt_backend_lease(t.backend, slot, &lease, nullptr, 0) == MT_BACKEND_OK) {
       MT_ASSERT(t.n_leases < t.n_expert, "at most one lease per expert of the layer");
       t.leases[size_t(t.n_leases++)] = lease;
-      const uint8_t* data = t.slot_data[size_t(slot)];
-      run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
+      if (t.remote) {  // device memory: the worker computes it (tier_remote.cc)
+        run.remote = 1;
+        t.remote_slot[size_t(i)] = slot;
+      } else {
+        const uint8_t* data = t.slot_data[size_t(slot)];
+        run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
+      }
       run.type = e.gate.type;
       run.fast = 1;
       hits += run.rows;
@@ -176,6 +182,7 @@ void layer_end(void* self, int32_t layer) {
 
 void tier_abandon_layer(mt_tier& t) {
   tier_bulk_settle(t);  // whole-layer reads in flight write buffers the next eval may reuse
+  tier_remote_join(t);  // the device may still read a leased slot
   release_leases(t);
   t.computing.store(-1, std::memory_order_seq_cst);
 }

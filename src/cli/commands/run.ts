@@ -5,6 +5,7 @@ import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
+import { isTierBackendKind, TIER_BACKEND_EXPECTED } from '../../engine/tier/options.js';
 import { SEED_MAX } from '../../engine/sampler.js';
 import type { GenerationStats } from '../../engine/stats.js';
 import { loadTelemetry } from '../../../otel/load.js';
@@ -42,9 +43,13 @@ memory (a model bigger than the RAM it may use):
                           wastedBytes, covered, late, uncovered, issued, cancelled, byLayer, ...)
 
 expert tier (attached with --resident or --slots-per-layer):
-  --backend cpu|fake|disk the device that holds resident experts (default cpu; fake: a simulated 8 GB card;
+  --backend cpu|fake|disk|cuda|cuda-sim
+                          the device that holds resident experts (default cpu; fake: a simulated 8 GB card;
                           disk: RAM slots read from the model file, dense weights held by the engine, misses
-                          read from the file for their call: the page cache holds none of the model's tensors)
+                          read from the file for their call: the page cache holds none of the model's tensors;
+                          cuda: the GPU's memory, residents computed there while the CPU computes the misses
+                          (refused where there is no device or driver); cuda-sim: the cuda code on a simulated
+                          runtime with the CPU's kernels, for tests)
   --resident X            fraction of all experts resident, in (0, 1]
   --slots-per-layer B     device slots on every layer (instead of --resident)
   --heat F|none           heat file to warmstart from and merge into (default: the model's in the cache folder)
@@ -187,7 +192,7 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   const o: Partial<EngineOptions> = {};
   const backend = a.string('backend');
   if (backend !== undefined) {
-    if (backend !== 'cpu' && backend !== 'fake' && backend !== 'disk') throw new InvalidOptionError(a.flag('backend'), '"cpu", "fake" or "disk"', backend);
+    if (!isTierBackendKind(backend)) throw new InvalidOptionError(a.flag('backend'), `one of ${TIER_BACKEND_EXPECTED}`, backend);
     o.backend = backend;
   }
   if (a.has('resident') && a.has('slots-per-layer')) {

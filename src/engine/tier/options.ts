@@ -22,8 +22,20 @@ import { checkDlfuParams, dlfuDefaults, dlfuHalfLifeMax, type DlfuParams } from 
  */
 export type PlacementPolicyName = 'lfru' | 'dlfu';
 
-/** cpu: RAM slots copied from the mapping; fake: a simulated card; disk: RAM slots read from the model file (dense weights owned, the page cache kept out). */
-export type TierBackendKind = 'cpu' | 'fake' | 'disk';
+/**
+ * cpu: RAM slots copied from the mapping; fake: a simulated card; disk: RAM slots read from the model file (dense weights owned, the
+ * page cache kept out); cuda: device memory, residents computed on the GPU (DeviceUnavailableError where none is); cuda-sim: the
+ * cuda host code on a simulated runtime whose kernels are the CPU's (tests: its tokens are the cpu backend's).
+ */
+export const TIER_BACKEND_KINDS = ['cpu', 'fake', 'disk', 'cuda', 'cuda-sim'] as const;
+export type TierBackendKind = (typeof TIER_BACKEND_KINDS)[number];
+
+/** The kinds' names for an InvalidOptionError. */
+export const TIER_BACKEND_EXPECTED = TIER_BACKEND_KINDS.map((k) => `"${k}"`).join(', ');
+
+export function isTierBackendKind(v: unknown): v is TierBackendKind {
+  return typeof v === 'string' && (TIER_BACKEND_KINDS as readonly string[]).includes(v);
+}
 
 export interface FakeBackendOptions {
   /** A named fake device (default 'consumer-8gb'); the fields below override it. */
@@ -92,7 +104,7 @@ export function wantsTier(o: TierOptions): boolean {
 /** defaultHeat: asked for only when the options leave the heat file to its default (it reads the model's first MiB for its identity). */
 export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | 'nExpert'>, defaultHeat: () => string): TierConfig {
   const backend = o.backend ?? 'cpu';
-  if (backend !== 'cpu' && backend !== 'fake' && backend !== 'disk') throw new InvalidOptionError('backend', '"cpu", "fake" or "disk"', backend);
+  if (!isTierBackendKind(backend)) throw new InvalidOptionError('backend', `one of ${TIER_BACKEND_EXPECTED}`, backend);
   if (o.resident !== undefined && o.slotsPerLayer !== undefined) {
     throw new InvalidOptionError('resident', 'either resident or slotsPerLayer, not both', o.resident);
   }

@@ -68,6 +68,7 @@ export class EngineTier {
       config.backend,
       config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes }
         : config.backend === 'disk' ? { budgetBytes, file: model.mapping, ...(config.disk.failTransferAfterBytes !== undefined ? { failTransferAfterBytes: config.disk.failTransferAfterBytes } : {}) }
+        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES }
         : { budgetBytes },
     );
     let port: TierPort | undefined;
@@ -247,6 +248,8 @@ function createRebuildActor(model: LoadedModel): Int8RebuildActor {
 }
 
 const rebuildSlackBlocks = 16;
+/** cuda-sim: simulated device memory beyond the slots, for the backend's row buffers (run_expert's x / y, scratch). */
+const SIM_DEVICE_SCRATCH_BYTES = 256 * 1024 * 1024;
 
 /** The calibration actor and the spans whose step timings it folds (through the step pipeline). */
 function tierTracing(backend: string, nLayer: number): TierTracing {
