@@ -3,8 +3,14 @@
 // layouts of native/cpu/kernels_internal.h (mt_act_group, mt_act_k), which the device builds
 // byte for byte as the CPU does so the integer sums see the same codes.
 #pragma once
+// MT_CUDA_EMU: compiled by g++ for the host warp emulator (emu/cuda_emu.h), which supplies the
+// CUDA built-ins the kernels use, so their lane logic is tested on machines without a GPU.
+#ifdef MT_CUDA_EMU
+#include "emu/cuda_emu.h"
+#else
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#endif
 #include <stdint.h>
 
 namespace mtc {

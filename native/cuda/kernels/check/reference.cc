@@ -23,8 +23,14 @@ void put_u16(uint8_t* p, uint16_t v) { memcpy(p, &v, 2); }
 
 float uniform(uint32_t* seed) { return (float)(next(seed) >> 8) / 8388608.0f - 1.0f; }  // [-1, 1)
 
-// Random bytes for one matrix, then every scale field overwritten with a small finite f16 (the
-// quant bytes stay random: every code is valid). Float types get values in [-1/8, 1/8).
+void project(int type, const uint8_t* W, int64_t rows, int64_t cols, const float* x, float* y) {
+  std::vector<uint8_t> act(mt_act_row_bytes(type, cols));
+  mt_act_prepare_scalar(type, x, cols, act.data());
+  mt_matvec_rows_scalar(type, W, cols, act.data(), y, 0, rows);
+}
+
+}  // namespace
+
 void fill_matrix(int type, uint8_t* w, int64_t rows, int64_t cols, uint32_t* seed) {
   const size_t bytes = mt_row_bytes(type, cols) * (size_t)rows;
   if (type == MT_F32 || type == MT_F16 || type == MT_BF16) {
@@ -52,14 +58,6 @@ void fill_matrix(int type, uint8_t* w, int64_t rows, int64_t cols, uint32_t* see
     }
   }
 }
-
-void project(int type, const uint8_t* W, int64_t rows, int64_t cols, const float* x, float* y) {
-  std::vector<uint8_t> act(mt_act_row_bytes(type, cols));
-  mt_act_prepare_scalar(type, x, cols, act.data());
-  mt_matvec_rows_scalar(type, W, cols, act.data(), y, 0, rows);
-}
-
-}  // namespace
 
 std::vector<uint8_t> random_slot(const Shape& s, uint32_t* seed, uint64_t* gate_bytes, uint64_t* up_bytes,
                                  uint64_t* down_bytes) {
