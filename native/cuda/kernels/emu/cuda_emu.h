@@ -53,13 +53,16 @@ inline unsigned __vsub4(unsigned a, unsigned b) {
   return r;
 }
 
-// One warp's meeting point: each lane posts a 32-bit value, all wait, each reads, all wait.
+// One warp's meeting point: each lane posts a 32-bit value, all wait, each reads. The slots are
+// double-buffered by exchange parity (every lane takes the same exchanges, so the parities agree):
+// a lane can only write a buffer again after the next barrier, which every lane reaches only once
+// it has read that buffer, so one barrier per exchange suffices.
 struct EmuWarp {
   std::mutex m;
   std::condition_variable cv;
   int arrived = 0;
   unsigned generation = 0;
-  uint32_t slot[32] = {};
+  uint32_t slot[2][32] = {};
   void barrier() {
     std::unique_lock<std::mutex> lock(m);
     const unsigned g = generation;
@@ -74,16 +77,17 @@ struct EmuWarp {
 };
 inline thread_local EmuWarp* emu_warp = nullptr;
 inline thread_local int emu_lane = 0;
+inline thread_local unsigned emu_parity = 0;
 
 template <class T>
 T emu_exchange(T v, int src) {
   static_assert(sizeof(T) == 4, "32-bit shuffles only");
   uint32_t bits;
   memcpy(&bits, &v, 4);
-  emu_warp->slot[emu_lane] = bits;
+  uint32_t* slot = emu_warp->slot[emu_parity++ & 1];
+  slot[emu_lane] = bits;
   emu_warp->barrier();
-  bits = emu_warp->slot[src & 31];
-  emu_warp->barrier();
+  bits = slot[src & 31];
   T out;
   memcpy(&out, &bits, 4);
   return out;
@@ -99,30 +103,32 @@ T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
   return emu_exchange(v, emu_lane ^ mask);
 }
 inline bool __all_sync(unsigned, bool p) {
-  emu_warp->slot[emu_lane] = p ? 1u : 0u;
+  uint32_t* slot = emu_warp->slot[emu_parity++ & 1];
+  slot[emu_lane] = p ? 1u : 0u;
   emu_warp->barrier();
   bool all = true;
-  for (int l = 0; l < 32; l++) all = all && emu_warp->slot[l];
-  emu_warp->barrier();
+  for (int l = 0; l < 32; l++) all = all && slot[l];
   return all;
 }
 
-// kernel<<<grid, block>>>(): block by block, warp by warp, each warp as 32 threads.
+// kernel<<<grid, block>>>(): 32 host threads, one per lane, run the warps one after another (a
+// warp's lanes all take the same shuffles, so the shared meeting point serves warp after warp).
 template <class Kernel>
 void emu_launch(unsigned grid, unsigned block, Kernel kernel) {
-  for (unsigned b = 0; b < grid; b++)
-    for (unsigned w = 0; w < block / 32; w++) {
-      EmuWarp warp;
-      std::vector<std::thread> lanes;
-      for (int lane = 0; lane < 32; lane++)
-        lanes.emplace_back([&, lane] {
+  EmuWarp warp;
+  std::vector<std::thread> lanes;
+  for (int lane = 0; lane < 32; lane++)
+    lanes.emplace_back([&, lane] {
+      emu_warp = &warp;
+      emu_lane = lane;
+      emu_parity = 0;
+      blockDim.x = block;
+      for (unsigned b = 0; b < grid; b++)
+        for (unsigned w = 0; w < block / 32; w++) {
           blockIdx.x = b;
-          blockDim.x = block;
           threadIdx.x = w * 32 + (unsigned)lane;
-          emu_warp = &warp;
-          emu_lane = lane;
           kernel();
-        });
-      for (std::thread& t : lanes) t.join();
-    }
+        }
+    });
+  for (std::thread& t : lanes) t.join();
 }
