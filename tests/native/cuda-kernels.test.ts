@@ -73,9 +73,11 @@ describe('libmoetier_cuda.so', () => {
       const r = spawnSync(path.join(dir, 'moetier_cuda_check'), [], { encoding: 'utf8', timeout: 300_000 });
       const lines = r.stdout.trim().split('\n');
       expect(lines.length, r.stderr).toBe(1);
-      const report = JSON.parse(lines[0]) as { verdict: string; cases: { pass: boolean }[] };
+      const report = JSON.parse(lines[0]) as { verdict: string; message?: string; cases: { pass: boolean }[] };
       if (!gpuPresent) {
         expect(report.verdict).toBe('no-device');
+        // cudart's own reason (no driver, no device), through the table's error_string
+        expect(report.message).toMatch(/\w+/);
         expect(report.cases).toEqual([]);
         expect(r.status).toBe(2);
       } else {

@@ -80,16 +80,17 @@ static_assert(MT_CUDA_ERROR_UNKNOWN == cudaErrorUnknown, "error numbers");
 extern "C" __attribute__((visibility("default"))) int mt_cuda_runtime_load(mt_cuda_runtime* out) {
   if (!out) return cudaErrorInvalidValue;
   memset(out, 0, sizeof *out);
+  // name and error_string first: they need no driver, and let the caller say why loading failed.
+  out->name = runtime_name();
+  out->error_string = error_string;
   int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);  // no driver or no device: report, fill nothing
+  const cudaError_t e = cudaGetDeviceCount(&count);  // no driver or no device: report, fill no more
   if (e != cudaSuccess) return e;
   if (count == 0) return cudaErrorNoDevice;
-  out->name = runtime_name();
   out->get_device_count = get_device_count;
   out->set_device = set_device;
   out->device_name = device_name;
   out->mem_get_info = mem_get_info;
-  out->error_string = error_string;
   out->device_malloc = device_malloc;
   out->device_free = device_free;
   out->host_alloc_pinned = host_alloc_pinned;

@@ -121,7 +121,9 @@ int main() {
   const int load = mt_cuda_runtime_load(&rt);
   int devices = 0;
   if (load != 0 || rt.get_device_count(&devices) != 0 || devices == 0 || rt.set_device(0) != 0) {
-    printf("{\"verdict\":\"no-device\",\"error\":%d,\"cases\":[]}\n", load ? load : MT_CUDA_ERROR_NO_DEVICE);
+    const int err = load ? load : MT_CUDA_ERROR_NO_DEVICE;
+    printf("{\"verdict\":\"no-device\",\"error\":%d,\"message\":\"%s\",\"cases\":[]}\n", err,
+           rt.error_string ? rt.error_string(err) : "");
     return 2;
   }
   char name[256] = "";
