@@ -72,7 +72,8 @@ inline Step matmul_step(int type, const MatmulArgs& mm) {
 }
 
 // The steps of one expert FFN into steps[kMaxSteps]; returns their number, or -1 for arguments
-// the kernels cannot run (unknown types, partial blocks, slot or scratch too small, null pointers).
+// the kernels cannot run (unknown types, partial blocks, slot or scratch too small or misaligned,
+// null pointers).
 inline int plan_expert_ffn(const mt_cuda_expert_args& a, Step* steps) {
   if (!shapes_valid(a.gate_type, a.up_type, a.down_type, a.n_embd, a.n_ff, a.count) || !a.slot || !a.x || !a.y ||
       !a.scratch)
@@ -82,7 +83,9 @@ inline int plan_expert_ffn(const mt_cuda_expert_args& a, Step* steps) {
       a.down_bytes < row_bytes(a.down_type, F) * (size_t)E)
     return -1;
   const Layout l = layout_for(a.gate_type, a.up_type, a.down_type, E, F, a.count);
-  if (a.scratch_bytes < l.total) return -1;
+  // The prepared rows are read as ints and floats: scratch must be at least 4-byte aligned
+  // (cudaMalloc's is 256); an odd offset into an allocation would fault, so refuse it here.
+  if (a.scratch_bytes < l.total || reinterpret_cast<uintptr_t>(a.scratch) % 4 != 0) return -1;
   uint8_t* base = static_cast<uint8_t*>(a.scratch);
   const uint8_t* slot = static_cast<const uint8_t*>(a.slot);
   const uint8_t* x_bytes = reinterpret_cast<const uint8_t*>(a.x);
