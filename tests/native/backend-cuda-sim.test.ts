@@ -246,14 +246,17 @@ describe('cuda-sim: run_expert', () => {
 
 describe('cuda-sim: destroy', () => {
   it('waits for uploads in flight and gives the simulated device back (more backends than devices, one after another)', async () => {
+    const sources = [0, 1, 2].map((s) => pattern(8 * MiB, 70 + s)); // made first: the uploads are issued back to back
+    let destroyedInFlight = 0;
     for (let i = 0; i < 20; i++) {
       const b = Backend.create('cuda-sim', { budgetBytes: 64 * MiB });
-      const first = b.reserve(3, 6 * MiB);
-      for (let s = 0; s < 3; s++) b.upload(first + s, pattern(6 * MiB, i * 3 + s));
+      const first = b.reserve(3, 8 * MiB);
+      for (let s = 0; s < 3; s++) b.upload(first + s, sources[s]);
       b.recordCompute(i, 0);
-      expect(b.stats().uploadsInFlight).toBeGreaterThan(0);
+      if (b.stats().uploadsInFlight > 0) destroyedInFlight++;
       b.destroy();
     }
+    expect(destroyedInFlight).toBeGreaterThan(0); // 24 MiB through a 16 MiB ring is not done at once
     // Every destroy gave its device back: a 17th live one would be refused otherwise.
     const b = sim();
     const slot = b.reserve(1, 1024);

@@ -34,6 +34,11 @@ constexpr size_t kStagingBufferBytes = MT_BACKEND_CUDA_STAGING_BUFFER_BYTES;
 static_assert(kStagingBuffers >= 2, "the ring needs two buffers to fill one while the other is copied");
 static_assert(kStagingBufferBytes > 0 && kStagingBufferBytes % kSlotAlignBytes == 0, "chunks keep the slot's alignment");
 
+// Rounds of the base event's calibration at most, and a round short enough to stop at.
+constexpr int kBaseTries = 16;
+constexpr int64_t kBaseRoundGoodNs = 20000;
+static_assert(kBaseTries >= 1, "the base event is stamped at least once");
+
 // "cudaErrorNoDevice (no CUDA-capable device is detected)": the error's name and the runtime's string.
 std::string cuda_error_text(const mt_cuda_runtime* rt, int error);
 
@@ -66,6 +71,7 @@ class CudaBackend : public mt_backend {
     size_t bytes = 0;
   };
 
+  int stamp_base();
   void run_staging();
   void issue(const UploadJob& job);
   int copy_chunk(uint8_t* dst, const uint8_t* src, size_t n);
