@@ -151,6 +151,18 @@ describe('cuda-sim: event times and compute markers', () => {
     }
   });
 
+  it('keeps times on the clock across a refresh of the base event (an old base is replaced after 4 s)', async () => {
+    const b = sim();
+    const first = b.reserve(2, MiB);
+    await b.waitUploaded(b.upload(first, pattern(MiB, 80)));
+    await new Promise((resolve) => setTimeout(resolve, 4_100)); // past the clock's refresh age (cuda_clock.h kBaseRefreshNs)
+    const before = process.hrtime.bigint();
+    const [upload, marker] = await Promise.all([b.waitUploaded(b.upload(first + 1, pattern(MiB, 81))), b.wait(b.recordCompute(9, 0))]);
+    const after = process.hrtime.bigint();
+    for (const e of [upload, marker]) expect(e.startNs >= before && e.endNs >= e.startNs && e.endNs <= after).toBe(true);
+    expect(firstDifference(readBack(b, first + 1, MiB), pattern(MiB, 81))).toBe(-1);
+  });
+
   it('resolves compute markers from the compute stream, in order, on the same clock', async () => {
     const b = sim();
     const before = process.hrtime.bigint();
