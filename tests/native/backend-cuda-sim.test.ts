@@ -257,6 +257,18 @@ describe('cuda-sim: run_expert', () => {
 });
 
 describe('cuda-sim: destroy', () => {
+  it('destroys with a wait pending on an upload and on a marker: both settle done, later verbs are refused (closed)', async () => {
+    const b = Backend.create('cuda-sim', { budgetBytes: 64 * MiB });
+    const first = b.reserve(2, 8 * MiB);
+    const sources = [pattern(8 * MiB, 90), pattern(8 * MiB, 91)];
+    const last = [b.upload(first, sources[0]), b.upload(first + 1, sources[1])][1];
+    const pending = [b.wait(last), b.wait(b.recordCompute(5, 0))];
+    b.destroy();
+    b.destroy();
+    expect((await Promise.all(pending)).map((e) => e.state)).toEqual(['done', 'done']);
+    expectBackendError(() => b.upload(first, pattern(16, 1)), 'closed');
+  });
+
   it('waits for uploads in flight and gives the simulated device back (more backends than devices, one after another)', async () => {
     const sources = [0, 1, 2].map((s) => pattern(8 * MiB, 70 + s)); // made first: the uploads are issued back to back
     let destroyedInFlight = 0;
