@@ -65,7 +65,8 @@
  *   cuda-sim  the cuda kind's host code on a simulated runtime (native/cuda/host/sim_runtime.cc:
  *             host threads as streams, host memory as device memory, the CPU kernels as the expert
  *             kernel) for tests, with faults: sim_device_bytes, fail_transfer_after_bytes (every
- *             host-to-device copy counts, run_expert's x too), overwrite_supported, sim_no_device.
+ *             host-to-device copy counts, run_expert's x too; sim_async_copy_fault: reported by the
+ *             events after it instead of by the call), overwrite_supported, sim_no_device.
  *
  * A CUDA backend fits the same verbs (native/cuda/host/cuda_backend.h):
  *   reserve        one cudaMalloc block per call (slots contiguous inside it)
@@ -138,6 +139,10 @@ typedef struct mt_backend_config {
   /* cuda-sim only (the simulated runtime's faults, for tests): */
   uint64_t sim_device_bytes;         /* 0: 1 GiB; device allocations past this fail (error 2) */
   int32_t sim_no_device;             /* 1: get_device_count reports no device (error 100) */
+  int32_t sim_async_copy_fault;      /* 1: the copy crossing fail_transfer_after_bytes is accepted by
+                                        the call; its error turns up in every event its stream reaches
+                                        after it (sticky, as CUDA's asynchronous errors: the device is
+                                        lost, later uploads fail too) */
 } mt_backend_config;
 
 /* An "8 GB consumer card on PCIe 4.0" (kind fake): 25 GB/s, 330 us per transfer

@@ -105,6 +105,21 @@ describe('cuda-sim: uploads through the staging ring', () => {
     expect(firstDifference(readBack(b, slot, bytes), src)).toBe(-1);
   });
 
+  it('fails the upload whose copy fails asynchronously (the error turns up in its events), and, the device being lost, the uploads after it', async () => {
+    const limit = limits.stagingBufferBytes + 1000;
+    const b = sim({ failTransferAfterBytes: limit, simAsyncCopyFault: true });
+    const bytes = 3 * limits.stagingBufferBytes;
+    const first = b.reserve(2, bytes);
+    const ev = b.upload(first, pattern(bytes, 45));
+    await expect(b.waitUploaded(ev)).rejects.toSatisfy((err: unknown) => err instanceof BackendError && err.reason === 'transfer');
+    expect(b.slotState(first)).toBe('invalid');
+    // CUDA's asynchronous errors are sticky: the staging buffers' events report it to the next upload too.
+    const next = await b.wait(b.upload(first + 1, pattern(bytes, 46)));
+    expect(next.state).toBe('failed');
+    expect(b.slotState(first + 1)).toBe('invalid');
+    expect(b.stats()).toMatchObject({ uploadsFailed: 2, uploadsDone: 0, uploadsInFlight: 0 });
+  });
+
   it('refuses reserving past the budget with nothing reserved', () => {
     const b = sim({ budgetBytes: 1 * MiB });
     expectBackendError(() => b.reserve(3, 400_000), 'budget');

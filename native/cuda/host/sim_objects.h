@@ -16,6 +16,11 @@ namespace mt {
 // A stream: one thread running operations in the order they were queued.
 class SimStream {
  public:
+  // An asynchronous failure this stream ran into (0: none): sticky, as CUDA's asynchronous
+  // errors are, so every event the stream reaches after it reports it. Set and read by the
+  // stream's own operations only.
+  int sticky_error = 0;
+
   SimStream() : thread_([this] { run(); }) {}
   ~SimStream() {
     {
@@ -68,6 +73,7 @@ struct SimEvent {
   std::condition_variable cv;
   uint64_t recorded = 0, reached = 0;
   int64_t stamp_ns = 0;
+  int error = 0;  // its stream's sticky error when it was reached
 };
 
 // The expert kernel's scratch bytes, and the kernel itself (the stream runs it).

@@ -72,9 +72,11 @@ int event_record(void* e, void* s) {
     std::lock_guard<std::mutex> lock(ev->mu);
     ev->recorded++;
   }
-  static_cast<SimStream*>(s)->enqueue([ev] {
+  SimStream* stream = static_cast<SimStream*>(s);
+  stream->enqueue([ev, stream] {
     std::lock_guard<std::mutex> lock(ev->mu);
     ev->stamp_ns = mt_monotonic_ns();
+    ev->error = stream->sticky_error;
     ev->reached++;
     ev->cv.notify_all();
   });
@@ -84,14 +86,14 @@ int event_query(void* e) {
   if (e == nullptr) return kInvalidResourceHandle;
   SimEvent* ev = static_cast<SimEvent*>(e);
   std::lock_guard<std::mutex> lock(ev->mu);
-  return ev->reached == ev->recorded ? 0 : MT_CUDA_ERROR_NOT_READY;
+  return ev->reached == ev->recorded ? ev->error : MT_CUDA_ERROR_NOT_READY;
 }
 int event_synchronize(void* e) {
   if (e == nullptr) return kInvalidResourceHandle;
   SimEvent* ev = static_cast<SimEvent*>(e);
   std::unique_lock<std::mutex> lock(ev->mu);
   ev->cv.wait(lock, [&] { return ev->reached == ev->recorded; });
-  return 0;
+  return ev->error;
 }
 // The stream waits until the event's latest record is reached (an op that blocks its thread).
 int stream_wait_event(void* s, void* e) {
@@ -115,6 +117,7 @@ int event_elapsed_ms(float* ms, void* start, void* end) {
     SimEvent* ev = static_cast<SimEvent*>(e);
     std::lock_guard<std::mutex> lock(ev->mu);
     if (ev->recorded == 0 || ev->reached != ev->recorded) return MT_CUDA_ERROR_NOT_READY;
+    if (ev->error != 0) return ev->error;
     *out = ev->stamp_ns;
   }
   *ms = float(double(b - a) / 1e6);
@@ -211,11 +214,13 @@ struct Bound {
     dev().events--;
     return 0;
   }
-  // The copy crossing fail_copy_after_bytes copies the bytes before it, then reports an error.
+  // The copy crossing fail_copy_after_bytes copies the bytes before it, then reports an error:
+  // from the call, or (async_copy_fault) from its stream's later events, sticky.
   static int memcpy_h2d_async(void* dst, const void* src, size_t bytes, void* s) {
     if (s == nullptr) return kInvalidResourceHandle;
     size_t n = bytes;
     int rc = 0;
+    bool async = false;
     {
       std::lock_guard<std::mutex> lock(dev().mu);
       uint64_t& limit = dev().faults.fail_copy_after_bytes;
@@ -223,11 +228,16 @@ struct Bound {
         n = size_t(limit - dev().h2d_bytes);
         limit = 0;  // once
         rc = MT_CUDA_ERROR_UNKNOWN;
+        async = dev().faults.async_copy_fault;
       }
       dev().h2d_bytes += n;
     }
-    static_cast<SimStream*>(s)->enqueue([=] { std::memcpy(dst, src, n); });
-    return rc;
+    SimStream* stream = static_cast<SimStream*>(s);
+    stream->enqueue([=] {
+      std::memcpy(dst, src, n);
+      if (async) stream->sticky_error = MT_CUDA_ERROR_UNKNOWN;
+    });
+    return async ? 0 : rc;
   }
   static mt_cuda_runtime table() {
     mt_cuda_runtime t{};
