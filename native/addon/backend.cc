@@ -166,6 +166,7 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   c.fail_transfer_after_bytes = uint64_t(Number(o, "failTransferAfterBytes", 0));
   c.sim_device_bytes = uint64_t(Number(o, "simDeviceBytes", 0));
   c.sim_no_device = o.Get("simNoDevice").ToBoolean().Value() ? 1 : 0;
+  c.sim_async_copy_fault = o.Get("simAsyncCopyFault").ToBoolean().Value() ? 1 : 0;
   char err[512] = "";
   int32_t unavailable = MT_CUDA_AVAILABLE;
   const bool cuda = c.kind == MT_BACKEND_CUDA || c.kind == MT_BACKEND_CUDA_SIM;

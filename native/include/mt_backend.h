@@ -59,7 +59,16 @@
  *         are never touched. A failed or short read fails the upload's event
  *         (the slot turns invalid), as a failed copy does.
  *
- * A CUDA backend fits the same verbs:
+ *   cuda      device memory through the runtime table of native/cuda/mt_cuda_runtime.h, filled by
+ *             libmoetier_cuda.so (dlopened from the addon's directory; create fails with a reason:
+ *             native/cuda/mt_backend_cuda.h). Not host-visible: run_expert computes a resident.
+ *   cuda-sim  the cuda kind's host code on a simulated runtime (native/cuda/host/sim_runtime.cc:
+ *             host threads as streams, host memory as device memory, the CPU kernels as the expert
+ *             kernel) for tests, with faults: sim_device_bytes, fail_transfer_after_bytes (every
+ *             host-to-device copy counts, run_expert's x too; sim_async_copy_fault: reported by the
+ *             events after it instead of by the call), overwrite_supported, sim_no_device.
+ *
+ * A CUDA backend fits the same verbs (native/cuda/host/cuda_backend.h):
  *   reserve        one cudaMalloc block per call (slots contiguous inside it)
  *   upload         cudaMemcpyAsync on a non-blocking upload stream, through a pinned
  *                  staging ring (the container is pageable mmap), then cudaEventRecord;
@@ -130,6 +139,10 @@ typedef struct mt_backend_config {
   /* cuda-sim only (the simulated runtime's faults, for tests): */
   uint64_t sim_device_bytes;         /* 0: 1 GiB; device allocations past this fail (error 2) */
   int32_t sim_no_device;             /* 1: get_device_count reports no device (error 100) */
+  int32_t sim_async_copy_fault;      /* 1: the copy crossing fail_transfer_after_bytes is accepted by
+                                        the call; its error turns up in every event its stream reaches
+                                        after it (sticky, as CUDA's asynchronous errors: the device is
+                                        lost, later uploads fail too) */
 } mt_backend_config;
 
 /* An "8 GB consumer card on PCIe 4.0" (kind fake): 25 GB/s, 330 us per transfer
@@ -211,8 +224,9 @@ void mt_backend_stats_get(mt_backend* b, mt_backend_stats* out);
 /* Optional: where the slot's bytes live, for host kernels (cpu, fake). The forward pass
  * reads a resident from here with the mt_kernels.h kernels while it holds a lease. */
 int mt_backend_slot_data(mt_backend* b, int32_t slot, uint8_t** data, char* err, size_t err_bytes);
-/* Optional: compute a resident on the device (cuda). cpu and fake return MT_BACKEND_UNSUPPORTED:
- * the forward pass computes their residents from mt_backend_slot_data. */
+/* Optional: compute a resident on the device (cuda, cuda-sim: args is an mt_backend_cuda_expert_args,
+ * the slot must be valid and leased). cpu, fake and disk return MT_BACKEND_UNSUPPORTED: the forward
+ * pass computes their residents from mt_backend_slot_data. */
 int mt_backend_run_expert(mt_backend* b, int32_t slot, const void* args, char* err, size_t err_bytes);
 
 const char* mt_backend_status_name(int status);

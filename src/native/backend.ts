@@ -10,6 +10,9 @@
  *
  * Native refusals become BackendError with a `reason` the caller branches on ('busy',
  * 'no-overwrite' -> free then upload, ...). A bad slot or event id is a bug: RangeError.
+ * A 'cuda' backend that cannot run here is refused at create with DeviceUnavailableError
+ * ('not-built', 'load-failed', 'no-driver', 'no-device'); its residents are computed with
+ * runExpert (its memory is not host-visible: read() is refused with 'unsupported').
  */
 import { DeviceUnavailableError, InvalidOptionError, MoetierError, type DeviceUnavailableReason } from '../core/errors.js';
 import {

@@ -121,6 +121,8 @@ export interface NativeBackendConfig {
   simDeviceBytes?: number;
   /** cuda-sim (tests): the simulated runtime reports no device, as a machine without a GPU does. */
   simNoDevice?: boolean;
+  /** cuda-sim (tests): the copy crossing failTransferAfterBytes is accepted and its error turns up, sticky, in the events after it (a lost device). */
+  simAsyncCopyFault?: boolean;
 }
 
 /** run_expert's operands (native/cuda/mt_backend_cuda.h): host x [count, nEmbd] in, y [count, nEmbd] out; the slot is gate | up | down. */

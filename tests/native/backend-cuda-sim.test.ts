@@ -105,6 +105,21 @@ describe('cuda-sim: uploads through the staging ring', () => {
     expect(firstDifference(readBack(b, slot, bytes), src)).toBe(-1);
   });
 
+  it('fails the upload whose copy fails asynchronously (the error turns up in its events), and, the device being lost, the uploads after it', async () => {
+    const limit = limits.stagingBufferBytes + 1000;
+    const b = sim({ failTransferAfterBytes: limit, simAsyncCopyFault: true });
+    const bytes = 3 * limits.stagingBufferBytes;
+    const first = b.reserve(2, bytes);
+    const ev = b.upload(first, pattern(bytes, 45));
+    await expect(b.waitUploaded(ev)).rejects.toSatisfy((err: unknown) => err instanceof BackendError && err.reason === 'transfer');
+    expect(b.slotState(first)).toBe('invalid');
+    // CUDA's asynchronous errors are sticky: the staging buffers' events report it to the next upload too.
+    const next = await b.wait(b.upload(first + 1, pattern(bytes, 46)));
+    expect(next.state).toBe('failed');
+    expect(b.slotState(first + 1)).toBe('invalid');
+    expect(b.stats()).toMatchObject({ uploadsFailed: 2, uploadsDone: 0, uploadsInFlight: 0 });
+  });
+
   it('refuses reserving past the budget with nothing reserved', () => {
     const b = sim({ budgetBytes: 1 * MiB });
     expectBackendError(() => b.reserve(3, 400_000), 'budget');
@@ -149,6 +164,18 @@ describe('cuda-sim: event times and compute markers', () => {
       expect(e.startNs >= previousStart).toBe(true);
       previousStart = e.startNs;
     }
+  });
+
+  it('keeps times on the clock across a refresh of the base event (an old base is replaced after 4 s)', async () => {
+    const b = sim();
+    const first = b.reserve(2, MiB);
+    await b.waitUploaded(b.upload(first, pattern(MiB, 80)));
+    await new Promise((resolve) => setTimeout(resolve, 4_100)); // past the clock's refresh age (cuda_clock.h kBaseRefreshNs)
+    const before = process.hrtime.bigint();
+    const [upload, marker] = await Promise.all([b.waitUploaded(b.upload(first + 1, pattern(MiB, 81))), b.wait(b.recordCompute(9, 0))]);
+    const after = process.hrtime.bigint();
+    for (const e of [upload, marker]) expect(e.startNs >= before && e.endNs >= e.startNs && e.endNs <= after).toBe(true);
+    expect(firstDifference(readBack(b, first + 1, MiB), pattern(MiB, 81))).toBe(-1);
   });
 
   it('resolves compute markers from the compute stream, in order, on the same clock', async () => {
@@ -245,15 +272,30 @@ describe('cuda-sim: run_expert', () => {
 });
 
 describe('cuda-sim: destroy', () => {
+  it('destroys with a wait pending on an upload and on a marker: both settle done, later verbs are refused (closed)', async () => {
+    const b = Backend.create('cuda-sim', { budgetBytes: 64 * MiB });
+    const first = b.reserve(2, 8 * MiB);
+    const sources = [pattern(8 * MiB, 90), pattern(8 * MiB, 91)];
+    const last = [b.upload(first, sources[0]), b.upload(first + 1, sources[1])][1];
+    const pending = [b.wait(last), b.wait(b.recordCompute(5, 0))];
+    b.destroy();
+    b.destroy();
+    expect((await Promise.all(pending)).map((e) => e.state)).toEqual(['done', 'done']);
+    expectBackendError(() => b.upload(first, pattern(16, 1)), 'closed');
+  });
+
   it('waits for uploads in flight and gives the simulated device back (more backends than devices, one after another)', async () => {
+    const sources = [0, 1, 2].map((s) => pattern(8 * MiB, 70 + s)); // made first: the uploads are issued back to back
+    let destroyedInFlight = 0;
     for (let i = 0; i < 20; i++) {
       const b = Backend.create('cuda-sim', { budgetBytes: 64 * MiB });
-      const first = b.reserve(3, 6 * MiB);
-      for (let s = 0; s < 3; s++) b.upload(first + s, pattern(6 * MiB, i * 3 + s));
+      const first = b.reserve(3, 8 * MiB);
+      for (let s = 0; s < 3; s++) b.upload(first + s, sources[s]);
       b.recordCompute(i, 0);
-      expect(b.stats().uploadsInFlight).toBeGreaterThan(0);
+      if (b.stats().uploadsInFlight > 0) destroyedInFlight++;
       b.destroy();
     }
+    expect(destroyedInFlight).toBeGreaterThan(0); // 24 MiB through a 16 MiB ring is not done at once
     // Every destroy gave its device back: a 17th live one would be refused otherwise.
     const b = sim();
     const slot = b.reserve(1, 1024);

@@ -179,7 +179,7 @@ describe('cpu backend: budget and slots', () => {
   it('refuses a bad config with the option named', () => {
     expect(() => Backend.create('cpu', { budgetBytes: 0 })).toThrow(InvalidOptionError);
     expect(() => Backend.create('cpu', { budgetBytes: 1.5 })).toThrow(/backend.budgetBytes/);
-    expect(() => Backend.create('gpu' as 'cpu', { budgetBytes: 1 })).toThrow(/"cpu", "fake" or "disk"/);
+    expect(() => Backend.create('gpu' as 'cpu', { budgetBytes: 1 })).toThrow(/"cpu", "fake", "disk", "cuda" or "cuda-sim"/);
   });
 });
 

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NativeError } from '../../src/core/errors.js';
+import { DeviceUnavailableError, NativeError } from '../../src/core/errors.js';
 import { Backend, BackendError } from '../../src/native/backend.js';
 import type { NativeErrorCode } from '../../src/native/binding.js';
 import { typedEvalError } from '../../src/native/eval-errors.js';
@@ -84,6 +84,15 @@ describe('native error codes', () => {
     const wrapped = thrown(() => Backend.create('cpu', { budgetBytes: 4096 }).reserve(2, 4096));
     expect(wrapped).toBeInstanceOf(BackendError);
     expect(wrapped).toMatchObject({ code: 'E_BACKEND_BUDGET', cause: { code: 'MT_BACKEND_BUDGET' } });
+  });
+
+  it('no usable device: MT_DEVICE_UNAVAILABLE, with deviceUnavailable; the wrapper makes it a DeviceUnavailableError', () => {
+    const err = thrown(() => native.createBackend('cuda-sim', { budgetBytes: 1 << 16, simNoDevice: true }));
+    expectCode(err, Error, 'MT_DEVICE_UNAVAILABLE');
+    expect(err).toMatchObject({ deviceUnavailable: 'no-device' });
+    const wrapped = thrown(() => Backend.create('cuda-sim', { budgetBytes: 1 << 16, simNoDevice: true }));
+    expect(wrapped).toBeInstanceOf(DeviceUnavailableError);
+    expect(wrapped).toMatchObject({ code: 'E_DEVICE_UNAVAILABLE', reason: 'no-device', cause: { code: 'MT_DEVICE_UNAVAILABLE' } });
   });
 
   it('an eval that fails: MT_EVAL_FAILED, typed by the engine as NativeError', async () => {

@@ -1,6 +1,5 @@
 // The CUDA backend's memory, clock and upload path (cuda_backend.h has the picture).
 #include "cuda_backend.h"
-#include <cmath>
 #include <cstring>
 #include "sim_runtime.h"
 
@@ -18,7 +17,7 @@ CudaBackend::~CudaBackend() {
   }
   for (DeviceBuffer* d : {&x_dev_, &y_dev_, &scratch_dev_})
     if (d->ptr != nullptr) rt_.device_free(d->ptr);
-  if (base_event_ != nullptr) rt_.event_destroy(base_event_);
+  clock_.reset();  // its bases' events; after drain, no job holds one
   if (upload_stream_ != nullptr) rt_.stream_destroy(upload_stream_);
   if (compute_stream_ != nullptr) rt_.stream_destroy(compute_stream_);
   if (simulated_) sim_runtime_release(rt_);
@@ -32,10 +31,12 @@ int CudaBackend::init(char* err, size_t err_bytes) {
   };
   if (int rc = rt_.stream_create(&upload_stream_)) return failed("stream_create (upload)", rc);
   if (int rc = rt_.stream_create(&compute_stream_)) return failed("stream_create (compute)", rc);
-  if (int rc = rt_.event_create(&base_event_)) return failed("event_create (base)", rc);
-  if (int rc = rt_.event_record(base_event_, upload_stream_)) return failed("event_record (base)", rc);
-  if (int rc = rt_.event_synchronize(base_event_)) return failed("event_synchronize (base)", rc);
-  base_ns_ = monotonic_ns();  // the base event's instant on CLOCK_MONOTONIC (late by the wake-up)
+  try {
+    clock_ = std::make_unique<DeviceClock>(rt_);
+  } catch (const std::exception& e) {
+    return fail(err, err_bytes, MT_BACKEND_NO_MEMORY, std::string("create: ") + e.what());
+  }
+  if (int rc = clock_->start(upload_stream_)) return failed("the clock's base event", rc);
   for (StagingBuffer& b : ring_) {
     if (int rc = rt_.host_alloc_pinned(&b.host, kStagingBufferBytes)) return b.host = nullptr, failed("host_alloc_pinned (staging)", rc);
     if (int rc = rt_.event_create(&b.done)) return b.done = nullptr, failed("event_create (staging)", rc);
@@ -120,6 +121,8 @@ int CudaBackend::copy_chunk(uint8_t* dst, const uint8_t* src, size_t n) {
 
 // Issues the job's chunks; the upload waiter completes it once its end event finished.
 void CudaBackend::issue(const UploadJob& job) {
+  clock_->refresh();
+  const ClockBasePtr base = clock_->base();  // the times of this upload's events count from it
   void* start = nullptr;
   void* end = nullptr;
   bool ok = rt_.event_create(&start) == MT_CUDA_SUCCESS && rt_.event_create(&end) == MT_CUDA_SUCCESS &&
@@ -135,28 +138,23 @@ void CudaBackend::issue(const UploadJob& job) {
   }
   MT_ASSERT(!ok || at == job.bytes, "an upload that issued every chunk issued all its bytes");
   if (end != nullptr && rt_.event_record(end, upload_stream_) == MT_CUDA_SUCCESS) {
-    upload_waiter_->add(end, [this, job, ok, at, start, end](int rc) { finish_upload(job, ok && rc == MT_CUDA_SUCCESS, at, start, end); });
+    upload_waiter_->add(end, [this, job, ok, at, start, end, base](int rc) { finish_upload(job, ok && rc == MT_CUDA_SUCCESS, at, start, end, *base); });
     return;
   }
   // No end event to wait for: the stream itself is waited for (its copies write into the slot).
   rt_.stream_synchronize(upload_stream_);
-  finish_upload(job, false, at, start, end);
+  finish_upload(job, false, at, start, end, *base);
 }
 
-void CudaBackend::finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end) {
-  int64_t start_ns = time_of(start), end_ns = time_of(end);
+void CudaBackend::finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end, const ClockBase& base) {
+  const int64_t start_ns = clock_->time_of(base, start);
+  const int64_t span = clock_->span_ns(start, end);  // the duration at elapsed_ms's best precision
+  int64_t end_ns = span >= 0 ? start_ns + span : clock_->time_of(base, end);
   if (end_ns < start_ns) end_ns = start_ns;  // one of them untimed (a failed record): the host's clock
   if (start != nullptr) rt_.event_destroy(start);
   if (end != nullptr) rt_.event_destroy(end);
   if (!ok) job.copy_limit = landed;  // stats count the bytes that reached the slot
   complete(job, ok, start_ns, end_ns);
-}
-
-// The event's instant on CLOCK_MONOTONIC, or the host's clock now if the runtime cannot time it.
-int64_t CudaBackend::time_of(void* event) {
-  float ms = 0;
-  if (event == nullptr || rt_.event_elapsed_ms(&ms, base_event_, event) != MT_CUDA_SUCCESS || !std::isfinite(ms)) return monotonic_ns();
-  return base_ns_ + std::llround(double(ms) * 1e6);
 }
 
 }  // namespace mt

@@ -6,8 +6,8 @@
 //                pinned buffer, copy the chunk into it, memcpy_h2d_async into the slot at its
 //                offset on the upload stream, record the buffer's event; then record the
 //                upload's end event --> upload waiter: event_synchronize(end) --> complete()
-//   events       times are base_ns + elapsed_ms(base event, event) * 1e6: base_ns is
-//                CLOCK_MONOTONIC read once the base event (recorded at creation) finished
+//   events       on CLOCK_MONOTONIC through elapsed_ms against a base event (cuda_clock.h:
+//                the first recorded at creation on the upload stream, refreshed as it ages)
 //   compute      compute_record records an event on the compute stream; the compute waiter
 //                resolves the marker (complete_compute) once the stream reached it
 //   run_expert   x to a device buffer, expert_ffn, y back, on the compute stream, synchronised
@@ -25,6 +25,7 @@
 #include "../../backend/backend.h"
 #include "../mt_backend_cuda.h"
 #include "../mt_cuda_runtime.h"
+#include "cuda_clock.h"
 #include "event_waiter.h"
 
 namespace mt {
@@ -69,8 +70,7 @@ class CudaBackend : public mt_backend {
   void run_staging();
   void issue(const UploadJob& job);
   int copy_chunk(uint8_t* dst, const uint8_t* src, size_t n);
-  void finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end);
-  int64_t time_of(void* event);
+  void finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end, const ClockBase& base);
   int grow(DeviceBuffer& buf, size_t bytes);
   int slot_for_compute(int32_t slot, bool need_lease, const char* verb, uint8_t** data, char* err, size_t err_bytes);
   int device_failure(const char* verb, int rc, char* err, size_t err_bytes);
@@ -79,8 +79,7 @@ class CudaBackend : public mt_backend {
   const bool simulated_;
   void* upload_stream_ = nullptr;
   void* compute_stream_ = nullptr;
-  void* base_event_ = nullptr;
-  int64_t base_ns_ = 0;
+  std::unique_ptr<DeviceClock> clock_;
   StagingBuffer ring_[kStagingBuffers];
   int next_buffer_ = 0;  // the staging thread's alone
 

@@ -15,10 +15,12 @@ bool CudaBackend::record_compute(mt_event_id event) {
     rt_.event_destroy(ev);
     return false;
   }
-  compute_waiter_->add(ev, [this, event, ev](int rc) {
-    const int64_t at = time_of(ev);
+  const ClockBasePtr base = clock_->base();
+  compute_waiter_->add(ev, [this, event, ev, base](int rc) {
+    const int64_t at = clock_->time_of(*base, ev);
     rt_.event_destroy(ev);
     complete_compute(event, rc == MT_CUDA_SUCCESS, at);
+    clock_->refresh();  // off mu: a marker-only workload keeps its base fresh too
   });
   return true;
 }

@@ -108,6 +108,7 @@ mt_backend* create_cuda_backend(const mt_backend_config& c, int32_t* reason, cha
     if (c.sim_device_bytes != 0) faults.device_bytes = c.sim_device_bytes;
     faults.fail_copy_after_bytes = c.fail_transfer_after_bytes;
     faults.no_device = c.sim_no_device != 0;
+    faults.async_copy_fault = c.sim_async_copy_fault != 0;
     if (sim_runtime_acquire(faults, &rt) < 0)
       return fail(err, err_bytes, MT_BACKEND_NO_MEMORY, "create: cuda-sim: all " + std::to_string(kSimDevicesMax) + " simulated devices are in use"), nullptr;
   } else if (load_real_runtime(&rt, reason, err, err_bytes) != MT_BACKEND_OK) {

@@ -4,6 +4,7 @@
 // kernel is the CPU kernels (mt_kernels.h) in the forward pass's order, so its y equals the
 // cpu backend's bit for bit. Errors use cudaError_t's numbers (mt_cuda_runtime.h).
 #include "sim_runtime.h"
+#include "sim_objects.h"
 #include <array>
 #include <condition_variable>
 #include <cstdio>
@@ -18,72 +19,12 @@
 #include "mt_assert.h"
 #include "mt_clock.h"
 #include "mt_kernels.h"
-#include "../../cpu/ops_elementwise.h"
 
 namespace mt {
 namespace {
 
 constexpr int kInvalidValue = 1;  // cudaErrorInvalidValue
 constexpr int kInvalidResourceHandle = 400;
-// The expert kernel's scratch regions start on this (act rows are read as blocks of structs).
-constexpr size_t kScratchAlignBytes = 64;
-
-// A stream: one thread running operations in the order they were queued.
-class SimStream {
- public:
-  SimStream() : thread_([this] { run(); }) {}
-  ~SimStream() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();  // runs what was queued first, as cudaStreamDestroy lets queued work finish
-  }
-  void enqueue(std::function<void()> op) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ops_.push_back(std::move(op));
-      queued_++;
-    }
-    cv_.notify_all();
-  }
-  void synchronize() {
-    std::unique_lock<std::mutex> lock(mu_);
-    const uint64_t target = queued_;
-    cv_.wait(lock, [&] { return done_ >= target; });
-  }
-
- private:
-  void run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stopping_ || !ops_.empty(); });
-      if (ops_.empty()) return;
-      std::function<void()> op = std::move(ops_.front());
-      ops_.pop_front();
-      lock.unlock();
-      op();
-      lock.lock();
-      done_++;
-      cv_.notify_all();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> ops_;
-  uint64_t queued_ = 0, done_ = 0;
-  bool stopping_ = false;
-  std::thread thread_;  // last: starts once the members above exist
-};
-
-// An event: recorded n times, reached by its stream m <= n times; done when m == n.
-struct SimEvent {
-  std::mutex mu;
-  std::condition_variable cv;
-  uint64_t recorded = 0, reached = 0;
-  int64_t stamp_ns = 0;
-};
 
 // One simulated device: its faults and what is allocated on it.
 struct SimDevice {
@@ -131,9 +72,11 @@ int event_record(void* e, void* s) {
     std::lock_guard<std::mutex> lock(ev->mu);
     ev->recorded++;
   }
-  static_cast<SimStream*>(s)->enqueue([ev] {
+  SimStream* stream = static_cast<SimStream*>(s);
+  stream->enqueue([ev, stream] {
     std::lock_guard<std::mutex> lock(ev->mu);
     ev->stamp_ns = mt_monotonic_ns();
+    ev->error = stream->sticky_error;
     ev->reached++;
     ev->cv.notify_all();
   });
@@ -143,14 +86,14 @@ int event_query(void* e) {
   if (e == nullptr) return kInvalidResourceHandle;
   SimEvent* ev = static_cast<SimEvent*>(e);
   std::lock_guard<std::mutex> lock(ev->mu);
-  return ev->reached == ev->recorded ? 0 : MT_CUDA_ERROR_NOT_READY;
+  return ev->reached == ev->recorded ? ev->error : MT_CUDA_ERROR_NOT_READY;
 }
 int event_synchronize(void* e) {
   if (e == nullptr) return kInvalidResourceHandle;
   SimEvent* ev = static_cast<SimEvent*>(e);
   std::unique_lock<std::mutex> lock(ev->mu);
   ev->cv.wait(lock, [&] { return ev->reached == ev->recorded; });
-  return 0;
+  return ev->error;
 }
 // The stream waits until the event's latest record is reached (an op that blocks its thread).
 int stream_wait_event(void* s, void* e) {
@@ -174,6 +117,7 @@ int event_elapsed_ms(float* ms, void* start, void* end) {
     SimEvent* ev = static_cast<SimEvent*>(e);
     std::lock_guard<std::mutex> lock(ev->mu);
     if (ev->recorded == 0 || ev->reached != ev->recorded) return MT_CUDA_ERROR_NOT_READY;
+    if (ev->error != 0) return ev->error;
     *out = ev->stamp_ns;
   }
   *ms = float(double(b - a) / 1e6);
@@ -186,62 +130,15 @@ int memcpy_d2h_async(void* dst, const void* src, size_t bytes, void* s) {
 }
 int type_supported(int type) { return mt_type_supported(type); }
 
-// The expert kernel's scratch, carved in this order: acts for gate, acts for up, g, u, acts for down.
-struct ExpertScratch {
-  size_t act_gate, act_up, g, u, act_down, total;
-};
-size_t align_up(size_t n) { return (n + kScratchAlignBytes - 1) / kScratchAlignBytes * kScratchAlignBytes; }
-ExpertScratch scratch_layout(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff, int32_t count) {
-  ExpertScratch s{};
-  const size_t rows = size_t(count > 0 ? count : 0);
-  s.act_gate = 0;
-  s.act_up = s.act_gate + align_up(rows * mt_act_row_bytes(gate_type, n_embd));
-  s.g = s.act_up + align_up(rows * mt_act_row_bytes(up_type, n_embd));
-  s.u = s.g + align_up(rows * size_t(n_ff) * sizeof(float));
-  s.act_down = s.u + align_up(rows * size_t(n_ff) * sizeof(float));
-  s.total = s.act_down + align_up(rows * mt_act_row_bytes(down_type, n_ff));
-  return s;
-}
-size_t expert_scratch_bytes(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff, int32_t count) {
-  return scratch_layout(gate_type, up_type, down_type, n_embd, n_ff, count).total;
-}
-
-// W rows times `count` prepared rows, as the forward pass's project() does: matvec for one row,
-// else the grouped matmul, so the sums run in the CPU backend's order.
-void project(int type, const void* w, int64_t cols, int64_t rows, const uint8_t* acts, int32_t count, float* y) {
-  if (count == 1) mt_matvec_rows(type, w, cols, acts, y, 0, rows);
-  else mt_matmul_rows(type, w, cols, acts, count, y, rows, 0, rows);
-}
-
-void prepare_rows(int type, const float* x, int64_t cols, int32_t count, uint8_t* acts) {
-  const size_t stride = mt_act_row_bytes(type, cols);
-  for (int32_t i = 0; i < count; i++) mt_act_prepare(type, x + size_t(i) * size_t(cols), cols, acts + size_t(i) * stride);
-}
-
-void run_expert_ffn(const mt_cuda_expert_args& a) {
-  const ExpertScratch s = scratch_layout(a.gate_type, a.up_type, a.down_type, a.n_embd, a.n_ff, a.count);
-  uint8_t* scratch = static_cast<uint8_t*>(a.scratch);
-  const uint8_t* gate = static_cast<const uint8_t*>(a.slot);
-  float* g = reinterpret_cast<float*>(scratch + s.g);
-  float* u = reinterpret_cast<float*>(scratch + s.u);
-  prepare_rows(a.gate_type, a.x, a.n_embd, a.count, scratch + s.act_gate);
-  prepare_rows(a.up_type, a.x, a.n_embd, a.count, scratch + s.act_up);
-  project(a.gate_type, gate, a.n_embd, a.n_ff, scratch + s.act_gate, a.count, g);
-  project(a.up_type, gate + a.gate_bytes, a.n_embd, a.n_ff, scratch + s.act_up, a.count, u);
-  for (int32_t i = 0; i < a.count; i++) swiglu(g + size_t(i) * size_t(a.n_ff), u + size_t(i) * size_t(a.n_ff), a.n_ff);
-  prepare_rows(a.down_type, g, a.n_ff, a.count, scratch + s.act_down);
-  project(a.down_type, gate + a.gate_bytes + a.up_bytes, a.n_ff, a.n_embd, scratch + s.act_down, a.count, a.y);
-}
-
 int expert_ffn(const mt_cuda_expert_args* args, void* s) {
   if (s == nullptr) return kInvalidResourceHandle;
   if (args == nullptr || args->count < 1 || args->n_embd < 1 || args->n_ff < 1) return kInvalidValue;
   for (int t : {args->gate_type, args->up_type, args->down_type})
     if (!mt_type_supported(t)) return kInvalidValue;
-  if (args->scratch_bytes < expert_scratch_bytes(args->gate_type, args->up_type, args->down_type, args->n_embd, args->n_ff, args->count))
+  if (args->scratch_bytes < sim_expert_scratch_bytes(args->gate_type, args->up_type, args->down_type, args->n_embd, args->n_ff, args->count))
     return kInvalidValue;
   const mt_cuda_expert_args a = *args;  // the caller's struct may be gone when the stream runs it
-  static_cast<SimStream*>(s)->enqueue([a] { run_expert_ffn(a); });
+  static_cast<SimStream*>(s)->enqueue([a] { sim_expert_ffn(a); });
   return 0;
 }
 
@@ -317,11 +214,13 @@ struct Bound {
     dev().events--;
     return 0;
   }
-  // The copy crossing fail_copy_after_bytes copies the bytes before it, then reports an error.
+  // The copy crossing fail_copy_after_bytes copies the bytes before it, then reports an error:
+  // from the call, or (async_copy_fault) from its stream's later events, sticky.
   static int memcpy_h2d_async(void* dst, const void* src, size_t bytes, void* s) {
     if (s == nullptr) return kInvalidResourceHandle;
     size_t n = bytes;
     int rc = 0;
+    bool async = false;
     {
       std::lock_guard<std::mutex> lock(dev().mu);
       uint64_t& limit = dev().faults.fail_copy_after_bytes;
@@ -329,11 +228,16 @@ struct Bound {
         n = size_t(limit - dev().h2d_bytes);
         limit = 0;  // once
         rc = MT_CUDA_ERROR_UNKNOWN;
+        async = dev().faults.async_copy_fault;
       }
       dev().h2d_bytes += n;
     }
-    static_cast<SimStream*>(s)->enqueue([=] { std::memcpy(dst, src, n); });
-    return rc;
+    SimStream* stream = static_cast<SimStream*>(s);
+    stream->enqueue([=] {
+      std::memcpy(dst, src, n);
+      if (async) stream->sticky_error = MT_CUDA_ERROR_UNKNOWN;
+    });
+    return async ? 0 : rc;
   }
   static mt_cuda_runtime table() {
     mt_cuda_runtime t{};
@@ -346,7 +250,7 @@ struct Bound {
     t.stream_wait_event = stream_wait_event, t.memcpy_h2d_async = memcpy_h2d_async, t.memcpy_d2h_async = memcpy_d2h_async;
     t.event_create = event_create, t.event_destroy = event_destroy, t.event_record = event_record;
     t.event_query = event_query, t.event_synchronize = event_synchronize, t.event_elapsed_ms = event_elapsed_ms;
-    t.type_supported = type_supported, t.expert_scratch_bytes = expert_scratch_bytes, t.expert_ffn = expert_ffn;
+    t.type_supported = type_supported, t.expert_scratch_bytes = sim_expert_scratch_bytes, t.expert_ffn = expert_ffn;
     return t;
   }
 };
