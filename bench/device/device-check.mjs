@@ -91,7 +91,10 @@ function kernelCheck() {
   const ran = jsonCommand(KERNEL_CHECK, [], STEP_TIMEOUT_S.kernels);
   if (ran.status === 'timeout') return ran;
   const verdict = ran.json?.verdict;
-  if (ran.exitCode === 2 && verdict === 'no-device') return { status: 'no-device', detail: ran.json.detail ?? 'no CUDA device', device: null };
+  if (ran.exitCode === 2 && verdict === 'no-device') {
+    const why = ran.json.message ? `${ran.json.message} (cudaError ${ran.json.error})` : 'no CUDA device';
+    return { status: 'no-device', detail: `no usable CUDA device: ${why}`, device: null };
+  }
   if (ran.exitCode === 0 && verdict === 'pass') return { status: 'pass', device: ran.json.device, json: ran.json };
   return { status: 'fail', detail: ran.detail, json: ran.json };
 }

@@ -9,11 +9,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DeviceUnavailableError } from '../../src/core/errors.js';
 import { Backend, BackendError, type BackendConfig } from '../../src/native/backend.js';
 import { loadNative } from '../../src/native/binding.js';
-import { quantizeRow, rowBytes } from '../../src/model/quant.js';
-import { GGML_TYPE, type GgmlTypeName } from '../../src/model/types.js';
+import { GGML_TYPE } from '../../src/model/types.js';
 import { mulberry32 } from '../../src/core/prng.js';
 import { concat, expectBackendError, pattern } from './backend-helpers.js';
 import { sameBits } from './kernel-paths.js';
+import { cpuExpert, expertPieces } from './cuda-expert.js';
 
 const native = loadNative();
 const limits = native.cudaLimits();
@@ -198,41 +198,13 @@ describe('cuda-sim: event times and compute markers', () => {
   });
 });
 
-// One expert's gate | up | down in one type, and its operands.
-function expert(type: GgmlTypeName, nEmbd: number, nFf: number, seed: number): { pieces: Uint8Array[]; gateBytes: number; downBytes: number } {
-  const rng = mulberry32(seed);
-  const matrix = (rows: number, cols: number): Uint8Array => {
-    const f = Float32Array.from({ length: rows * cols }, () => rng() * 2 - 1);
-    const out = new Uint8Array(rows * rowBytes(type, cols));
-    for (let r = 0; r < rows; r++) quantizeRow(type, f, r * cols, cols, out, r * rowBytes(type, cols));
-    return out;
-  };
-  const gate = matrix(nFf, nEmbd), up = matrix(nFf, nEmbd), down = matrix(nEmbd, nFf);
-  return { pieces: [gate, up, down], gateBytes: gate.length, downBytes: down.length };
-}
-
-// The CPU's expert FFN through the same kernels the forward pass runs (matvec for one row, the
-// grouped matmul for more, then the forward pass's swiglu op).
-function cpuExpert(typeId: number, pieces: Uint8Array[], nEmbd: number, nFf: number, x: Float32Array, count: number): Float32Array {
-  const project = (w: Uint8Array, rows: number, cols: number, v: Float32Array): Float32Array => {
-    const y = new Float32Array(count * rows);
-    if (count === 1) native.matvec(typeId, w, rows, cols, v, y);
-    else native.matmul(typeId, w, rows, cols, v, count, y);
-    return y;
-  };
-  const g = project(pieces[0], nFf, nEmbd, x);
-  const u = project(pieces[1], nFf, nEmbd, x);
-  native.forwardOps.swiglu(g, u);
-  return project(pieces[2], nEmbd, nFf, g);
-}
-
 describe('cuda-sim: run_expert', () => {
   const nEmbd = 64, nFf = 96;
   for (const type of ['Q8_0', 'Q4_0'] as const) {
     for (const count of [1, 3]) {
       it(`computes a ${type} expert for ${count} row(s) exactly as the CPU kernels do`, async () => {
         const b = sim();
-        const e = expert(type, nEmbd, nFf, count * 7 + (type === 'Q8_0' ? 1 : 2));
+        const e = expertPieces(type, nEmbd, nFf, count * 7 + (type === 'Q8_0' ? 1 : 2));
         const bytes = e.pieces.reduce((n, p) => n + p.length, 0);
         const slot = b.reserve(1, bytes);
         await b.waitUploaded(b.upload(slot, e.pieces));
@@ -253,7 +225,7 @@ describe('cuda-sim: run_expert', () => {
 
   it('refuses args whose byte sizes do not match the shapes, and host kinds refuse run_expert', async () => {
     const b = sim();
-    const e = expert('Q8_0', nEmbd, nFf, 5);
+    const e = expertPieces('Q8_0', nEmbd, nFf, 5);
     const slot = b.reserve(1, e.pieces.reduce((n, p) => n + p.length, 0));
     await b.waitUploaded(b.upload(slot, e.pieces));
     const lease = b.lease(slot);
