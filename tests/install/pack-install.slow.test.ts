@@ -56,7 +56,7 @@ describe('npm pack -> install into a fresh app -> generate', () => {
     expect(packedFiles).toContain('native/CMakeLists.txt');
     expect(packedFiles).toContain('native/package.json'); // napi_versions: cmake-js builds against node-api-headers
     expect(packedFiles).toContain('scripts/install.mjs');
-    expect(packedFiles.filter((f) => /^(tests|bench|\.cache|\.ci|docs)\/|^native\/build(-debug)?\/|\.map$|\.gguf$|\.heat\.json$/.test(f))).toEqual([]);
+    expect(packedFiles.filter((f) => /^(tests|bench|\.cache|\.ci|docs)\/|^native\/build(-debug)?\/|\.(js|ts)\.map$|\.gguf$|\.heat\.json$/.test(f))).toEqual([]);
     expect(packedFiles.every((f) => /^(dist\/(src|otel)|native|scripts)\/|^(package\.json|README\.md|LICENSE)$/.test(f))).toBe(true);
   });
 
