@@ -76,10 +76,10 @@ async function decodeRuns(model) {
     try {
       const ids = engine.tokenize(PROMPT);
       const tokens = [];
-      for await (const t of engine.generate(ids, { maxTokens: TOKENS, temperature: 0 })) tokens.push(t.id);
+      for await (const t of engine.generate(ids, { maxTokens: TOKENS, temperature: 0, stopAtEos: false })) tokens.push(t.id);
       const stats = engine.lastStats;
       const logits = await engine.logits(ids);
-      return { tokens, decodeTokPerS: stats.decodeTokPerS, prefillTokPerS: stats.prefillTokPerS, decodeHitRate: stats.tier?.decodeHitRate, logits };
+      return { tokens, decodeTokPerS: stats.decodeTokPerS, prefillTokPerS: stats.prefillTokPerS, decodeHitRate: stats.decodeHitRate, logits };
     } finally {
       await engine.close();
     }
