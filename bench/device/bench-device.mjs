@@ -17,18 +17,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { importDist, presetModel, repoRoot } from '../lib/moetier.mjs';
 
-const PRESET = { preset: 'medium', arch: 'qwen3moe', quant: 'q4_0', seed: 1 };
+// MOETIER_DEVICE_PRESET=tiny with MOETIER_DEVICE_BACKEND=cuda-sim: the script's own test (tests/bench/bench-device.slow.test.ts).
+const PRESET = { preset: process.env.MOETIER_DEVICE_PRESET ?? 'medium', arch: 'qwen3moe', quant: 'q4_0', seed: 1 };
 const PROMPT = 'one two three four five six seven eight nine ten';
 const TOKENS = 64;
 const PARTIAL_RESIDENT = 0.37;
 const THREADS = Math.min(8, os.cpus().length);
 const UPLOAD_SLOTS = 64;
+/** cuda; cuda-sim runs the whole script here, without a GPU, on the simulated runtime (a dry run of the script, not a measurement). */
+const BACKEND = process.env.MOETIER_DEVICE_BACKEND ?? 'cuda';
 /** GB/s per lane by PCIe generation (after line coding), for the nominal bus rate. */
 const PCIE_LANE_GBPS = { 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563 };
 
 async function main() {
   const model = await presetModel(PRESET);
-  const summary = { date: new Date().toISOString(), model: PRESET, threads: THREADS, bus: nominalBus() };
+  const summary = { date: new Date().toISOString(), backend: BACKEND, model: PRESET, threads: THREADS, bus: nominalBus() };
   summary.upload = await uploadBandwidth();
   summary.upload.fractionOfNominal = summary.bus.gbPerS ? summary.upload.gbPerS / summary.bus.gbPerS : null;
   summary.decode = await decodeRuns(model);
@@ -52,7 +55,7 @@ async function uploadBandwidth() {
   const hp = presetHParams(PRESET.preset, PRESET.arch);
   const bytes = (3 * hp.nFfExp * hp.nEmbd * GGML_BLOCK.Q4_0.bytes) / GGML_BLOCK.Q4_0.elements;
   const slotBytes = Math.ceil(bytes / 64) * 64;
-  const b = Backend.create('cuda', { budgetBytes: UPLOAD_SLOTS * slotBytes });
+  const b = Backend.create(BACKEND, { budgetBytes: UPLOAD_SLOTS * slotBytes });
   try {
     const first = b.reserve(UPLOAD_SLOTS, slotBytes);
     const source = Buffer.alloc(bytes, 7); // pageable, as the mapping is
@@ -65,7 +68,7 @@ async function uploadBandwidth() {
     const each = done.map((d) => bytes / (Number(d.endNs) - Number(d.startNs)));
     return { uploads: UPLOAD_SLOTS, bytesEach: bytes, failed, gbPerS: (UPLOAD_SLOTS * bytes) / (end - start), medianOneGbPerS: median(each) };
   } finally {
-    b.close();
+    b.destroy();
   }
 }
 
@@ -85,9 +88,9 @@ async function decodeRuns(model) {
     }
   };
   const cpu = await run({});
-  const all = await run({ backend: 'cuda', resident: 1 });
-  const partial = await run({ backend: 'cuda', resident: PARTIAL_RESIDENT });
-  const again = await run({ backend: 'cuda', resident: PARTIAL_RESIDENT });
+  const all = await run({ backend: BACKEND, resident: 1 });
+  const partial = await run({ backend: BACKEND, resident: PARTIAL_RESIDENT });
+  const again = await run({ backend: BACKEND, resident: PARTIAL_RESIDENT });
   const shown = ({ logits, tokens, ...r }) => ({ ...r, tokensLikeCpu: sameCount(tokens, cpu.tokens) });
   return {
     cpuOnly: shown(cpu),
@@ -102,7 +105,7 @@ async function overlapAtPartial(model) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-device-'));
   try {
     const trace = path.join(dir, 'trace.json');
-    execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', PROMPT, '-n', String(TOKENS), '--backend', 'cuda',
+    execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', PROMPT, '-n', String(TOKENS), '--backend', BACKEND,
       '--resident', String(PARTIAL_RESIDENT), '--heat', 'none', '--prefill-replan', '--threads', String(THREADS), '--trace-file', trace, '--json'],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 60_000 });
     const o = t.uploadOverlap(t.traceSpans(JSON.parse(readFileSync(trace, 'utf8'))));
