@@ -8,7 +8,9 @@ const slow = 'tests/**/*.slow.test.ts';
 // tests/device/: the CUDA suite, which needs a GPU. Only `npm run device-check` runs it (with
 // MOETIER_DEVICE=cuda, as the project "device"); the default projects never include it.
 const device = 'tests/device/**';
-const deviceProjects = process.env.MOETIER_DEVICE === 'cuda' ? [{ extends: true, test: { name: 'device', include: ['tests/device/**/*.test.ts'] } }] : [];
+// MOETIER_DEVICE=cuda-sim runs the same suite on the simulated runtime: a dry run without a GPU.
+const deviceKind = process.env.MOETIER_DEVICE;
+const deviceProjects = deviceKind === 'cuda' || deviceKind === 'cuda-sim' ? [{ extends: true, test: { name: 'device', include: ['tests/device/**/*.test.ts'] } }] : [];
 
 // The backend, pool, tier and read engine tests run a second time on the debug build (npm run build:native:debug,
 // which npm test runs first): the same assertions, with the native MT_ASSERT invariants live, so a

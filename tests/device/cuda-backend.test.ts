@@ -1,6 +1,7 @@
 /**
  * The CUDA backend on a real GPU (issue 17 point 4): run only by `npm run device-check`
  * (MOETIER_DEVICE=cuda, vitest project "device"); a machine without a GPU never includes it.
+ * MOETIER_DEVICE=cuda-sim npx vitest run --project device: the same suite on the simulated runtime.
  *
  *   uploads     pageable sources through the pinned staging ring, byte-exact (read back), one
  *               bigger than the whole ring, in-place overwrite
@@ -25,6 +26,8 @@ import { sameBits } from '../native/kernel-paths.js';
 
 const native = loadNative();
 const MiB = 1 << 20;
+/** cuda on a GPU; cuda-sim for a dry run of this suite without one (MOETIER_DEVICE=cuda-sim). */
+const KIND = process.env.MOETIER_DEVICE === 'cuda-sim' ? 'cuda-sim' : 'cuda';
 /**
  * GPU vs CPU expert output. The kernels quantise activations to the CPU's bytes and sum in its
  * order (the host warp emulator shows them bit-exact), so only expf inside silu differs: CUDA's is
@@ -43,7 +46,7 @@ function relativeError(actual: Float32Array, expected: Float32Array): number {
 }
 
 function withCuda<T>(budgetBytes: number, body: (b: Backend) => Promise<T>): Promise<T> {
-  const b = Backend.create('cuda', { budgetBytes });
+  const b = Backend.create(KIND, { budgetBytes });
   return body(b).finally(() => b.destroy());
 }
 
@@ -124,7 +127,7 @@ describe('cuda: generation', () => {
   it('64 tokens on the medium preset at 37 % residency, twice: byte-identical', async () => {
     const model = await ensurePresetModel({ preset: 'medium', arch: 'qwen3moe', quant: 'q4_0', seed: 1 }, () => {});
     const run = async () => {
-      const e = await openEngine({ model, threads: 8, contextTokens: 256, heat: false, backend: 'cuda', resident: 0.37 });
+      const e = await openEngine({ model, threads: 8, contextTokens: 256, heat: false, backend: KIND, resident: 0.37 });
       try {
         const tokens: number[] = [];
         for await (const t of e.generate(e.tokenize('one two three four five six seven eight'), { maxTokens: 64, temperature: 0, stopAtEos: false })) tokens.push(t.id);
