@@ -131,21 +131,7 @@ __device__ __forceinline__ void dot_rows(const MatmulArgs& a, const uint8_t* wro
 
 template <int T, int NR>
 __global__ void __launch_bounds__(kRowsPerBlock * kWarp) matmul_kq_kernel(MatmulArgs a) {
-  const int64_t r = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-  if (r >= a.rows) return;  // warp-uniform
-  const uint8_t* wrow = a.W + r * (a.cols / kQKK) * kq_bytes<T>();
-  for (int i0 = 0; i0 < a.count; i0 += NR) {
-    float acc[NR];
-#pragma unroll
-    for (int j = 0; j < NR; j++) acc[j] = 0.0f;
-    dot_rows<T, NR>(a, wrow, i0, acc);
-#pragma unroll
-    for (int j = 0; j < NR; j++) {
-      if (i0 + j >= a.count) continue;
-      const float y = reduce8(acc[j]);
-      if (threadIdx.x % kWarp == 0) a.Y[(int64_t)(i0 + j) * a.ldy + r] = y;
-    }
-  }
+  block_rows<NR>(a, (a.cols / kQKK) * kq_bytes<T>(), [&](const uint8_t* wrow, int i0, float* acc) { dot_rows<T, NR>(a, wrow, i0, acc); });
 }
 
 }  // namespace kq
