@@ -124,8 +124,9 @@ typedef struct mt_expert_source {
    * it may return before their y is written, so the device computes while the host computes the
    * other runs. remote_wait: after the host's runs, before the outputs are combined and before
    * layer_end; blocks until every y of the layer is written. Both return 0, or -1 with a message
-   * in err (the eval then fails; remote_wait is still called once after a remote_start that
-   * returned 0, so nothing writes y after the eval has returned). */
+   * in err having released what the layer held, as bind does (the eval then fails; remote_wait
+   * is still called once after a remote_start that returned 0, so nothing writes y after the eval
+   * has returned). */
   int (*remote_start)(void* self, int32_t layer, const float* h, const mt_remote_run* runs, int32_t n_runs, char* err,
                       size_t err_bytes);
   int (*remote_wait)(void* self, int32_t layer, char* err, size_t err_bytes);

@@ -70,9 +70,13 @@ int remote_start(void* self, int32_t layer, const float* h, const mt_remote_run*
   const int64_t E = t.experts[size_t(layer)].gate.cols;
   size_t rows = 0;
   for (int32_t i = 0; i < n_runs; i++) rows += size_t(runs[i].rows);
+  if (n_runs > t.n_expert) {  // not reached by a correct forward pass; the eval ends, so the layer's leases go
+    std::snprintf(err, err_bytes, "tier: remote_start: %d runs, at most %d", n_runs, t.n_expert);
+    tier_abandon_layer(t);
+    return -1;
+  }
   std::lock_guard<std::mutex> lock(w.mu);
   MT_ASSERT(!w.busy, "one layer's remote runs at a time (remote_wait joins before the next start)");
-  if (n_runs > t.n_expert) return std::snprintf(err, err_bytes, "tier: remote_start: %d runs, at most %d", n_runs, t.n_expert), -1;
   if (w.x.size() < rows * size_t(E)) w.x.resize(rows * size_t(E));  // grows to the largest chunk, then stays
   float* x = w.x.data();
   for (int32_t i = 0; i < n_runs; i++) {
@@ -95,6 +99,8 @@ int remote_wait(void* self, int32_t, char* err, size_t err_bytes) {
   if (w.status == 0) return 0;
   std::snprintf(err, err_bytes, "%s", w.error);
   w.status = 0;
+  lock.unlock();
+  tier_abandon_layer(t);  // the eval ends here: the layer's leases go now (mt_forward.h)
   return -1;
 }
 

@@ -110,6 +110,22 @@ export class ExpertReadError extends MoetierError {
   }
 }
 
+/**
+ * A resident expert could not be computed on the device (the cuda backends' run_expert: a failed
+ * copy of its rows, a kernel launch or the device itself). The request fails; the layer's leases
+ * were released, and on a device whose errors are sticky (CUDA's) later requests fail the same way.
+ */
+export class DeviceComputeError extends MoetierError {
+  readonly layer: number;
+  /** The backend slot the expert was resident in. */
+  readonly slot: number;
+  constructor(message: string, where: { layer: number; slot: number }, options?: { cause?: unknown }) {
+    super('E_DEVICE_COMPUTE', message, options);
+    this.layer = where.layer;
+    this.slot = where.slot;
+  }
+}
+
 /** The model file was replaced or truncated under a running engine; its mapping can no longer be trusted. */
 export class ModelFileChangedError extends MoetierError {
   readonly file: string;

@@ -5,10 +5,13 @@
  * caught. The engine hands its callers MoetierErrors only (the native error is the cause).
  * Errors that are already typed pass through.
  */
-import { ExpertReadError, MoetierError, NativeError, NonFiniteLogitsError } from '../core/errors.js';
+import { DeviceComputeError, ExpertReadError, MoetierError, NativeError, NonFiniteLogitsError } from '../core/errors.js';
 
 /** native/tier/tier_stream.cc's read_failed: "expert read: FILE: layer L expert E at offset O (B bytes): why". */
 const expertReadPattern = /expert read: (.*): layer (\d+) expert (\d+) at offset (\d+) \(\d+ bytes\): /;
+
+/** native/tier/tier_remote.cc: "tier: layer L: computing resident slot S on the device: why". */
+const deviceComputePattern = /tier: layer (\d+): computing resident slot (\d+) on the device: /;
 
 export function typedEvalError(err: unknown, position: number): unknown {
   // Only the addon's own refusals ("eval: ..."); anything else thrown on the way (a bug in a
@@ -20,5 +23,7 @@ export function typedEvalError(err: unknown, position: number): unknown {
     const [, file, layer, expert, offset] = read;
     return new ExpertReadError(err.message.slice('eval: '.length), { file: file!, layer: Number(layer), expert: Number(expert), offset: Number(offset) }, { cause: err });
   }
+  const device = deviceComputePattern.exec(err.message);
+  if (device) return new DeviceComputeError(err.message.slice('eval: '.length), { layer: Number(device[1]), slot: Number(device[2]) }, { cause: err });
   return new NativeError(err.message, { cause: err });
 }

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeviceUnavailableError } from '../../src/core/errors.js';
+import { DeviceComputeError, DeviceUnavailableError } from '../../src/core/errors.js';
 import { openEngine, type EngineOptions } from '../../src/engine/engine.js';
 import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 
@@ -75,5 +75,35 @@ describe('the real cuda kind without a GPU', () => {
     expect(['not-built', 'load-failed', 'no-driver', 'no-device']).toContain((error as DeviceUnavailableError).reason);
     const maps = readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.endsWith(m.path));
     expect(maps).toHaveLength(0);
+  });
+});
+
+describe('a failed device run', () => {
+  it('fails the request with a typed error that names the layer and slot; no lease is left; the next request gives the plain tokens', async () => {
+    const m = models.q8_0;
+    // Every expert resident (no swap uploads after the warmstart), so the failing copy is a
+    // resident's rows on their way to run_expert: 4 layers x 8 experts x 6528 bytes are warmstart.
+    const warmstart = 4 * 8 * 6528;
+    const e = await openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 8, cudaSim: { failTransferAfterBytes: warmstart + 5_000 } });
+    try {
+      const err = await collect(e, m.prompt, { maxTokens, stopAtEos: false }).then(() => undefined, (x: unknown) => x);
+      expect(err).toBeInstanceOf(DeviceComputeError);
+      const d = err as DeviceComputeError;
+      expect(d.code).toBe('E_DEVICE_COMPUTE');
+      expect(d.layer).toBeGreaterThanOrEqual(0);
+      expect(d.layer).toBeLessThan(4);
+      expect(d.slot).toBeGreaterThanOrEqual(0);
+      expect(d.message).toMatch(/run_expert: .*simulated copy failure/);
+      expect(e.tierStats()!.leases).toBe(0);
+      expect(await collect(e, m.prompt, { maxTokens, stopAtEos: false })).toEqual(m.reference);
+    } finally {
+      await e.close();
+    }
+  });
+
+  it('refuses cudaSim fault injection on another backend, and unknown cudaSim keys', async () => {
+    const m = models.q8_0;
+    await expect(openEngine({ model: m.path, threads: 1, heat: false, slotsPerLayer: 2, cudaSim: { failTransferAfterBytes: 10 } })).rejects.toThrow(/cudaSim: expected backend "cuda-sim" beside it/);
+    await expect(openEngine({ model: m.path, threads: 1, heat: false, backend: 'cuda-sim', slotsPerLayer: 2, cudaSim: { failAfter: 10 } as never })).rejects.toThrow(/cudaSim.failAfter/);
   });
 });

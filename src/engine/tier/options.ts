@@ -57,6 +57,12 @@ export interface DiskTierOptions {
   failTransferAfterBytes?: number;
 }
 
+/** The cuda-sim backend's fault injection (tests only). */
+export interface CudaSimTierOptions {
+  /** The host-to-device copy (an upload's, or a resident's rows on their way to run_expert) that takes the bytes copied past this fails, once. */
+  failTransferAfterBytes?: number;
+}
+
 export interface TierOptions {
   backend?: TierBackendKind;
   /** Fraction of all experts that hold a device slot, in (0, 1]. */
@@ -67,6 +73,7 @@ export interface TierOptions {
   heat?: string | false;
   fake?: FakeBackendOptions;
   disk?: DiskTierOptions;
+  cudaSim?: CudaSimTierOptions;
   lfru?: Partial<LfruParams>;
   /** The placement policy (default 'lfru'); see PlacementPolicyName. */
   placementPolicy?: PlacementPolicyName;
@@ -87,6 +94,7 @@ export interface TierConfig {
   heat: string | false;
   fake: FakeBackendOptions;
   disk: DiskTierOptions;
+  cudaSim: CudaSimTierOptions;
   lfru: LfruParams;
   placementPolicy: PlacementPolicyName;
   dlfu: DlfuParams;
@@ -134,6 +142,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     heat,
     fake: o.fake ?? {},
     disk: validateDisk(o.disk ?? {}),
+    cudaSim: validateCudaSim(o.cudaSim ?? {}, backend),
     lfru: validateLfru({ ...lfruDefaults, ...o.lfru }),
     placementPolicy,
     dlfu: validateDlfu({ ...dlfuDefaults, ...o.dlfu }),
@@ -151,6 +160,14 @@ function validateDisk(d: DiskTierOptions): DiskTierOptions {
   if (m !== undefined && !(Number.isSafeInteger(m) && m >= 1)) throw new InvalidOptionError('disk.failTransferAfterBytes', 'an integer >= 1', m);
   if (d.admitMisses !== undefined && typeof d.admitMisses !== 'boolean') throw new InvalidOptionError('disk.admitMisses', 'true or false', d.admitMisses);
   return d;
+}
+
+function validateCudaSim(c: CudaSimTierOptions, backend: TierBackendKind): CudaSimTierOptions {
+  for (const key of Object.keys(c)) if (key !== 'failTransferAfterBytes') throw new InvalidOptionError(`cudaSim.${key}`, 'failTransferAfterBytes', key);
+  const n = c.failTransferAfterBytes;
+  if (n !== undefined && !(Number.isSafeInteger(n) && n >= 1)) throw new InvalidOptionError('cudaSim.failTransferAfterBytes', 'an integer >= 1', n);
+  if (n !== undefined && backend !== 'cuda-sim') throw new InvalidOptionError('cudaSim', 'backend "cuda-sim" beside it', backend);
+  return c;
 }
 
 function validateDlfu(p: DlfuParams): DlfuParams {

@@ -68,7 +68,7 @@ export class EngineTier {
       config.backend,
       config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes }
         : config.backend === 'disk' ? { budgetBytes, file: model.mapping, ...(config.disk.failTransferAfterBytes !== undefined ? { failTransferAfterBytes: config.disk.failTransferAfterBytes } : {}) }
-        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES }
+        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES, ...config.cudaSim }
         : { budgetBytes },
     );
     let port: TierPort | undefined;
