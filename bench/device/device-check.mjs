@@ -26,6 +26,7 @@ const repo = fileURLToPath(new URL('../../', import.meta.url));
 const releaseDir = `${repo}native/build/Release`;
 export const CUDA_LIBRARY = `${releaseDir}/libmoetier_cuda.so`;
 export const KERNEL_CHECK = `${releaseDir}/moetier_cuda_check`;
+const VITEST = `${repo}node_modules/vitest/vitest.mjs`;
 
 /** Seconds each step may take; together well inside five minutes of device time. */
 export const STEP_TIMEOUT_S = { build: 240, kernels: 60, suite: 150, bench: 120 };
@@ -69,7 +70,8 @@ export async function main(argv) {
   if (kernels.status !== 'pass') summary.verdict = 'fail';
 
   const suite = step('suite', () =>
-    command('npx', ['vitest', 'run', '--project', 'device'], STEP_TIMEOUT_S.suite, { MOETIER_DEVICE: 'cuda' }),
+    // vitest's own entry under this Node.js: a device machine unpacked from the bundle has no npx.
+    command(process.execPath, [VITEST, 'run', '--project', 'device'], STEP_TIMEOUT_S.suite, { MOETIER_DEVICE: 'cuda' }),
   );
   if (suite.status !== 'pass') summary.verdict = 'fail';
 
