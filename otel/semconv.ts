@@ -38,6 +38,8 @@ export const SpanNames = {
   prefill: 'moetier.prefill',
   decodeStep: 'moetier.decode_step',
   layerCompute: 'moetier.layer.compute',
+  /** A layer's residents on a CUDA device, from the compute stream's events: a child of its layer.compute. */
+  layerDevice: 'moetier.layer.device',
   upload: 'moetier.upload',
   expertRead: 'moetier.expert_read',
   rebuild: 'moetier.rebuild',

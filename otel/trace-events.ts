@@ -45,7 +45,7 @@ export interface TraceEventFile {
 }
 
 /** The tracks, in display order; tid = index + 1 for lane 0. */
-export const tracks = ['request', 'layer compute', 'uploads', 'expert reads', 'rebuilds', 'calibration', 'other'] as const;
+export const tracks = ['request', 'layer compute', 'device compute', 'uploads', 'expert reads', 'rebuilds', 'calibration', 'other'] as const;
 export type Track = (typeof tracks)[number];
 const lanesTidStride = 10;
 const pid = 1;
@@ -58,6 +58,8 @@ export function trackOf(spanName: string): Track {
       return 'request';
     case SpanNames.layerCompute:
       return 'layer compute';
+    case SpanNames.layerDevice:
+      return 'device compute';
     case SpanNames.upload:
       return 'uploads';
     case SpanNames.expertRead:

@@ -6,7 +6,8 @@
  *              the CUDA events, against the bus's nominal rate (nvidia-smi's PCIe gen x width)
  *   decode     tok/s on the medium Q4_0 preset: every expert resident on the device, 37 % of them
  *              resident, and CPU-only (no tier), same prompt, same threads; the 37 % run twice,
- *              whose tokens must be byte-identical; the logits' largest difference from CPU-only
+ *              whose tokens must be byte-identical; the logits' largest difference from CPU-only;
+ *              per layer (EWMA, averaged over layers) its wall window and the device's share of it
  *   overlap    at 37 %: the uploads whose copy ran beside layer L + 1's compute, from the trace
  *              (src/telemetry/trace-overlap.ts), on the events' clock
  * Prints one JSON line (the last line of stdout).
@@ -76,14 +77,17 @@ async function decodeRuns(model) {
   const { openEngine } = await importDist('src/index.js');
   const run = async (tier) => {
     const engine = await openEngine({ model, threads: THREADS, contextTokens: 256, heat: false, ...tier });
+    let calibration;
+    const sub = tier.backend ? engine.calibration$().subscribe((s) => (calibration = s)) : undefined;
     try {
       const ids = engine.tokenize(PROMPT);
       const tokens = [];
       for await (const t of engine.generate(ids, { maxTokens: TOKENS, temperature: 0, stopAtEos: false })) tokens.push(t.id);
       const stats = engine.lastStats;
       const logits = await engine.logits(ids);
-      return { tokens, decodeTokPerS: stats.decodeTokPerS, prefillTokPerS: stats.prefillTokPerS, decodeHitRate: stats.decodeHitRate, logits };
+      return { tokens, decodeTokPerS: stats.decodeTokPerS, prefillTokPerS: stats.prefillTokPerS, decodeHitRate: stats.decodeHitRate, logits, ...layerShares(calibration) };
     } finally {
+      sub?.unsubscribe();
       await engine.close();
     }
   };
@@ -113,6 +117,18 @@ async function overlapAtPartial(model) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The calibration's per-layer EWMAs, averaged over layers: the layer's window on the wall clock,
+ * and the device's share of it (its residents' runs, from the compute stream's events).
+ */
+function layerShares(snapshot) {
+  if (!snapshot) return {};
+  const mean = (v) => (v.length === 0 ? null : v.reduce((a, b) => a + b, 0) / v.length);
+  const layerMs = mean(snapshot.computeMsEwma.filter((v) => v !== undefined));
+  const deviceMs = mean(snapshot.deviceComputeMsEwma.filter((v) => v !== undefined));
+  return { layerMsEwmaMean: layerMs, deviceMsEwmaMean: deviceMs, deviceShareOfLayer: layerMs && deviceMs !== null ? deviceMs / layerMs : null };
 }
 
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];

@@ -447,29 +447,65 @@ float* FloatsArg(const Napi::CallbackInfo& info, Napi::Value v, const char* what
 
 // runExpert(handle, slot, { x, y, count, gateType, upType, downType, gateBytes, upBytes, downBytes, nEmbd, nFf }):
 // y = Down (silu(Gate x) * (Up x)) on the device, synchronously (the slot must be valid and leased).
+// One run's args object ({x, y, count, gateType, ..., nEmbd, nFf}) into a; false once it threw.
+bool ExpertArgs(const Napi::CallbackInfo& info, Napi::Value value, const std::string& verb, mt_backend_cuda_expert_args* a) {
+  Napi::Env env = info.Env();
+  if (!value.IsObject()) return TypeError(env, verb + ": expected an object"), false;
+  Napi::Object o = value.As<Napi::Object>();
+  *a = mt_backend_cuda_expert_args{};
+  size_t x_len = 0, y_len = 0;
+  a->x = FloatsArg(info, o.Get("x"), (verb + ".x").c_str(), &x_len);
+  if (a->x == nullptr) return false;
+  a->y = FloatsArg(info, o.Get("y"), (verb + ".y").c_str(), &y_len);
+  if (a->y == nullptr) return false;
+  a->count = int32_t(Number(o, "count", 0));
+  a->gate_type = int32_t(Number(o, "gateType", -1)), a->up_type = int32_t(Number(o, "upType", -1)), a->down_type = int32_t(Number(o, "downType", -1));
+  a->gate_bytes = uint64_t(Number(o, "gateBytes", 0)), a->up_bytes = uint64_t(Number(o, "upBytes", 0)), a->down_bytes = uint64_t(Number(o, "downBytes", 0));
+  a->n_embd = int64_t(Number(o, "nEmbd", 0)), a->n_ff = int64_t(Number(o, "nFf", 0));
+  const double need = double(a->count) * double(a->n_embd);
+  if (a->count < 1 || a->n_embd < 1 || double(x_len) != need || double(y_len) != need)
+    return Throw(env, MT_BACKEND_INVALID, verb + ": x and y: expected count * nEmbd floats each, count >= 1"), false;
+  return true;
+}
+
 Napi::Value RunExpert(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info);
   uint64_t slot = 0;
   if (!s || !ArgUint(info, 1, "runExpert: slot", 2147483647.0, &slot)) return env.Undefined();
-  if (!info[2].IsObject()) return TypeError(env, "runExpert: args: expected an object");
-  Napi::Object o = info[2].As<Napi::Object>();
   mt_backend_cuda_expert_args a{};
-  size_t x_len = 0, y_len = 0;
-  a.x = FloatsArg(info, o.Get("x"), "runExpert: args.x", &x_len);
-  if (a.x == nullptr) return env.Undefined();
-  a.y = FloatsArg(info, o.Get("y"), "runExpert: args.y", &y_len);
-  if (a.y == nullptr) return env.Undefined();
-  a.count = int32_t(Number(o, "count", 0));
-  a.gate_type = int32_t(Number(o, "gateType", -1)), a.up_type = int32_t(Number(o, "upType", -1)), a.down_type = int32_t(Number(o, "downType", -1));
-  a.gate_bytes = uint64_t(Number(o, "gateBytes", 0)), a.up_bytes = uint64_t(Number(o, "upBytes", 0)), a.down_bytes = uint64_t(Number(o, "downBytes", 0));
-  a.n_embd = int64_t(Number(o, "nEmbd", 0)), a.n_ff = int64_t(Number(o, "nFf", 0));
-  const double need = double(a.count) * double(a.n_embd);
-  if (a.count < 1 || a.n_embd < 1 || double(x_len) != need || double(y_len) != need)
-    return Throw(env, MT_BACKEND_INVALID, "runExpert: x and y: expected count * nEmbd floats each, count >= 1");
+  if (!ExpertArgs(info, info[2], "runExpert: args", &a)) return env.Undefined();
   char err[512] = "";
   if (int rc = mt_backend_run_expert(s->backend, int32_t(slot), &a, err, sizeof err)) return Throw(env, rc, err);
   return env.Undefined();
+}
+
+// runExperts(handle, runs: [{slot, args}]) -> {startNs, endNs}: the device's span of them.
+Napi::Value RunExperts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info);
+  if (!s) return env.Undefined();
+  if (!info[1].IsArray()) return TypeError(env, "runExperts: runs: expected an array of {slot, args}");
+  Napi::Array list = info[1].As<Napi::Array>();
+  if (list.Length() < 1 || list.Length() > MT_BACKEND_CUDA_RUNS_MAX)
+    return Throw(env, MT_BACKEND_INVALID, "runExperts: runs: expected 1 to " + std::to_string(MT_BACKEND_CUDA_RUNS_MAX) + " runs");
+  std::vector<mt_backend_cuda_run> runs(list.Length());
+  for (uint32_t i = 0; i < list.Length(); i++) {
+    const std::string verb = "runExperts: runs[" + std::to_string(i) + "]";
+    Napi::Value item = list.Get(i);
+    if (!item.IsObject()) return TypeError(env, verb + ": expected {slot, args}");
+    const double slot = Number(item.As<Napi::Object>(), "slot", -1);
+    if (!(slot >= 0 && slot <= 2147483647.0) || slot != double(int64_t(slot))) return TypeError(env, verb + ".slot: expected an integer >= 0");
+    runs[i].slot = int32_t(slot);
+    if (!ExpertArgs(info, item.As<Napi::Object>().Get("args"), verb + ".args", &runs[i].args)) return env.Undefined();
+  }
+  mt_backend_cuda_span span{};
+  char err[512] = "";
+  if (int rc = mt_backend_cuda_run_experts(s->backend, runs.data(), int32_t(runs.size()), &span, err, sizeof err)) return Throw(env, rc, err);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("startNs", double(span.start_ns));
+  o.Set("endNs", double(span.end_ns));
+  return o;
 }
 
 // cudaSlotRead(handle, slot, out: Uint8Array): test only; copies min(out.length, slotBytes) bytes back.
@@ -500,6 +536,7 @@ Napi::Value CudaLimits(const Napi::CallbackInfo& info) {
   o.Set("stagingBuffers", MT_BACKEND_CUDA_STAGING_BUFFERS);
   o.Set("stagingBufferBytes", double(MT_BACKEND_CUDA_STAGING_BUFFER_BYTES));
   o.Set("expertRowsMax", MT_BACKEND_CUDA_EXPERT_ROWS_MAX);
+  o.Set("runsMax", MT_BACKEND_CUDA_RUNS_MAX);
   return o;
 }
 
@@ -567,6 +604,7 @@ void RegisterBackend(Napi::Env env, Napi::Object exports) {
   exports.Set("destroyBackend", Napi::Function::New(env, DestroyBackend));
   exports.Set("diskHold", Napi::Function::New(env, DiskHold));
   exports.Set("runExpert", Napi::Function::New(env, RunExpert));
+  exports.Set("runExperts", Napi::Function::New(env, RunExperts));
   exports.Set("cudaSlotRead", Napi::Function::New(env, CudaSlotRead));
   exports.Set("cudaLibraryPath", Napi::Function::New(env, CudaLibraryPath));
   exports.Set("cudaLimits", Napi::Function::New(env, CudaLimits));

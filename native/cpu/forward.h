@@ -160,6 +160,7 @@ struct Pass {
   double* layer_stats = nullptr;  // [nLayer][MT_LAYER_STATS_FIELDS] for the whole eval
   bool first_chunk = true;
   int64_t layer_start_ns = 0, moe_start_ns = 0;
+  int64_t device_ns[2] = {0, 0};  // this chunk's remote runs on the device (remote_wait); 0: none
   int64_t layer_hits = 0, layer_misses = 0;
 };
 

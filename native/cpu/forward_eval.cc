@@ -250,7 +250,7 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
            false;
   const size_t stats_need = size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS;
   if (a.layer_stats != nullptr && a.layer_stats_len < stats_need)
-    return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x 6, got %zu)", stats_need, a.layer_stats_len),
+    return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x %d, got %zu)", stats_need, MT_LAYER_STATS_FIELDS, a.layer_stats_len),
            false;
   if (a.predicted != nullptr && (a.n_tokens != 1 || a.predict_k < 1 || a.predict_k > hp.n_expert || a.predict_ahead < 0 || a.predict_ahead > 1))
     return std::snprintf(err, err_bytes, "predicted: expected a one-token eval, predictK in [1, %d] and predictAhead 0 or 1 (got %d tokens, predictK %d, ahead %d)",

@@ -138,7 +138,7 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
 bool step_remote_wait(Pass& p, char* err, size_t err_bytes) {
   if (!p.remote_started) return true;
   p.remote_started = false;
-  return p.experts->remote_wait(p.experts->self, p.layer, err, err_bytes) == 0;
+  return p.experts->remote_wait(p.experts->self, p.layer, p.device_ns, err, err_bytes) == 0;
 }
 
 bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_bytes) {
@@ -163,6 +163,8 @@ bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_b
 
 void step_layer_end(Pass& p) {
   const int64_t end = stamp(p, moe_work_bytes(p));
+  const int64_t device_start = p.device_ns[0], device_end = p.device_ns[1];
+  p.device_ns[0] = p.device_ns[1] = 0;  // the next chunk's or layer's own remote_wait sets them
   if (p.experts != nullptr) p.experts->layer_end(p.experts->self, p.layer);
   else p.layer_misses = int64_t(p.n) * p.m->hp.n_expert_used;  // nothing is resident
   if (p.layer_stats == nullptr) return;
@@ -175,6 +177,12 @@ void step_layer_end(Pass& p) {
   s[2] = double(end) - (moe_before + double(end - p.moe_start_ns));
   s[4] += double(p.layer_hits);
   s[5] += double(p.layer_misses);
+  // The device's span, folded over chunks as the MoE pair is: the last end, the summed time.
+  if (device_end > device_start && device_start > 0) {
+    const double device_before = s[7] > 0 ? s[7] - s[6] : 0.0;
+    s[7] = double(device_end);
+    s[6] = s[7] - (device_before + double(device_end - device_start));
+  }
 }
 
 }  // namespace mt

@@ -31,8 +31,34 @@ typedef struct mt_backend_cuda_expert_args {
   uint64_t gate_bytes, up_bytes, down_bytes;
   int64_t n_embd, n_ff;
 } mt_backend_cuda_expert_args;
-/* Rows one run_expert call computes at most (prefill chunks are 256 rows: mt_forward.h). */
+/* Rows one run_expert call computes at most (prefill chunks are 256 rows: mt_forward.h), and
+ * one run_experts call over all its runs. */
 #define MT_BACKEND_CUDA_EXPERT_ROWS_MAX 4096
+/* Runs one run_experts call takes at most (a layer's experts: 128 in Qwen3-30B-A3B, 256 in
+ * the largest routed layers llama.cpp loads). */
+#define MT_BACKEND_CUDA_RUNS_MAX 256
+
+/* One resident's run in a run_experts call: its leased slot and its args. */
+typedef struct mt_backend_cuda_run {
+  int32_t slot;
+  mt_backend_cuda_expert_args args;
+} mt_backend_cuda_run;
+
+/* Where the device spent a run_experts call, on CLOCK_MONOTONIC: events recorded on the
+ * compute stream before the rows' copy in and after their copy out, timed against the clock's
+ * base (the upload events' clock: mt_backend.h). */
+typedef struct mt_backend_cuda_span {
+  int64_t start_ns, end_ns;
+} mt_backend_cuda_span;
+
+/* A layer's residents in one call: every run's x goes to the device in one copy (through a
+ * pinned buffer), the expert kernels run back to back on the compute stream, the y rows come
+ * back in one copy, and the stream is synchronised once (run_expert pays that per expert).
+ * Each run's y is as run_expert would write it. All slots must be valid and leased; at most
+ * MT_BACKEND_CUDA_RUNS_MAX runs and MT_BACKEND_CUDA_EXPERT_ROWS_MAX rows in all. span may be
+ * null. Refused (MT_BACKEND_UNSUPPORTED) on the other kinds. */
+int mt_backend_cuda_run_experts(mt_backend* b, const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err,
+                                size_t err_bytes);
 
 /* The upload path's pinned staging ring: the container is pageable (mmap), so each piece is
  * copied in chunks of at most STAGING_BUFFER_BYTES into one of STAGING_BUFFERS pinned buffers,

@@ -126,10 +126,12 @@ typedef struct mt_expert_source {
    * layer_end; blocks until every y of the layer is written. Both return 0, or -1 with a message
    * in err having released what the layer held, as bind does (the eval then fails; remote_wait
    * is still called once after a remote_start that returned 0, so nothing writes y after the eval
-   * has returned). */
+   * has returned). remote_wait also says where the device spent the layer's runs on the
+   * stamps' clock (device_ns[0] start, device_ns[1] end, from the device's own timing events;
+   * both 0 when it did not time them): the forward pass keeps it in layer_stats. */
   int (*remote_start)(void* self, int32_t layer, const float* h, const mt_remote_run* runs, int32_t n_runs, char* err,
                       size_t err_bytes);
-  int (*remote_wait)(void* self, int32_t layer, char* err, size_t err_bytes);
+  int (*remote_wait)(void* self, int32_t layer, int64_t device_ns[2], char* err, size_t err_bytes);
 } mt_expert_source;
 
 /* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */
@@ -159,8 +161,12 @@ int32_t mt_context_n_ctx(const mt_context* ctx);
 /* Rows per chunk of an eval: a longer prompt runs in chunks of this many rows (scratch is sized for one). */
 #define MT_EVAL_CHUNK_ROWS 256
 
-/* Numbers per layer in mt_eval_args.layer_stats (the addon exports it; TypeScript reads it). */
-#define MT_LAYER_STATS_FIELDS 6
+/* Numbers per layer in mt_eval_args.layer_stats (the addon exports it; TypeScript reads it):
+ * [startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs]. The device
+ * pair is the layer's remote runs on the device (remote_wait), 0 when none ran there; over
+ * several chunks (prefill), as the MoE pair: the last end, and end - start = the time summed
+ * over the chunks (for one chunk, the span itself). */
+#define MT_LAYER_STATS_FIELDS 8
 
 typedef struct mt_eval_args {
   const int32_t* tokens;
@@ -172,7 +178,7 @@ typedef struct mt_eval_args {
   int32_t* routes;      /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank] */
   size_t routes_len;
   const mt_expert_source* experts; /* NULL (every expert from the container), or where they come from */
-  double* layer_stats;  /* NULL, or n_layer * MT_LAYER_STATS_FIELDS: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] */
+  double* layer_stats;  /* NULL, or n_layer * MT_LAYER_STATS_FIELDS (above) */
   size_t layer_stats_len;
   /* NULL, or (a one-token eval only) n_layer * predict_k expert ids: for each layer l, its router
    * applied to the residual stream entering l (before l's attention: the state the previous layer

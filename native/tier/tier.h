@@ -38,6 +38,7 @@
 #include "mt_assert.h"
 #include <string>
 #include "mt_backend.h"
+#include "../cuda/mt_backend_cuda.h"
 #include "mt_io.h"
 #include "mt_kernels.h"
 #include "mt_tier.h"
@@ -152,8 +153,10 @@ struct RemoteWorker {
   std::vector<RemoteJob> jobs;  // capacity nExpert
   int32_t n_jobs = 0;
   std::vector<float> x;  // the jobs' gathered rows (grows to the largest chunk seen, then stays)
-  int status = 0;        // 0, or -1 with error: the first failed run of the layer
-  char error[384] = "";
+  int status = 0;        // 0, or -1 with error: the first failed call of the layer
+  char error[448] = "";
+  std::vector<mt_backend_cuda_run> calls;  // the worker's: one run_experts call's runs (RUNS_MAX)
+  int64_t span_start_ns = 0, span_end_ns = 0, span_busy_ns = 0;  // the worker's, read after busy clears
 };
 
 }  // namespace mt

@@ -6,13 +6,14 @@
 //
 //   eval thread:   bind (lease, remote = 1) -> remote_start (gather rows, post) -> host runs
 //                  -> remote_wait (join; first error) -> combine -> layer_end (release leases)
-//   remote thread: for each job: run_expert(slot, x rows, y rows) on the backend
+//   remote thread: run_experts(the layer's jobs, in calls of <= RUNS_MAX runs and ROWS_MAX rows)
 //
 // The leases stay held until layer_end, after remote_wait, so no upload overwrites a slot the
 // device still reads; tier_abandon_layer joins the worker before it releases them.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include "../cuda/mt_backend_cuda.h"
 #include "tier.h"
 
@@ -22,21 +23,58 @@ namespace {
 
 mt_tier& tier_of(void* self) { return *static_cast<mt_tier*>(self); }
 
-// One job on the backend: the layer's geometry and the slot's bytes (gate | up | down).
-int run_job(mt_tier& t, int32_t layer, const RemoteJob& job, char* err, size_t err_bytes) {
+// The layer's geometry for a run of `rows` rows at x / y.
+mt_backend_cuda_run run_of(const mt_tier& t, int32_t layer, int32_t slot, int32_t rows, const float* x, float* y) {
   const mt_layer_experts& e = t.experts[size_t(layer)];
-  mt_backend_cuda_expert_args run{};
-  run.n_embd = e.gate.cols, run.n_ff = e.gate.rows;
-  run.gate_type = e.gate.type, run.up_type = e.up.type, run.down_type = e.down.type;
-  run.gate_bytes = e.gate_bytes, run.up_bytes = e.up_bytes, run.down_bytes = e.down_bytes;
-  const size_t E = size_t(run.n_embd);
-  for (int32_t done = 0; done < job.rows;) {  // rows are independent: a long run goes in pieces
-    run.count = std::min<int32_t>(job.rows - done, MT_BACKEND_CUDA_EXPERT_ROWS_MAX);
-    run.x = job.x + size_t(done) * E, run.y = job.y + size_t(done) * E;
-    if (mt_backend_run_expert(t.backend, job.slot, &run, err, err_bytes) != MT_BACKEND_OK) return -1;
-    done += run.count;
+  mt_backend_cuda_run r{};
+  r.slot = slot;
+  mt_backend_cuda_expert_args& a = r.args;
+  a.n_embd = e.gate.cols, a.n_ff = e.gate.rows;
+  a.gate_type = e.gate.type, a.up_type = e.up.type, a.down_type = e.down.type;
+  a.gate_bytes = e.gate_bytes, a.up_bytes = e.up_bytes, a.down_bytes = e.down_bytes;
+  a.count = rows, a.x = x, a.y = y;
+  return r;
+}
+
+// One run_experts call over w.calls [0, n); the device's time joins w's span. 0, or -1 with the
+// call's slots and the backend's message in w.error.
+int flush(mt_tier& t, RemoteWorker& w, int32_t layer, int32_t n) {
+  if (n == 0) return 0;
+  mt_backend_cuda_span span{};
+  char why[320] = "";
+  if (mt_backend_cuda_run_experts(t.backend, w.calls.data(), n, &span, why, sizeof why) != MT_BACKEND_OK) {
+    std::string slots;
+    for (int32_t i = 0; i < n && slots.size() < 96; i++) slots += (i ? "," : "") + std::to_string(w.calls[size_t(i)].slot);
+    std::snprintf(w.error, sizeof w.error, "tier: layer %d: computing resident slot %d on the device (one call with slots %s): %s", layer,
+                  w.calls[0].slot, slots.c_str(), why);
+    return -1;
+  }
+  if (span.end_ns > span.start_ns && span.start_ns > 0) {
+    if (w.span_start_ns == 0) w.span_start_ns = span.start_ns;
+    w.span_busy_ns += span.end_ns - span.start_ns;
+    w.span_end_ns = span.end_ns;
   }
   return 0;
+}
+
+// The layer's jobs in as few run_experts calls as their limits allow: at most RUNS_MAX runs and
+// EXPERT_ROWS_MAX rows per call (a job longer than that goes in pieces; rows are independent).
+int run_layer(mt_tier& t, RemoteWorker& w, int32_t layer, int32_t n_jobs) {
+  const size_t E = size_t(t.experts[size_t(layer)].gate.cols);
+  int32_t n = 0, rows = 0;
+  for (int32_t j = 0; j < n_jobs; j++) {
+    const RemoteJob& job = w.jobs[size_t(j)];
+    for (int32_t done = 0; done < job.rows;) {
+      if (n == MT_BACKEND_CUDA_RUNS_MAX || rows == MT_BACKEND_CUDA_EXPERT_ROWS_MAX) {
+        if (flush(t, w, layer, n) != 0) return -1;
+        n = rows = 0;
+      }
+      const int32_t piece = std::min(job.rows - done, MT_BACKEND_CUDA_EXPERT_ROWS_MAX - rows);
+      w.calls[size_t(n++)] = run_of(t, layer, job.slot, piece, job.x + size_t(done) * E, job.y + size_t(done) * E);
+      rows += piece, done += piece;
+    }
+  }
+  return flush(t, w, layer, n);
 }
 
 void work(mt_tier* tier) {
@@ -48,17 +86,11 @@ void work(mt_tier* tier) {
     if (w.stop) return;
     const int32_t layer = w.layer, n = w.n_jobs;
     lock.unlock();
-    char why[320] = "";
-    int status = 0;
-    int32_t failed = -1;
-    for (int32_t i = 0; i < n && status == 0; i++)
-      if (run_job(t, layer, w.jobs[size_t(i)], why, sizeof why) != 0) status = -1, failed = i;
+    // The worker alone touches calls, the span and (until busy is cleared) error.
+    w.span_start_ns = w.span_end_ns = w.span_busy_ns = 0;
+    const int status = run_layer(t, w, layer, n);
     lock.lock();
-    if (status != 0) {
-      w.status = status;
-      std::snprintf(w.error, sizeof w.error, "tier: layer %d: computing resident slot %d on the device: %s", layer,
-                    w.jobs[size_t(failed)].slot, why);
-    }
+    w.status = status;
     w.busy = false;
     w.finished.notify_all();
   }
@@ -91,11 +123,14 @@ int remote_start(void* self, int32_t layer, const float* h, const mt_remote_run*
   return 0;
 }
 
-int remote_wait(void* self, int32_t, char* err, size_t err_bytes) {
+int remote_wait(void* self, int32_t, int64_t device_ns[2], char* err, size_t err_bytes) {
   mt_tier& t = tier_of(self);
   RemoteWorker& w = *t.remote;
   std::unique_lock<std::mutex> lock(w.mu);
   w.finished.wait(lock, [&] { return !w.busy; });
+  // The layer's calls as one span: its last end, and their device time summed (mt_forward.h).
+  device_ns[1] = w.span_end_ns;
+  device_ns[0] = w.span_busy_ns > 0 ? w.span_end_ns - w.span_busy_ns : 0;
   if (w.status == 0) return 0;
   std::snprintf(err, err_bytes, "%s", w.error);
   w.status = 0;
@@ -114,6 +149,7 @@ bool tier_remote_start(mt_tier& t, char* err, size_t err_bytes) {
   }
   t.remote = std::make_unique<RemoteWorker>();
   t.remote->jobs.resize(size_t(t.n_expert));
+  t.remote->calls.resize(MT_BACKEND_CUDA_RUNS_MAX);
   t.remote_slot.assign(size_t(t.n_expert), -1);
   t.source.remote_start = remote_start;
   t.source.remote_wait = remote_wait;

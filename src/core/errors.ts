@@ -117,12 +117,15 @@ export class ExpertReadError extends MoetierError {
  */
 export class DeviceComputeError extends MoetierError {
   readonly layer: number;
-  /** The backend slot the expert was resident in. */
+  /** The backend slot the expert was resident in: the first of the failed call's. */
   readonly slot: number;
-  constructor(message: string, where: { layer: number; slot: number }, options?: { cause?: unknown }) {
+  /** Every slot whose run was in the failed device call (a layer's residents run in one call). */
+  readonly slots: readonly number[];
+  constructor(message: string, where: { layer: number; slot: number; slots?: readonly number[] }, options?: { cause?: unknown }) {
     super('E_DEVICE_COMPUTE', message, options);
     this.layer = where.layer;
     this.slot = where.slot;
+    this.slots = where.slots ?? [where.slot];
   }
 }
 

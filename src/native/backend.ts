@@ -241,6 +241,16 @@ export class Backend {
     guard(() => this.native.runExpert(this.h, slot, args));
   }
 
+  /**
+   * cuda / cuda-sim: several residents in one device call (a layer's: one copy in, the kernels
+   * back to back, one copy out, one synchronise); each y as runExpert writes it. Returns the
+   * device's span of them on the monotonic clock, from the compute stream's events. At most
+   * cudaLimits().runsMax runs and expertRowsMax rows in all.
+   */
+  runExperts(runs: ReadonlyArray<{ slot: number; args: ExpertArgs }>): { startNs: number; endNs: number } {
+    return guard(() => this.native.runExperts(this.h, runs));
+  }
+
   /** Test only (cuda / cuda-sim): copies the slot's bytes back from the device into out; returns the bytes copied. */
   readDevice(slot: number, out: Uint8Array): number {
     return guard(() => this.native.cudaSlotRead(this.h, slot, out));

@@ -61,7 +61,7 @@ export interface NativeEvalOptions {
   allLogits?: boolean;
   /** If given, receives the routed expert ids: [nTokens][nLayer][nExpertUsed], router rank order. */
   routes?: Int32Array;
-  /** With a tier attached: per layer [startNs, endNs, moeStartNs, moeEndNs, hits, misses] of the step just run (nLayer * 6). */
+  /** With a tier attached: per layer [startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs] of the step just run (nLayer * LAYER_STAT_FIELDS). */
   layerStats?: Float64Array;
   /**
    * A one-token eval only: [nLayer * predictK] expert ids, each layer's router applied to the residual stream entering
@@ -145,6 +145,8 @@ export interface NativeCudaLimits {
   stagingBuffers: number;
   stagingBufferBytes: number;
   expertRowsMax: number;
+  /** Runs one runExperts call takes at most (MT_BACKEND_CUDA_RUNS_MAX). */
+  runsMax: number;
 }
 
 /** A timing event: ns on CLOCK_MONOTONIC (process.hrtime.bigint()), or the fake's virtual clock. */
@@ -241,6 +243,7 @@ export interface NativeBackendVerbs {
   diskHold(b: NativeBackendHandle, hold: boolean): void;
   /** cuda / cuda-sim: y = Down (silu(Gate x) * (Up x)) from a valid, leased slot, on the device; refused ('unsupported') by the host kinds. */
   runExpert(b: NativeBackendHandle, slot: number, args: NativeExpertArgs): void;
+  runExperts(b: NativeBackendHandle, runs: ReadonlyArray<{ slot: number; args: NativeExpertArgs }>): { startNs: number; endNs: number };
   /** Test only (cuda / cuda-sim): copies a slot's bytes back from the device; returns the bytes copied. */
   cudaSlotRead(b: NativeBackendHandle, slot: number, out: Uint8Array): number;
   /** Where the cuda kind looks for libmoetier_cuda.so: the loaded addon's directory. */

@@ -5,8 +5,12 @@
  * them against the addon's at load: a mismatch is a stale build, refused with a NativeError.
  */
 
-/** Numbers per layer in an eval's layerStats: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] (mt_forward.h MT_LAYER_STATS_FIELDS). */
-export const LAYER_STAT_FIELDS = 6;
+/**
+ * Numbers per layer in an eval's layerStats (mt_forward.h MT_LAYER_STATS_FIELDS):
+ * [startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs]; the device
+ * pair is the layer's residents on a CUDA device, from its events (0: none ran there).
+ */
+export const LAYER_STAT_FIELDS = 8;
 /** A backend slot's stride is its bytes rounded up to this (mt_backend.h MT_BACKEND_SLOT_ALIGN_BYTES): the budget counts strides. */
 export const SLOT_ALIGN_BYTES = 64;
 /** Upload reports and evictions a tier keeps until polled (mt_tier.h MT_TIER_REPORTS_MAX). */

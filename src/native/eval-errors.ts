@@ -10,8 +10,11 @@ import { DeviceComputeError, ExpertReadError, MoetierError, NativeError, NonFini
 /** native/tier/tier_stream.cc's read_failed: "expert read: FILE: layer L expert E at offset O (B bytes): why". */
 const expertReadPattern = /expert read: (.*): layer (\d+) expert (\d+) at offset (\d+) \(\d+ bytes\): /;
 
-/** native/tier/tier_remote.cc: "tier: layer L: computing resident slot S on the device: why". */
-const deviceComputePattern = /tier: layer (\d+): computing resident slot (\d+) on the device: /;
+/**
+ * native/tier/tier_remote.cc: "tier: layer L: computing resident slot S on the device (one call
+ * with slots S,T,...): why" (the slots run in one device call; the first is S).
+ */
+const deviceComputePattern = /tier: layer (\d+): computing resident slot (\d+) on the device \(one call with slots ([\d,]+)\): /;
 
 export function typedEvalError(err: unknown, position: number): unknown {
   // Only the addon's own refusals ("eval: ..."); anything else thrown on the way (a bug in a
@@ -24,6 +27,9 @@ export function typedEvalError(err: unknown, position: number): unknown {
     return new ExpertReadError(err.message.slice('eval: '.length), { file: file!, layer: Number(layer), expert: Number(expert), offset: Number(offset) }, { cause: err });
   }
   const device = deviceComputePattern.exec(err.message);
-  if (device) return new DeviceComputeError(err.message.slice('eval: '.length), { layer: Number(device[1]), slot: Number(device[2]) }, { cause: err });
+  if (device) {
+    const slots = device[3]!.split(',').map(Number);
+    return new DeviceComputeError(err.message.slice('eval: '.length), { layer: Number(device[1]), slot: Number(device[2]), slots }, { cause: err });
+  }
   return new NativeError(err.message, { cause: err });
 }

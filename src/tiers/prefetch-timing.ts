@@ -48,7 +48,7 @@ export function timingFromCost(g: ModelGeometry, p: CostParams): TimingModel {
 export function steadyWindowExperts(t: TimingModel, bytes: number, limits: TransferWindowLimits): number[] {
   const snapshot: CalibrationSnapshot = {
     invocation: 0, bandwidthBytesPerSEwma: t.bandwidthBytesPerS, transferFixedMsEwma: t.transferFixedMs, computeMsEwma: [...t.computeMs],
-    samplesAccepted: 0, samplesRejected: 0, samplesStale: 0,
+    deviceComputeMsEwma: t.computeMs.map(() => undefined), samplesAccepted: 0, samplesRejected: 0, samplesStale: 0,
   };
   return t.computeMs.map((_, l) => prefetchCount(transferWindowBytes(snapshot, l, 0, 0, limits), bytes));
 }

@@ -9,7 +9,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { firstValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { CalibrationActor } from '../../src/actors/calibration/actor.js';
-import type { StepTimings } from '../../src/actors/calibration/messages.js';
+import { STEP_LAYER_FIELDS as F, type StepTimings } from '../../src/actors/calibration/messages.js';
 import { SpanNames } from '../../src/telemetry/index.js';
 
 const nLayer = 2;
@@ -17,10 +17,10 @@ const ms = 1e6;
 
 /** A step whose layer l computed for computeMs[l] ms, starting at 1 s. */
 function step(invocation: number, computeMs: number[], uploads: StepTimings['uploads'] = [], traced = false, traceContext = context.active()): StepTimings {
-  const ls = new Float64Array(nLayer * 6);
+  const ls = new Float64Array(nLayer * F);
   computeMs.forEach((c, l) => {
-    ls[l * 6] = 1e9 + l * 10 * ms;
-    ls[l * 6 + 1] = ls[l * 6] + c * ms;
+    ls[l * F] = 1e9 + l * 10 * ms;
+    ls[l * F + 1] = ls[l * F] + c * ms;
   });
   return { kind: 'step', invocation, layerStats: ls, uploads, traced, traceContext };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { calibrate, calibrateStep, initialCalibration, stepSamples, transferWindowBytes } from '../../src/actors/calibration/logic.js';
-import type { CalibrationMessage, CalibrationSnapshot, StepTimings } from '../../src/actors/calibration/messages.js';
+import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings } from '../../src/actors/calibration/messages.js';
 import { mulberry32, randomInt, type Rng } from '../../src/core/prng.js';
 
 const config = { alpha: 0.2, nLayer: 2 };
@@ -74,6 +74,20 @@ describe('calibration logic', () => {
     }
   });
 
+  it("folds each layer's device pair into deviceComputeMsEwma beside its window, and nothing where the pair is empty", () => {
+    const cfg = { alpha: 0.5, nLayer: 2 };
+    const ls = new Float64Array(2 * STEP_LAYER_FIELDS);
+    ls.set([1_000_000, 3_000_000], 0); // layer 0: 2 ms, no device pair
+    ls.set([3_000_000, 7_000_000], STEP_LAYER_FIELDS); // layer 1: 4 ms, of which 1.5 ms on the device
+    ls.set([4_000_000, 5_500_000], STEP_LAYER_FIELDS + 6);
+    const step: StepTimings = { kind: 'step', invocation: 1, layerStats: ls, uploads: [], traced: false };
+    const { snapshot, accepted } = calibrateStep(initialCalibration(cfg), step, cfg);
+    expect(snapshot.computeMsEwma).toEqual([2, 4]);
+    expect(snapshot.deviceComputeMsEwma).toEqual([undefined, 1.5]);
+    expect(accepted).toBe(3);
+    expect(stepSamples(step).filter((m) => m.kind === 'device-compute')).toEqual([{ kind: 'device-compute', invocation: 1, layer: 1, startNs: 4_000_000, endNs: 5_500_000 }]);
+  });
+
   it('refuses a bad configuration', () => {
     expect(() => initialCalibration({ alpha: 0, nLayer: 2 })).toThrow(InvalidOptionError);
     expect(() => initialCalibration({ alpha: 0.2, nLayer: 0 })).toThrow(InvalidOptionError);
@@ -82,11 +96,17 @@ describe('calibration logic', () => {
 
 function randomStep(rng: Rng, nLayer: number): StepTimings {
   const layers = randomInt(rng, 0, nLayer + 1);
-  const ls = layers === 0 && rng() < 0.3 ? undefined : new Float64Array(layers * 6);
-  for (let at = 0; ls && at < ls.length; at += 6) {
+  const ls = layers === 0 && rng() < 0.3 ? undefined : new Float64Array(layers * STEP_LAYER_FIELDS);
+  for (let at = 0; ls && at < ls.length; at += STEP_LAYER_FIELDS) {
     const start = rng() < 0.1 ? 0 : randomInt(rng, 1, 1e9);
     ls[at] = start;
     ls[at + 1] = rng() < 0.1 ? start - 5 : rng() < 0.1 ? start : start + randomInt(rng, 1, 5e6) + 0.4;
+    // The device pair: absent (a host-only layer), inverted, empty, or a span inside the layer.
+    if (rng() < 0.5) {
+      const deviceStart = start + randomInt(rng, 0, 1e5);
+      ls[at + 6] = deviceStart;
+      ls[at + 7] = rng() < 0.1 ? deviceStart - 3 : rng() < 0.1 ? deviceStart : deviceStart + randomInt(rng, 1, 4e6);
+    }
   }
   const uploads = Array.from({ length: randomInt(rng, 0, 3) }, () => {
     const issuedNs = randomInt(rng, 1, 1e9);

@@ -21,6 +21,13 @@ describe('bench-device on cuda-sim (a dry run of the GPU bench)', () => {
     expect(s.decode.allResident).toMatchObject({ decodeHitRate: 1, maxLogitDiff: 0, tokensLikeCpu: 64 });
     expect(s.decode.partial.maxLogitDiff).toBe(0);
     expect(s.decode.partial.decodeHitRate).toBeLessThan(1);
+    // The device's share of each layer, from the compute stream's events: present, and a part of the window.
+    for (const run of [s.decode.allResident, s.decode.partial]) {
+      expect(run.deviceMsEwmaMean).toBeGreaterThan(0);
+      expect(run.deviceShareOfLayer).toBeGreaterThan(0);
+      expect(run.deviceShareOfLayer).toBeLessThan(1);
+    }
+    expect(s.decode.cpuOnly.deviceShareOfLayer).toBeUndefined();
     expect(s.overlap.uploads).toBeGreaterThanOrEqual(0);
   });
 });

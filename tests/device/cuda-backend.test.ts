@@ -123,6 +123,42 @@ describe('cuda: run_expert against the CPU kernels', () => {
   }
 });
 
+describe('cuda: run_experts (a layer in one call)', () => {
+  const nEmbd = 256, nFf = 512;
+  it("gives each run what run_expert gives, bit for bit, and the device's span inside the call", () =>
+    withCuda(64 * MiB, async (b) => {
+      const types: GgmlTypeName[] = ['Q4_0', 'Q8_0', 'Q4_K', 'Q6_K'];
+      const experts = types.map((type, i) => expertPieces(type, nEmbd, nFf, 30 + i));
+      const first = b.reserve(types.length, Math.max(...experts.map((e) => e.pieces.reduce((n, p) => n + p.length, 0))));
+      for (let i = 0; i < types.length; i++) await b.waitUploaded(b.upload(first + i, experts[i].pieces));
+      const leases = types.map((_, i) => b.lease(first + i));
+      try {
+        const rng = mulberry32(3);
+        const runs = types.map((type, i) => {
+          const count = 1 + i;
+          const id = GGML_TYPE[type];
+          const x = Float32Array.from({ length: count * nEmbd }, () => rng() * 2 - 1);
+          const e = experts[i];
+          return { slot: first + i, args: { x, y: new Float32Array(count * nEmbd), count, gateType: id, upType: id, downType: id, gateBytes: e.gateBytes, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf } };
+        });
+        const before = process.hrtime.bigint();
+        const span = b.runExperts(runs);
+        const after = process.hrtime.bigint();
+        for (const r of runs) {
+          const alone = { ...r.args, y: new Float32Array(r.args.y.length) };
+          b.runExpert(r.slot, alone);
+          expect(sameBits(r.args.y, alone.y), `slot ${r.slot}`).toBe(true);
+        }
+        expect(span.endNs).toBeGreaterThan(span.startNs);
+        // The clock's base is stamped late by at most its calibration round (cuda_clock.h).
+        expect(span.startNs).toBeGreaterThanOrEqual(Number(before) - 200_000);
+        expect(span.endNs).toBeLessThanOrEqual(Number(after) + 200_000);
+      } finally {
+        for (const l of leases) b.release(l);
+      }
+    }));
+});
+
 describe('cuda: generation', () => {
   it('64 tokens on the medium preset at 37 % residency, twice: byte-identical', async () => {
     const model = await ensurePresetModel({ preset: 'medium', arch: 'qwen3moe', quant: 'q4_0', seed: 1 }, () => {});

@@ -9,7 +9,12 @@
  * open.
  */
 import { readFileSync } from 'node:fs';
+import { trace } from '@opentelemetry/api';
+import { hrTimeToNanoseconds } from '@opentelemetry/core';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CalibrationSnapshot } from '../../src/actors/calibration/messages.js';
+import { SpanNames } from '../../otel/semconv.js';
 import { DeviceComputeError, DeviceUnavailableError } from '../../src/core/errors.js';
 import { openEngine, type EngineOptions } from '../../src/engine/engine.js';
 import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
@@ -63,6 +68,66 @@ describe('tier on cuda-sim: residents computed by the backend', () => {
   });
 });
 
+/** How far a device time may sit from the host's stamps: the clock base's calibration round (cuda_clock.h: 20 us when one is short; loaded cores stretch it). */
+const CLOCK_MAPPING_SLACK_NS = 200_000;
+
+describe("each layer's device share, from the compute stream's events", () => {
+  it('is traced as a child of its layer span and inside it, and the calibration folds it per layer, below the layer window', async () => {
+    const m = models.q8_0;
+    const exporter = new InMemorySpanExporter();
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    let snapshot: CalibrationSnapshot | undefined;
+    try {
+      const e = await openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 4 });
+      const sub = e.calibration$().subscribe((s) => (snapshot = s));
+      try {
+        expect(await collect(e, m.prompt, { maxTokens, stopAtEos: false })).toEqual(m.reference);
+      } finally {
+        sub.unsubscribe();
+        await e.close();
+      }
+    } finally {
+      trace.disable();
+    }
+    const spans = exporter.getFinishedSpans();
+    const layers = new Map(spans.filter((x) => x.name === SpanNames.layerCompute).map((x) => [x.spanContext().spanId, x]));
+    const devices = spans.filter((x) => x.name === SpanNames.layerDevice);
+    expect(devices.length).toBeGreaterThan(maxTokens); // residents ran on the device in most layer calls
+    for (const d of devices) {
+      const layer = layers.get(d.parentSpanContext?.spanId ?? '');
+      expect(layer, 'a device span hangs under its layer span').toBeDefined();
+      expect(d.attributes['moetier.layer']).toBe(layer!.attributes['moetier.layer']);
+      const [start, end] = [hrTimeToNanoseconds(d.startTime), hrTimeToNanoseconds(d.endTime)];
+      const [layerStart, layerEnd] = [hrTimeToNanoseconds(layer!.startTime), hrTimeToNanoseconds(layer!.endTime)];
+      // Durations come from elapsed times between events: exact. Positions carry the clock
+      // mapping's offset (its base is stamped late by a calibration round: cuda_clock.h).
+      expect(end - start).toBeLessThanOrEqual(layerEnd - layerStart);
+      expect(start).toBeGreaterThanOrEqual(layerStart - CLOCK_MAPPING_SLACK_NS);
+      expect(end).toBeLessThanOrEqual(layerEnd + CLOCK_MAPPING_SLACK_NS);
+    }
+    const s = snapshot!;
+    for (let l = 0; l < s.computeMsEwma.length; l++) {
+      expect(s.deviceComputeMsEwma[l]).toBeGreaterThan(0);
+      expect(s.deviceComputeMsEwma[l]!).toBeLessThan(s.computeMsEwma[l]!);
+    }
+  });
+
+  it('is absent on the cpu backend (nothing runs on a device)', async () => {
+    const m = models.q8_0;
+    const e = await openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, slotsPerLayer: 4 });
+    let snapshot: CalibrationSnapshot | undefined;
+    const sub = e.calibration$().subscribe((s) => (snapshot = s));
+    try {
+      await collect(e, m.prompt, { maxTokens: 4, stopAtEos: false });
+    } finally {
+      sub.unsubscribe();
+      await e.close();
+    }
+    expect(snapshot!.computeMsEwma.every((v) => v !== undefined)).toBe(true);
+    expect(snapshot!.deviceComputeMsEwma.every((v) => v === undefined)).toBe(true);
+  });
+});
+
 describe('the real cuda kind without a GPU', () => {
   it('openEngine with backend cuda is refused with DeviceUnavailableError, nothing left mapped', async () => {
     const m = models.q8_0;
@@ -93,7 +158,10 @@ describe('a failed device run', () => {
       expect(d.layer).toBeGreaterThanOrEqual(0);
       expect(d.layer).toBeLessThan(4);
       expect(d.slot).toBeGreaterThanOrEqual(0);
-      expect(d.message).toMatch(/run_expert: .*simulated copy failure/);
+      // The layer's residents ran in one call: every slot of it is named, the first as slot.
+      expect(d.slots[0]).toBe(d.slot);
+      expect(d.slots.length).toBeGreaterThanOrEqual(1);
+      expect(d.message).toMatch(/run_experts?: .*simulated copy failure/);
       expect(e.tierStats()!.leases).toBe(0);
       expect(await collect(e, m.prompt, { maxTokens, stopAtEos: false })).toEqual(m.reference);
     } finally {

@@ -243,6 +243,59 @@ describe('cuda-sim: run_expert', () => {
   });
 });
 
+describe('cuda-sim: run_experts (a layer in one device call)', () => {
+  const nEmbd = 64, nFf = 96;
+  const argsOf = (e: ReturnType<typeof expertPieces>, type: 'Q8_0' | 'Q4_0', x: Float32Array, count: number) => ({
+    x, y: new Float32Array(count * nEmbd), count, gateType: GGML_TYPE[type], upType: GGML_TYPE[type], downType: GGML_TYPE[type],
+    gateBytes: e.gateBytes, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf,
+  });
+
+  it("gives each run the CPU kernels' bits (mixed types and row counts), and the device's span inside the call on the monotonic clock", async () => {
+    const b = sim();
+    const types = ['Q8_0', 'Q4_0', 'Q8_0'] as const;
+    const experts = types.map((type, i) => expertPieces(type, nEmbd, nFf, 40 + i));
+    const bytes = Math.max(...experts.map((e) => e.pieces.reduce((n, p) => n + p.length, 0)));
+    const first = b.reserve(types.length, bytes);
+    for (let i = 0; i < types.length; i++) await b.waitUploaded(b.upload(first + i, experts[i].pieces));
+    const rng = mulberry32(7);
+    const counts = [1, 4, 2];
+    const runs = types.map((type, i) => ({ slot: first + i, args: argsOf(experts[i], type, Float32Array.from({ length: counts[i] * nEmbd }, () => rng() * 2 - 1), counts[i]) }));
+    expectBackendError(() => b.runExperts(runs), 'state'); // none leased
+    const leases = runs.map((r) => b.lease(r.slot));
+    const before = Number(process.hrtime.bigint());
+    const span = b.runExperts(runs);
+    const after = Number(process.hrtime.bigint());
+    for (const l of leases) b.release(l);
+    for (let i = 0; i < runs.length; i++) {
+      const expected = cpuExpert(GGML_TYPE[types[i]], experts[i].pieces, nEmbd, nFf, runs[i].args.x, counts[i]);
+      expect(sameBits(runs[i].args.y, expected), `run ${i}`).toBe(true);
+    }
+    expect(span.startNs).toBeGreaterThanOrEqual(before);
+    expect(span.endNs).toBeGreaterThan(span.startNs);
+    expect(span.endNs).toBeLessThanOrEqual(after);
+  });
+
+  it('refuses past its limits (runs, rows in all) and an unleased run among leased ones, writing no y', async () => {
+    const b = sim();
+    const e = expertPieces('Q8_0', nEmbd, nFf, 50);
+    const slot = b.reserve(2, e.pieces.reduce((n, p) => n + p.length, 0));
+    await b.waitUploaded(b.upload(slot, e.pieces));
+    await b.waitUploaded(b.upload(slot + 1, e.pieces));
+    const lease = b.lease(slot);
+    const one = () => ({ slot, args: argsOf(e, 'Q8_0', new Float32Array(nEmbd).fill(0.5), 1) });
+    expect(() => b.runExperts([])).toThrow(/1 to 256 runs/);
+    expect(() => b.runExperts(Array.from({ length: limits.runsMax + 1 }, one))).toThrow(/1 to 256 runs/);
+    const rows = limits.expertRowsMax / 2 + 1;
+    const big = () => ({ slot, args: argsOf(e, 'Q8_0', new Float32Array(rows * nEmbd), rows) });
+    expect(() => b.runExperts([big(), big()])).toThrow(/4098 rows in all, at most 4096/);
+    const leased = one();
+    const unleased = { slot: slot + 1, args: argsOf(e, 'Q8_0', new Float32Array(nEmbd).fill(0.5), 1) };
+    expect(() => b.runExperts([leased, unleased])).toThrow(/run 1.*valid and leased/);
+    expect(leased.args.y.every((v) => v === 0)).toBe(true);
+    b.release(lease);
+  });
+});
+
 describe('cuda-sim: destroy', () => {
   it('destroys with a wait pending on an upload and on a marker: both settle done, later verbs are refused (closed)', async () => {
     const b = Backend.create('cuda-sim', { budgetBytes: 64 * MiB });

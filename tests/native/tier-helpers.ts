@@ -4,6 +4,7 @@
  */
 import type { GgmlTypeName, HParams } from '../../src/model/types.js';
 import type { NativeBackendConfig, NativeBackendHandle, NativeBinding, NativeContextHandle, NativeTierHandle, NativeTierVerbs } from '../../src/native/binding.js';
+import { LAYER_STAT_FIELDS } from '../../src/native/constants.js';
 import { tinyHParams } from '../fixtures/random-model.js';
 import { mapModel, native as loaded, type MappedModel } from './forward-helpers.js';
 
@@ -37,7 +38,7 @@ export interface Step {
   logits: Uint32Array;
   token: number;
   routes: Int32Array;
-  /** [nLayer * 6]: startNs, endNs, moeStartNs, moeEndNs, hits, misses. */
+  /** [nLayer * LAYER_STAT_FIELDS]: startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs. */
   stats: Float64Array;
 }
 
@@ -57,7 +58,7 @@ export async function greedyRun(
   for (let s = 0; s <= decode; s++) {
     const logits = new Float32Array(hp.nVocab);
     const routes = new Int32Array(tokens.length * hp.nLayer * hp.nExpertUsed);
-    const stats = new Float64Array(hp.nLayer * 6);
+    const stats = new Float64Array(hp.nLayer * LAYER_STAT_FIELDS);
     await native.evalAsync(ctx, tokens, pos, logits, { routes, layerStats: stats });
     pos += tokens.length;
     let best = 0;

@@ -10,6 +10,7 @@ import type { NativeContextHandle, NativeTierHandle, NativeTierUpload } from '..
 import { mapModel } from './forward-helpers.js';
 import { cpuBackend, fakeBackend, greedyRun, native, range, tinyModel } from './tier-helpers.js';
 import { tinyHParams } from '../fixtures/random-model.js';
+import { LAYER_STAT_FIELDS } from '../../src/native/constants.js';
 
 const SLOTS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -181,7 +182,7 @@ describe('prefill replan timing (fake backend, virtual clock)', () => {
     const requested = new Map<number, number>(); // taskId -> layer
     let task = 1;
     const tokens = prompt(256, hp.nVocab);
-    const layerStats = new Float64Array(hp.nLayer * 6);
+    const layerStats = new Float64Array(hp.nLayer * LAYER_STAT_FIELDS);
     await native.evalAsync(ctx, tokens, 0, new Float32Array(hp.nVocab), {
       layerStats,
       onLayerRouted: (layer, counts) => {
@@ -205,7 +206,7 @@ describe('prefill replan timing (fake backend, virtual clock)', () => {
       for (let i = 0; i < 200 && native.backendStats(backend).uploadsInFlight > 0; i++) await sleep(2);
       const uploads: NativeTierUpload[] = native.tierPoll(tier).uploads;
       expect(uploads.map((u) => u.taskId).sort((a, b) => a - b)).toEqual([...requested.keys()]);
-      const end = (l: number) => layerStats[l * 6 + 1];
+      const end = (l: number) => layerStats[l * LAYER_STAT_FIELDS + 1];
       for (const u of uploads) {
         expect(u.ok && u.inPlace).toBe(true);
         expect(u.layer).toBe(requested.get(u.taskId));

@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { NativeBackendHandle, NativeContextHandle, NativeTierHandle } from '../../src/native/binding.js';
 import { greedyRun, native, tinyModel, type Step } from './tier-helpers.js';
+import { LAYER_STAT_FIELDS as F } from '../../src/native/constants.js';
 import type { MappedModel } from './forward-helpers.js';
 
 const decodeSteps = 6;
@@ -42,7 +43,8 @@ async function plainRun(m: MappedModel): Promise<Step[]> {
 }
 
 const bits = (steps: Step[]) => steps.map((s) => Array.from(s.logits));
-const routedRows = (steps: Step[]) => steps.reduce((n, s) => n + s.stats.reduce((a, v, i) => (i % 6 >= 4 ? a + v : a), 0), 0);
+// hits + misses of every layer: fields 4 and 5.
+const routedRows = (steps: Step[]) => steps.reduce((n, s) => n + s.stats.reduce((a, v, i) => (i % F === 4 || i % F === 5 ? a + v : a), 0), 0);
 
 describe('admit before run (disk tier)', () => {
   it('room for every expert: each miss is read once into a free slot before it runs, and then every row is resident', async () => {

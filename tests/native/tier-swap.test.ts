@@ -8,6 +8,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { NativeBackendHandle, NativeTierUpload } from '../../src/native/binding.js';
 import { cpuBackend, fakeBackend, greedyRun, native, range, tinyModel, type Step } from './tier-helpers.js';
+import { LAYER_STAT_FIELDS as F } from '../../src/native/constants.js';
 
 const m = tinyModel('Q8_0');
 const hp = m.model.hparams;
@@ -80,7 +81,7 @@ function expectLanded(r: Awaited<ReturnType<typeof swapRun>>, expected: Step[]):
   const last = r.steps[r.steps.length - 1];
   for (let l = 0; l < hp.nLayer; l++) {
     const routed = Array.from(last.routes.subarray(l * hp.nExpertUsed, (l + 1) * hp.nExpertUsed));
-    expect(last.stats[l * 6 + 4]).toBe(routed.filter((x) => x === 2 || x === 5 || x === 6).length);
+    expect(last.stats[l * F + 4]).toBe(routed.filter((x) => x === 2 || x === 5 || x === 6).length);
   }
   expect(r.stats.leases).toBe(0);
 }
@@ -143,7 +144,7 @@ describe('tier swaps', () => {
       expect(uploads).toHaveLength(hp.nLayer - 1);
       const stats = steps[1].stats; // the step whose boundaries issued them
       for (const u of uploads) {
-        const at = (l: number, i: number) => stats[l * 6 + i];
+        const at = (l: number, i: number) => stats[l * F + i];
         expect(u.issuedNs).toBe(at(u.layer, 1)); // the boundary: layer L's end stamp
         expect(u.startNs).toBeGreaterThanOrEqual(at(u.layer, 1));
         expect(u.startNs).toBeLessThan(at(u.layer + 1, 1)); // overlaps layer L + 1 ...
@@ -151,7 +152,7 @@ describe('tier swaps', () => {
         expect(u.endNs).toBeGreaterThan(u.startNs);
       }
       // Layers on the virtual clock: back to back, each moving it by its weight bytes.
-      for (let l = 1; l < hp.nLayer; l++) expect(stats[l * 6]).toBe(stats[(l - 1) * 6 + 1]);
+      for (let l = 1; l < hp.nLayer; l++) expect(stats[l * F]).toBe(stats[(l - 1) * F + 1]);
       expect(stats[1]).toBeGreaterThan(stats[0]);
     } finally {
       native.freeTier(tier);

@@ -11,6 +11,7 @@ import { GGML_TYPE, type GgmlTypeName } from '../../src/model/types.js';
 import { ISA, type NativeTierHandle } from '../../src/native/binding.js';
 import type { MappedModel } from './forward-helpers.js';
 import { buildHostCopies, cpuBackend, greedyRun, native, PROMPT, range, tinyModel, type Step } from './tier-helpers.js';
+import { LAYER_STAT_FIELDS as F } from '../../src/native/constants.js';
 
 const DECODE = 5;
 const models = new Map<GgmlTypeName, MappedModel>();
@@ -121,8 +122,9 @@ describe('tier: hits and misses', () => {
       let misses = 0;
       steps.forEach((step, s) => {
         for (let l = 0; l < hp.nLayer; l++) {
-          const [start, end, moeStart, moeEnd, h, x] = step.stats.subarray(l * 6, l * 6 + 6);
+          const [start, end, moeStart, moeEnd, h, x, deviceStart, deviceEnd] = step.stats.subarray(l * F, l * F + F);
           expect(h + x).toBe(rows(s) * hp.nExpertUsed);
+          expect([deviceStart, deviceEnd]).toEqual([0, 0]); // the cpu backend's residents run on the host
           // Counted from the routes: pairs routed to experts 0..slots-1 (the resident ones).
           const routed = Array.from({ length: rows(s) * hp.nExpertUsed }, (_, i) => {
             const r = Math.floor(i / hp.nExpertUsed);
@@ -134,7 +136,7 @@ describe('tier: hits and misses', () => {
           expect(start).toBeLessThanOrEqual(moeStart);
           expect(moeStart).toBeLessThanOrEqual(moeEnd);
           expect(moeEnd).toBeLessThanOrEqual(end);
-          if (l > 0) expect(start).toBeGreaterThanOrEqual(step.stats[(l - 1) * 6 + 1]);
+          if (l > 0) expect(start).toBeGreaterThanOrEqual(step.stats[(l - 1) * F + 1]);
           hits += h;
           misses += x;
         }
@@ -155,7 +157,7 @@ describe('tier: hits and misses', () => {
     native.freeContext(ctx);
     for (const step of steps)
       for (let l = 0; l < hp.nLayer; l++) {
-        const [start, end, , , h] = step.stats.subarray(l * 6, l * 6 + 6);
+        const [start, end, , , h] = step.stats.subarray(l * F, l * F + 6);
         expect(start).toBeGreaterThanOrEqual(Number(before));
         expect(end).toBeLessThanOrEqual(Number(after));
         expect(h).toBe(0);

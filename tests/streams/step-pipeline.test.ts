@@ -7,7 +7,7 @@
 import { EMPTY, map, of, throwError, type Observable } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import type { StepTimings } from '../../src/actors/calibration/messages.js';
+import { STEP_LAYER_FIELDS, type StepTimings } from '../../src/actors/calibration/messages.js';
 import type { EvaluateStep, LayerStepReport } from '../../src/actors/layer-compute/messages.js';
 import { calibrationUpdates } from '../../src/streams/calibration.js';
 import { batchEdge, evaluateEdge, placementEdge, settleEdge, stepPipeline, StepRunner, type SettledStep, type StepStages } from '../../src/streams/step-pipeline.js';
@@ -22,7 +22,7 @@ const report = (position: number): LayerStepReport => ({ phase: 'decode', positi
 const settled = (position: number): SettledStep => ({ report: report(position), poll: { uploads: [], evicted: [] }, decisions: [] });
 const swap: Decision = { kind: 'swap', victim: { layer: 0, expert: 1 }, newcomer: { layer: 0, expert: 2 } };
 const timings = (ms: number): StepTimings => {
-  const layerStats = new Float64Array(6);
+  const layerStats = new Float64Array(STEP_LAYER_FIELDS);
   layerStats[0] = 1e9;
   layerStats[1] = 1e9 + ms * 1e6;
   return { kind: 'step', invocation: 1, layerStats, uploads: [], traced: false };

@@ -17,6 +17,10 @@ CudaBackend::~CudaBackend() {
   }
   for (DeviceBuffer* d : {&x_dev_, &y_dev_, &scratch_dev_})
     if (d->ptr != nullptr) rt_.device_free(d->ptr);
+  for (DeviceBuffer* h : {&x_pinned_, &y_pinned_})
+    if (h->ptr != nullptr) rt_.host_free_pinned(h->ptr);
+  for (void* ev : {span_start_, span_end_})
+    if (ev != nullptr) rt_.event_destroy(ev);
   clock_.reset();  // its bases' events; after drain, no job holds one
   if (upload_stream_ != nullptr) rt_.stream_destroy(upload_stream_);
   if (compute_stream_ != nullptr) rt_.stream_destroy(compute_stream_);
@@ -41,6 +45,8 @@ int CudaBackend::init(char* err, size_t err_bytes) {
     if (int rc = rt_.host_alloc_pinned(&b.host, kStagingBufferBytes)) return b.host = nullptr, failed("host_alloc_pinned (staging)", rc);
     if (int rc = rt_.event_create(&b.done)) return b.done = nullptr, failed("event_create (staging)", rc);
   }
+  if (int rc = rt_.event_create(&span_start_)) return span_start_ = nullptr, failed("event_create (compute span)", rc);
+  if (int rc = rt_.event_create(&span_end_)) return span_end_ = nullptr, failed("event_create (compute span)", rc);
   try {
     upload_waiter_ = std::make_unique<EventWaiter>(rt_);
     compute_waiter_ = std::make_unique<EventWaiter>(rt_);

@@ -10,7 +10,9 @@
 //                the first recorded at creation on the upload stream, refreshed as it ages)
 //   compute      compute_record records an event on the compute stream; the compute waiter
 //                resolves the marker (complete_compute) once the stream reached it
-//   run_expert   x to a device buffer, expert_ffn, y back, on the compute stream, synchronised
+//   run_experts  a layer's residents: every run's x into one pinned buffer, one copy to the
+//                device, expert_ffn per run, one copy of the y rows back, one synchronise; events
+//                before and after on the compute stream give the device's span (run_expert: one run)
 //
 // Locks: mu (the base's) for the slot table and events; queue_mu_ for the staging queue
 // (taken under mu by submit); compute_mu_ for the compute scratch buffers (run_expert and
@@ -54,6 +56,7 @@ class CudaBackend : public mt_backend {
   bool overwrite_supported() const override { return config.kind != MT_BACKEND_CUDA_SIM || config.overwrite_supported != 0; }
   bool host_visible() const override { return false; }
   int run_expert(int32_t slot, const void* args, char* err, size_t err_bytes) override;
+  int run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err, size_t err_bytes);
   int slot_read(int32_t slot, void* out, size_t bytes, size_t* copied, char* err, size_t err_bytes);
 
  private:
@@ -71,7 +74,8 @@ class CudaBackend : public mt_backend {
   void issue(const UploadJob& job);
   int copy_chunk(uint8_t* dst, const uint8_t* src, size_t n);
   void finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end, const ClockBase& base);
-  int grow(DeviceBuffer& buf, size_t bytes);
+  int grow(DeviceBuffer& buf, size_t bytes, bool pinned);
+  int queue_runs(const mt_backend_cuda_run* runs, int32_t n, uint8_t* const* slot_data, size_t total_bytes);
   int slot_for_compute(int32_t slot, bool need_lease, const char* verb, uint8_t** data, char* err, size_t err_bytes);
   int device_failure(const char* verb, int rc, char* err, size_t err_bytes);
 
@@ -90,6 +94,9 @@ class CudaBackend : public mt_backend {
 
   std::mutex compute_mu_;
   DeviceBuffer x_dev_, y_dev_, scratch_dev_;
+  DeviceBuffer x_pinned_, y_pinned_;       // host side of run_experts' two copies (pinned: truly async)
+  void* span_start_ = nullptr;              // run_experts' two events on the compute stream
+  void* span_end_ = nullptr;
 
   std::unique_ptr<EventWaiter> upload_waiter_, compute_waiter_;
   std::thread staging_;  // started last by init

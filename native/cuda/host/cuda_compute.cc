@@ -1,5 +1,7 @@
-// The CUDA backend's compute side: markers timed by the compute stream, run_expert and the
+// The CUDA backend's compute side: markers timed by the compute stream, run_experts (run_expert: one run) and the
 // test-only slot read-back (cuda_backend.h).
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
 #include "cuda_backend.h"
@@ -32,13 +34,14 @@ int CudaBackend::device_failure(const char* verb, int rc, char* err, size_t err_
               std::string(verb) + ": the device failed: " + cuda_error_text(&rt_, rc));
 }
 
-// A compute buffer of at least `bytes` (grown, never shrunk: run_expert's sizes repeat). Under compute_mu_.
-int CudaBackend::grow(DeviceBuffer& buf, size_t bytes) {
+// A compute buffer of at least `bytes`, in device memory or (pinned) pinned host memory; grown,
+// never shrunk: run_experts' sizes repeat. Under compute_mu_.
+int CudaBackend::grow(DeviceBuffer& buf, size_t bytes, bool pinned) {
   if (buf.bytes >= bytes) return MT_CUDA_SUCCESS;
-  if (buf.ptr != nullptr) rt_.device_free(buf.ptr);
+  if (buf.ptr != nullptr) pinned ? rt_.host_free_pinned(buf.ptr) : rt_.device_free(buf.ptr);
   buf = DeviceBuffer{};
   void* p = nullptr;
-  if (int rc = rt_.device_malloc(&p, bytes)) return rc;
+  if (int rc = pinned ? rt_.host_alloc_pinned(&p, bytes) : rt_.device_malloc(&p, bytes)) return rc;
   buf = DeviceBuffer{p, bytes};
   return MT_CUDA_SUCCESS;
 }
@@ -80,34 +83,84 @@ std::string expert_args_problem(const mt_backend_cuda_expert_args* a, const mt_c
 }  // namespace
 
 int CudaBackend::run_expert(int32_t slot, const void* args, char* err, size_t err_bytes) {
-  const auto* a = static_cast<const mt_backend_cuda_expert_args*>(args);
-  uint8_t* data = nullptr;
-  if (int rc = slot_for_compute(slot, true, "run_expert", &data, err, err_bytes)) return rc;
+  if (args == nullptr) return fail(err, err_bytes, MT_BACKEND_INVALID, "run_expert: args is null");
+  const mt_backend_cuda_run run{slot, *static_cast<const mt_backend_cuda_expert_args*>(args)};
+  return run_experts(&run, 1, nullptr, err, err_bytes);
+}
+
+// The calls of one run_experts on the compute stream, its x already in x_pinned_: start event,
+// x in, one expert_ffn per run (each at its rows' offset; the stream orders their use of the
+// one scratch buffer), y out, end event. Under compute_mu_; the caller synchronises.
+int CudaBackend::queue_runs(const mt_backend_cuda_run* runs, int32_t n, uint8_t* const* slot_data, size_t total_bytes) {
+  if (int rc = rt_.event_record(span_start_, compute_stream_)) return rc;
+  if (int rc = rt_.memcpy_h2d_async(x_dev_.ptr, x_pinned_.ptr, total_bytes, compute_stream_)) return rc;
+  size_t at = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const mt_backend_cuda_expert_args& a = runs[i].args;
+    mt_cuda_expert_args k{};
+    k.slot = slot_data[i];
+    k.gate_bytes = a.gate_bytes, k.up_bytes = a.up_bytes, k.down_bytes = a.down_bytes;
+    k.gate_type = a.gate_type, k.up_type = a.up_type, k.down_type = a.down_type;
+    k.n_embd = a.n_embd, k.n_ff = a.n_ff, k.count = a.count;
+    k.x = reinterpret_cast<const float*>(static_cast<const uint8_t*>(x_dev_.ptr) + at);
+    k.y = reinterpret_cast<float*>(static_cast<uint8_t*>(y_dev_.ptr) + at);
+    k.scratch = scratch_dev_.ptr, k.scratch_bytes = scratch_dev_.bytes;
+    if (int rc = rt_.expert_ffn(&k, compute_stream_)) return rc;
+    at += size_t(a.count) * size_t(a.n_embd) * sizeof(float);
+  }
+  if (int rc = rt_.memcpy_d2h_async(y_pinned_.ptr, y_dev_.ptr, total_bytes, compute_stream_)) return rc;
+  return rt_.event_record(span_end_, compute_stream_);
+}
+
+int CudaBackend::run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err, size_t err_bytes) {
+  if (runs == nullptr || n < 1 || n > MT_BACKEND_CUDA_RUNS_MAX)
+    return fail(err, err_bytes, MT_BACKEND_INVALID, "run_experts: expected 1 to " + std::to_string(MT_BACKEND_CUDA_RUNS_MAX) + " runs, got " + std::to_string(n));
   uint64_t slot_size = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
     slot_size = slot_bytes;
   }
-  const std::string problem = expert_args_problem(a, rt_, slot_size);
-  if (!problem.empty()) return fail(err, err_bytes, MT_BACKEND_INVALID, "run_expert: " + problem);
-  const size_t x_bytes = size_t(a->count) * size_t(a->n_embd) * sizeof(float);
-  const size_t scratch_bytes = rt_.expert_scratch_bytes(a->gate_type, a->up_type, a->down_type, a->n_embd, a->n_ff, a->count);
-  std::lock_guard<std::mutex> lock(compute_mu_);  // the buffers below and the stream's order
-  for (auto [buf, n] : {std::pair<DeviceBuffer*, size_t>{&x_dev_, x_bytes}, {&y_dev_, x_bytes}, {&scratch_dev_, scratch_bytes > 0 ? scratch_bytes : 1}})
-    if (int rc = grow(*buf, n)) return device_failure("run_expert", rc, err, err_bytes);
-  mt_cuda_expert_args k{};
-  k.slot = data;
-  k.gate_bytes = a->gate_bytes, k.up_bytes = a->up_bytes, k.down_bytes = a->down_bytes;
-  k.gate_type = a->gate_type, k.up_type = a->up_type, k.down_type = a->down_type;
-  k.n_embd = a->n_embd, k.n_ff = a->n_ff, k.count = a->count;
-  k.x = static_cast<const float*>(x_dev_.ptr), k.y = static_cast<float*>(y_dev_.ptr);
-  k.scratch = scratch_dev_.ptr, k.scratch_bytes = scratch_dev_.bytes;
-  int rc = rt_.memcpy_h2d_async(x_dev_.ptr, a->x, x_bytes, compute_stream_);
-  if (rc == MT_CUDA_SUCCESS) rc = rt_.expert_ffn(&k, compute_stream_);
-  if (rc == MT_CUDA_SUCCESS) rc = rt_.memcpy_d2h_async(a->y, y_dev_.ptr, x_bytes, compute_stream_);
-  const int sync = rt_.stream_synchronize(compute_stream_);  // also after a failure: nothing queued may outlive x and y
+  uint8_t* data[MT_BACKEND_CUDA_RUNS_MAX];
+  size_t total_bytes = 0, scratch_bytes = 1;
+  int64_t rows = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const mt_backend_cuda_expert_args& a = runs[i].args;
+    const std::string verb = n == 1 ? "run_expert" : "run_experts: run " + std::to_string(i);
+    if (int rc = slot_for_compute(runs[i].slot, true, verb.c_str(), &data[i], err, err_bytes)) return rc;
+    const std::string problem = expert_args_problem(&a, rt_, slot_size);
+    if (!problem.empty()) return fail(err, err_bytes, MT_BACKEND_INVALID, verb + ": " + problem);
+    rows += a.count;
+    total_bytes += size_t(a.count) * size_t(a.n_embd) * sizeof(float);
+    scratch_bytes = std::max(scratch_bytes, rt_.expert_scratch_bytes(a.gate_type, a.up_type, a.down_type, a.n_embd, a.n_ff, a.count));
+  }
+  if (rows > MT_BACKEND_CUDA_EXPERT_ROWS_MAX)
+    return fail(err, err_bytes, MT_BACKEND_INVALID,
+                "run_experts: " + std::to_string(rows) + " rows in all, at most " + std::to_string(MT_BACKEND_CUDA_EXPERT_ROWS_MAX) + " (split the runs)");
+  std::lock_guard<std::mutex> lock(compute_mu_);  // the buffers below, the span events and the stream's order
+  for (auto [buf, bytes] : {std::pair<DeviceBuffer*, size_t>{&x_dev_, total_bytes}, {&y_dev_, total_bytes}, {&scratch_dev_, scratch_bytes}})
+    if (int rc = grow(*buf, bytes, false)) return device_failure("run_experts", rc, err, err_bytes);
+  for (DeviceBuffer* buf : {&x_pinned_, &y_pinned_})
+    if (int rc = grow(*buf, total_bytes, true)) return device_failure("run_experts", rc, err, err_bytes);
+  size_t at = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const size_t bytes = size_t(runs[i].args.count) * size_t(runs[i].args.n_embd) * sizeof(float);
+    std::memcpy(static_cast<uint8_t*>(x_pinned_.ptr) + at, runs[i].args.x, bytes);
+    at += bytes;
+  }
+  const ClockBasePtr base = clock_->base();  // before the start event: each event is timed against a base older than it
+  int rc = queue_runs(runs, n, data, total_bytes);
+  const int sync = rt_.stream_synchronize(compute_stream_);  // also after a failure: nothing queued may outlive the buffers' use
   if (rc == MT_CUDA_SUCCESS) rc = sync;
-  return rc == MT_CUDA_SUCCESS ? MT_BACKEND_OK : device_failure("run_expert", rc, err, err_bytes);
+  if (rc != MT_CUDA_SUCCESS) return device_failure(n == 1 ? "run_expert" : "run_experts", rc, err, err_bytes);
+  at = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const size_t bytes = size_t(runs[i].args.count) * size_t(runs[i].args.n_embd) * sizeof(float);
+    std::memcpy(runs[i].args.y, static_cast<const uint8_t*>(y_pinned_.ptr) + at, bytes);
+    at += bytes;
+  }
+  if (span != nullptr) *span = mt_backend_cuda_span{clock_->time_of(*base, span_start_), clock_->time_of(*base, span_end_)};
+  clock_->refresh();  // holds compute_mu_ only: a compute-only workload keeps its base fresh too
+  return MT_BACKEND_OK;
 }
 
 int CudaBackend::slot_read(int32_t slot, void* out, size_t bytes, size_t* copied, char* err, size_t err_bytes) {

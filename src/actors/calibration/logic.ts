@@ -23,6 +23,7 @@ export function initialCalibration(config: CalibrationConfig): CalibrationSnapsh
     bandwidthBytesPerSEwma: undefined,
     transferFixedMsEwma: undefined,
     computeMsEwma: new Array<number | undefined>(config.nLayer).fill(undefined),
+    deviceComputeMsEwma: new Array<number | undefined>(config.nLayer).fill(undefined),
     samplesAccepted: 0,
     samplesRejected: 0,
     samplesStale: 0,
@@ -41,6 +42,7 @@ export function calibrate(state: CalibrationSnapshot, message: CalibrationMessag
   const fold = startFold(state, state.invocation);
   const current = message.invocation === state.invocation;
   if (message.kind === 'compute') foldCompute(fold, current, message.layer, message.startNs, message.endNs, config);
+  else if (message.kind === 'device-compute') foldCompute(fold, current, message.layer, message.startNs, message.endNs, config, 'device');
   else foldTransfer(fold, current, message, config);
   return fold.next;
 }
@@ -54,13 +56,15 @@ interface Fold {
   readonly state: CalibrationSnapshot;
   readonly next: CalibrationSnapshot;
   computeCopied: boolean;
+  deviceCopied: boolean;
 }
 
 function startFold(state: CalibrationSnapshot, invocation: number): Fold {
-  return { state, next: { ...state, invocation }, computeCopied: false };
+  return { state, next: { ...state, invocation }, computeCopied: false, deviceCopied: false };
 }
 
-function foldCompute(f: Fold, current: boolean, layer: number, startNs: number, endNs: number, config: CalibrationConfig): void {
+/** A layer's window ('layer', into computeMsEwma) or its device share ('device', into deviceComputeMsEwma). */
+function foldCompute(f: Fold, current: boolean, layer: number, startNs: number, endNs: number, config: CalibrationConfig, where: 'layer' | 'device' = 'layer'): void {
   if (!current || layer < 0 || layer >= config.nLayer) {
     f.next.samplesStale++;
     return;
@@ -70,11 +74,19 @@ function foldCompute(f: Fold, current: boolean, layer: number, startNs: number, 
     f.next.samplesRejected++;
     return;
   }
-  if (!f.computeCopied) {
-    f.next.computeMsEwma = f.state.computeMsEwma.slice();
-    f.computeCopied = true;
+  if (where === 'device') {
+    if (!f.deviceCopied) {
+      f.next.deviceComputeMsEwma = f.state.deviceComputeMsEwma.slice();
+      f.deviceCopied = true;
+    }
+    f.next.deviceComputeMsEwma[layer] = ewma(f.next.deviceComputeMsEwma[layer], ms, config.alpha);
+  } else {
+    if (!f.computeCopied) {
+      f.next.computeMsEwma = f.state.computeMsEwma.slice();
+      f.computeCopied = true;
+    }
+    f.next.computeMsEwma[layer] = ewma(f.next.computeMsEwma[layer], ms, config.alpha);
   }
-  f.next.computeMsEwma[layer] = ewma(f.next.computeMsEwma[layer], ms, config.alpha);
   f.next.samplesAccepted++;
 }
 
@@ -143,6 +155,8 @@ export function calibrateStep(state: CalibrationSnapshot, step: StepTimings, con
     const endNs = Math.round(ls[at + 1]);
     // A layer the step did not time (0 stamps, or an end before its start) gives no sample.
     if (endNs >= startNs && startNs > 0) foldCompute(fold, current, l, startNs, endNs, config);
+    const device = deviceSpan(ls, at);
+    if (device) foldCompute(fold, current, l, device.startNs, device.endNs, config, 'device');
   }
   for (const u of step.uploads) if (u.ok) foldTransfer(fold, current, u, config);
   return { snapshot: fold.next, accepted: fold.next.samplesAccepted - state.samplesAccepted };
@@ -161,10 +175,19 @@ export function stepSamples(step: StepTimings): CalibrationMessage[] {
       const endNs = Math.round(ls[at + 1]);
       // A layer the step did not time (0 stamps, or an end before its start) gives no sample.
       if (endNs >= startNs && startNs > 0) out.push({ kind: 'compute', invocation: step.invocation, layer: l, startNs, endNs });
+      const device = deviceSpan(ls, at);
+      if (device) out.push({ kind: 'device-compute', invocation: step.invocation, layer: l, ...device });
     }
   }
   for (const u of step.uploads) {
     if (u.ok) out.push({ kind: 'transfer', invocation: step.invocation, layer: u.layer, bytes: u.bytes, issuedNs: u.issuedNs, startNs: u.startNs, endNs: u.endNs });
   }
   return out;
+}
+
+/** A layer's device pair (layerStats [6], [7]), when its residents ran on a device. */
+function deviceSpan(ls: Float64Array, at: number): { startNs: number; endNs: number } | undefined {
+  const startNs = Math.round(ls[at + 6]);
+  const endNs = Math.round(ls[at + 7]);
+  return endNs > startNs && startNs > 0 ? { startNs, endNs } : undefined;
 }

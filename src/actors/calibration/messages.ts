@@ -29,7 +29,20 @@ export interface ComputeSample {
   endNs: number;
 }
 
-export type CalibrationMessage = InvocationStarted | TransferSample | ComputeSample;
+/**
+ * One layer's residents on a CUDA device in one step: the compute stream's events around them
+ * (layerStats' device pair), on the same clock as the layer's window. A part of that window:
+ * the misses run on the CPU meanwhile.
+ */
+export interface DeviceComputeSample {
+  kind: 'device-compute';
+  invocation: number;
+  layer: number;
+  startNs: number;
+  endNs: number;
+}
+
+export type CalibrationMessage = InvocationStarted | TransferSample | ComputeSample | DeviceComputeSample;
 
 /** What the actor publishes after every accepted sample. */
 export interface CalibrationSnapshot {
@@ -38,8 +51,13 @@ export interface CalibrationSnapshot {
   bandwidthBytesPerSEwma: number | undefined;
   /** EWMA of start - issued: the fixed cost a transfer pays before its bytes move. */
   transferFixedMsEwma: number | undefined;
-  /** Per-layer EWMA of compute time. */
+  /**
+   * Per-layer EWMA of compute time: the layer's window on the wall clock, which is what an
+   * upload overlaps (the copy engine runs beside the CPU's and the device's work alike).
+   */
   computeMsEwma: Array<number | undefined>;
+  /** Per-layer EWMA of the device's share (its residents' runs, from CUDA events); undefined on other backends. */
+  deviceComputeMsEwma: Array<number | undefined>;
   samplesAccepted: number;
   /** Non-positive durations: rejected, counted. */
   samplesRejected: number;
@@ -47,7 +65,7 @@ export interface CalibrationSnapshot {
   samplesStale: number;
 }
 
-/** Fields per layer of a step's timing: [startNs, endNs, moeStartNs, moeEndNs, hits, misses] (the eval's layerStats). */
+/** Fields per layer of a step's timing: [startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs] (the eval's layerStats). */
 export { LAYER_STAT_FIELDS as STEP_LAYER_FIELDS } from '../../native/constants.js';
 
 /** One settled upload, as the tier reports it. */

@@ -4,11 +4,11 @@
  * step, read in place from the buffers the eval filled:
  *
  *   routes      Int32Array   [nTokens][nLayer][k]   routed expert ids, rank order
- *   layerStats  Float64Array [nLayer][6]            [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
+ *   layerStats  Float64Array [nLayer][8]            [startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs]
  */
 
-/** Fields per layer of layerStats. */
-export const LAYER_STAT_FIELDS = 6;
+/** Fields per layer of layerStats: the native constant's one owner (mt_forward.h, checked against the addon at load). */
+export { LAYER_STAT_FIELDS } from '../../native/constants.js';
 
 export type StepPhase = 'prefill' | 'decode';
 

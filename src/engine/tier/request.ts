@@ -13,7 +13,7 @@
  *              log, traces; their timings go through the calibration edge
  *
  *   routes      Int32Array [nTokens][nLayer][k]   routed expert ids, rank order
- *   layerStats  Float64Array [nLayer][6]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses]
+ *   layerStats  Float64Array [nLayer][8]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs]
  *
  * With prefill replan on a native tier, the prefill eval carries onLayerRouted: each layer's
  * counts reach the placement while later layers compute (uploads settled so far are polled

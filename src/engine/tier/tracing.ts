@@ -6,6 +6,7 @@
  *   moetier.request (the engine's, src/engine/request-trace.ts)
  *   ├── moetier.prefill / moetier.decode_step (the engine's)
  *   │   └── moetier.layer.compute   per layer and step: layer, phase, token, hits, misses   (layerStats)
+ *   │       └── moetier.layer.device  its residents on a CUDA device: the compute stream's events (layerStats)
  *   ├── moetier.upload          per settled upload: layer, expert, bytes, in place      (tierPoll)
  *   ├── moetier.rebuild         per host copy built (the int8-rebuild actor)
  *   └── moetier.calibration.update  by the calibration actor, after a step whose samples moved the EWMAs
@@ -13,7 +14,7 @@
  * Each step's timing comes back from step() with the request's trace context; the step pipeline
  * (src/streams/step-pipeline.ts) folds it through the calibration edge into the calibration actor.
  */
-import type { Context, Tracer } from '@opentelemetry/api';
+import { trace, type Context, type Tracer } from '@opentelemetry/api';
 import type { CalibrationActor } from '../../actors/calibration/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
 import {
@@ -118,7 +119,14 @@ export class RequestTracing {
         if (!(endNs >= startNs && startNs > 0)) continue;
         const hits = Math.round(ls[at + 4]);
         const misses = Math.round(ls[at + 5]);
-        recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses }), stepParent);
+        const attributes = layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses });
+        const layerSpan = recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), attributes, stepParent);
+        const deviceStartNs = Math.round(ls[at + 6]);
+        const deviceEndNs = Math.round(ls[at + 7]);
+        if (deviceEndNs > deviceStartNs && deviceStartNs > 0) {
+          const deviceAttributes = { [AttrNames.layer]: l, [AttrNames.phase]: r.phase, [AttrNames.tokenIndex]: r.position };
+          recordTimedSpan(tracer, SpanNames.layerDevice, this.at(deviceStartNs), this.at(deviceEndNs), deviceAttributes, trace.setSpanContext(stepParent, layerSpan));
+        }
       }
     }
     if (recording) {
