@@ -2,7 +2,7 @@
  * The expert tier on a backend whose slots the host cannot read (issue 17 point 2), on the
  * simulated CUDA runtime (cuda-sim: the cuda host code, streams as threads, the CPU's kernels as
  * the expert kernel). Residents are bound remote: the forward pass hands their rows to the tier's
- * remote worker, which runs them on the backend (run_expert) while the CPU computes the misses,
+ * remote worker, which runs a layer's in one backend call (run_experts) while the CPU computes the misses,
  * and their outputs are combined in the same rank order. With the CPU's kernels on the device
  * side the tokens must be exactly the engine's without a tier, whatever the budget; the real
  * cuda kind is refused here, where there is no GPU, with DeviceUnavailableError and nothing left
