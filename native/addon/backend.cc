@@ -152,8 +152,10 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   mt_backend_config c{};
   c.kind = kind_id;
   c.file_fd = -1;
-  if (kind == "disk") {
-    // config.file: the mapped model file whose experts the uploads read (mapFile's handle).
+  // config.file: the mapped model file whose experts the uploads read (mapFile's handle): the disk
+  // kind's source always, the cuda kinds' when given (their staging ring is then filled by reads).
+  const bool cuda_kind = kind == "cuda" || kind == "cuda-sim";
+  if (kind == "disk" || (cuda_kind && !o.Get("file").IsUndefined())) {
     MappedFile* file = UnwrapMappedFile(env, o.Get("file"));
     if (file == nullptr) return env.Undefined();
     c.file_fd = file->fd, c.file_base = static_cast<const uint8_t*>(file->base), c.file_length = file->length;

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 #include "../cpu_backend/cpu_backend.h"
-#include "../io/io.h"  // mt_io's own descriptor, for the buffered fallback's page-cache advice
+#include "../io/model_file.h"
 #include "mt_backend_disk.h"
 #include "mt_io.h"
 
@@ -86,10 +86,8 @@ class DiskBackend : public RamBackend {
 };
 
 bool DiskBackend::in_file(const mt_upload_piece& p) const {
-  const uint8_t* src = static_cast<const uint8_t*>(p.src);
-  if (src < config.file_base) return false;
-  const uint64_t offset = uint64_t(src - config.file_base);
-  return offset <= config.file_length && p.bytes <= config.file_length - offset;
+  uint64_t offset = 0;
+  return model_file_offset(config, p.src, p.bytes, &offset);
 }
 
 // Under mu (mt_backend_upload counted the job in uploads_in_flight before this); never blocks:
@@ -163,13 +161,7 @@ void DiskBackend::note_read(const mt_io_info& info) {
 }
 
 // Buffered (no O_DIRECT): the page cache must not keep a second copy of what the slot now holds.
-void DiskBackend::drop_cached(const mt_io_info& info) const {
-  if (info.bytes_read == 0) return;
-  const off_t page = off_t(sysconf(_SC_PAGESIZE));
-  const off_t from = off_t(info.file_offset) / page * page;
-  const off_t to = (off_t(info.file_offset + info.bytes_read) + page - 1) / page * page;
-  posix_fadvise(io_->fd, from, to - from, POSIX_FADV_DONTNEED);
-}
+void DiskBackend::drop_cached(const mt_io_info& info) const { drop_cached_range(io_, info.file_offset, info.bytes_read); }
 
 // Jobs finish in issue order; stopping only ends the loop once nothing is issued or waiting.
 // Normal priority (not the cpu copier's SCHED_BATCH): it only settles what the disk did, in a few
@@ -233,26 +225,6 @@ void DiskBackend::stats(mt_backend_disk_stats* out) {
   out->alignment_bytes = io.alignment_bytes;
 }
 
-// O_DIRECT first: the disk's bytes go to the slot and nowhere else. Where the filesystem refuses
-// it (tmpfs: its pages are the file anyway), a buffered engine without readahead (reading one
-// expert must not pull its neighbours into the page cache; drop_cached drops what a read brought).
-mt_io* open_engine(const mt_backend_config& c, bool* direct, std::string* why) {
-  mt_io_config ic;
-  mt_io_config_default(&ic);
-  ic.fail_after_bytes = c.fail_transfer_after_bytes;
-  char err[256] = "";
-  int status = MT_IO_OK;
-  mt_io* io = mt_io_create(c.file_fd, &ic, &status, err, sizeof err);
-  *direct = io != nullptr;
-  if (io == nullptr && status == MT_IO_UNSUPPORTED) {
-    ic.direct = 0;
-    io = mt_io_create(c.file_fd, &ic, &status, err, sizeof err);
-    if (io != nullptr) posix_fadvise(io->fd, 0, 0, POSIX_FADV_RANDOM);
-  }
-  if (io == nullptr) *why = err;
-  return io;
-}
-
 DiskBackend* as_disk(mt_backend* b) { return b != nullptr && b->config.kind == MT_BACKEND_DISK ? static_cast<DiskBackend*>(b) : nullptr; }
 
 }  // namespace
@@ -262,7 +234,7 @@ mt_backend* create_disk_backend(const mt_backend_config& c, char* err, size_t er
     return fail(err, err_bytes, MT_BACKEND_INVALID, "create: disk: expected the model file (file_fd, file_base, file_length)"), nullptr;
   bool direct = false;
   std::string why;
-  mt_io* io = open_engine(c, &direct, &why);
+  mt_io* io = open_model_file_engine(c, &direct, &why);  // O_DIRECT: the disk's bytes go to the slot and nowhere else
   if (io == nullptr) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: disk: the read engine over the model file: " + why), nullptr;
   try {
     return new DiskBackend(c, io, direct);

@@ -127,12 +127,15 @@ typedef struct mt_backend_config {
   double compute_bytes_per_s;        /* > 0, weight bytes streamed per second of compute */
   int32_t overwrite_supported;       /* 0: refuse in-place overwrite (fake, cuda-sim) */
   uint64_t fail_transfer_after_bytes;/* 0: never; else the upload that would take the backend's
-                                        total uploaded bytes past this fails there (once); disk too;
+                                        total uploaded bytes past this fails there (once); disk too
+                                        (and a cuda kind given the file): the read crossing it;
                                         cuda-sim: the copy call crossing it copies the bytes
                                         before the limit, then reports an error (once) */
-  /* disk only: the model file, and where it is mapped. An upload's pieces point into
-     [file_base, file_base + file_length); the disk backend reads those ranges from file_fd
-     instead of copying from the mapping, whose pages it never touches. */
+  /* disk (always) and cuda / cuda-sim (when given; file_fd -1 otherwise): the model file, and
+     where it is mapped. An upload's pieces point into [file_base, file_base + file_length); the
+     backend reads those ranges from file_fd (native/io/model_file.h: O_DIRECT where allowed)
+     instead of copying from the mapping, whose pages it never touches: the disk kind into the
+     slot, the cuda kinds into their pinned staging ring. A piece outside the file fails its upload. */
   int32_t file_fd;
   const uint8_t* file_base;
   uint64_t file_length;

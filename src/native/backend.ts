@@ -100,6 +100,9 @@ function checkConfig(kind: BackendKind, c: BackendConfig): void {
   if (kind === 'cuda-sim' && c.simDeviceBytes !== undefined && (!Number.isSafeInteger(c.simDeviceBytes) || c.simDeviceBytes < 0)) {
     throw new InvalidOptionError('backend.simDeviceBytes', 'an integer number of bytes >= 0 (0: 1 GiB)', c.simDeviceBytes);
   }
+  if (c.file !== undefined && kind !== 'disk' && kind !== 'cuda' && kind !== 'cuda-sim') {
+    throw new InvalidOptionError('backend.file', 'a backend kind that reads its uploads from the file (disk, cuda, cuda-sim)', kind);
+  }
   if (kind === 'cuda-sim') checkFailAfter(c);
   if (kind !== 'fake') return;
   positive('bandwidthBytesPerS', c.bandwidthBytesPerS);

@@ -115,7 +115,7 @@ export interface NativeBackendConfig {
   overwriteSupported?: boolean;
   /** 0: never; else the upload that takes the total uploaded bytes past this fails there (once). fake and disk. */
   failTransferAfterBytes?: number;
-  /** disk: the mapped model file; uploads read their pieces' ranges from it instead of the mapping. */
+  /** disk (required), cuda / cuda-sim (optional): the mapped model file; uploads read their pieces' ranges from it instead of the mapping. */
   file?: MappedFileHandle;
   /** cuda-sim (tests): the simulated device's memory (0 or absent: 1 GiB); device allocations past it fail. */
   simDeviceBytes?: number;

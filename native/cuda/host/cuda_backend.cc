@@ -1,5 +1,6 @@
 // The CUDA backend's memory, clock and upload path (cuda_backend.h has the picture).
 #include "cuda_backend.h"
+#include <algorithm>
 #include <cstring>
 #include "sim_runtime.h"
 
@@ -11,6 +12,7 @@ CudaBackend::CudaBackend(const mt_backend_config& c, const mt_cuda_runtime& rt, 
 // Also the cleanup of a failed init: every handle is checked before it is given back.
 CudaBackend::~CudaBackend() {
   drain();
+  if (io_ != nullptr) mt_io_destroy(io_);  // after drain: the staging thread waited every read it issued
   for (StagingBuffer& b : ring_) {
     if (b.done != nullptr) rt_.event_destroy(b.done);
     if (b.host != nullptr) rt_.host_free_pinned(b.host);
@@ -33,6 +35,11 @@ int CudaBackend::init(char* err, size_t err_bytes) {
     return fail(err, err_bytes, rc == MT_CUDA_ERROR_MEMORY_ALLOCATION ? MT_BACKEND_NO_MEMORY : MT_BACKEND_STATE,
                 std::string("create: ") + what + ": " + cuda_error_text(&rt_, rc));
   };
+  if (has_model_file(config)) {
+    std::string why;
+    io_ = open_model_file_engine(config, &direct_, &why);
+    if (io_ == nullptr) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: the read engine over the model file: " + why);
+  }
   if (int rc = rt_.stream_create(&upload_stream_)) return failed("stream_create (upload)", rc);
   if (int rc = rt_.stream_create(&compute_stream_)) return failed("stream_create (compute)", rc);
   try {
@@ -104,28 +111,50 @@ void CudaBackend::run_staging() {
   }
 }
 
-// One chunk through the next staging buffer: once the buffer's previous copy finished, the
-// chunk goes into it and from it to dst. 0, or the error that stopped it.
-int CudaBackend::copy_chunk(uint8_t* dst, const uint8_t* src, size_t n) {
-  MT_ASSERT(n > 0 && n <= kStagingBufferBytes, "a chunk fits one staging buffer");
-  StagingBuffer& b = ring_[next_buffer_];
-  next_buffer_ = (next_buffer_ + 1) % kStagingBuffers;
+// The chunk into its staging buffer, once the buffer's previous copy finished: a memcpy from
+// the mapping, or (file mode) a read of the chunk's range of the file, issued, not waited for.
+bool CudaBackend::fill(StagingBuffer& b, const Chunk& c) {
+  MT_ASSERT(c.n > 0 && c.n <= kStagingBufferBytes, "a chunk fits one staging buffer");
   if (b.pending) {
     b.pending = false;
-    if (int rc = rt_.event_synchronize(b.done)) return rc;
+    if (rt_.event_synchronize(b.done) != MT_CUDA_SUCCESS) return false;
   }
-  std::memcpy(b.host, src, n);
-  if (int rc = rt_.memcpy_h2d_async(dst, b.host, n, upload_stream_)) {
-    // A copy may have been queued before it failed: the buffer waits for the stream to pass.
-    b.pending = rt_.event_record(b.done, upload_stream_) == MT_CUDA_SUCCESS;
-    return rc;
+  if (io_ == nullptr) {
+    std::memcpy(b.host, c.src, c.n);
+    return true;
   }
-  const int rc = rt_.event_record(b.done, upload_stream_);
-  b.pending = rc == MT_CUDA_SUCCESS;
-  return rc;
+  uint64_t offset = 0;
+  if (!model_file_offset(config, c.src, c.n, &offset)) return false;  // not the model file's bytes: the upload fails
+  if (mt_io_read(io_, offset, c.n, static_cast<uint8_t*>(b.host), 0, &b.read, nullptr, 0) != MT_IO_OK) return false;
+  b.reading = true;
+  return true;
 }
 
-// Issues the job's chunks; the upload waiter completes it once its end event finished.
+// Waits for the buffer's read, if one is in flight; false if it failed or came short.
+bool CudaBackend::settle_read(StagingBuffer& b) {
+  if (!b.reading) return true;
+  b.reading = false;
+  mt_io_info info{};
+  const bool ok = mt_io_wait(io_, b.read, &info, nullptr, 0) == MT_IO_OK && info.state == MT_IO_DONE && info.bytes_read == info.bytes;
+  if (!direct_) drop_cached_range(io_, info.file_offset, info.bytes_read);
+  return ok;
+}
+
+// The filled buffer to dst on the upload stream; its event is recorded after the copy.
+bool CudaBackend::send(StagingBuffer& b, const Chunk& c) {
+  if (!settle_read(b)) return false;
+  if (rt_.memcpy_h2d_async(c.dst, b.host, c.n, upload_stream_) != MT_CUDA_SUCCESS) {
+    // A copy may have been queued before it failed: the buffer waits for the stream to pass.
+    b.pending = rt_.event_record(b.done, upload_stream_) == MT_CUDA_SUCCESS;
+    return false;
+  }
+  b.pending = rt_.event_record(b.done, upload_stream_) == MT_CUDA_SUCCESS;
+  return b.pending;
+}
+
+// Issues the job's chunks; the upload waiter completes it once its end event finished. Reads of
+// the file run up to a ring ahead of the copies (the disk wants several in flight); memcpy fills
+// one ahead, so the first copy starts at once.
 void CudaBackend::issue(const UploadJob& job) {
   clock_->refresh();
   const ClockBasePtr base = clock_->base();  // the times of this upload's events count from it
@@ -133,15 +162,30 @@ void CudaBackend::issue(const UploadJob& job) {
   void* end = nullptr;
   bool ok = rt_.event_create(&start) == MT_CUDA_SUCCESS && rt_.event_create(&end) == MT_CUDA_SUCCESS &&
             rt_.event_record(start, upload_stream_) == MT_CUDA_SUCCESS;
-  uint64_t at = 0;  // bytes issued without error, from the slot's start
-  for (int32_t i = 0; ok && i < job.n_pieces; i++) {
+  chunks_.clear();
+  uint64_t into = 0;
+  for (int32_t i = 0; i < job.n_pieces; i++) {
     const uint8_t* src = static_cast<const uint8_t*>(job.pieces[i].src);
-    for (size_t off = 0; ok && off < job.pieces[i].bytes;) {
-      const size_t n = job.pieces[i].bytes - off < kStagingBufferBytes ? job.pieces[i].bytes - off : kStagingBufferBytes;
-      ok = copy_chunk(job.dst + at, src + off, n) == MT_CUDA_SUCCESS;
-      if (ok) at += n, off += n;
+    for (size_t off = 0; off < job.pieces[i].bytes;) {
+      const size_t n = std::min<size_t>(job.pieces[i].bytes - off, kStagingBufferBytes);
+      chunks_.push_back(Chunk{job.dst + into, src + off, n});
+      off += n, into += n;
     }
   }
+  const size_t ahead = io_ != nullptr ? size_t(kStagingBuffers) : 1;
+  const auto buffer = [&](size_t k) -> StagingBuffer& { return ring_[(size_t(next_buffer_) + k) % kStagingBuffers]; };
+  size_t filled = 0, sent = 0;
+  uint64_t at = 0;  // bytes issued without error, from the slot's start
+  while (ok && sent < chunks_.size()) {
+    while (ok && filled < chunks_.size() && filled < sent + ahead) {
+      ok = fill(buffer(filled), chunks_[filled]);
+      if (ok) filled++;
+    }
+    if (ok) ok = send(buffer(sent), chunks_[sent]);
+    if (ok) at += chunks_[sent++].n;
+  }
+  for (size_t k = sent; k < filled; k++) settle_read(buffer(k));  // after a failure: no read may outlive its buffer's turn
+  next_buffer_ = int((size_t(next_buffer_) + filled) % kStagingBuffers);
   MT_ASSERT(!ok || at == job.bytes, "an upload that issued every chunk issued all its bytes");
   if (end != nullptr && rt_.event_record(end, upload_stream_) == MT_CUDA_SUCCESS) {
     upload_waiter_->add(end, [this, job, ok, at, start, end, base](int rc) { finish_upload(job, ok && rc == MT_CUDA_SUCCESS, at, start, end, *base); });

@@ -3,9 +3,12 @@
 //
 //   reserve      one device_malloc block per call (alloc_block / free_block)
 //   upload       submit (under mu) --> staging thread: per chunk of a piece, wait for a free
-//                pinned buffer, copy the chunk into it, memcpy_h2d_async into the slot at its
-//                offset on the upload stream, record the buffer's event; then record the
-//                upload's end event --> upload waiter: event_synchronize(end) --> complete()
+//                pinned buffer, fill it, memcpy_h2d_async into the slot at its offset on the
+//                upload stream, record the buffer's event; then record the upload's end event
+//                --> upload waiter: event_synchronize(end) --> complete(). Filled by a memcpy
+//                from the mapping, or, given the model file (config file_*), by a read of the
+//                file into the buffer (the read engine, O_DIRECT: the mapping's pages and the
+//                page cache stay out), up to a ring's worth of reads in flight ahead of the copies
 //   events       on CLOCK_MONOTONIC through elapsed_ms against a base event (cuda_clock.h:
 //                the first recorded at creation on the upload stream, refreshed as it ages)
 //   compute      compute_record records an event on the compute stream; the compute waiter
@@ -24,7 +27,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 #include "../../backend/backend.h"
+#include "../../io/model_file.h"
 #include "../mt_backend_cuda.h"
 #include "../mt_cuda_runtime.h"
 #include "cuda_clock.h"
@@ -39,6 +44,9 @@ static_assert(kStagingBufferBytes > 0 && kStagingBufferBytes % kSlotAlignBytes =
 
 // "cudaErrorNoDevice (no CUDA-capable device is detected)": the error's name and the runtime's string.
 std::string cuda_error_text(const mt_cuda_runtime* rt, int error);
+
+// The config names the model file: the uploads read it (file mode) instead of the mapping.
+inline bool has_model_file(const mt_backend_config& c) { return c.file_fd >= 0 && c.file_base != nullptr && c.file_length > 0; }
 
 class CudaBackend : public mt_backend {
  public:
@@ -64,6 +72,14 @@ class CudaBackend : public mt_backend {
     void* host = nullptr;   // pinned
     void* done = nullptr;   // recorded after the copy out of it
     bool pending = false;   // done was recorded and not yet waited for
+    mt_io_id read = 0;      // file mode: the read filling it
+    bool reading = false;   // read was issued and not yet waited for
+  };
+  // One chunk of an upload: where it lands in the slot, where it comes from (in the mapping).
+  struct Chunk {
+    uint8_t* dst;
+    const uint8_t* src;
+    size_t n;
   };
   struct DeviceBuffer {
     void* ptr = nullptr;
@@ -72,7 +88,9 @@ class CudaBackend : public mt_backend {
 
   void run_staging();
   void issue(const UploadJob& job);
-  int copy_chunk(uint8_t* dst, const uint8_t* src, size_t n);
+  bool fill(StagingBuffer& b, const Chunk& c);
+  bool send(StagingBuffer& b, const Chunk& c);
+  bool settle_read(StagingBuffer& b);
   void finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end, const ClockBase& base);
   int grow(DeviceBuffer& buf, size_t bytes, bool pinned);
   int queue_runs(const mt_backend_cuda_run* runs, int32_t n, uint8_t* const* slot_data, size_t total_bytes);
@@ -86,6 +104,9 @@ class CudaBackend : public mt_backend {
   std::unique_ptr<DeviceClock> clock_;
   StagingBuffer ring_[kStagingBuffers];
   int next_buffer_ = 0;  // the staging thread's alone
+  std::vector<Chunk> chunks_;  // the staging thread's alone: the upload being issued
+  mt_io* io_ = nullptr;  // file mode: the read engine over the model file (model_file.h)
+  bool direct_ = false;
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;

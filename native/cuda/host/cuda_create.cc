@@ -106,7 +106,8 @@ mt_backend* create_cuda_backend(const mt_backend_config& c, int32_t* reason, cha
   if (simulated) {
     SimFaults faults;
     if (c.sim_device_bytes != 0) faults.device_bytes = c.sim_device_bytes;
-    faults.fail_copy_after_bytes = c.fail_transfer_after_bytes;
+    // Given the file, the injected failure is the read's (its engine's fail_after_bytes), not a copy's.
+    faults.fail_copy_after_bytes = has_model_file(c) ? 0 : c.fail_transfer_after_bytes;
     faults.no_device = c.sim_no_device != 0;
     faults.async_copy_fault = c.sim_async_copy_fault != 0;
     if (sim_runtime_acquire(faults, &rt) < 0)
