@@ -75,9 +75,10 @@ typedef struct mt_tier_options {
                                      (the container); read with acquire loads during evals */
   int32_t stream_fd;              /* >= 0: a descriptor of the model file; a miss with no host copy is
                                      read from it before its layer runs it, on the tier's read engine
-                                     (mt_io.h): into a slot when one can take it (admitted), else
-                                     into the tier's scratch for that call (streamed); never computed
-                                     from the mapping. -1: from the mapping */
+                                     (mt_io.h): into a slot when one can take it (admitted; never on
+                                     a backend whose slots the host cannot read), else into the
+                                     tier's scratch for that call (streamed); never computed from
+                                     the mapping. -1: from the mapping */
   const uint8_t* stream_base;     /* where that file is mapped (the experts' views point into it) */
   uint64_t stream_fail_after_bytes; /* test only: the streamed read that takes the bytes read past
                                      this fails (mt_io_config.fail_after_bytes); 0: never */
@@ -132,7 +133,8 @@ void mt_tier_prefetch_by_layer(mt_tier* tier, uint64_t* out, size_t n);
 /* A prefill's path on a tier with stream_fd (issue 14; tier_bulk.cc), set between evals: ON_DEMAND
  * (a layer's routed misses are read once it routed: tier_stream.cc) or WHOLE_LAYER (each layer's
  * experts are read whole, the next layer's while this one computes; misses computed from there).
- * MT_TIER_INVALID for another value, or WHOLE_LAYER without stream_fd. */
+ * MT_TIER_INVALID for another value, or WHOLE_LAYER without stream_fd or on device slots (a backend
+ * the host cannot read: its residents run remote, and that path is not wired beside them). */
 enum mt_tier_prefill_path { MT_TIER_PREFILL_ON_DEMAND = 0, MT_TIER_PREFILL_WHOLE_LAYER = 1 };
 int mt_tier_set_prefill_path(mt_tier* tier, int32_t path);
 /* Layer calls by path since the stats mark: out[l * 2] whose misses were read on demand, out[l * 2 + 1]

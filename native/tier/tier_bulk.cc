@@ -215,6 +215,8 @@ extern "C" int mt_tier_set_prefill_path(mt_tier* tier, int32_t path) {
   mt_tier& t = *tier;
   if (path != MT_TIER_PREFILL_ON_DEMAND && path != MT_TIER_PREFILL_WHOLE_LAYER) return MT_TIER_INVALID;
   if (path == MT_TIER_PREFILL_WHOLE_LAYER && t.stream_io == nullptr) return MT_TIER_INVALID;
+  // Device slots (tier_remote.cc): the whole-layer path is not wired beside the remote runs; on demand only.
+  if (path == MT_TIER_PREFILL_WHOLE_LAYER && t.remote != nullptr) return MT_TIER_INVALID;
   t.prefill_path.store(path, std::memory_order_relaxed);
   return MT_TIER_OK;
 }

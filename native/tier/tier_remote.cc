@@ -141,12 +141,9 @@ int remote_wait(void* self, int32_t, int64_t device_ns[2], char* err, size_t err
 
 }  // namespace
 
-bool tier_remote_start(mt_tier& t, char* err, size_t err_bytes) {
-  if (t.stream_io != nullptr) {
-    std::snprintf(err, err_bytes, "tier: a backend whose slots the host cannot read (device memory) cannot take misses read from the file "
-                                  "into its slots; use the disk tier on the cpu backend");
-    return false;
-  }
+// With a stream descriptor the misses are read from the file too, each into scratch for its call
+// (tier_stream.cc admits none into a slot: the host computes a miss, and cannot read a device slot).
+bool tier_remote_start(mt_tier& t, char*, size_t) {
   t.remote = std::make_unique<RemoteWorker>();
   t.remote->jobs.resize(size_t(t.n_expert));
   t.remote->calls.resize(MT_BACKEND_CUDA_RUNS_MAX);

@@ -6,8 +6,8 @@
 //             flight, its queued swap issued now, or a free slot of the layer filled with it; the
 //             backend reads it into the slot (disk: from the file), the run waits for that event
 //             and computes from the slot under a lease, and the slot keeps it (one read)
-//   streamed  no slot can take it: three reads (gate, up, down) on the tier's read engine into a
-//             scratch entry for this call only
+//   streamed  no slot can take it (or the slots are device memory: tier_remote.cc): three reads
+//             (gate, up, down) on the tier's read engine into a scratch entry for this call only
 //
 // Every read of the call is issued before the layer computes; the forward pass computes the
 // layer's residents (and host copies) while they are in flight, then each wave of misses as
@@ -260,7 +260,8 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
         continue;
       }
       const bool prefetched = t.prefetched[index].load(std::memory_order_relaxed) != 0;
-      r.admitted = tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event, &r.existing);
+      // Device slots (remote) take no miss: the host computes it from its own read.
+      r.admitted = t.remote == nullptr && tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event, &r.existing);
       if (prefetched) {  // its read started a layer ahead: landed by now, or waited for (late)
         mt_event_info info{};
         r.late = r.admitted && mt_backend_event_query(t.backend, r.event, &info, nullptr, 0) == MT_BACKEND_OK && info.state == MT_EVENT_PENDING;

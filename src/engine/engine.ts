@@ -129,19 +129,28 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const idleMs = options.requestIdleMs ?? limits.requestIdleMs;
   if (!Number.isInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1) throw new InvalidOptionError('requestIdleMs', 'an integer number of ms in [1, 2^31 - 1]', idleMs);
   const budget = options.memoryBudgetBytes;
+  // On a cuda backend the slots are device memory: the budget bounds the host's parts, and the
+  // device's share is asked for as without a budget (resident or slotsPerLayer).
+  const onDevice = options.backend === 'cuda' || options.backend === 'cuda-sim';
   if (budget !== undefined) {
     if (!Number.isSafeInteger(budget) || budget <= 0) throw new InvalidOptionError('memoryBudgetBytes', 'an integer number of bytes > 0', budget);
-    if (wantsTier(options) || options.backend !== undefined) throw new InvalidOptionError('memoryBudgetBytes', 'no resident, slotsPerLayer or backend beside it (the plan sets them)', budget);
+    if (onDevice && !wantsTier(options)) throw new InvalidOptionError('memoryBudgetBytes', `resident or slotsPerLayer beside it on backend "${options.backend}" (the device's slots; the budget bounds host memory)`, budget);
+    if (!onDevice && (wantsTier(options) || options.backend !== undefined)) {
+      throw new InvalidOptionError('memoryBudgetBytes', 'no resident, slotsPerLayer or backend beside it (the plan sets them), except backend "cuda" / "cuda-sim" with resident or slotsPerLayer', budget);
+    }
+    if (options.readsFile !== undefined) throw new InvalidOptionError('readsFile', 'unset beside memoryBudgetBytes (the budget sets it)', options.readsFile);
   }
   const native = loadNative();
   const model = loadModel(native, options.model, { fromDisk: options.backend === 'disk' || budget !== undefined });
   // Everything opened from here on is freed if a later step throws (a bad tier option used to leave the model mapped).
   let context: NativeContextHandle | undefined;
   try {
-    const planned = budget !== undefined ? planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens) : undefined;
+    const planned = budget === undefined ? undefined
+      : onDevice ? { plan: memoryPlanOf(native, model, budget, contextTokens, threads, contextTokens, deviceSlotsAsked(options, model.hparams)) }
+      : planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens);
     const plan = planned?.plan;
-    const tierOptions: TierOptions = plan && !plan.holdsEveryExpert
-      ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer, shortPrefillTokens: planned!.shortPrefillTokens }
+    const tierOptions: TierOptions = onDevice && plan ? { ...options, readsFile: true }
+      : plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer, shortPrefillTokens: (planned as { shortPrefillTokens: number }).shortPrefillTokens }
       : options;
     const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
     // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
@@ -616,7 +625,27 @@ function planWithPrefill(
   return { plan: onDemandOnly, shortPrefillTokens: nCtx };
 }
 
-function memoryPlanOf(native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number, shortPrefillTokens: number): MemoryPlan {
+/**
+ * A cuda backend's pinned host buffers: the staging ring its uploads pass through, and the rows
+ * in and out of one run_experts call (a prefill chunk's routed rows at most, capped by the call's
+ * row limit: mt_backend_cuda.h).
+ */
+function devicePinnedBytes(native: NativeBinding, hp: HParams, nCtx: number): number {
+  const limits = native.cudaLimits();
+  const rows = Math.min(limits.expertRowsMax, Math.min(nCtx, EVAL_CHUNK_ROWS) * hp.nExpertUsed);
+  return limits.stagingBuffers * limits.stagingBufferBytes + 2 * rows * hp.nEmbd * 4;
+}
+
+/** The device slots per layer that resident or slotsPerLayer ask for (resolveTierConfig checks them again). */
+function deviceSlotsAsked(options: EngineOptions, hp: HParams): number {
+  const probe = resolveTierConfig({ ...options, heat: false }, hp, () => '');
+  return probe.slotsPerLayer[0];
+}
+
+/** deviceSlotsPerLayer: the slots are on a device (outside the budget), as many as asked. */
+function memoryPlanOf(
+  native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number, shortPrefillTokens: number, deviceSlotsPerLayer?: number,
+): MemoryPlan {
   const hp = model.hparams;
   const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx, threads });
   const expertBytes = expertContainerBytes(model.file, hp);
@@ -624,10 +653,11 @@ function memoryPlanOf(native: NativeBinding, model: LoadedModel, budgetBytes: nu
   const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx) ? wholeLayerBufferBytes(expertBytes, hp.nExpert) : 0;
   const input = {
     budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes, prefillBufferBytes,
-    ioBufferBytes: ioBounceBytes(expertBytes, prefillBufferBytes > 0),
+    ioBufferBytes: ioBounceBytes(expertBytes, prefillBufferBytes > 0) + (deviceSlotsPerLayer !== undefined ? devicePinnedBytes(native, hp, nCtx) : 0),
     expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
     // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.
     workingSetExperts: Math.min(hp.nExpert, Math.min(nCtx, EVAL_CHUNK_ROWS) * hp.nExpertUsed),
+    ...(deviceSlotsPerLayer !== undefined ? { deviceSlotsPerLayer } : {}),
   };
   const plan = planMemory(input);
   if (plan.slotsPerLayer >= 1) return plan;

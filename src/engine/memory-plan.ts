@@ -42,12 +42,18 @@ export interface MemoryPlanInput {
   workingSetExperts?: number;
   /** The whole-layer prefill path's second layer buffer (src/engine/tier/prefill-path.ts); 0 when no prompt can take it. */
   prefillBufferBytes?: number;
+  /**
+   * The slots are in device memory (a cuda backend), outside the budget: this many per layer, as
+   * asked. The budget then bounds the host's parts only, and none of it goes to slots.
+   */
+  deviceSlotsPerLayer?: number;
 }
 
 export interface MemoryPlan {
   budgetBytes: number;
+  /** slots: host memory only (0 when the slots are in device memory: deviceSlotsPerLayer). */
   parts: { dense: number; kvCache: number; scratch: number; ioBuffers: number; workingSet: number; prefillBuffer: number; slots: number };
-  /** Expert slots per layer (the same on every layer), 0..nExpert. */
+  /** Expert slots per layer (the same on every layer), 0..nExpert; on a device, as asked. */
   slotsPerLayer: number;
   slotStrideBytes: number;
   /** The budget holds every expert: no expert is ever read from the file. */
@@ -80,6 +86,10 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const minimum = fixed.dense + fixed.kvCache + fixed.scratch + fixed.ioBuffers + fixed.workingSet + fixed.prefillBuffer;
   if (input.budgetBytes < minimum) throw new MemoryBudgetError(input.budgetBytes, minimum, fixed);
   const room = input.budgetBytes - minimum;
+  if (input.deviceSlotsPerLayer !== undefined) {
+    const slotsPerLayer = input.deviceSlotsPerLayer;
+    return { budgetBytes: input.budgetBytes, parts: { ...fixed, slots: 0 }, slotsPerLayer, slotStrideBytes: stride, holdsEveryExpert: slotsPerLayer === input.nExpert, unusedBytes: room };
+  }
   const slotsPerLayer = Math.min(input.nExpert, Math.floor(room / (stride * input.nLayer)));
   const slots = slotsPerLayer * input.nLayer * stride;
   return {

@@ -28,6 +28,8 @@ describe('bench-device on cuda-sim (a dry run of the GPU bench)', () => {
       expect(run.deviceShareOfLayer).toBeLessThan(1);
     }
     expect(s.decode.cpuOnly.deviceShareOfLayer).toBeUndefined();
+    // Under the host budget the file is read instead of the mapping: the same tokens.
+    expect(s.decode.partialFromFile).toMatchObject({ maxLogitDiff: 0, tokensLikeCpu: 64, tokensLikePartial: 64 });
     expect(s.overlap.uploads).toBeGreaterThanOrEqual(0);
   });
 });

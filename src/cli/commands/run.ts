@@ -32,7 +32,9 @@ memory (a model bigger than the RAM it may use):
   --memory-budget B|auto  all the RAM the engine may hold (1.5G, 800M; auto: 75 % of the memory available):
                           dense weights, KV cache, scratch and the expert slots that fit; the other experts
                           are read from the model file when routed (the disk tier); --json adds memoryPlan,
-                          --verbose prints it
+                          --verbose prints it. With --backend cuda and --resident/--slots-per-layer: the
+                          slots are the GPU's (outside the budget), the budget bounds the host's parts, and
+                          misses and uploads read the model file (never its mapping)
   --short-prefill-tokens N|auto  on the disk tier: a prompt of at most N tokens reads its routed experts once
                           routed (on demand), a longer one reads each layer whole while the previous layer
                           computes (0: always whole layers; default auto: the crossover bench prefill measured)

@@ -86,6 +86,13 @@ export interface TierOptions {
   prefetch?: PrefetchOptions;
   /** The disk tier: prompts of at most this many tokens read their misses on demand, longer ones whole layers ahead (default 'auto'): prefill-path.ts. */
   shortPrefillTokens?: number | 'auto';
+  /**
+   * cuda / cuda-sim: the tier reads the model file instead of its mapping, as the disk tier does:
+   * each miss for its call (on demand, into host scratch, computed on the CPU), each upload into
+   * the pinned staging ring. What memoryBudgetBytes sets on those backends, so that a model
+   * bigger than RAM keeps its pages out of the page cache; the disk backend always reads the file.
+   */
+  readsFile?: boolean;
 }
 
 export interface TierConfig {
@@ -103,6 +110,10 @@ export interface TierConfig {
   prefetch: PrefetchConfig;
   /** Resolved shortPrefillTokens (the disk tier reads it; prefill-path.ts). */
   shortPrefillTokens: number;
+  /** Misses and uploads read the model file (the disk backend, or a cuda kind with readsFile). */
+  readsFile: boolean;
+  /** The slots are device memory the host cannot read (cuda, cuda-sim): residents compute there. */
+  deviceSlots: boolean;
 }
 
 export function wantsTier(o: TierOptions): boolean {
@@ -134,6 +145,15 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
   if (placementPolicy === 'dlfu' && replan.enabled) {
     throw new InvalidOptionError('prefillReplan.enabled', 'false with placementPolicy "dlfu" (replan plans over LFRU\'s scores)', true);
   }
+  const deviceSlots = backend === 'cuda' || backend === 'cuda-sim';
+  if (o.readsFile !== undefined && (typeof o.readsFile !== 'boolean' || (o.readsFile && !deviceSlots && backend !== 'disk'))) {
+    throw new InvalidOptionError('readsFile', 'true only on backend "cuda", "cuda-sim" or "disk" (the others copy from the mapping), or false', o.readsFile);
+  }
+  if (o.readsFile === false && backend === 'disk') throw new InvalidOptionError('readsFile', 'unset or true on backend "disk" (it always reads the file)', false);
+  const readsFile = backend === 'disk' || o.readsFile === true;
+  if (deviceSlots && readsFile && o.shortPrefillTokens !== undefined) {
+    throw new InvalidOptionError('shortPrefillTokens', 'unset on a cuda backend (its misses are read on demand: the whole-layer path computes a layer on the host)', o.shortPrefillTokens);
+  }
   const heat = o.heat === undefined ? defaultHeat() : o.heat;
   if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
   return {
@@ -149,7 +169,10 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     upload: o.upload ?? {},
     replan,
     prefetch: resolvePrefetch(o.prefetch),
-    shortPrefillTokens: resolveShortPrefillTokens(o.shortPrefillTokens, backend === 'disk'),
+    // On a device every prompt reads on demand: a prompt never exceeds Infinity tokens.
+    shortPrefillTokens: deviceSlots && readsFile ? Number.POSITIVE_INFINITY : resolveShortPrefillTokens(o.shortPrefillTokens, backend === 'disk'),
+    readsFile,
+    deviceSlots,
   };
 }
 

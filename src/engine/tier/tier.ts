@@ -68,22 +68,23 @@ export class EngineTier {
       config.backend,
       config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes }
         : config.backend === 'disk' ? { budgetBytes, file: model.mapping, ...(config.disk.failTransferAfterBytes !== undefined ? { failTransferAfterBytes: config.disk.failTransferAfterBytes } : {}) }
-        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES, ...config.cudaSim }
+        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES, ...config.cudaSim, ...(config.readsFile ? { file: model.mapping } : {}) }
+        : config.backend === 'cuda' && config.readsFile ? { budgetBytes, file: model.mapping }
         : { budgetBytes },
     );
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;
     try {
       if (!hasNativeTier(native)) throw new NativeError('the addon has no expert tier verbs (createTier, tierPoll): rebuild it with npm run build:native');
-      // The disk tier keeps no host copies (their arena would hold every non-resident expert in RAM):
-      // its misses are read from the file for their call.
-      rebuild = wantsHostCopies(model) && config.backend !== 'disk' ? createRebuildActor(model) : undefined;
+      // A tier that reads the file keeps no host copies (their arena would hold every non-resident
+      // expert in RAM): its misses are read from the file for their call.
+      rebuild = wantsHostCopies(model) && !config.readsFile ? createRebuildActor(model) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
-      // The disk backend's misses are read from the file for their call, never from the mapping.
+      // Its misses are read from the file for their call, never from the mapping.
       const failAfter = config.disk.failStreamedReadAfterBytes;
-      const stream = config.backend === 'disk' ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) } : {};
+      const stream = config.readsFile ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) } : {};
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
-      port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.backend === 'disk');
+      port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.readsFile);
       assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
       const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
       const start = heat ? 'heat' : 'ids';
@@ -93,7 +94,9 @@ export class EngineTier {
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
       checkPrefetchFits(config.prefetch, config, hp.nExpert);
-      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, config.disk.admitMisses ?? true, config.prefetch, hp.nExpertUsed, { policy: config.placementPolicy, dlfu: config.dlfu });
+      // Device slots cannot take a miss's read before it runs (the host computes it): no admission.
+      const admitMisses = !config.deviceSlots && (config.disk.admitMisses ?? true);
+      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, admitMisses, config.prefetch, hp.nExpertUsed, { policy: config.placementPolicy, dlfu: config.dlfu });
       placement.publishVictimOrder();
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
@@ -216,6 +219,10 @@ export class EngineTier {
 function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, nExpert: number, name = 'prefetch'): void {
   if (prefetch.mode === 'enforce' && config.backend === 'disk' && config.disk.admitMisses === false) {
     throw new InvalidOptionError(`${name}.mode`, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
+  }
+  // A prefetch read lands in a slot the miss then waits for: a device slot the host cannot compute from.
+  if (prefetch.mode === 'enforce' && config.deviceSlots && config.readsFile) {
+    throw new InvalidOptionError(`${name}.mode`, `"off" or "observe" on backend "${config.backend}" reading the file (a miss is computed on the host from its own read)`, prefetch.mode);
   }
   if (prefetch.candidates !== undefined && prefetch.candidates > nExpert) {
     throw new InvalidOptionError(`${name}.candidates`, `an integer in [1, ${nExpert}] (the model's experts per layer)`, prefetch.candidates);
