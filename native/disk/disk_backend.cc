@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 #include "../cpu_backend/cpu_backend.h"
-#include "../io/model_file.h"
+#include "../backend/model_file.h"
 #include "mt_backend_disk.h"
 #include "mt_io.h"
 

@@ -133,7 +133,7 @@ typedef struct mt_backend_config {
                                         before the limit, then reports an error (once) */
   /* disk (always) and cuda / cuda-sim (when given; file_fd -1 otherwise): the model file, and
      where it is mapped. An upload's pieces point into [file_base, file_base + file_length); the
-     backend reads those ranges from file_fd (native/io/model_file.h: O_DIRECT where allowed)
+     backend reads those ranges from file_fd (native/backend/model_file.h: O_DIRECT where allowed)
      instead of copying from the mapping, whose pages it never touches: the disk kind into the
      slot, the cuda kinds into their pinned staging ring. A piece outside the file fails its upload. */
   int32_t file_fd;

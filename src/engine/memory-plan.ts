@@ -58,6 +58,8 @@ export interface MemoryPlan {
   slotStrideBytes: number;
   /** The budget holds every expert: no expert is ever read from the file. */
   holdsEveryExpert: boolean;
+  /** The slots are in device memory (deviceSlotsPerLayer), outside the budget. */
+  slotsOnDevice: boolean;
   /** Budget bytes the plan leaves unused (less than one slot per layer). */
   unusedBytes: number;
 }
@@ -88,7 +90,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const room = input.budgetBytes - minimum;
   if (input.deviceSlotsPerLayer !== undefined) {
     const slotsPerLayer = input.deviceSlotsPerLayer;
-    return { budgetBytes: input.budgetBytes, parts: { ...fixed, slots: 0 }, slotsPerLayer, slotStrideBytes: stride, holdsEveryExpert: slotsPerLayer === input.nExpert, unusedBytes: room };
+    return { budgetBytes: input.budgetBytes, parts: { ...fixed, slots: 0 }, slotsPerLayer, slotStrideBytes: stride, holdsEveryExpert: slotsPerLayer === input.nExpert, slotsOnDevice: true, unusedBytes: room };
   }
   const slotsPerLayer = Math.min(input.nExpert, Math.floor(room / (stride * input.nLayer)));
   const slots = slotsPerLayer * input.nLayer * stride;
@@ -98,6 +100,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     slotsPerLayer,
     slotStrideBytes: stride,
     holdsEveryExpert: slotsPerLayer === input.nExpert,
+    slotsOnDevice: false,
     unusedBytes: room - slots,
   };
 }

@@ -42,6 +42,7 @@ describe('memory budget', () => {
       const engine = await open(fixed + slots * perLayerSlot);
       try {
         expect(engine.memoryPlan!.slotsPerLayer).toBe(slots);
+        expect(engine.memoryPlan!.slotsOnDevice).toBe(false);
         expect(engine.tierStats()!.slotsBudget).toEqual([slots, slots, slots, slots]);
         expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
         expect(engine.tierStats()!.lazyMisses).toBe(0); // misses read from the file, never from the mapping
@@ -79,6 +80,7 @@ describe('memory budget on cuda-sim', () => {
         expect(plan.slotsPerLayer).toBe(slotsPerLayer);
         expect(plan.parts.slots).toBe(0); // device memory is not the host's budget
         expect(plan.holdsEveryExpert).toBe(false);
+        expect(plan.slotsOnDevice).toBe(true);
         expect(engine.tierStats()!.slotsBudget).toEqual([slotsPerLayer, slotsPerLayer, slotsPerLayer, slotsPerLayer]);
         expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
         const s = engine.tierStats()!;

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 #include "../../backend/backend.h"
-#include "../../io/model_file.h"
+#include "../../backend/model_file.h"
 #include "../mt_backend_cuda.h"
 #include "../mt_cuda_runtime.h"
 #include "cuda_clock.h"
@@ -44,9 +44,6 @@ static_assert(kStagingBufferBytes > 0 && kStagingBufferBytes % kSlotAlignBytes =
 
 // "cudaErrorNoDevice (no CUDA-capable device is detected)": the error's name and the runtime's string.
 std::string cuda_error_text(const mt_cuda_runtime* rt, int error);
-
-// The config names the model file: the uploads read it (file mode) instead of the mapping.
-inline bool has_model_file(const mt_backend_config& c) { return c.file_fd >= 0 && c.file_base != nullptr && c.file_length > 0; }
 
 class CudaBackend : public mt_backend {
  public:

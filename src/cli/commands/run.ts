@@ -186,7 +186,8 @@ function memoryOptions(a: Args): Partial<EngineOptions> {
 /** The plan, one part a line (--verbose). */
 function formatPlan(p: MemoryPlan): string {
   const lines = Object.entries(p.parts).map(([k, v]) => `  ${k.padEnd(11)} ${formatBytes(v)}`);
-  const slots = p.holdsEveryExpert ? 'every expert fits: no disk tier' : `${p.slotsPerLayer} expert slots per layer; the rest read from the file when routed`;
+  const where = p.slotsOnDevice ? ' on the device (outside the budget)' : '';
+  const slots = p.holdsEveryExpert && !p.slotsOnDevice ? 'every expert fits: no disk tier' : `${p.slotsPerLayer} expert slots per layer${where}; the rest read from the file when routed`;
   return `memory plan: budget ${formatBytes(p.budgetBytes)} (Node's own heap is outside it)\n${lines.join('\n')}\n  ${slots}`;
 }
 

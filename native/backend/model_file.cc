@@ -2,7 +2,7 @@
 #include "model_file.h"
 #include <fcntl.h>
 #include <unistd.h>
-#include "io.h"  // mt_io's own descriptor, for the buffered fallback's page-cache advice
+#include "../io/io.h"  // mt_io's own descriptor, for the buffered fallback's page-cache advice
 
 namespace mt {
 
