@@ -12,7 +12,11 @@
  *               activations and summation order; only expf differs), and two runs give the
  *               same bits
  *   generation  64 greedy tokens on the medium preset at 37 % residency, twice: byte-identical
+ *   file mode   uploads read from the model file into the staging ring, byte-exact
  */
+import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/engine/engine.js';
 import { ensurePresetModel } from '../../src/model/cache.js';
@@ -70,6 +74,34 @@ describe('cuda: uploads and overwrite', () => {
       expect(Buffer.compare(readBack(b, slot, big), newcomer)).toBe(0);
       expect(b.stats()).toMatchObject({ hostVisible: false, uploadsFailed: 0 });
     }));
+});
+
+describe('cuda: uploads read from the model file (file mode)', () => {
+  it('fills the staging ring by reads of the file: byte-exact past the ring, the mapping left out of the page cache', async () => {
+    const limits = native.cudaLimits();
+    const big = limits.stagingBuffers * limits.stagingBufferBytes + 3 * MiB + 160;
+    // Not on tmpfs: its pages are the file, resident whatever the reads do.
+    const tmpfs = statfsSync(os.tmpdir()).type === 0x01021994;
+    const base = tmpfs ? path.resolve(import.meta.dirname, '../../.ci') : os.tmpdir();
+    mkdirSync(base, { recursive: true });
+    const dir = mkdtempSync(path.join(base, 'moetier-device-file-'));
+    const file = path.join(dir, 'experts.bin');
+    const content = pattern(big + 4096, 7);
+    writeFileSync(file, content);
+    native.dropFileCache(file);
+    const mapped = native.mapFile(file, { access: 'random' });
+    const b = Backend.create(KIND, { budgetBytes: 2 * big, file: mapped.handle });
+    try {
+      const slot = b.reserve(1, big);
+      expect((await b.waitUploaded(b.upload(slot, [new Uint8Array(mapped.buffer, 32, big)]))).state).toBe('done');
+      expect(Buffer.compare(readBack(b, slot, big), content.subarray(32, 32 + big))).toBe(0);
+      expect(native.mappedResidency(mapped.handle).resident).toBeLessThanOrEqual(4);
+    } finally {
+      b.destroy();
+      native.unmapFile(mapped.handle);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('cuda: events on CLOCK_MONOTONIC', () => {
