@@ -45,23 +45,14 @@ CpuBackend::~CpuBackend() { drain(); }
 
 // Under mu (mt_backend_upload counted the job in uploads_in_flight before this).
 void CpuBackend::submit(const UploadJob& job) {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    MT_ASSERT(!stopping_, "no upload is submitted once drain began (the backend is closed first)");
-    queue_.push_back(job);
-    MT_ASSERT(queue_.size() <= size_t(uploads_in_flight), "every queued job is an upload in flight: at most one per slot");
-  }
-  queue_cv_.notify_one();
+  const size_t queued = queue_.push(job);
+  MT_ASSERT(queued <= size_t(uploads_in_flight), "every queued job is an upload in flight: at most one per slot");
+  (void)queued;
 }
 
 void CpuBackend::drain() {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_one();
+  queue_.stop();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> lock(queue_mu_);
   MT_ASSERT(queue_.empty(), "the upload thread ends only once its queue is empty");
 }
 
@@ -73,15 +64,8 @@ void CpuBackend::run() {
   sched_param sp{};
   pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 #endif
-  for (;;) {
-    UploadJob job;
-    {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      job = queue_.front();
-      queue_.pop_front();
-    }
+  UploadJob job;
+  while (queue_.pop(&job)) {
     MT_ASSERT(job.dst != nullptr && job.n_pieces >= 1 && job.copy_limit <= job.bytes, "a submitted job has a slot, pieces and a copy limit within them");
     const int64_t start = monotonic_ns();
     const bool ok = copy_pieces(job);

@@ -11,11 +11,9 @@
 //       FakeBackend (fake/): a virtual clock and fault injection
 //     DiskBackend (disk/): uploads read the model file through the read engine instead
 #pragma once
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <thread>
 #include "../backend/backend.h"
+#include "../backend/work_queue.h"
 
 namespace mt {
 
@@ -38,10 +36,7 @@ class CpuBackend : public RamBackend {
 
  private:
   void run();
-  std::mutex queue_mu_;  // never taken while waiting for mu (complete() takes mu unlocked here)
-  std::condition_variable queue_cv_;
-  std::deque<UploadJob> queue_;
-  bool stopping_ = false;
+  WorkQueue<UploadJob> queue_;  // its lock is never taken while waiting for mu (complete() takes mu unlocked here)
   std::thread thread_;
 };
 

@@ -75,40 +75,20 @@ void CudaBackend::free_block(uint8_t* block) { rt_.device_free(block); }
 int64_t CudaBackend::compute_stamp(uint64_t) { return monotonic_ns(); }
 
 // Under mu (mt_backend_upload counted the job in uploads_in_flight before this).
-void CudaBackend::submit(const UploadJob& job) {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    MT_ASSERT(!stopping_, "no upload is submitted once drain began (the backend is closed first)");
-    queue_.push_back(job);
-  }
-  queue_cv_.notify_one();
-}
+void CudaBackend::submit(const UploadJob& job) { queue_.push(job); }
 
 // Idempotent (the destructor calls it again): the staging queue empties first, then the
 // waiters complete what it issued.
 void CudaBackend::drain() {
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    stopping_ = true;
-  }
-  queue_cv_.notify_one();
+  queue_.stop();
   if (staging_.joinable()) staging_.join();
   if (upload_waiter_) upload_waiter_->stop();
   if (compute_waiter_) compute_waiter_->stop();
 }
 
 void CudaBackend::run_staging() {
-  for (;;) {
-    UploadJob job;
-    {
-      std::unique_lock<std::mutex> lock(queue_mu_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      job = queue_.front();
-      queue_.pop_front();
-    }
-    issue(job);
-  }
+  UploadJob job;
+  while (queue_.pop(&job)) issue(job);
 }
 
 // The chunk into its staging buffer, once the buffer's previous copy finished: a memcpy from

@@ -17,12 +17,10 @@
 //                device, expert_ffn per run, one copy of the y rows back, one synchronise; events
 //                before and after on the compute stream give the device's span (run_expert: one run)
 //
-// Locks: mu (the base's) for the slot table and events; queue_mu_ for the staging queue
-// (taken under mu by submit); compute_mu_ for the compute scratch buffers (run_expert and
+// Locks: mu (the base's) for the slot table and events; the staging queue's own (taken under
+// mu by submit); compute_mu_ for the compute scratch buffers (run_expert and
 // slot_read; never held with mu). The threads never hold their own lock while taking mu.
 #pragma once
-#include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +28,7 @@
 #include <vector>
 #include "../../backend/backend.h"
 #include "../../backend/model_file.h"
+#include "../../backend/work_queue.h"
 #include "../mt_backend_cuda.h"
 #include "../mt_cuda_runtime.h"
 #include "cuda_clock.h"
@@ -105,10 +104,7 @@ class CudaBackend : public mt_backend {
   mt_io* io_ = nullptr;  // file mode: the read engine over the model file (model_file.h)
   bool direct_ = false;
 
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<UploadJob> queue_;
-  bool stopping_ = false;
+  WorkQueue<UploadJob> queue_;  // the staging queue
 
   std::mutex compute_mu_;
   DeviceBuffer x_dev_, y_dev_, scratch_dev_;

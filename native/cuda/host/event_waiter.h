@@ -3,12 +3,10 @@
 // The CUDA backend keeps one per stream: work on one stream finishes in order, so waiting in
 // FIFO order never waits behind something that finishes later.
 #pragma once
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <utility>
+#include "../../backend/work_queue.h"
 #include "../mt_cuda_runtime.h"
 
 namespace mt {
@@ -20,42 +18,20 @@ class EventWaiter {
   explicit EventWaiter(const mt_cuda_runtime& rt) : rt_(rt), thread_([this] { run(); }) {}
   ~EventWaiter() { stop(); }
 
-  void add(void* event, Then then) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.emplace_back(event, std::move(then));
-    }
-    cv_.notify_one();
-  }
-  // Runs everything added so far, then ends the thread.
+  void add(void* event, Then then) { queue_.push({event, std::move(then)}); }
+  // Runs everything added so far, then ends the thread. Idempotent.
   void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_one();
+    queue_.stop();
     if (thread_.joinable()) thread_.join();
   }
 
  private:
   void run() {
-    for (;;) {
-      std::pair<void*, Then> item;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        item = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      item.second(rt_.event_synchronize(item.first));
-    }
+    std::pair<void*, Then> item;
+    while (queue_.pop(&item)) item.second(rt_.event_synchronize(item.first));
   }
   const mt_cuda_runtime& rt_;
-  std::mutex mu_;  // the queue only; never held while a continuation runs
-  std::condition_variable cv_;
-  std::deque<std::pair<void*, Then>> queue_;
-  bool stopping_ = false;
+  WorkQueue<std::pair<void*, Then>> queue_;  // its lock is never held while a continuation runs
   std::thread thread_;  // last: starts once the members above exist
 };
 
