@@ -79,6 +79,8 @@ export const AttrNames = {
   calibrationFixedCost: 'moetier.calibration.upload_fixed_cost_ms',
   /** double[]: EWMA compute time per layer, milliseconds, indexed by layer. */
   calibrationLayerCompute: 'moetier.calibration.layer_compute_ms',
+  /** double[]: EWMA of the device's share of each layer (its residents on a CUDA device), milliseconds, by layer; only on the cuda backends. */
+  calibrationDeviceCompute: 'moetier.calibration.device_compute_ms',
   /** int: timing samples this update consumed. */
   calibrationSamples: 'moetier.calibration.samples',
   /** string: the device backend of the expert tier ('cpu', 'fake', 'cuda'); absent without a tier. */
@@ -161,12 +163,15 @@ export function calibrationAttributes(a: {
   bandwidthBytesPerS: number;
   fixedCostMs: number;
   layerComputeMs: readonly number[];
+  /** Absent where no layer ran on a device. */
+  deviceComputeMs?: readonly number[];
   samples: number;
 }): Attributes {
   return {
     [AttrNames.calibrationBandwidth]: a.bandwidthBytesPerS,
     [AttrNames.calibrationFixedCost]: a.fixedCostMs,
     [AttrNames.calibrationLayerCompute]: [...a.layerComputeMs],
+    ...(a.deviceComputeMs ? { [AttrNames.calibrationDeviceCompute]: [...a.deviceComputeMs] } : {}),
     [AttrNames.calibrationSamples]: a.samples,
   };
 }

@@ -105,6 +105,12 @@ describe("each layer's device share, from the compute stream's events", () => {
       expect(start).toBeGreaterThanOrEqual(layerStart - CLOCK_MAPPING_SLACK_NS);
       expect(end).toBeLessThanOrEqual(layerEnd + CLOCK_MAPPING_SLACK_NS);
     }
+    // The calibration's update spans carry the device's share beside each layer's window.
+    const updates = spans.filter((x) => x.name === SpanNames.calibrationUpdate);
+    expect(updates.length).toBeGreaterThan(0);
+    const device = updates.at(-1)!.attributes['moetier.calibration.device_compute_ms'] as number[];
+    expect(device).toHaveLength(4);
+    expect(device.every((ms) => ms > 0)).toBe(true);
     const s = snapshot!;
     for (let l = 0; l < s.computeMsEwma.length; l++) {
       expect(s.deviceComputeMsEwma[l]).toBeGreaterThan(0);

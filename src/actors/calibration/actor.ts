@@ -71,6 +71,7 @@ export class CalibrationActor {
       bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
       fixedCostMs: c.transferFixedMsEwma ?? 0,
       layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
+      ...(c.deviceComputeMsEwma.some((x) => x !== undefined) ? { deviceComputeMs: c.deviceComputeMsEwma.map((x) => x ?? 0) } : {}),
       samples: u.accepted,
     }), u.step.traceContext);
   };
