@@ -156,7 +156,7 @@ struct RemoteWorker {
   int status = 0;        // 0, or -1 with error: the first failed call of the layer
   char error[448] = "";
   std::vector<mt_backend_cuda_run> calls;  // the worker's: one run_experts call's runs (RUNS_MAX)
-  int64_t span_start_ns = 0, span_end_ns = 0, span_busy_ns = 0;  // the worker's, read after busy clears
+  int64_t span_end_ns = 0, span_busy_ns = 0;  // the worker's (its calls' last end, their summed time), read after busy clears
 };
 
 }  // namespace mt

@@ -50,7 +50,6 @@ int flush(mt_tier& t, RemoteWorker& w, int32_t layer, int32_t n) {
     return -1;
   }
   if (span.end_ns > span.start_ns && span.start_ns > 0) {
-    if (w.span_start_ns == 0) w.span_start_ns = span.start_ns;
     w.span_busy_ns += span.end_ns - span.start_ns;
     w.span_end_ns = span.end_ns;
   }
@@ -87,7 +86,7 @@ void work(mt_tier* tier) {
     const int32_t layer = w.layer, n = w.n_jobs;
     lock.unlock();
     // The worker alone touches calls, the span and (until busy is cleared) error.
-    w.span_start_ns = w.span_end_ns = w.span_busy_ns = 0;
+    w.span_end_ns = w.span_busy_ns = 0;
     const int status = run_layer(t, w, layer, n);
     lock.lock();
     w.status = status;

@@ -146,11 +146,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   let context: NativeContextHandle | undefined;
   try {
     const planned = budget === undefined ? undefined
-      : onDevice ? { plan: memoryPlanOf(native, model, budget, contextTokens, threads, contextTokens, deviceSlotsAsked(options, model.hparams)) }
+      : onDevice ? { plan: memoryPlanOf(native, model, budget, contextTokens, threads, contextTokens, deviceSlotsAsked(options, model.hparams)), shortPrefillTokens: contextTokens }
       : planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens);
     const plan = planned?.plan;
     const tierOptions: TierOptions = onDevice && plan ? { ...options, readsFile: true }
-      : plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer, shortPrefillTokens: (planned as { shortPrefillTokens: number }).shortPrefillTokens }
+      : plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer, shortPrefillTokens: planned!.shortPrefillTokens }
       : options;
     const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
     // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
