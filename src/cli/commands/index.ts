@@ -3,7 +3,8 @@ import { demoCommand } from './demo.js';
 import { genModelCommand } from './gen-model.js';
 import { inspectCommand } from './inspect.js';
 import { replayCommand } from './replay.js';
+import { routesCommand } from './routes.js';
 import { runCommand } from './run.js';
 
 /** Every sub-command, in the order `moetier --help` lists them. */
-export const commands: Command[] = [runCommand, demoCommand, genModelCommand, inspectCommand, replayCommand];
+export const commands: Command[] = [runCommand, demoCommand, genModelCommand, inspectCommand, replayCommand, routesCommand];
