@@ -185,6 +185,15 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
       a.routes = routes.As<Napi::Int32Array>().Data();
       a.routes_len = routes.As<Napi::Int32Array>().ElementLength();
     }
+    // forcedRoutes (Int32Array, nTokens x nLayer x nExpertUsed): the experts each row runs instead of
+    // the router's top-k (mt_eval_args.forced_routes; checked by mt_eval before anything runs).
+    Napi::Value forced = o.Get("forcedRoutes");
+    if (!forced.IsUndefined()) {
+      if (!forced.IsTypedArray() || forced.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+        return *err = "eval: options.forcedRoutes must be an Int32Array", false;
+      a.forced_routes = forced.As<Napi::Int32Array>().Data();
+      a.forced_routes_len = forced.As<Napi::Int32Array>().ElementLength();
+    }
     Napi::Value stats = o.Get("layerStats");
     if (!stats.IsUndefined()) {
       if (!stats.IsTypedArray() || stats.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
@@ -277,7 +286,7 @@ class EvalWorker : public Napi::AsyncWorker {
     for (size_t i = 0; i < info.Length() && i < 5; i++)
       if (info[i].IsObject() || info[i].IsExternal()) refs_.push_back(Napi::Reference<Napi::Value>::New(info[i], 1));
     if (info.Length() > 4 && info[4].IsObject()) {
-      for (const char* key : {"routes", "layerStats", "predicted"}) {
+      for (const char* key : {"routes", "layerStats", "predicted", "forcedRoutes"}) {
         Napi::Value v = info[4].As<Napi::Object>().Get(key);
         if (v.IsObject()) refs_.push_back(Napi::Reference<Napi::Value>::New(v, 1));
       }

@@ -152,6 +152,7 @@ struct Pass {
   int32_t wave_begin = 0, wave_end = 0;  // the runs the matrix phases compute now: all of them, or
                                          // those whose weights are in memory (the rest are being read)
   int32_t* routes = nullptr;     // [n][nLayer][nExpertUsed] for this chunk, or null
+  const int32_t* forced_routes = nullptr;  // [n][nLayer][nExpertUsed]: run these instead of the top-k, or null
   int32_t logit_row0 = 0;        // rows [logit_row0, n) get logits
   float* logits = nullptr;       // [n - logit_row0][nVocab]
   std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim

@@ -229,6 +229,29 @@ bool check_logits_finite(const float* logits, int32_t rows, int32_t n_vocab, int
   return true;
 }
 
+// forced_routes: room for every row, and n_expert_used distinct ids in [0, n_expert) per (row, layer):
+// a bad id would index past the expert tables, so it is refused before anything runs.
+bool check_forced_routes(const mt_hparams& hp, const mt_eval_args& a, char* err, size_t err_bytes) {
+  const int32_t K = hp.n_expert_used;
+  const size_t need = size_t(a.n_tokens) * size_t(hp.n_layer) * size_t(K);
+  if (a.forced_routes_len < need)
+    return std::snprintf(err, err_bytes, "forcedRoutes: expected %zu ids (tokens x nLayer x nExpertUsed, got %zu)", need, a.forced_routes_len), false;
+  for (size_t at = 0; at < need; at += size_t(K)) {
+    const int32_t* ids = a.forced_routes + at;
+    for (int32_t k = 0; k < K; k++) {
+      bool repeated = false;
+      for (int32_t j = 0; j < k; j++) repeated = repeated || ids[j] == ids[k];
+      if (ids[k] < 0 || ids[k] >= hp.n_expert || repeated) {
+        const size_t row = at / size_t(K) / size_t(hp.n_layer), layer = at / size_t(K) % size_t(hp.n_layer);
+        return std::snprintf(err, err_bytes, "forcedRoutes: row %zu layer %zu: expected %d distinct expert ids in [0, %d) (got %d at rank %d)", row,
+                             layer, K, hp.n_expert, ids[k], k),
+               false;
+      }
+    }
+  }
+  return true;
+}
+
 bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t err_bytes) {
   const mt_hparams& hp = c.model->hp;
   if (a.n_tokens < 1) return std::snprintf(err, err_bytes, "tokens: expected at least one token"), false;
@@ -260,6 +283,7 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
     return std::snprintf(err, err_bytes, "predicted: expected room for %zu ids (nLayer x predictK, got %zu)", size_t(hp.n_layer) * size_t(a.predict_k),
                          a.predicted_len),
            false;
+  if (a.forced_routes != nullptr && !check_forced_routes(hp, a, err, err_bytes)) return false;
   if (a.experts != nullptr && a.experts->model != c.model)
     return std::snprintf(err, err_bytes, "tier: it was created for another model than this context's"), false;
   return true;
@@ -277,7 +301,9 @@ void init_pass(Pass& p, mt_context* ctx, const mt_eval_args* args, int32_t row0,
   p.pos0 = args->pos + row0;
   p.tokens = args->tokens + row0;
   p.x = x;
-  p.routes = args->routes ? args->routes + size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used) : nullptr;
+  const size_t row_ids = size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used);
+  p.routes = args->routes ? args->routes + row_ids : nullptr;
+  p.forced_routes = args->forced_routes ? args->forced_routes + row_ids : nullptr;
   p.predicted = args->predicted, p.predict_k = args->predict_k, p.predict_ahead = args->predict_ahead;
 }
 

@@ -2,7 +2,7 @@
 //
 //   x += proj; h = rmsnorm(x, ffn_norm)     [rows]  (+ shared gate logit)
 //   router [n, nExpert] = Wr h              [pool]
-//   softmax, top-k, weights, routes         [rows]
+//   softmax, top-k (or forced), weights     [rows]
 //   group slots by expert (counting sort)   [caller]
 //   gather h rows per expert                [rows]  (prefill only)
 //   remote runs (device residents) start     [caller]  the source computes them meanwhile
@@ -53,6 +53,7 @@ void router_phase(void* arg, int, int nth) {
 }
 
 // p = softmax(router logits); the top k in rank order; w = p (or p / sum of the top k).
+// Forced routes (a trace's): those ids in their order, w = p / sum of them (mt_eval_args).
 void route_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
@@ -64,10 +65,12 @@ void route_phase(void* arg, int ith, int nth) {
     float* probs = c.router + r * hp.n_expert;
     int32_t* ids = c.route_ids + r * K;
     softmax(probs, hp.n_expert);
-    top_k(probs, hp.n_expert, K, ids);
+    if (p.forced_routes != nullptr) std::memcpy(ids, p.forced_routes + (r * hp.n_layer + p.layer) * K, size_t(K) * sizeof(int32_t));
+    else top_k(probs, hp.n_expert, K, ids);
     float total = 0.0f;
     for (int32_t k = 0; k < K; k++) total += probs[ids[k]];
-    for (int32_t k = 0; k < K; k++) c.route_w[r * K + k] = hp.norm_top_k ? probs[ids[k]] / total : probs[ids[k]];
+    const bool normalise = hp.norm_top_k || p.forced_routes != nullptr;
+    for (int32_t k = 0; k < K; k++) c.route_w[r * K + k] = normalise ? probs[ids[k]] / total : probs[ids[k]];
     if (p.routes != nullptr) std::memcpy(p.routes + (r * hp.n_layer + p.layer) * K, ids, size_t(K) * sizeof(int32_t));
   }
 }

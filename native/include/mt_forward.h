@@ -189,6 +189,14 @@ typedef struct mt_eval_args {
   int32_t predict_k;    /* 1..nExpert when predicted is set */
   int32_t predict_ahead; /* 0 or 1: predicted[l] is made from the stream entering layer l - ahead
                             (layer 0's for l < ahead), with layer l's router */
+  /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank]: the experts each row runs
+   * instead of the router's top-k (a simulation driven by a recorded route trace: the engine's
+   * routesFrom). Each (row, layer) holds n_expert_used distinct ids in [0, n_expert), checked
+   * before anything runs. The router still runs: the given experts are weighted by its softmax
+   * renormalised over them (w_k = p[id_k] / sum_j p[id_j], for every model), and routes, when
+   * set, receives these ids in this order. Slots, reads and the expert source see them as routes. */
+  const int32_t* forced_routes;
+  size_t forced_routes_len;
 } mt_eval_args;
 
 /* 0 on success, -1 on an operating error (message in err). Not re-entrant per context. */

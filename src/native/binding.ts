@@ -73,6 +73,12 @@ export interface NativeEvalOptions {
   /** 0 (default) or 1: predicted[l] made from the stream entering layer l - 1 (a full layer ahead; layer 0 from its own). */
   predictAhead?: number;
   /**
+   * [nTokens][nLayer][nExpertUsed] expert ids each row runs instead of the router's top-k (a simulation driven by a
+   * recorded trace: EngineOptions.routesFrom). nExpertUsed distinct ids in [0, nExpert) per row and layer (else the eval
+   * fails before anything runs); weighted by the router's softmax renormalised over them; `routes` receives them.
+   */
+  forcedRoutes?: Int32Array;
+  /**
    * evalAsync with a tier only: called on the JS thread after each layer's routing (per chunk of rows)
    * with that layer's rows per expert [nExpert], while later layers compute. Posted without blocking
    * (a bounded queue; drops counted in tierStats.layerHookDropped); every posted call runs before the

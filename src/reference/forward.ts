@@ -21,7 +21,11 @@ export interface ReferenceEval {
 
 export interface ReferenceSession {
   readonly position: number;
-  eval(tokens: number[]): ReferenceEval;
+  /**
+   * forcedRoutes[row][layer]: the experts each row runs instead of the router's top-k (a trace's routing,
+   * EngineOptions.routesFrom), weighted by the router's softmax renormalised over them.
+   */
+  eval(tokens: number[], forcedRoutes?: readonly (readonly (readonly number[])[])[]): ReferenceEval;
 }
 
 export function createReferenceSession(weights: ReferenceWeights, nCtx: number): ReferenceSession {
@@ -33,7 +37,7 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
   const values = Array.from({ length: hp.nLayer }, () => new Float32Array(nCtx * kvDim));
   let position = 0;
 
-  function evalRow(token: number, pos: number): { logits: Float32Array; routes: number[][] } {
+  function evalRow(token: number, pos: number, forced?: readonly (readonly number[])[]): { logits: Float32Array; routes: number[][] } {
     if (!Number.isInteger(token) || token < 0 || token >= hp.nVocab) {
       throw new InvalidOptionError('token', `an id in [0, ${hp.nVocab})`, token);
     }
@@ -42,7 +46,7 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     const routes: number[][] = [];
     for (let layer = 0; layer < hp.nLayer; layer++) {
       attention(x, layer, pos);
-      routes.push(moe(x, layer));
+      routes.push(moe(x, layer, forced?.[layer]));
     }
     const h = rmsNorm(x, w.get('output_norm.weight'), hp.rmsEps);
     const head = hp.tiedOutput ? 'token_embd.weight' : 'output.weight';
@@ -101,14 +105,17 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     }
   }
 
-  /** x += sum over the routed experts of w_e * expert_e(rmsnorm(x)) (+ the shared expert). Returns the route. */
-  function moe(x: Float32Array, layer: number): number[] {
+  /**
+   * x += sum over the routed experts of w_e * expert_e(rmsnorm(x)) (+ the shared expert). Returns the route.
+   * forced: run these experts instead of the top-k, w_e = p_e / (sum of their p).
+   */
+  function moe(x: Float32Array, layer: number, forced?: readonly number[]): number[] {
     const p = `blk.${layer}.`;
     const h = rmsNorm(x, w.get(p + 'ffn_norm.weight'), hp.rmsEps);
     const probs = matVec(w.get(p + 'ffn_gate_inp.weight'), hp.nExpert, hp.nEmbd, h);
     softmax(probs);
-    const chosen = topK(probs, hp.nExpertUsed);
-    const total = hp.normTopK ? chosen.reduce((s, e) => s + probs[e], 0) : 1;
+    const chosen = forced ? [...forced] : topK(probs, hp.nExpertUsed);
+    const total = hp.normTopK || forced ? chosen.reduce((s, e) => s + probs[e], 0) : 1;
     const sum = new Float32Array(hp.nEmbd);
     for (const expert of chosen) {
       const y = expertFfn(h, p + 'ffn_gate_exps.weight', p + 'ffn_up_exps.weight', p + 'ffn_down_exps.weight', hp.nFfExp, expert);
@@ -140,11 +147,11 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     get position() {
       return position;
     },
-    eval(tokens: number[]): ReferenceEval {
+    eval(tokens: number[], forcedRoutes?: readonly (readonly (readonly number[])[])[]): ReferenceEval {
       if (position + tokens.length > nCtx) throw new LimitExceededError('contextTokens', position + tokens.length, nCtx);
       const result: ReferenceEval = { logits: [], routes: [] };
-      for (const token of tokens) {
-        const row = evalRow(token, position++);
+      for (const [i, token] of tokens.entries()) {
+        const row = evalRow(token, position++, forcedRoutes?.[i]);
         result.logits.push(row.logits);
         result.routes.push(row.routes);
       }
