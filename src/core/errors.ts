@@ -73,6 +73,36 @@ export class InvalidOptionError extends MoetierError {
   }
 }
 
+/** Layers, experts per layer and experts routed per token (top-k) of a model or a route trace. */
+export interface RouteShape {
+  layers: number;
+  experts: number;
+  topK: number;
+}
+
+/**
+ * A route trace given to drive the engine (routesFrom, `--routes-from`) whose shape is not the
+ * model's: other layers, experts or top-k. Refused when the engine opens, before anything runs.
+ * An InvalidOptionError of option `routesFrom` (the CLI names its flag and exits 2). A headerless
+ * trace (../shared/traces/) does not say its expert count: `trace.experts` is then its largest id + 1.
+ */
+export class RouteTraceMismatchError extends InvalidOptionError {
+  readonly file: string;
+  readonly trace: RouteShape;
+  readonly model: RouteShape;
+  constructor(file: string, trace: RouteShape, model: RouteShape, headerless = false) {
+    const experts = headerless ? `expert ids up to ${trace.experts - 1}` : `${trace.experts} experts`;
+    super(
+      'routesFrom',
+      `a route trace of the model's shape (${model.layers} layers x ${model.experts} experts, top-${model.topK})`,
+      `${printable(file)}: ${trace.layers} layers x ${experts}, top-${trace.topK}`,
+    );
+    this.file = file;
+    this.trace = trace;
+    this.model = model;
+  }
+}
+
 /** A failure inside the native addon (allocation, mapping, I/O). */
 export class NativeError extends MoetierError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -41,6 +41,7 @@ import type { GenerateOptions, GeneratedToken } from './generate-options.js';
 import { ContextOwner, Conversation, type ContextTurn, type ConversationHost, type ConversationOptions, type TurnStart } from './conversation.js';
 import { rate, type GenerationStats } from './stats.js';
 import { modelName, RequestTrace } from './request-trace.js';
+import { RouteTraceSource, type RequestRoutes } from './routes-from.js';
 
 export type { GenerateOptions, GeneratedToken } from './generate-options.js';
 
@@ -62,6 +63,17 @@ export interface EngineOptions extends TierOptions {
   requestQueueDepthMax?: number;
   /** A request whose consumer asks for no next token for this long is cancelled (default 60 000 ms). */
   requestIdleMs?: number;
+  /**
+   * A simulation for benchmarks: a route trace file (the engine's `traceRoutes` format, or the
+   * headerless one of ../shared/traces/) whose routing replaces the router's (src/engine/routes-from.ts).
+   * Each MoE layer runs the experts the trace names for the row, weighted by the router's softmax
+   * renormalised over them; the tokens generated mean nothing, while slots, reads, uploads, prefetch,
+   * calibration and spans are real. Decode step t of a request runs decode row t (wrapping around at
+   * the trace's end); prompt rows run the trace's prefill rows, or its decode rows from row 0 when it
+   * has none. A trace of other layers, experts or top-k than the model's is refused when the engine
+   * opens (RouteTraceMismatchError). The default heat file is the model's and the trace's own.
+   */
+  routesFrom?: string;
 }
 
 export interface Engine {
@@ -108,6 +120,8 @@ export interface Engine {
   readonly prefetchMode: 'off' | 'observe' | 'enforce';
   /** 'native' (the addon's tier) or undefined (no tier). */
   readonly tierKind: 'native' | undefined;
+  /** The route trace that drives the routing (options.routesFrom: a simulation), or undefined: the router's own. */
+  readonly routesFrom: string | undefined;
   close(): Promise<void>;
 }
 
@@ -145,6 +159,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   // Everything opened from here on is freed if a later step throws (a bad tier option used to leave the model mapped).
   let context: NativeContextHandle | undefined;
   try {
+    // Before anything runs: a trace of another shape than the model's is refused here.
+    const routes = options.routesFrom === undefined ? undefined : RouteTraceSource.load(options.routesFrom, model.hparams);
     const planned = budget === undefined ? undefined
       : onDevice ? { plan: memoryPlanOf(native, model, budget, contextTokens, threads, contextTokens, deviceSlotsAsked(options, model.hparams)), shortPrefillTokens: contextTokens }
       : planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens);
@@ -152,14 +168,16 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     const tierOptions: TierOptions = onDevice && plan ? { ...options, readsFile: true }
       : plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer, shortPrefillTokens: planned!.shortPrefillTokens }
       : options;
-    const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(modelIdentity(model.file))) : undefined;
+    // Under a trace the default heat file is the (model, trace) pair's: the model's own stays the router's.
+    const heatName = (): string => modelIdentity(model.file) + (routes ? `.routes-${routes.digest}` : '');
+    const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(heatName())) : undefined;
     // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
     if (!tierConfig && budget === undefined && options.prefetch !== undefined && resolvePrefetch(options.prefetch).mode !== 'off') {
       throw new InvalidOptionError('prefetch.mode', '"off" without an expert tier (resident, slotsPerLayer or memoryBudgetBytes)', options.prefetch.mode);
     }
     context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
     const tier = tierConfig ? await EngineTier.create(native, model, context, tierConfig) : undefined;
-    const engine = new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier);
+    const engine = new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier, routes);
     engine.memoryPlan = plan;
     return engine;
   } catch (err) {
@@ -187,8 +205,13 @@ class NativeEngine implements Engine {
     queueDepthMax: number,
     private readonly idleMs: number,
     private readonly tier: EngineTier | undefined,
+    private readonly routes: RouteTraceSource | undefined,
   ) {
     this.queue = new RequestQueue(queueDepthMax);
+  }
+
+  get routesFrom(): string | undefined {
+    return this.routes?.file;
   }
 
   get hparams(): HParams {
@@ -230,7 +253,8 @@ class NativeEngine implements Engine {
       checkModelFile(this.model.pin);
       const out = new Float32Array(this.hparams.nVocab);
       this.owner.claim('engine.logits');
-      await this.native.evalAsync(this.context, ids, 0, out).catch((err: unknown) => {
+      const forcedRoutes = this.routes?.begin().next('prefill', ids.length);
+      await this.native.evalAsync(this.context, ids, 0, out, forcedRoutes && { forcedRoutes }).catch((err: unknown) => {
         throw typedEvalError(err, 0);
       });
       return out;
@@ -323,14 +347,21 @@ class NativeEngine implements Engine {
     }
     // Without a tier the routes come back from the eval into this buffer; with one, the tier's request logs them.
     const routesOnly = log && !tierRequest ? new RouteBuffer(this.hparams) : undefined;
+    // routesFrom: the trace's rows for each eval instead of the router's top-k (a simulation).
+    const routing: RequestRoutes | undefined = this.routes?.begin();
     let failure: { error: unknown } | undefined;
     let completed = false;
     // With a tier, steps go through its layer-compute actor (placement, route log and traces read its reports).
-    const evaluate = (phase: 'prefill' | 'decode', tokens: Int32Array, position: number, logits: Float32Array): Promise<void> =>
-      (tierRequest ? tierRequest.evaluate(phase, tokens, position, logits) : this.native.evalAsync(this.context, tokens, position, logits, routesOnly?.evalOptions(tokens.length)))
-        .catch((err: unknown) => {
-          throw typedEvalError(err, position);
-        });
+    const evaluate = (phase: 'prefill' | 'decode', tokens: Int32Array, position: number, logits: Float32Array): Promise<void> => {
+      const forcedRoutes = routing?.next(phase, tokens.length);
+      const untiered = (): Promise<void> => {
+        const options = routesOnly?.evalOptions(tokens.length);
+        return this.native.evalAsync(this.context, tokens, position, logits, forcedRoutes ? { ...options, forcedRoutes } : options);
+      };
+      return (tierRequest ? tierRequest.evaluate(phase, tokens, position, logits, forcedRoutes) : untiered()).catch((err: unknown) => {
+        throw typedEvalError(err, position);
+      });
+    };
     try {
       const sampler = createSampler(options);
       const streamer = this.model.tokenizer.createStreamDecoder({ special: false });

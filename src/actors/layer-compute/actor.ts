@@ -51,6 +51,7 @@ export class LayerComputeActor {
     const decode = step.tokens.length === 1 && step.phase === 'decode';
     const slot = decode ? nextRingSlot(this.lastSlot) : -1;
     const options = decode ? this.ring[slot] : this.prefillOptions(step);
+    options.forcedRoutes = step.forcedRoutes; // the ring's options keep no trace rows of an earlier step
     this.running = true;
     try {
       await this.native.evalAsync(this.context, step.tokens, step.position, step.logits, options);

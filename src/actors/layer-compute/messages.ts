@@ -21,6 +21,8 @@ export interface EvaluateStep {
   logits: Float32Array;
   /** Prefill replan: each layer's rows per expert while later layers compute (posted from the eval thread). */
   onLayerRouted?: (layer: number, counts: Int32Array) => void;
+  /** [nTokens][nLayer][k]: the experts to run instead of the router's top-k (routesFrom, a simulation); the report's routes are these. */
+  forcedRoutes?: Int32Array;
 }
 
 /**

@@ -158,9 +158,10 @@ export class TierRequest {
   private readonly stages: StepStages<TierPoll>;
   private readonly steps: StepRunner<TierPoll>;
 
-  /** One step through the step pipeline; a throw in any stage rejects it. */
-  async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array): Promise<void> {
+  /** One step through the step pipeline; a throw in any stage rejects it. forcedRoutes: the experts to run instead of the router's (routesFrom). */
+  async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array, forcedRoutes?: Int32Array): Promise<void> {
     const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
+    if (forcedRoutes) step.forcedRoutes = forcedRoutes;
     if (phase === 'prefill') this.prompt = tokens;
     const path = phase === 'prefill' && tokens.length > 1 ? this.prefillPathOf?.(tokens.length) : undefined;
     if (path === undefined) return this.runStep(step);
