@@ -67,6 +67,17 @@ expert tier (attached with --resident or --slots-per-layer):
   --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
                           rebuilds, calibration) as Chrome/Perfetto trace JSON; OTLP export follows the standard
                           OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT; see docs/TRACING.md)
+
+simulation (benchmarks only):
+  --routes-from TRACE     route every MoE layer by a recorded trace instead of the router (the engine's
+                          --trace-routes format, or ../shared/traces/ JSONL): each layer runs the experts
+                          the trace names for the row, weighted by the router's softmax over them, so the
+                          text printed means nothing; slots, reads, uploads, prefetch, calibration and
+                          spans are real and follow the trace. Decode step t runs decode row t (wrapping
+                          around past the trace's end); prompt rows run its prefill rows, or its decode
+                          rows from row 0 when it has none. A trace of other layers, experts or top-k
+                          than the model's is refused (exit 2). The default heat file is the model's and
+                          the trace's own; --json adds routesFrom
   with a tier, --json adds decodeHitRate, prefillHitRate, moeMsPerToken, msPerToken, uploads, uploadBytes, decodeUploadBytes, streamedBytes, replanGuard;
   on the disk tier also fileReadBytes (all the engine read from the model file) and processReadBytes (/proc/self/io)`;
 
@@ -93,6 +104,7 @@ const flags: FlagSpecs = {
   'half-life': { type: 'string' },
   'trace-routes': { type: 'string' },
   'trace-file': { type: 'string' },
+  'routes-from': { type: 'string' },
   'memory-budget': { type: 'string' },
   prefetch: { type: 'string' },
   'short-prefill-tokens': { type: 'string' },
@@ -107,6 +119,7 @@ const apiFlags: Record<string, string> = {
   'prefillReplan.maxSwapsPerLayer': 'replan-max', 'prefillReplan.guard': 'replan-guard', placementPolicy: 'placement', 'dlfu.halfLifeTokens': 'half-life', dlfu: 'half-life', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
   'prefetch.mode': 'prefetch',
   shortPrefillTokens: 'short-prefill-tokens',
+  routesFrom: 'routes-from',
 };
 
 export const runCommand: Command = {
@@ -158,12 +171,14 @@ async function runWith(a: Args, signal: AbortSignal): Promise<number> {
     contextTokens: a.int('ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
     ...tierOptions(a),
     ...memoryOptions(a),
+    ...(a.has('routes-from') ? { routesFrom: a.string('routes-from') } : {}),
   });
   try {
     const json = a.bool('json');
+    if (engine.routesFrom !== undefined) console.error(`moetier: simulation: routing from ${engine.routesFrom}, not the router: the text means nothing; the tier's figures follow the trace`);
     if (a.bool('verbose') && engine.memoryPlan) console.error(formatPlan(engine.memoryPlan));
     const report = await streamCompletion(engine, prompt, generate, json ? undefined : process.stdout);
-    const full = { ...report, ...tierReport(engine), ...(engine.memoryPlan ? { memoryPlan: engine.memoryPlan } : {}) };
+    const full = { ...report, ...tierReport(engine), ...(engine.memoryPlan ? { memoryPlan: engine.memoryPlan } : {}), ...(engine.routesFrom !== undefined ? { routesFrom: engine.routesFrom } : {}) };
     if (json) console.log(JSON.stringify(full));
     else printStats(`${formatStats(report)}${formatTier(full)}`);
     const heatFileError = engine.lastStats?.heatFileError;
@@ -326,9 +341,9 @@ function round(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-/** Trace outputs are never a device, a folder, the model or the heat file (checked before any work). */
+/** Trace outputs are never a device, a folder, the model, the heat file or the route trace read (checked before any work). */
 function checkOutputs(a: Args): void {
-  const inputs = [a.string('model'), a.string('heat')].filter((f): f is string => f !== undefined && f !== 'none');
+  const inputs = [a.string('model'), a.string('heat'), a.string('routes-from')].filter((f): f is string => f !== undefined && f !== 'none');
   for (const flag of ['trace-file', 'trace-routes']) {
     const file = a.string(flag);
     if (file !== undefined) checkOutputPath(file, a.flag(flag), inputs);
