@@ -14,7 +14,8 @@ export function modelCacheDir(): string {
 }
 
 export function presetModelFileName(o: SynthOptions): string {
-  return `synth-${o.preset}-${o.arch}-${o.quant}-s${o.seed}-g${GENERATOR_VERSION}.gguf`;
+  const routing = o.routing === 'planted' ? '-planted' : '';
+  return `synth-${o.preset}-${o.arch}-${o.quant}-s${o.seed}${routing}-g${GENERATOR_VERSION}.gguf`;
 }
 
 /** In-process generations under way, so two callers wait on one file. */
@@ -22,7 +23,7 @@ const pending = new Map<string, Promise<string>>();
 
 /** The path of the cached preset model, generating it first when it is missing. */
 export async function ensurePresetModel(
-  options: { preset: string; arch?: string; quant?: string; seed?: number },
+  options: { preset: string; arch?: string; quant?: string; seed?: number; routing?: string },
   onProgress?: ProgressFn,
 ): Promise<string> {
   const checked = checkSynthOptions(options);

@@ -14,19 +14,29 @@
  */
 import { PLANT } from './presets.js';
 import { Rng } from './prng.js';
+import { attentionContextMaps, ContextField, REALISTIC, realisticRouterWeights, type RoutingKind } from './routing.js';
 import type { SynthVocab } from './vocab.js';
 import type { HParams } from '../model/types.js';
 
 export class PlantedModel {
   readonly centroids: Float32Array[];
-  /** preferred[layer][topic] = expert ids that topic routes to at that layer. */
+  /** preferred[layer][topic] = expert ids that topic routes to at that layer (planted routing). */
   readonly preferred: number[][][];
+  /** Realistic routing: the directions that carry each token's context, and the coefficients. */
+  readonly contextDirs: Float32Array[];
+  readonly context?: ContextField;
   /** |e_v| for a topic token. */
-  readonly embedNorm = Math.hypot(PLANT.topicWeight, PLANT.tokenWeight);
+  readonly embedNorm: number;
+  private readonly routerParts = new Map<number, ReturnType<typeof realisticRouterWeights>>();
+  private readonly attentionMaps = new Map<number, Float32Array[]>();
 
-  constructor(readonly hp: HParams, readonly vocab: SynthVocab, readonly seed: number) {
+  constructor(readonly hp: HParams, readonly vocab: SynthVocab, readonly seed: number, readonly routing: RoutingKind) {
     this.centroids = orthonormal(vocab.cycles.length, hp.nEmbd, new Rng(seed, 'centroids'));
     this.preferred = Array.from({ length: hp.nLayer }, (_, l) => preferredSets(hp, vocab.cycles.length, new Rng(seed, `preferred:${l}`)));
+    const realistic = routing === 'realistic';
+    this.contextDirs = realistic ? orthonormal(REALISTIC.contextDims, hp.nEmbd, new Rng(seed, 'context-dirs'), this.centroids) : [];
+    if (realistic) this.context = new ContextField(hp.nVocab, vocab.cycles, seed);
+    this.embedNorm = Math.hypot(PLANT.topicWeight, PLANT.tokenWeight, realistic ? REALISTIC.contextWeight : 0);
   }
 
   /** u_v: seeded per token, so the embedding and the LM head rebuild it independently. */
@@ -34,6 +44,7 @@ export class PlantedModel {
     const rng = new Rng(this.seed, `u:${v}`);
     for (let i = 0; i < out.length; i++) out[i] = rng.normal();
     for (const c of this.centroids) axpy(-dot(c, out), c, out);
+    for (const c of this.contextDirs) axpy(-dot(c, out), c, out);
     scale(out, 1 / Math.sqrt(dot(out, out)));
     return out;
   }
@@ -44,6 +55,12 @@ export class PlantedModel {
     scale(out, PLANT.tokenWeight);
     const topic = this.vocab.topicOf[v];
     if (topic >= 0) axpy(PLANT.topicWeight, this.centroids[topic], out);
+    if (this.context) {
+      // |context part| ~ contextWeight: m unit-variance coefficients over sqrt(m)
+      const s = this.context.coefficients[v];
+      const w = REALISTIC.contextWeight / Math.sqrt(s.length);
+      this.contextDirs.forEach((d, j) => axpy(w * s[j], d, out));
+    }
   }
 
   /** Row w of output [D]; k = 8 / sqrt(D) keeps logits of similar size across presets. */
@@ -59,6 +76,7 @@ export class PlantedModel {
 
   /** Row `expert` of blk.layer.ffn_gate_inp [D]: planted direction plus noise from `rng`. */
   routerRow(layer: number, expert: number, rng: Rng, out: Float32Array): void {
+    if (this.routing === 'realistic') return this.realisticRouterRow(layer, expert, rng, out);
     const d = this.hp.nEmbd;
     // noise . h ~ N(0, routerNoise^2) for |h| = sqrt(D)
     rng.fillUniform(out, PLANT.routerNoiseLogits / Math.sqrt(d));
@@ -67,6 +85,41 @@ export class PlantedModel {
     this.preferred[layer].forEach((experts, topic) => {
       if (experts.includes(expert)) axpy(g, this.centroids[topic], out);
     });
+  }
+
+  /**
+   * Row r of blk.layer.attn_output [qDim]: uniform noise of std `sd` from `rng`; under realistic
+   * routing plus the layer's context writes (routing.ts), d_j[r] o_j summed over j.
+   */
+  attentionOutputRow(layer: number, row: number, sd: number, rng: Rng, out: Float32Array): void {
+    rng.fillUniform(out, sd);
+    if (this.routing !== 'realistic') return;
+    let maps = this.attentionMaps.get(layer);
+    if (!maps) {
+      maps = attentionContextMaps(this.seed, layer, out.length);
+      this.attentionMaps.set(layer, maps);
+    }
+    this.contextDirs.forEach((d, j) => axpy(d[row], maps[j], out));
+  }
+
+  /** routing.ts's three parts; h = rmsnorm(x) ~ sqrt(D) x / |e|, so a direction of weight a in x reads a sqrt(D) / |e|. */
+  private realisticRouterRow(layer: number, expert: number, rng: Rng, out: Float32Array): void {
+    const d = this.hp.nEmbd;
+    // The token part reads only u_v: noise with the topic and context directions projected out (else
+    // it would read a c_t too, a per-topic lean as large as the token part, that no sigma controls).
+    rng.fillUniform(out, (REALISTIC.sigmaToken * this.embedNorm) / (Math.sqrt(d) * PLANT.tokenWeight));
+    for (const c of this.centroids) axpy(-dot(c, out), c, out);
+    for (const c of this.contextDirs) axpy(-dot(c, out), c, out);
+    let parts = this.routerParts.get(layer);
+    if (!parts) {
+      parts = realisticRouterWeights(this.seed, layer, this.centroids.length, this.hp.nExpert);
+      this.routerParts.set(layer, parts);
+    }
+    const gTopic = (REALISTIC.sigmaTopic * this.embedNorm) / (Math.sqrt(d) * PLANT.topicWeight);
+    this.centroids.forEach((c, t) => axpy(gTopic * parts.topic[t][expert], c, out));
+    // sum_j v_j s_j / sqrt(m) has unit variance; its logit reads contextWeight sqrt(D) / |e| of it
+    const gContext = (REALISTIC.sigmaContext * this.embedNorm) / (Math.sqrt(d) * REALISTIC.contextWeight);
+    this.contextDirs.forEach((c, j) => axpy(gContext * parts.context[j][expert], c, out));
   }
 }
 
@@ -88,11 +141,13 @@ function preferredSets(hp: HParams, nTopics: number, rng: Rng): number[][] {
   return sets;
 }
 
-function orthonormal(count: number, dim: number, rng: Rng): Float32Array[] {
+/** `count` orthonormal vectors, orthogonal also to `against` (already orthonormal). */
+function orthonormal(count: number, dim: number, rng: Rng, against: readonly Float32Array[] = []): Float32Array[] {
   const out: Float32Array[] = [];
   while (out.length < count) {
     const v = new Float32Array(dim);
     for (let i = 0; i < dim; i++) v[i] = rng.normal();
+    for (const c of against) axpy(-dot(c, v), c, v);
     for (const c of out) axpy(-dot(c, v), c, v);
     scale(v, 1 / Math.sqrt(dot(v, v)));
     out.push(v);

@@ -29,6 +29,18 @@ export const PARITY_PROMPTS: readonly BuiltinPrompt[] = [
 ];
 
 /**
+ * Prompts whose decodes the routing statistics are taken over (the realistic-routing bands,
+ * bench/predict.mjs): the parity prompts, the demo, one that wanders over three topics before
+ * it settles, and a two-word one. Topics 0..3 only, so every preset has them.
+ */
+export const ROUTING_PROMPTS: readonly BuiltinPrompt[] = [
+  ...PARITY_PROMPTS,
+  DEMO_PROMPT,
+  prompt('routing-wander', 'space', 'the song of the ship is in the code of the star'),
+  prompt('routing-short', 'code', 'a loop'),
+];
+
+/**
  * The prompt as text for a tokenizer: SentencePiece (llama) adds the leading "▁" itself;
  * the byte-level BPE (gpt2) needs the leading space for the first word to be its "Ġword" token.
  */

@@ -61,8 +61,10 @@ function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
       return (w, out) => plant.headRow(w, out);
     case 'ffn_gate_inp.weight':
       return (e, out) => plant.routerRow(Number(layered![1]), e, rng, out);
-    case 'attn_output.weight':
-      return uniform((PLANT.attentionShare * plant.embedNorm) / Math.sqrt(hp.nHead * hp.headDim * hp.nEmbd));
+    case 'attn_output.weight': {
+      const sd = (PLANT.attentionShare * plant.embedNorm) / Math.sqrt(hp.nHead * hp.headDim * hp.nEmbd);
+      return (r, out) => plant.attentionOutputRow(Number(layered![1]), r, sd, rng, out);
+    }
     case 'ffn_down_exps.weight':
       return uniform(downStd(hp, hp.nFfExp, PLANT.expertShare, plant.embedNorm));
     case 'ffn_down_shexp.weight':

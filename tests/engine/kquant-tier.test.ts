@@ -29,7 +29,7 @@ let prompt: number[];
 
 beforeAll(async () => {
   const vocab = buildVocab('gpt2', hp.nVocab, 4, 1);
-  await writeGguf(model, synthMetadata(hp, vocab, 'kquant-tier'), synthTensors(new PlantedModel(hp, vocab, 1), 'q4_k_m'), { alignment: 32 });
+  await writeGguf(model, synthMetadata(hp, vocab, 'kquant-tier'), synthTensors(new PlantedModel(hp, vocab, 1, 'planted'), 'q4_k_m'), { alignment: 32 });
   const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
   try {
     prompt = plain.tokenize('the ship will sail across the sea and the rocket will launch');

@@ -163,7 +163,7 @@ describe('what the engine cannot compute is refused by name', () => {
 async function writeQ4_0WithQ6KOutput(file: string): Promise<string> {
   const hp: HParams = { ...presetHParams('tiny', 'qwen3moe'), nEmbd: 256, nLayer: 2, nExpert: 8, nExpertUsed: 2, nFfExp: 256, nHead: 4, nHeadKv: 2, headDim: 64, nVocab: 1024 };
   const vocab = buildVocab('gpt2', hp.nVocab, 4, 1);
-  const plant = new PlantedModel(hp, vocab, 1);
+  const plant = new PlantedModel(hp, vocab, 1, 'planted');
   const f32Head = synthTensors(plant, 'f32').find((t) => t.name === 'output.weight')!;
   const tensors = synthTensors(plant, 'q4_0').map((t) => (t.name !== 'output.weight' ? t : {
     ...t, type: 'Q6_K' as const, data: () => requantize(f32Head.data(), t.dims[0], 'Q6_K'),

@@ -78,7 +78,7 @@ const slotsPerLayer = 2;
 const budget = { scope: 'layer', slots: slotsPerLayer } as const;
 
 beforeAll(async () => {
-  model = await tinyModel(dir, 'q8_0', 13);
+  model = await tinyModel(dir, 'q8_0', 13, 'planted');
   // Mixed topics: the prompt's routing disagrees with the cold start's experts 0..1, so replan swaps.
   ({ prompt, reference } = await referenceRun(model, 'the ship will sail across the sea and we compile the function to debug the program then the rocket will launch', maxTokens));
 });

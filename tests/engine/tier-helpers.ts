@@ -4,16 +4,20 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openEngine, type Engine, type GenerateOptions } from '../../src/engine/engine.js';
 import { writeSynthModel } from '../../src/synth/generate.js';
+import type { RoutingKind } from '../../src/synth/routing.js';
 
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** A tiny qwen3moe model: 4 layers x 8 experts, top-2. */
-export async function tinyModel(dir: string, quant: 'q8_0' | 'q4_0' = 'q8_0', seed = 7): Promise<string> {
-  const file = path.join(dir, `tiny-${quant}-${seed}.gguf`);
-  await writeSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant, seed }, file);
+/**
+ * A tiny qwen3moe model: 4 layers x 8 experts, top-2. Planted routing for the tests that count on a
+ * prompt's decode staying within its topic's experts (which experts a short prompt reads, replan swaps).
+ */
+export async function tinyModel(dir: string, quant: 'q8_0' | 'q4_0' = 'q8_0', seed = 7, routing: RoutingKind = 'realistic'): Promise<string> {
+  const file = path.join(dir, `tiny-${quant}-${seed}-${routing}.gguf`);
+  await writeSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant, seed, routing }, file);
   return file;
 }
 

@@ -1,4 +1,4 @@
-/** `moetier gen-model`: write a synthetic MoE model with planted routing structure. */
+/** `moetier gen-model`: write a synthetic MoE model (realistic routing, or the planted topic lock). */
 import { InvalidOptionError } from '../../core/errors.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { ARCHS, PRESET_NAMES } from '../../synth/presets.js';
@@ -20,29 +20,32 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out
                not a multiple of 256, as all of tiny's, fall back as llama-quantize does: Q2_K, Q3_K -> Q4_0,
                Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0)
   --seed S     integer seed; same seed, same bytes (default ${SYNTH_DEFAULTS.seed})
+  --routing R  realistic: routing with a real model's statistics (spread over the experts, reuse from a
+               slowly drifting context; see moetier routes stats); planted: each prompt's decode locks into
+               one topic's 2k experts per layer (the tests' models) (default ${SYNTH_DEFAULTS.routing})
   -o, --out F  output GGUF path (a regular file or a new path; written beside it, renamed when complete)`;
 
 /** Where progress lines go: process.stderr, or a collector in tests. */
 export type TextSink = Stream;
 
 export async function genModel(argv: string[], stderr: TextSink): Promise<number> {
-  const a = parseFlags(argv, { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, out: { type: 'string', short: 'o' } }, 'gen-model');
+  const a = parseFlags(argv, { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, routing: { type: 'string' }, out: { type: 'string', short: 'o' } }, 'gen-model');
   const out = a.string('out');
   if (out === undefined) throw new InvalidOptionError(a.flag('out'), 'an output file path', out);
   checkOutputPath(out, a.flag('out')); // before any work: a device, folder or FIFO is never replaced
   const seedText = a.string('seed');
   const seed = seedText === undefined ? undefined : /^\d+$/.test(seedText) ? Number(seedText) : seedText;
-  const synth = { preset: a.string('preset'), arch: a.string('arch'), quant: a.string('quant'), seed };
-  const options = await a.renamingErrors({ preset: 'preset', arch: 'arch', quant: 'quant', seed: 'seed' }, async () => checkSynthOptions(synth));
+  const synth = { preset: a.string('preset'), arch: a.string('arch'), quant: a.string('quant'), seed, routing: a.string('routing') };
+  const options = await a.renamingErrors({ preset: 'preset', arch: 'arch', quant: 'quant', seed: 'seed', routing: 'routing' }, async () => checkSynthOptions(synth));
   const started = Date.now();
   await writeSynthModel(options, out, progressPrinter(stderr));
-  stderr.write(`gen-model: wrote ${out} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  stderr.write(`gen-model: wrote ${out} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return 0;
 }
 
 export const genModelCommand: Command = {
   name: 'gen-model',
-  summary: 'write a synthetic MoE model (GGUF) with planted topic routing',
+  summary: 'write a synthetic MoE model (GGUF) with realistic or planted routing',
   usage,
   run: (argv) => genModel(argv, process.stderr),
 };

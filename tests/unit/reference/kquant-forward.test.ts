@@ -37,7 +37,7 @@ const files = new Map<QuantName, GgufFile>();
 let vocab: SynthVocab;
 
 async function write(quant: QuantName): Promise<GgufFile> {
-  const plant = new PlantedModel(hp, vocab, 1);
+  const plant = new PlantedModel(hp, vocab, 1, 'planted');
   const path = join(dir, `${quant}.gguf`);
   await writeGguf(path, synthMetadata(hp, vocab, `kquant-${quant}`), synthTensors(plant, quant), { alignment: 32 });
   return parseGguf(new Uint8Array(readFileSync(path)), path);

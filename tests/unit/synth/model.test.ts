@@ -31,7 +31,7 @@ async function tiny(arch: Arch, quant: QuantName): Promise<{ model: SynthModel; 
   let hit = models.get(key);
   if (!hit) {
     const path = join(dir, `${key}.gguf`);
-    const model = await writeSynthModel({ preset: 'tiny', arch, quant, seed: 1 }, path);
+    const model = await writeSynthModel({ preset: 'tiny', arch, quant, seed: 1, routing: 'planted' }, path);
     hit = { model, file: parseGguf(new Uint8Array(readFileSync(path)), path) };
     models.set(key, hit);
   }
