@@ -62,6 +62,7 @@ export async function main(argv) {
   if (!values) return;
   const config = {
     preset: oneOf('preset', values.preset, ['tiny', 'small', 'medium']),
+    routing: 'realistic synthetic',
     maxTokens: positiveInt('tokens', values.tokens, 4096),
     resident: Number(values.resident),
     rounds: positiveInt('rounds', values.rounds, 100),
@@ -118,7 +119,7 @@ export function guardTable(r) {
   const g = (x) => (x.replanGuard ? `${x.replanGuard.kept} kept / ${x.replanGuard.reverted + x.replanGuard.appliedLate} switched` : '-');
   const c = r.config;
   const lines = [
-    `The replan guard through \`moetier run\` (a child process per request): ${c.preset} ${c.quant}, ${Math.round(c.resident * 100)} % resident, ${c.maxTokens} tokens, ` +
+    `The replan guard through \`moetier run\` (a child process per request): ${c.preset} ${c.quant}, ${c.routing ?? 'planted'} routing, ${Math.round(c.resident * 100)} % resident, ${c.maxTokens} tokens, ` +
       `heat file from one run of "${c.heatPrompt}", a fresh copy per request, medians of ${c.rounds} rounds, measured ${r.date.slice(0, 16)}Z. ` +
       'Off plain: SPEC.md\'s LFRU (`--replan-guard off`); off: the default (the replan held in reserve); on unguarded: SPEC.md section 2 (`--prefill-replan --replan-guard off`); on: `--prefill-replan`. Goal: on within 2 points of off where the prefill misleads; on keeps replan\'s gain on topic.',
     '',

@@ -1,27 +1,29 @@
 /**
- * node bench/predict.mjs [--presets tiny,small,medium --tokens N --update-results]
+ * node bench/predict.mjs [--presets tiny,small,medium --routing realistic,planted --tokens N --update-results]
  *
  * Route prediction (issue 13, item 1): how well each layer's router applied to the residual
  * stream entering the layer (mt_eval_args.predicted: before its attention) predicts the experts
- * the layer then routes to. Greedy decode of a few prompts on each qwen3moe preset at Q8_0, one
- * token per eval; per layer and over all layers:
+ * the layer then routes to. Greedy decode of the routing prompts (src/synth/prompts.ts ROUTING_PROMPTS)
+ * on each qwen3moe preset at Q8_0, with realistic routing (the presets' default) and planted routing
+ * (a decode locked into one topic's experts), one token per eval; per layer and over all layers:
  *   recall@k    |top-k predicted ∩ routed| / k       (k = nExpertUsed)
  *   recall@2k   |top-2k predicted ∩ routed| / k
  *   precision@2k |top-2k predicted ∩ routed| / 2k
- * The synthetic presets plant topic structure in the router (embeddings cluster by topic), which
- * makes prediction easier than on a trained model: these figures are an upper guide, not a claim.
+ * Realistic routing keeps part of a layer's routing out of the stream entering it (each layer's
+ * attention writes into the context its router reads: src/synth/routing.ts); how much is fitted to
+ * nothing measured on a trained model, so these figures are a guide, not a claim about one.
  */
 import os from 'node:os';
 import { importDist, presetModel } from './lib/moetier.mjs';
 import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
 import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 
-const usage = 'usage: node bench/predict.mjs [--presets tiny,small,medium --tokens N --update-results]';
+const usage = 'usage: node bench/predict.mjs [--presets tiny,small,medium --routing realistic,planted --tokens N --update-results]';
 const options = {
   presets: { type: 'string', default: 'tiny,small,medium', help: 'qwen3moe presets (Q8_0)' },
-  tokens: { type: 'string', default: '48', help: 'decode tokens per prompt' },
+  routing: { type: 'string', default: 'realistic,planted', help: 'the models\' routing kinds' },
+  tokens: { type: 'string', default: '64', help: 'decode tokens per prompt' },
 };
-const prompts = ['The ocean is deep and the waves roll over the sand', 'one two three four five six', 'red green blue yellow red green'];
 
 async function main(argv) {
   const values = parseBenchArgs(argv, { usage, options });
@@ -30,17 +32,21 @@ async function main(argv) {
   const loadAverageAtStart = os.loadavg();
   const native = (await importDist('src/native/binding.js')).loadNative();
   const { loadModel } = await importDist('src/engine/load.js');
+  const { ROUTING_PROMPTS, promptText } = await importDist('src/synth/prompts.js');
+  const prompts = ROUTING_PROMPTS.map((p) => promptText(p, 'gpt2'));
   const rows = [];
-  for (const preset of values.presets.split(',')) {
-    const path = await presetModel({ preset, arch: 'qwen3moe', quant: 'q8_0' });
-    const model = loadModel(native, path);
-    try {
-      rows.push({ preset, ...(await measure(native, model, tokens)) });
-    } finally {
-      native.freeModel(model.nativeModel);
-      native.unmapFile(model.mapping);
+  for (const routing of values.routing.split(',')) {
+    for (const preset of values.presets.split(',')) {
+      const path = await presetModel({ preset, arch: 'qwen3moe', quant: 'q8_0', routing });
+      const model = loadModel(native, path);
+      try {
+        rows.push({ preset, routing, ...(await measure(native, model, tokens, prompts)) });
+      } finally {
+        native.freeModel(model.nativeModel);
+        native.unmapFile(model.mapping);
+      }
+      process.stderr.write(`predict ${preset} (${routing}): recall@k ${rows.at(-1).recallK.toFixed(3)}, recall@2k ${rows.at(-1).recall2K.toFixed(3)}\n`);
     }
-    process.stderr.write(`predict ${preset}: recall@k ${rows.at(-1).recallK.toFixed(3)}, recall@2k ${rows.at(-1).recall2K.toFixed(3)}\n`);
   }
   const summary = { date: new Date().toISOString(), cpuModel: os.cpus()[0]?.model, command: `node bench/predict.mjs ${argv.join(' ')}`.trim(), loadAverageAtStart, loadAverageAtEnd: os.loadavg(), tokens, prompts, rows };
   process.stdout.write(JSON.stringify(summary) + '\n');
@@ -49,7 +55,7 @@ async function main(argv) {
   updateReadme(target, 'predict', table(summary));
 }
 
-async function measure(native, model, tokens) {
+async function measure(native, model, tokens, prompts) {
   const hp = model.hparams, K = hp.nExpertUsed;
   const perLayer = Array.from({ length: hp.nLayer }, () => ({ k: 0, twoK: 0, steps: 0 }));
   for (const text of prompts) {
@@ -93,11 +99,11 @@ function table(s) {
   const f = (x) => x.toFixed(3);
   const range = (r, key) => `${f(Math.min(...r.layers.map((x) => x[key])))}-${f(Math.max(...r.layers.map((x) => x[key])))}`;
   return [
-    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel}; ${s.prompts.length} prompts x ${s.tokens} greedy decode tokens per preset (qwen3moe, Q8_0).`,
+    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel}; ${s.prompts.length} prompts (ROUTING_PROMPTS) x ${s.tokens} greedy decode tokens per preset (qwen3moe, Q8_0).`,
     '',
-    '| preset | layers x experts, k | decode steps | recall@k (layers' + "'" + ' range) | recall@2k (range) | precision@2k |',
-    '|---|---|---|---|---|---|',
-    ...s.rows.map((r) => `| ${r.preset} | ${r.nLayer} x ${r.nExpert}, ${r.k} | ${r.steps} | ${f(r.recallK)} (${range(r, 'recallK')}) | ${f(r.recall2K)} (${range(r, 'recall2K')}) | ${f(r.precision2K)} |`),
+    '| preset | routing | layers x experts, k | decode steps | recall@k (layers' + "'" + ' range) | recall@2k (range) | precision@2k |',
+    '|---|---|---|---|---|---|---|',
+    ...s.rows.map((r) => `| ${r.preset} | ${r.routing === 'planted' ? 'planted' : 'realistic synthetic'} | ${r.nLayer} x ${r.nExpert}, ${r.k} | ${r.steps} | ${f(r.recallK)} (${range(r, 'recallK')}) | ${f(r.recall2K)} (${range(r, 'recall2K')}) | ${f(r.precision2K)} |`),
   ].join('\n');
 }
 

@@ -75,7 +75,7 @@ export async function main(argv) {
   const llama = await inCgroupAsync('llama-prefetch', limitBytes, (g) => llamaRun(model, promptTokens, 2, llamaTokens, g));
   const summary = {
     date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `npm run bench -- prefetch ${argv.join(' ')}`.trim(),
-    loadAverageAtStart, loadAverageAtEnd: os.loadavg(), quant, fileBytes, share, limitBytes, nodeAllowanceBytes, tokens, rounds, fakeResident: resident,
+    loadAverageAtStart, routing: 'realistic synthetic', loadAverageAtEnd: os.loadavg(), quant, fileBytes, share, limitBytes, nodeAllowanceBytes, tokens, rounds, fakeResident: resident,
     computeBoundTokPerS: ref.decodeTokPerS,
     disk: summarize(disk), fake: summarize(fake),
     llamaCpp: { threads: 2, tokens: llamaTokens, ...(llama.result ?? { failed: llama.failure }), peakBytes: llama.peakBytes },
@@ -152,7 +152,7 @@ function prefetchTable(s) {
   const row = (where, mode, m) =>
     `| ${where} | ${mode} | ${f(m.decodeTokPerS, 1)} | ${mode === 'off' ? '1.00' : f(m.vsOff)} | ${f(m.stallMsPerToken)} | ${f(m.decodeHitRate, 3)} | ${f(m.readMiBPerToken ?? m.uploadMiBPerToken, 1)} | ${f(m.coverage)} | ${f(m.precision)} | ${f(m.lateMsPerToken)} | ${f(m.lateMiBPerToken, 1)} | ${f(m.wastedMiBPerToken, 1)} | ${m.failed ? `${m.failed} failed` : m.sameTokens ? 'yes' : 'no'} |`;
   return [
-    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; medium ${s.quant}, ${s.tokens} tokens at 2 threads, medians of ${s.rounds} interleaved rounds (vs off: the median of each round's ratio).`,
+    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; medium ${s.quant}, ${s.tokens} tokens at 2 threads, medians of ${s.rounds} interleaved rounds (vs off: the median of each round's ratio). Routing: ${s.routing ?? 'planted'} (hit rates, coverage and MiB per token are what it gives).`,
     `Disk tier: a ${(s.share * 100).toFixed(0)} % limit (${(s.limitBytes / MiB).toFixed(0)} MiB, budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node); llama.cpp under the same limit (2 threads, ${s.llamaCpp.tokens} tokens): ${llama} tok/s; compute bound (no limit) ${f(s.computeBoundTokPerS, 1)} tok/s.`,
     `Fake card: ${(s.fakeResident * 100).toFixed(0)} % of the experts in slots; its transfers are simulated and its compute is the CPU's, so its tok/s is the CPU's and the hit rate is what prefetch changes. MiB / token: read from the file (disk) or uploaded (fake).`,
     '',

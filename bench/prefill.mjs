@@ -94,7 +94,7 @@ export async function main(argv) {
 
   const summary = {
     date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `npm run bench -- prefill ${argv.join(' ')}`.trim(),
-    loadAverageAtStart, loadAverageAtEnd: os.loadavg(), quant, fileBytes, share, limitBytes, nodeAllowanceBytes, rounds, prefixTokens,
+    loadAverageAtStart, routing: 'realistic synthetic', loadAverageAtEnd: os.loadavg(), quant, fileBytes, share, limitBytes, nodeAllowanceBytes, rounds, prefixTokens,
     crossover, measuredCrossover, crossRuns, rows,
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
@@ -179,7 +179,7 @@ function prefillTable(s) {
     `| ${r.len} | ${r.turn === 'fresh' ? 'fresh' : `2nd turn (${s.prefixTokens} cached)`} | ${cell(r.onDemand)} | ${cell(r.whole)} | ${cell(r.llamaCpp)} | ${f((r.onDemand.fileReadBytes ?? NaN) / MiB)} / ${f((r.whole.fileReadBytes ?? NaN) / MiB)} | ${perDistinct(r.onDemand)} |`;
   const crossRow = (c) => `| ${c.len} | ${f(c.onDemandTtftMs)} | ${f(c.wholeLayerTtftMs)} | ${c.onDemandTtftMs <= c.wholeLayerTtftMs ? 'on-demand' : 'whole-layer'} |`;
   return [
-    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; medium ${s.quant} in a cgroup at ${(s.share * 100).toFixed(0)} % of the file (${(s.limitBytes / MiB).toFixed(0)} MiB; moetier's budget = limit - ${s.nodeAllowanceBytes / MiB} MiB), page cache dropped before each run, 2 threads.`,
+    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; medium ${s.quant} in a cgroup at ${(s.share * 100).toFixed(0)} % of the file (${(s.limitBytes / MiB).toFixed(0)} MiB; moetier's budget = limit - ${s.nodeAllowanceBytes / MiB} MiB), page cache dropped before each run, 2 threads. Routing: ${s.routing ?? 'planted'}.`,
     '',
     `Crossover (TTFT ms, medians of ${s.rounds} interleaved rounds): on demand up to **${s.measuredCrossover}** tokens, whole layers beyond.`,
     '',

@@ -61,6 +61,7 @@ export async function main(argv) {
   if (!values) return;
   const config = {
     preset: oneOf('preset', values.preset, ['tiny', 'small', 'medium']),
+    routing: 'realistic synthetic',
     maxTokens: positiveInt('tokens', values.tokens, 4096),
     words: positiveInt('words', values.words, 1000),
     threads: positiveInt('threads', values.threads, 64),
@@ -235,7 +236,7 @@ export function replanTable(r) {
   const { config: c, machine: m } = r;
   const peak = m.loadAverages.length ? Math.max(...m.loadAverages).toFixed(1) : 'n/a';
   const lines = [
-    `Measured ${r.date.slice(0, 10)} on ${m.cpus} cores (${m.cpuModel ?? 'unknown CPU'}), ${c.preset} ${c.arch} ${c.quant}, ${c.threads} threads, ` +
+    `Measured ${r.date.slice(0, 10)} on ${m.cpus} cores (${m.cpuModel ?? 'unknown CPU'}), ${c.preset} ${c.arch} ${c.quant} (${c.routing ?? 'planted'} routing), ${c.threads} threads, ` +
       `${Math.round(c.resident * 100)} % resident (${r.cells[0]?.slotsPerLayer} slots per layer), ${c.maxTokens} decoded tokens, one run per cell (no repetitions); ` +
       `heat file from ${r.heatFrom.join(', ')}; load average ${load(m.loadAverageAtStart)} -> ${load(m.loadAverageAtEnd)} (1-minute peak between cells ${peak}).`,
     '',

@@ -15,11 +15,11 @@ export async function importDist(relativePath) {
   return import(pathToFileURL(file).href);
 }
 
-/** Path of a generated preset model (cached in the user cache folder: ~/.cache/moetier or $MOETIER_CACHE_DIR); progress goes to stderr. */
-export async function presetModel({ preset, arch, quant, seed = 1 }) {
+/** Path of a generated preset model (realistic routing unless `routing: 'planted'`; cached in the user cache folder: ~/.cache/moetier or $MOETIER_CACHE_DIR); progress goes to stderr. */
+export async function presetModel({ preset, arch, quant, seed = 1, routing = 'realistic' }) {
   const { ensurePresetModel } = await importDist('src/model/cache.js');
   let lastPercent = -1;
-  return ensurePresetModel({ preset, arch, quant, seed }, (done, total) => {
+  return ensurePresetModel({ preset, arch, quant, seed, routing }, (done, total) => {
     const percent = total > 0 ? Math.floor((done / total) * 100) : 0;
     if (percent >= lastPercent + 10) {
       lastPercent = percent;

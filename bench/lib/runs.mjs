@@ -31,8 +31,8 @@ export async function promptIds(model) {
   }
 }
 
-export async function llamaRun(model, promptTokens, threads, maxTokens, group) {
-  const reply = await runLlamaCpp({ modelPath: model, threads, maxTokens, logitsMode: 'none', runs: [{ promptText: prompt, promptTokens }] }, { timeoutMs: 600_000, wrap: (argv) => cgroupCommand(group, argv) });
+export async function llamaRun(model, promptTokens, threads, maxTokens, group, timeoutMs = 600_000) {
+  const reply = await runLlamaCpp({ modelPath: model, threads, maxTokens, logitsMode: 'none', runs: [{ promptText: prompt, promptTokens }] }, { timeoutMs, wrap: (argv) => cgroupCommand(group, argv) });
   const t = reply.results[0].timings;
   return { decodeTokPerS: t.decodeTokPerS, prefillTokPerS: t.prefillTokPerS };
 }
