@@ -17,6 +17,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterBackend(env, exports);
   RegisterTier(env, exports);
   RegisterIo(env, exports);
+  RegisterSynth(env, exports);
   return exports;
 }
 

@@ -10,6 +10,7 @@ void RegisterModel(Napi::Env env, Napi::Object exports);  // model.cc: model, co
 void RegisterBackend(Napi::Env env, Napi::Object exports);  // backend.cc: slots, uploads, events, leases
 void RegisterTier(Napi::Env env, Napi::Object exports);     // tier.cc: the expert tier of a context
 void RegisterIo(Napi::Env env, Napi::Object exports);       // io.cc: the read engine (reads of file ranges)
+void RegisterSynth(Napi::Env env, Napi::Object exports);    // synth.cc: gen-model's quantise / fill verbs
 
 // The mapping behind a MappedFileHandle (an External<MappedFile>), for model.cc.
 struct MappedFile {

@@ -55,6 +55,12 @@ void mt_matmul_rows(int wtype, const void* W, int64_t cols, const void* acts, in
 /* Dequantise one row to f32 (embedding lookup, tests). */
 void mt_dequant_row(int type, const void* row, int64_t cols, float* out);
 
+/* Quantise rows x [rows, cols] of finite floats into out (rows * mt_row_bytes(type, cols) bytes):
+ * ggml's reference quantisers (quantize_row_*_ref, no importance matrix), the same bytes as
+ * src/model/quant.ts writes. Returns 0, -1 for an unsupported type or a partial block, -2 when
+ * its scratch (k-quants: 6 bytes per column) cannot be allocated. */
+int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t cols, void* out);
+
 /* A pool of compute threads. The caller is thread 0; the others spin briefly between
  * jobs before sleeping, so back-to-back ops inside one token do not pay a wake-up. */
 typedef struct mt_pool mt_pool;

@@ -519,11 +519,29 @@ export interface NativeIoVerbs {
 }
 
 /**
+ * gen-model's writer verbs (native/addon/synth.cc): ggml's reference quantisers, byte for byte
+ * what src/model/quant.ts writes for the same finite floats, on every kernel path. Optional: an
+ * addon built before them has none, and src/synth/weights.ts then quantises in TypeScript.
+ */
+export interface NativeSynthVerbs {
+  /** src [rows * cols] -> dst [rows * rowBytes], on the calling thread (tests). */
+  quantizeRows(typeId: number, src: Float32Array, rows: number, cols: number, dst: Uint8Array): void;
+  /** The same off the event loop, rows split over `threads` threads; src and dst are held (leave them alone) until it settles. */
+  quantizeRowsAsync(typeId: number, src: Float32Array, rows: number, cols: number, dst: Uint8Array, threads: number): Promise<void>;
+  /**
+   * Rows drawn from an sfc32 stream as src/synth/prng.ts Rng.fillUniform draws them (state: its words a, b, c, d;
+   * value = the step as int32 * scale) and quantised to typeId into dst, off the event loop on `threads` threads;
+   * state is advanced past the rows when it resolves. The same bytes as fillUniform + quantizeRow, for any thread count.
+   */
+  synthUniformAsync(state: Int32Array, scale: number, typeId: number, rows: number, cols: number, dst: Uint8Array, threads: number): Promise<void>;
+}
+
+/**
  * The tier verbs are optional: an addon built before them has no tier, and src/engine/tier then
  * refuses one with a NativeError that says to rebuild (hasNativeTier, native-port.ts). There is no
  * TypeScript tier to fall back to.
  */
-export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partial<NativeTierVerbs> {
+export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partial<NativeTierVerbs>, Partial<NativeSynthVerbs> {
   /** The numbers TypeScript must agree on (src/native/constants.ts; checked at load). */
   constants: NativeConstants;
   version(): string;

@@ -92,6 +92,19 @@ export class Rng {
     this.d = d;
   }
 
+  /**
+   * The sfc32 words a, b, c, d: a native fill (synthUniformAsync, src/synth/weights-native.ts) draws
+   * the same stream from them, and setState continues this Rng after it. No normal() pending.
+   */
+  state(): Int32Array {
+    return Int32Array.of(this.a, this.b, this.c, this.d);
+  }
+
+  setState(words: Int32Array): void {
+    [this.a, this.b, this.c, this.d] = [words[0] | 0, words[1] | 0, words[2] | 0, words[3] | 0];
+    this.spare = undefined;
+  }
+
   /** A Fisher-Yates shuffled copy of [0, n). */
   permutation(n: number): number[] {
     const p = Array.from({ length: n }, (_, i) => i);

@@ -1,0 +1,26 @@
+// The k-quant scale searches of gen-model's quantiser on the AVX-512 (16 lanes) path, compiled for it by the
+// target pragma below, never by global flags: quantize.cc calls in here only when that path is
+// active. The same template as the scalar path's (quantize_kquant_lanes.h), so the same bytes.
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "quantize_internal.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include "quantize_kquant_lanes.h"
+
+static void scale_min32_16(const float* x, const float* w, int64_t nsub, int nmax, float rmin, float rdelta, int nstep,
+                           uint8_t* L, float* scales, float* min_negs) {
+  mt_fit_scale_min_run<16>(x, w, nsub, nmax, rmin, rdelta, nstep, L, scales, min_negs);
+}
+
+static void symmetric16_16(const float* x, int64_t nsub, int nmax, uint8_t* L, float* scales) {
+  mt_fit_symmetric_run<16>(x, nsub, nmax, L, scales);
+}
+
+const mt_kquant_searches mt_kquant_searches_avx512 = {scale_min32_16, symmetric16_16};
+
+#pragma GCC pop_options
