@@ -266,6 +266,20 @@ export class TelemetryUnavailableError extends MoetierError {
   }
 }
 
+/** A file that would not fit in the free space of its filesystem: refused before anything is written. */
+export class DiskSpaceError extends MoetierError {
+  readonly path: string;
+  readonly bytesNeeded: number;
+  readonly bytesFree: number;
+  constructor(path: string, bytesNeeded: number, bytesFree: number) {
+    const gb = (n: number): string => `${(n / 1e9).toFixed(2)} GB`;
+    super('E_DISK_SPACE', `${path}: needs ${bytesNeeded} bytes (${gb(bytesNeeded)}) of disk space, ${bytesFree} bytes (${gb(bytesFree)}) are free there; free some space or write it elsewhere`);
+    this.path = path;
+    this.bytesNeeded = bytesNeeded;
+    this.bytesFree = bytesFree;
+  }
+}
+
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);

@@ -24,7 +24,8 @@ export interface SynthTensor {
   data: () => Uint8Array;
 }
 
-type RowFill = (row: number, out: Float32Array) => void;
+/** Fills one row; a uniform filler also says what it draws, so weights-native.ts can draw the same rows natively. */
+export type RowFill = ((row: number, out: Float32Array) => void) & { uniform?: { rng: Rng; sd: number } };
 
 export function synthTensors(plant: PlantedModel, quant: QuantName): SynthTensor[] {
   return expectedTensors(plant.hp).map((spec) => {
@@ -47,10 +48,10 @@ function tensorBytes(spec: TensorSpec, type: GgmlTypeName, fill: RowFill): Uint8
   return bytes;
 }
 
-function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
+export function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
   const hp = plant.hp;
   const rng = new Rng(plant.seed, spec.name);
-  const uniform = (sd: number): RowFill => (_row, out) => rng.fillUniform(out, sd);
+  const uniform = (sd: number): RowFill => Object.assign((_row: number, out: Float32Array) => rng.fillUniform(out, sd), { uniform: { rng, sd } });
   const unit = 1 / Math.sqrt(hp.nEmbd);
   const layered = /^blk\.(\d+)\.(.+)$/.exec(spec.name);
   const kind = layered ? layered[2] : spec.name;

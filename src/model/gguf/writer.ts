@@ -6,9 +6,10 @@
  * tensor at a time, to a unique temporary file beside `path` (core/output-file.ts), which is renamed
  * to `path` only when complete, and only over a regular file or nothing.
  */
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, statfs } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { checkOutputPath, tempPathBeside } from '../../core/output-file.js';
-import { InvalidOptionError } from '../../core/errors.js';
+import { DiskSpaceError, InvalidOptionError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { GGML_BLOCK, GGML_TYPE, type GgmlTypeName } from '../types.js';
 import {
@@ -22,14 +23,25 @@ export interface GgufTensorSource {
   name: string;
   type: GgmlTypeName;
   dims: number[];
-  /** produces the tensor's bytes; called once, in order, while writing */
-  data: () => Uint8Array;
+  /** produces the tensor's bytes (at once or later); called once, in order, while writing */
+  data: () => Uint8Array | Promise<Uint8Array>;
 }
 
 export interface GgufWriteOptions {
   /** default 32; must be a power of two (GGUF stores it as general.alignment) */
   alignment?: number;
   onProgress?: (bytesWritten: number, bytesTotal: number) => void;
+  /**
+   * Free bytes for an unprivileged writer in a folder; default statfs's bavail * bsize. The file's
+   * whole size must be free there before anything is written (DiskSpaceError); a filesystem whose
+   * free space cannot be read (the function throws) is not checked.
+   */
+  diskFreeBytes?: (dir: string) => Promise<number>;
+}
+
+async function statfsFreeBytes(dir: string): Promise<number> {
+  const s = await statfs(dir);
+  return s.bavail * s.bsize;
 }
 
 const utf8 = new TextEncoder();
@@ -175,6 +187,13 @@ export async function writeGguf(
   const dataOffset = alignUp(header.length, alignment);
   const bytesTotal = dataOffset + dataBytes;
   checkOutputPath(path, 'path');
+  let freeBytes: number | undefined;
+  try {
+    freeBytes = await (options.diskFreeBytes ?? statfsFreeBytes)(dirname(path));
+  } catch {
+    freeBytes = undefined;
+  }
+  if (freeBytes !== undefined && freeBytes < bytesTotal) throw new DiskSpaceError(path, bytesTotal, freeBytes);
   const tmpPath = tempPathBeside(path);
   const handle = await open(tmpPath, 'wx');
   try {
@@ -190,7 +209,7 @@ export async function writeGguf(
     await put(header);
     for (const t of planned) {
       await put(new Uint8Array(dataOffset + t.offset - position)); // zero padding
-      const bytes = t.source.data();
+      const bytes = await t.source.data();
       if (!(bytes instanceof Uint8Array) || bytes.length !== t.byteLength) {
         throw new InvalidOptionError(`tensor ${t.source.name} data`,
           `${t.byteLength} bytes for ${t.source.type} [${t.source.dims.join(', ')}]`, bytes?.length);

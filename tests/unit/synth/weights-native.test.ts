@@ -1,0 +1,90 @@
+/**
+ * gen-model's native writer (src/synth/weights-native.ts) and the real-model presets:
+ *  - the native path writes the TypeScript reference's file byte for byte (tiny, whose rows fall
+ *    back to the 32-element types) and its tensors (small's real k-quant rows, every kind of filler),
+ *    and the same bytes for the same options (through gen-model's own entry, writeSynthModel);
+ *  - without the writer verbs the TypeScript writes;
+ *  - a file that does not fit in the free space is refused before anything is written.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DiskSpaceError } from '../../../src/core/errors.js';
+import { writeGguf } from '../../../src/model/gguf/writer.js';
+import { buildSynthModel, writeSynthModel } from '../../../src/synth/generate.js';
+import { nativeTensorSources, nativeWriter, synthTensorSources, type NativeWriter } from '../../../src/synth/weights-native.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'moetier-native-writer-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function writer(): NativeWriter {
+  const w = nativeWriter(2);
+  if (!('verbs' in w)) throw new Error(`the native writer is missing: ${w.missing}`);
+  return w;
+}
+
+describe('the native writer', () => {
+  it('writes the TypeScript reference\'s bytes: tiny at every quant family', async () => {
+    for (const quant of ['q8_0', 'q4_k_m', 'q4_0', 'bf16'] as const) {
+      const model = buildSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant, seed: 1 });
+      const ts = join(dir, `tiny-${quant}-ts.gguf`), fast = join(dir, `tiny-${quant}-native.gguf`);
+      await writeGguf(ts, model.metadata, model.tensors, { alignment: 32 });
+      await writeGguf(fast, model.metadata, nativeTensorSources(model.plant, model.tensors, writer()), { alignment: 32 });
+      expect({ quant, same: Buffer.compare(readFileSync(ts), readFileSync(fast)) === 0 }).toEqual({ quant, same: true });
+    }
+  });
+
+  it('makes the TypeScript reference\'s tensors: small (512 wide) in real Q4_K / Q6_K / Q5_K rows, each kind of filler', async () => {
+    const names = ['blk.0.ffn_gate_exps.weight', 'blk.0.ffn_down_exps.weight', 'blk.0.attn_q.weight', 'blk.0.attn_v.weight',
+      'blk.1.attn_output.weight', 'blk.0.ffn_gate_inp.weight', 'blk.0.attn_norm.weight', 'output.weight'];
+    for (const [quant, only] of [['q4_k_m', names], ['q5_k_m', names.slice(0, 1)]] as const) {
+      const model = buildSynthModel({ preset: 'small', arch: 'qwen3moe', quant, seed: 2 });
+      const sources = nativeTensorSources(model.plant, model.tensors, writer());
+      const types = new Set<string>();
+      for (const name of only) {
+        const i = model.tensors.findIndex((t) => t.name === name);
+        types.add(model.tensors[i].type);
+        const same = Buffer.compare(Buffer.from(model.tensors[i].data()), Buffer.from(await sources[i].data())) === 0;
+        expect({ quant, name, same }).toEqual({ quant, name, same: true });
+      }
+      expect([...types].sort()).toEqual(quant === 'q4_k_m' ? ['F32', 'Q4_K', 'Q6_K'] : ['Q5_K']);
+    }
+  });
+
+  it('same options, same bytes (writeSynthModel, gen-model\'s path)', async () => {
+    const [a, b] = ['a', 'b'].map((n) => join(dir, `same-${n}.gguf`));
+    await writeSynthModel({ preset: 'tiny', arch: 'olmoe', quant: 'q4_k_m', seed: 5 }, a);
+    await writeSynthModel({ preset: 'tiny', arch: 'olmoe', quant: 'q4_k_m', seed: 5 }, b);
+    expect(Buffer.compare(readFileSync(a), readFileSync(b))).toBe(0);
+  });
+
+  it('falls back to the TypeScript where the addon has no writer verbs', () => {
+    const model = buildSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant: 'q8_0', seed: 1 });
+    expect(synthTensorSources(model.plant, model.tensors, { missing: 'not built' })).toEqual(model.tensors);
+    expect(synthTensorSources(model.plant, model.tensors, writer()).map((s) => s.data)).not.toEqual(model.tensors.map((t) => t.data));
+  });
+});
+
+describe('free disk space', () => {
+  it('a file larger than the free space: DiskSpaceError naming both sizes, before anything is written', async () => {
+    const model = buildSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant: 'q8_0', seed: 1 });
+    const out = join(dir, 'full-disk', 'model.gguf');
+    const sub = join(dir, 'full-disk');
+    rmSync(sub, { recursive: true, force: true });
+    mkdirSync(sub);
+    let pulled = 0;
+    const tensors = model.tensors.map((t) => ({ ...t, data: () => (pulled++, t.data()) }));
+    const error = await writeGguf(out, model.metadata, tensors, { alignment: 32, diskFreeBytes: async () => 1000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DiskSpaceError);
+    const e = error as DiskSpaceError;
+    expect(e.bytesFree).toBe(1000);
+    expect(e.bytesNeeded).toBeGreaterThan(600_000);
+    expect(e.message).toContain(`needs ${e.bytesNeeded} bytes`);
+    expect(e.message).toContain('1000 bytes');
+    expect([pulled, readdirSync(sub), existsSync(out)]).toEqual([0, [], false]);
+    // enough space, or a filesystem that cannot say: written
+    await writeGguf(out, model.metadata, tensors, { alignment: 32, diskFreeBytes: async () => { throw new Error('ENOSYS'); } });
+    expect(readFileSync(out).length).toBe(e.bytesNeeded);
+  });
+});
