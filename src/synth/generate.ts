@@ -7,8 +7,8 @@ import { writeGguf } from '../model/gguf/writer.js';
 import type { Arch, HParams } from '../model/types.js';
 import { synthMetadata, type Metadata } from './metadata.js';
 import { PlantedModel } from './planted.js';
-import { ARCHS, PRESETS, PRESET_NAMES, presetHParams, type PresetName } from './presets.js';
 import { ROUTING_KINDS, type RoutingKind } from './routing.js';
+import { ARCHS, PRESETS, PRESET_NAMES, presetDefaultArch, presetHParams, type PresetName } from './presets.js';
 import { buildVocab, type SynthVocab } from './vocab.js';
 import { QUANT_NAMES, synthTensors, type QuantName, type SynthTensor } from './weights.js';
 import { synthTensorSources } from './weights-native.js';
@@ -50,7 +50,7 @@ export function checkSynthOptions(raw: { preset?: unknown; arch?: unknown; quant
   }
   return {
     preset: oneOf('preset', PRESET_NAMES, raw.preset),
-    arch: oneOf('arch', ARCHS, raw.arch ?? SYNTH_DEFAULTS.arch),
+    arch: oneOf('arch', ARCHS, raw.arch ?? presetDefaultArch(raw.preset) ?? SYNTH_DEFAULTS.arch),
     quant: oneOf('quant', QUANT_NAMES, raw.quant ?? SYNTH_DEFAULTS.quant),
     seed,
     routing: oneOf('routing', ROUTING_KINDS, raw.routing ?? SYNTH_DEFAULTS.routing),

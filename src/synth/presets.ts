@@ -3,13 +3,18 @@
  *
  * Sizes at Q8_0 (34 bytes per 32 weights): tiny ~1.1 MB (tests), small ~120 MB (the demo),
  * medium ~2.0 GB (benchmarks: 24 x 128 experts x 3 x 768 x 256 weights dominate).
- * All matrix widths (dims[0]) are multiples of 32, as Q8_0 / Q4_0 rows need.
+ * The shapes of real models, with their geometry (layers, experts, top-k, hidden and expert FFN
+ * widths, heads, head dim, vocabulary; not their rope base nor context length) and their own
+ * architecture by default: olmoe-1b-7b (OLMoE-1B-7B: 16 x 64 experts, top-8; ~7 GB at Q8_0,
+ * ~4 GB at Q4_K_M) and qwen3-30b-a3b (Qwen3-30B-A3B: 48 x 128 experts, top-8; ~18.6 GB at Q4_K_M).
+ * All matrix widths (dims[0]) are multiples of 32, as Q8_0 / Q4_0 rows need (and of 256 in the
+ * real shapes, as the k-quants need).
  */
 import { ARCH_FLAGS } from '../model/arch.js';
 import type { Arch, HParams } from '../model/types.js';
 
-export type PresetName = 'tiny' | 'small' | 'medium';
-export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'medium'];
+export type PresetName = 'tiny' | 'small' | 'medium' | 'olmoe-1b-7b' | 'qwen3-30b-a3b';
+export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'medium', 'olmoe-1b-7b', 'qwen3-30b-a3b'];
 export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama'];
 
 export interface PresetShape {
@@ -24,13 +29,26 @@ export interface PresetShape {
   headDim: number;
   nVocab: number;
   nTopics: number;
+  /**
+   * The architecture gen-model writes when --arch is not given (default qwen3moe). Any other works
+   * too: olmoe drops GQA (llama.cpp's olmoe has none), qwen2moe adds a shared expert of nFfShexp.
+   */
+  arch?: Arch;
 }
 
 export const PRESETS: Record<PresetName, PresetShape> = {
   tiny: { nEmbd: 64, nLayer: 4, nExpert: 8, nExpertUsed: 2, nFfExp: 32, nFfShexp: 64, nHead: 4, nHeadKv: 2, headDim: 16, nVocab: 2048, nTopics: 4 },
   small: { nEmbd: 512, nLayer: 8, nExpert: 32, nExpertUsed: 4, nFfExp: 256, nFfShexp: 512, nHead: 8, nHeadKv: 4, headDim: 64, nVocab: 8192, nTopics: 8 },
   medium: { nEmbd: 768, nLayer: 24, nExpert: 128, nExpertUsed: 8, nFfExp: 256, nFfShexp: 512, nHead: 12, nHeadKv: 4, headDim: 64, nVocab: 32000, nTopics: 16 },
+  // nFfShexp (qwen2moe only, neither model has one): 4 x nFfExp, Qwen1.5-MoE-A2.7B's ratio.
+  'olmoe-1b-7b': { nEmbd: 2048, nLayer: 16, nExpert: 64, nExpertUsed: 8, nFfExp: 1024, nFfShexp: 4096, nHead: 16, nHeadKv: 16, headDim: 128, nVocab: 50304, nTopics: 16, arch: 'olmoe' },
+  'qwen3-30b-a3b': { nEmbd: 2048, nLayer: 48, nExpert: 128, nExpertUsed: 8, nFfExp: 768, nFfShexp: 3072, nHead: 32, nHeadKv: 4, headDim: 128, nVocab: 151936, nTopics: 16, arch: 'qwen3moe' },
 };
+
+/** A preset's own architecture (PresetShape.arch), or undefined for a name that is not a preset or has none. */
+export function presetDefaultArch(preset: unknown): Arch | undefined {
+  return typeof preset === 'string' && Object.hasOwn(PRESETS, preset) ? PRESETS[preset as PresetName].arch : undefined;
+}
 
 /**
  * How strongly the structure is planted (see planted.ts for where each enters).

@@ -1,9 +1,11 @@
 /** `moetier gen-model`: write a synthetic MoE model (realistic routing, or the planted topic lock). */
 import { InvalidOptionError } from '../../core/errors.js';
 import { checkOutputPath } from '../../core/output-file.js';
+import { ensurePresetModel } from '../../model/cache.js';
 import { ARCHS, PRESET_NAMES } from '../../synth/presets.js';
 import { SYNTH_DEFAULTS, checkSynthOptions, writeSynthModel } from '../../synth/generate.js';
 import { QUANT_NAMES } from '../../synth/weights.js';
+import { nativeWriter } from '../../synth/weights-native.js';
 import { parseFlags } from '../args.js';
 import type { Command } from '../command.js';
 import type { Stream } from '../completion.js';
@@ -11,10 +13,13 @@ import { progressPrinter } from '../progress.js';
 
 export { progressPrinter } from '../progress.js';
 
-const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out F [options]
+const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} (--out F | --cache) [options]
 
-  --preset P   model shape: tiny (~0.6 MB at q8_0, tests), small (~120 MB, demo), medium (~2 GB, benchmarks)
-  --arch A     ${ARCHS.join(' | ')} (default ${SYNTH_DEFAULTS.arch})
+  --preset P   model shape: tiny (~0.6 MB at q8_0, tests), small (~120 MB, demo), medium (~2 GB, benchmarks);
+               real models' shapes: olmoe-1b-7b (OLMoE-1B-7B: 16 layers x 64 experts, top-8; 7.4 GB at q8_0,
+               4.2 GB at q4_k_m), qwen3-30b-a3b (Qwen3-30B-A3B: 48 x 128, top-8; 18.6 GB at q4_k_m, minutes
+               on the native quantiser; the free disk space is checked first)
+  --arch A     ${ARCHS.join(' | ')} (default: the preset's own, olmoe for olmoe-1b-7b, else ${SYNTH_DEFAULTS.arch})
   --quant Q    ${QUANT_NAMES.join(' | ')} (default ${SYNTH_DEFAULTS.quant})
                q*_k*: llama-quantize's per-tensor mix for that ftype (norms and router F32; rows that are
                not a multiple of 256, as all of tiny's, fall back as llama-quantize does: Q2_K, Q3_K -> Q4_0,
@@ -23,21 +28,33 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} --out
   --routing R  realistic: routing with a real model's statistics (spread over the experts, reuse from a
                slowly drifting context; see moetier routes stats); planted: each prompt's decode locks into
                one topic's 2k experts per layer (the tests' models) (default ${SYNTH_DEFAULTS.routing})
-  -o, --out F  output GGUF path (a regular file or a new path; written beside it, renamed when complete)`;
+  -o, --out F  output GGUF path (a regular file or a new path; written beside it, renamed when complete)
+  --cache      write into the model cache instead (${'$'}MOETIER_CACHE_DIR, else ~/.cache/moetier; the file the
+               engine's preset loaders open; kept if already there) and print its path on stdout`;
 
 /** Where progress lines go: process.stderr, or a collector in tests. */
 export type TextSink = Stream;
 
 export async function genModel(argv: string[], stderr: TextSink): Promise<number> {
-  const a = parseFlags(argv, { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, routing: { type: 'string' }, out: { type: 'string', short: 'o' } }, 'gen-model');
+  const a = parseFlags(argv, { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, routing: { type: 'string' }, out: { type: 'string', short: 'o' }, cache: { type: 'boolean' } }, 'gen-model');
   const out = a.string('out');
-  if (out === undefined) throw new InvalidOptionError(a.flag('out'), 'an output file path', out);
-  checkOutputPath(out, a.flag('out')); // before any work: a device, folder or FIFO is never replaced
+  const toCache = a.bool('cache');
+  if (out === undefined && !toCache) throw new InvalidOptionError(a.flag('out'), 'an output file path (or --cache)', out);
+  if (out !== undefined && toCache) throw new InvalidOptionError(a.flag('cache'), 'either --out or --cache, not both', true);
+  if (out !== undefined) checkOutputPath(out, a.flag('out')); // before any work: a device, folder or FIFO is never replaced
   const seedText = a.string('seed');
   const seed = seedText === undefined ? undefined : /^\d+$/.test(seedText) ? Number(seedText) : seedText;
   const synth = { preset: a.string('preset'), arch: a.string('arch'), quant: a.string('quant'), seed, routing: a.string('routing') };
   const options = await a.renamingErrors({ preset: 'preset', arch: 'arch', quant: 'quant', seed: 'seed', routing: 'routing' }, async () => checkSynthOptions(synth));
+  const writer = nativeWriter();
+  if ('missing' in writer) stderr.write(`gen-model: quantising in TypeScript, ~40x slower (${writer.missing})\n`);
   const started = Date.now();
+  if (out === undefined) {
+    const path = await ensurePresetModel(options, progressPrinter(stderr));
+    stderr.write(`gen-model: ${path} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    process.stdout.write(`${path}\n`);
+    return 0;
+  }
   await writeSynthModel(options, out, progressPrinter(stderr));
   stderr.write(`gen-model: wrote ${out} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return 0;

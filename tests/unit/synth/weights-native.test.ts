@@ -4,15 +4,23 @@
  *    back to the 32-element types) and its tensors (small's real k-quant rows, every kind of filler),
  *    and the same bytes for the same options (through gen-model's own entry, writeSynthModel);
  *  - without the writer verbs the TypeScript writes;
- *  - a file that does not fit in the free space is refused before anything is written.
+ *  - olmoe-1b-7b and qwen3-30b-a3b: the geometry, their default architecture, any --arch given
+ *    wins, and the sizes they plan (from the tensor table, without generating them);
+ *  - a file that does not fit in the free space is refused before anything is written;
+ *  - gen-model --cache writes the preset where the engine's loaders look for it.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { DiskSpaceError } from '../../../src/core/errors.js';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { genModel } from '../../../src/cli/commands/gen-model.js';
+import { DiskSpaceError, InvalidOptionError } from '../../../src/core/errors.js';
+import { presetModelFileName } from '../../../src/model/cache.js';
 import { writeGguf } from '../../../src/model/gguf/writer.js';
-import { buildSynthModel, writeSynthModel } from '../../../src/synth/generate.js';
+import { tensorByteLength } from '../../../src/model/gguf/values.js';
+import type { HParams } from '../../../src/model/types.js';
+import { buildSynthModel, checkSynthOptions, writeSynthModel } from '../../../src/synth/generate.js';
+import { presetHParams } from '../../../src/synth/presets.js';
 import { nativeTensorSources, nativeWriter, synthTensorSources, type NativeWriter } from '../../../src/synth/weights-native.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'moetier-native-writer-'));
@@ -66,6 +74,27 @@ describe('the native writer', () => {
   });
 });
 
+describe('the real-model presets', () => {
+  it('have OLMoE-1B-7B\'s and Qwen3-30B-A3B\'s geometry and architecture by default; --arch wins', () => {
+    const olmoe = checkSynthOptions({ preset: 'olmoe-1b-7b' });
+    const qwen = checkSynthOptions({ preset: 'qwen3-30b-a3b', quant: 'q4_k_m' });
+    expect([olmoe.arch, qwen.arch, checkSynthOptions({ preset: 'medium' }).arch]).toEqual(['olmoe', 'qwen3moe', 'qwen3moe']);
+    expect(checkSynthOptions({ preset: 'olmoe-1b-7b', arch: 'qwen3moe' }).arch).toBe('qwen3moe');
+    const pick = (hp: HParams) => [hp.nLayer, hp.nExpert, hp.nExpertUsed, hp.nEmbd, hp.nFfExp, hp.nHead, hp.nHeadKv, hp.headDim, hp.nVocab];
+    expect(pick(presetHParams('olmoe-1b-7b', 'olmoe'))).toEqual([16, 64, 8, 2048, 1024, 16, 16, 128, 50304]);
+    expect(pick(presetHParams('qwen3-30b-a3b', 'qwen3moe'))).toEqual([48, 128, 8, 2048, 768, 32, 4, 128, 151936]);
+  });
+
+  it('plan the sizes users download: Qwen3-30B-A3B Q4_K_M ~18.6 GB, OLMoE Q8_0 ~7.4 GB and Q4_K_M ~4.2 GB', () => {
+    const planned = (preset: string, quant: string): number => {
+      const model = buildSynthModel(checkSynthOptions({ preset, quant }));
+      return model.tensors.reduce((sum, t) => sum + (tensorByteLength(t.type, t.dims) as number), 0);
+    };
+    const gb = (n: number) => Math.round(n / 1e8) / 10;
+    expect([gb(planned('qwen3-30b-a3b', 'q4_k_m')), gb(planned('olmoe-1b-7b', 'q8_0')), gb(planned('olmoe-1b-7b', 'q4_k_m'))]).toEqual([18.6, 7.4, 4.2]);
+  });
+});
+
 describe('free disk space', () => {
   it('a file larger than the free space: DiskSpaceError naming both sizes, before anything is written', async () => {
     const model = buildSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant: 'q8_0', seed: 1 });
@@ -86,5 +115,31 @@ describe('free disk space', () => {
     // enough space, or a filesystem that cannot say: written
     await writeGguf(out, model.metadata, tensors, { alignment: 32, diskFreeBytes: async () => { throw new Error('ENOSYS'); } });
     expect(readFileSync(out).length).toBe(e.bytesNeeded);
+  });
+});
+
+describe('gen-model --cache', () => {
+  it('writes the preset into the model cache (the file ensurePresetModel opens), prints its path, keeps it there', async () => {
+    const previous = process.env.MOETIER_CACHE_DIR;
+    process.env.MOETIER_CACHE_DIR = join(dir, 'cache');
+    const printed: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((text) => (printed.push(String(text)), true));
+    try {
+      const err: string[] = [];
+      const sink = { write: (text: string) => void err.push(text) };
+      expect(await genModel(['--preset', 'tiny', '--quant', 'q4_0', '--cache'], sink)).toBe(0);
+      const path = join(dir, 'cache', presetModelFileName(checkSynthOptions({ preset: 'tiny', quant: 'q4_0' })));
+      expect(printed).toEqual([`${path}\n`]);
+      const written = statSync(path).mtimeMs;
+      expect(await genModel(['--preset', 'tiny', '--quant', 'q4_0', '--cache'], sink)).toBe(0);
+      expect(statSync(path).mtimeMs).toBe(written);
+      const both = await genModel(['--preset', 'tiny', '--cache', '--out', join(dir, 'x.gguf')], sink).catch((e: unknown) => e);
+      expect(both).toBeInstanceOf(InvalidOptionError);
+      expect((both as InvalidOptionError).option).toBe('--cache');
+    } finally {
+      spy.mockRestore();
+      if (previous === undefined) delete process.env.MOETIER_CACHE_DIR;
+      else process.env.MOETIER_CACHE_DIR = previous;
+    }
   });
 });
