@@ -1,5 +1,6 @@
 // mapFile / unmapFile: read-only memory mapping of a model file, exposed to JS as an
 // external ArrayBuffer. The mapping lives until unmapFile or until the handle is collected.
+#include <algorithm>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -63,6 +64,10 @@ static void TrapSigbusOnce() {
   sigaction(SIGBUS, &sa, nullptr);
 }
 
+// The most of a mapping JavaScript sees as one ArrayBuffer (1 GiB: well below V8's limits on every
+// Node this project supports, and far past any GGUF header).
+static constexpr size_t kJsViewBytesMax = size_t{1} << 30;
+
 static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) {
@@ -114,11 +119,15 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
     delete mf;
   });
   handle.TypeTag(&kMappedFileTag);
-  // The ArrayBuffer does not own the mapping; JS must not use it after unmapFile.
-  auto buffer = Napi::ArrayBuffer::New(env, base, length);
+  // The ArrayBuffer does not own the mapping; JS must not use it after unmapFile. It covers at
+  // most kJsViewBytesMax: an ArrayBuffer cannot be larger on Node 20 (a 7-18 GB model is), and
+  // JavaScript reads only the header and the first MiB of weights (the model's identity); the
+  // native model reads the whole mapping through the handle. `size` is the file's.
+  auto buffer = Napi::ArrayBuffer::New(env, base, std::min(length, kJsViewBytesMax));
   Napi::Object result = Napi::Object::New(env);
   result.Set("handle", handle);
   result.Set("buffer", buffer);
+  result.Set("size", Napi::Number::New(env, static_cast<double>(length)));
   result.Set("fd", Napi::Number::New(env, fd));
   return result;
 }

@@ -30,14 +30,14 @@ export interface LoadedModel {
 export function loadModel(native: NativeBinding, path: string, options: { fromDisk?: boolean } = {}): LoadedModel {
   if (typeof path !== 'string' || path.length === 0) throw new InvalidOptionError('model', 'a path to a .gguf file', path);
   if (!existsSync(path) || !statSync(path).isFile()) throw new InvalidOptionError('model', 'an existing .gguf file', path);
-  let mapped: { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
+  let mapped: { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number };
   try {
     mapped = options.fromDisk ? native.mapFile(path, { access: 'random' }) : native.mapFile(path);
   } catch (err) {
     throw new GgufFormatError(path, 'file', 'a readable, non-empty file', { cause: err });
   }
   try {
-    const file = parseGguf(new Uint8Array(mapped.buffer), path);
+    const file = parseGguf(new Uint8Array(mapped.buffer), path, mapped.size);
     const hparams = readHParams(file);
     const tokenizer = createTokenizer(file);
     const tensors = [...file.tensors.values()].map((t) => ({ name: t.name, typeId: GGML_TYPE[t.type], dims: t.dims, offset: t.offset }));

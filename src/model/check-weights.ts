@@ -1,11 +1,13 @@
 /**
  * Scans a model's tensors for NaN and inf (`moetier inspect --check-weights`): one of them in a
  * weight makes logits non-finite (the engine then stops the request with NonFiniteLogitsError),
- * so a user can find which tensor of a download is broken. Pure: reads the file's bytes only.
+ * so a user can find which tensor of a download is broken. Reads the file's bytes only: the mapped
+ * view, and past it (a model bigger than the view) the file in 64 MiB chunks.
  *   F32 / F16 / BF16: every element (exponent all ones);
  *   block types: each block's f16 scales (d, and dmin / m where the type has one; the integer
  *   quants and the k-quants' 4- to 8-bit sub-block scales are finite by construction).
  */
+import { closeSync, openSync, readSync } from 'node:fs';
 import { GGML_BLOCK, type GgmlTypeName, type GgufFile, type TensorInfo } from './types.js';
 
 /** Byte offsets of the f16 scales inside one block of each block type (ggml-common.h layouts). */
@@ -24,32 +26,72 @@ export interface NonFiniteWeight {
 }
 
 export function findNonFiniteWeights(file: GgufFile): NonFiniteWeight[] {
-  const view = new DataView(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength);
   const found: NonFiniteWeight[] = [];
-  for (const t of file.tensors.values()) {
-    const r = scanTensor(view, t);
-    if (r) found.push({ tensor: t.name, ...r });
+  const reader = new TensorChunks(file);
+  try {
+    for (const t of file.tensors.values()) {
+      const r = scanTensor(reader, t);
+      if (r) found.push({ tensor: t.name, ...r });
+    }
+  } finally {
+    reader.close();
   }
   return found;
 }
 
-function scanTensor(view: DataView, t: TensorInfo): Omit<NonFiniteWeight, 'tensor'> | undefined {
+/** A tensor's bytes in chunks: views of file.bytes where it covers them, else read from the file (a model past the mapped view). */
+class TensorChunks {
+  static readonly chunkBytes = 64 << 20;
+  private fd: number | undefined;
+
+  constructor(private readonly file: GgufFile) {}
+
+  /** [offset, offset + length) as a DataView (length at most chunkBytes). */
+  read(offset: number, length: number): DataView {
+    const { bytes } = this.file;
+    if (offset + length <= bytes.length) return new DataView(bytes.buffer, bytes.byteOffset + offset, length);
+    this.fd ??= openSync(this.file.path, 'r');
+    const out = Buffer.allocUnsafe(length);
+    let done = 0;
+    while (done < length) {
+      const n = readSync(this.fd, out, done, length - done, offset + done);
+      if (n === 0) throw new Error(`check-weights: ${this.file.path} ended at byte ${offset + done}, inside a tensor (the file changed?)`);
+      done += n;
+    }
+    return new DataView(out.buffer, out.byteOffset, length);
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+  }
+}
+
+function scanTensor(reader: TensorChunks, t: TensorInfo): Omit<NonFiniteWeight, 'tensor'> | undefined {
   const { bytes: blockBytes } = GGML_BLOCK[t.type];
-  // [stride between values, test of the value's bits]
-  const plan: [number, (at: number) => boolean, NonFiniteWeight['unit']] =
-    t.type === 'F32' ? [4, (at) => (view.getUint32(at, true) & 0x7f800000) === 0x7f800000, 'element']
-    : t.type === 'F16' ? [2, (at) => (view.getUint16(at, true) & 0x7c00) === 0x7c00, 'element']
-    : t.type === 'BF16' ? [2, (at) => (view.getUint16(at, true) & 0x7f80) === 0x7f80, 'element']
-    : [blockBytes, blockScaleTest(view, t.type), 'block scale'];
-  const [stride, nonFinite, unit] = plan;
-  let first = -1, count = 0;
-  for (let at = t.offset, i = 0; at + stride <= t.offset + t.byteLength; at += stride, i++) {
-    if (nonFinite(at)) {
-      if (first < 0) first = i;
-      count++;
+  const stride = t.type === 'F32' ? 4 : t.type === 'F16' || t.type === 'BF16' ? 2 : blockBytes;
+  const unit: NonFiniteWeight['unit'] = stride === blockBytes && !['F32', 'F16', 'BF16'].includes(t.type) ? 'block scale' : 'element';
+  // Chunks hold whole values: a multiple of the stride.
+  const chunk = Math.floor(TensorChunks.chunkBytes / stride) * stride;
+  let first = -1, count = 0, index = 0;
+  for (let start = 0; start + stride <= t.byteLength; start += chunk) {
+    const view = reader.read(t.offset + start, Math.min(chunk, t.byteLength - start));
+    const nonFinite = valueTest(view, t.type);
+    for (let at = 0; at + stride <= view.byteLength; at += stride, index++) {
+      if (nonFinite(at)) {
+        if (first < 0) first = index;
+        count++;
+      }
     }
   }
   return first < 0 ? undefined : { index: first, unit, count };
+}
+
+/** The test of one value's bits at a byte offset of `view`: an element (float types) or a block's f16 scales. */
+function valueTest(view: DataView, type: GgmlTypeName): (at: number) => boolean {
+  if (type === 'F32') return (at) => (view.getUint32(at, true) & 0x7f800000) === 0x7f800000;
+  if (type === 'F16') return (at) => (view.getUint16(at, true) & 0x7c00) === 0x7c00;
+  if (type === 'BF16') return (at) => (view.getUint16(at, true) & 0x7f80) === 0x7f80;
+  return blockScaleTest(view, type);
 }
 
 function blockScaleTest(view: DataView, type: GgmlTypeName): (at: number) => boolean {

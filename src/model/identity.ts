@@ -14,10 +14,10 @@ import type { GgufFile } from './types.js';
 
 export const IDENTITY_DATA_BYTES = 1 << 20;
 
-export function modelIdentity(file: Pick<GgufFile, 'bytes' | 'dataOffset'>): string {
+export function modelIdentity(file: Pick<GgufFile, 'bytes' | 'dataOffset' | 'size'>): string {
   const { bytes, dataOffset } = file;
   const size = Buffer.alloc(8);
-  size.writeBigUInt64LE(BigInt(bytes.length));
+  size.writeBigUInt64LE(BigInt(file.size));
   const end = Math.min(bytes.length, dataOffset + IDENTITY_DATA_BYTES);
   return createHash('sha256').update(size).update(bytes.subarray(0, end)).digest('hex').slice(0, 32);
 }

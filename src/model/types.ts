@@ -66,8 +66,13 @@ export interface GgufFile {
   alignment: number;
   /** Absolute offset of the tensor data section. */
   dataOffset: number;
-  /** The whole file (memory-mapped by the addon, or read for tests). */
+  /**
+   * The file's first bytes (memory-mapped by the addon, or read for tests): the header and the
+   * identity's first MiB of weights always, the whole file when it is at most 1 GiB (mapFile).
+   */
   bytes: Uint8Array;
+  /** The file's size: tensors are placed and checked against it, not against `bytes`. */
+  size: number;
 }
 
 /**

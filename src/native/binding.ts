@@ -553,10 +553,15 @@ export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partia
    */
   debugBackendRecomplete?(b: NativeBackendHandle, event: number): void;
 
-  /** Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping. */
-  /** fd: the open file, kept until unmapFile (identity and size checks, the rebuild workers' pinned path). */
-  /** access 'random': no readahead around page faults (only the pages read come in). */
-  mapFile(filePath: string, options?: { access?: 'normal' | 'random' }): { handle: MappedFileHandle; buffer: ArrayBuffer; fd: number };
+  /**
+   * Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping's first
+   * min(size, 1 GiB) bytes (an ArrayBuffer cannot hold a 7-18 GB model on Node 20; JavaScript
+   * reads the header and the identity's first MiB of weights, the native model the whole mapping).
+   * size: the file's bytes. fd: the open file, kept until unmapFile (identity and size checks, the
+   * rebuild workers' pinned path). access 'random': no readahead around page faults (only the
+   * pages read come in).
+   */
+  mapFile(filePath: string, options?: { access?: 'normal' | 'random' }): { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number };
   unmapFile(handle: MappedFileHandle): void;
   /** The file's clean pages leave the page cache (fdatasync + posix_fadvise DONTNEED): a cold start for one file. */
   dropFileCache(path: string): void;

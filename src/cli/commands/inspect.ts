@@ -28,7 +28,7 @@ export async function inspectMain(argv: string[], out: (text: string) => void): 
     const types: Record<string, number> = {};
     for (const t of model.file.tensors.values()) types[t.type] = (types[t.type] ?? 0) + 1;
     const nonFinite = a.bool('check-weights') ? findNonFiniteWeights(model.file) : undefined;
-    const report = { file: path, bytes: model.file.bytes.byteLength, hparams: model.hparams, tensorTypes: types, tensors: model.file.tensors.size, nonFiniteWeights: nonFinite };
+    const report = { file: path, bytes: model.file.size, hparams: model.hparams, tensorTypes: types, tensors: model.file.tensors.size, nonFiniteWeights: nonFinite };
     if (a.bool('json')) out(JSON.stringify(report));
     else {
       const hp = model.hparams;

@@ -1,6 +1,6 @@
 /**
- * Where one expert's bytes live in the container: gate | up | down, each a contiguous
- * slice of its layer's [cols, rows, nExpert] tensor (ggml order: the expert is the slowest dim).
+ * How big one expert is in the container: gate | up | down, each a contiguous slice of its
+ * layer's [cols, rows, nExpert] tensor (ggml order: the expert is the slowest dim).
  *
  *   ffn_gate_exps [nEmbd, nFfExp, nExpert] -> expert e: bytes [e * per, (e + 1) * per)
  */
@@ -9,14 +9,13 @@ import type { GgufFile, HParams } from '../../model/types.js';
 
 const parts = ['ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps'] as const;
 
-/** The three container slices of one expert, views over the mapped file (never copied). */
-export function expertSources(file: GgufFile, hp: Pick<HParams, 'nExpert'>, layer: number, expert: number): Uint8Array[] {
+/** The byte lengths of one expert's three container slices at a layer (gate, up, down). */
+export function expertPartBytes(file: GgufFile, hp: Pick<HParams, 'nExpert'>, layer: number): number[] {
   return parts.map((part) => {
     const name = `blk.${layer}.${part}.weight`;
     const t = file.tensors.get(name);
     if (!t) throw new UnsupportedModelError(file.path, name, 'an expert tensor (the tier needs a MoE layer)');
-    const per = t.byteLength / hp.nExpert;
-    return file.bytes.subarray(t.offset + expert * per, t.offset + (expert + 1) * per);
+    return t.byteLength / hp.nExpert;
   });
 }
 
@@ -27,6 +26,6 @@ export function expertSources(file: GgufFile, hp: Pick<HParams, 'nExpert'>, laye
  */
 export function expertContainerBytes(file: GgufFile, hp: Pick<HParams, 'nExpert' | 'nLayer'>): number {
   let bytes = 0;
-  for (let l = 0; l < hp.nLayer; l++) bytes = Math.max(bytes, expertSources(file, hp, l, 0).reduce((s, v) => s + v.byteLength, 0));
+  for (let l = 0; l < hp.nLayer; l++) bytes = Math.max(bytes, expertPartBytes(file, hp, l).reduce((s, v) => s + v, 0));
   return bytes;
 }

@@ -19,7 +19,11 @@ import {
 
 const SUPPORTED_TYPES = Object.keys(GGML_TYPE).join(', ');
 
-export function parseGguf(bytes: Uint8Array, path: string): GgufFile {
+/**
+ * `bytes` holds the file from its start, at least through the header; `size` is the whole file's
+ * (default: bytes.length, the file read whole), against which tensor data is placed.
+ */
+export function parseGguf(bytes: Uint8Array, path: string, size: number = bytes.length): GgufFile {
   const cur = new Cursor(bytes, path);
   cur.need(4, 'magic "GGUF"');
   if (cur.u32('magic') !== GGUF_MAGIC) cur.fail('magic "GGUF"', 0);
@@ -33,11 +37,11 @@ export function parseGguf(bytes: Uint8Array, path: string): GgufFile {
   const infos = readTensorInfos(cur, tensorCount, alignment);
   const dataOffset = alignUp(cur.pos, alignment);
   cur.context = 'data section';
-  if (tensorCount > 0 && dataOffset > bytes.length) {
-    cur.fail(`the data section at byte ${dataOffset} inside the file, but the file ends at byte ${bytes.length}`);
+  if (tensorCount > 0 && dataOffset > size) {
+    cur.fail(`the data section at byte ${dataOffset} inside the file, but the file ends at byte ${size}`);
   }
-  const tensors = placeTensors(path, infos, dataOffset, bytes.length);
-  return { path, version, metadata, tensors, alignment, dataOffset, bytes };
+  const tensors = placeTensors(path, infos, dataOffset, size);
+  return { path, version, metadata, tensors, alignment, dataOffset, bytes, size };
 }
 
 function readMetadata(cur: Cursor, kvCount: number): Map<string, GgufValue> {

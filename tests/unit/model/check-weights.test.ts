@@ -33,6 +33,15 @@ describe('check weights', () => {
     ]);
   });
 
+  it('reads the tensors past the mapped view from the file (a model bigger than the view)', () => {
+    const bytes = new Uint8Array(readFileSync(broken));
+    const whole = parseGguf(bytes, broken);
+    const headerOnly = { ...whole, bytes: bytes.subarray(0, whole.dataOffset) };
+    const sorted = (xs: ReturnType<typeof findNonFiniteWeights>) => xs.sort((a, b) => a.tensor.localeCompare(b.tensor));
+    expect(sorted(findNonFiniteWeights(headerOnly))).toEqual(sorted(findNonFiniteWeights(whole)));
+    expect(findNonFiniteWeights(headerOnly)).toHaveLength(2);
+  });
+
   it('moetier inspect --check-weights exits 0 on a healthy model and 1 naming the broken tensors', async () => {
     const lines: string[] = [];
     expect(await inspectMain(['-m', clean, '--check-weights'], (t) => lines.push(t))).toBe(0);

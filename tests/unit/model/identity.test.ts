@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { IDENTITY_DATA_BYTES, modelIdentity } from '../../../src/model/identity.js';
 
 /** A stand-in file: a 4 KiB "header", then 3 MiB of "tensor data". */
-function file(): { bytes: Uint8Array; dataOffset: number } {
+function file(): { bytes: Uint8Array; dataOffset: number; size: number } {
   const bytes = new Uint8Array(4096 + 3 * IDENTITY_DATA_BYTES);
   for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 2654435761) >>> 24;
-  return { bytes, dataOffset: 4096 };
+  return { bytes, dataOffset: 4096, size: bytes.length };
 }
 
 describe('model identity', () => {
@@ -23,7 +23,7 @@ describe('model identity', () => {
     const shorter = file();
     expect(modelIdentity(header)).not.toBe(base);
     expect(modelIdentity(data)).not.toBe(base);
-    expect(modelIdentity({ bytes: shorter.bytes.subarray(0, shorter.bytes.length - 1), dataOffset: 4096 })).not.toBe(base);
+    expect(modelIdentity({ ...shorter, size: shorter.size - 1 })).not.toBe(base);
   });
 
   it('does not read past the first MiB of tensor data (cheap on a multi-GB file)', () => {
@@ -32,5 +32,11 @@ describe('model identity', () => {
     far.bytes[far.dataOffset + IDENTITY_DATA_BYTES] ^= 1;
     far.bytes[far.bytes.length - 1] ^= 1;
     expect(modelIdentity(far)).toBe(base);
+  });
+
+  it('reads only the mapped view of a file bigger than it (the size is the file\'s)', () => {
+    const whole = file();
+    const view = { ...whole, bytes: whole.bytes.subarray(0, whole.dataOffset + IDENTITY_DATA_BYTES) };
+    expect(modelIdentity(view)).toBe(modelIdentity(whole));
   });
 });

@@ -8,7 +8,7 @@ const CHATML =
   "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 function fileWith(entries: Array<[string, GgufValue]>): GgufFile {
-  return { path: 'chat.gguf', version: 3, metadata: new Map(entries), tensors: new Map(), alignment: 32, dataOffset: 0, bytes: new Uint8Array(0) };
+  return { path: 'chat.gguf', version: 3, metadata: new Map(entries), tensors: new Map(), alignment: 32, dataOffset: 0, bytes: new Uint8Array(0), size: 0 };
 }
 
 describe('applyChatTemplate', () => {
