@@ -60,7 +60,7 @@ describe('bench results', () => {
 });
 
 describe('bench scripts', () => {
-  const scripts = ['run', 'decode', 'tier', 'replan', 'parity', 'kernels', 'threads', 'forward-smoke', 'disk-probe', 'disk-uploads', 'predict'];
+  const scripts = ['run', 'decode', 'tier', 'replan', 'parity', 'kernels', 'threads', 'forward-smoke', 'disk-probe', 'disk-uploads', 'predict', 'routing'];
   const node = (args: string[]) => spawnSync(process.execPath, args, { cwd: repo, encoding: 'utf8', timeout: 30_000 });
 
   it.each(scripts)('%s.mjs --help prints its usage and exits 0', (name) => {
