@@ -148,7 +148,7 @@ async function expertMatrixBytes(native, model) {
   const { parseGguf } = await importDist('src/model/gguf/reader.js');
   const mapped = native.mapFile(model, { access: 'random' });
   try {
-    const up = parseGguf(new Uint8Array(mapped.buffer), model).tensors.get('blk.0.ffn_up_exps.weight');
+    const up = parseGguf(new Uint8Array(mapped.buffer), model, mapped.size).tensors.get('blk.0.ffn_up_exps.weight');
     return up.byteLength / up.dims[2];
   } finally {
     native.unmapFile(mapped.handle);

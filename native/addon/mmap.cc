@@ -64,9 +64,10 @@ static void TrapSigbusOnce() {
   sigaction(SIGBUS, &sa, nullptr);
 }
 
-// The most of a mapping JavaScript sees as one ArrayBuffer (1 GiB: well below V8's limits on every
-// Node this project supports, and far past any GGUF header).
-static constexpr size_t kJsViewBytesMax = size_t{1} << 30;
+// The most of a mapping JavaScript sees as one ArrayBuffer: just under 4 GiB, the largest a
+// Uint8Array may be on Node 20 (a file up to that size is seen whole, as before; a bigger one,
+// the 7-18 GB models users run, only up to here: far past any GGUF header).
+static constexpr size_t kJsViewBytesMax = (size_t{1} << 32) - (size_t{1} << 16);
 
 static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

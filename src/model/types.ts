@@ -68,7 +68,7 @@ export interface GgufFile {
   dataOffset: number;
   /**
    * The file's first bytes (memory-mapped by the addon, or read for tests): the header and the
-   * identity's first MiB of weights always, the whole file when it is at most 1 GiB (mapFile).
+   * identity's first MiB of weights always, the whole file when it is under 4 GiB (mapFile).
    */
   bytes: Uint8Array;
   /** The file's size: tensors are placed and checked against it, not against `bytes`. */

@@ -555,7 +555,7 @@ export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partia
 
   /**
    * Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping's first
-   * min(size, 1 GiB) bytes (an ArrayBuffer cannot hold a 7-18 GB model on Node 20; JavaScript
+   * min(size, 4 GiB - 64 KiB) bytes (an ArrayBuffer cannot hold a 7-18 GB model on Node 20; JavaScript
    * reads the header and the identity's first MiB of weights, the native model the whole mapping).
    * size: the file's bytes. fd: the open file, kept until unmapFile (identity and size checks, the
    * rebuild workers' pinned path). access 'random': no readahead around page faults (only the
