@@ -215,10 +215,10 @@ function copyHeat(file, tag) {
   return copy;
 }
 
-/** `moetier replay` on the engine's traces: lfru vs replan at the engine's budget, cold start. */
+/** `moetier replay` on the engine's traces: lfru vs replan at the engine's budget, cold start, priced by the geometry the traces carry (the model's own). */
 function runReplay(traces, config, nExpert) {
   const budget = Math.min(nExpert, Math.max(1, Math.round(config.resident * nExpert)));
-  const args = ['dist/src/cli/main.js', 'replay', '--trace', traces.join(','), '--budget', String(budget), '--policy', 'lfru,replan', '--start', 'ids', '--geometry', 'qwen3-30b-a3b-q4k', '--json'];
+  const args = ['dist/src/cli/main.js', 'replay', '--trace', traces.join(','), '--budget', String(budget), '--policy', 'lfru,replan', '--start', 'ids', '--json'];
   const out = execFileSync(process.execPath, args, { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 << 20 });
   const rows = JSON.parse(out.slice(out.indexOf('[')));
   return { command: `node ${args.join(' ')}`, budget, rows: rows.map((r) => ({ trace: path.basename(r.trace), policy: r.policy, hitRate: r.hitRate, uploads: r.uploads, ...pick(r, ['ttftMs', 'msPerToken']) })) };

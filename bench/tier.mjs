@@ -68,6 +68,7 @@ export async function main(argv) {
     warmupRequests: positiveInt('warmup-requests', values['warmup-requests'], 1000),
     parts,
     arch,
+    routing: 'realistic synthetic',
   };
   const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageAtStart: os.loadavg() };
   const { openEngine } = await importDist('src/index.js');
@@ -288,7 +289,7 @@ export function tierTable(results) {
     const c = r.config;
     lines.push(
       '',
-      `Residency, ${c.preset} ${c.arch} ${c.quant}, ${s.threads} threads, ${s.maxTokens ?? c.maxTokens} tokens, medians of ${s.rounds} alternating rounds, ` +
+      `Residency, ${c.preset} ${c.arch} ${c.quant} (${c.routing ?? 'planted'} routing), ${s.threads} threads, ${s.maxTokens ?? c.maxTokens} tokens, medians of ${s.rounds} alternating rounds, ` +
         `measured ${s.date.slice(0, 16)}Z; load average ${load(s.loadAverageAtStart)} -> ${load(s.loadAverageAtEnd)}.`,
       '',
       `| ${Math.round(s.resident * 100)} % resident, prompt ${s.prompt} | decode hit rate | prefill hit rate | ms/token | MoE ms/token | uploads |`,
