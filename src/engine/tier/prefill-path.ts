@@ -23,11 +23,11 @@ import { InvalidOptionError } from '../../core/errors.js';
 
 /**
  * The measured crossover (bench/results/prefill.json measuredCrossover; tests/bench/prefill-results
- * checks they agree): in 4 interleaved rounds at half the medium Q8_0 file, on demand was faster up
- * to 12 tokens (4: 307 against 486 ms), level at 16 (520 / 512) and slower from 24 (bench/README.md,
- * prefill). Earlier runs without lengths below 16 put it at 16 and at 0: the cells swing by ~30 %.
+ * checks they agree): on realistic routing, in 4 interleaved rounds at half the medium Q8_0 file, on
+ * demand was faster up to 16 tokens (4: 233 against 480 ms, 16: 479 / 561) and slower at 24 (609 /
+ * 536); from 32 to 64 the cells swing either way by ~30 %. On planted routing it measured 12.
  */
-export const SHORT_PREFILL_TOKENS_AUTO = 12;
+export const SHORT_PREFILL_TOKENS_AUTO = 16;
 
 export type PrefillPath = 'on-demand' | 'whole-layer';
 
