@@ -3,13 +3,14 @@ import type { Policy } from '../types.js';
 import { admit } from './admit.js';
 import { belady } from './belady.js';
 import { dlfu } from './dlfu.js';
+import { dlfuRecent } from './dlfu-recent.js';
 import { lfru } from './lfru.js';
 import { lfu } from './lfu.js';
 import { lru } from './lru.js';
 import { lfruGuarded, replan, replanUnguarded } from './replan.js';
 import { oracleStatic, staticStart } from './static.js';
 
-export const policies: readonly Policy[] = [lru, lfu, dlfu, lfru, lfruGuarded, admit, replan, replanUnguarded, staticStart, oracleStatic, belady];
+export const policies: readonly Policy[] = [lru, lfu, dlfu, dlfuRecent, lfru, lfruGuarded, admit, replan, replanUnguarded, staticStart, oracleStatic, belady];
 
 export const policyNames: readonly string[] = policies.map((p) => p.name);
 
