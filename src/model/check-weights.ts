@@ -67,9 +67,9 @@ class TensorChunks {
 }
 
 function scanTensor(reader: TensorChunks, t: TensorInfo): Omit<NonFiniteWeight, 'tensor'> | undefined {
-  const { bytes: blockBytes } = GGML_BLOCK[t.type];
-  const stride = t.type === 'F32' ? 4 : t.type === 'F16' || t.type === 'BF16' ? 2 : blockBytes;
-  const unit: NonFiniteWeight['unit'] = stride === blockBytes && !['F32', 'F16', 'BF16'].includes(t.type) ? 'block scale' : 'element';
+  const float = t.type === 'F32' || t.type === 'F16' || t.type === 'BF16';
+  const stride = t.type === 'F32' ? 4 : float ? 2 : GGML_BLOCK[t.type].bytes;
+  const unit: NonFiniteWeight['unit'] = float ? 'element' : 'block scale';
   // Chunks hold whole values: a multiple of the stride.
   const chunk = Math.floor(TensorChunks.chunkBytes / stride) * stride;
   let first = -1, count = 0, index = 0;

@@ -6,6 +6,7 @@ import { runCommand } from '../../src/cli/commands/run.js';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { readTraces } from '../../src/routes/load.js';
 import { tempDir, tinyModel } from '../engine/tier-helpers.js';
+import { refusal } from './refusal.js';
 
 const { dir, cleanup } = tempDir('moetier-cli-routes-from-');
 afterAll(cleanup);
@@ -41,15 +42,6 @@ async function run(args: string[]): Promise<{ json: Record<string, unknown>; std
     error.mockRestore();
   }
   return { json: JSON.parse(lines.at(-1)!) as Record<string, unknown>, stderr: errors.join('\n') };
-}
-
-async function refusal(args: string[]): Promise<InvalidOptionError> {
-  const err = await runCommand.run(args).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(InvalidOptionError);
-  return err as InvalidOptionError;
 }
 
 describe('moetier run --routes-from', () => {

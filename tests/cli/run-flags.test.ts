@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCommand } from '../../src/cli/commands/run.js';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { collect, tempDir, tinyModel } from '../engine/tier-helpers.js';
+import { refusal } from './refusal.js';
 import { openEngine } from '../../src/engine/engine.js';
 import { SHORT_PREFILL_TOKENS_AUTO } from '../../src/engine/tier/prefill-path.js';
 
@@ -12,15 +13,6 @@ let model: string;
 beforeAll(async () => {
   model = await tinyModel(dir);
 });
-
-async function refusal(args: string[]): Promise<InvalidOptionError> {
-  const err = await runCommand.run(args).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(InvalidOptionError);
-  return err as InvalidOptionError;
-}
 
 describe('moetier run flags', () => {
   it('sample as the long flags do, with llama-cli spellings (-n --n-predict -c --ctx-size --temp -s)', async () => {
