@@ -18,6 +18,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterTier(env, exports);
   RegisterIo(env, exports);
   RegisterSynth(env, exports);
+  RegisterPolicy(env, exports);
   return exports;
 }
 

@@ -11,6 +11,7 @@ void RegisterBackend(Napi::Env env, Napi::Object exports);  // backend.cc: slots
 void RegisterTier(Napi::Env env, Napi::Object exports);     // tier.cc: the expert tier of a context
 void RegisterIo(Napi::Env env, Napi::Object exports);       // io.cc: the read engine (reads of file ranges)
 void RegisterSynth(Napi::Env env, Napi::Object exports);    // synth.cc: gen-model's quantise / fill verbs
+void RegisterPolicy(Napi::Env env, Napi::Object exports);   // policy.cc: the eviction policy's pure verbs (replay)
 
 // The mapping behind a MappedFileHandle (an External<MappedFile>), for model.cc.
 struct MappedFile {

@@ -20,6 +20,7 @@
 #include <vector>
 #include "errors.h"
 #include "model_napi.h"
+#include "typed_arg.h"
 #include "mt_tier.h"
 
 struct TierState {
@@ -79,16 +80,6 @@ bool ArgInt(const Napi::CallbackInfo& info, size_t i, const std::string& what, d
     return false;
   }
   *out = int32_t(v);
-  return true;
-}
-
-template <class T>
-bool TypedArg(Napi::Value v, napi_typedarray_type type, T** data, size_t* length) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != type) return false;
-  void* p = nullptr;
-  napi_typedarray_type t;
-  napi_get_typedarray_info(v.Env(), v, &t, length, &p, nullptr, nullptr);
-  *data = static_cast<T*>(p);
   return true;
 }
 
@@ -259,21 +250,48 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// tierSetVictimOrder(tier, order: Int32Array [nLayer * nExpert], per layer coldest first, -1 ended;
-// empty: none) between evals: the eviction order of admit before run (mt_tier.h).
-Napi::Value TierSetVictimOrder(const Napi::CallbackInfo& info) {
+// tierSetPolicy(tier, mode: 'off' | 'evict' | 'keep', halfLifeTokens, prior?: Float64Array
+// [nLayer * nExpert]) between evals: the tier's eviction policy (mt_tier.h mt_tier_set_policy).
+Napi::Value TierSetPolicy(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto s = Unwrap(info, "tierSetVictimOrder");
+  auto s = Unwrap(info, "tierSetPolicy");
   if (!s) return env.Undefined();
-  int32_t* order = nullptr;
+  const std::string mode = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+  const int32_t m = mode == "off" ? MT_TIER_POLICY_OFF : mode == "evict" ? MT_TIER_POLICY_EVICT : mode == "keep" ? MT_TIER_POLICY_KEEP : -1;
+  const double half_life = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : NAN;
+  double* prior = nullptr;
   size_t n = 0;
-  if (!TypedArg(info[1], napi_int32_array, &order, &n)) return ThrowRange(env, "tierSetVictimOrder: order: expected an Int32Array");
+  if (!info[3].IsUndefined() && !TypedArg(info[3], napi_float64_array, &prior, &n)) return ThrowRange(env, "tierSetPolicy: prior: expected a Float64Array");
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetVictimOrder: an eval is running on this tier; await it first");
-  if (mt_tier_set_victim_order(s->tier, order, n) != MT_TIER_OK)
-    return ThrowRange(env, "tierSetVictimOrder: order: expected nLayer x nExpert = " + std::to_string(size_t(s->n_layer) * size_t(s->n_expert)) +
-                               " expert ids or -1 (or none)");
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPolicy: an eval is running on this tier; await it first");
+  if (m < 0 || mt_tier_set_policy(s->tier, m, half_life, prior, n) != MT_TIER_OK)
+    return ThrowRange(env, "tierSetPolicy: expected mode 'off', 'evict' or 'keep', halfLifeTokens in [1, " + std::to_string(int64_t(MT_DLFU_HALF_LIFE_MAX)) +
+                               "] and a prior of nLayer x nExpert = " + std::to_string(size_t(s->n_layer) * size_t(s->n_expert)) + " finite counts >= 0 (or none)");
   return env.Undefined();
+}
+
+// tierPolicyTick(tier) between evals: one decode token passed (the policy's clock).
+Napi::Value TierPolicyTick(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierPolicyTick");
+  if (!s) return env.Undefined();
+  auto ctx = s->ctx.lock();
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierPolicyTick: an eval is running on this tier; await it first");
+  mt_tier_policy_tick(s->tier);
+  return env.Undefined();
+}
+
+// tierPolicyScores(tier) -> Float64Array [nLayer * nExpert]: each expert's score (mt_policy.h).
+Napi::Value TierPolicyScores(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierPolicyScores");
+  if (!s) return env.Undefined();
+  auto ctx = s->ctx.lock();
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierPolicyScores: an eval is running on this tier; await it first");
+  const size_t n = size_t(s->n_layer) * size_t(s->n_expert);
+  Napi::Float64Array out = Napi::Float64Array::New(env, n);
+  mt_tier_policy_scores(s->tier, out.Data(), n);
+  return out;
 }
 
 // tierSetPrefetch(tier, mode: 'off' | 'observe' | 'enforce', predictK, budget?: Int32Array [nLayer],
@@ -543,7 +561,9 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierWarmstart", Napi::Function::New(env, TierWarmstart));
   exports.Set("tierRequestSwap", Napi::Function::New(env, TierRequestSwap));
   exports.Set("tierPoll", Napi::Function::New(env, TierPoll));
-  exports.Set("tierSetVictimOrder", Napi::Function::New(env, TierSetVictimOrder));
+  exports.Set("tierSetPolicy", Napi::Function::New(env, TierSetPolicy));
+  exports.Set("tierPolicyTick", Napi::Function::New(env, TierPolicyTick));
+  exports.Set("tierPolicyScores", Napi::Function::New(env, TierPolicyScores));
   exports.Set("tierSetPrefetch", Napi::Function::New(env, TierSetPrefetch));
   exports.Set("tierSetPrefillPath", Napi::Function::New(env, TierSetPrefillPath));
   exports.Set("tierResidency", Napi::Function::New(env, TierResidency));

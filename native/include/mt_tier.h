@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include "mt_backend.h"
 #include "mt_forward.h"
+#include "mt_policy.h"
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -107,14 +108,26 @@ void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots);
  * and nothing changed. task_id comes back in the upload's report. */
 int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now);
 
-/* Between evals: the policy's eviction order for admit-before-run (a tier with stream_fd): per
- * layer l, order[l * nExpert + k] for k = 0.. are expert ids, coldest first, ended by -1 (or the
- * row's end). A routed miss that no free slot or queued swap takes evicts the first of its
- * layer's that is plainly RESIDENT and not routed in the same call, and is read into its slot
- * (one read: it runs from there and stays), and takes the victim's place in the order until the
- * next order is set. n = nLayer * nExpert; n = 0 (or order NULL): misses
- * evict nobody (they are streamed). MT_TIER_INVALID for another n or an id out of range. */
-int mt_tier_set_victim_order(mt_tier* tier, const int32_t* order, size_t n);
+/* The tier's eviction policy (include/mt_policy.h: decayed LFU, the code `moetier replay --policy
+ * dlfu` runs): every eviction at need is decided here, once, from the policy's counts as they are at
+ * that moment; no order is published by the caller. Each bind adds the layer's routed rows to its
+ * experts' counts (at the clock's time), whatever the mode.
+ *   OFF    a routed miss (stream_fd) or a prefetch with no free slot evicts nobody (streamed; dropped)
+ *   EVICT  it evicts the layer's lowest-scored RESIDENT expert that its call does not run (a
+ *          prefetch: nor one of the top nExpertUsed predicted)
+ *   KEEP   EVICT, and on a tier without stream_fd each routed miss of a one-token call (a decode
+ *          step; a prompt's are not kept) is kept, decayed LFU as a demand policy: admitted as a
+ *          disk tier's miss would be (a free slot, else the victim's slot; an upload of task 0
+ *          issued at bind, overlapping the rest of the layer), computed from its host copy this time
+ * Between evals. half_life: decode tokens, [1, MT_DLFU_HALF_LIFE_MAX]; prior [nLayer * nExpert] or
+ * NULL: the counts at time 0 (a heat file, scaled by the caller); the clock restarts at 0.
+ * MT_TIER_INVALID for a bad value (nothing changes). */
+enum mt_tier_policy_mode { MT_TIER_POLICY_OFF = 0, MT_TIER_POLICY_EVICT = 1, MT_TIER_POLICY_KEEP = 2 };
+int mt_tier_set_policy(mt_tier* tier, int32_t mode, double half_life, const double* prior, size_t n);
+/* Between evals: one decode token passed (the policy's clock). */
+void mt_tier_policy_tick(mt_tier* tier);
+/* Between evals: every expert's score (mt_dlfu_score) into out [nLayer * nExpert] (n: room in out). */
+void mt_tier_policy_scores(mt_tier* tier, double* out, size_t n);
 
 /* Prefetch (issue 13; tier_prefetch.cc). Between evals: the mode, how many predicted experts the
  * forward pass hands over per layer (predict_k, 1..nExpert), budget [nLayer]: how many of them a

@@ -174,6 +174,10 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->path_calls.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * 2]);
   for (size_t i = 0; i < size_t(hp.n_layer) * 2; i++) t->path_calls[i].store(0);
   t->routed_now.assign(size_t(hp.n_expert), 0);  // admit before run's and the prefetch's marks
+  t->eligible.assign(size_t(hp.n_expert), 0);
+  t->kept_misses.assign(size_t(hp.n_expert), 0);
+  t->dlfu_count.assign(experts, 0);
+  t->dlfu_stamp.assign(experts, 0);
   t->no_victims.assign(size_t(hp.n_expert), 1);
   t->pending.resize(size_t(hp.n_layer));
   for (auto& q : t->pending) q.reserve(size_t(hp.n_expert));

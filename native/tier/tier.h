@@ -231,6 +231,15 @@ struct mt_tier {
   std::atomic<int32_t> prefetch_queue_n{0};      // a hint of prefetch_queue.size(), read without mu
 
   std::unique_ptr<std::atomic<int32_t>[]> residency;  // [nLayer * nExpert]: slot, or -1
+  // The eviction policy (include/mt_policy.h, decayed LFU), the one that decides each eviction at the
+  // moment a slot is needed: its rows [nLayer * nExpert], added to at each bind (the routed rows) on
+  // the eval thread, read there (under mu) where a slot is needed, and by the caller between evals;
+  // its clock counts decode tokens (mt_tier_policy_tick, between evals). policy_mode: mt_tier_policy_mode.
+  std::vector<double> dlfu_count, dlfu_stamp;
+  double dlfu_now = 0, dlfu_half_life = 16;
+  std::atomic<int32_t> policy_mode{MT_TIER_POLICY_OFF};
+  std::vector<uint8_t> eligible;  // [nExpert]: scratch of the victim search (under mu)
+  std::vector<int32_t> kept_misses;  // eval thread: [nExpert] bind's misses that mode KEEP admits
   std::atomic<uint64_t> hits{0}, misses{0}, lazy_misses{0};
   std::unique_ptr<std::atomic<int32_t>[]> pending_n;   // [nLayer]: swaps queued (a hint read without mu)
   std::unique_ptr<std::atomic<int32_t>[]> flight_n;    // [nLayer]: uploads not yet settled and promoted
@@ -255,7 +264,6 @@ struct mt_tier {
   std::vector<mt::UploadReport> reports;  // at most kReportsMax until polled; beyond: counted, dropped
   std::vector<mt::Eviction> evicted;       // at most nLayer * nExpert (each eviction once)
   std::vector<mt_tier_read> read_log;      // streamed reads landed, at most kReportsMax until polled
-  std::vector<int32_t> victim_order;       // [nLayer * nExpert] or empty: the policy's eviction order (admit before run)
   std::vector<int32_t> prefetch_budget;    // [nLayer]: predicted experts a layer may start reading (tier_prefetch.cc)
   std::vector<mt::PrefetchTask> prefetch_queue;  // FIFO, at most MT_TIER_PREFETCH_QUEUE_MAX (reserved)
   uint64_t prefetch_inflight_bytes = 0;     // prefetches issued and not settled
@@ -302,11 +310,19 @@ void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote
 // Issues the layer's queue unless compute is on the layer: true when it did (or it was empty).
 bool tier_issue_if_idle(mt_tier& t, int32_t layer);
 void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert);
+// Policy mode KEEP, a tier without stream_fd (eval thread, bind): each routed miss computed from its
+// host copy or the container is kept: a free slot is filled with it now, else a swap into the
+// policy's lowest-scored resident not routed now is queued for the layer's boundary.
+void tier_keep_misses(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n);
+// tier_policy.cc. touch: a bind's routed rows into the counts (eval thread). victim (under mu): the
+// layer's lowest-scored expert that is plainly RESIDENT in a slot and not routed_now[e]; -1: none.
+void tier_policy_touch(mt_tier& t, int32_t layer, const mt_expert_binding* runs, int32_t n_runs);
+int32_t tier_policy_victim(mt_tier& t, int32_t layer, const uint8_t* routed_now);
 // Admit-before-run (compute is on layer; tier_stream.cc): the routed miss `expert` gets a slot
 // before the layer runs it: an upload of it already in flight (not yet promoted), else its
 // queued swap issued now (unless the victim is routed in this call: routed_now[victim]), else a
-// free slot of the layer filled with it, else the policy's coldest resident not routed now
-// evicted for it (victim_order). true: it lands in *slot with *event; false: none applies.
+// free slot of the layer filled with it, else the policy's lowest-scored resident not routed now
+// evicted for it (policy mode EVICT or KEEP). true: it lands in *slot with *event; false: none applies.
 // *existing: it is an upload an earlier step issued (the first rule), not one issued here.
 bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing = nullptr);
 

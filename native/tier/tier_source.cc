@@ -83,8 +83,13 @@ void bind_host_copy(const mt_tier& t, int32_t layer, const uint8_t* base, mt_exp
 
 // The call's routed marks (admit before run never evicts an expert routed in the same call) go.
 void clear_routed(mt_tier& t, const mt_expert_binding* runs, int32_t n_runs) {
-  if (t.stream_io == nullptr) return;
   for (int32_t i = 0; i < n_runs; i++) t.routed_now[size_t(runs[i].expert)] = 0;
+}
+
+bool one_token(const mt_tier& t, const mt_expert_binding* runs, int32_t n_runs) {
+  int64_t rows = 0;
+  for (int32_t i = 0; i < n_runs; i++) rows += runs[i].rows;
+  return rows == mt_model_hparams(t.model)->n_expert_used;
 }
 
 int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes) {
@@ -96,14 +101,21 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
     return -1;
   }
   if (t.hook_fn != nullptr) post_counts(t, layer, runs, n_runs);
+  tier_policy_touch(t, layer, runs, n_runs);
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const size_t base_index = index_of(t, layer, 0);
   int64_t hits = 0, misses = 0, lazy = 0;
   int32_t* to_read = t.miss_runs.data();  // the misses to read from the file (a stream descriptor)
   int32_t n_read = 0;
+  // Policy KEEP (a tier without stream_fd): a decode token's misses computed here are admitted after
+  // the loop. A prompt's are not (the replay's prefillCounts keep none): one token routes
+  // nExpertUsed rows in all, a prompt's chunk more.
+  const bool keep = t.stream_io == nullptr && t.policy_mode.load(std::memory_order_relaxed) == MT_TIER_POLICY_KEEP && one_token(t, runs, n_runs);
+  int32_t* kept = t.kept_misses.data();
+  int32_t n_kept = 0;
   for (int32_t i = 0; i < n_runs; i++) {
     mt_expert_binding& run = runs[i];
-    if (t.stream_io != nullptr) t.routed_now[size_t(run.expert)] = 1;
+    t.routed_now[size_t(run.expert)] = 1;
     const size_t index = base_index + size_t(run.expert);
     const int32_t slot = t.residency[index].load(std::memory_order_seq_cst);  // pairs with issue_now (tier_swap.cc)
     mt_lease_id lease = 0;
@@ -131,6 +143,7 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
       continue;
     }
     count_unread_miss(t, layer, index);
+    if (keep) kept[n_kept++] = run.expert;
     if (offset < 0) {
       lazy += run.rows;  // computed from the container as mapped
       continue;
@@ -146,6 +159,7 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
     }
     bind_host_copy(t, layer, t.host + offset, run);
   }
+  if (n_kept > 0) tier_keep_misses(t, layer, kept, n_kept);
   const bool started = n_read == 0 || tier_stream_begin(t, layer, runs, to_read, n_read, err, err_bytes);
   clear_routed(t, runs, n_runs);
   if (!started) {

@@ -132,27 +132,20 @@ bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t
   return true;
 }
 
-// The policy's coldest resident of the layer that this call does not run gives its slot to expert
-// (a swap of task 0, issued now and reported like any). false: every resident runs now or is busy.
+// The policy's lowest-scored resident of the layer that this call does not run gives its slot to
+// expert (a swap of task 0, issued now and reported like any). false: every resident runs now or is
+// busy, or the backend refused the upload (reported failed).
 bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event) {
-  int32_t* order = t.victim_order.data() + index_of(t, layer, 0);
-  for (int32_t k = 0; k < t.n_expert && order[k] >= 0; k++) {
-    const int32_t victim = order[k];
-    const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, expert);
-    const int32_t victim_slot = t.residency[iv].load(std::memory_order_relaxed);
-    if (t.expert_state[iv] != kExpertResident || routed_now[victim] || victim_slot < 0) continue;
-    t.expert_state[iv] = kExpertOutgoing;
-    t.expert_state[in] = kExpertIncoming;
-    issue_one(t, layer, Swap{victim, expert, 0}, victim_slot, tier_now(t, layer));
-    if (t.expert_state[in] != kExpertIncoming) return false;  // the backend refused: reported failed
-    InFlight& f = t.flights.back();
-    f.admitted = true;
-    // The policy's next order comes a few tokens later; until then the newcomer holds its victim's
-    // place (the slot's place in the order), so a layer with few slots keeps admitting.
-    order[k] = expert;
-    return *slot = f.slot, *event = f.event, true;
-  }
-  return false;
+  const int32_t victim = tier_policy_victim(t, layer, routed_now);
+  if (victim < 0) return false;
+  const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, expert);
+  t.expert_state[iv] = kExpertOutgoing;
+  t.expert_state[in] = kExpertIncoming;
+  issue_one(t, layer, Swap{victim, expert, 0}, t.residency[iv].load(std::memory_order_relaxed), tier_now(t, layer));
+  if (t.expert_state[in] != kExpertIncoming) return false;
+  InFlight& f = t.flights.back();
+  f.admitted = true;
+  return *slot = f.slot, *event = f.event, true;
 }
 
 }  // namespace
@@ -188,7 +181,7 @@ bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* ro
     if (!issue_fill(t, layer, expert, s, tier_now(t, layer))) return false;
     return *slot = s, *event = t.flights.back().event, true;
   }
-  return !t.victim_order.empty() && evict_for(t, layer, expert, routed_now, slot, event);
+  return t.policy_mode.load(std::memory_order_relaxed) != MT_TIER_POLICY_OFF && evict_for(t, layer, expert, routed_now, slot, event);
 }
 
 // issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it.
@@ -279,18 +272,6 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
   if (!tier_issue_if_idle(t, layer)) return MT_TIER_OK;
   t.swaps_started_now.fetch_add(queued, std::memory_order_relaxed);
   return MT_TIER_STARTED;
-}
-
-int mt_tier_set_victim_order(mt_tier* tier, const int32_t* order, size_t n) {
-  mt_tier& t = *tier;
-  const size_t want = size_t(t.n_layer) * size_t(t.n_expert);
-  if (n != 0 && (n != want || order == nullptr)) return MT_TIER_INVALID;
-  for (size_t i = 0; i < n; i++)
-    if (order[i] < -1 || order[i] >= t.n_expert) return MT_TIER_INVALID;
-  std::lock_guard<std::mutex> lock(t.mu);
-  if (n == 0) t.victim_order.clear();
-  else t.victim_order.assign(order, order + n);
-  return MT_TIER_OK;
 }
 
 void mt_tier_flush(mt_tier* tier) { issuer_flush(*tier); }

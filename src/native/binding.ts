@@ -369,6 +369,21 @@ export interface NativeTierExpertStates {
 }
 
 /** The expert tier (resident experts from backend slots, misses from host copies); see src/engine/tier/. */
+export type TierPolicyMode = 'off' | 'evict' | 'keep';
+
+/**
+ * Decayed LFU (include/mt_policy.h) over one layer's rows the caller owns: the code the tier runs at
+ * need, for `moetier replay --policy dlfu` (src/tiers/policies/dlfu.ts).
+ */
+export interface NativePolicyVerbs {
+  /** adds[e] > 0: count[e] decayed from stamp[e] to now, plus adds[e]; stamp[e] = now. */
+  dlfuAdd(count: Float64Array, stamp: Float64Array, adds: Float64Array, now: number, halfLife: number): void;
+  /** Among eligible[e] != 0, the lowest score (ties the lowest id); -1 when none. */
+  dlfuVictim(count: Float64Array, stamp: Float64Array, eligible: Uint8Array, halfLife: number): number;
+  /** log2(count[e]) + stamp[e] / halfLife; -Infinity when never routed. */
+  dlfuScore(count: Float64Array, stamp: Float64Array, expert: number, halfLife: number): number;
+}
+
 export interface NativeTierVerbs {
   createTier(
     ctx: NativeContextHandle,
@@ -390,8 +405,17 @@ export interface NativeTierVerbs {
    */
   tierRequestSwap(tier: NativeTierHandle, layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
   tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }>; reads: NativeTierRead[] };
-  /** Between evals, a tier with streamFile: per layer, expert ids coldest first, -1 ended ([nLayer * nExpert]; empty: none): the residents a routed miss may evict to be read into its slot. */
-  tierSetVictimOrder(tier: NativeTierHandle, order: Int32Array): void;
+  /**
+   * Between evals: the tier's eviction policy (mt_tier.h mt_tier_set_policy: decayed LFU, decided at
+   * the moment a slot is needed). off: no eviction at need; evict: an admitted miss or a prefetch
+   * evicts the lowest-scored resident its call does not run; keep: also, each routed miss of a tier
+   * without streamFile is kept. prior [nLayer * nExpert]: the counts at time 0 (a scaled heat file).
+   */
+  tierSetPolicy(tier: NativeTierHandle, mode: TierPolicyMode, halfLifeTokens: number, prior?: Float64Array): void;
+  /** Between evals: one decode token passed (the policy's clock). */
+  tierPolicyTick(tier: NativeTierHandle): void;
+  /** Between evals: every expert's policy score [nLayer * nExpert] (higher: keep; -Infinity: never routed). */
+  tierPolicyScores(tier: NativeTierHandle): Float64Array;
   /**
    * Between evals: the prefetch mode, predicted experts handed over per layer, how many each layer's
    * prediction may start reading ([nLayer]), and the cap on prefetch bytes in flight (the rest wait in
@@ -541,7 +565,7 @@ export interface NativeSynthVerbs {
  * refuses one with a NativeError that says to rebuild (hasNativeTier, native-port.ts). There is no
  * TypeScript tier to fall back to.
  */
-export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partial<NativeTierVerbs>, Partial<NativeSynthVerbs> {
+export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partial<NativeTierVerbs>, Partial<NativeSynthVerbs>, NativePolicyVerbs {
   /** The numbers TypeScript must agree on (src/native/constants.ts; checked at load). */
   constants: NativeConstants;
   version(): string;

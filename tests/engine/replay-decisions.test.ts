@@ -5,6 +5,9 @@
  *   replay:  F -> loadTraceFiles -> labScenario -> replay(policy, observer)   (the CLI's path)
  *   assert:  init context, then every step: event, residency given, decisions, item by item
  *
+ * LFRU and replan are stepped by the placement in TypeScript; dlfu runs in the tier and decides each
+ * eviction there (tests/engine/replay-evictions.test.ts compares those with the replay's).
+ *
  * How the engine's calls are seen without touching src/engine/tier: TierPlacement builds every
  * policy it steps through makeLfru (src/tiers/policies/lfru.ts) or makeReplan (replan.ts), so
  * those two factories are mocked to wrap what they build in a recorder. With replan on, the
@@ -39,7 +42,6 @@ import type { GenerationStats } from '../../src/engine/stats.js';
 import { parseReplayArgs } from '../../src/cli/commands/replay.js';
 import { labScenario, loadTraceFiles } from '../../src/tiers/lab.js';
 import { lfruDefaults } from '../../src/tiers/policies/lfru.js';
-import { dlfuDefaults } from '../../src/tiers/policies/dlfu.js';
 import { residencyOf, type Residency } from '../../src/tiers/residency.js';
 import type { Policy } from '../../src/tiers/types.js';
 import type { TierPlacement } from '../../src/engine/tier/placement.js';
@@ -55,11 +57,6 @@ vi.mock(import('../../src/tiers/policies/lfru.js'), async (importOriginal) => {
   const m = await importOriginal();
   const { engineLog: log, recording } = await import('./policy-recorder.js');
   return { ...m, makeLfru: (p = m.lfruDefaults) => recording(m.makeLfru(p), p, log) };
-});
-vi.mock(import('../../src/tiers/policies/dlfu.js'), async (importOriginal) => {
-  const m = await importOriginal();
-  const { engineLog: log, recording } = await import('./policy-recorder.js');
-  return { ...m, makeDlfu: (p = m.dlfuDefaults) => recording(m.makeDlfu(p), p, log) };
 });
 vi.mock(import('../../src/tiers/policies/replan.js'), async (importOriginal) => {
   const m = await importOriginal();
@@ -114,10 +111,6 @@ function replayAsCli(file: string, policyName: string): { init: RecordedInit; st
 /** The engine's four placements: replan off or on, the guard (replan-guard.ts) on (the default) or off. */
 /** The unmocked factory of a policy by its replay name, building it from a recorded step's parameters. */
 async function pureFactory(name: string): Promise<(params: Record<string, unknown>) => Policy<{ residency: Residency }>> {
-  if (name === 'dlfu') {
-    const { makeDlfu } = await vi.importActual<typeof import('../../src/tiers/policies/dlfu.js')>('../../src/tiers/policies/dlfu.js');
-    return (p) => makeDlfu(p as never) as never;
-  }
   if (name === 'lfru') {
     const { makeLfru } = await vi.importActual<typeof import('../../src/tiers/policies/lfru.js')>('../../src/tiers/policies/lfru.js');
     return (p) => makeLfru(p as never) as never;
@@ -131,13 +124,12 @@ const cases = [
   { name: 'lfru with the replan held in reserve (the default)', policy: 'lfru-guarded', replanOn: false, guard: true },
   { name: 'guarded prefill replan', policy: 'replan', replanOn: true, guard: true },
   { name: 'unguarded prefill replan', policy: 'replan-unguarded', replanOn: true, guard: false },
-  { name: 'decayed LFU (a demand policy: its route decisions too)', policy: 'dlfu', replanOn: false, guard: false },
 ] as const;
 
 describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s backend', (backend) => {
   it.each(cases)('$name: the replay of the engine\'s route trace sees the same events and makes the same decisions', async ({ policy, replanOn, guard }) => {
     const file = path.join(dir, `routes-${backend}-${policy}.jsonl`);
-    const options: EngineOptions = { model, backend, threads: 1, contextTokens: 128, slotsPerLayer, heat: false, prefillReplan: { enabled: replanOn, guard }, ...(policy === 'dlfu' ? { placementPolicy: 'dlfu' as const } : {}) };
+    const options: EngineOptions = { model, backend, threads: 1, contextTokens: 128, slotsPerLayer, heat: false, prefillReplan: { enabled: replanOn, guard } };
     engineLog.clear();
     const engine = await openEngine(options);
     const { nLayer: layers, nExpert: experts } = engine.hparams;
@@ -163,7 +155,7 @@ describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s b
 
     // The same parameters: the engine's defaults are the CLI's policies' (replan: see the file's top).
     for (const s of recorded) {
-      expect(s.params).toMatchObject(policy === 'dlfu' ? dlfuDefaults : lfruDefaults);
+      expect(s.params).toMatchObject(lfruDefaults);
       if (replanOn || guard) expect(s.params).toMatchObject({ capPerLayer: Math.min(replanDefaults.capPerLayer, experts), drainPerToken: replanDefaults.drainPerToken });
       if (replanOn && s.event.kind === 'prefillCounts') {
         // The upload queue's room did not cut the layer's swaps short (nor did the CLI's 8).
@@ -177,9 +169,9 @@ describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s b
     const engineSteps: Step[] = recorded.map(({ event, before, decisions }) => ({ event, before, decisions }));
     expect(shape(engineSteps)).toEqual(expectedShape(layers, maxTokens - 1));
     expect(shape(cli.steps)).toEqual(shape(engineSteps));
-    if (policy === 'dlfu' || refused > 0) {
-      // A policy may evict an expert whose own upload is still arriving (dlfu: the expert its previous
-      // token brought in; the guard: a replan swap it reverts at the first checkpoints). The tier
+    if (refused > 0) {
+      // A policy may evict an expert whose own upload is still arriving (the guard: a replan swap it
+      // reverts at the first checkpoints). The tier
       // takes swaps of plainly resident victims only, so it refuses that one, and the views part from
       // the replay's (which applies every decision at once), by the timing of an upload. What must
       // hold then is that the engine runs the pure policy: the same events, with the residency the
@@ -193,13 +185,13 @@ describe.each(['cpu', 'fake'] as const)('engine and replay decisions on the %s b
       }
       // The events themselves are the trace's, one for one.
       for (let i = 0; i < engineSteps.length; i++) expect(cli.steps[i].event).toEqual(engineSteps[i].event);
-      if (policy !== 'dlfu') expect(refused).toBeLessThanOrEqual(layers * slotsPerLayer); // only the reverts of swaps in flight
+      expect(refused).toBeLessThanOrEqual(layers * slotsPerLayer); // only the reverts of swaps in flight
     } else {
       for (let i = 0; i < engineSteps.length; i++) expect(cli.steps[i], `policy step ${i} (${shape(engineSteps)[i]})`).toEqual(engineSteps[i]);
     }
     // Not a vacuous pass: the run decided swaps (LFRU ticks; replan also in the prefill).
     const decided = engineSteps.flatMap((s) => s.decisions.map((d) => ({ d, kind: s.event.kind })));
-    expect(decided.some((x) => x.kind === (policy === 'dlfu' ? 'route' : 'decodeTick'))).toBe(true);
+    expect(decided.some((x) => x.kind === 'decodeTick')).toBe(true);
     if (replanOn) expect(decided.some((x) => x.kind === 'prefillCounts')).toBe(true);
     // The guard's verdicts per layer are the replay's (and the request outlived its last checkpoint).
     if (guard) {

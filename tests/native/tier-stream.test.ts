@@ -83,15 +83,14 @@ describe('admit before run (disk tier)', () => {
     expect(s.lazyMisses).toBe(0);
   });
 
-  it('with the policy\'s eviction order, a miss evicts the coldest resident its call does not run and stays: fewer streamed reads, the same bits', async () => {
+  it('with the tier\'s policy on (evict), a miss evicts the lowest-scored resident its call does not run and stays: fewer streamed reads, the same bits', async () => {
     const hp = tinyModel('Q8_0').model.hparams;
     const plainModel = setup(2);
     const plain = await plainRun(plainModel.m);
     const without = await greedyRun(plainModel.m, plainModel.ctx, decodeSteps);
     const s0 = native.tierStats(plainModel.tier);
     const { m, ctx, tier } = setup(2);
-    // Every layer's order: experts 0, 1, ... (a real one comes from the placement's LFRU scores).
-    native.tierSetVictimOrder(tier, Int32Array.from({ length: hp.nLayer * hp.nExpert }, (_, i) => i % hp.nExpert));
+    native.tierSetPolicy(tier, 'evict', 16);
     const run = await greedyRun(m, ctx, decodeSteps);
     expect(bits(without)).toEqual(bits(plain));
     expect(bits(run)).toEqual(bits(plain));
@@ -99,8 +98,16 @@ describe('admit before run (disk tier)', () => {
     expect(s.admittedReads!).toBeGreaterThan(s0.admittedReads!);
     expect(s.streamedReads!).toBeLessThan(s0.streamedReads!);
     expect(s.leases).toBe(0);
-    expect(() => native.tierSetVictimOrder(tier, new Int32Array(3))).toThrow(/nLayer x nExpert/);
-    expect(() => native.tierSetVictimOrder(tier, new Int32Array(hp.nLayer * hp.nExpert).fill(hp.nExpert))).toThrow(/expert ids or -1/);
+    // Every bind counted its routes: an expert that ran has a finite score, one that never ran -Infinity.
+    const scores = native.tierPolicyScores(tier);
+    expect(scores.length).toBe(hp.nLayer * hp.nExpert);
+    expect(scores.some((x) => Number.isFinite(x))).toBe(true);
+    native.tierSetPolicy(tier, 'off', 16); // resets the counts
+    expect(native.tierPolicyScores(tier).every((x) => x === -Infinity)).toBe(true);
+    expect(() => native.tierSetPolicy(tier, 'evict', 0)).toThrow(/halfLifeTokens in \[1, /);
+    expect(() => native.tierSetPolicy(tier, 'sometimes' as never, 16)).toThrow(/mode 'off', 'evict' or 'keep'/);
+    expect(() => native.tierSetPolicy(tier, 'keep', 16, new Float64Array(3))).toThrow(/nLayer x nExpert/);
+    expect(() => native.tierSetPolicy(tier, 'keep', 16, new Float64Array(hp.nLayer * hp.nExpert).fill(-1))).toThrow(/finite counts >= 0/);
   });
 
   it('a read failing half-way fails the eval, naming the file, layer, expert and offset; the next eval runs with the same bits', async () => {

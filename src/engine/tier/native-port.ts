@@ -1,5 +1,5 @@
 /** The addon's expert tier behind the TierPort interface: a thin pass-through. */
-import type { NativeBinding, NativeTierHandle, NativeTierVerbs } from '../../native/binding.js';
+import type { NativeBinding, NativeTierHandle, NativeTierVerbs, TierPolicyMode } from '../../native/binding.js';
 import type { TierExpertStates, TierPoll, TierPort, TierStats } from './port.js';
 
 export function hasNativeTier(native: NativeBinding): native is NativeBinding & NativeTierVerbs {
@@ -55,8 +55,15 @@ export class NativeTierPort implements TierPort {
   setPrefillPath(path: 'on-demand' | 'whole-layer'): void {
     this.native.tierSetPrefillPath(this.h, path);
   }
-  setVictimOrder(order: Int32Array): void {
-    this.native.tierSetVictimOrder(this.h, order);
+  setPolicy(mode: TierPolicyMode, halfLifeTokens: number, prior?: Float64Array): void {
+    if (prior) this.native.tierSetPolicy(this.h, mode, halfLifeTokens, prior);
+    else this.native.tierSetPolicy(this.h, mode, halfLifeTokens);
+  }
+  policyTick(): void {
+    this.native.tierPolicyTick(this.h);
+  }
+  policyScores(): Float64Array {
+    return this.native.tierPolicyScores(this.h);
   }
   residency(): Int32Array {
     return this.native.tierResidency(this.h);

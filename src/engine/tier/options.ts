@@ -17,8 +17,12 @@ import { checkDlfuParams, dlfuDefaults, dlfuHalfLifeMax, type DlfuParams } from 
 /**
  * The placement policy (src/tiers/policies): 'lfru', SPEC.md section 1's baseline with prefill replan and
  * its guard on top; or 'dlfu', decayed LFU, a demand policy (every routed miss is kept, evicting the
- * resident of lowest decayed count; on the disk tier that is the admit-before-run order). Replan plans
- * over LFRU's scores, so dlfu refuses it (and its guard, which watches a replan, does not run).
+ * resident of lowest decayed count), which the tier runs and decides at the moment a slot is needed.
+ * Default: dlfu where the tier admits the misses it reads (the disk tier: each miss is read anyway, and
+ * reads per token are the cost; docs/REPLAY.md, "Eviction on real routing"), LFRU elsewhere. An
+ * admitted miss evicts by dlfu, so LFRU there is refused (disk.admitMisses false streams the misses and
+ * leaves LFRU its swaps). Replan plans over LFRU's scores, so dlfu refuses it (and its guard, which
+ * watches a replan, does not run).
  */
 export type PlacementPolicyName = 'lfru' | 'dlfu';
 
@@ -75,7 +79,7 @@ export interface TierOptions {
   disk?: DiskTierOptions;
   cudaSim?: CudaSimTierOptions;
   lfru?: Partial<LfruParams>;
-  /** The placement policy (default 'lfru'); see PlacementPolicyName. */
+  /** The placement policy (default 'dlfu' on a disk tier that admits its misses, else 'lfru'); see PlacementPolicyName. */
   placementPolicy?: PlacementPolicyName;
   /** Decayed LFU's half-life in decode tokens (default 16), with placementPolicy 'dlfu'. */
   dlfu?: Partial<DlfuParams>;
@@ -138,12 +142,17 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     if (typeof r !== 'number' || !(r > 0 && r <= 1)) throw new InvalidOptionError('resident', 'a fraction of all experts in (0, 1]', r);
     perLayer = Math.min(hp.nExpert, Math.max(1, Math.round(r * hp.nExpert)));
   }
-  const placementPolicy = o.placementPolicy ?? 'lfru';
+  const admitsMisses = backend === 'disk' && o.disk?.admitMisses !== false;
+  const placementPolicy = o.placementPolicy ?? (admitsMisses ? 'dlfu' : 'lfru');
   if (placementPolicy !== 'lfru' && placementPolicy !== 'dlfu') throw new InvalidOptionError('placementPolicy', '"lfru" or "dlfu"', placementPolicy);
+  if (placementPolicy === 'lfru' && admitsMisses) {
+    throw new InvalidOptionError('placementPolicy', '"dlfu" on the disk tier, whose admitted misses the tier evicts for by dlfu (or disk.admitMisses false beside "lfru": misses streamed)', placementPolicy);
+  }
   if (o.dlfu !== undefined && placementPolicy !== 'dlfu') throw new InvalidOptionError('dlfu', 'placementPolicy "dlfu" beside it', o.dlfu);
   const replan = resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert);
   if (placementPolicy === 'dlfu' && replan.enabled) {
-    throw new InvalidOptionError('prefillReplan.enabled', 'false with placementPolicy "dlfu" (replan plans over LFRU\'s scores)', true);
+    const why = o.placementPolicy === undefined ? ', the default on a disk tier that admits its misses' : '';
+    throw new InvalidOptionError('prefillReplan.enabled', `false with placementPolicy "dlfu"${why} (replan plans over LFRU's scores)`, true);
   }
   const deviceSlots = backend === 'cuda' || backend === 'cuda-sim';
   if (o.readsFile !== undefined && (typeof o.readsFile !== 'boolean' || (o.readsFile && !deviceSlots && backend !== 'disk'))) {

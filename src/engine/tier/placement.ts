@@ -7,9 +7,12 @@
  *   route(l, ids) x nLayer, decodeTick ──> lfru.step ──> swap(v, n) ──> uploadQueue(enqueue)
  *        ──start──> port.requestSwap ── ... ── port.poll ──> uploadQueue(settled)
  *
- * The policy is LFRU unless openEngine's placementPolicy is 'dlfu' (decayed LFU, a demand policy:
- * its decisions come on the route events, each routed miss kept, and are issued with the tick's;
- * its decayed counts order the victims the same way LFRU's scores do for the disk tier).
+ * The policy is LFRU unless openEngine's placementPolicy is 'dlfu' (decayed LFU, a demand policy,
+ * the default on a tier that admits the misses it reads). dlfu lives in the tier (mt_tier.h
+ * mt_tier_set_policy): each bind counts its routes there and each eviction is decided there, once,
+ * at the moment a slot is needed (a miss kept or admitted, a prefetch); the placement only ticks its
+ * clock per decode token and reads its scores for a shrink. With LFRU the tier's own counts still
+ * decide where a prefetch (enforce) evicts; misses a disk tier admits need dlfu (options.ts).
  *
  * With prefill replan on (replan-options.ts) the policy is src/tiers' replan (LFRU plus the
  * prefill's victim-first swaps), fed one layer at a time by the eval's hook while later layers
@@ -32,7 +35,7 @@ import { type Residency } from '../../tiers/residency.js';
 import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
 import { makeReplan, replanDefaults, withReplanFields, type ReplanParams, type ReplanState } from '../../tiers/policies/replan.js';
 import { guardInit, guardSummary, type GuardSummary } from '../../tiers/policies/replan-guard.js';
-import { dlfuDefaults, dlfuScore, makeDlfu, type DlfuParams, type DlfuState } from '../../tiers/policies/dlfu.js';
+import { dlfuDefaults, heatPrior, type DlfuParams } from '../../tiers/policies/dlfu.js';
 import type { PlacementPolicyName } from './options.js';
 import { prefillReplanDefaults, replanDrainPerToken, type PrefillReplanConfig } from './replan-options.js';
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
@@ -49,14 +52,6 @@ export interface PlacementCounts {
   failed: number;
 }
 
-/**
- * Decode tokens between two eviction orders sent to a disk tier (publishVictimOrder): scoring and
- * sorting every layer's residents took ~2 ms a token on the medium preset when done each token,
- * and an order a few tokens old picks nearly the same victims (the tier skips any expert that is
- * no longer plainly resident or runs in the call).
- */
-export const victimOrderSteps = 8;
-
 /** The policy the placement runs and its parameters (options.ts PlacementPolicyName). */
 export interface PlacementChoice {
   policy: PlacementPolicyName;
@@ -67,7 +62,8 @@ export interface PlacementChoice {
 type PlacementState = { residency: Residency };
 
 export class TierPlacement {
-  private policy: Policy<PlacementState>;
+  /** LFRU or replan, stepped here; undefined with dlfu, which the tier runs (tierOwnsPolicy). */
+  private policy: Policy<PlacementState> | undefined;
   private params: LfruParams;
   private state: PlacementState;
   /** A demand policy's decisions on this token's routes (dlfu keeps each miss), issued with the tick's. */
@@ -80,7 +76,6 @@ export class TierPlacement {
   /** Layers whose counts reached the policy through the eval's hook in the current prefill. */
   private replanned = new Set<number>();
   readonly counts: PlacementCounts = { decided: 0, refused: 0, dropped: 0, failed: 0 };
-  private victimOrder: Int32Array | undefined;
   private prefetchBudget: Int32Array | undefined;
   /** The mode last sent to the tier (it starts off). */
   private prefetchSent: PrefetchConfig['mode'] = 'off';
@@ -96,7 +91,7 @@ export class TierPlacement {
     uploadLimits: Partial<UploadQueueLimits>,
     heat: HeatTable | undefined,
     private replan: PrefillReplanConfig = prefillReplanDefaults,
-    /** Misses read from the file may evict the policy's coldest resident (publishVictimOrder). */
+    /** Misses read from the file may evict the policy's lowest-scored resident (the tier decides, at need). */
     private readonly admitMisses = true,
     private prefetch: PrefetchConfig = prefetchDefaults,
     /** The model's experts per token: the prefetch's default candidates per layer. */
@@ -104,10 +99,27 @@ export class TierPlacement {
     private readonly choice: PlacementChoice = { policy: 'lfru', dlfu: dlfuDefaults },
   ) {
     this.params = params;
-    this.policy = this.policyFor(0);
     this.queue = new UploadQueueActor(uploadLimits);
-    this.state = this.policy.init({ layers: port.nLayer, experts: port.nExpert, start: this.view(), heat }).state;
+    this.policy = this.tierOwnsPolicy ? undefined : this.policyFor(0);
+    this.state = this.policy?.init({ layers: port.nLayer, experts: port.nExpert, start: this.view(), heat }).state ?? { residency: this.view() };
     this.full = port.slotsPerLayer.every((slots) => slots >= port.nExpert);
+    this.setTierPolicy(heat);
+  }
+
+  /** dlfu is the tier's: it counts the routes at each bind and decides each eviction at need. */
+  private get tierOwnsPolicy(): boolean {
+    return this.choice.policy === 'dlfu';
+  }
+
+  /**
+   * The tier's policy (mt_tier_set_policy): with dlfu, keep every miss; with LFRU, evict at need for
+   * prefetches only (LFRU's own swaps pass the upload queue); off where a disk tier's misses are only
+   * streamed (disk.admitMisses false). The heat file, scaled to one half-life of routings, is its prior.
+   */
+  private setTierPolicy(heat: HeatTable | undefined): void {
+    const mode = this.tierOwnsPolicy ? 'keep' : this.port.readsMisses && !this.admitMisses ? 'off' : 'evict';
+    const h = this.choice.dlfu.halfLifeTokens;
+    this.port.setPolicy(mode, h, heat && Float64Array.from(heatPrior(heat, h).flat()));
   }
 
   get uploadLimits(): UploadQueueLimits {
@@ -142,6 +154,7 @@ export class TierPlacement {
   replanLayer(layer: number, counts: ArrayLike<number>): void {
     if (!this.replan.enabled) return;
     this.replanned.add(layer);
+    if (!this.policy) return;
     this.look();
     const policy = this.policyFor(this.uploadRoom());
     const step = policy.step(this.state, { kind: 'prefillCounts', layer, counts: Array.from(counts) });
@@ -154,6 +167,8 @@ export class TierPlacement {
    * the hook did not deliver are replanned from the routes now. routes: [nTokens][nLayer][k].
    */
   observePrefill(routes: Int32Array, nTokens: number): void {
+    const policy = this.policy;
+    if (!policy) return; // the tier counted the prefill's rows as they were bound
     const { nLayer, nExpert } = this.port;
     const k = routes.length / (nTokens * nLayer);
     this.look();
@@ -162,7 +177,7 @@ export class TierPlacement {
       const counts = new Array<number>(nExpert).fill(0);
       for (let t = 0; t < nTokens; t++) for (let j = 0; j < k; j++) counts[routes[(t * nLayer + l) * k + j]]++;
       if (this.replan.enabled) this.replanLayer(l, counts);
-      else this.state = this.policy.step(this.state, { kind: 'prefillCounts', layer: l, counts }).state;
+      else this.state = policy.step(this.state, { kind: 'prefillCounts', layer: l, counts }).state;
     }
     this.replanned.clear();
   }
@@ -182,14 +197,15 @@ export class TierPlacement {
 
   /** observe: one decode token's routing [nLayer][k] into the policy (the tier's residency first). */
   observeRoutes(routes: Int32Array): void {
-    if (this.full) return;
+    const policy = this.policy;
+    if (this.full || !policy) return;
     const { nLayer } = this.port;
     const k = routes.length / nLayer;
     this.look();
     for (let l = 0; l < nLayer; l++) {
       const experts = new Array<number>(k);
       for (let j = 0; j < k; j++) experts[j] = routes[l * k + j];
-      const step = this.policy.step(this.state, { kind: 'route', layer: l, experts });
+      const step = policy.step(this.state, { kind: 'route', layer: l, experts });
       this.state = step.state;
       if (step.decisions.length > 0) this.routeDecisions.push(...step.decisions);
     }
@@ -197,6 +213,10 @@ export class TierPlacement {
 
   /** decide: the decode tick after observeRoutes; its decisions (none when every expert is resident). */
   tick(): readonly Decision[] {
+    if (!this.policy) {
+      this.port.policyTick(); // the tier's clock: one decode token passed
+      return [];
+    }
     if (this.full) return [];
     const step = this.policy.step(this.state, { kind: 'decodeTick', token: this.token++ });
     this.state = step.state;
@@ -206,13 +226,9 @@ export class TierPlacement {
     return decided;
   }
 
-  /**
-   * issue: decisions through the upload queue (the one gate) to the tier; fills wait for the next
-   * request. A tier that reads its misses from the file then gets the policy's eviction order.
-   */
+  /** issue: decisions through the upload queue to the tier; fills wait for the next request. */
   issue(decisions: readonly Decision[]): void {
     for (const d of decisions) this.decide(d);
-    if (this.victimOrder === undefined || this.token % victimOrderSteps === 0) this.publishVictimOrder();
   }
 
   /**
@@ -245,30 +261,9 @@ export class TierPlacement {
     return this.prefetch;
   }
 
-  /** A tuned prefetch (validated by the caller): sent before the next eval. Enforce needs the policy's eviction order. */
+  /** A tuned prefetch (validated by the caller): sent before the next eval (the tier evicts for it at need). */
   tunePrefetch(next: PrefetchConfig): void {
     this.prefetch = next;
-    if (next.mode === 'enforce' && this.victimOrder === undefined) this.publishVictimOrder();
-  }
-
-  /**
-   * Admit before run (the disk tier): the tier reads every routed miss anyway, so a miss that
-   * takes a slot costs no extra read; it evicts the resident the policy values least (LFRU score,
-   * as a shrink would) that its call does not run. Each layer's residents, coldest first, -1
-   * ended, to the tier for the next eval. Off (admitMisses false): misses take free slots and
-   * queued swaps only, the rest are streamed.
-   */
-  publishVictimOrder(): void {
-    // Enforce's prefetches evict by it on any tier (the disk tier's misses too, unless admitMisses is off: then enforce is refused).
-    if (!((this.port.readsMisses && this.admitMisses) || this.prefetch.mode === 'enforce') || this.full) return;
-    const { nLayer, nExpert } = this.port;
-    const order = (this.victimOrder ??= new Int32Array(nLayer * nExpert));
-    this.look();
-    for (let l = 0; l < nLayer; l++) {
-      const coldest = this.byScore(l, true).sort((a, b) => a.score - b.score);
-      for (let k = 0; k < nExpert; k++) order[l * nExpert + k] = k < coldest.length ? coldest[k].expert : -1;
-    }
-    this.port.setVictimOrder(order);
   }
 
   private decide(d: Decision, now = false): void {
@@ -336,7 +331,7 @@ export class TierPlacement {
     if (limits) this.send({ kind: 'tune', limits });
     if (params) this.params = params;
     if (replan) this.replan = replan;
-    if (params || replan) {
+    if ((params || replan) && this.policy) {
       this.policy = this.policyFor(0);
       const p = this.choice.policy === 'lfru' ? replanParams(this.params, this.replan, 0) : undefined;
       if (p) this.state = withReplanFields(this.state as LfruState, p, this.port.nLayer);
@@ -355,29 +350,24 @@ export class TierPlacement {
     return this.byScore(layer, false).sort((a, b) => b.score - a.score).slice(0, Math.max(0, n)).map((x) => x.expert);
   }
 
+  /** The chosen policy's scores (higher: keep): LFRU's (heat << 8) | recent, or the tier's dlfu scores. */
   private byScore(layer: number, resident: boolean): Array<{ expert: number; score: number }> {
     const row = this.state.residency.resident[layer];
+    const tierScores = this.tierOwnsPolicy ? this.port.policyScores() : undefined;
+    const score = (e: number): number => (tierScores ? tierScores[layer * this.port.nExpert + e] : lfruScore(this.state as LfruState, layer, e));
     const out: Array<{ expert: number; score: number }> = [];
-    for (let e = 0; e < row.length; e++) if ((row[e] === 1) === resident) out.push({ expert: e, score: this.score(layer, e) });
+    for (let e = 0; e < row.length; e++) if ((row[e] === 1) === resident) out.push({ expert: e, score: score(e) });
     return out;
   }
 
-  /** The chosen policy's score of an expert (higher: keep): LFRU's (heat << 8) | recent, or dlfu's decayed count. */
-  private score(layer: number, expert: number): number {
-    return this.choice.policy === 'dlfu'
-      ? dlfuScore(this.state as DlfuState, this.choice.dlfu, layer, expert)
-      : lfruScore(this.state as LfruState, layer, expert);
-  }
-
   /**
-   * The placement's policy: decayed LFU, or LFRU, or replan over it (guarded or not; with replan off
+   * The placement's stepped policy: LFRU, or replan over it (guarded or not; with replan off
    * and the guard on, the replan held in reserve). startPerCall is the upload queue's room at the
    * call (replan is rebuilt per prefill call with it). Every state a policy steps came from its own
    * init or step (a tune between LFRU and replan gives the state the replan fields: withReplanFields),
    * so the casts hold.
    */
   private policyFor(startPerCall: number): Policy<PlacementState> {
-    if (this.choice.policy === 'dlfu') return makeDlfu(this.choice.dlfu) as unknown as Policy<PlacementState>;
     const p = replanParams(this.params, this.replan, startPerCall);
     return (p ? makeReplan(p) : makeLfru(this.params)) as unknown as Policy<PlacementState>;
   }

@@ -4,11 +4,12 @@
  *
  *   warmstart(layer, ids)          fill free slots, wait for the uploads
  *   requestSwap(l, victim, new)    queued; issued at the boundary after layer l next computes
+ *   setPolicy / policyTick         the tier's eviction policy, which decides each eviction at need
  *   expertStates()                 none / incoming / resident / outgoing per expert (the tier owns them)
  *   poll()                         uploads settled and experts evicted since the last poll
  *   resize(layer, slots, victims)  between evals: the layer's slot budget grows (free slots) or shrinks (victims evicted)
  */
-import type { NativeTierExpertStates, NativeTierRead, NativeTierStats, NativeTierUpload } from '../../native/binding.js';
+import type { NativeTierExpertStates, NativeTierRead, NativeTierStats, NativeTierUpload, TierPolicyMode } from '../../native/binding.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 export type TierUpload = NativeTierUpload;
@@ -40,8 +41,12 @@ export interface TierPort {
    */
   requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
   poll(): TierPoll;
-  /** Between evals (a tier that reads its misses): the policy's eviction order, per layer coldest first, -1 ended ([nLayer * nExpert]). */
-  setVictimOrder(order: Int32Array): void;
+  /** Between evals: the tier's eviction policy (decayed LFU, decided at need; NativeTierVerbs.tierSetPolicy). */
+  setPolicy(mode: TierPolicyMode, halfLifeTokens: number, prior?: Float64Array): void;
+  /** Between evals: one decode token passed (the tier policy's clock). */
+  policyTick(): void;
+  /** Between evals: the tier policy's score of every expert [nLayer * nExpert] (higher: keep). */
+  policyScores(): Float64Array;
   /** Between evals (a tier that reads its misses): how the next prefill reads them (prefill-path.ts). */
   setPrefillPath(path: 'on-demand' | 'whole-layer'): void;
   /** Between evals: the prefetch mode, predicted experts per layer, each layer's budget of reads ([nLayer]), and the cap on prefetch bytes in flight. */

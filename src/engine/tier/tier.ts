@@ -97,7 +97,6 @@ export class EngineTier {
       // Device slots cannot take a miss's read before it runs (the host computes it): no admission.
       const admitMisses = !config.deviceSlots && (config.disk.admitMisses ?? true);
       const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, admitMisses, config.prefetch, hp.nExpertUsed, { policy: config.placementPolicy, dlfu: config.dlfu });
-      placement.publishVictimOrder();
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
     } catch (err) {

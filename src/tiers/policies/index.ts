@@ -1,4 +1,5 @@
 /** Every placement policy by the name `moetier replay --policy` takes. */
+import type { Offload } from '../cost.js';
 import type { Policy } from '../types.js';
 import { admit } from './admit.js';
 import { belady } from './belady.js';
@@ -17,3 +18,10 @@ export const policyNames: readonly string[] = policies.map((p) => p.name);
 export function policyByName(name: string): Policy | undefined {
   return policies.find((p) => p.name === name);
 }
+
+/**
+ * The engine's default placement for each offload mode, as the replay names it (src/engine/tier/options.ts
+ * resolves the engine's): host-less (the disk tier, whose every miss is read) runs dlfu in the tier;
+ * hosted runs LFRU with the guarded replan held in reserve (replan off, the guard on).
+ */
+export const engineDefaultPolicy: Readonly<Record<Offload, string>> = { hostless: 'dlfu', hosted: 'lfru-guarded' };

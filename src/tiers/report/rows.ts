@@ -4,6 +4,7 @@ import { phaseMs, unitCosts, type CostParams, type Offload, type UnitCosts } fro
 import { expertBytes, hostExpertBytes, type ModelGeometry } from '../geometry.js';
 import type { ReplayCounts } from '../replay.js';
 import type { Scenario } from '../scenario.js';
+import { engineDefaultPolicy } from '../policies/index.js';
 import type { Policy } from '../types.js';
 
 export interface ReplayRow {
@@ -17,6 +18,8 @@ export interface ReplayRow {
   policy: string;
   policyKind: string;
   offline: boolean;
+  /** The engine's default policy for this offload mode (policies/index.ts engineDefaultPolicy). */
+  default: boolean;
   /** Slots per layer (a global budget is reported per layer too: total / layers). */
   budget: number;
   budgetSlotsTotal: number;
@@ -68,7 +71,7 @@ export function toRow(
   return {
     trace: sc.source, model: sc.model, geometry: g.name, offload, scope: sc.budget.scope,
     start: sc.startKind, skippedTokens: sc.skippedTokens,
-    policy: policy.name, policyKind: policy.kind, offline: policy.offline,
+    policy: policy.name, policyKind: policy.kind, offline: policy.offline, default: engineDefaultPolicy[offload] === policy.name,
     budget: slots / sc.layers, budgetSlotsTotal: slots,
     tokens: c.tokens, hitRate: c.routed === 0 ? 0 : c.hits / c.routed, hits: c.hits, misses: c.misses,
     uploads: c.uploads, aheadUploads: c.aheadUploads, swaps: c.swaps, fills: c.fills, setupUploads: c.setupUploads,

@@ -61,7 +61,11 @@ export class FakeTierPort implements TierPort {
     this.set(f.layer, f.newcomer, ok ? ExpertState.resident : ExpertState.none, ok ? 0 : -1);
     this.reports.push({ taskId, layer: f.layer, expert: f.newcomer, victim: f.victim, ok, inPlace: true, fellBack: false, admitted: false, prefetch: false, bytes: 1000, issuedNs: 1, startNs: 2, endNs: 3 });
   }
-  setVictimOrder(): void {}
+  setPolicy(): void {}
+  policyTick(): void {}
+  policyScores(): Float64Array {
+    return new Float64Array(this.nLayer * this.nExpert);
+  }
   setPrefetch(): void {}
   setPrefillPath(): void {}
   poll(): TierPoll {

@@ -65,6 +65,8 @@ describe('replay of olmoe-1b-7b.decode.jsonl', () => {
     for (const r of rows) {
       for (const k of ['trace', 'policy', 'budget', 'hitRate', 'uploadsPerToken', 'bytesPerToken', 'msPerTokenEstimate']) expect(r).toHaveProperty(k);
       expect(r.costModel.h2dGBps).toBe(25);
+      // Hosted, the engine's default is LFRU with the guarded replan in reserve: that row alone is marked.
+      expect(r.default, r.policy).toBe(r.policy === 'lfru-guarded');
     }
     const svg = readFileSync(svgPath, 'utf8');
     for (const name of policyNames) {
@@ -76,10 +78,12 @@ describe('replay of olmoe-1b-7b.decode.jsonl', () => {
 
   it('moetier replay --offload hostless --json reads per token against Belady, without belady in --policy', async () => {
     let text = '';
-    await replayMain(['--trace', olmoe, '--budget', '16,24', '--policy', 'lru,lfru', '--offload', 'hostless', '--json'], (t) => (text += t));
+    await replayMain(['--trace', olmoe, '--budget', '16,24', '--policy', 'lru,dlfu', '--offload', 'hostless', '--json'], (t) => (text += t));
     const rows = JSON.parse(text) as ReplayRow[];
     const bel = runLab(traces, { budgets: [16, 24], policies: ['belady'], offload: 'hostless', scope: 'layer' });
-    expect(rows.map((r) => `${r.policy}@${r.budget}`)).toEqual(['lru@16', 'lfru@16', 'lru@24', 'lfru@24']);
+    expect(rows.map((r) => `${r.policy}@${r.budget}`)).toEqual(['lru@16', 'dlfu@16', 'lru@24', 'dlfu@24']);
+    // Host-less (the disk tier), the engine's default is dlfu, decided in the tier.
+    expect(rows.filter((r) => r.default).map((r) => r.policy)).toEqual(['dlfu', 'dlfu']);
     for (const r of rows) {
       for (const k of ['readsPerToken', 'readBytesPerToken', 'beladyMissesPerToken', 'readsOverBelady'] as const) {
         expect(typeof r[k], `${r.policy}@${r.budget} ${k}`).toBe('number');
