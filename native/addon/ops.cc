@@ -315,6 +315,9 @@ void RegisterOps(Napi::Env env, Napi::Object exports) {
   constants.Set("ioQueueDepthDefault", MT_IO_QUEUE_DEPTH_DEFAULT);
   constants.Set("evalChunkRows", MT_EVAL_CHUNK_ROWS);
   constants.Set("tierPrefetchQueueMax", MT_TIER_PREFETCH_QUEUE_MAX);
+  constants.Set("tierGateBytesDefault", double(MT_TIER_GATE_BYTES_DEFAULT));
+  constants.Set("tierGateTransfersDefault", MT_TIER_GATE_TRANSFERS_DEFAULT);
+  constants.Set("tierGateQueueDefault", MT_TIER_GATE_QUEUE_DEFAULT);
   exports.Set("constants", constants);
   exports.Set("isaBest", Napi::Function::New(env, IsaBest));
   exports.Set("isaActive", Napi::Function::New(env, IsaActive));

@@ -250,6 +250,65 @@ Napi::Value TierPoll(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// The one gate's budget, in flight and ledger by class (mt_tier.h, tier_gate.cc).
+Napi::Object GateStats(Napi::Env env, const mt_tier_stats& st) {
+  Napi::Object g = Napi::Object::New(env);
+  g.Set("inflightBytesMax", double(st.gate_bytes_max));
+  g.Set("inflightTransfersMax", st.gate_transfers_max);
+  g.Set("queueDepthMax", st.gate_queue_max);
+  g.Set("inflightBytes", double(st.gate_inflight_bytes));
+  g.Set("inflightTransfers", st.gate_inflight_transfers);
+  g.Set("swapsQueued", st.gate_swaps_queued);
+  const char* classes[MT_TIER_GATE_CLASSES] = {"miss", "prefetch", "swap", "warm"};
+  Napi::Object by = Napi::Object::New(env);
+  for (int c = 0; c < MT_TIER_GATE_CLASSES; c++) {
+    Napi::Object l = Napi::Object::New(env);
+    l.Set("issued", double(st.gate_issued[c]));
+    l.Set("completed", double(st.gate_completed[c]));
+    l.Set("failed", double(st.gate_failed[c]));
+    l.Set("refused", double(st.gate_refused[c]));
+    l.Set("cancelled", double(st.gate_cancelled[c]));
+    by.Set(classes[c], l);
+  }
+  g.Set("byClass", by);
+  return g;
+}
+
+// tierSetGate(tier, inflightBytesMax, inflightTransfersMax, queueDepthMax): the one gate's budget (mt_tier.h).
+Napi::Value TierSetGate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierSetGate");
+  if (!s) return env.Undefined();
+  const double bytes = info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : NAN;
+  if (!(bytes >= 1 && bytes <= 9007199254740991.0 && bytes == std::floor(bytes)))
+    return ThrowRange(env, "tierSetGate: inflightBytesMax: expected an integer number of bytes >= 1");
+  int32_t transfers = 0, queue = 0;
+  if (!ArgInt(info, 2, "tierSetGate: inflightTransfersMax", 1, INT32_MAX, &transfers)) return env.Undefined();
+  if (!ArgInt(info, 3, "tierSetGate: queueDepthMax", 1, INT32_MAX, &queue)) return env.Undefined();
+  mt_tier_set_gate(s->tier, uint64_t(bytes), transfers, queue);
+  return env.Undefined();
+}
+
+// tierGate(tier): the one gate's budget, in flight and ledger, alone (cheaper than tierStats).
+Napi::Value TierGate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierGate");
+  if (!s) return env.Undefined();
+  mt_tier_stats st{};
+  mt_tier_gate_stats(s->tier, &st);
+  return GateStats(env, st);
+}
+
+// tierCancelSwaps(tier) between evals: the swaps still queued at the gate are dropped; how many.
+Napi::Value TierCancelSwaps(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto s = Unwrap(info, "tierCancelSwaps");
+  if (!s) return env.Undefined();
+  auto ctx = s->ctx.lock();
+  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierCancelSwaps: an eval is running on this tier; await it first");
+  return Napi::Number::New(env, mt_tier_cancel_swaps(s->tier));
+}
+
 // tierSetPolicy(tier, mode: 'off' | 'evict' | 'keep', halfLifeTokens, prior?: Float64Array
 // [nLayer * nExpert]) between evals: the tier's eviction policy (mt_tier.h mt_tier_set_policy).
 Napi::Value TierSetPolicy(const Napi::CallbackInfo& info) {
@@ -295,7 +354,7 @@ Napi::Value TierPolicyScores(const Napi::CallbackInfo& info) {
 }
 
 // tierSetPrefetch(tier, mode: 'off' | 'observe' | 'enforce', predictK, budget?: Int32Array [nLayer],
-// inflightBytesMax?, queueMax?) between evals (mt_tier.h, tier_prefetch.cc).
+// queueMax?) between evals (mt_tier.h, tier_prefetch.cc); its bytes in flight are the gate's.
 Napi::Value TierSetPrefetch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(info, "tierSetPrefetch");
@@ -306,13 +365,10 @@ Napi::Value TierSetPrefetch(const Napi::CallbackInfo& info) {
   int32_t* budget = nullptr;
   size_t n = 0;
   if (!info[3].IsUndefined() && !TypedArg(info[3], napi_int32_array, &budget, &n)) return ThrowRange(env, "tierSetPrefetch: budget: expected an Int32Array");
-  const double cap = info[4].IsNumber() ? info[4].As<Napi::Number>().DoubleValue() : 0;
-  if (m > MT_TIER_PREFETCH_OFF && !(cap >= 1 && cap <= 9007199254740991.0))
-    return ThrowRange(env, "tierSetPrefetch: inflightBytesMax: expected an integer number of bytes >= 1");
-  const int32_t queue_max = info[5].IsNumber() ? info[5].As<Napi::Number>().Int32Value() : MT_TIER_PREFETCH_QUEUE_MAX;
+  const int32_t queue_max = info[4].IsNumber() ? info[4].As<Napi::Number>().Int32Value() : MT_TIER_PREFETCH_QUEUE_MAX;
   auto ctx = s->ctx.lock();
   if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPrefetch: an eval is running on this tier; await it first");
-  if (m < 0 || mt_tier_set_prefetch(s->tier, m, k, budget, n, uint64_t(cap), queue_max) != MT_TIER_OK)
+  if (m < 0 || mt_tier_set_prefetch(s->tier, m, k, budget, n, queue_max) != MT_TIER_OK)
     return ThrowRange(env, "tierSetPrefetch: expected mode 'off', 'observe' or 'enforce'; with a mode other than off, predictK in "
                            "[1, nExpert], a budget of nLayer counts in [0, nExpert] and queueMax in [1, " + std::to_string(MT_TIER_PREFETCH_QUEUE_MAX) + "]");
   return env.Undefined();
@@ -438,6 +494,7 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
     layers.Set(names[k], a);
   }
   prefetch.Set("byLayer", layers);
+  o.Set("gate", GateStats(env, st));
   o.Set("prefetch", prefetch);
   return o;
 }
@@ -562,6 +619,9 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierRequestSwap", Napi::Function::New(env, TierRequestSwap));
   exports.Set("tierPoll", Napi::Function::New(env, TierPoll));
   exports.Set("tierSetPolicy", Napi::Function::New(env, TierSetPolicy));
+  exports.Set("tierSetGate", Napi::Function::New(env, TierSetGate));
+  exports.Set("tierCancelSwaps", Napi::Function::New(env, TierCancelSwaps));
+  exports.Set("tierGate", Napi::Function::New(env, TierGate));
   exports.Set("tierPolicyTick", Napi::Function::New(env, TierPolicyTick));
   exports.Set("tierPolicyScores", Napi::Function::New(env, TierPolicyScores));
   exports.Set("tierSetPrefetch", Napi::Function::New(env, TierSetPrefetch));

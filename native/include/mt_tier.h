@@ -52,15 +52,26 @@ enum mt_tier_status {
   MT_TIER_STARTED = 1,            /* request_swap with issue_now: issued at once */
   MT_TIER_NOT_RESIDENT = -2,      /* the victim is not RESIDENT (incoming, outgoing or none) */
   MT_TIER_ALREADY_RESIDENT = -3,  /* the newcomer is not NONE */
+  MT_TIER_QUEUE_FULL = -4,        /* request_swap: the gate's queue holds its queue_max swaps already */
   MT_TIER_INVALID = -10,          /* a bad argument (message in err) */
   MT_TIER_FAILED = -11            /* an operating failure: a backend refusal, a failed upload */
 };
 
 enum mt_expert_state { MT_EXPERT_NONE = 0, MT_EXPERT_INCOMING = 1, MT_EXPERT_RESIDENT = 2, MT_EXPERT_OUTGOING = 3 };
 
-/* The tier sets no limit of its own on swaps queued or uploads in flight: the caller's upload
- * queue (src/actors/upload-queue) is the one gate. A layer's queue holds at most its slot count
- * (each swap needs its own RESIDENT victim), so it never refuses for room. */
+/* The one gate (issue 26; tier_gate.cc): every byte that enters a slot (a miss admitted or kept, a
+ * prefetch, a swap of the caller's, a warm start) passes one in-flight budget, bytes and transfers,
+ * in one priority order: a miss its layer waits on goes at once (never held; it counts, so the rest
+ * wait behind it), then prefetches for the next layer from their queue, then the caller's swaps, each
+ * issued at its layer's boundary while the budget has room (one held back then goes as soon as room
+ * frees: mt_tier_poll issues it, else its layer's next boundary). Warm
+ * starts are awaited by their caller between requests and never held. One ledger by class in
+ * mt_tier_stats. The caller's upload queue (src/actors/upload-queue) is this gate's face: it keeps
+ * no state of its own. Defaults below; mt_tier_set_gate changes them (engine.tune). */
+#define MT_TIER_GATE_BYTES_DEFAULT (512ull * 1024 * 1024)
+#define MT_TIER_GATE_TRANSFERS_DEFAULT 8
+#define MT_TIER_GATE_QUEUE_DEFAULT 4096
+enum mt_tier_gate_class { MT_TIER_GATE_MISS = 0, MT_TIER_GATE_PREFETCH = 1, MT_TIER_GATE_SWAP = 2, MT_TIER_GATE_WARM = 3, MT_TIER_GATE_CLASSES = 4 };
 /* Upload outcomes (and evictions) kept until polled; more are counted (reports_dropped) and dropped. */
 #define MT_TIER_REPORTS_MAX 4096
 /* Prefetch tasks queued at once at most (waiting for room under the in-flight cap; the engine's
@@ -103,10 +114,18 @@ int mt_tier_requantize(const mt_model* model, int32_t layer, int32_t expert, uin
  * compute would read, or -1); either may be NULL. A consistent snapshot (under the tier's lock). */
 void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots);
 
-/* Victim RESIDENT -> OUTGOING, newcomer NONE -> INCOMING, queued: MT_TIER_OK; with issue_now
- * and the layer not being computed, issued at once: MT_TIER_STARTED; else a negative status
- * and nothing changed. task_id comes back in the upload's report. */
+/* Victim RESIDENT -> OUTGOING, newcomer NONE -> INCOMING, queued at the gate: MT_TIER_OK; with
+ * issue_now and the layer not being computed, the layer's queue issued at once as far as the budget
+ * allows: MT_TIER_STARTED when it issued any; else a negative status and nothing changed
+ * (MT_TIER_QUEUE_FULL: the gate holds queue_max swaps). task_id comes back in the upload's report. */
 int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now);
+
+/* Any time: the gate's budget (bytes and transfers in flight at once, each >= 1) and the most swaps
+ * it holds queued (>= 1; more are refused). MT_TIER_INVALID for a value below 1 (nothing changes). */
+int mt_tier_set_gate(mt_tier* tier, uint64_t inflight_bytes_max, int32_t inflight_transfers_max, int32_t queue_max);
+/* Between evals: every swap still queued at the gate is dropped (victim RESIDENT again, newcomer
+ * NONE; counted cancelled): a request ended. Returns how many. */
+int32_t mt_tier_cancel_swaps(mt_tier* tier);
 
 /* The tier's eviction policy (include/mt_policy.h: decayed LFU, the code `moetier replay --policy
  * dlfu` runs): every eviction at need is decided here, once, from the policy's counts as they are at
@@ -132,13 +151,12 @@ void mt_tier_policy_scores(mt_tier* tier, double* out, size_t n);
 /* Prefetch (issue 13; tier_prefetch.cc). Between evals: the mode, how many predicted experts the
  * forward pass hands over per layer (predict_k, 1..nExpert), budget [nLayer]: how many of them a
  * layer's prediction may start reading (0..nExpert: the engine's transfer window over one
- * expert's bytes), the cap on prefetch bytes in flight at once (>= 1; a predicted expert waits
- * in the tier's queue for room), and the queue's length (1..MT_TIER_PREFETCH_QUEUE_MAX; more are
- * refused). OFF needs none of them (budget may be NULL). Leaving
+ * expert's bytes), and the prefetch queue's length (1..MT_TIER_PREFETCH_QUEUE_MAX; more are
+ * refused): a predicted expert waits there for room under the gate's budget. OFF needs none of
+ * them (budget may be NULL). Leaving
  * ENFORCE cancels what is queued. MT_TIER_INVALID for a bad value (nothing changes). */
 enum mt_tier_prefetch_mode { MT_TIER_PREFETCH_OFF = 0, MT_TIER_PREFETCH_OBSERVE = 1, MT_TIER_PREFETCH_ENFORCE = 2 };
-int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n, uint64_t inflight_bytes_max,
-                         int32_t queue_max);
+int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n, int32_t queue_max);
 /* The routes' prefetch outcomes by layer since the stats mark: out[l * 4 + k] for k = covered,
  * late, wasted, uncovered (n: room in out, nLayer * 4 for all). */
 void mt_tier_prefetch_by_layer(mt_tier* tier, uint64_t* out, size_t n);
@@ -224,7 +242,18 @@ typedef struct mt_tier_stats {
   uint64_t prefetch_queued, prefetch_refused, prefetch_issued, prefetch_completed, prefetch_failed, prefetch_cancelled, prefetch_dropped;
   uint64_t prefetch_admitted_bytes, prefetch_retired_bytes, prefetch_inflight_bytes;
   int32_t prefetch_queue_length;
+  /* The one gate: its budget, what is in flight under it now (every class), the swaps it holds
+   * queued, and by class (mt_tier_gate_class) uploads issued, then completed or failed, swaps
+   * refused (queue full) and cancelled (a request ended) since creation. */
+  uint64_t gate_bytes_max;
+  int32_t gate_transfers_max, gate_queue_max;
+  uint64_t gate_inflight_bytes;
+  int32_t gate_inflight_transfers, gate_swaps_queued;
+  uint64_t gate_issued[MT_TIER_GATE_CLASSES], gate_completed[MT_TIER_GATE_CLASSES], gate_failed[MT_TIER_GATE_CLASSES];
+  uint64_t gate_refused[MT_TIER_GATE_CLASSES], gate_cancelled[MT_TIER_GATE_CLASSES];
 } mt_tier_stats;
+/* Any time: only the gate_* fields of out are filled (the rest untouched): cheaper than mt_tier_stats_get. */
+void mt_tier_gate_stats(mt_tier* tier, mt_tier_stats* out);
 /* used [nLayer] (slots holding or receiving an expert) and budget [nLayer] may be NULL. */
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget);
 /* hits, misses, lazy_misses and the streamed reads back to 0 (the stats mark after a prefill). */

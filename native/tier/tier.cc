@@ -218,6 +218,22 @@ void mt_tier_expert_bytes(const mt_tier* t, uint64_t* container, uint64_t* host_
   *host_copy = t->host_copy_bytes;
 }
 
+static void gate_stats_locked(const mt_tier& t, mt_tier_stats* out) {
+  out->gate_bytes_max = t.gate_bytes_max;
+  out->gate_transfers_max = t.gate_transfers_max, out->gate_queue_max = t.gate_queue_max;
+  out->gate_inflight_bytes = t.gate_inflight_bytes;
+  out->gate_inflight_transfers = t.gate_inflight_transfers, out->gate_swaps_queued = t.gate_swaps_queued;
+  for (int c = 0; c < mt::kGateClasses; c++) {
+    out->gate_issued[c] = t.gate[c].issued, out->gate_completed[c] = t.gate[c].completed, out->gate_failed[c] = t.gate[c].failed;
+    out->gate_refused[c] = t.gate[c].refused, out->gate_cancelled[c] = t.gate[c].cancelled;
+  }
+}
+
+void mt_tier_gate_stats(mt_tier* tier, mt_tier_stats* out) {
+  std::lock_guard<std::mutex> lock(tier->mu);
+  gate_stats_locked(*tier, out);
+}
+
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget) {
   mt_tier& t = *tier;
   *out = mt_tier_stats{};
@@ -249,6 +265,7 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   // Under mu: the issued and settled tasks retire their bytes there, so the three agree.
   out->prefetch_admitted_bytes = t.prefetch_admitted_bytes.load(), out->prefetch_retired_bytes = t.prefetch_retired_bytes.load();
   out->prefetch_inflight_bytes = t.prefetch_inflight_bytes;
+  gate_stats_locked(t, out);
   out->prefetch_queue_length = int32_t(t.prefetch_queue.size());
   for (int32_t l = 0; l < t.n_layer; l++) {
     int32_t n = 0;

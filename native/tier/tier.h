@@ -57,9 +57,21 @@ enum ExpertState : uint8_t {
 struct Swap {
   int32_t victim = -1, newcomer = -1;
   double task_id = 0;
+  bool held = false;  // its boundary (or issue_now) came and the gate's budget had no room: due as soon as room frees
 };
 
 // One upload the tier issued and has not reported yet.
+// The one gate (tier_gate.cc): every upload into a slot is counted under one class, in priority
+// order: a miss its layer waits on, a prefetch for the next layer, a swap (the placement's policy or
+// replan), a warm start or fill between requests.
+enum GateClass : int32_t {
+  kGateMiss = MT_TIER_GATE_MISS, kGatePrefetch = MT_TIER_GATE_PREFETCH, kGateSwap = MT_TIER_GATE_SWAP, kGateWarm = MT_TIER_GATE_WARM,
+  kGateClasses = MT_TIER_GATE_CLASSES
+};
+struct GateLedger {
+  uint64_t issued = 0, completed = 0, failed = 0, refused = 0, cancelled = 0;
+};
+
 struct InFlight {
   int32_t layer = 0, expert = 0, victim = -1, slot = -1;
   double task_id = 0;
@@ -71,6 +83,8 @@ struct InFlight {
   bool ok = false;
   bool reported = false;   // a swap's outcome went out through poll
   bool retired = false;    // a prefetch's bytes left the in-flight count (once: tier_prefetch_retire)
+  int32_t gate_class = 0;  // GateClass: the class the gate counted it under
+  bool gate_retired = false;  // its bytes left the gate's in-flight count (once: gate_retire)
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;
 };
 
@@ -266,8 +280,16 @@ struct mt_tier {
   std::vector<mt_tier_read> read_log;      // streamed reads landed, at most kReportsMax until polled
   std::vector<int32_t> prefetch_budget;    // [nLayer]: predicted experts a layer may start reading (tier_prefetch.cc)
   std::vector<mt::PrefetchTask> prefetch_queue;  // FIFO, at most MT_TIER_PREFETCH_QUEUE_MAX (reserved)
-  uint64_t prefetch_inflight_bytes = 0;     // prefetches issued and not settled
-  uint64_t prefetch_inflight_max = 0;       // the cap on them (prefetch.inflightBytesMax)
+  uint64_t prefetch_inflight_bytes = 0;     // prefetches issued and not settled (their share of the gate's)
+  // The one gate (tier_gate.cc): its budget (mt_tier_set_gate), what is in flight under it, and the
+  // ledger by class; swaps_waiting: queued swaps the budget holds back (all layers).
+  uint64_t gate_bytes_max = MT_TIER_GATE_BYTES_DEFAULT;
+  int32_t gate_transfers_max = MT_TIER_GATE_TRANSFERS_DEFAULT;
+  int32_t gate_queue_max = MT_TIER_GATE_QUEUE_DEFAULT;
+  uint64_t gate_inflight_bytes = 0;
+  int32_t gate_inflight_transfers = 0;
+  int32_t gate_swaps_queued = 0;
+  mt::GateLedger gate[mt::kGateClasses];
   size_t prefetch_queue_max = MT_TIER_PREFETCH_QUEUE_MAX;  // (prefetch.queueMax)
   uint64_t reports_dropped = 0;
 
@@ -307,9 +329,22 @@ int64_t tier_now(mt_tier& t, int32_t label);
 // Settles finished events of layer (-1: all); at_boundary (after the layer computed): retries
 // failed in-place uploads as free-then-upload; promote (compute is not on the layer): done -> resident.
 void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote);
-// Issues the layer's queue unless compute is on the layer: true when it did (or it was empty).
-bool tier_issue_if_idle(mt_tier& t, int32_t layer);
+// Issues the layer's queued swaps unless compute is on the layer, in order, as many as the gate's
+// budget admits (the rest wait for the layer's next boundary): how many it issued, or -1 when compute
+// is on the layer (nothing issued).
+// held_only: only the swaps the budget held back before (Swap.held), none queued since.
+int32_t tier_issue_if_idle(mt_tier& t, int32_t layer, bool held_only = false);
+// tier_gate.cc (under mu, between evals or from poll): the held-back swaps of every layer not being
+// computed, layer 0 first, as far as the budget has room.
+void gate_issue_held(mt_tier& t);
 void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert);
+// tier_gate.cc (under mu). fits: one more upload of `bytes` stays inside the budget (an upload
+// larger than the whole byte budget fits when nothing else is in flight: it cannot wait forever).
+// issued: f (just pushed onto flights) enters the count under class c. retire: f settled; its bytes
+// leave the count, once.
+bool gate_fits(const mt_tier& t, uint64_t bytes);
+void gate_issued(mt_tier& t, InFlight& f, GateClass c);
+void gate_retire(mt_tier& t, InFlight& f);
 // Policy mode KEEP, a tier without stream_fd (eval thread, bind): each routed miss computed from its
 // host copy or the container is kept: a free slot is filled with it now, else a swap into the
 // policy's lowest-scored resident not routed now is queued for the layer's boundary.
@@ -324,7 +359,8 @@ int32_t tier_policy_victim(mt_tier& t, int32_t layer, const uint8_t* routed_now)
 // free slot of the layer filled with it, else the policy's lowest-scored resident not routed now
 // evicted for it (policy mode EVICT or KEEP). true: it lands in *slot with *event; false: none applies.
 // *existing: it is an upload an earlier step issued (the first rule), not one issued here.
-bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing = nullptr);
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing = nullptr,
+                    GateClass cls = kGateMiss);
 
 // tier_issuer.cc: the boundary hand-off. start: false (err) when no thread could be made.
 bool issuer_start(mt_tier& t, char* err, size_t err_bytes);

@@ -36,8 +36,9 @@ constexpr int kQuietMs = 20;
 void handle(mt_tier& t, int32_t layer) {
   std::lock_guard<std::mutex> lock(t.mu);
   tier_settle_layer(t, layer, true, false);
-  const size_t queued = t.pending[size_t(layer)].size();
-  if (queued > 0 && tier_issue_if_idle(t, layer)) t.swaps_by_issuer.fetch_add(queued, std::memory_order_relaxed);
+  if (t.pending[size_t(layer)].empty()) return;
+  const int32_t issued = tier_issue_if_idle(t, layer);
+  if (issued > 0) t.swaps_by_issuer.fetch_add(uint64_t(issued), std::memory_order_relaxed);
 }
 
 // Swaps queued somewhere: their boundaries will be posted, so poll. seq_cst: a Dekker pair with

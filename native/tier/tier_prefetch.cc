@@ -7,8 +7,8 @@
 //   observe  each predicted non-resident expert within the layer's budget is counted as a read
 //            that enforce would start (would_issue), and one routed before it leaves is counted
 //            as one it would have covered; nothing is queued or issued
-//   enforce  those experts are queued, then issued from the queue while the prefetches in flight
-//            stay under the cap (inflight_bytes_max), as admit before run would read a miss
+//   enforce  those experts are queued, then issued from the queue while the gate's budget has room
+//            (tier_gate.cc: every upload in flight counts, misses first), as admit before run would read a miss
 //            (tier_admit_now: a free slot, else the placement's coldest resident that is not
 //            among the top nExpertUsed predicted); layer l + 1's bind then finds them resident, or (the disk tier)
 //            waits for a read in flight (tier_stream.cc)
@@ -53,7 +53,9 @@ bool issue(mt_tier& t, const PrefetchTask& task) {
   int32_t slot = -1;
   mt_event_id event = 0;
   bool existing = false;
-  if (t.expert_state[index] != kExpertNone || !tier_admit_now(t, task.layer, task.expert, t.routed_now.data(), &slot, &event, &existing)) return false;
+  if (t.expert_state[index] != kExpertNone ||
+      !tier_admit_now(t, task.layer, task.expert, t.routed_now.data(), &slot, &event, &existing, kGatePrefetch))
+    return false;
   MT_ASSERT(!existing, "an absent expert's admission issues its own upload");
   InFlight& f = t.flights.back();
   f.admitted = false, f.prefetch = true;
@@ -64,8 +66,8 @@ bool issue(mt_tier& t, const PrefetchTask& task) {
 }
 
 // Under mu, eval thread: the queue in order; a task of an older generation, or of a layer that
-// began, is cancelled; the rest are issued while the cap allows (first in, first out: one that
-// does not fit holds the ones behind it).
+// began, is cancelled; the rest are issued while the gate's budget has room (first in, first out:
+// one that does not fit holds the ones behind it).
 void drain(mt_tier& t) {
   std::vector<PrefetchTask>& queue = t.prefetch_queue;
   if (queue.empty()) return;
@@ -77,7 +79,7 @@ void drain(mt_tier& t) {
   for (const PrefetchTask& task : queue) {
     if (task.generation != generation || task.layer <= computing) {
       end_task(t, task, t.prefetch_cancelled);
-    } else if (blocked || t.prefetch_inflight_bytes + task.bytes > t.prefetch_inflight_max) {
+    } else if (blocked || !gate_fits(t, task.bytes)) {
       blocked = true;
       queue[kept++] = task;
     } else if (!issue(t, task)) {  // issued: its bytes retire at its settle
@@ -169,11 +171,10 @@ void tier_prefetch_retire(mt_tier& t, InFlight& f) {
 
 using namespace mt;
 
-extern "C" int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n, uint64_t inflight_bytes_max,
-                                    int32_t queue_max) {
+extern "C" int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n, int32_t queue_max) {
   mt_tier& t = *tier;
   if (mode < MT_TIER_PREFETCH_OFF || mode > MT_TIER_PREFETCH_ENFORCE || predict_k < 0 || predict_k > t.n_expert) return MT_TIER_INVALID;
-  if (mode != MT_TIER_PREFETCH_OFF && (budget == nullptr || n != size_t(t.n_layer) || predict_k < 1 || inflight_bytes_max < 1 || queue_max < 1 ||
+  if (mode != MT_TIER_PREFETCH_OFF && (budget == nullptr || n != size_t(t.n_layer) || predict_k < 1 || queue_max < 1 ||
                                        queue_max > MT_TIER_PREFETCH_QUEUE_MAX))
     return MT_TIER_INVALID;
   for (size_t i = 0; i < n; i++)
@@ -190,7 +191,6 @@ extern "C" int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict
     return MT_TIER_OK;
   }
   t.prefetch_budget.assign(budget, budget + n);
-  t.prefetch_inflight_max = inflight_bytes_max;
   t.prefetch_queue_max = size_t(queue_max);  // a shorter queue keeps what it holds: the next ones are refused
   t.source.predict_k = predict_k;
   return MT_TIER_OK;

@@ -53,7 +53,7 @@ int upload_expert(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, doubl
 }
 
 // slot: the victim's slot (its residency may already be hidden as -1 by an issue_now caller).
-void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t now_ns) {
+void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t now_ns, GateClass cls) {
   const size_t iv = index_of(t, layer, s.victim), in = index_of(t, layer, s.newcomer);
   MT_ASSERT(t.expert_state[iv] == kExpertOutgoing && t.expert_state[in] == kExpertIncoming, "a queued swap's victim is outgoing, its newcomer incoming");
   MT_ASSERT(slot >= 0 && t.slot_layer[size_t(slot)] == layer && t.slot_expert[size_t(slot)] == s.victim, "a victim's slot is its layer's and holds it");
@@ -75,6 +75,7 @@ void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t n
     t.slot_expert[size_t(slot)] = s.newcomer;
     t.slot_dirty[size_t(slot)] = 1;
     t.flights.push_back(f);
+    gate_issued(t, t.flights.back(), cls);
     t.flight_n[layer].fetch_add(1, std::memory_order_release);
     return;
   }
@@ -115,7 +116,7 @@ bool settle_one(mt_tier& t, InFlight& f, bool at_boundary) {
 
 // A fill (admit-before-run into a free slot): no victim, no task of the caller's (task 0: the
 // engine's upload queue does not know it), reported and promoted as any swap's upload.
-bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t now_ns) {
+bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t now_ns, GateClass cls) {
   InFlight f;
   f.layer = layer, f.expert = expert, f.slot = slot, f.issued_ns = now_ns;
   bool freed = false;
@@ -128,6 +129,7 @@ bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t
   t.slot_dirty[size_t(slot)] = 1;
   t.expert_state[index_of(t, layer, expert)] = kExpertIncoming;
   t.flights.push_back(f);
+  gate_issued(t, t.flights.back(), cls);
   t.flight_n[layer].fetch_add(1, std::memory_order_release);
   return true;
 }
@@ -135,13 +137,13 @@ bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t
 // The policy's lowest-scored resident of the layer that this call does not run gives its slot to
 // expert (a swap of task 0, issued now and reported like any). false: every resident runs now or is
 // busy, or the backend refused the upload (reported failed).
-bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event) {
+bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, GateClass cls) {
   const int32_t victim = tier_policy_victim(t, layer, routed_now);
   if (victim < 0) return false;
   const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, expert);
   t.expert_state[iv] = kExpertOutgoing;
   t.expert_state[in] = kExpertIncoming;
-  issue_one(t, layer, Swap{victim, expert, 0}, t.residency[iv].load(std::memory_order_relaxed), tier_now(t, layer));
+  issue_one(t, layer, Swap{victim, expert, 0}, t.residency[iv].load(std::memory_order_relaxed), tier_now(t, layer), cls);
   if (t.expert_state[in] != kExpertIncoming) return false;
   InFlight& f = t.flights.back();
   f.admitted = true;
@@ -150,7 +152,8 @@ bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_
 
 }  // namespace
 
-bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing) {
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing,
+                    GateClass cls) {
   const size_t in = index_of(t, layer, expert);
   if (existing != nullptr) *existing = false;
   if (t.expert_state[in] == kExpertIncoming) {
@@ -167,7 +170,9 @@ bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* ro
       const Swap swap = queue[i];
       queue.erase(queue.begin() + std::ptrdiff_t(i));
       t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
-      issue_one(t, layer, swap, victim_slot, tier_now(t, layer));
+      t.gate_swaps_queued--;
+      // A queued swap whose newcomer a call now waits on goes ahead of the budget, as a miss would.
+      issue_one(t, layer, swap, victim_slot, tier_now(t, layer), kGateSwap);
       if (t.expert_state[in] != kExpertIncoming) return false;  // the backend refused: reported failed
       InFlight& f = t.flights.back();
       f.admitted = true;
@@ -178,14 +183,15 @@ bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* ro
   if (t.expert_state[in] != kExpertNone) return false;
   for (int32_t s : t.layer_slots[size_t(layer)]) {
     if (t.slot_expert[size_t(s)] >= 0) continue;
-    if (!issue_fill(t, layer, expert, s, tier_now(t, layer))) return false;
+    if (!issue_fill(t, layer, expert, s, tier_now(t, layer), cls)) return false;
     return *slot = s, *event = t.flights.back().event, true;
   }
-  return t.policy_mode.load(std::memory_order_relaxed) != MT_TIER_POLICY_OFF && evict_for(t, layer, expert, routed_now, slot, event);
+  return t.policy_mode.load(std::memory_order_relaxed) != MT_TIER_POLICY_OFF && evict_for(t, layer, expert, routed_now, slot, event, cls);
 }
 
-// issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it.
-bool tier_issue_if_idle(mt_tier& t, int32_t layer) {
+// issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it,
+// in order while the gate's budget has room; the rest stay queued, their victims resident.
+int32_t tier_issue_if_idle(mt_tier& t, int32_t layer, bool held_only) {
   std::vector<Swap>& queue = t.pending[size_t(layer)];
   int32_t* slots = t.victim_slots.data();
   MT_ASSERT(queue.size() <= t.victim_slots.size(), "a layer queues at most one swap per expert");
@@ -196,13 +202,25 @@ bool tier_issue_if_idle(mt_tier& t, int32_t layer) {
   }
   if (t.computing.load(std::memory_order_seq_cst) == layer) {
     for (size_t i = 0; i < queue.size(); i++) t.residency[index_of(t, layer, queue[i].victim)].store(slots[i], std::memory_order_release);
-    return false;
+    return -1;
   }
   const int64_t now = tier_now(t, layer);
-  for (size_t i = 0; i < queue.size(); i++) issue_one(t, layer, queue[i], slots[i], now);
-  queue.clear();
-  t.pending_n[layer].store(0, std::memory_order_seq_cst);
-  return true;
+  const uint64_t bytes = expert_bytes(t, layer);
+  size_t issued = 0, kept = 0;
+  for (size_t i = 0; i < queue.size(); i++) {
+    if (kept == 0 && (queue[i].held || !held_only) && gate_fits(t, bytes)) {  // in order: one held back holds the ones behind it
+      issue_one(t, layer, queue[i], slots[i], now, kGateSwap);
+      issued++;
+      continue;
+    }
+    t.residency[index_of(t, layer, queue[i].victim)].store(slots[i], std::memory_order_release);
+    if (!held_only) queue[i].held = true;  // its turn came: due as soon as room frees
+    queue[kept++] = queue[i];
+  }
+  queue.resize(kept);
+  t.gate_swaps_queued -= int32_t(issued);
+  t.pending_n[layer].store(int32_t(kept), std::memory_order_seq_cst);
+  return int32_t(issued);
 }
 
 void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert) {
@@ -230,6 +248,7 @@ void tier_settle_layer(mt_tier& t, int32_t layer, bool at_boundary, bool promote
       continue;
     }
     if (!f.reported) push_report(t, f), f.reported = true;
+    gate_retire(t, f);
     tier_prefetch_retire(t, f);
     const size_t in = index_of(t, f.layer, f.expert);
     if (f.ok && !promote) {
@@ -261,16 +280,21 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
   const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, newcomer);
   if (t.expert_state[iv] != kExpertResident) return MT_TIER_NOT_RESIDENT;
   if (t.expert_state[in] != kExpertNone) return MT_TIER_ALREADY_RESIDENT;
+  if (t.gate_swaps_queued >= t.gate_queue_max) {
+    t.gate[kGateSwap].refused++;
+    return MT_TIER_QUEUE_FULL;
+  }
   std::vector<Swap>& queue = t.pending[size_t(layer)];
   queue.push_back(Swap{victim, newcomer, task_id});  // capacity nExpert reserved at creation: never reallocates
   t.expert_state[iv] = kExpertOutgoing;
   t.expert_state[in] = kExpertIncoming;
   t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
+  t.gate_swaps_queued++;
   issuer_kick(t);  // then read sleepers (in the kick): see tier_issuer.cc
   if (!issue_now) return MT_TIER_OK;
-  const size_t queued = queue.size();
-  if (!tier_issue_if_idle(t, layer)) return MT_TIER_OK;
-  t.swaps_started_now.fetch_add(queued, std::memory_order_relaxed);
+  const int32_t issued = tier_issue_if_idle(t, layer);
+  if (issued <= 0) return MT_TIER_OK;
+  t.swaps_started_now.fetch_add(uint64_t(issued), std::memory_order_relaxed);
   return MT_TIER_STARTED;
 }
 
@@ -283,6 +307,7 @@ void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt
   mt_tier& t = *tier;
   std::lock_guard<std::mutex> lock(t.mu);
   tier_settle_layer(t, -1, false, false);
+  gate_issue_held(t);  // room the settled uploads freed goes to the swaps that waited for it
   MT_ASSERT(t.reports.size() <= kReportsMax && t.evicted.size() <= kReportsMax, "reports stay within their bound");
   std::copy(t.reports.begin(), t.reports.end(), uploads);
   std::copy(t.evicted.begin(), t.evicted.end(), evictions);

@@ -324,6 +324,8 @@ export interface NativeTierStats {
   pathCalls?: { onDemand: number[]; wholeLayer: number[] };
   /** Prefetch (mt_tier.h): the routes' outcomes by expert from the stats mark, in all and by layer, and the queue's ledger since the tier was made. */
   prefetch?: NativePrefetchStats;
+  /** The one gate (native tier only). */
+  gate?: NativeGateStats;
 }
 
 /**
@@ -384,6 +386,27 @@ export interface NativePolicyVerbs {
   dlfuScore(count: Float64Array, stamp: Float64Array, expert: number, halfLife: number): number;
 }
 
+/** One class's ledger at the gate (mt_tier.h mt_tier_gate_class), since the tier's creation. */
+export interface NativeGateLedger {
+  issued: number;
+  completed: number;
+  failed: number;
+  refused: number;
+  cancelled: number;
+}
+
+/** The one gate every upload into a slot passes (mt_tier.h, tier_gate.cc). */
+export interface NativeGateStats {
+  inflightBytesMax: number;
+  inflightTransfersMax: number;
+  queueDepthMax: number;
+  inflightBytes: number;
+  inflightTransfers: number;
+  /** The placement's swaps the gate holds queued (waiting for their layer's boundary or for room). */
+  swapsQueued: number;
+  byClass: { miss: NativeGateLedger; prefetch: NativeGateLedger; swap: NativeGateLedger; warm: NativeGateLedger };
+}
+
 export interface NativeTierVerbs {
   createTier(
     ctx: NativeContextHandle,
@@ -421,7 +444,13 @@ export interface NativeTierVerbs {
    * prediction may start reading ([nLayer]), and the cap on prefetch bytes in flight (the rest wait in
    * the tier's queue); budget and cap are not needed for off.
    */
-  tierSetPrefetch(tier: NativeTierHandle, mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void;
+  tierSetPrefetch(tier: NativeTierHandle, mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, queueMax?: number): void;
+  /** Any time: the one gate's budget (bytes and transfers in flight at once) and the most swaps it holds queued (mt_tier.h mt_tier_set_gate). */
+  tierSetGate(tier: NativeTierHandle, inflightBytesMax: number, inflightTransfersMax: number, queueDepthMax: number): void;
+  /** Between evals: the swaps still queued at the gate are dropped (a request ended); how many. */
+  tierCancelSwaps(tier: NativeTierHandle): number;
+  /** The one gate alone: its budget, in flight now, ledger by class (cheaper than tierStats). */
+  tierGate(tier: NativeTierHandle): NativeGateStats;
   /** Between evals, a tier with streamFile: how the next prefill reads its misses (mt_tier.h mt_tier_prefill_path). */
   tierSetPrefillPath(tier: NativeTierHandle, path: 'on-demand' | 'whole-layer'): void;
   /** [nLayer * nExpert]: slot id or -1. */

@@ -19,6 +19,9 @@ export const TIER_REPORTS_MAX = 4096;
 /** Prefetch tasks a tier queues at once at most (mt_tier.h MT_TIER_PREFETCH_QUEUE_MAX): prefetch.queueMax's ceiling. */
 export const TIER_PREFETCH_QUEUE_MAX = 64;
 
+/** The one gate's default budget (mt_tier.h MT_TIER_GATE_*): bytes and transfers in flight at once, swaps queued at most. */
+export const TIER_GATE_DEFAULTS = { inflightBytesMax: 512 * 1024 * 1024, inflightTransfersMax: 8, queueDepthMax: 4096 } as const;
+
 /** Reads a read engine keeps in flight by default (mt_io.h MT_IO_QUEUE_DEPTH_DEFAULT): each holds one bounce buffer. */
 export const IO_QUEUE_DEPTH_DEFAULT = 8;
 
@@ -32,11 +35,15 @@ export interface NativeConstants {
   evalChunkRows: number;
   ioQueueDepthDefault: number;
   tierPrefetchQueueMax: number;
+  tierGateBytesDefault: number;
+  tierGateTransfersDefault: number;
+  tierGateQueueDefault: number;
 }
 
 export const expectedNativeConstants: NativeConstants = {
   layerStatsFields: LAYER_STAT_FIELDS, slotAlignBytes: SLOT_ALIGN_BYTES, tierReportsMax: TIER_REPORTS_MAX, evalChunkRows: EVAL_CHUNK_ROWS, ioQueueDepthDefault: IO_QUEUE_DEPTH_DEFAULT,
   tierPrefetchQueueMax: TIER_PREFETCH_QUEUE_MAX,
+  tierGateBytesDefault: TIER_GATE_DEFAULTS.inflightBytesMax, tierGateTransfersDefault: TIER_GATE_DEFAULTS.inflightTransfersMax, tierGateQueueDefault: TIER_GATE_DEFAULTS.queueDepthMax,
 };
 
 /** The names whose values differ between the addon and this build of TypeScript (empty: they agree). */

@@ -30,14 +30,15 @@ describe('the prefetch ledger over random draws', () => {
         const prefetch = {
           mode: 'enforce' as const,
           windowBytesMax: windowExperts * expertBytes,
-          inflightBytesMax: (windowExperts + pick(3)) * expertBytes,
           queueMax: 1 + pick(8),
           candidates: 1 + pick(8),
           safety: 0.2 + 0.8 * rng(),
         };
         const fake = backend === 'fake' ? { fake: { computeBytesPerS: [3e7, 1e9, 448e9][pick(3)] } } : {};
-        const r = await runPrefetch(model, prompt, { backend, prefetch, lfru: { tickTokens: 1 + pick(8) }, ...fake }, 1 + pick(6));
-        const where = JSON.stringify({ seed, backend, prefetch });
+        // The one gate's budget, shared with every other upload into a slot (misses first).
+        const upload = { inflightBytesMax: (windowExperts + pick(3)) * expertBytes };
+        const r = await runPrefetch(model, prompt, { backend, prefetch, upload, lfru: { tickTokens: 1 + pick(8) }, ...fake }, 1 + pick(6));
+        const where = JSON.stringify({ seed, backend, prefetch, upload });
         expect(r.tokens, where).toEqual(reference);
         expect(ledgerViolations(r.report), where).toEqual([]);
         issued += r.report.issued;

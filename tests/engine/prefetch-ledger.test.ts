@@ -1,5 +1,5 @@
 /**
- * The prefetch queue's ledger under pressure and failure (issue 13 item 5): a small in-flight cap
+ * The prefetch queue's ledger under pressure and failure (issue 13 item 5): a small gate budget
  * and a one-task queue make tasks wait, get cancelled when a newer layer or eval begins, and be
  * refused; an injected transfer failure fails a prefetch in flight. In every case the tokens are
  * the plain ones, each task ends once and its bytes retire once.
@@ -27,7 +27,8 @@ describe('the prefetch ledger', () => {
     // A slow compute clock (a wide window) beside 330 us per upload: a layer's prefetches are still in flight when the next layer predicts.
     const r = await runPrefetch(model, prompt, {
       backend: 'fake', fake: { computeBytesPerS: 3e7 },
-      prefetch: { mode: 'enforce', windowBytesMax: 2 * expertBytes, inflightBytesMax: 2 * expertBytes, queueMax: 1 },
+      upload: { inflightBytesMax: 2 * expertBytes }, // the one gate's budget: every upload counts, misses first
+      prefetch: { mode: 'enforce', windowBytesMax: 2 * expertBytes, queueMax: 1 },
     }, 1);
     expect(r.tokens).toEqual(reference);
     const p = r.report;

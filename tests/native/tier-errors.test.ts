@@ -87,7 +87,7 @@ describe('tier invariants', () => {
     }
   });
 
-  it('sets no queue bound of its own: every resident of a layer can be swapped out at once (the upload queue is the gate)', async () => {
+  it('queues every resident of a layer for a swap at once; the gate issues them as its budget frees (8 transfers by default)', async () => {
     const big = tinyModel('Q8_0', { nExpert: 40, nExpertUsed: 2, nLayer: 1 });
     const ctx = native.createContext(big.handle, { nCtx: 8, threads: 1 });
     const backend = cpuBackend();

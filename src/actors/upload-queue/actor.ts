@@ -1,56 +1,68 @@
 /**
- * The upload-queue actor: a handle over the pure logic (logic.ts). Placement sends it
- * enqueue / settled / cancel / tune messages; the effects it returns say which transfers start
- * now and which were dropped; every effect is also published on effects$ for observers.
+ * The upload-queue actor: the TypeScript face of the tier's one gate (include/mt_tier.h,
+ * native/tier/tier_gate.cc), which owns the queue, the in-flight budget and the ledger; this
+ * handle holds no copy of them. Placement sends it enqueue / cancelQueued / tune messages; each
+ * reaches the gate at once, and the effects say what the gate did; every effect is also published
+ * on effects$ for observers.
  *
- *   placement ──send(message)──> stepUploadQueue ──effects──> placement (start: tierRequestSwap)
- *                                                        └──> effects$ (observers, tests)
- *
- * It runs on the event loop with its caller: a message costs a few microseconds, less than one
- * crossing to a worker thread (~38 us); the bytes themselves move on the backend's upload thread.
+ *   placement ──send(message)──> gate (requestSwap | cancelSwaps | setGate) ──effects──> placement
+ *                                                                             └──> effects$ (observers, tests)
+ *   inflightBytes, inflightTransfers, queuedTransfers: the gate's, read when asked (tierGate)
  */
 import { Subject, type Observable } from 'rxjs';
-import { initialUploadQueue, stepUploadQueue, type UploadQueueState } from './logic.js';
-import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage, UploadTask } from './messages.js';
+import type { NativeGateStats } from '../../native/binding.js';
+import { swapEffect, UPLOAD_QUEUE_DEFAULTS, validateUploadLimits } from './logic.js';
+import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from './messages.js';
+
+/** The tier verbs the face speaks (src/engine/tier/port.ts). */
+export interface GatePort {
+  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
+  setGate(inflightBytesMax: number, inflightTransfersMax: number, queueDepthMax: number): void;
+  cancelSwaps(): number;
+  gate(): NativeGateStats;
+}
 
 export class UploadQueueActor {
-  private state: UploadQueueState;
+  private current: UploadQueueLimits;
   private readonly effects = new Subject<UploadQueueEffect>();
 
-  constructor(limits: Partial<UploadQueueLimits> = {}) {
-    this.state = initialUploadQueue(limits);
+  constructor(private readonly port: GatePort, limits: Partial<UploadQueueLimits> = {}) {
+    this.current = validateUploadLimits({ ...UPLOAD_QUEUE_DEFAULTS, ...limits });
+    this.applyLimits();
   }
 
-  /** Applies one message; returns its effects (a bad tune throws and changes nothing). */
+  /** Applies one message at the gate; returns its effects (a bad tune throws and changes nothing). */
   send(message: UploadQueueMessage): UploadQueueEffect[] {
-    const { state, effects } = stepUploadQueue(this.state, message);
-    this.state = state;
-    for (const e of effects) this.effects.next(e);
-    return effects;
+    const out: UploadQueueEffect[] = [];
+    switch (message.kind) {
+      case 'enqueue': {
+        const t = message.task;
+        const code = this.port.requestSwap(t.layer, t.victimExpert, t.expert, t.id, t.issueNow ? { issueNow: true } : undefined);
+        out.push(swapEffect(t, code));
+        break;
+      }
+      case 'cancelQueued':
+        out.push({ kind: 'cancelled', count: this.port.cancelSwaps() });
+        break;
+      case 'tune':
+        this.current = validateUploadLimits({ ...this.current, ...message.limits });
+        this.applyLimits();
+        break;
+    }
+    for (const e of out) this.effects.next(e);
+    return out;
+  }
+
+  private applyLimits(): void {
+    this.port.setGate(this.current.inflightBytesMax, this.current.inflightTransfersMax, this.current.queueDepthMax);
   }
 
   get limits(): UploadQueueLimits {
-    return this.state.limits;
+    return this.current;
   }
-  get inflightBytes(): number {
-    return this.state.inflightBytes;
-  }
-  get inflightTransfers(): number {
-    return this.state.inflight.size;
-  }
-  get queuedTransfers(): number {
-    return this.state.queued.length;
-  }
-  /** The tasks waiting to start, in order (decided, not yet the tier's). */
-  get queuedTasks(): readonly UploadTask[] {
-    return this.state.queued;
-  }
-  /** Whether the task started and has not settled yet (its upload is the gate's to retire). */
-  isInflight(id: number): boolean {
-    return this.state.inflight.has(id);
-  }
-  get counts(): UploadQueueState['counts'] {
-    return this.state.counts;
+  /** The gate's state now: bytes and transfers in flight (every class), swaps it holds queued. */
+  get state(): NativeGateStats {
+    return this.port.gate();
   }
 
   /** Every effect, as it happens (no replay, no buffer: observers see what follows their subscribe). */

@@ -3,6 +3,7 @@
  * when --prefetch is given the command replays each trace on a simulated clock instead
  * (src/tiers/prefetch-lab.ts). Without them the command is the policy lab, unchanged.
  */
+import { UPLOAD_QUEUE_DEFAULTS } from '../../actors/upload-queue/logic.js';
 import { readFileSync } from 'node:fs';
 import { InvalidOptionError } from '../../core/errors.js';
 import { resolvePrefetch } from '../../engine/prefetch-options.js';
@@ -85,7 +86,8 @@ export function prefetchLabOptions(p: PrefetchArgs, lab: LabOptions): PrefetchLa
     budgets: lab.budgets, scope: lab.scope, start: lab.start, heatFromPrefix: lab.heatFromPrefix, geometry: lab.geometry, cost: lab.cost,
     modes: p.modes ?? ['off'], recall: p.recall, seed: p.seed,
     timing: p.timing === 'cost' ? 'cost' : { file: p.timing, json: readSnapshot(p.timing) },
-    window: { safety: cfg.safety, windowBytesMax: cfg.windowBytesMax, inflightBytesMax: cfg.inflightBytesMax },
+    // In flight: the engine's gate default (upload.inflightBytesMax), which the replay's ledger models.
+    window: { safety: cfg.safety, windowBytesMax: cfg.windowBytesMax, inflightBytesMax: UPLOAD_QUEUE_DEFAULTS.inflightBytesMax },
     queueLengthMax: cfg.queueMax,
   };
 }

@@ -60,8 +60,9 @@ expert tier (attached with --resident or --slots-per-layer):
   --replan-guard on|off   the replan guard (default on; also MOETIER_REPLAN_GUARD=0|1): the first decode tokens
                           revert a replanned layer that did worse than its old residents, or (replan off) take
                           a held-back replan where it would do better than the heat file's warm start
-  --placement lfru|dlfu   the placement policy (default lfru: SPEC's LFRU with replan and its guard; dlfu: decayed
-                          LFU, every routed miss kept, evicting the lowest decayed count)
+  --placement lfru|dlfu   the placement policy: lfru (SPEC's LFRU with replan and its guard; the default but on the
+                          disk tier) or dlfu (decayed LFU, every routed miss kept, evicting the lowest decayed count,
+                          decided by the tier when a slot is needed; the default on the disk tier, which reads its misses)
   --half-life N           dlfu's half-life in decode tokens (default 16)
   --trace-routes F        write this request's routing as a route trace (JSONL, the policy lab's format)
   --trace-file F          write the spans (request, prefill, decode steps; with a tier layer compute, uploads,
@@ -277,6 +278,8 @@ interface TierReport {
   /** The disk tier: routed misses the prefill read, and those reads per distinct expert read (1.0 at best). */
   prefillExpertReads?: number;
   prefillReadsPerDistinctExpert?: number | null;
+  /** The disk tier: routed misses the decode read by their own call (admitted or streamed; tierStats().expertReads from the prefill's stats mark). */
+  decodeExpertReads?: number;
   /** The disk tier: ms per decode token the forward pass waited for reads with nothing else to run (tierStats().stallNs). */
   stallMsPerToken?: number | null;
   /** The disk tier: every byte the engine read from the model file since it opened (its read engines' counts), and the process's own storage reads (/proc/self/io read_bytes) to check it by. */
@@ -306,6 +309,7 @@ function tierReport(engine: Engine): TierReport {
     ...(s.prefillPath ? { prefillPath: s.prefillPath } : {}),
     prefillExpertReads: s.prefillExpertReads ?? 0,
     prefillReadsPerDistinctExpert: s.prefillDistinctExpertsRead ? finite(s.prefillExpertReads! / s.prefillDistinctExpertsRead, 4) : null,
+    decodeExpertReads: engine.tierStats()?.expertReads ?? 0,
     stallMsPerToken: s.generatedTokens > 1 ? finite((engine.tierStats()?.stallNs ?? 0) / 1e6 / (s.generatedTokens - 1), 3) : null,
     ...fileReadReport(engine),
     ...(engine.prefetchMode !== 'off' ? { prefetch: engine.prefetchReport() } : {}),

@@ -1,5 +1,5 @@
 /** The addon's expert tier behind the TierPort interface: a thin pass-through. */
-import type { NativeBinding, NativeTierHandle, NativeTierVerbs, TierPolicyMode } from '../../native/binding.js';
+import type { NativeBinding, NativeGateStats, NativeTierHandle, NativeTierVerbs, TierPolicyMode } from '../../native/binding.js';
 import type { TierExpertStates, TierPoll, TierPort, TierStats } from './port.js';
 
 export function hasNativeTier(native: NativeBinding): native is NativeBinding & NativeTierVerbs {
@@ -49,8 +49,17 @@ export class NativeTierPort implements TierPort {
   poll(): TierPoll {
     return this.native.tierPoll(this.h);
   }
-  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void {
-    this.native.tierSetPrefetch(this.h, mode, predictK, budget, inflightBytesMax, queueMax);
+  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, queueMax?: number): void {
+    this.native.tierSetPrefetch(this.h, mode, predictK, budget, queueMax);
+  }
+  setGate(inflightBytesMax: number, inflightTransfersMax: number, queueDepthMax: number): void {
+    this.native.tierSetGate(this.h, inflightBytesMax, inflightTransfersMax, queueDepthMax);
+  }
+  cancelSwaps(): number {
+    return this.native.tierCancelSwaps(this.h);
+  }
+  gate(): NativeGateStats {
+    return this.native.tierGate(this.h);
   }
   setPrefillPath(path: 'on-demand' | 'whole-layer'): void {
     this.native.tierSetPrefillPath(this.h, path);

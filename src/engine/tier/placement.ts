@@ -1,11 +1,11 @@
 /**
  * The baseline placement, live: decode routes feed the LFRU policy (src/tiers, unchanged);
- * its swaps pass the upload-queue logic (bounded in-flight bytes and transfers: the one gate) on
- * their way to the tier; settled uploads retire their bytes there.
+ * its swaps go to the tier's one gate (mt_tier.h, tier_gate.cc: one in-flight budget for every
+ * upload into a slot) through the upload-queue actor, the gate's face, which keeps no state.
  *
  *   tier.expertStates ──view──> policy residency
  *   route(l, ids) x nLayer, decodeTick ──> lfru.step ──> swap(v, n) ──> uploadQueue(enqueue)
- *        ──start──> port.requestSwap ── ... ── port.poll ──> uploadQueue(settled)
+ *        ──> port.requestSwap (queued at the gate, issued at the layer's boundary, budget allowing)
  *
  * The policy is LFRU unless openEngine's placementPolicy is 'dlfu' (decayed LFU, a demand policy,
  * the default on a tier that admits the misses it reads). dlfu lives in the tier (mt_tier.h
@@ -16,7 +16,7 @@
  *
  * With prefill replan on (replan-options.ts) the policy is src/tiers' replan (LFRU plus the
  * prefill's victim-first swaps), fed one layer at a time by the eval's hook while later layers
- * compute; its swaps start at once (issueNow), as many as the upload queue has room for, the
+ * compute; its swaps start at once (issueNow), as many as the gate's budget has room for, the
  * rest stay pending in the policy and drain on later calls and four per decode token. Its guard
  * (on by default; also with replan off, holding the replan in reserve: replan-guard.ts) decides on
  * the decode ticks; its switch swaps go out with the tick's decisions.
@@ -24,12 +24,13 @@
  * The tier owns residency and every expert's state; the placement keeps no copy of either.
  * Before each call into the policy, its residency is the tier's snapshot (one read), where an
  * incoming expert counts as resident and an outgoing one as gone (a swap counts as done once
- * issued), with the swaps the upload queue holds back and the fills waiting for the next request
+ * issued; a swap the gate holds queued shows so too), with the fills waiting for the next request
  * applied on top (decided, not yet the tier's). A refused, failed or dropped swap needs no
  * reconciliation: the next snapshot shows what the tier did.
  */
 import { UploadQueueActor } from '../../actors/upload-queue/actor.js';
 import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '../../actors/upload-queue/messages.js';
+import type { NativeGateStats } from '../../native/binding.js';
 import { ExpertState } from '../../native/binding.js';
 import { type Residency } from '../../tiers/residency.js';
 import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
@@ -71,7 +72,6 @@ export class TierPlacement {
   private readonly queue: UploadQueueActor;
   private fills: ExpertKey[] = [];
   private nextTaskId = 1;
-  private generation = 0;
   private token = 0;
   /** Layers whose counts reached the policy through the eval's hook in the current prefill. */
   private replanned = new Set<number>();
@@ -99,7 +99,7 @@ export class TierPlacement {
     private readonly choice: PlacementChoice = { policy: 'lfru', dlfu: dlfuDefaults },
   ) {
     this.params = params;
-    this.queue = new UploadQueueActor(uploadLimits);
+    this.queue = new UploadQueueActor(port, uploadLimits);
     this.policy = this.tierOwnsPolicy ? undefined : this.policyFor(0);
     this.state = this.policy?.init({ layers: port.nLayer, experts: port.nExpert, start: this.view(), heat }).state ?? { residency: this.view() };
     this.full = port.slotsPerLayer.every((slots) => slots >= port.nExpert);
@@ -126,10 +126,10 @@ export class TierPlacement {
     return this.queue.limits;
   }
   get inflightBytes(): number {
-    return this.queue.inflightBytes;
+    return this.queue.state.inflightBytes;
   }
   get inflightTransfers(): number {
-    return this.queue.inflightTransfers;
+    return this.queue.state.inflightTransfers;
   }
 
   get replanEnabled(): boolean {
@@ -182,11 +182,11 @@ export class TierPlacement {
     this.replanned.clear();
   }
 
-  /** Transfers the upload queue would start right now (free transfer and byte room, less what waits). */
+  /** Transfers the gate would start right now (free transfer and byte room, less the swaps it holds queued). */
   private uploadRoom(): number {
-    const q = this.queue;
-    const byBytes = Math.floor((q.limits.inflightBytesMax - q.inflightBytes) / Math.max(1, this.port.expertBytes.container));
-    return Math.max(0, Math.min(q.limits.inflightTransfersMax - q.inflightTransfers, byBytes) - q.queuedTransfers);
+    const g = this.queue.state;
+    const byBytes = Math.floor((g.inflightBytesMax - g.inflightBytes) / Math.max(1, this.port.expertBytes.container));
+    return Math.max(0, Math.min(g.inflightTransfersMax - g.inflightTransfers, byBytes) - g.swapsQueued);
   }
 
   /** One decode token's routing [nLayer][k], then its tick; swaps go to the upload queue. */
@@ -248,11 +248,13 @@ export class TierPlacement {
     }
     const { nLayer, nExpert } = this.port;
     const budget = (this.prefetchBudget ??= new Int32Array(nLayer));
+    const gate: NativeGateStats = this.queue.state;
+    const limits = { safety: this.prefetch.safety, windowBytesMax: this.prefetch.windowBytesMax, inflightBytesMax: gate.inflightBytesMax };
     for (let l = 0; l < nLayer; l++) {
-      const window = l === 0 || calibration === undefined ? undefined : transferWindowBytes(calibration, l - 1, this.queue.inflightBytes, 0, this.prefetch);
+      const window = l === 0 || calibration === undefined ? undefined : transferWindowBytes(calibration, l - 1, gate.inflightBytes, 0, limits);
       budget[l] = Math.min(nExpert, prefetchCount(window, this.port.expertBytes.container));
     }
-    this.port.setPrefetch(mode, this.prefetch.candidates ?? this.nExpertUsed, budget, this.prefetch.inflightBytesMax, this.prefetch.queueMax);
+    this.port.setPrefetch(mode, this.prefetch.candidates ?? this.nExpertUsed, budget, this.prefetch.queueMax);
     this.prefetchSent = mode;
   }
 
@@ -277,7 +279,7 @@ export class TierPlacement {
     const id = this.nextTaskId++;
     this.send({
       kind: 'enqueue',
-      task: { id, layer: d.newcomer.layer, expert: d.newcomer.expert, victimExpert: d.victim.expert, bytes: this.port.expertBytes.container, generation: this.generation, ...(now ? { issueNow: true } : {}) },
+      task: { id, layer: d.newcomer.layer, expert: d.newcomer.expert, victimExpert: d.victim.expert, bytes: this.port.expertBytes.container, ...(now ? { issueNow: true } : {}) },
     });
   }
 
@@ -287,25 +289,17 @@ export class TierPlacement {
 
   private apply(effects: UploadQueueEffect[]): void {
     for (const e of effects) {
-      if (e.kind === 'dropped') {
-        this.counts.dropped++;
-        continue;
-      }
-      const { task } = e;
-      if (this.port.requestSwap(task.layer, task.victimExpert!, task.expert, task.id, task.issueNow ? { issueNow: true } : undefined) < 0) {
-        this.counts.refused++;
-        effects.push(...this.queue.send({ kind: 'settled', id: task.id, ok: false }));
+      if (e.kind === 'cancelled') this.counts.dropped += e.count;
+      else if (e.kind === 'dropped') {
+        if (e.reason === 'refused') this.counts.refused++;
+        else this.counts.dropped++;
       }
     }
   }
 
-  /** Retires settled uploads in the queue (which may start queued ones). Returns the poll for stats and traces. */
+  /** Counts the placement's swaps that failed (the gate retired every upload itself). Returns the poll for stats and traces. */
   settle(poll: TierPoll): TierPoll {
-    for (const u of poll.uploads) {
-      if (!this.queue.isInflight(u.taskId)) continue; // a warmstart's upload, not a swap of ours
-      if (!u.ok) this.counts.failed++;
-      this.send({ kind: 'settled', id: u.taskId, ok: u.ok });
-    }
+    for (const u of poll.uploads) if (u.taskId > 0 && !u.ok) this.counts.failed++; // task 0: the tier's own (misses, prefetches)
     return poll;
   }
 
@@ -319,8 +313,7 @@ export class TierPlacement {
 
   /** Queued (not yet issued) swaps of this request are dropped; issued ones finish on their own. */
   endRequest(): void {
-    this.generation++;
-    this.send({ kind: 'cancelGeneration', generationBelow: this.generation });
+    this.send({ kind: 'cancelQueued' });
     // A request's guard watches end with it (its summary was read): the next prefill starts anew.
     const s = this.state as Partial<ReplanState>;
     if (s.guard) this.state = { ...this.state, guard: guardInit(s.guard.mode, this.port.nLayer) } as ReplanState;
@@ -383,8 +376,8 @@ export class TierPlacement {
   }
 
   /**
-   * The tier's snapshot as the policy sees it: resident or incoming = resident, then the swaps the
-   * upload queue has not started and the fills waiting for the next request, applied on top.
+   * The tier's snapshot as the policy sees it: resident or incoming = resident (a swap the gate holds
+   * queued: its newcomer incoming, its victim outgoing), then the fills waiting for the next request.
    */
   private view(): Residency {
     const { nLayer, nExpert } = this.port;
@@ -397,10 +390,6 @@ export class TierPlacement {
       }
       return row;
     });
-    for (const t of this.queue.queuedTasks) {
-      resident[t.layer][t.victimExpert!] = 0;
-      resident[t.layer][t.expert] = 1;
-    }
     for (const f of this.fills) resident[f.layer][f.expert] = 1;
     const used = resident.map((row) => row.reduce((n, v) => n + v, 0));
     return { budget: { scope: 'layer', slots: Math.max(...this.port.slotsPerLayer) }, experts: nExpert, resident, used, total: used.reduce((a, b) => a + b, 0) };

@@ -3,13 +3,14 @@
  * (src/native/binding.ts, NativeTierVerbs) as one interface (native-port.ts implements it).
  *
  *   warmstart(layer, ids)          fill free slots, wait for the uploads
- *   requestSwap(l, victim, new)    queued; issued at the boundary after layer l next computes
+ *   requestSwap(l, victim, new)    queued at the gate; issued at the boundary after layer l next computes, budget allowing
+ *   setGate / cancelSwaps          the one gate's budget; a request's queued swaps dropped
  *   setPolicy / policyTick         the tier's eviction policy, which decides each eviction at need
  *   expertStates()                 none / incoming / resident / outgoing per expert (the tier owns them)
  *   poll()                         uploads settled and experts evicted since the last poll
  *   resize(layer, slots, victims)  between evals: the layer's slot budget grows (free slots) or shrinks (victims evicted)
  */
-import type { NativeTierExpertStates, NativeTierRead, NativeTierStats, NativeTierUpload, TierPolicyMode } from '../../native/binding.js';
+import type { NativeGateStats, NativeTierExpertStates, NativeTierRead, NativeTierStats, NativeTierUpload, TierPolicyMode } from '../../native/binding.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 export type TierUpload = NativeTierUpload;
@@ -49,8 +50,14 @@ export interface TierPort {
   policyScores(): Float64Array;
   /** Between evals (a tier that reads its misses): how the next prefill reads them (prefill-path.ts). */
   setPrefillPath(path: 'on-demand' | 'whole-layer'): void;
-  /** Between evals: the prefetch mode, predicted experts per layer, each layer's budget of reads ([nLayer]), and the cap on prefetch bytes in flight. */
-  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, inflightBytesMax?: number, queueMax?: number): void;
+  /** Between evals: the prefetch mode, predicted experts per layer, each layer's budget of reads ([nLayer]), and its queue's length (its bytes in flight are the gate's). */
+  setPrefetch(mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, queueMax?: number): void;
+  /** The one gate's budget: bytes and transfers in flight at once, swaps queued at most (NativeTierVerbs.tierSetGate). */
+  setGate(inflightBytesMax: number, inflightTransfersMax: number, queueDepthMax: number): void;
+  /** Between evals: the swaps still queued at the gate are dropped; how many. */
+  cancelSwaps(): number;
+  /** The one gate now: budget, bytes and transfers in flight, swaps queued, ledger by class. */
+  gate(): NativeGateStats;
   /** Between evals and warmstarts; throws with nothing changed (e.g. every candidate victim has a swap pending). */
   resize(layer: number, slots: number, victims: Int32Array): void;
   /** [nLayer * nExpert]: slot id or -1. */

@@ -2,10 +2,11 @@
  * FakeTierPort: a TierPort in plain TypeScript for testing the placement without the addon. It
  * keeps the tier's expert states as the native tier does (include/mt_tier.h): a swap makes the
  * victim outgoing and the newcomer incoming; issuing it (at once here) makes the victim none;
- * `land` settles uploads (ok or failed) and reports them on the next poll. It is a fake for
- * tests only: no bytes move.
+ * `land` settles uploads (ok or failed) and reports them on the next poll. Its gate takes the
+ * limits it is given and counts what is in flight, but holds nothing back (the native gate's
+ * budget is tested in tests/native/tier-gate.test.ts). It is a fake for tests only: no bytes move.
  */
-import { ExpertState } from '../../../src/native/binding.js';
+import { ExpertState, type NativeGateStats } from '../../../src/native/binding.js';
 import type { TierExpertStates, TierPoll, TierPort, TierStats, TierUpload } from '../../../src/engine/tier/port.js';
 import type { ExpertKey } from '../../../src/tiers/keys.js';
 
@@ -60,6 +61,23 @@ export class FakeTierPort implements TierPort {
     this.inFlight.delete(taskId);
     this.set(f.layer, f.newcomer, ok ? ExpertState.resident : ExpertState.none, ok ? 0 : -1);
     this.reports.push({ taskId, layer: f.layer, expert: f.newcomer, victim: f.victim, ok, inPlace: true, fellBack: false, admitted: false, prefetch: false, bytes: 1000, issuedNs: 1, startNs: 2, endNs: 3 });
+  }
+  /** The limits the placement gave the gate (setGate), and the cancelSwaps calls. */
+  gateLimits: { inflightBytesMax: number; inflightTransfersMax: number; queueDepthMax: number } | undefined;
+  cancelCalls = 0;
+  setGate(inflightBytesMax: number, inflightTransfersMax: number, queueDepthMax: number): void {
+    this.gateLimits = { inflightBytesMax, inflightTransfersMax, queueDepthMax };
+  }
+  cancelSwaps(): number {
+    this.cancelCalls++;
+    return 0;
+  }
+  gate(): NativeGateStats {
+    const ledger = { issued: 0, completed: 0, failed: 0, refused: 0, cancelled: 0 };
+    return {
+      ...this.gateLimits!, inflightBytes: this.inFlight.size * this.expertBytes.container, inflightTransfers: this.inFlight.size, swapsQueued: 0,
+      byClass: { miss: ledger, prefetch: ledger, swap: ledger, warm: ledger },
+    };
   }
   setPolicy(): void {}
   policyTick(): void {}

@@ -72,7 +72,7 @@ describe('the transfer window', () => {
 
 describe('prefetch options', () => {
   it('default to off with the public limits, and merge a change over a base', () => {
-    expect(resolvePrefetch(undefined)).toEqual({ mode: 'off', safety: 0.8, windowBytesMax: 256 * 2 ** 20, inflightBytesMax: 512 * 2 ** 20, queueMax: 64 });
+    expect(resolvePrefetch(undefined)).toEqual({ mode: 'off', safety: 0.8, windowBytesMax: 256 * 2 ** 20, queueMax: 64 });
     const enforce = resolvePrefetch({ mode: 'enforce' });
     expect(resolvePrefetch({ safety: 0.5 }, enforce)).toMatchObject({ mode: 'enforce', safety: 0.5 });
   });
