@@ -1,6 +1,7 @@
 /**
  * npm run bench -- disk [--presets q8_0,q4_0,q4_k_m --limits 0.75,0.5,0.3 --olmoe-limits 0.5,0.3
- *                        --qwen3-limit-gib 12 --tokens N --llama-tokens N --update-results]
+ *                        --qwen3-limit-gib 12 --tokens N --llama-tokens N --peers llama|none
+ *                        --before DIR --rounds N --update-results]
  *
  * A model bigger than RAM (issues 12, 25), every model with realistic routing (gen-model's default:
  * a real trace's statistics, src/synth/routing.ts), each engine in a memory cgroup whose limit
@@ -30,10 +31,16 @@
  *     compute + reads one after the other is the serial bound
  *   - both engines' contexts are sized to their run (prompt + tokens + 8), as the llama.cpp
  *     child sizes its own: a 2048-token KV cache would take 96 MiB of moetier's budget for nothing
+ * With --before DIR (a checkout of an earlier commit, built: `git worktree add DIR <commit>`, then
+ * `npm run build` there), each row also runs that build's moetier under the same limit, alternating
+ * with this build --rounds times (each run's file pages dropped first): both builds' best decode
+ * tok/s, their ratio, reads and MiB per token, stall ms per token, and whether the tokens agree.
+ * --peers none leaves out the llama.cpp runs (a before/after that needs no peer).
  * Needs root for the cgroups (bench/lib/cgroup.mjs); prints one JSON line and writes
  * results/local/disk.json, or with --update-results results/disk.json and the README table.
  */
-import { statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { memoryCgroupSupport } from './lib/cgroup.mjs';
@@ -52,6 +59,9 @@ const options = {
   tokens: { type: 'string', default: '48', help: 'tokens moetier generates per run' },
   'llama-tokens': { type: 'string', default: '12', help: 'tokens llama.cpp generates per run (it thrashes under a limit)' },
   'llama-timeout-s': { type: 'string', default: '600', help: 'llama.cpp\'s time limit per run' },
+  peers: { type: 'string', default: 'llama', help: 'llama (llama.cpp at 1 and 2 threads) or none' },
+  before: { type: 'string', default: '', help: 'a built checkout of an earlier commit, run beside this build in every row' },
+  rounds: { type: 'string', default: '2', help: 'with --before: runs of each build per row, alternating' },
 };
 /** Node's own heap and code, outside the engine's budget: the cgroup limit less this is the budget. */
 const nodeAllowanceBytes = 96 * 2 ** 20;
@@ -68,6 +78,10 @@ export async function main(argv) {
   const llamaTimeoutMs = positiveInt('llama-timeout-s', values['llama-timeout-s'], 86_400) * 1000;
   const shares = (v) => (v === 'none' || v === '' ? [] : v.split(',').map(Number));
   const qwen3GiB = Number(values['qwen3-limit-gib']);
+  if (values.peers !== 'llama' && values.peers !== 'none') throw Object.assign(new Error(`--peers: llama or none, got ${values.peers}`), { code: 'E_USAGE' });
+  const before = values.before ? path.resolve(values.before) : undefined;
+  if (before && !existsSync(path.join(before, 'dist/src/cli/main.js'))) throw Object.assign(new Error(`--before ${before}: no built CLI there (npm run build in that checkout)`), { code: 'E_USAGE' });
+  const rounds = positiveInt('rounds', values.rounds, 16);
   await ensureBenchDeps();
   const native = (await importDist('src/native/binding.js')).loadNative();
   const plans = [
@@ -82,22 +96,81 @@ export async function main(argv) {
     const promptTokens = await promptIds(model);
     const ctx = ['-c', String(promptTokens.length + tokens + 8)];
     const probe = await readProbe(native, model, await expertMatrixBytes(native, model));
+    const meanExpertBytes = await meanRoutedExpertBytes(native, model);
     for (const routing of plan.routings) {
       const routeArgs = routing === 'olmoe-trace' ? ['--routes-from', olmoeTrace] : [];
-      const ref = plan.noReference ? undefined : moetierRun(model, tokens, [...ctx, ...routeArgs]);
+      const ref = plan.noReference || before ? undefined : moetierRun(model, tokens, [...ctx, ...routeArgs]);
       for (const limit of plan.limits) {
         const limitBytes = limit.bytes ?? Math.round(fileBytes * limit.share);
-        const row = await measureRow({ native, model, plan, routing, routeArgs, ctx, ref, probe, limitBytes, promptTokens, tokens, llamaTokens, llamaTimeoutMs });
+        const row = await measureRow({ native, model, plan, routing, routeArgs, ctx, ref, probe, limitBytes, promptTokens, tokens, llamaTokens, llamaTimeoutMs, peers: values.peers === 'llama', before, rounds, meanExpertBytes });
         rows.push({ preset: plan.preset, quant: plan.quant, fileBytes, share: limitBytes / fileBytes, ...row });
-        process.stderr.write(`disk ${plan.preset} ${plan.quant} ${routing} ${(limitBytes / MiB).toFixed(0)} MiB: moetier ${row.moetier.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${row.llamaCppBestDecodeTokPerS?.toFixed(2) ?? 'n/a'}\n`);
+        const said = row.beforeAfter
+          ? `before ${row.beforeAfter.before.decodeTokPerS ?? 'failed'} tok/s, after ${row.beforeAfter.after.decodeTokPerS ?? 'failed'} tok/s`
+          : `moetier ${row.moetier.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${row.llamaCppBestDecodeTokPerS?.toFixed(2) ?? 'n/a'}`;
+        process.stderr.write(`disk ${plan.preset} ${plan.quant} ${routing} ${(limitBytes / MiB).toFixed(0)} MiB: ${said}\n`);
       }
     }
   }
-  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `npm run bench -- disk ${argv.join(' ')}`.trim(), loadAverageAtStart, loadAverageAtEnd: os.loadavg(), nodeAllowanceBytes, tokens, llamaTokens, llamaTimeoutMs, rows };
+  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `npm run bench -- disk ${argv.join(' ')}`.trim(), loadAverageAtStart, loadAverageAtEnd: os.loadavg(), nodeAllowanceBytes, tokens, llamaTokens, llamaTimeoutMs, before: before ? beforeCommit(before) : null, rows };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
-  writeResults(target, 'disk', JSON.stringify(summary, null, 2) + '\n');
-  updateReadme(target, 'disk', diskTable(summary));
+  // A before/after run is its own result (disk-before-after), beside the full table's.
+  const name = before ? 'disk-before-after' : 'disk';
+  writeResults(target, name, JSON.stringify(summary, null, 2) + '\n');
+  updateReadme(target, name, before ? beforeAfterTable(summary) : diskTable(summary));
+}
+
+function beforeCommit(dir) {
+  const r = spawnSync('git', ['-C', dir, 'log', '-1', '--format=%h %s'], { encoding: 'utf8' });
+  return { dir, commit: r.status === 0 ? r.stdout.trim() : 'unknown' };
+}
+
+/** With --before: this build and the earlier one alternating, `rounds` runs each, the best of each kept. */
+function beforeAfter(o, budgetArgs, group) {
+  const runs = { after: [], before: [] };
+  for (let i = 0; i < o.rounds; i++) {
+    for (const which of ['before', 'after']) {
+      o.native.dropFileCache(o.model);
+      const run = inCgroup(group, o.limitBytes, (g) => moetierRun(o.model, o.tokens, budgetArgs, g, which === 'before' ? o.before : undefined));
+      runs[which].push(run);
+    }
+  }
+  const summary = (list) => {
+    const ok = list.filter((x) => x.result);
+    if (ok.length === 0) return { failed: list[0].failure };
+    const best = ok.reduce((a, b) => (b.result.decodeTokPerS > a.result.decodeTokPerS ? b : a)).result;
+    return { decodeTokPerS: best.decodeTokPerS, runs: ok.map((x) => x.result.decodeTokPerS), ...readFigures(best, o.meanExpertBytes), decodeHitRate: best.decodeHitRate, tokens: best.tokens };
+  };
+  const after = summary(runs.after), before = summary(runs.before);
+  const same = after.tokens && before.tokens ? JSON.stringify(after.tokens) === JSON.stringify(before.tokens) : null;
+  delete after.tokens;
+  delete before.tokens;
+  return { after, before, ratio: after.decodeTokPerS && before.decodeTokPerS ? after.decodeTokPerS / before.decodeTokPerS : null, sameTokens: same };
+}
+
+/** Reads and stalls per decode token from one run's JSON (the decode's reads only: see measureRow). */
+function readFigures(r, meanExpertBytes) {
+  const decodeTokens = Math.max(1, r.tokens.length - 1);
+  const bytesReadPerToken = (r.streamedBytes + r.decodeUploadBytes) / decodeTokens;
+  // Reads per token: the engine's count where the build reports it, else the bytes over the mean expert's.
+  return { readsPerToken: r.decodeExpertReads !== undefined ? r.decodeExpertReads / decodeTokens : bytesReadPerToken / meanExpertBytes, readsCounted: r.decodeExpertReads !== undefined, bytesReadPerToken, stallMsPerToken: r.stallMsPerToken };
+}
+
+function beforeAfterTable(s) {
+  const f = (x, d = 2) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  const rows = s.rows.map((r) => {
+    const { after: a, before: b } = r.beforeAfter;
+    const limit = `${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB)`;
+    const cell = (x, k, d) => (x.failed ? 'failed' : f(x[k], d));
+    return `| ${r.preset} ${r.quant} | ${r.routing} | ${limit} | ${cell(b, 'decodeTokPerS')} | ${cell(a, 'decodeTokPerS')} | ${r.beforeAfter.ratio ? `${f(r.beforeAfter.ratio)}x` : 'n/a'} | ${cell(b, 'decodeHitRate', 3)} / ${cell(a, 'decodeHitRate', 3)} | ${cell(b, 'readsPerToken', 1)}${b.readsCounted === false ? ' (from bytes)' : ''} / ${cell(a, 'readsPerToken', 1)} | ${f((b.bytesReadPerToken ?? NaN) / MiB, 1)} / ${f((a.bytesReadPerToken ?? NaN) / MiB, 1)} | ${cell(b, 'stallMsPerToken', 1)} / ${cell(a, 'stallMsPerToken', 1)} | ${r.beforeAfter.sameTokens === null ? 'n/a' : r.beforeAfter.sameTokens ? 'yes' : 'no'} |`;
+  });
+  return [
+    `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; before: ${s.before?.commit?.split(' ')[0]} (the build before issue 26); each build ${s.tokens} tokens at 2 threads under the same cgroup limit, alternating, best of the rounds (every run's tok/s in the JSON). Routing: realistic synthetic (the presets' router), or the real OLMoE-1B-7B trace driving the engine.`,
+    '',
+    '| model | routing | limit (share of file) | before decode tok/s | after decode tok/s | after / before | hit rate before / after | reads / token before / after | MiB read / token before / after | stall ms / token before / after | same tokens |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
 }
 
 /** One (model, routing, limit) row: moetier with prefetch off and enforce, llama.cpp at 1 and 2 threads, the bounds. */
@@ -106,13 +179,17 @@ async function measureRow(o) {
   const budgetBytes = limitBytes - nodeAllowanceBytes;
   const group = `moetier-disk-${plan.preset}-${plan.quant}`;
   const budgetArgs = [...ctx, ...routeArgs, '--memory-budget', String(budgetBytes)];
+  if (o.before) {
+    const routingLabel = routing === 'router' ? 'realistic synthetic' : 'OLMoE-1B-7B trace (--routes-from)';
+    return { routing: routingLabel, limitBytes, budgetBytes, beforeAfter: beforeAfter(o, budgetArgs, group) };
+  }
   native.dropFileCache(model);
   const ours = inCgroup(group, limitBytes, (g) => moetierRun(model, tokens, budgetArgs, g));
   native.dropFileCache(model);
   // The same run with prefetch enforce (issue 13; bench/prefetch.mjs has off / observe / enforce in rounds).
   const prefetched = inCgroup(group, limitBytes, (g) => moetierRun(model, tokens, [...budgetArgs, '--prefetch', 'enforce'], g));
   const peers = [];
-  if (routing === 'router') {
+  if (routing === 'router' && o.peers) {
     for (const threads of [1, 2]) {
       native.dropFileCache(model);
       peers.push(await inCgroupAsync(`llama-disk-${plan.preset}-${plan.quant}`, limitBytes, (g) => llamaRun(model, promptTokens, threads, llamaTokens, g, llamaTimeoutMs)));
@@ -141,6 +218,23 @@ async function measureRow(o) {
     fileReadBytes: r?.fileReadBytes, processReadBytes: r?.processReadBytes,
     serialBoundTokPerS: computeBound ? 1 / (1 / computeBound + bytesPerToken / (probe.gbps * 1e9)) : null,
   };
+}
+
+/** The routed experts' bytes (gate, up and down of every layer) over their count: one read's mean size. */
+async function meanRoutedExpertBytes(native, model) {
+  const { parseGguf } = await importDist('src/model/gguf/reader.js');
+  const mapped = native.mapFile(model, { access: 'random' });
+  try {
+    let bytes = 0, experts = 0;
+    for (const [name, t] of parseGguf(new Uint8Array(mapped.buffer), model, mapped.size).tensors) {
+      if (!/^blk\.\d+\.ffn_(gate|up|down)_exps\.weight$/.test(name)) continue;
+      bytes += t.byteLength;
+      if (name.includes('ffn_up_exps')) experts += t.dims[2];
+    }
+    return bytes / experts;
+  } finally {
+    native.unmapFile(mapped.handle);
+  }
 }
 
 /** One expert's up matrix, in bytes: what the probe reads at a time, as the engine reads experts matrix by matrix. */

@@ -11,8 +11,9 @@ import { runLlamaCpp } from '../llamacpp/runner.mjs';
 
 export const prompt = 'The ocean is deep and the waves roll over the sand while the tide';
 
-export function moetierRun(model, tokens, extra, group) {
-  const argv = [process.execPath, path.join(repoRoot, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', prompt, '-n', String(tokens), '-t', '2', '--heat', 'none', '--json', ...extra];
+/** root: the checkout whose built CLI runs (another build, e.g. the previous commit's, for a before/after in one run). */
+export function moetierRun(model, tokens, extra, group, root = repoRoot) {
+  const argv = [process.execPath, path.join(root, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', prompt, '-n', String(tokens), '-t', '2', '--heat', 'none', '--json', ...extra];
   const [cmd, args] = group ? cgroupCommand(group, argv) : [argv[0], argv.slice(1)];
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (r.status !== 0) throw Object.assign(new Error(`moetier ${r.signal ?? `exit ${r.status}`}: ${r.stderr.slice(-300)}`), { code: 'E_RUN' });
