@@ -35,6 +35,8 @@ export const limits = {
   chatTemplateOutputCharsMax: 4 * 1024 * 1024,
   /** Largest route-trace file replayed (the shared 1,000-token OLMoE trace is ~1 MB). */
   traceFileBytesMax: 512 * 1024 * 1024,
+  /** Largest calibration snapshot `moetier replay --timing` reads (one is a few KB). */
+  timingFileBytesMax: 16 * 1024 * 1024,
   /** Largest heat file read (a 256-expert, 94-layer model's counts take ~250 KB). */
   heatFileBytesMax: 64 * 1024 * 1024,
   /** How long a heat-file merge waits for another process's lock before it skips (the heat only warms a start). */

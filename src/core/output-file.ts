@@ -40,6 +40,12 @@ export function checkOutputPath(file: string, flag: string, inputs: readonly str
   const target = statOrUndefined(file);
   if (target === undefined) return;
   if (!target.isFile()) throw new InvalidOptionError(flag, `a regular file or a new path (this is ${kind(target)}, which it would replace)`, file);
+  checkNotInput(file, flag, inputs, target);
+}
+
+/** Refuses an output path that is one of `inputs` (the same file by device and inode); one that does not exist yet is none. */
+export function checkNotInput(file: string, flag: string, inputs: readonly string[], target = statOrUndefined(file)): void {
+  if (target === undefined) return;
   for (const input of inputs) {
     const st = statOrUndefined(input);
     if (st !== undefined && st.dev === target.dev && st.ino === target.ino) {

@@ -9,6 +9,7 @@
  * With `resident` or `slotsPerLayer`, an expert tier is attached (src/engine/tier): each eval
  * also reports its routing (and, natively, per-layer timing), which feeds the placement.
  */
+import { checkNotInput, checkOutputPath } from '../core/output-file.js';
 import { InvalidOptionError, LimitExceededError, RequestAbortedError } from '../core/errors.js';
 import { limits } from '../core/limits.js';
 import { modelIdentity } from '../model/identity.js';
@@ -171,6 +172,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     // Under a trace the default heat file is the (model, trace) pair's: the model's own stays the router's.
     const heatName = (): string => modelIdentity(model.file) + (routes ? `.routes-${routes.digest}` : '');
     const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(heatName())) : undefined;
+    // The heat file is written after requests: never over the model or the route trace read.
+    if (typeof tierConfig?.heat === 'string') checkNotInput(tierConfig.heat, 'heat', [options.model, ...(options.routesFrom ? [options.routesFrom] : [])]);
     // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
     if (!tierConfig && budget === undefined && options.prefetch !== undefined && resolvePrefetch(options.prefetch).mode !== 'off') {
       throw new InvalidOptionError('prefetch.mode', '"off" without an expert tier (resident, slotsPerLayer or memoryBudgetBytes)', options.prefetch.mode);
@@ -279,7 +282,18 @@ class NativeEngine implements Engine {
       throw new InvalidOptionError('maxTokens', `an integer in [1, ${limits.maxTokensMax}]`, maxTokens);
     }
     validateSampling(options);
+    if (options.traceRoutes !== undefined) {
+      // Before the first eval: a path that cannot be written, or one of the engine's inputs, fails the request here.
+      if (typeof options.traceRoutes !== 'string' || options.traceRoutes === '') throw new InvalidOptionError('traceRoutes', 'a file path', options.traceRoutes);
+      checkOutputPath(options.traceRoutes, 'traceRoutes', this.inputFiles());
+    }
     return maxTokens;
+  }
+
+  /** Files the engine reads: no output of a request may be one of them (the model, the heat file, the route trace). */
+  private inputFiles(): string[] {
+    const heat = this.tier?.config.heat;
+    return [this.model.path, ...(typeof heat === 'string' ? [heat] : []), ...(this.routesFrom !== undefined ? [this.routesFrom] : [])];
   }
 
   conversation(options?: ConversationOptions): Conversation {
@@ -456,7 +470,7 @@ class NativeEngine implements Engine {
       const heatFileError = log ? this.tier!.mergeHeat(log.rows()) : undefined;
       if (heatFileError) stats.heatFileError = heatFileError;
     }
-    if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path, undefined, this.traceGeometry());
+    if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path, undefined, this.traceGeometry(), this.inputFiles());
   }
 
   get prefetchMode(): 'off' | 'observe' | 'enforce' {

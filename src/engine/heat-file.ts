@@ -5,12 +5,13 @@
  * merged after each request under a lock file (core/file-lock.ts), so concurrent runs lose no counts;
  * written atomically (a unique tmp + rename) so a crash never leaves half a file.
  */
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { FileFormatError, InvalidOptionError } from '../core/errors.js';
 import { cacheDir } from '../core/cache-dir.js';
 import { limits } from '../core/limits.js';
 import { withFileLock } from '../core/file-lock.js';
+import { checkInputFile } from '../core/input-file.js';
 import { checkOutputPath, ensureDir, tempPathBeside } from '../core/output-file.js';
 import type { HParams } from '../model/types.js';
 
@@ -49,8 +50,7 @@ type HeatShape = Pick<HParams, 'nLayer' | 'nExpert'> & { arch: string | undefine
 export function readHeatFile(file: string, hp: HeatShape): HeatFile | undefined {
   if (!existsSync(file)) return undefined;
   // By type and size before reading: a FIFO would block for ever, /dev/zero would never end.
-  const st = statSync(file);
-  if (!st.isFile()) throw new InvalidOptionError('heat', 'a regular file', file);
+  const st = checkInputFile(file, 'heat', 'heat file');
   if (st.size > limits.heatFileBytesMax) throw new FileFormatError(file, 'heat file', `at most ${limits.heatFileBytesMax} bytes, got ${st.size}`);
   let parsed: unknown;
   try {

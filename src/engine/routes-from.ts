@@ -16,7 +16,7 @@
  * request the first). The next-layer prediction of --prefetch stays the router's own guess.
  */
 import { createHash } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { checkInputFile } from '../core/input-file.js';
 import { InvalidOptionError, RouteTraceMismatchError, type RouteShape } from '../core/errors.js';
 import type { HParams } from '../model/types.js';
 import { traceLimits } from '../routes/jsonl.js';
@@ -116,13 +116,7 @@ export function rowsAt(flat: Int32Array, ids: number, first: number, n: number):
 
 /** The file exists and is a regular file: a wrong path is the option's error, named as such. */
 function checkTraceFile(file: string): void {
-  let st;
-  try {
-    st = statSync(file);
-  } catch (err) {
-    throw new InvalidOptionError('routesFrom', `a readable route trace file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`, file);
-  }
-  if (!st.isFile()) throw new InvalidOptionError('routesFrom', 'a route trace file (a regular file)', file);
+  checkInputFile(file, 'routesFrom', 'route trace file');
 }
 
 function checkShape(file: string, t: Trace, model: RouteShape, headerless: boolean): void {

@@ -1,6 +1,6 @@
 /** Reads a routing-trace file of either format (ours, or ../shared/traces/). */
-import { readFileSync, statSync } from 'node:fs';
-import { InvalidOptionError } from '../core/errors.js';
+import { readFileSync } from 'node:fs';
+import { checkInputFile } from '../core/input-file.js';
 import { limits } from '../core/limits.js';
 import path from 'node:path';
 import type { Trace } from './types.js';
@@ -28,13 +28,7 @@ export function readTraces(file: string, opts: LoadOptions): Trace[] {
 
 /** The file's text, refused by type and size before reading (a FIFO blocks for ever, /dev/zero never ends). */
 function readTraceText(file: string): string {
-  let st;
-  try {
-    st = statSync(file);
-  } catch (err) {
-    throw new InvalidOptionError('--trace', `a readable trace file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`, file);
-  }
-  if (!st.isFile()) throw new InvalidOptionError('--trace', 'a regular file', file);
+  const st = checkInputFile(file, '--trace', 'trace file');
   if (st.size > limits.traceFileBytesMax) throw new TraceFormatError(file, 1, 'file size', `at most ${limits.traceFileBytesMax} bytes, got ${st.size}`);
   return readFileSync(file, 'utf8');
 }

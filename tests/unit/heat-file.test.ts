@@ -56,7 +56,7 @@ describe('heat file', () => {
   it('refuses a FIFO or a folder as the heat file by type, without reading (a FIFO blocked for ever)', () => {
     const fifo = path.join(dir, 'fifo.heat.json');
     execFileSync('mkfifo', [fifo]);
-    expect(() => readHeatFile(fifo, hp)).toThrow(/option heat: expected a regular file/);
-    expect(() => readHeatFile(dir, hp)).toThrow(/option heat: expected a regular file/);
+    expect(() => readHeatFile(fifo, hp)).toThrow(/option heat: expected a heat file \(a regular file\)/);
+    expect(() => readHeatFile(dir, hp)).toThrow(/option heat: expected a heat file \(a regular file\)/);
   });
 });

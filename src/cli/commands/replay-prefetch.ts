@@ -4,7 +4,8 @@
  * (src/tiers/prefetch-lab.ts). Without them the command is the policy lab, unchanged.
  */
 import { UPLOAD_QUEUE_DEFAULTS } from '../../actors/upload-queue/logic.js';
-import { readFileSync } from 'node:fs';
+import { readInputText } from '../../core/input-file.js';
+import { limits } from '../../core/limits.js';
 import { InvalidOptionError } from '../../core/errors.js';
 import { resolvePrefetch } from '../../engine/prefetch-options.js';
 import type { LabOptions } from '../../tiers/lab.js';
@@ -94,7 +95,7 @@ export function prefetchLabOptions(p: PrefetchArgs, lab: LabOptions): PrefetchLa
 
 function readSnapshot(file: string): unknown {
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    return JSON.parse(readInputText(file, '--timing', 'calibration snapshot JSON file', limits.timingFileBytesMax));
   } catch (err) {
     throw new InvalidOptionError('--timing', 'cost, or a readable calibration snapshot JSON file', file, { cause: err });
   }

@@ -8,7 +8,7 @@
  * allocation); the nested arrays the heat file and the trace format want are built once, at the
  * end of the request. (Building them per step cost ~20 us of a 1.5 ms small-preset token.)
  */
-import { writeFileSync } from 'node:fs';
+import { checkOutputPath, writeFileAtomic } from '../../core/output-file.js';
 import path from 'node:path';
 import type { HParams } from '../../model/types.js';
 import type { TraceGeometry } from '../../routes/types.js';
@@ -52,10 +52,14 @@ export class RouteLog {
     return [...this.steps('prefill'), ...this.steps('decode')].map((s) => s.layers);
   }
 
-  /** geometry: the model's expert geometry, written into the header so replay can price the trace. */
-  write(file: string, model: string, prompt?: string, geometry?: TraceGeometry): void {
+  /**
+   * geometry: the model's expert geometry, written into the header so replay can price the trace.
+   * Written whole through a temporary beside `file`, never over one of `inputs` (the engine's files).
+   */
+  write(file: string, model: string, prompt?: string, geometry?: TraceGeometry, inputs: readonly string[] = []): void {
     const { nLayer, nExpert, nExpertUsed } = this.hp;
     const header = { model: path.basename(model), layers: nLayer, experts: nExpert, topK: nExpertUsed, rankOrder: true, promptId: 'p0', prompt, ...(geometry ? { geometry } : {}) };
-    writeFileSync(file, formatTraceJsonl([{ source: file, header, prefill: this.steps('prefill'), decode: this.steps('decode') }]));
+    checkOutputPath(file, 'traceRoutes', inputs);
+    writeFileAtomic(file, formatTraceJsonl([{ source: file, header, prefill: this.steps('prefill'), decode: this.steps('decode') }]), 'traceRoutes');
   }
 }

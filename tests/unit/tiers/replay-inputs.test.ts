@@ -41,7 +41,7 @@ describe('replay inputs', () => {
     const fifo = path.join(dir, 'trace.fifo');
     execFileSync('mkfifo', [fifo]);
     await expect(replay(['--trace', path.join(dir, 'missing.jsonl')])).rejects.toThrow(/option --trace: expected a readable trace file \(ENOENT\)/);
-    await expect(replay(['--trace', dir])).rejects.toThrow(/option --trace: expected a regular file/);
+    await expect(replay(['--trace', dir])).rejects.toThrow(/option --trace: expected a trace file \(a regular file\)/);
     await expect(replay(['--trace', fifo])).rejects.toThrow(InvalidOptionError);
   });
 

@@ -1,0 +1,91 @@
+/**
+ * Issue 27, items 1, 5 and part of 6: paths the library and the CLI are given.
+ *   - the library never writes over one of its inputs: `traceRoutes` naming the model file (it
+ *     used to overwrite the model with the trace), the heat file or the route trace; a heat file
+ *     naming the model; refused with the option's name, the model byte for byte the same
+ *   - a `traceRoutes` that cannot be written (a folder, a missing folder) is refused before the
+ *     first eval, not after every token was generated
+ *   - `moetier replay --timing` on a FIFO is refused at once (it blocked for ever)
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InvalidOptionError } from '../../src/core/errors.js';
+import { openEngine, type Engine } from '../../src/engine/engine.js';
+import { replayMain } from '../../src/cli/commands/replay.js';
+import { collect, tempDir, tinyModel } from './tier-helpers.js';
+
+const { dir, cleanup } = tempDir('moetier-hostile-paths-');
+afterAll(cleanup);
+let model: string;
+const digest = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+beforeAll(async () => {
+  model = await tinyModel(dir, 'q8_0', 31);
+});
+
+/** The error a call throws (sync or async), or undefined. */
+async function caught(fn: () => unknown): Promise<unknown> {
+  try {
+    await fn();
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}
+
+describe('paths the library writes', () => {
+  it('traceRoutes naming the model, the heat file or a folder is refused before any eval; the model is untouched', async () => {
+    const before = digest(model);
+    const heat = path.join(dir, 'model.heat.json');
+    const engine: Engine = await openEngine({ model, threads: 1, contextTokens: 64, slotsPerLayer: 2, heat });
+    try {
+      await collect(engine, 'the ship', { maxTokens: 2 }); // writes the heat file
+      const folder = path.join(dir, 'a-folder');
+      mkdirSync(folder);
+      for (const [target, why] of [
+        [model, /a file other than the input/],
+        [heat, /a file other than the input/],
+        [folder, /a regular file or a new path \(this is a directory/],
+        [path.join(dir, 'missing', 'routes.jsonl'), /a path in an existing directory/],
+      ] as const) {
+        const err = await caught(() => engine.generate('the ship', { maxTokens: 2, traceRoutes: target }));
+        expect(err, target).toBeInstanceOf(InvalidOptionError);
+        expect((err as InvalidOptionError).option).toBe('traceRoutes');
+        expect((err as Error).message).toMatch(why);
+      }
+      expect(engine.lastStats!.generatedTokens).toBe(2); // no request ran after the first
+      // A good path still works, written whole.
+      const good = path.join(dir, 'routes.jsonl');
+      await collect(engine, 'the ship', { maxTokens: 2, traceRoutes: good });
+      expect(readFileSync(good, 'utf8')).toMatch(/"layers"/);
+    } finally {
+      await engine.close();
+    }
+    expect(digest(model)).toBe(before);
+  });
+
+  it('a heat file naming the model is refused at open, before it is read or written', async () => {
+    const before = digest(model);
+    const err = await caught(() => openEngine({ model, threads: 1, contextTokens: 64, slotsPerLayer: 2, heat: model }));
+    expect(err).toBeInstanceOf(InvalidOptionError);
+    expect((err as InvalidOptionError).option).toBe('heat');
+    expect(digest(model)).toBe(before);
+  });
+});
+
+describe('paths the CLI reads', () => {
+  it('moetier replay --timing on a FIFO is refused at once, naming the flag', async () => {
+    const fifo = path.join(dir, 'timing.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const trace = path.resolve(__dirname, '../../../shared/traces/olmoe-1b-7b.decode.jsonl');
+    const started = Date.now();
+    const err = await caught(() => replayMain(['--trace', trace, '--prefetch', 'enforce', '--timing', fifo], () => {}));
+    expect(err).toBeInstanceOf(InvalidOptionError);
+    expect((err as Error).message).toMatch(/--timing/);
+    expect(((err as Error).cause as Error).message).toMatch(/a regular file/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 20_000);
+});
