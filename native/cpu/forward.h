@@ -77,6 +77,12 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
+// Anonymous mappings of `bytes` (their size travels with the pointer).
+struct UnmapDeleter {
+  size_t bytes = 0;
+  void operator()(uint8_t* p) const;
+};
+
 }  // namespace mt
 
 struct mt_model {
@@ -87,8 +93,10 @@ struct mt_model {
   const float* output_norm = nullptr;
   std::vector<mt::LayerWeights> layers;
   std::vector<std::unique_ptr<float[]>> owned;  // the f32 copies the pointers above use
-  // With a dense fd (mt_model_create_owned): the dense matrices' own copies, read with pread.
-  std::vector<std::unique_ptr<uint8_t, mt::FreeDeleter>> owned_dense;
+  // With a dense fd (mt_model_create_owned): the dense matrices' own copies, read with pread, each
+  // its own anonymous mapping (not malloc: glibc raises its mmap threshold past a freed large block,
+  // so a model opened and freed again left its dense copies in the heap, ~4 MB an open: issue 27).
+  std::vector<std::unique_ptr<uint8_t, mt::UnmapDeleter>> owned_dense;
   uint64_t owned_dense_bytes = 0;
   std::vector<double> inv_freq;                 // RoPE: ropeBase^(-2i/headDim), [headDim/2]
 };

@@ -2,6 +2,7 @@
 // inside the mapping) and builds the per-layer views. A bad desc is an error message,
 // never a read outside the mapping.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cerrno>
 #include <cmath>
@@ -11,6 +12,10 @@
 #include <string>
 #include <unordered_map>
 #include "forward.h"
+
+void mt::UnmapDeleter::operator()(uint8_t* p) const {
+  if (p != nullptr) munmap(p, bytes);
+}
 
 namespace {
 
@@ -89,9 +94,10 @@ class Builder {
   // copy read with pread. null with the error set.
   const uint8_t* dense(const std::string& name, const uint8_t* mapped, size_t bytes) {
     if (mapped == nullptr || dense_fd_ < 0) return mapped;
-    void* p = nullptr;
-    if (posix_memalign(&p, 64, bytes < 64 ? 64 : bytes) != 0) return fail(name, "memory for its owned copy (" + std::to_string(bytes) + " bytes)"), nullptr;
-    m_->owned_dense.emplace_back(static_cast<uint8_t*>(p));
+    const size_t mapped_bytes = bytes < 64 ? 64 : bytes;
+    void* p = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // page-aligned
+    if (p == MAP_FAILED) return fail(name, "memory for its owned copy (" + std::to_string(bytes) + " bytes)"), nullptr;
+    m_->owned_dense.emplace_back(static_cast<uint8_t*>(p), mt::UnmapDeleter{mapped_bytes});
     const off_t offset = off_t(mapped - m_->base);
     // No readahead on these reads: it would bring the experts after a tensor into the page cache.
     if (!advised_) posix_fadvise(dense_fd_, 0, 0, POSIX_FADV_RANDOM), advised_ = true;

@@ -6,13 +6,15 @@
  *   - a `traceRoutes` that cannot be written (a folder, a missing folder) is refused before the
  *     first eval, not after every token was generated
  *   - `moetier replay --timing` on a FIFO is refused at once (it blocked for ever)
+ *   - a warm start whose copy fails fails the open with a typed error naming the expert and its
+ *     offset (it was a plain Error saying the experts "stay non-resident" while the open failed)
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InvalidOptionError } from '../../src/core/errors.js';
+import { ExpertReadError, InvalidOptionError } from '../../src/core/errors.js';
 import { openEngine, type Engine } from '../../src/engine/engine.js';
 import { replayMain } from '../../src/cli/commands/replay.js';
 import { collect, tempDir, tinyModel } from './tier-helpers.js';
@@ -88,4 +90,17 @@ describe('paths the CLI reads', () => {
     expect(((err as Error).cause as Error).message).toMatch(/a regular file/);
     expect(Date.now() - started).toBeLessThan(10_000);
   }, 20_000);
+});
+
+describe('a failed warm start', () => {
+  it('fails the open with an ExpertReadError naming the expert, its offset and what became of the open', async () => {
+    const err = await caught(() => openEngine({ model, threads: 1, contextTokens: 64, slotsPerLayer: 2, heat: false, backend: 'fake', fake: { failTransferAfterBytes: 1, overwriteSupported: false } }));
+    expect(err).toBeInstanceOf(ExpertReadError);
+    const e = err as ExpertReadError;
+    expect(e.file).toBe(model);
+    expect(e.layer).toBe(0);
+    expect(e.expert).toBeGreaterThanOrEqual(0);
+    expect(e.offset).toBeGreaterThan(0);
+    expect(e.message).toMatch(new RegExp(`layer 0 expert ${e.expert} \\(at offset ${e.offset}\\).*the open failed and released what it had made`));
+  });
 });

@@ -13,9 +13,9 @@
  * as the tier needs them), and the host-copy arena covers all but one expert per layer (the
  * least a tune may shrink to); both are address space until used.
  */
-import { InvalidOptionError } from '../../core/errors.js';
+import { ExpertReadError, InvalidOptionError } from '../../core/errors.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
-import type { NativeBinding, NativeContextHandle } from '../../native/binding.js';
+import { ExpertState, type NativeBinding, type NativeContextHandle } from '../../native/binding.js';
 import { Backend } from '../../native/backend.js';
 import type { LfruParams } from '../../tiers/policies/lfru.js';
 import { startResidency } from '../../tiers/start.js';
@@ -24,7 +24,7 @@ import { limits } from '../../core/limits.js';
 import { SLOT_ALIGN_BYTES } from '../../native/constants.js';
 import { mergeIntoHeatFile, readHeatFile } from '../heat-file.js';
 import type { LoadedModel } from '../load.js';
-import { expertContainerBytes } from './experts.js';
+import { expertContainerBytes, expertFileOffset } from './experts.js';
 import { hasNativeTier, NativeTierPort } from './native-port.js';
 import type { TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
@@ -62,6 +62,10 @@ export class EngineTier {
 
   static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
     const hp = model.hparams;
+    // What can be refused is refused before anything is made (a failed open used to leave a backend,
+    // rebuild workers and their host-copy arena behind for the collector: ~6 MB an open, issue 27).
+    checkPrefetchFits(config.prefetch, config, hp.nExpert);
+    const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
     const containerBytes = expertContainerBytes(model.file, hp);
     const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
     const backend = Backend.create(
@@ -86,14 +90,12 @@ export class EngineTier {
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.readsFile);
       assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
-      const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
       const start = heat ? 'heat' : 'ids';
       const residency = startResidency(start, hp.nLayer, hp.nExpert, { scope: 'layer', slots: config.slotsPerLayer[0] }, heat?.counts);
-      for (let l = 0; l < hp.nLayer; l++) await port.warmstart(l, Int32Array.from(residentIds(residency, l)));
+      for (let l = 0; l < hp.nLayer; l++) await warmLayer(port, model, l, residentIds(residency, l));
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
-      checkPrefetchFits(config.prefetch, config, hp.nExpert);
       // Device slots cannot take a miss's read before it runs (the host computes it): no admission.
       const admitMisses = !config.deviceSlots && (config.disk.admitMisses ?? true);
       const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, admitMisses, config.prefetch, hp.nExpertUsed, { policy: config.placementPolicy, dlfu: config.dlfu });
@@ -215,6 +217,25 @@ export class EngineTier {
  * Enforce's prefetches evict by the policy's order; on the disk tier that order also lets every
  * routed miss evict, which disk.admitMisses false turns off: the two cannot both hold.
  */
+/**
+ * The warm start of one layer; a copy or read that fails is the open's failure, typed (ExpertReadError:
+ * the first expert that did not land, where it starts in the file), and everything made so far is
+ * released by the caller.
+ */
+async function warmLayer(port: TierPort, model: LoadedModel, layer: number, experts: readonly number[]): Promise<void> {
+  try {
+    await port.warmstart(layer, Int32Array.from(experts));
+  } catch (err) {
+    const { states } = port.expertStates();
+    const expert = experts.find((e) => states[layer * port.nExpert + e] !== ExpertState.resident) ?? experts[0] ?? 0;
+    const offset = expertFileOffset(model.file, model.hparams, layer, expert);
+    throw new ExpertReadError(
+      `${model.path}: the warm start could not copy layer ${layer} expert ${expert} (at offset ${offset}) into its slot: ${(err as Error).message}; the open failed and released what it had made`,
+      { file: model.path, layer, expert, offset }, { cause: err },
+    );
+  }
+}
+
 function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, nExpert: number, name = 'prefetch'): void {
   if (prefetch.mode === 'enforce' && config.backend === 'disk' && config.disk.admitMisses === false) {
     throw new InvalidOptionError(`${name}.mode`, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
