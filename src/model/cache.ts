@@ -25,6 +25,7 @@ const pending = new Map<string, Promise<string>>();
 export async function ensurePresetModel(
   options: { preset: string; arch?: string; quant?: string; seed?: number; routing?: string },
   onProgress?: ProgressFn,
+  signal?: AbortSignal,
 ): Promise<string> {
   const checked = checkSynthOptions(options);
   const dir = modelCacheDir();
@@ -34,7 +35,7 @@ export async function ensurePresetModel(
   if (running) return running;
   const job = (async () => {
     ensureDir(dir, 'MOETIER_CACHE_DIR');
-    await writeSynthModel(checked, path, onProgress); // writes a temporary file beside path, renames when complete
+    await writeSynthModel(checked, path, onProgress, signal); // writes a temporary file beside path, renames when complete
     return path;
   })().finally(() => pending.delete(path));
   pending.set(path, job);

@@ -49,6 +49,13 @@ const EXPERTS_MAX = 1 << 12;
 /** llama.cpp's rope_freq_base_train default. */
 const ROPE_FREQ_BASE_DEFAULT = 10000;
 
+/**
+ * The largest rms epsilon a model may carry: real ones use 1e-6..1e-5. One far above the activations'
+ * mean square (1e30 was seen in a mutated file) zeroes every normalised row, every logit with it, and
+ * a run printed NUL tokens with exit 0: refused at load (issue 27).
+ */
+export const RMS_EPS_MAX = 1;
+
 export function readHParams(file: GgufFile): HParams {
   const arch = readArch(file);
   const hp = readKeys(file, arch);
@@ -96,7 +103,7 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     nExpert: metaUint(file, k('expert_count'), { min: 1, max: EXPERTS_MAX }),
     nExpertUsed,
     ...ffnWidths(file, arch, nLayer, nExpertUsed),
-    rmsEps: metaFloat(file, k('attention.layer_norm_rms_epsilon'), { positive: true }),
+    rmsEps: metaFloat(file, k('attention.layer_norm_rms_epsilon'), { positive: true, max: RMS_EPS_MAX }),
     ropeBase: metaFloat(file, k('rope.freq_base'), { positive: true, fallback: ROPE_FREQ_BASE_DEFAULT }),
     tiedOutput: !file.tensors.has('output.weight'),
     ...flags,

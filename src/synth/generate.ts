@@ -70,8 +70,8 @@ export function buildSynthModel(options: SynthOptions): SynthModel {
 export type ProgressFn = (bytesWritten: number, bytesTotal: number) => void;
 
 /** Writes the model to `path` (via a unique temporary file beside it, renamed when complete). */
-export async function writeSynthModel(options: SynthOptions, path: string, onProgress?: ProgressFn): Promise<SynthModel> {
+export async function writeSynthModel(options: SynthOptions, path: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<SynthModel> {
   const model = buildSynthModel(options);
-  await writeGguf(path, model.metadata, synthTensorSources(model.plant, model.tensors), { alignment: 32, onProgress });
+  await writeGguf(path, model.metadata, synthTensorSources(model.plant, model.tensors), { alignment: 32, onProgress, ...(signal ? { signal } : {}) });
   return model;
 }

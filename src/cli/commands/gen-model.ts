@@ -1,15 +1,16 @@
 /** `moetier gen-model`: write a synthetic MoE model (realistic routing, or the planted topic lock). */
-import { InvalidOptionError } from '../../core/errors.js';
+import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { ensurePresetModel } from '../../model/cache.js';
 import { ARCHS, PRESET_NAMES } from '../../synth/presets.js';
-import { SYNTH_DEFAULTS, checkSynthOptions, writeSynthModel } from '../../synth/generate.js';
+import { SYNTH_DEFAULTS, checkSynthOptions, writeSynthModel, type SynthOptions } from '../../synth/generate.js';
 import { QUANT_NAMES } from '../../synth/weights.js';
 import { nativeWriter } from '../../synth/weights-native.js';
 import { parseFlags } from '../args.js';
 import type { Command } from '../command.js';
 import type { Stream } from '../completion.js';
 import { progressPrinter } from '../progress.js';
+import { catchInterrupt, exitCodeInterrupted } from '../interrupt.js';
 
 export { progressPrinter } from '../progress.js';
 
@@ -49,13 +50,29 @@ export async function genModel(argv: string[], stderr: TextSink): Promise<number
   const writer = nativeWriter();
   if ('missing' in writer) stderr.write(`gen-model: quantising in TypeScript, ~40x slower (${writer.missing})\n`);
   const started = Date.now();
+  // Ctrl-C: the write stops before its next tensor and removes its temporary file; exit 130.
+  const interrupt = catchInterrupt();
+  try {
+    return await write(out, options, stderr, started, interrupt.signal);
+  } catch (err) {
+    if (interrupt.signal.aborted && err instanceof RequestAbortedError) {
+      stderr.write('gen-model: interrupted; nothing was written\n');
+      return exitCodeInterrupted;
+    }
+    throw err;
+  } finally {
+    interrupt.dispose();
+  }
+}
+
+async function write(out: string | undefined, options: SynthOptions, stderr: Stream, started: number, signal: AbortSignal): Promise<number> {
   if (out === undefined) {
-    const path = await ensurePresetModel(options, progressPrinter(stderr));
+    const path = await ensurePresetModel(options, progressPrinter(stderr), signal);
     stderr.write(`gen-model: ${path} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     process.stdout.write(`${path}\n`);
     return 0;
   }
-  await writeSynthModel(options, out, progressPrinter(stderr));
+  await writeSynthModel(options, out, progressPrinter(stderr), signal);
   stderr.write(`gen-model: wrote ${out} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return 0;
 }

@@ -29,11 +29,12 @@ export function metaUint(file: GgufFile, key: string, range: { min?: number; max
 }
 
 /** A finite float in (0, +inf) or [min, max]. */
-export function metaFloat(file: GgufFile, key: string, range: { min?: number; positive?: boolean; fallback?: number } = {}): number {
+export function metaFloat(file: GgufFile, key: string, range: { min?: number; max?: number; positive?: boolean; fallback?: number } = {}): number {
   const value = file.metadata.get(key);
   if (value === undefined && range.fallback !== undefined) return range.fallback;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (!range.positive || value > 0);
-  if (!ok) return wrong(file, key, range.positive ? 'a finite float > 0' : 'a finite float', value);
+  const ok = typeof value === 'number' && Number.isFinite(value) && (!range.positive || value > 0) && (range.max === undefined || value <= range.max);
+  const expected = `a finite float${range.positive ? ' > 0' : ''}${range.max !== undefined ? ` and <= ${range.max}` : ''}`;
+  if (!ok) return wrong(file, key, expected, value);
   return value;
 }
 

@@ -9,7 +9,7 @@
 import { open, rename, rm, statfs } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { checkOutputPath, tempPathBeside } from '../../core/output-file.js';
-import { DiskSpaceError, InvalidOptionError } from '../../core/errors.js';
+import { DiskSpaceError, InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
 import { GGML_BLOCK, GGML_TYPE, type GgmlTypeName } from '../types.js';
 import {
@@ -37,6 +37,8 @@ export interface GgufWriteOptions {
    * free space cannot be read (the function throws) is not checked.
    */
   diskFreeBytes?: (dir: string) => Promise<number>;
+  /** Aborted: the write stops before its next tensor, its temporary file removed (RequestAbortedError). */
+  signal?: AbortSignal;
 }
 
 async function statfsFreeBytes(dir: string): Promise<number> {
@@ -208,6 +210,7 @@ export async function writeGguf(
     };
     await put(header);
     for (const t of planned) {
+      if (options.signal?.aborted) throw new RequestAbortedError();
       await put(new Uint8Array(dataOffset + t.offset - position)); // zero padding
       const bytes = await t.source.data();
       if (!(bytes instanceof Uint8Array) || bytes.length !== t.byteLength) {

@@ -103,6 +103,10 @@ describe('readHParams', () => {
     expect(typed.message).toMatch(/key olmoe.block_count: expected an unsigned integer from 1 to \d+, but got string "2"/);
     const eps = refusal(await build(withKey(hparamKeys(hp), 'olmoe.attention.layer_norm_rms_epsilon', { type: 'f32', value: 0 }), modelTensors(hp)));
     expect(eps.message).toMatch(/layer_norm_rms_epsilon: expected a finite float > 0/);
+    // An absurd epsilon zeroed every logit and the run printed NUL tokens with exit 0 (issue 27): refused at load.
+    const huge = refusal(await build(withKey(hparamKeys(hp), 'olmoe.attention.layer_norm_rms_epsilon', { type: 'f32', value: 1e30 }), modelTensors(hp)));
+    expect(huge).toBeInstanceOf(GgufFormatError);
+    expect(huge.message).toMatch(/layer_norm_rms_epsilon: expected a finite float > 0 and <= 1/);
   });
 
   it('refuse inconsistent hyper-parameters', async () => {
