@@ -32,8 +32,18 @@ describe('replay inputs', () => {
     await expect(replay(['--trace', olmoe])).resolves.toBe(0);
     for (const layers of [15, 17]) {
       await expect(replay(['--trace', reshaped(layers)])).rejects.toThrow(
-        new RegExp(`shape \\(16 layers x 64 experts\\), got ${layers} x 64`),
+        new RegExp(`shape \\(16 layers x 64 experts, top-8\\), got ${layers} x 64`),
       );
+    }
+  });
+
+  it('refuses rows that route 0, 7, 9 or 64 experts for the top-8 OLMoE (issue 27: they were replayed without a word)', async () => {
+    const lines = readFileSync(olmoe, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { tok: number; layers: number[][] });
+    for (const k of [0, 7, 9, 64]) {
+      const file = path.join(dir, `olmoe-1b-7b.k${k}.jsonl`);
+      const rows = lines.map((step) => ({ ...step, layers: step.layers.map(() => Array.from({ length: k }, (_, i) => i)) }));
+      writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      await expect(replay(['--trace', file]), `top-${k}`).rejects.toThrow(k === 0 ? /1 to 64 expert ids per layer/ : new RegExp(`top-8\\), got 16 x 64, top-${k}`));
     }
   });
 
