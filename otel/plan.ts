@@ -37,8 +37,28 @@ export interface TelemetryPlan {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** The OTLP endpoint variables: each, when set, an absolute http(s) URL (refused by name before the SDK starts). */
+const endpointVariables = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT'] as const;
+
+function checkEndpoints(env: Env): void {
+  for (const variable of endpointVariables) {
+    const raw = env[variable]?.trim();
+    if (!raw) continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(raw);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') {
+      throw new InvalidOptionError(variable, 'an absolute http:// or https:// URL (e.g. http://localhost:4318)', raw);
+    }
+  }
+}
+
 export function telemetryPlan(env: Env): TelemetryPlan {
   const exportTimeoutMs = exportTimeoutOf(env);
+  checkEndpoints(env);
   if (isTrue(env.OTEL_SDK_DISABLED)) return { disabled: true, traceExporters: [], metricsFromEnv: false, exportTimeoutMs, warnings: [] };
   const warnings: string[] = [];
   const traceExporters = traceExportersOf(env);

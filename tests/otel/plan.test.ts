@@ -43,6 +43,13 @@ describe('telemetry plan from OTEL_* variables', () => {
     expect(() => telemetryPlan({ OTEL_EXPORTER_OTLP_TIMEOUT: 'soon' })).toThrow(InvalidOptionError);
   });
 
+  it('refuses an OTLP endpoint that is not an absolute http(s) URL, by its variable (issue 27: they were not checked)', () => {
+    for (const [variable, value] of [['OTEL_EXPORTER_OTLP_ENDPOINT', 'localhost:4318'], ['OTEL_EXPORTER_OTLP_ENDPOINT', 'ftp://x'], ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'not a url'], ['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', 'http://']] as const) {
+      expect(() => telemetryPlan({ [variable]: value }), `${variable}=${value}`).toThrow(new RegExp(`^option ${variable}: expected an absolute http:// or https:// URL`));
+    }
+    expect(telemetryPlan({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example:4318/' }).traceExporters).toEqual(['otlp']);
+  });
+
   it('derives the traces URL as the OTLP exporter does', () => {
     expect(otlpTracesEndpoint({})).toBe('http://localhost:4318/v1/traces');
     expect(otlpTracesEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://jaeger:4318/' })).toBe('http://jaeger:4318/v1/traces');
