@@ -162,8 +162,8 @@ export class DeviceComputeError extends MoetierError {
 /** The model file was replaced or truncated under a running engine; its mapping can no longer be trusted. */
 export class ModelFileChangedError extends MoetierError {
   readonly file: string;
-  constructor(file: string, what: string) {
-    super('E_MODEL_FILE_CHANGED', `${file}: the model file changed under the running engine (${what}); reopen the engine on the file as it is now`);
+  constructor(file: string, what: string, options?: { cause?: unknown }) {
+    super('E_MODEL_FILE_CHANGED', `${file}: the model file changed under the running engine (${what}); reopen the engine on the file as it is now`, options);
     this.file = file;
   }
 }

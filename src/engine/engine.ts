@@ -258,7 +258,7 @@ class NativeEngine implements Engine {
       this.owner.claim('engine.logits');
       const forcedRoutes = this.routes?.begin().next('prefill', ids.length);
       await this.native.evalAsync(this.context, ids, 0, out, forcedRoutes && { forcedRoutes }).catch((err: unknown) => {
-        throw typedEvalError(err, 0);
+        throw this.evalError(err, 0);
       });
       return out;
     } finally {
@@ -288,6 +288,20 @@ class NativeEngine implements Engine {
       checkOutputPath(options.traceRoutes, 'traceRoutes', this.inputFiles());
     }
     return maxTokens;
+  }
+
+  /**
+   * A failed eval as a typed error; when the model file changed under the engine meanwhile (a
+   * rewrite in place gives non-finite logits, not a fault), that is the error, the eval's its cause.
+   */
+  private evalError(err: unknown, position: number): unknown {
+    const typed = typedEvalError(err, position);
+    try {
+      checkModelFile(this.model.pin, typed);
+    } catch (changed) {
+      return changed;
+    }
+    return typed;
   }
 
   /** Files the engine reads: no output of a request may be one of them (the model, the heat file, the route trace). */
@@ -373,7 +387,7 @@ class NativeEngine implements Engine {
         return this.native.evalAsync(this.context, tokens, position, logits, forcedRoutes ? { ...options, forcedRoutes } : options);
       };
       return (tierRequest ? tierRequest.evaluate(phase, tokens, position, logits, forcedRoutes) : untiered()).catch((err: unknown) => {
-        throw typedEvalError(err, position);
+        throw this.evalError(err, position);
       });
     };
     try {

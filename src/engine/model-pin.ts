@@ -14,6 +14,8 @@ export interface ModelFileIdentity {
   dev: bigint;
   ino: bigint;
   size: bigint;
+  /** Its last modification when mapped (ns): a rewrite in place, same inode and size, moves it. */
+  mtimeNs: bigint;
 }
 
 export interface PinnedModelFile {
@@ -27,14 +29,16 @@ export interface PinnedModelFile {
 export function pinModelFile(path: string, fd: number): PinnedModelFile {
   const st = fstatSync(fd, { bigint: true });
   const procPath = `/proc/self/fd/${fd}`;
-  return { path, readerPath: existsSync(procPath) ? procPath : path, identity: { dev: st.dev, ino: st.ino, size: st.size } };
+  return { path, readerPath: existsSync(procPath) ? procPath : path, identity: { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs } };
 }
 
-/** Throws ModelFileChangedError unless the file at `readerPath` is the pinned one, at its pinned size. */
-export function checkModelFile(pin: PinnedModelFile): void {
+/** Throws ModelFileChangedError unless the file at `readerPath` is the pinned one, at its pinned size, unmodified. */
+export function checkModelFile(pin: PinnedModelFile, cause?: unknown): void {
+  const options = cause === undefined ? undefined : { cause };
   const st = statSync(pin.readerPath, { bigint: true });
-  if (st.dev !== pin.identity.dev || st.ino !== pin.identity.ino) throw new ModelFileChangedError(pin.path, 'another file is at its path now');
+  if (st.dev !== pin.identity.dev || st.ino !== pin.identity.ino) throw new ModelFileChangedError(pin.path, 'another file is at its path now', options);
   if (st.size !== pin.identity.size) {
-    throw new ModelFileChangedError(pin.path, `its size went from ${pin.identity.size} to ${st.size} bytes`);
+    throw new ModelFileChangedError(pin.path, `its size went from ${pin.identity.size} to ${st.size} bytes`, options);
   }
+  if (st.mtimeNs !== pin.identity.mtimeNs) throw new ModelFileChangedError(pin.path, 'it was written to in place since the engine opened it', options);
 }

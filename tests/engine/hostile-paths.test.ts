@@ -6,15 +6,17 @@
  *   - a `traceRoutes` that cannot be written (a folder, a missing folder) is refused before the
  *     first eval, not after every token was generated
  *   - `moetier replay --timing` on a FIFO is refused at once (it blocked for ever)
+ *   - a model file rewritten in place (same inode, same size) mid-run is a ModelFileChangedError, not
+ *     a NonFiniteLogitsError telling the user to check the weights; the next request is refused
  *   - a warm start whose copy fails fails the open with a typed error naming the expert and its
  *     offset (it was a plain Error saying the experts "stay non-resident" while the open failed)
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExpertReadError, InvalidOptionError } from '../../src/core/errors.js';
+import { ExpertReadError, InvalidOptionError, ModelFileChangedError } from '../../src/core/errors.js';
 import { openEngine, type Engine } from '../../src/engine/engine.js';
 import { replayMain } from '../../src/cli/commands/replay.js';
 import { collect, tempDir, tinyModel } from './tier-helpers.js';
@@ -102,5 +104,29 @@ describe('a failed warm start', () => {
     expect(e.expert).toBeGreaterThanOrEqual(0);
     expect(e.offset).toBeGreaterThan(0);
     expect(e.message).toMatch(new RegExp(`layer 0 expert ${e.expert} \\(at offset ${e.offset}\\).*the open failed and released what it had made`));
+  });
+});
+
+describe('a model rewritten in place', () => {
+  it('mid-run fails the request with ModelFileChangedError (its non-finite logits the cause), and the next request before any eval', async () => {
+    const copy = path.join(dir, 'rewritten.gguf');
+    copyFileSync(model, copy);
+    const engine = await openEngine({ model: copy, threads: 1, contextTokens: 64 });
+    try {
+      const tokens = engine.generate('the ship will sail', { maxTokens: 20, stopAtEos: false })[Symbol.asyncIterator]();
+      expect((await tokens.next()).done).toBe(false); // the first token, from the file as it was
+      const size = statSync(copy).size;
+      const fd = openSync(copy, 'r+');
+      writeSync(fd, Buffer.alloc(size, 0xff), 0, size, 0); // every byte NaN-shaped, in place
+      closeSync(fd);
+      const err = await (async () => {
+        for (;;) if ((await tokens.next()).done) return undefined;
+      })().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ModelFileChangedError);
+      expect((err as Error).message).toMatch(/written to in place/);
+      expect(await caught(() => collect(engine, 'the ship', { maxTokens: 1 }))).toBeInstanceOf(ModelFileChangedError);
+    } finally {
+      await engine.close();
+    }
   });
 });
