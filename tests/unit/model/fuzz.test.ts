@@ -1,6 +1,7 @@
 /**
- * Fuzz: a tiny valid qwen3moe file (F32 + Q8_0, gpt2 vocabulary) written by the
- * real writer, then truncated and mutated (seeded) in a few thousand ways. Every
+ * Fuzz: tiny valid qwen3moe files (F32 + Q8_0, and F32 + Q4_K for the k-quants' super-block
+ * geometry: issue 27; gpt2 vocabulary) written by the real writer, then truncated and mutated
+ * (seeded) in a few thousand ways. Every
  * variant must either load (parseGguf + readHParams + createTokenizer) or be
  * refused with a GgufFormatError / UnsupportedModelError naming the file;
  * anything else (RangeError, TypeError, a hang) is a bug.
@@ -22,16 +23,22 @@ const MESSAGE_CHARS_MAX = 1200;
 const VARIANT_MS_MAX = 1000; // a hang, not a slow machine: a variant takes well under 1 ms
 let dir: string;
 let valid: Uint8Array;
+const validByType = new Map<string, Uint8Array>();
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'moetier-fuzz-'));
   const letters = 'abcdefghijklmnopqrstuvwxyz'.split('');
   const tokens = [...letters, 'Ġ', 'Ċ', 'he', 'll', 'hell', 'hello', 'Ġw', 'Ġwo'];
   const merges = ['h e', 'l l', 'he ll', 'hell o', 'Ġ w', 'Ġw o'];
-  const hp = tinyHp('qwen3moe', { nLayer: 2, nEmbd: 64, nExpert: 4, nExpertUsed: 2, nVocab: tokens.length + 2 });
-  const path = join(dir, 'tiny.gguf');
-  await writeGguf(path, [...hparamKeys(hp), ...gpt2Vocab(tokens, merges)], modelTensors(hp, 'Q8_0', 11));
-  valid = new Uint8Array(await readFile(path));
+  const small = tinyHp('qwen3moe', { nLayer: 2, nEmbd: 64, nExpert: 4, nExpertUsed: 2, nVocab: tokens.length + 2 });
+  // k-quant rows hold whole 256-weight super-blocks: every matrix's width is 256.
+  const kq = tinyHp('qwen3moe', { nLayer: 2, nEmbd: 256, headDim: 64, nExpert: 4, nExpertUsed: 2, nFfExp: 256, nFfShexp: small.nFfShexp ? 256 : 0, nVocab: tokens.length + 2 });
+  for (const [type, hp] of [['Q8_0', small], ['Q4_K', kq]] as const) {
+    const path = join(dir, `tiny-${type}.gguf`);
+    await writeGguf(path, [...hparamKeys(hp), ...gpt2Vocab(tokens, merges)], modelTensors(hp, type, 11));
+    validByType.set(type, new Uint8Array(await readFile(path)));
+  }
+  valid = validByType.get('Q8_0')!;
 });
 afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
 
@@ -124,7 +131,9 @@ describe('GGUF fuzz', () => {
     expect(() => tok.encode('caf\u00e9')).toThrow(/fuzz\.gguf: key tokenizer\.ggml\.tokens: expected a token \(or a byte fallback\) for every byte of the text; it has none for byte 0xc3/);
   });
 
-  it('every truncation of the header and sampled truncations of the data are refused, typed', () => {
+  it.each(['Q8_0', 'Q4_K'])('%s: every truncation of the header and sampled truncations of the data are refused, typed', (type) => {
+    const valid = validByType.get(type)!;
+    expect(load(valid)).toBe('ok');
     const { headerEnd } = headerFields(valid);
     const outcomes = new Map<string, number>();
     for (let n = 0; n <= headerEnd + 64; n++) check(valid.subarray(0, n), `truncated at ${n}`, outcomes);
@@ -137,7 +146,8 @@ describe('GGUF fuzz', () => {
     expect(outcomes.get('GgufFormatError')).toBe(headerEnd + 65 + 300);
   });
 
-  it('field mutations (counts, lengths, types, dims, offsets) and random byte flips load or are refused, typed', () => {
+  it.each(['Q8_0', 'Q4_K'])('%s: field mutations (counts, lengths, types, dims, offsets) and random byte flips load or are refused, typed', (type) => {
+    const valid = validByType.get(type)!;
     const { fields, headerEnd } = headerFields(valid);
     const random = prng(202);
     const outcomes = new Map<string, number>();
