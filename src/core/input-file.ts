@@ -19,8 +19,17 @@ export function checkInputFile(file: string, flag: string, what: string, maxByte
   return st;
 }
 
-/** checkInputFile, then the file's text. */
+/** checkInputFile, then the file's text; a failed read (EIO from a /proc file, EACCES) is the option's error too. */
 export function readInputText(file: string, flag: string, what: string, maxBytes: number): string {
   checkInputFile(file, flag, what, maxBytes);
-  return readFileSync(file, 'utf8');
+  return readChecked(file, flag, what);
+}
+
+/** The text of a file already checked by checkInputFile, a read error named by the option. */
+export function readChecked(file: string, flag: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new InvalidOptionError(flag, `a readable ${what} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'} reading it)`, file, { cause: err });
+  }
 }

@@ -5,7 +5,7 @@
  * (two runs writing one path each rename a whole file of their own; neither leaves a mix).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { closeSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { InvalidOptionError } from './errors.js';
 
@@ -54,21 +54,41 @@ export function checkNotInput(file: string, flag: string, inputs: readonly strin
   }
 }
 
+/**
+ * checkOutputPath, and a probe that a file can be made beside it (created and removed at once): a
+ * folder this process may not write (a read-only mount, /sys) is refused before the work whose
+ * result would be lost, not after it.
+ */
+export function checkWritableOutput(file: string, flag: string, inputs: readonly string[] = []): void {
+  checkOutputPath(file, flag, inputs);
+  const probe = tempPathBeside(file);
+  try {
+    closeSync(openSync(probe, 'wx'));
+  } catch (err) {
+    throw new InvalidOptionError(flag, `a path this process can write (${(err as NodeJS.ErrnoException).code ?? 'write failed'} making a file beside it)`, file, { cause: err });
+  }
+  rmSync(probe, { force: true });
+}
+
 /** A temporary path beside `file`, unique to this process and call (open it with flag 'wx'). */
 export function tempPathBeside(file: string): string {
   return `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
 }
 
-/** Writes `data` to `file` whole or not at all: a checked target, a unique temporary beside it, a rename. */
+/**
+ * Writes `data` to `file` whole or not at all: a checked target, a unique temporary beside it, a
+ * rename. A write the system refuses (EACCES in a folder this process may not write, ENOSPC) is the
+ * option's error, naming what happened; nothing is left behind.
+ */
 export function writeFileAtomic(file: string, data: string | Uint8Array, flag = 'path'): void {
   checkOutputPath(file, flag);
   const tmp = tempPathBeside(file);
-  writeFileSync(tmp, data, { flag: 'wx' });
   try {
+    writeFileSync(tmp, data, { flag: 'wx' });
     renameSync(tmp, file);
   } catch (err) {
     rmSync(tmp, { force: true });
-    throw err;
+    throw new InvalidOptionError(flag, `a path this process can write (${(err as NodeJS.ErrnoException).code ?? 'write failed'} writing it)`, file, { cause: err });
   }
 }
 

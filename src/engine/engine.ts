@@ -9,7 +9,7 @@
  * With `resident` or `slotsPerLayer`, an expert tier is attached (src/engine/tier): each eval
  * also reports its routing (and, natively, per-layer timing), which feeds the placement.
  */
-import { checkNotInput, checkOutputPath } from '../core/output-file.js';
+import { checkNotInput, checkWritableOutput } from '../core/output-file.js';
 import { InvalidOptionError, LimitExceededError, RequestAbortedError } from '../core/errors.js';
 import { limits } from '../core/limits.js';
 import { modelIdentity } from '../model/identity.js';
@@ -285,7 +285,7 @@ class NativeEngine implements Engine {
     if (options.traceRoutes !== undefined) {
       // Before the first eval: a path that cannot be written, or one of the engine's inputs, fails the request here.
       if (typeof options.traceRoutes !== 'string' || options.traceRoutes === '') throw new InvalidOptionError('traceRoutes', 'a file path', options.traceRoutes);
-      checkOutputPath(options.traceRoutes, 'traceRoutes', this.inputFiles());
+      checkWritableOutput(options.traceRoutes, 'traceRoutes', this.inputFiles());
     }
     return maxTokens;
   }

@@ -1,6 +1,5 @@
 /** Reads a routing-trace file of either format (ours, or ../shared/traces/). */
-import { readFileSync } from 'node:fs';
-import { checkInputFile } from '../core/input-file.js';
+import { checkInputFile, readChecked } from '../core/input-file.js';
 import { limits } from '../core/limits.js';
 import path from 'node:path';
 import type { Trace } from './types.js';
@@ -30,7 +29,7 @@ export function readTraces(file: string, opts: LoadOptions): Trace[] {
 function readTraceText(file: string): string {
   const st = checkInputFile(file, '--trace', 'trace file');
   if (st.size > limits.traceFileBytesMax) throw new TraceFormatError(file, 1, 'file size', `at most ${limits.traceFileBytesMax} bytes, got ${st.size}`);
-  return readFileSync(file, 'utf8');
+  return readChecked(file, '--trace', 'trace file');
 }
 
 /** Routing counts per layer and expert over some steps: counts[layer][expert]. */

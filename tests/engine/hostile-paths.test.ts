@@ -80,6 +80,25 @@ describe('paths the library writes', () => {
   });
 });
 
+describe('a write or read the system refuses', () => {
+  it('is the option\'s error, named, before any work: a traceRoutes in a folder no process may write, a --trace that fails to read', async () => {
+    // sysfs takes no new file, even from root: EACCES (it was a raw errno after every token).
+    const engine = await openEngine({ model, threads: 1, contextTokens: 64 });
+    try {
+      const err = await caught(() => engine.generate('the ship', { maxTokens: 2, traceRoutes: '/sys/moetier-routes.jsonl' }));
+      expect(err).toBeInstanceOf(InvalidOptionError);
+      expect((err as Error).message).toMatch(/option traceRoutes: expected a path this process can write \(EACCES making a file beside it\)/);
+      expect(engine.lastStats).toBeUndefined(); // no request ran
+    } finally {
+      await engine.close();
+    }
+    // /proc/self/mem is a regular file of size 0 whose read fails (EIO): it printed a raw errno.
+    const read = await caught(() => replayMain(['--trace', '/proc/self/mem'], () => {}));
+    expect(read).toBeInstanceOf(InvalidOptionError);
+    expect((read as Error).message).toMatch(/option --trace: expected a readable trace file \(EIO reading it\)/);
+  });
+});
+
 describe('paths the CLI reads', () => {
   it('moetier replay --timing on a FIFO is refused at once, naming the flag', async () => {
     const fifo = path.join(dir, 'timing.fifo');
