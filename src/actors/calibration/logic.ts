@@ -4,6 +4,7 @@
  * Non-positive samples are rejected; samples of an older invocation are stale. Both are counted.
  * The transfer window that an overlap-aware prefetch may fill is derived here too.
  */
+import { TIER_GATE_DEFAULTS } from '../../native/constants.js';
 import { InvalidOptionError } from '../../core/errors.js';
 import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings, type TransferSample } from './messages.js';
 
@@ -116,7 +117,8 @@ export interface TransferWindowLimits {
   inflightBytesMax?: number;
 }
 
-export const TRANSFER_WINDOW_DEFAULTS: Required<TransferWindowLimits> = { safety: 0.8, windowBytesMax: 256 * 1024 * 1024, inflightBytesMax: 512 * 1024 * 1024 };
+/** The in-flight default is the tier gate's (every upload into a slot shares it: mt_tier.h MT_TIER_GATE_BYTES_DEFAULT). */
+export const TRANSFER_WINDOW_DEFAULTS: Required<TransferWindowLimits> = { safety: 0.8, windowBytesMax: 256 * 1024 * 1024, inflightBytesMax: TIER_GATE_DEFAULTS.inflightBytesMax };
 
 /**
  * Bytes a speculative transfer may start while layer `layer` computes:

@@ -100,7 +100,7 @@ function keepMisses(s: DlfuState, p: DlfuParams, layer: number, experts: readonl
     if (isResident(residency, layer, e)) continue;
     const newcomer = { layer, expert: e };
     const victim = freeSlots(residency, layer) > 0 ? undefined : victimOf(s, p, residency, layer, experts);
-    const d: Decision | undefined = freeSlots(residency, layer) > 0 ? { kind: 'fill', expert: newcomer } : victim && { kind: 'swap', victim, newcomer };
+    const d: Decision | undefined = victim ? { kind: 'swap', victim, newcomer } : freeSlots(residency, layer) > 0 ? { kind: 'fill', expert: newcomer } : undefined;
     if (!d) continue;
     decisions.push(d);
     residency = applyDecisions(residency, [d]);
