@@ -2,7 +2,6 @@
 // external ArrayBuffer. The mapping lives until unmapFile or until the handle is collected.
 #include <algorithm>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "registry.h"
 
 static void ReleaseMapping(MappedFile* m) {
+  UnguardMapping(m);
   if (!m->closed && m->base != nullptr && m->length > 0) munmap(m->base, m->length);
   if (m->fd >= 0) close(m->fd);
   m->fd = -1;
@@ -36,32 +36,6 @@ MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle) {
     return nullptr;
   }
   return m;
-}
-
-// A read of a mapped page past the end of a file that was truncated under us raises SIGBUS, which
-// would end the process with no word. The engine checks the file before each request
-// (src/engine/model-pin.ts); a truncation during an eval is trapped here, so the process says why
-// before it ends (the read cannot be resumed). Installed once, only if nobody else handles SIGBUS.
-static void OnSigbus(int) {
-  static const char msg[] =
-      "moetier: SIGBUS: a memory-mapped model file was truncated while it was being read; the process cannot "
-      "continue (do not modify a model file that an engine has open)\n";
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
-  (void)ignored;
-  signal(SIGBUS, SIG_DFL);
-  raise(SIGBUS);
-}
-
-static void TrapSigbusOnce() {
-  static bool installed = false;
-  if (installed) return;
-  installed = true;
-  struct sigaction old {};
-  if (sigaction(SIGBUS, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;  // someone else's handler
-  struct sigaction sa {};
-  sa.sa_handler = OnSigbus;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGBUS, &sa, nullptr);
 }
 
 // The most of a mapping JavaScript sees as one ArrayBuffer: just under 4 GiB, the largest a
@@ -110,11 +84,13 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
       if (a == "random") madvise(base, length, MADV_RANDOM);
     }
   }
-  TrapSigbusOnce();
   auto* m = new MappedFile();
   m->base = base;
   m->length = length;
   m->fd = fd;
+  // A read past the end of a file truncated under us reads zeros and counts a fault (mappedFaults),
+  // instead of ending the process (sigbus_guard.cc).
+  const bool guarded = GuardMapping(m);
   auto handle = Napi::External<MappedFile>::New(env, m, [](Napi::Env, MappedFile* mf) {
     ReleaseMapping(mf);
     delete mf;
@@ -130,7 +106,17 @@ static Napi::Value MapFile(const Napi::CallbackInfo& info) {
   result.Set("buffer", buffer);
   result.Set("size", Napi::Number::New(env, static_cast<double>(length)));
   result.Set("fd", Napi::Number::New(env, fd));
+  result.Set("guarded", Napi::Boolean::New(env, guarded));
   return result;
+}
+
+// mappedFaults(handle) -> the reads past the end of the truncated file that the SIGBUS guard
+// answered with zeros. Non-zero: the mapping no longer reads as the file the model was loaded from.
+static Napi::Value MappedFaults(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  MappedFile* m = UnwrapMappedFile(env, info[0]);
+  if (m == nullptr) return env.Undefined();
+  return Napi::Number::New(env, double(m->faults.load(std::memory_order_acquire)));
 }
 
 static Napi::Value UnmapFile(const Napi::CallbackInfo& info) {
@@ -192,6 +178,7 @@ Napi::Value DropFileCache(const Napi::CallbackInfo& info) {
 void RegisterMmap(Napi::Env env, Napi::Object exports) {
   exports.Set("dropFileCache", Napi::Function::New(env, DropFileCache));
   exports.Set("mapFile", Napi::Function::New(env, MapFile));
+  exports.Set("mappedFaults", Napi::Function::New(env, MappedFaults));
   exports.Set("mappedResidency", Napi::Function::New(env, MappedResidency));
   exports.Set("unmapFile", Napi::Function::New(env, UnmapFile));
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <napi.h>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 void RegisterMmap(Napi::Env env, Napi::Object exports);   // mmap.cc
@@ -24,7 +25,14 @@ struct MappedFile {
   // Native objects reading the mapping (models: their contexts, tiers and uploads hold them).
   // unmapFile refuses while any is alive, so no native reader can outlive the mapping.
   std::atomic<int> users{0};
+  // SIGBUS faults past the file's end that the guard turned into zero pages (sigbus_guard.cc):
+  // once non-zero, what the mapping reads is no longer the file the model was loaded from.
+  std::atomic<uint32_t> faults{0};
 };
+// The SIGBUS guard (sigbus_guard.cc): false when the mapping is left unguarded (another handler
+// owns SIGBUS, or the registry is full). Unguard before munmap.
+bool GuardMapping(MappedFile* m);
+void UnguardMapping(MappedFile* m);
 MappedFile* UnwrapMappedFile(Napi::Env env, Napi::Value handle);
 // The backend behind a backend handle, shared: it lives while the holder does (tier.cc). Null with
 // a JS exception pending when the handle is not a live backend.

@@ -253,13 +253,16 @@ class NativeEngine implements Engine {
     const ids = this.checkTokens(tokens);
     const release = await this.queue.acquire();
     try {
-      checkModelFile(this.model.pin);
+      this.checkModel();
       const out = new Float32Array(this.hparams.nVocab);
       this.owner.claim('engine.logits');
       const forcedRoutes = this.routes?.begin().next('prefill', ids.length);
-      await this.native.evalAsync(this.context, ids, 0, out, forcedRoutes && { forcedRoutes }).catch((err: unknown) => {
-        throw this.evalError(err, 0);
-      });
+      await this.native.evalAsync(this.context, ids, 0, out, forcedRoutes && { forcedRoutes }).then(
+        () => this.afterEval(),
+        (err: unknown) => {
+          throw this.evalError(err, 0);
+        },
+      );
       return out;
     } finally {
       release();
@@ -297,11 +300,25 @@ class NativeEngine implements Engine {
   private evalError(err: unknown, position: number): unknown {
     const typed = typedEvalError(err, position);
     try {
-      checkModelFile(this.model.pin, typed);
+      this.checkModel(typed);
     } catch (changed) {
       return changed;
     }
     return typed;
+  }
+
+  /** The model still reads as the file it was opened from (model-pin.ts); before each request and after a failed eval. */
+  private checkModel(cause?: unknown): void {
+    checkModelFile(this.model.pin, cause, this.native.mappedFaults(this.model.mapping));
+  }
+
+  /**
+   * After each eval: a read past the end of the file, truncated during the eval, returned zeros
+   * (the SIGBUS guard), so the eval's logits are not the model's: the request fails, typed. One
+   * native counter read; the file's stat only when it moved.
+   */
+  private afterEval(): void {
+    if (this.native.mappedFaults(this.model.mapping) > 0) this.checkModel();
   }
 
   /** Files the engine reads: no output of a request may be one of them (the model, the heat file, the route trace). */
@@ -366,7 +383,7 @@ class NativeEngine implements Engine {
     let tierRequest: TierRequest | undefined;
     try {
       // A truncated model file is a typed error here, before the eval could touch a page past its end (SIGBUS).
-      checkModelFile(this.model.pin);
+      this.checkModel();
       tierRequest = await this.tier?.beginRequest(trace, log);
     } catch (err) {
       trace.end(stats, err);
@@ -386,9 +403,12 @@ class NativeEngine implements Engine {
         const options = routesOnly?.evalOptions(tokens.length);
         return this.native.evalAsync(this.context, tokens, position, logits, forcedRoutes ? { ...options, forcedRoutes } : options);
       };
-      return (tierRequest ? tierRequest.evaluate(phase, tokens, position, logits, forcedRoutes) : untiered()).catch((err: unknown) => {
-        throw this.evalError(err, position);
-      });
+      return (tierRequest ? tierRequest.evaluate(phase, tokens, position, logits, forcedRoutes) : untiered()).then(
+        () => this.afterEval(),
+        (err: unknown) => {
+          throw this.evalError(err, position);
+        },
+      );
     };
     try {
       const sampler = createSampler(options);

@@ -612,10 +612,14 @@ export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partia
    * reads the header and the identity's first MiB of weights, the native model the whole mapping).
    * size: the file's bytes. fd: the open file, kept until unmapFile (identity and size checks, the
    * rebuild workers' pinned path). access 'random': no readahead around page faults (only the
-   * pages read come in).
+   * pages read come in). guarded: a read past the end of the file, truncated under the mapping,
+   * reads zeros and counts in mappedFaults instead of ending the process with SIGBUS (false only
+   * where the embedder owns SIGBUS).
    */
-  mapFile(filePath: string, options?: { access?: 'normal' | 'random' }): { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number };
+  mapFile(filePath: string, options?: { access?: 'normal' | 'random' }): { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number; guarded: boolean };
   unmapFile(handle: MappedFileHandle): void;
+  /** Reads past the end of the truncated file that the SIGBUS guard answered with zeros: non-zero, the mapping is no longer the file. */
+  mappedFaults(handle: MappedFileHandle): number;
   /** The file's clean pages leave the page cache (fdatasync + posix_fadvise DONTNEED): a cold start for one file. */
   dropFileCache(path: string): void;
   /** Pages of [offset, offset + length) of the mapped file that the page cache holds (mincore); the whole file by default. */
