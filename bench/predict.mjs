@@ -14,9 +14,9 @@
  * nothing measured on a trained model, so these figures are a guide, not a claim about one.
  */
 import os from 'node:os';
-import { importDist, presetModel } from './lib/moetier.mjs';
-import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
-import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
+import { importDist, presetModel } from './lib/moetier.mjs.js';
+import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs.js';
+import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs.js';
 
 const usage = 'usage: node bench/predict.mjs [--presets tiny,small,medium --routing realistic,planted --tokens N --update-results]';
 const options = {
@@ -31,7 +31,7 @@ async function main(argv) {
   const tokens = positiveInt('tokens', values.tokens, 4096);
   const loadAverageAtStart = os.loadavg();
   const native = (await importDist('src/native/binding.js')).loadNative();
-  const { loadModel } = await importDist('src/engine/load.js');
+  const { loadModel } = await importDist('src/model/load.js');
   const { ROUTING_PROMPTS, promptText } = await importDist('src/synth/prompts.js');
   const prompts = ROUTING_PROMPTS.map((p) => promptText(p, 'gpt2'));
   const rows = [];

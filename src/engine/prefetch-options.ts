@@ -17,8 +17,8 @@
  *                    (bench/README.md, prefetch)
  */
 import { InvalidOptionError } from '../core/errors.js';
-import { TRANSFER_WINDOW_DEFAULTS } from '../actors/calibration/logic.js';
 import { TIER_PREFETCH_QUEUE_MAX } from '../native/constants.js';
+import { TRANSFER_WINDOW_DEFAULTS } from '../tiers/transfer-window.js';
 
 export type PrefetchMode = 'off' | 'observe' | 'enforce';
 

@@ -3,7 +3,6 @@
  * same scenarios the policy lab replays (labScenario: budget, start, heat prefix).
  * `moetier replay --prefetch` is a thin front end over `runPrefetchLab`.
  */
-import type { TransferWindowLimits } from '../actors/calibration/logic.js';
 import type { Trace } from '../routes/types.js';
 import { costDefaults, type CostParams } from './cost.js';
 import { expertBytes } from './geometry.js';
@@ -12,6 +11,7 @@ import { replayPrefetch, type PrefetchReplayMode } from './prefetch-replay.js';
 import { timingFromCost, timingFromSnapshot, type TimingModel } from './prefetch-timing.js';
 import { toPrefetchRow, type PrefetchRow } from './report/prefetch-rows.js';
 import type { StartKind } from './start.js';
+import type { TransferWindowLimits } from './transfer-window.js';
 
 export interface PrefetchLabOptions {
   budgets: readonly number[];

@@ -25,7 +25,7 @@
  */
 import { assert } from '../core/assert.js';
 import { InvalidOptionError } from '../core/errors.js';
-import { TRANSFER_WINDOW_DEFAULTS } from '../actors/calibration/logic.js';
+import { TRANSFER_WINDOW_DEFAULTS } from './transfer-window.js';
 
 export type PrefetchTaskState = 'queued' | 'issued' | 'completed' | 'failed' | 'cancelled' | 'dropped';
 

@@ -22,7 +22,7 @@
  * (policies/common.ts admitMiss) with an LRU score of this file's own: a Policy's step has no
  * prefetch event to learn a read ahead from, so the policies themselves are not reused here.
  */
-import { calibrateStep, initialCalibration, transferWindowBytes, CALIBRATION_DEFAULTS, type TransferWindowLimits } from '../actors/calibration/logic.js';
+import { calibrateStep, initialCalibration, CALIBRATION_DEFAULTS } from '../actors/calibration/logic.js';
 import { STEP_LAYER_FIELDS, type CalibrationSnapshot, type StepUpload } from '../actors/calibration/messages.js';
 import { assert } from '../core/assert.js';
 import { InvalidOptionError } from '../core/errors.js';
@@ -35,6 +35,7 @@ import { admitMiss } from './policies/common.js';
 import { applyDecisions, isResident, type Residency } from './residency.js';
 import type { Scenario } from './scenario.js';
 import type { Decision, ExpertKey } from './types.js';
+import { transferWindowBytes, type TransferWindowLimits } from './transfer-window.js';
 
 export type PrefetchReplayMode = 'off' | 'observe' | 'enforce';
 export const prefetchReplayModes: readonly PrefetchReplayMode[] = ['off', 'observe', 'enforce'];

@@ -11,11 +11,11 @@
  * Pure: the caller reads the file; this checks its parsed contents.
  */
 import { FileFormatError } from '../core/errors.js';
-import { transferWindowBytes, type TransferWindowLimits } from '../actors/calibration/logic.js';
 import type { CalibrationSnapshot } from '../actors/calibration/messages.js';
 import { unitCosts, type CostParams } from './cost.js';
 import { prefetchCount } from './prefetch.js';
 import type { ModelGeometry } from './geometry.js';
+import { transferWindowBytes, type TransferWindowLimits } from './transfer-window.js';
 
 export interface TimingModel {
   /** 'cost', or the calibration snapshot's file. */

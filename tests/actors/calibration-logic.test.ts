@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/core/errors.js';
-import { calibrate, calibrateStep, initialCalibration, stepSamples, transferWindowBytes } from '../../src/actors/calibration/logic.js';
+import { calibrate, calibrateStep, initialCalibration, stepSamples } from '../../src/actors/calibration/logic.js';
 import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings } from '../../src/actors/calibration/messages.js';
 import { mulberry32, randomInt, type Rng } from '../../src/core/prng.js';
+import { transferWindowBytes } from '../../src/tiers/transfer-window.js';
 
 const config = { alpha: 0.2, nLayer: 2 };
 const run = (messages: CalibrationMessage[]) => messages.reduce((s, m) => calibrate(s, m, config), initialCalibration(config));

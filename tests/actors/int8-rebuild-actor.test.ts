@@ -3,7 +3,7 @@ import { copyFileSync, renameSync, statSync, truncateSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelFileChangedError } from '../../src/core/errors.js';
 import { Int8RebuildActor } from '../../src/actors/int8-rebuild/actor.js';
-import { loadModel, type LoadedModel } from '../../src/engine/load.js';
+import { loadModel, type LoadedModel } from '../../src/model/load.js';
 import { loadNative } from '../../src/native/binding.js';
 import { tempDir, tinyModel } from '../engine/tier-helpers.js';
 
@@ -40,21 +40,23 @@ describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild 
       }
       actor.send({ kind: 'resident', experts: [experts[0]] });
       expect(Atomics.load(actor.offsets, 1)).toBe(-1);
-      expect(actor.takeFailure()).toBeUndefined();
+      await expect(actor.settled()).resolves.toBeUndefined();
     } finally {
       await actor.close();
     }
   });
 
-  it('a worker failure is reported once as a typed error; the pool serves the next rebuild', async () => {
+  it('a worker failure rejects settled() once with a typed error, even when it ended before anyone awaited it', async () => {
     const actor = new Int8RebuildActor({ ...model.pin, readerPath: `${file}.missing` }, 4, 8, 2, copyBytes, { inflightMax: 1 });
     try {
       actor.send({ kind: 'evicted', experts: [{ layer: 0, expert: 0 }] });
-      await actor.whenIdle();
-      const failure = actor.takeFailure();
+      await actor.whenIdle(); // ended, unawaited: no unhandled rejection, and not idle for a step
+      expect(actor.idle).toBe(false);
+      const failure = await actor.settled().then(() => undefined, (e: unknown) => e as Error);
       expect(failure).toMatchObject({ code: 'E_NATIVE' });
       expect(failure!.message).toContain('int8-rebuild worker failed on expert 0/0');
-      expect(actor.takeFailure()).toBeUndefined();
+      expect(actor.idle).toBe(true);
+      await expect(actor.settled()).resolves.toBeUndefined();
       expect(actor.counts.failed).toBe(1);
     } finally {
       await actor.close();
@@ -73,8 +75,7 @@ describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild 
     const actor = new Int8RebuildActor(pinned.pin, 4, 8, 2, copyBytes, { inflightMax: 1 });
     try {
       actor.send({ kind: 'evicted', experts: [{ layer: 1, expert: 3 }] });
-      await actor.whenIdle();
-      expect(actor.takeFailure()).toBeUndefined();
+      await actor.settled();
       const offset = Atomics.load(actor.offsets, 1 * 8 + 3);
       expect(actor.arena.subarray(offset, offset + copyBytes)).toEqual(expected); // the engine's model, not the new file
     } finally {
@@ -89,8 +90,7 @@ describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild 
     const second = new Int8RebuildActor(victim.pin, 4, 8, 2, copyBytes, { inflightMax: 1 });
     try {
       second.send({ kind: 'evicted', experts: [{ layer: 3, expert: 7 }] });
-      await second.whenIdle();
-      const failure = second.takeFailure();
+      const failure = await second.settled().then(() => undefined, (e: unknown) => e as Error);
       expect(failure).toBeInstanceOf(ModelFileChangedError);
       expect(failure!.message).toContain(`its size went from ${size} to ${Math.floor(size / 2)} bytes`);
     } finally {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LayerComputeActor } from '../../src/actors/layer-compute/actor.js';
 import { moeNs, nextRingSlot, routedExperts, routesLength, stepRingSlots } from '../../src/actors/layer-compute/logic.js';
 import { LAYER_STAT_FIELDS, type LayerStepReport } from '../../src/actors/layer-compute/messages.js';
-import { loadModel, type LoadedModel } from '../../src/engine/load.js';
+import { loadModel, type LoadedModel } from '../../src/model/load.js';
 import { loadNative, type NativeContextHandle } from '../../src/native/binding.js';
 import { tempDir, tinyModel } from '../engine/tier-helpers.js';
 
@@ -42,7 +42,7 @@ describe('layer-compute logic', () => {
 });
 
 describe('layer-compute actor', () => {
-  it('returns each step\'s routes and layer timing (the step pipeline\'s next stage reads them); decode steps cycle the ring and keep their reports readable', async () => {
+  it('returns each step\'s routes and layer timing (the step\'s next stage reads them); decode steps cycle the ring and keep their reports readable', async () => {
     const hp = model.hparams;
     const actor = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
     const seen: LayerStepReport[] = [];

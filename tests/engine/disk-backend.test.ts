@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realpathSync } from 'node:fs';
 import { ExpertReadError } from '../../src/core/errors.js';
 import { openEngine, type Engine } from '../../src/engine/engine.js';
-import type { LoadedModel } from '../../src/engine/load.js';
+import type { LoadedModel } from '../../src/model/load.js';
 import { loadNative } from '../../src/native/binding.js';
 import { collect, referenceRun, tinyModel } from './tier-helpers.js';
 

@@ -28,7 +28,7 @@ describe('mapped files', () => {
     const { tmpdir } = await import('node:os');
     const path = await import('node:path');
     const { writeSynthModel } = await import('../../src/synth/generate.js');
-    const { loadModel } = await import('../../src/engine/load.js');
+    const { loadModel } = await import('../../src/model/load.js');
     const dir = mkdtempSync(path.join(tmpdir(), 'moetier-map-'));
     try {
       const file = path.join(dir, 'tiny.gguf');

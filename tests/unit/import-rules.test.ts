@@ -1,5 +1,7 @@
 /**
- * The import rules of ARCHITECTURE.md, checked: no cycles, nothing in src/ imports tests/,
+ * The import rules of ARCHITECTURE.md, checked: no cycles, nothing in src/ imports tests/, imports
+ * point one way (engine -> actors -> pure logic: actors import no engine or stream module; the
+ * policies, the model and the core import no actor handle, engine, stream or CLI module),
  * only src/native/binding.ts loads the addon, the reference and the policies stay pure (the policies'
  * one native door, src/native/policy.ts, holds pure functions only),
  * and libraries trace through @opentelemetry/api only.
@@ -82,10 +84,17 @@ describe('import rules', () => {
         if (spec.endsWith('.node') || (spec.includes('native/build') && file !== 'src/native/binding.ts')) violations.push(`${file} loads the addon`);
         if (file.startsWith('src/reference/') && target.startsWith('src/native/')) violations.push(`${file}: the reference must not use native code`);
         // The one door: src/native/policy.ts, the policy's pure native verbs (the code the tier runs at need).
-        if (file.startsWith('src/tiers/') && ((target.startsWith('src/native/') && target !== 'src/native/policy.ts') || spec.startsWith('node:'))) {
+        if (file.startsWith('src/tiers/') && ((target.startsWith('src/native/') && !['src/native/policy.ts', 'src/native/constants.ts'].includes(target)) || spec.startsWith('node:'))) {
           violations.push(`${file}: policies are pure (no native, no node: I/O): ${spec}`);
         }
         if (file.startsWith('src/streams/') && target.startsWith('src/native/')) violations.push(`${file}: streams do not reach into kernels`);
+        // One way: engine -> actors -> pure logic (src/tiers, the actors' logic.ts / messages.ts, src/model, src/core).
+        const layerOf = (f: string) => f.split('/').slice(0, 2).join('/');
+        if (file.startsWith('src/actors/') && ['src/engine', 'src/streams', 'src/cli'].includes(layerOf(target))) violations.push(`${file}: actors do not import upward (${spec})`);
+        if (['src/tiers', 'src/model', 'src/core', 'src/routes'].includes(layerOf(file))) {
+          const actorHandle = target.startsWith('src/actors/') && !/\/(logic|messages)\.ts$/.test(target);
+          if (actorHandle || ['src/engine', 'src/streams', 'src/cli'].includes(layerOf(target))) violations.push(`${file}: pure logic imports no actor, engine or CLI (${spec})`);
+        }
         if (file.startsWith('src/') && spec.startsWith('@opentelemetry/') && spec !== '@opentelemetry/api') {
           violations.push(`${file}: libraries trace through @opentelemetry/api only (${spec})`);
         }

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadNative } from '../../src/native/binding.js';
-import { loadModel, type LoadedModel } from '../../src/engine/load.js';
+import { loadModel, type LoadedModel } from '../../src/model/load.js';
 import { autoBudget, MemoryBudgetError, modelBytes, parseByteSize, planMemory, slotStride, type MemoryPlanInput } from '../../src/engine/memory-plan.js';
 import { expertContainerBytes } from '../../src/engine/tier/experts.js';
 import { InvalidOptionError } from '../../src/core/errors.js';

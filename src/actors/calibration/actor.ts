@@ -1,25 +1,23 @@
 /**
- * The calibration actor: holds the timing estimates. The step pipeline (src/streams/
- * step-pipeline.ts) folds each batch's step timings through the calibration edge (`calibrate`,
- * src/streams/calibration.ts, continuing from these estimates) and hands every update to
- * `record`: the estimates move, the snapshot is published, and the update is traced
- * (moetier.calibration.update, a child of the request's span through the trace context the step
- * carries).
+ * The calibration actor: holds the timing estimates. After each batch of steps, the tier request
+ * hands their timings to `fold` (src/engine/tier/request.ts, its calibrate stage): each step's
+ * samples fold into the EWMAs (logic.ts calibrateStep), and a step that moved them is an update:
+ * the snapshot is published on snapshots$ (engine.calibration$(): a stream, the real shape of
+ * estimates that move while requests run) and traced (moetier.calibration.update, a child of the
+ * request's span through the trace context the step carries).
  *
- *   step pipeline ──calibrate (calibrationUpdates)──> record: snapshot ──> snapshots$ (latest replayed, then live)
- *                                                           └──> span per update
+ *   fold(timings) ──calibrateStep──> record: snapshot ──> snapshots$ (latest replayed, then live)
+ *                                          └──> span per update
  *
  * It runs on the event loop, inside the step: a step's fold costs microseconds, less than one
- * crossing to a worker thread (~38 us). A throw while tracing an update is an error of the
- * step's pipeline, and so fails the request; the estimates have moved by then, and the next
+ * crossing to a worker thread (~38 us). A throw while tracing an update is thrown to the step
+ * that folded it, and so fails the request; the estimates have moved by then, and the next
  * request folds on from them.
  */
-import { ReplaySubject, type Observable, type OperatorFunction } from 'rxjs';
+import { ReplaySubject, type Observable } from 'rxjs';
 import type { Tracer } from '@opentelemetry/api';
 import { calibrationAttributes, recordTimedSpan, SpanNames } from '../../telemetry/index.js';
-import { calibrationUpdates, type CalibrationUpdate } from '../../streams/calibration.js';
-import { calibrated } from '../../streams/step-pipeline.js';
-import { initialCalibration, type CalibrationConfig } from './logic.js';
+import { calibrateStep, initialCalibration, type CalibrationConfig } from './logic.js';
 import type { CalibrationSnapshot, StepTimings } from './messages.js';
 
 export class CalibrationActor {
@@ -27,16 +25,12 @@ export class CalibrationActor {
   private readonly published = new ReplaySubject<CalibrationSnapshot>(1);
   /** Updates recorded (one per step whose samples moved an estimate). */
   updates = 0;
-  /** The calibration edge, continuing from this actor's estimates. */
-  readonly calibrate: OperatorFunction<StepTimings, CalibrationUpdate>;
-
   constructor(
-    config: CalibrationConfig,
+    private readonly config: CalibrationConfig,
     /** Looked up per update: the SDK may be registered after the engine opened. */
     private readonly tracer: () => Tracer,
   ) {
     this.current = initialCalibration(config);
-    this.calibrate = calibrationUpdates(config, process.hrtime.bigint, () => this.current, (s) => (this.current = s));
   }
 
   /** The estimates now (the initial, empty snapshot before the first accepted sample). */
@@ -49,20 +43,26 @@ export class CalibrationActor {
     return this.published.asObservable();
   }
 
-  /** Folds timings now, outside a step pipeline (its updates recorded); a throw while tracing is thrown here. */
+  /**
+   * Folds steps' timings in order; each step that moved an estimate is recorded (published, and
+   * traced with the fold's window on the monotonic clock when the step is). A throw while tracing
+   * is thrown here, after that step's estimates moved; the steps after it are not folded.
+   */
   fold(...timings: StepTimings[]): void {
-    let failure: { error: unknown } | undefined;
-    calibrated(timings, this).subscribe({ error: (error) => (failure = { error }) });
-    if (failure) throw failure.error;
+    for (const step of timings) {
+      const startNs = step.traced ? process.hrtime.bigint() : 0n;
+      const { snapshot, accepted } = calibrateStep(this.current, step, this.config);
+      this.current = snapshot; // stale and rejected counts move even when nothing was accepted
+      if (accepted > 0) this.record({ snapshot, accepted, step, startNs, endNs: step.traced ? process.hrtime.bigint() : 0n });
+    }
   }
 
   close(): void {
     this.published.complete();
   }
 
-  /** One update of the calibration edge: the estimates move and are published, then traced (a throw fails the step). */
-  readonly record = (u: CalibrationUpdate): void => {
-    this.current = u.snapshot;
+  /** One update: the estimates are published, then traced (a throw fails the step). */
+  private record(u: CalibrationUpdate): void {
     this.updates++;
     this.published.next(u.snapshot);
     if (!u.step.traced) return;
@@ -74,5 +74,14 @@ export class CalibrationActor {
       ...(c.deviceComputeMsEwma.some((x) => x !== undefined) ? { deviceComputeMs: c.deviceComputeMsEwma.map((x) => x ?? 0) } : {}),
       samples: u.accepted,
     }), u.step.traceContext);
-  };
+  }
+}
+
+/** A step whose samples moved the estimates (accepted > 0); the fold's window, monotonic ns (0n / 0n when the step is not traced). */
+interface CalibrationUpdate {
+  snapshot: CalibrationSnapshot;
+  accepted: number;
+  step: StepTimings;
+  startNs: bigint;
+  endNs: bigint;
 }

@@ -2,9 +2,8 @@
  * Calibration logic (pure): timing events in, EWMA estimates out (SPEC.md section 4).
  *   ewma' = a * sample + (1 - a) * ewma   (the first sample seeds it)
  * Non-positive samples are rejected; samples of an older invocation are stale. Both are counted.
- * The transfer window that an overlap-aware prefetch may fill is derived here too.
+ * The transfer window an overlap-aware prefetch may fill from these estimates: src/tiers/transfer-window.ts.
  */
-import { TIER_GATE_DEFAULTS } from '../../native/constants.js';
 import { InvalidOptionError } from '../../core/errors.js';
 import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings, type TransferSample } from './messages.js';
 
@@ -106,39 +105,6 @@ function foldTransfer(f: Fold, current: boolean, t: Omit<TransferSample, 'kind' 
   // A transfer that started at once has a fixed cost of 0: a valid sample.
   f.next.transferFixedMsEwma = ewma(f.next.transferFixedMsEwma, fixedMs, config.alpha);
   f.next.samplesAccepted++;
-}
-
-export interface TransferWindowLimits {
-  /** Fraction of the compute window trusted (public default 0.8). */
-  safety: number;
-  /** Cap on bytes admitted into one window (public default 256 MiB). */
-  windowBytesMax: number;
-  /** Cap on speculative bytes in flight at once, this window's included (public default 512 MiB). */
-  inflightBytesMax?: number;
-}
-
-/** The in-flight default is the tier gate's (every upload into a slot shares it: mt_tier.h MT_TIER_GATE_BYTES_DEFAULT). */
-export const TRANSFER_WINDOW_DEFAULTS: Required<TransferWindowLimits> = { safety: 0.8, windowBytesMax: 256 * 1024 * 1024, inflightBytesMax: TIER_GATE_DEFAULTS.inflightBytesMax };
-
-/**
- * Bytes a speculative transfer may start while layer `layer` computes:
- *   T_window = max(0, safety * compute_ewma[l] - queue_wait - fixed cost)
- *   B_admit  = clamp(bandwidth * T_window - inflight, 0, min(windowBytesMax, inflightBytesMax - inflight))
- * undefined while a compute or a transfer sample is missing (cold start: the caller admits at most one expert).
- */
-export function transferWindowBytes(
-  state: CalibrationSnapshot,
-  layer: number,
-  inflightBytes: number,
-  queueWaitMs: number,
-  limits: TransferWindowLimits = TRANSFER_WINDOW_DEFAULTS,
-): number | undefined {
-  const compute = state.computeMsEwma[layer];
-  if (compute === undefined || state.bandwidthBytesPerSEwma === undefined || state.transferFixedMsEwma === undefined) return undefined;
-  const windowMs = Math.max(0, limits.safety * compute - queueWaitMs - state.transferFixedMsEwma);
-  const windowBytes = (state.bandwidthBytesPerSEwma * windowMs) / 1000;
-  const inflightRoom = (limits.inflightBytesMax ?? TRANSFER_WINDOW_DEFAULTS.inflightBytesMax) - inflightBytes;
-  return Math.max(0, Math.min(limits.windowBytesMax, inflightRoom, windowBytes - inflightBytes));
 }
 
 /**

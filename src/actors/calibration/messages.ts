@@ -79,7 +79,7 @@ export interface StepUpload {
 }
 
 /**
- * What the calibration edge folds (the step pipeline's batch): one evaluation step's timing (or a request's
+ * What the calibration actor folds (a tier request's batch of steps): one evaluation step's timing (or a request's
  * final poll, with no layer timing). The actor derives its samples from it (stepSamples).
  */
 export interface StepTimings {

@@ -6,7 +6,8 @@
  *
  * Offsets change on the event loop only: `resident` unpublishes before its block is reused,
  * and the engine sends it between steps, so no running evaluation reads a reused block. A
- * worker that dies or throws is recorded in `failure`; the engine fails the request with it.
+ * worker that dies or throws rejects that rebuild's promise with a typed error; `settled()`
+ * awaits every rebuild's promise, so the request's next step throws it.
  * A rebuild asked for inside a request (its `evicted` message carries the request's context) is
  * traced as a moetier.rebuild span, from its start on a worker to its end, on the main thread.
  */
@@ -16,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { trace, type Context } from '@opentelemetry/api';
 import { Piscina } from 'piscina';
 import { ModelFileChangedError, NativeError } from '../../core/errors.js';
-import { checkModelFile, type PinnedModelFile } from '../../engine/model-pin.js';
+import { checkModelFile, type PinnedModelFile } from '../../model/model-pin.js';
 import { moetierTracer, rebuildAttributes, recordTimedSpan, SpanNames } from '../../telemetry/index.js';
 import { initialInt8Rebuild, stepInt8Rebuild, type Int8RebuildState } from './logic.js';
 import type { Int8RebuildEffect, Int8RebuildLimits, Int8RebuildMessage } from './messages.js';
@@ -38,8 +39,11 @@ export class Int8RebuildActor {
   private readonly pool: Piscina;
   private running = 0;
   private idleWaiters: Array<() => void> = [];
-  /** The first worker failure since the last `takeFailure`. */
-  private failure: Error | undefined;
+  /**
+   * Each rebuild's outcome, until awaited: a running one, or one that failed (its promise rejects
+   * with the typed error). One that succeeds leaves at once; settled() takes the rest.
+   */
+  private readonly outcomes = new Set<Promise<void>>();
   /** The trace context of experts whose rebuild a request asked for (by layer * nExpert + expert), until it starts. */
   private readonly traceContexts = new Map<number, Context>();
 
@@ -80,38 +84,43 @@ export class Int8RebuildActor {
       if (ctx) this.traceContexts.delete(key(layer, expert));
       const startNs = ctx ? process.hrtime.bigint() : 0n;
       this.running++;
-      this.pool
-        .run(job)
-        .then(
-          () => {
-            if (ctx) recordTimedSpan(moetierTracer(), SpanNames.rebuild, startNs, process.hrtime.bigint(), rebuildAttributes({ layer, expert, bytes: this.state.blockBytes }), ctx);
-            this.send({ kind: 'done', layer, expert, ok: true });
-          },
-          (err: unknown) => {
-            this.failure ??= fileChanged(this.pin) ??
-              new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, { cause: err });
-            this.send({ kind: 'done', layer, expert, ok: false });
-          },
-        )
-        .finally(() => {
-          if (--this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-        });
+      const outcome = this.pool.run(job).then(
+        () => {
+          if (ctx) recordTimedSpan(moetierTracer(), SpanNames.rebuild, startNs, process.hrtime.bigint(), rebuildAttributes({ layer, expert, bytes: this.state.blockBytes }), ctx);
+          this.send({ kind: 'done', layer, expert, ok: true });
+        },
+        (err: unknown) => {
+          this.send({ kind: 'done', layer, expert, ok: false });
+          throw fileChanged(this.pin) ?? new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, { cause: err });
+        },
+      );
+      this.outcomes.add(outcome);
+      // Handled here so that a failure nobody awaits yet is not an unhandled rejection; settled() still gets it.
+      outcome.then(() => this.outcomes.delete(outcome), () => undefined).finally(() => {
+        if (--this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+      });
     }
   }
 
-  /** The failure to fail the current request with (cleared: the pool replaces dead workers). */
-  takeFailure(): Error | undefined {
-    const f = this.failure;
-    this.failure = undefined;
-    return f;
+  /**
+   * Resolves when every rebuild asked for so far has ended (and those their ends started); rejects
+   * with the first that failed, typed. Each failure is thrown once: the pool replaces dead workers,
+   * and the rebuilds after it go on.
+   */
+  async settled(): Promise<void> {
+    while (this.outcomes.size > 0) {
+      const outcomes = [...this.outcomes];
+      this.outcomes.clear();
+      await Promise.all(outcomes);
+    }
   }
 
-  /** No rebuild running (nor queued: a queued one starts as a running one ends). */
+  /** Nothing to await: no rebuild running, none failed unseen (settled() would resolve at once). */
   get idle(): boolean {
-    return this.running === 0;
+    return this.outcomes.size === 0;
   }
 
-  /** Resolves when no rebuild is running (before a step, tests, close). */
+  /** Resolves when no rebuild is running, whatever their outcomes (close, tests). */
   whenIdle(): Promise<void> {
     return this.running === 0 ? Promise.resolve() : new Promise((r) => this.idleWaiters.push(r));
   }

@@ -1,11 +1,11 @@
 /**
  * The int8-rebuild worker (a piscina thread): maps the engine's pinned model file itself (the
- * engine's open descriptor, never the path: engine/model-pin.ts), checks it is that file at that
+ * engine's open descriptor, never the path: model/model-pin.ts), checks it is that file at that
  * size, opens its own model handle over the mapping, and writes one expert's Q8_0 host copy into
  * the shared arena. Only handles, offsets and small messages cross threads; the weights never do.
  */
-import { loadModel, type LoadedModel } from '../../engine/load.js';
-import { checkModelFile, type PinnedModelFile } from '../../engine/model-pin.js';
+import { loadModel, type LoadedModel } from '../../model/load.js';
+import { checkModelFile, type PinnedModelFile } from '../../model/model-pin.js';
 import { loadNative } from '../../native/binding.js';
 
 export interface RebuildJob {

@@ -2,10 +2,10 @@
  * The layer-compute actor: owns the native eval calls of the tier's requests. One message is
  * one step; the native eval runs every layer (attention, routing, experts from slots or host
  * copies) off the event loop, writing routes and per-layer timing into the actor's buffers;
- * the step's report is what evaluate returns: it flows on down the step pipeline
- * (src/streams/step-pipeline.ts) to placement, rebuild, tracing and calibration, never back up.
+ * the step's report is what evaluate returns: the tier request's step (src/engine/tier/request.ts
+ * runStep) hands it on to placement, rebuild, tracing and calibration, never back up.
  *
- *   evaluate(step) ──evalAsync──> routes + layerStats (ring slot t mod 16) ──> report (the step pipeline's next stage)
+ *   evaluate(step) ──evalAsync──> routes + layerStats (ring slot t mod 16) ──> report (the step's next stage)
  *
  * The ring is shared memory between the eval and the pipeline: the eval writes a decode step's
  * routes and timing into its slot (views made once, no copy), and the report stays readable for

@@ -1,6 +1,6 @@
 /** `moetier inspect`: what a model file is (architecture, shape, tensor types), and with --check-weights whether any weight is NaN or inf. */
 import { InvalidOptionError } from '../../core/errors.js';
-import { loadModel } from '../../engine/load.js';
+import { loadModel } from '../../model/load.js';
 import { findNonFiniteWeights } from '../../model/check-weights.js';
 import { loadNative } from '../../native/binding.js';
 import { parseFlags } from '../args.js';

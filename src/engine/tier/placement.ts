@@ -42,9 +42,9 @@ import { prefillReplanDefaults, replanDrainPerToken, type PrefillReplanConfig } 
 import type { Decision, ExpertKey, HeatTable, Policy } from '../../tiers/types.js';
 import type { TierPoll, TierPort } from './port.js';
 import type { CalibrationSnapshot } from '../../actors/calibration/messages.js';
-import { transferWindowBytes } from '../../actors/calibration/logic.js';
 import { prefetchCount } from '../../tiers/prefetch.js';
 import { prefetchDefaults, type PrefetchConfig } from '../prefetch-options.js';
+import { transferWindowBytes } from '../../tiers/transfer-window.js';
 
 export interface PlacementCounts {
   decided: number;

@@ -1,6 +1,6 @@
 /**
- * One request's view of the tier: each step runs through the per-step pipeline
- * (src/streams/step-pipeline.ts), whose stages this class supplies:
+ * One request's view of the tier. Each step is one async function, top to bottom (runStep), whose
+ * stages are this class's methods:
  *
  *   evaluate   the layer-compute actor (src/actors/layer-compute): routes and per-layer timing
  *   settle     prefill: the stats mark first; the tier's poll, counted; settled uploads retire
@@ -10,7 +10,7 @@
  *   decide     decode: the policy's tick
  *   issue      its swaps through the upload queue to the tier
  *   batch      every observerBatchSteps decode steps (and the prefill at once): MoE time, route
- *              log, traces; their timings go through the calibration edge
+ *              log, traces; their timings go to calibrate (the calibration actor's fold)
  *
  *   routes      Int32Array [nTokens][nLayer][k]   routed expert ids, rank order
  *   layerStats  Float64Array [nLayer][8]          [startNs, endNs, moeStartNs, moeEndNs, hits, misses, deviceStartNs, deviceEndNs]
@@ -27,18 +27,17 @@
  * calibration cost ~60 us a step one at a time, ~26 us a step in batches (~11 us once V8 has
  * optimized them, after some thousand steps). The calibration estimates and the spans arrive up to
  * observerBatchSteps tokens late, with the same values and timestamps (the fold is in step order).
- * A throw in any stage is the step pipeline's error: the step's evaluate rejects with it. A swap
+ * A throw in any stage rejects the step (and so the request); the stages after it do not run. A swap
  * the tick decides is issued at its layer's next boundary, like any swap; placement never
  * changes tokens.
  */
 import { prefetchReport } from './prefetch-report.js';
 import type { PrefillPath } from './prefill-path.js';
-import { EMPTY } from 'rxjs';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
-import { StepRunner, type SettledStep, type StepStages } from '../../streams/step-pipeline.js';
 import { moeNs, stepRingSlots } from '../../actors/layer-compute/logic.js';
 import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
+import type { Decision } from '../../tiers/types.js';
 import type { TierPlacement } from './placement.js';
 import type { GuardSummary } from '../../tiers/policies/replan-guard.js';
 import type { TierPoll, TierPort, TierStats } from './port.js';
@@ -131,34 +130,9 @@ export class TierRequest {
     private readonly prefillPathOf?: (promptTokens: number) => PrefillPath,
   ) {
     port.resetStats();
-    this.stages = {
-      evaluate: (step) => this.compute.evaluate(step),
-      settle: (r) => {
-        if (r.phase !== 'prefill') return this.settle(false);
-        this.markPrefill();
-        const poll = this.settle(false);
-        this.decoding = true; // uploads settled from here on are the decode's
-        return poll;
-      },
-      rebuild: (poll) => this.rebuildAfter(poll, false),
-      observe: (r) => (r.phase === 'prefill' ? this.placement.observePrefill(r.routes, r.nTokens) : this.placement.observeRoutes(r.routes)),
-      decide: (r) => (r.phase === 'prefill' ? [] : this.placement.tick()),
-      issue: (decisions) => {
-        this.placement.issue(decisions);
-        this.placement.publishPrefetch(tracing?.calibration.snapshot);
-      },
-      batch: (step) => this.batch(step),
-      calibrate: tracing?.calibration.calibrate ?? (() => EMPTY),
-      record: (u) => tracing?.calibration.record(u),
-    };
-    this.steps = new StepRunner(this.stages);
   }
 
-  /** The stages of this request's steps (src/streams/step-pipeline.ts), and their pipeline (subscribed once). */
-  private readonly stages: StepStages<TierPoll>;
-  private readonly steps: StepRunner<TierPoll>;
-
-  /** One step through the step pipeline; a throw in any stage rejects it. forcedRoutes: the experts to run instead of the router's (routesFrom). */
+  /** One step; a throw in any stage rejects it. forcedRoutes: the experts to run instead of the router's (routesFrom). */
   async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array, forcedRoutes?: Int32Array): Promise<void> {
     const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
     if (forcedRoutes) step.forcedRoutes = forcedRoutes;
@@ -185,7 +159,43 @@ export class TierRequest {
         this.placement.replanLayer(layer, counts);
       };
     }
-    await this.steps.run(step);
+    const report = await this.compute.evaluate(step);
+    const poll = this.settleStep(report);
+    this.rebuildAfter(poll);
+    this.observe(report);
+    this.issue(this.decide(report));
+    this.calibrate(this.batch(report, poll));
+  }
+
+  /** Settle: the step's settled uploads (the prefill's: after the stats mark, and from here on the decode's). */
+  private settleStep(report: LayerStepReport): TierPoll {
+    if (report.phase !== 'prefill') return this.settle(false);
+    this.markPrefill();
+    const poll = this.settle(false);
+    this.decoding = true; // uploads settled from here on are the decode's
+    return poll;
+  }
+
+  /** Observe: the step's routes into the placement's policy. */
+  private observe(report: LayerStepReport): void {
+    if (report.phase === 'prefill') this.placement.observePrefill(report.routes, report.nTokens);
+    else this.placement.observeRoutes(report.routes);
+  }
+
+  /** Decide: the policy's tick after a decode step (a prefill's replan was decided during its eval). */
+  private decide(report: LayerStepReport): readonly Decision[] {
+    return report.phase === 'prefill' ? [] : this.placement.tick();
+  }
+
+  /** Issue: the decisions through the upload queue (the one gate); the next prediction published. */
+  private issue(decisions: readonly Decision[]): void {
+    this.placement.issue(decisions);
+    this.placement.publishPrefetch(this.tracing?.calibration.snapshot);
+  }
+
+  /** Calibrate: the batch's timings folded into the calibration actor's estimates. */
+  private calibrate(timings: readonly StepTimings[]): void {
+    if (timings.length > 0) this.tracing?.calibration.fold(...timings);
   }
 
   /**
@@ -196,20 +206,14 @@ export class TierRequest {
    */
   beforeStep(): Promise<void> | undefined {
     const tuned = this.boundary?.();
-    if (!tuned && (!this.rebuild || this.rebuild.idle)) {
-      const failure = this.rebuild?.takeFailure();
-      if (failure) throw failure;
-      return undefined;
-    }
+    if (!tuned && (!this.rebuild || this.rebuild.idle)) return undefined;
     return this.waitBeforeStep(tuned);
   }
 
+  /** A tune's boundary work, then the rebuilds: one that failed throws here, and so fails the step. */
   private async waitBeforeStep(tuned: Promise<boolean> | undefined): Promise<void> {
     if (tuned) await tuned;
-    if (!this.rebuild) return;
-    await this.rebuild.whenIdle();
-    const failure = this.rebuild.takeFailure();
-    if (failure) throw failure;
+    await this.rebuild?.settled();
   }
 
   private pollEarly(): void {
@@ -226,15 +230,14 @@ export class TierRequest {
   }
 
   /** The prefill at once; decode steps in batches of observerBatchSteps. Returns the timings to calibrate. */
-  private batch(step: SettledStep<TierPoll>): readonly StepTimings[] {
-    const r = step.report;
+  private batch(r: LayerStepReport, poll: TierPoll): readonly StepTimings[] {
     if (r.phase === 'prefill') {
       this.log?.add('prefill', r.routes, this.prompt ?? Int32Array.of(r.firstToken));
-      const t = this.tracing?.step({ phase: 'prefill', position: r.position, layerStats: r.layerStats, poll: step.poll });
+      const t = this.tracing?.step({ phase: 'prefill', position: r.position, layerStats: r.layerStats, poll });
       return t ? [t] : [];
     }
     this.decodeSteps++;
-    this.pending.push({ report: r, poll: step.poll });
+    this.pending.push({ report: r, poll });
     return this.pending.length >= observerBatchSteps ? this.observeBatch() : [];
   }
 
@@ -280,16 +283,14 @@ export class TierRequest {
   }
 
   /**
-   * Between steps: a newcomer's host copy is freed, a victim's is built. A rebuild worker that
-   * failed since the last step fails this one (final: the request's last poll has nothing more to fail).
+   * Between steps: a newcomer's host copy is freed, a victim's is built (a failure of that build
+   * is thrown before the next step, by beforeStep).
    */
-  private rebuildAfter(poll: TierPoll, final: boolean): void {
+  private rebuildAfter(poll: TierPoll): void {
     if (this.rebuild && poll.uploads.length + poll.evicted.length > 0) {
       this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
       this.rebuild.send({ kind: 'evicted', experts: this.stillEvicted(poll.evicted), ...(this.tracing ? { traceContext: this.tracing.context } : {}) });
     }
-    const failure = final ? undefined : this.rebuild?.takeFailure();
-    if (failure) throw failure;
   }
 
   /**
@@ -305,9 +306,8 @@ export class TierRequest {
   /**
    * Ends the request (also after an abort or an error): queued swaps dropped, the last batch of
    * steps observed, uploads settled so far counted, the request span ended (failed with `error`)
-   * and its metrics recorded. A throw in that last batch or poll still unsubscribes this request
-   * from the bus (the next request's steps must not reach it) and ends the span; then it is thrown,
-   * unless the request already failed with `error`.
+   * and its metrics recorded. A throw in that last batch or poll still ends the span; then it is
+   * thrown, unless the request already failed with `error`.
    */
   finish(error?: unknown): TierRequestStats {
     let failure: { error: unknown } | undefined;
@@ -320,14 +320,12 @@ export class TierRequest {
         const timings = this.observeBatch(); // the decode steps since the last batch
         // The final poll: no step of its own (position -1: the traces skip the layer timing).
         const poll = this.settle(true);
-        this.rebuildAfter(poll, true);
+        this.rebuildAfter(poll);
         const last = this.tracing?.step({ phase: 'decode', position: -1, layerStats: this.compute.last?.layerStats ?? new Float64Array(0), poll });
         if (last) timings.push(last);
         this.tracing?.calibration.fold(...timings);
       } catch (e) {
         failure = { error: e };
-      } finally {
-        this.steps.close();
       }
     }
     const decode = this.port.stats();

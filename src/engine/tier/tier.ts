@@ -23,7 +23,7 @@ import { residentIds } from '../../tiers/residency.js';
 import { limits } from '../../core/limits.js';
 import { SLOT_ALIGN_BYTES } from '../../native/constants.js';
 import { mergeIntoHeatFile, readHeatFile } from '../heat-file.js';
-import type { LoadedModel } from '../load.js';
+import type { LoadedModel } from '../../model/load.js';
 import { expertContainerBytes, expertFileOffset } from './experts.js';
 import { hasNativeTier, NativeTierPort } from './native-port.js';
 import type { TierConfig } from './options.js';
@@ -278,7 +278,7 @@ const rebuildSlackBlocks = 16;
 /** cuda-sim: simulated device memory beyond the slots, for the backend's row buffers (run_expert's x / y, scratch). */
 const SIM_DEVICE_SCRATCH_BYTES = 256 * 1024 * 1024;
 
-/** The calibration actor and the spans whose step timings it folds (through the step pipeline). */
+/** The calibration actor and the spans whose step timings it folds (the request's calibrate stage). */
 function tierTracing(backend: string, nLayer: number): TierTracing {
   let tracing: TierTracing | undefined = undefined;
   const calibration = new CalibrationActor({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer }, () => tracing!.tracerOf);

@@ -11,8 +11,8 @@
  *   ├── moetier.rebuild         per host copy built (the int8-rebuild actor)
  *   └── moetier.calibration.update  by the calibration actor, after a step whose samples moved the EWMAs
  *
- * Each step's timing comes back from step() with the request's trace context; the step pipeline
- * (src/streams/step-pipeline.ts) folds it through the calibration edge into the calibration actor.
+ * Each step's timing comes back from step() with the request's trace context; the request's
+ * calibrate stage (src/engine/tier/request.ts) folds it into the calibration actor.
  */
 import { trace, type Context, type Tracer } from '@opentelemetry/api';
 import type { CalibrationActor } from '../../actors/calibration/actor.js';
@@ -36,7 +36,7 @@ export class TierTracing {
 
   constructor(
     private readonly backend: string,
-    /** Where the steps' timings are folded (by the step pipeline). */
+    /** Where the steps' timings are folded (by the request's calibrate stage). */
     readonly calibration: CalibrationActor,
     /** Default: moetier's tracer from the global provider, looked up per request (the SDK may start after the engine). */
     private readonly tracerOverride?: Tracer,

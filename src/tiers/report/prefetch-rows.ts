@@ -1,9 +1,9 @@
 /** One row per (trace, budget, prefetch mode) of the prefetch replay, and its text table. */
-import type { TransferWindowLimits } from '../../actors/calibration/logic.js';
 import { expertBytes, type ModelGeometry } from '../geometry.js';
 import type { PrefetchReplayMode, PrefetchReplayResult } from '../prefetch-replay.js';
 import { readMs, steadyWindowExperts, type TimingModel } from '../prefetch-timing.js';
 import type { Scenario } from '../scenario.js';
+import type { TransferWindowLimits } from '../transfer-window.js';
 
 export interface PrefetchRow {
   trace: string;

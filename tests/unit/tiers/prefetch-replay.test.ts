@@ -6,7 +6,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { TRANSFER_WINDOW_DEFAULTS } from '../../../src/actors/calibration/logic.js';
 import { FileFormatError } from '../../../src/core/errors.js';
 import { mulberry32 } from '../../../src/core/prng.js';
 import type { Trace } from '../../../src/routes/types.js';
@@ -17,6 +16,7 @@ import { buildScenario } from '../../../src/tiers/scenario.js';
 import { oraclePrediction } from '../../../src/tiers/prefetch-oracle.js';
 import { replayPrefetch, type PrefetchReplayOptions } from '../../../src/tiers/prefetch-replay.js';
 import { readMs, timingFromCost, timingFromSnapshot, type TimingModel } from '../../../src/tiers/prefetch-timing.js';
+import { TRANSFER_WINDOW_DEFAULTS } from '../../../src/tiers/transfer-window.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const olmoe = path.resolve(repoRoot, '../shared/traces/olmoe-1b-7b.decode.jsonl');

@@ -5,9 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32, randomInt } from '../../../src/core/prng.js';
 import { InvalidOptionError } from '../../../src/core/errors.js';
-import { calibrate, initialCalibration, transferWindowBytes } from '../../../src/actors/calibration/logic.js';
+import { calibrate, initialCalibration } from '../../../src/actors/calibration/logic.js';
 import { packPrefetch, type PrefetchCandidate } from '../../../src/tiers/prefetch.js';
 import { prefetchDefaults, resolvePrefetch } from '../../../src/engine/prefetch-options.js';
+import { transferWindowBytes } from '../../../src/tiers/transfer-window.js';
 
 const c = (expert: number, score: number, bytes: number | undefined, extra: Partial<PrefetchCandidate> = {}): PrefetchCandidate => ({
   expert, score, bytes, resident: false, inflight: false, ...extra,

@@ -4,10 +4,10 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { GgufFormatError, InvalidOptionError, NativeError } from '../core/errors.js';
-import { parseGguf } from '../model/gguf/reader.js';
-import { readHParams } from '../model/hparams.js';
-import { createTokenizer, type Tokenizer } from '../model/tokenizer/index.js';
-import { GGML_TYPE, type GgufFile, type HParams } from '../model/types.js';
+import { parseGguf } from './gguf/reader.js';
+import { readHParams } from './hparams.js';
+import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
+import { GGML_TYPE, type GgufFile, type HParams } from './types.js';
 import type { MappedFileHandle, NativeBinding, NativeModelHandle } from '../native/binding.js';
 import { pinModelFile, type PinnedModelFile } from './model-pin.js';
 
