@@ -4,7 +4,7 @@
  *
  * Swaps on the wall clock (issue 11), on the cpu backend: for the small and medium presets
  * (Q8_0, a third of the experts resident, prefill replan on, --heat none) runs `moetier run
- * --trace-file` and reads the trace (src/telemetry/trace-overlap.ts):
+ * --trace-file` and reads the trace (otel/trace-overlap.ts):
  *   - the median gap between one layer's end and the next layer's start, at swap boundaries
  *     and elsewhere (the compute's cost of issuing a swap)
  *   - the uploads whose copy overlapped layer L + 1's compute, and any layer's compute
@@ -34,7 +34,7 @@ async function main(argv) {
   if (!values) return;
   const loadAverageAtStart = os.loadavg();
   const rounds = positiveInt('rounds', values.rounds, 50), tokens = positiveInt('tokens', values.tokens, 4096);
-  const t = await importDist('src/telemetry/trace-overlap.js');
+  const t = await importDist('otel/trace-overlap.js');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-overlap-'));
   const presets = [];
   try {

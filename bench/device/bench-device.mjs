@@ -10,7 +10,7 @@
  *              per layer (EWMA, averaged over layers) its wall window and the device's share of it;
  *              the 37 % run again under a 1 GiB host budget (misses and uploads read the file)
  *   overlap    at 37 %: the uploads whose copy ran beside layer L + 1's compute, from the trace
- *              (src/telemetry/trace-overlap.ts), on the events' clock
+ *              (otel/trace-overlap.ts), on the events' clock
  * Prints one JSON line (the last line of stdout).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -111,7 +111,7 @@ async function decodeRuns(model) {
 }
 
 async function overlapAtPartial(model) {
-  const t = await importDist('src/telemetry/trace-overlap.js');
+  const t = await importDist('otel/trace-overlap.js');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-device-'));
   try {
     const trace = path.join(dir, 'trace.json');

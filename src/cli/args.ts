@@ -15,12 +15,16 @@ export interface FlagSpec {
   type: 'string' | 'boolean';
   short?: string;
   aliases?: readonly string[];
+  /** May be given more than once; every value is kept, in order (list()). */
+  multiple?: boolean;
 }
 export type FlagSpecs = Record<string, FlagSpec>;
 
 export class Args {
   constructor(
     private readonly values: ReadonlyMap<string, string | boolean>,
+    /** The values of `multiple` flags, in the order given. */
+    private readonly lists: ReadonlyMap<string, readonly string[]>,
     /** canonical name -> the spelling typed last (-t, --temp, --threads) */
     private readonly typed: ReadonlyMap<string, string>,
   ) {}
@@ -31,6 +35,14 @@ export class Args {
   }
   has(name: string): boolean {
     return this.values.has(name);
+  }
+  /** Every value of a `multiple` flag, in order ([] when not given). */
+  list(name: string): readonly string[] {
+    return this.lists.get(name) ?? [];
+  }
+  /** The canonical names of the flags given. */
+  given(): string[] {
+    return [...this.values.keys()];
   }
   bool(name: string): boolean {
     return this.values.get(name) === true;
@@ -96,14 +108,16 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs, command: s
     throw usageError(err as Error & { code?: string }, args, specs, command);
   }
   const values = new Map<string, string | boolean>();
+  const lists = new Map<string, string[]>();
   const typed = new Map<string, string>();
   for (const t of tokens) {
     if (t.kind !== 'option') continue;
     const name = canonicalOf.get(t.name)!;
     values.set(name, t.value ?? true); // the last spelling wins, as a repeated flag does
+    if (specs[name].multiple && t.value !== undefined) lists.set(name, [...(lists.get(name) ?? []), t.value]);
     typed.set(name, t.rawName);
   }
-  return new Args(values, typed);
+  return new Args(values, lists, typed);
 }
 
 /** The spellings of every flag: canonical name -> ['--name', '-n', '--alias']. */

@@ -1,6 +1,6 @@
 /**
  * Heat files: per (layer, expert) routing counts from earlier requests, persisted between runs
- * (SPEC.md section 1). One JSON file per model (keyed by its identity: model/identity.ts), in the
+ * (docs/SPEC.md section 1). One JSON file per model (keyed by its identity: model/identity.ts), in the
  * cache folder (core/cache-dir.ts) unless a path is given;
  * merged after each request under a lock file (core/file-lock.ts), so concurrent runs lose no counts;
  * written atomically (a unique tmp + rename) so a crash never leaves half a file.

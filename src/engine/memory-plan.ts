@@ -1,5 +1,5 @@
 /**
- * The memory plan (issue 12, its first part): how a memory budget splits into what the engine
+ * The memory plan (docs/SPEC.md section 6): how a memory budget splits into what the engine
  * holds, and how many expert slots fit. Pure: the engine gives it the model's byte counts
  * (modelBytes below, and the native contextBytes verb for the KV cache and scratch) and prints
  * or returns the plan.

@@ -1,5 +1,5 @@
 /**
- * The prefetch's options (issue 13; SPEC.md section 4), validated fail-closed where they enter
+ * The prefetch's options (docs/SPEC.md section 4), validated fail-closed where they enter
  * (openEngine, tune): a bad value is refused with the option's name and nothing changes.
  *
  *   mode             off (default: today's path, byte for byte) | observe (decide and report,
@@ -9,7 +9,7 @@
  *   queueMax         admitted experts waiting for room under the gate's budget at once (the native
  *                    tier's queue; 64, its ceiling); more are refused and counted
  *   (bytes in flight: the one gate's budget, upload.inflightBytesMax, which every upload into a slot
- *   shares, misses first: issue 26; a prefetch.inflightBytesMax is refused with that name)
+ *   shares, misses first; a prefetch.inflightBytesMax is refused with that name)
  *   candidates       the predicted experts per layer, best first, a prefetch may read (default the
  *                    model's nExpertUsed, k; at most nExpert, checked where the model is known). On
  *                    the planted presets the top k hold 98 % of the routed experts and ranks k+1..2k

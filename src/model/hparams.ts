@@ -52,7 +52,7 @@ const ROPE_FREQ_BASE_DEFAULT = 10000;
 /**
  * The largest rms epsilon a model may carry: real ones use 1e-6..1e-5. One far above the activations'
  * mean square (1e30 was seen in a mutated file) zeroes every normalised row, every logit with it, and
- * a run printed NUL tokens with exit 0: refused at load (issue 27).
+ * a run printed NUL tokens with exit 0: refused at load.
  */
 export const RMS_EPS_MAX = 1;
 

@@ -23,7 +23,7 @@ export interface LoadedModel {
 }
 
 /**
- * fromDisk: the disk tier's way (issue 12): the file is mapped without readahead and the dense
+ * fromDisk: the disk tier's way (docs/SPEC.md section 6): the file is mapped without readahead and the dense
  * tensors are read into the model's own memory, so the page cache holds neither the dense
  * weights nor (with the disk backend) the experts.
  */

@@ -1,5 +1,5 @@
 /**
- * The model file, pinned for the engine's life (issue 10): the mapping's descriptor stays open,
+ * The model file, pinned for the engine's life: the mapping's descriptor stays open,
  * so readers that need the file again (the int8-rebuild workers) open that descriptor's file
  * (/proc/self/fd/N on Linux), never the path, which another file may have been renamed over; and
  * the file's identity and size are checked where they are used, so a truncated file is a typed

@@ -18,7 +18,7 @@ export interface CostParams {
   h2dGBps: number;
   /** Fixed cost per transfer, us: about 330 us per expert fetch as MoE-Infinity measured. */
   transferFixedUs: number;
-  /** Device memory bandwidth, GB/s: RTX 3070 spec (448 GB/s), the GPU of SPEC.md's measurements. */
+  /** Device memory bandwidth, GB/s: RTX 3070 spec (448 GB/s), the GPU of docs/SPEC.md's measurements. */
   deviceMemGBps: number;
   /** Fixed cost per resident expert call, us: about three kernel launches (assumed). */
   deviceCallFixedUs: number;

@@ -64,7 +64,7 @@ export function labGeometry(trace: Trace, geometry?: string): ModelGeometry {
   const fromHeader = geometry || geometryByName(trace.header.model) ? undefined : geometryFromTrace(trace.header);
   const g = fromHeader ?? requireGeometry(geometry ?? trace.header.model, geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known and its header carries no geometry)`);
   // The byte and cost figures come from g: a trace of another shape would be priced as a model it is not.
-  // ...and its top-k: a trace routing 7 or 9 experts per row is not a replay of a top-8 model (issue 27).
+  // ...and its top-k: a trace routing 7 or 9 experts per row is not a replay of a top-8 model.
   if (trace.header.layers !== g.layers || trace.header.experts !== g.experts || trace.header.topK !== g.topK) {
     throw new InvalidOptionError(geometry ? '--geometry' : '--trace',
       `a trace of ${g.name}'s shape (${g.layers} layers x ${g.experts} experts, top-${g.topK}), got ${trace.header.layers} x ${trace.header.experts}, top-${trace.header.topK} in ${trace.header.model}`,

@@ -1,5 +1,5 @@
 /**
- * A bounded prefetch queue and its exact-route ledger (issue 13 item 4), pure and deterministic:
+ * A bounded prefetch queue and its exact-route ledger, pure and deterministic:
  * the caller passes every time (ms on its own clock, never going back); nothing here reads a
  * clock, moves bytes or throws for a full queue. The replay drives it (prefetch-replay.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * A prediction source for traces without hidden states (issue 13 item 6): the next layer's true
+ * A prediction source for traces without hidden states: the next layer's true
  * routing, degraded to a stated recall. The recall is an assumption the user states, not a
  * measurement: a real predictor's (the router applied a layer early) is measured by
  * bench/predict.mjs on models the engine runs.

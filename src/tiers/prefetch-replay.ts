@@ -1,5 +1,5 @@
 /**
- * The prefetch replay (issue 13 item 6): one scenario's decode on a simulated clock, host-less
+ * The prefetch replay: one scenario's decode on a simulated clock, host-less
  * (the disk tier: a miss is read before it runs), in one mode: off | observe | enforce.
  *
  *   per token t:  beginStep(t) cancels the last token's queued, unstarted prefetches

@@ -1,5 +1,5 @@
 /**
- * The prefetch replay's timing model (issue 13 item 6): how long each layer computes, and how
+ * The prefetch replay's timing model: how long each layer computes, and how
  * long one expert's read takes on the single transfer lane:
  *
  *   readMs = transferFixedMs + bytes / bandwidthBytesPerS * 1000

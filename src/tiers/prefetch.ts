@@ -1,5 +1,5 @@
 /**
- * Overlap-aware prefetch admission (SPEC.md section 4, issue 13), pure: which of the experts
+ * Overlap-aware prefetch admission (docs/SPEC.md section 4), pure: which of the experts
  * predicted for the next layer may start reading now, given the bytes the transfer window admits
  * (transferWindowBytes in src/actors/calibration/logic.ts: undefined while a compute or a
  * transfer sample is missing). The same code serves the engine and the replay.

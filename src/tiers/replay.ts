@@ -25,7 +25,7 @@ import type { Scenario } from './scenario.js';
 import type { Decision, Policy, TierEvent } from './types.js';
 import { guardSummary, type GuardState, type GuardSummary } from './policies/replan-guard.js';
 
-/** A prefill call of this many rows or more is uploaded even with a host runner (SPEC.md section 3). */
+/** A prefill call of this many rows or more is uploaded even with a host runner (docs/SPEC.md section 3). */
 export const prefillStreamRowsMin = 16;
 
 export interface ReplayCounts {

@@ -1,7 +1,7 @@
 /**
  * Starting content of the device slots, the same for every policy compared:
  *   empty: every slot free
- *   ids:   each layer's lowest expert ids (the cold start of SPEC.md section 1)
+ *   ids:   each layer's lowest expert ids (the cold start of docs/SPEC.md section 1)
  *   heat:  each layer's hottest experts from a heat table (the warmstart)
  * Under a global budget the slots are split evenly over layers for `ids`
  * (the first layers take the remainder) and go to the hottest (layer, expert)

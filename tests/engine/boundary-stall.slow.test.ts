@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { boundaryGaps, median, traceSpans, uploadOverlap } from '../../src/telemetry/trace-overlap.js';
+import { boundaryGaps, median, traceSpans, uploadOverlap } from '../../otel/trace-overlap.js';
 import { cleanOtelEnv, runCli } from '../cli/helpers.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-boundary-'));

@@ -1,5 +1,5 @@
 /**
- * Calibration logic (pure): timing events in, EWMA estimates out (SPEC.md section 4).
+ * Calibration logic (pure): timing events in, EWMA estimates out (docs/SPEC.md section 4).
  *   ewma' = a * sample + (1 - a) * ewma   (the first sample seeds it)
  * Non-positive samples are rejected; samples of an older invocation are stale. Both are counted.
  * The transfer window an overlap-aware prefetch may fill from these estimates: src/tiers/transfer-window.ts.

@@ -28,7 +28,6 @@ export interface RebuildTask {
   expert: number;
   /** Byte offset of the block the worker writes. */
   offset: number;
-  traceCarrier?: Record<string, string>;
 }
 
 export type Int8RebuildEffect =

@@ -7,7 +7,7 @@ import { InvalidOptionError } from '../../core/errors.js';
 import { TIER_GATE_DEFAULTS } from '../../native/constants.js';
 import type { UploadQueueEffect, UploadQueueLimits, UploadTask } from './messages.js';
 
-/** SPEC.md section 4's max_inflight_bytes and the gate's other defaults (mt_tier.h MT_TIER_GATE_*). */
+/** docs/SPEC.md section 4's max_inflight_bytes and the gate's other defaults (mt_tier.h MT_TIER_GATE_*). */
 export const UPLOAD_QUEUE_DEFAULTS: UploadQueueLimits = TIER_GATE_DEFAULTS;
 
 /** mt_tier.h mt_tier_request_swap's answers. */

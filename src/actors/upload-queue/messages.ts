@@ -14,8 +14,6 @@ export interface UploadTask {
   victimExpert: number;
   /** A replan swap: its layer's queue is issued at once when the layer is not computing (tierRequestSwap issueNow). */
   issueNow?: boolean;
-  /** Trace context of the decision that asked for it (see src/telemetry). */
-  traceCarrier?: Record<string, string>;
 }
 
 export type UploadQueueMessage =

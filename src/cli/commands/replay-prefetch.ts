@@ -1,5 +1,5 @@
 /**
- * The prefetch flags of `moetier replay` (issue 13 item 6): parsed beside the policy lab's, and
+ * The prefetch flags of `moetier replay`: parsed beside the policy lab's, and
  * when --prefetch is given the command replays each trace on a simulated clock instead
  * (src/tiers/prefetch-lab.ts). Without them the command is the policy lab, unchanged.
  */
@@ -11,6 +11,7 @@ import { resolvePrefetch } from '../../engine/prefetch-options.js';
 import type { LabOptions } from '../../tiers/lab.js';
 import type { PrefetchLabOptions } from '../../tiers/prefetch-lab.js';
 import { prefetchReplayModes, type PrefetchReplayMode } from '../../tiers/prefetch-replay.js';
+import type { Args, FlagSpecs } from '../args.js';
 
 export const prefetchUsage = `
   --prefetch M,...           modes of off, observe, enforce (e.g. off,observe,enforce): the prefetch replay instead of
@@ -32,18 +33,28 @@ export interface PrefetchArgs {
   timing: string;
 }
 
-export const prefetchArgDefaults = (): PrefetchArgs => ({ recall: 0.9, seed: 1, timing: 'cost' });
+/** The prefetch replay's flags (parsed with the rest of moetier replay's: replay.ts). */
+export const prefetchFlags: FlagSpecs = {
+  prefetch: { type: 'string' },
+  'prefetch-recall': { type: 'string' },
+  'prefetch-seed': { type: 'string' },
+  'prefetch-safety': { type: 'string' },
+  timing: { type: 'string' },
+};
 
-/** Takes `flag v` when it is a prefetch flag (returns false otherwise). */
-export function parsePrefetchFlag(p: PrefetchArgs, flag: string, v: string): boolean {
-  switch (flag) {
-    case '--prefetch': p.modes = modeList(v); return true;
-    case '--prefetch-recall': p.recall = numberIn(flag, v, 0, 1, 'a number in [0, 1]'); return true;
-    case '--prefetch-seed': p.seed = numberIn(flag, v, 0, 0xffffffff, 'an integer in [0, 4294967295]', true); return true;
-    case '--prefetch-safety': p.safety = numberIn(flag, v, 0, 1, 'a number in (0, 1]'); return true;
-    case '--timing': p.timing = v; return true;
-    default: return false;
-  }
+/** The prefetch flags of a parsed command line, checked (defaults: recall 0.9, seed 1, timing cost). */
+export function prefetchArgs(args: Args): PrefetchArgs {
+  const p: PrefetchArgs = { recall: 0.9, seed: 1, timing: args.string('timing') ?? 'cost' };
+  const value = (name: string) => args.string(name);
+  const modes = value('prefetch');
+  if (modes !== undefined) p.modes = modeList(modes);
+  const recall = value('prefetch-recall');
+  if (recall !== undefined) p.recall = numberIn(args.flag('prefetch-recall'), recall, 0, 1, 'a number in [0, 1]');
+  const seed = value('prefetch-seed');
+  if (seed !== undefined) p.seed = numberIn(args.flag('prefetch-seed'), seed, 0, 0xffffffff, 'an integer in [0, 4294967295]', true);
+  const safety = value('prefetch-safety');
+  if (safety !== undefined) p.safety = numberIn(args.flag('prefetch-safety'), safety, 0, 1, 'a number in (0, 1]');
+  return p;
 }
 
 function modeList(v: string): PrefetchReplayMode[] {

@@ -17,7 +17,8 @@ import { formatTable } from '../../tiers/report/table.js';
 import type { ReplayRow } from '../../tiers/report/rows.js';
 import { runPrefetchLab } from '../../tiers/prefetch-lab.js';
 import { formatPrefetchTable } from '../../tiers/report/prefetch-rows.js';
-import { checkPrefetchArgs, parsePrefetchFlag, prefetchArgDefaults, prefetchLabOptions, prefetchUsage, type PrefetchArgs } from './replay-prefetch.js';
+import { parseFlags, type FlagSpecs } from '../args.js';
+import { checkPrefetchArgs, prefetchArgs, prefetchFlags, prefetchLabOptions, prefetchUsage, type PrefetchArgs } from './replay-prefetch.js';
 
 const usage = `usage: moetier replay --trace F [--trace F2 | F1,F2] [options]
 
@@ -54,9 +55,31 @@ interface Parsed {
   given: Set<string>;
 }
 
+/** The flags of moetier replay (the prefetch replay's among them: replay-prefetch.ts). */
+const replayFlags: FlagSpecs = {
+  trace: { type: 'string', multiple: true },
+  budget: { type: 'string' },
+  policy: { type: 'string' },
+  offload: { type: 'string' },
+  scope: { type: 'string' },
+  start: { type: 'string' },
+  'heat-from-prefix': { type: 'string' },
+  'prefill-from-prefix': { type: 'string' },
+  heat: { type: 'string' },
+  'prefill-from': { type: 'string' },
+  'prefill-permute': { type: 'string' },
+  'score-from': { type: 'string' },
+  geometry: { type: 'string' },
+  model: { type: 'string' },
+  cost: { type: 'string' },
+  json: { type: 'boolean' },
+  plot: { type: 'string' },
+  ...prefetchFlags,
+};
+
 function intList(option: string, v: string): number[] {
   const xs = v.split(',').map(Number);
-  if (xs.length === 0 || xs.some((x) => !Number.isInteger(x))) throw new InvalidOptionError(option, 'comma-separated integers', v);
+  if (v.trim() === '' || xs.some((x) => !Number.isInteger(x))) throw new InvalidOptionError(option, 'comma-separated integers', v);
   return xs;
 }
 
@@ -66,44 +89,53 @@ function oneOf<T extends string>(option: string, v: string, allowed: readonly T[
 }
 
 export function parseReplayArgs(argv: readonly string[]): Parsed {
-  const p: Parsed = {
-    files: [], json: false, prefetch: prefetchArgDefaults(), given: new Set(),
-    lab: { budgets: [16, 24, 32], policies: [...policyNames], offload: 'hosted', scope: 'layer' },
+  const args = parseFlags(argv, replayFlags, 'replay');
+  const str = (name: string) => args.string(name);
+  const int = (name: string) => {
+    const v = str(name);
+    return v === undefined ? undefined : intList(args.flag(name), v)[0];
   };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--json') {
-      p.json = true;
-      continue;
-    }
-    const v = argv[i + 1];
-    if (v === undefined || v.startsWith('--')) throw new InvalidOptionError(a, 'a value after it', v);
-    i++;
-    p.given.add(a);
-    if (parsePrefetchFlag(p.prefetch, a, v)) continue;
-    switch (a) {
-      case '--trace': p.files.push(...v.split(',').filter((f) => f !== '')); break;
-      case '--budget': p.lab.budgets = intList(a, v); break;
-      case '--policy': p.lab.policies = v.split(','); break;
-      case '--offload': p.lab.offload = oneOf(a, v, ['hosted', 'hostless'] as const); break;
-      case '--scope': p.lab.scope = oneOf(a, v, ['layer', 'global'] as const); break;
-      case '--start': p.lab.start = oneOf(a, v, ['empty', 'ids', 'heat'] as const); break;
-      case '--heat-from-prefix': p.lab.heatFromPrefix = intList(a, v)[0]; break;
-      case '--prefill-from-prefix': p.lab.prefillFromPrefix = intList(a, v)[0]; break;
-      case '--heat': p.heatFile = v; break;
-      case '--prefill-from': p.prefillFile = v; break;
-      case '--prefill-permute': p.lab.prefillPermute = intList(a, v)[0]; break;
-      case '--score-from': p.lab.scoreFrom = intList(a, v)[0]; break;
-      case '--geometry': p.lab.geometry = v; break;
-      case '--model': p.model = v; break;
-      case '--cost': p.lab.cost = parseCostOverrides(v); break;
-      case '--plot': p.plot = v; break;
-      default: throw new InvalidOptionError(a, 'a known option (see moetier replay --help)', a);
-    }
+  const choice = <T extends string>(name: string, allowed: readonly T[]) => {
+    const v = str(name);
+    return v === undefined ? undefined : oneOf(args.flag(name), v, allowed);
+  };
+  const lab: LabOptions = { budgets: [16, 24, 32], policies: [...policyNames], offload: 'hosted', scope: 'layer' };
+  const budget = str('budget');
+  if (budget !== undefined) lab.budgets = intList(args.flag('budget'), budget);
+  const policy = str('policy');
+  if (policy !== undefined) lab.policies = policy.split(',');
+  lab.offload = choice('offload', ['hosted', 'hostless'] as const) ?? lab.offload;
+  lab.scope = choice('scope', ['layer', 'global'] as const) ?? lab.scope;
+  const start = choice('start', ['empty', 'ids', 'heat'] as const);
+  if (start !== undefined) lab.start = start;
+  for (const [flag, key] of [['heat-from-prefix', 'heatFromPrefix'], ['prefill-from-prefix', 'prefillFromPrefix'], ['prefill-permute', 'prefillPermute'], ['score-from', 'scoreFrom']] as const) {
+    const n = int(flag);
+    if (n !== undefined) lab[key] = n;
   }
+  const geometry = str('geometry');
+  if (geometry !== undefined) lab.geometry = geometry;
+  const cost = str('cost');
+  if (cost !== undefined) lab.cost = parseCostOverrides(cost);
+  const given = new Set(args.given().map((name) => `--${name}`));
+  const p: Parsed = {
+    files: args.list('trace').flatMap((v) => v.split(',').filter((f) => f !== '')),
+    lab,
+    json: args.bool('json'),
+    prefetch: prefetchArgs(args),
+    given,
+    ...optional('model', str('model')),
+    ...optional('plot', str('plot')),
+    ...optional('heatFile', str('heat')),
+    ...optional('prefillFile', str('prefill-from')),
+  };
   if (p.files.length === 0) throw new InvalidOptionError('--trace', 'at least one trace file', undefined);
   checkPrefetchArgs(p.prefetch, p.given, p.lab.offload);
   return p;
+}
+
+/** { key: v } when v is given, else nothing (exactOptionalPropertyTypes: no key set to undefined). */
+function optional<K extends string>(key: K, v: string | undefined): Partial<Record<K, string>> {
+  return v === undefined ? {} : ({ [key]: v } as Record<K, string>);
 }
 
 /** Hit rate against budget; one line per policy (per trace and policy with several traces). */

@@ -15,7 +15,7 @@ import { resolveShortPrefillTokens } from './prefill-path.js';
 import { checkDlfuParams, dlfuDefaults, dlfuHalfLifeMax, type DlfuParams } from '../../tiers/policies/dlfu.js';
 
 /**
- * The placement policy (src/tiers/policies): 'lfru', SPEC.md section 1's baseline with prefill replan and
+ * The placement policy (src/tiers/policies): 'lfru', docs/SPEC.md section 1's baseline with prefill replan and
  * its guard on top; or 'dlfu', decayed LFU, a demand policy (every routed miss is kept, evicting the
  * resident of lowest decayed count), which the tier runs and decides at the moment a slot is needed.
  * Default: dlfu where the tier admits the misses it reads (the disk tier: each miss is read anyway, and

@@ -234,7 +234,7 @@ export class TierPlacement {
   /**
    * Prefetch (observe / enforce, any tier): each layer's budget of reads a prediction may start,
    * from the transfer window of the layer it starts beside (layer l's prediction is made at layer
-   * l - 1's start, so l - 1's measured compute is its window; SPEC.md section 4), less the bytes the
+   * l - 1's start, so l - 1's measured compute is its window; docs/SPEC.md section 4), less the bytes the
    * upload queue has in flight; one expert until both a compute and a transfer sample exist. Sent to
    * the tier before every eval (a tuned mode applies there: the next step's first layer boundary);
    * off is sent once, when a tune turns it off.

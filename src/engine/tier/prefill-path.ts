@@ -1,5 +1,5 @@
 /**
- * How a prefill on the disk tier reads its misses (issue 14; SPEC.md section 5; native/tier/tier_bulk.cc):
+ * How a prefill on the disk tier reads its misses (docs/SPEC.md section 5; native/tier/tier_bulk.cc):
  *
  *   on-demand    each layer's routed misses are read once it has routed, and the layer's residents
  *                compute meanwhile (tier_stream.cc): reads only what the prompt routes to
@@ -11,7 +11,7 @@
  * half the medium Q8_0 file (`npm run bench -- prefill`, bench/results/prefill.json). A one-token
  * eval (decode) always takes on-demand.
  *
- * Where this differs from the public design (SPEC.md section 5): its on-demand path ensures the
+ * Where this differs from the public design (docs/SPEC.md section 5): its on-demand path ensures the
  * routed ids in chunks of at most 32 (a GPU kernel's width) and sends a layer needing more than
  * half the cache to the whole-layer path. Here on-demand issues all of a layer's routed misses at
  * once (no kernel limit on the CPU; each is admitted into a slot or streamed into a layer-sized

@@ -1,5 +1,5 @@
 /**
- * Prefill replan's settings (SPEC.md section 2), validated where they enter: openEngine's
+ * Prefill replan's settings (docs/SPEC.md section 2), validated where they enter: openEngine's
  * `prefillReplan`, the CLI (--prefill-replan, --replan-max N, --replan-guard on|off), the variables
  * MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX / MOETIER_REPLAN_GUARD=0|1, and engine.tune.
  *
@@ -8,7 +8,7 @@
  *               where the first decode tokens favour the residents it displaced; with replan off,
  *               the replan is held in reserve and taken late where they favour it (so a heat file
  *               that misleads costs a bounded number of tokens). Off: the unguarded replan and the
- *               plain LFRU baseline of SPEC.md.
+ *               plain LFRU baseline of docs/SPEC.md.
  *   cap:        an integer >= 1, kept as min(cap, nExpert): a layer cannot swap more than its
  *               experts, so nExpert (or more) means uncapped
  */
@@ -32,7 +32,7 @@ export interface PrefillReplanConfig {
 /** The settings when nothing is given (replan off, the guard on). */
 export const prefillReplanDefaults: PrefillReplanConfig = { enabled: false, maxSwapsPerLayer: replanDefaults.capPerLayer, guard: true };
 
-/** Pending replan swaps started per decode token (SPEC.md section 2: four). */
+/** Pending replan swaps started per decode token (docs/SPEC.md section 2: four). */
 export const replanDrainPerToken = 4;
 
 export function resolvePrefillReplan(

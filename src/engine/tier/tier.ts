@@ -63,7 +63,7 @@ export class EngineTier {
   static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
     const hp = model.hparams;
     // What can be refused is refused before anything is made (a failed open used to leave a backend,
-    // rebuild workers and their host-copy arena behind for the collector: ~6 MB an open, issue 27).
+    // rebuild workers and their host-copy arena behind for the collector: ~6 MB an open).
     checkPrefetchFits(config.prefetch, config, hp.nExpert);
     const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
     const containerBytes = expertContainerBytes(model.file, hp);

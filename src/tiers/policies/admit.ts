@@ -1,5 +1,5 @@
 /**
- * Admit before run (SPEC.md section 3), a demand policy: which routed misses to
+ * Admit before run (docs/SPEC.md section 3), a demand policy: which routed misses to
  * keep. Score: decayed LFU, each routing adds 1 to score * decay^(steps since its
  * last update), a step being one decode token. Per layer and step:
  *   1. fill free slots, best-scored misses first, at most `fillsPerLayerStep`;

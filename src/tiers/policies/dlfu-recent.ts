@@ -1,7 +1,7 @@
 /**
  * Decayed LFU with a recency bonus and first-touch bypass, a demand policy for tiers that read
  * every miss (host-less). Found by replay on the OLMoE trace and the realistic small traces
- * (docs/REPLAY.md, "Eviction on real routing (issue 26, item 3)"); it gains little over dlfu:
+ * (docs/REPLAY.md, "Eviction on real routing"); it gains little over dlfu:
  * every online candidate tried there stays within about 1 % of dlfu's reads, far from Belady.
  *
  *   value(e, now)  = dlfu's decayed count (half-life H tokens)

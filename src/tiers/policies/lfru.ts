@@ -1,5 +1,5 @@
 /**
- * The baseline of SPEC.md section 1: heat warmstart (the replay's `start: heat`)
+ * The baseline of docs/SPEC.md section 1: heat warmstart (the replay's `start: heat`)
  * and the LFRU tick. Every `tickTokens` decode tokens, per device, one swap: the
  * resident with the lowest score for the non-resident with the highest, only if
  *   hot > cold + cold/4 + (4 << 8)        (25 % plus a constant of hysteresis)

@@ -1,6 +1,6 @@
 /**
  * The replan guard: shadow accounting that lets the first decode tokens overrule a prompt's
- * prefill, layer by layer (issue 15). Pure, like every policy; src/tiers/policies/replan.ts
+ * prefill, layer by layer. Pure, like every policy; src/tiers/policies/replan.ts
  * drives it, in the engine and in `moetier replay` alike.
  *
  * When a prefill layer's counts arrive, the layer's residents before the replan (`before`) and

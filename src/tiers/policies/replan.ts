@@ -1,5 +1,5 @@
 /**
- * Prefill replan (SPEC.md section 2) on top of the LFRU baseline. After a prefill
+ * Prefill replan (docs/SPEC.md section 2) on top of the LFRU baseline. After a prefill
  * layer's routing, its counts over the prompt rows pair victims and newcomers:
  *   victims    = residents     by prompt count ascending  (never-routed first)
  *   newcomers  = non-residents by prompt count descending
@@ -14,7 +14,7 @@
  * swaps of a reverted layer are dropped, not issued. With `apply: false` the replan is planned but
  * held in reserve (the guarded baseline, 'lfru-guarded'): a layer takes it late where the first
  * decode tokens show it would do better than the warm start. `guard: undefined` is the unguarded
- * replan of SPEC.md section 2 ('replan-unguarded').
+ * replan of docs/SPEC.md section 2 ('replan-unguarded').
  */
 import { applyDecisions, isResident, residentIds } from '../residency.js';
 import type { Decision, Policy, PolicyStep } from '../types.js';
@@ -31,7 +31,7 @@ export interface ReplanParams extends LfruParams {
   guard?: GuardParams;
   /** false: plan but hold in reserve (needs a guard to ever apply). Default true. */
   apply?: boolean;
-  /** The prompt rows a newcomer must lead its victim by (planReplan): guarded 2, SPEC.md's unguarded rule 1. */
+  /** The prompt rows a newcomer must lead its victim by (planReplan): guarded 2, docs/SPEC.md's unguarded rule 1. */
   planLeadMin?: number;
 }
 
@@ -62,7 +62,7 @@ export function withReplanFields(s: LfruState, p: ReplanParams, layers: number):
 
 /**
  * The victim-first, budget-neutral swaps for one layer's prompt counts: a pair is swapped while
- * the newcomer's count beats the victim's by at least `leadMin` (1: SPEC.md's strict "beats").
+ * the newcomer's count beats the victim's by at least `leadMin` (1: docs/SPEC.md's strict "beats").
  */
 export function planReplan(s: LfruState, layer: number, counts: readonly number[], cap: number, leadMin = 1): Swap[] {
   const r = s.residency;

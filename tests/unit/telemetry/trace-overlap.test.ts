@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundaryGaps, lostCompute, median, traceSpans, uploadOverlap } from '../../../src/telemetry/trace-overlap.js';
+import { boundaryGaps, lostCompute, median, traceSpans, uploadOverlap } from '../../../otel/trace-overlap.js';
 
 const layer = (l: number, phase: string, token: number, ts: number, dur: number) => ({
   ph: 'X', name: 'moetier.layer.compute', ts, dur, args: { 'moetier.layer': l, 'moetier.phase': phase, 'moetier.token.index': token },

@@ -1,5 +1,5 @@
 /**
- * Prefetch admission (issue 13, SPEC.md section 4): the packing rules, a property test over
+ * Prefetch admission (issue 13, docs/SPEC.md section 4): the packing rules, a property test over
  * random candidates and windows, the window's in-flight cap, and the options refused fail-closed.
  */
 import { describe, expect, it } from 'vitest';

@@ -128,7 +128,7 @@ describe('the guarded replan policy', () => {
     expect(residentIds(state.residency, 0)).toEqual([4, 5, 6, 7]);
   });
 
-  it('unguarded replan keeps SPEC.md\'s strict rule (a lead of one prompt row swaps); guarded needs two', () => {
+  it('unguarded replan keeps docs/SPEC.md\'s strict rule (a lead of one prompt row swaps); guarded needs two', () => {
     const oneRow = [0, 0, 0, 0, 1, 1, 0, 0];
     expect(planReplan(lfruInit(ctx), 0, oneRow, 24, 1)).toHaveLength(2);
     expect(planReplan(lfruInit(ctx), 0, oneRow, 24, replanDefaults.planLeadMin)).toHaveLength(0);
