@@ -7,6 +7,13 @@
 #include <new>
 #include <string>
 #include "tier.h"
+#include "tier_counters.h"
+#include "tier_hook.h"
+#include "tier_issuer.h"
+#include "tier_policy.h"
+#include "tier_prefetch.h"
+#include "tier_reads.h"
+#include "tier_remote.h"
 
 namespace mt {
 namespace {
@@ -165,19 +172,19 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->flight_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
   for (int32_t l = 0; l < hp.n_layer; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
   t->expert_state.assign(experts, kExpertNone);
-  t->prefetched.reset(new std::atomic<uint8_t>[experts]);
-  t->observed.reset(new std::atomic<uint8_t>[experts]);
-  for (size_t i = 0; i < experts; i++) t->prefetched[i].store(0), t->observed[i].store(0);
-  t->prefetch_by_layer.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * kPrefetchOutcomes]);
-  for (size_t i = 0; i < size_t(hp.n_layer) * kPrefetchOutcomes; i++) t->prefetch_by_layer[i].store(0);
-  t->prefetch_queue.reserve(MT_TIER_PREFETCH_QUEUE_MAX);
-  t->path_calls.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * 2]);
-  for (size_t i = 0; i < size_t(hp.n_layer) * 2; i++) t->path_calls[i].store(0);
+  t->prefetch.prefetched.reset(new std::atomic<uint8_t>[experts]);
+  t->prefetch.observed.reset(new std::atomic<uint8_t>[experts]);
+  for (size_t i = 0; i < experts; i++) t->prefetch.prefetched[i].store(0), t->prefetch.observed[i].store(0);
+  t->prefetch.by_layer.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * kPrefetchOutcomes]);
+  for (size_t i = 0; i < size_t(hp.n_layer) * kPrefetchOutcomes; i++) t->prefetch.by_layer[i].store(0);
+  t->prefetch.queue.reserve(MT_TIER_PREFETCH_QUEUE_MAX);
+  t->reads.path_calls.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * 2]);
+  for (size_t i = 0; i < size_t(hp.n_layer) * 2; i++) t->reads.path_calls[i].store(0);
   t->routed_now.assign(size_t(hp.n_expert), 0);  // admit before run's and the prefetch's marks
-  t->eligible.assign(size_t(hp.n_expert), 0);
-  t->kept_misses.assign(size_t(hp.n_expert), 0);
-  t->dlfu_count.assign(experts, 0);
-  t->dlfu_stamp.assign(experts, 0);
+  t->policy.eligible.assign(size_t(hp.n_expert), 0);
+  t->policy.kept_misses.assign(size_t(hp.n_expert), 0);
+  t->policy.count.assign(experts, 0);
+  t->policy.stamp.assign(experts, 0);
   t->no_victims.assign(size_t(hp.n_expert), 1);
   t->pending.resize(size_t(hp.n_layer));
   for (auto& q : t->pending) q.reserve(size_t(hp.n_expert));
@@ -188,7 +195,7 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->evicted.reserve(kReportsMax);
   t->read_log.reserve(kReportsMax);
   t->leases.assign(size_t(hp.n_expert), 0);
-  t->hook_counts.assign(size_t(hp.n_expert), 0);
+  t->hook.counts.assign(size_t(hp.n_expert), 0);
   tier_source_init(*t);
   if (o->stream_fd >= 0 && !tier_stream_open(*t, o->stream_fd, o->stream_base, o->stream_fail_after_bytes, err, err_bytes)) return nullptr;
   // Slots the host cannot read (device memory): residents are computed there (tier_remote.cc).
@@ -219,13 +226,13 @@ void mt_tier_expert_bytes(const mt_tier* t, uint64_t* container, uint64_t* host_
 }
 
 static void gate_stats_locked(const mt_tier& t, mt_tier_stats* out) {
-  out->gate_bytes_max = t.gate_bytes_max;
-  out->gate_transfers_max = t.gate_transfers_max, out->gate_queue_max = t.gate_queue_max;
-  out->gate_inflight_bytes = t.gate_inflight_bytes;
-  out->gate_inflight_transfers = t.gate_inflight_transfers, out->gate_swaps_queued = t.gate_swaps_queued;
+  out->gate_bytes_max = t.gate.bytes_max;
+  out->gate_transfers_max = t.gate.transfers_max, out->gate_queue_max = t.gate.queue_max;
+  out->gate_inflight_bytes = t.gate.inflight_bytes;
+  out->gate_inflight_transfers = t.gate.inflight_transfers, out->gate_swaps_queued = t.gate.swaps_queued;
   for (int c = 0; c < mt::kGateClasses; c++) {
-    out->gate_issued[c] = t.gate[c].issued, out->gate_completed[c] = t.gate[c].completed, out->gate_failed[c] = t.gate[c].failed;
-    out->gate_refused[c] = t.gate[c].refused, out->gate_cancelled[c] = t.gate[c].cancelled;
+    out->gate_issued[c] = t.gate.ledger[c].issued, out->gate_completed[c] = t.gate.ledger[c].completed, out->gate_failed[c] = t.gate.ledger[c].failed;
+    out->gate_refused[c] = t.gate.ledger[c].refused, out->gate_cancelled[c] = t.gate.ledger[c].cancelled;
   }
 }
 
@@ -237,36 +244,20 @@ void mt_tier_gate_stats(mt_tier* tier, mt_tier_stats* out) {
 void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t* budget) {
   mt_tier& t = *tier;
   *out = mt_tier_stats{};
-  out->hits = t.hits.load(), out->misses = t.misses.load(), out->lazy_misses = t.lazy_misses.load();
-  out->hook_calls = t.hook_calls.load(), out->hook_ns = t.hook_ns.load(), out->hook_dropped = t.hook_dropped.load();
-  out->swaps_started_now = t.swaps_started_now.load();
-  out->swaps_issued_by_issuer = t.swaps_by_issuer.load();
-  out->boundaries_posted = t.boundaries_posted.load();
-  out->streamed_reads = t.streamed_reads.load(), out->streamed_bytes = t.streamed_bytes.load();
-  out->stream_failures = t.stream_failures.load();
-  out->admitted_reads = t.admitted_reads.load();
-  out->stall_ns = t.stall_ns.load();
-  out->expert_reads = t.expert_reads.load(), out->distinct_experts_read = t.distinct_experts_read.load();
-  out->bulk_layers = t.bulk_layers.load();
-  out->prefetch_covered = t.prefetch_covered.load();
-  out->prefetch_late = t.prefetch_late.load(), out->prefetch_late_ns = t.prefetch_late_ns.load();
-  out->prefetch_wasted = t.prefetch_wasted.load(), out->prefetch_uncovered = t.prefetch_uncovered.load();
-  out->prefetch_would_issue = t.prefetch_would_issue.load(), out->prefetch_would_cover = t.prefetch_would_cover.load();
-  if (t.stream_io != nullptr) {
+  for (const CounterRow& row : kCounterTable)
+    if (!row.under_mu) out->*row.stat = (t.counters.*row.counter).load();
+  if (t.reads.io != nullptr) {
     mt_io_stats io{};
-    mt_io_stats_get(t.stream_io, &io);
+    mt_io_stats_get(t.reads.io, &io);
     out->stream_engine_bytes = io.bytes_read;
   }
-  out->prefetch_queued = t.prefetch_queued.load(), out->prefetch_refused = t.prefetch_refused.load();
-  out->prefetch_issued = t.prefetch_issued.load(), out->prefetch_completed = t.prefetch_completed.load();
-  out->prefetch_failed = t.prefetch_failed.load(), out->prefetch_cancelled = t.prefetch_cancelled.load();
-  out->prefetch_dropped = t.prefetch_dropped.load();
   std::lock_guard<std::mutex> lock(t.mu);
   // Under mu: the issued and settled tasks retire their bytes there, so the three agree.
-  out->prefetch_admitted_bytes = t.prefetch_admitted_bytes.load(), out->prefetch_retired_bytes = t.prefetch_retired_bytes.load();
-  out->prefetch_inflight_bytes = t.prefetch_inflight_bytes;
+  for (const CounterRow& row : kCounterTable)
+    if (row.under_mu) out->*row.stat = (t.counters.*row.counter).load();
+  out->prefetch_inflight_bytes = t.prefetch.inflight_bytes;
   gate_stats_locked(t, out);
-  out->prefetch_queue_length = int32_t(t.prefetch_queue.size());
+  out->prefetch_queue_length = int32_t(t.prefetch.queue.size());
   for (int32_t l = 0; l < t.n_layer; l++) {
     int32_t n = 0;
     for (int32_t slot : t.layer_slots[size_t(l)]) {
@@ -282,18 +273,15 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
 }
 
 void mt_tier_reset_stats(mt_tier* t) {
-  t->hits = 0, t->misses = 0, t->lazy_misses = 0;
-  t->streamed_reads = 0, t->streamed_bytes = 0, t->admitted_reads = 0, t->stall_ns = 0;
-  t->expert_reads = 0, t->distinct_experts_read = 0;
-  std::fill(t->read_marks.begin(), t->read_marks.end(), uint8_t(0));
-  for (size_t i = 0; i < size_t(t->n_layer) * 2; i++) t->path_calls[i] = 0;  // like the hits: counted from the stats mark on
-  t->prefetch_covered = 0, t->prefetch_late = 0, t->prefetch_late_ns = 0, t->prefetch_wasted = 0;
-  t->prefetch_uncovered = 0, t->prefetch_would_issue = 0, t->prefetch_would_cover = 0;
-  for (size_t i = 0; i < size_t(t->n_layer) * kPrefetchOutcomes; i++) t->prefetch_by_layer[i] = 0;
+  for (const CounterRow& row : kCounterTable)
+    if (row.since_mark) t->counters.*row.counter = 0;
+  std::fill(t->reads.marks.begin(), t->reads.marks.end(), uint8_t(0));
+  for (size_t i = 0; i < size_t(t->n_layer) * 2; i++) t->reads.path_calls[i] = 0;  // like the hits: counted from the stats mark on
+  for (size_t i = 0; i < size_t(t->n_layer) * kPrefetchOutcomes; i++) t->prefetch.by_layer[i] = 0;
 }
 
-void mt_tier_set_layer_hook(mt_tier* t, mt_tier_layer_hook fn, void* user) { t->hook_fn = fn, t->hook_user = user; }
+void mt_tier_set_layer_hook(mt_tier* t, mt_tier_layer_hook fn, void* user) { t->hook.fn = fn, t->hook.user = user; }
 
-void mt_tier_count_hook_dropped(mt_tier* t) { t->hook_dropped.fetch_add(1, std::memory_order_relaxed); }
+void mt_tier_count_hook_dropped(mt_tier* t) { t->counters.hook_dropped.fetch_add(1, std::memory_order_relaxed); }
 
 }  // extern "C"

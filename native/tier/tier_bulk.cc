@@ -21,6 +21,9 @@
 #include <algorithm>
 #include <cstdio>
 #include "tier.h"
+#include "tier_counters.h"
+#include "tier_hook.h"
+#include "tier_reads.h"
 
 namespace mt {
 namespace {
@@ -29,7 +32,7 @@ constexpr uint64_t kPieceBytes = uint64_t(1) << 20;
 
 uint64_t align_down(uint64_t x, uint64_t a) { return x / a * a; }
 
-uint64_t tensor_offset(const mt_tier& t, const uint8_t* data) { return uint64_t(data - t.stream_base); }
+uint64_t tensor_offset(const mt_tier& t, const uint8_t* data) { return uint64_t(data - t.reads.base); }
 
 // Bytes one buffer needs for the largest layer: each tensor with an alignment's room in front.
 size_t buffer_bytes(const mt_tier& t, uint64_t align) {
@@ -43,18 +46,18 @@ size_t buffer_bytes(const mt_tier& t, uint64_t align) {
 }
 
 bool map_second(mt_tier& t, size_t bytes, char* err, size_t err_bytes) {
-  if (t.bulk_second && t.bulk_second.get_deleter().bytes >= bytes) return true;
-  for (mt_io_id id : t.bulk[1].ids) {  // nothing may still write the old mapping
+  if (t.reads.bulk_second && t.reads.bulk_second.get_deleter().bytes >= bytes) return true;
+  for (mt_io_id id : t.reads.bulk[1].ids) {  // nothing may still write the old mapping
     mt_io_info info{};
-    mt_io_wait(t.stream_io, id, &info, nullptr, 0);
+    mt_io_wait(t.reads.io, id, &info, nullptr, 0);
   }
-  t.bulk_second.reset();
+  t.reads.bulk_second.reset();
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     std::snprintf(err, err_bytes, "tier: whole-layer prefill: out of memory for a layer buffer (%zu bytes)", bytes);
     return false;
   }
-  t.bulk_second = ScratchMap(static_cast<uint8_t*>(p), ScratchUnmap{bytes});
+  t.reads.bulk_second = ScratchMap(static_cast<uint8_t*>(p), ScratchUnmap{bytes});
   return true;
 }
 
@@ -72,8 +75,8 @@ int32_t expert_at(const mt_tier& t, int32_t layer, uint64_t offset) {
 }
 
 void whole_layer_failed(mt_tier& t, int32_t layer, uint64_t offset, uint64_t bytes, const char* why, char* err, size_t err_bytes) {
-  t.stream_failures.fetch_add(1, std::memory_order_relaxed);
-  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s (reading the whole layer)", t.stream_path.c_str(), layer,
+  t.counters.stream_failures.fetch_add(1, std::memory_order_relaxed);
+  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s (reading the whole layer)", t.reads.path.c_str(), layer,
                 expert_at(t, layer, offset), (unsigned long long)offset, (unsigned long long)bytes, why);
 }
 
@@ -81,7 +84,7 @@ void whole_layer_failed(mt_tier& t, int32_t layer, uint64_t offset, uint64_t byt
 void settle_buffer(mt_tier& t, BulkBuffer& b) {
   for (mt_io_id id : b.ids) {
     mt_io_info info{};
-    mt_io_wait(t.stream_io, id, &info, nullptr, 0);
+    mt_io_wait(t.reads.io, id, &info, nullptr, 0);
   }
   b.ids.clear();
   b.layer = -1, b.landed = false;
@@ -92,7 +95,7 @@ void settle_buffer(mt_tier& t, BulkBuffer& b) {
 // flight for the layer) and the prefill replan's (its hook unset); a whole-layer prefill admits
 // nothing, and prefetch runs in one-token evals only. Counted as the on-demand path counts reads.
 void mark_wanted(mt_tier& t, int32_t layer, BulkBuffer& b) {
-  const bool stable = t.hook_fn == nullptr && t.pending_n[layer].load(std::memory_order_seq_cst) == 0 && t.flight_n[layer].load(std::memory_order_acquire) == 0;
+  const bool stable = t.hook.fn == nullptr && t.pending_n[layer].load(std::memory_order_seq_cst) == 0 && t.flight_n[layer].load(std::memory_order_acquire) == 0;
   b.has.assign(size_t(t.n_expert), 1);
   for (int32_t x = 0; x < t.n_expert; x++) {
     const size_t index = index_of(t, layer, x);
@@ -100,17 +103,17 @@ void mark_wanted(mt_tier& t, int32_t layer, BulkBuffer& b) {
       b.has[size_t(x)] = 0;
       continue;
     }
-    t.expert_reads.fetch_add(1, std::memory_order_relaxed);
-    if (t.read_marks[index] == 0) t.read_marks[index] = 1, t.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
+    t.counters.expert_reads.fetch_add(1, std::memory_order_relaxed);
+    if (t.reads.marks[index] == 0) t.reads.marks[index] = 1, t.counters.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 // Issues layer's tensors into buffer b. false (err): a read was refused; what was issued is settled.
 bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* err, size_t err_bytes) {
   settle_buffer(t, b);
-  if (base == t.scratch.get()) tier_stream_forget(t);  // buffer 0 writes over the streamed entries
+  if (base == t.reads.scratch.get()) tier_stream_forget(t);  // buffer 0 writes over the streamed entries
   mt_io_stats io{};
-  mt_io_stats_get(t.stream_io, &io);
+  mt_io_stats_get(t.reads.io, &io);
   const uint64_t align = std::max<uint64_t>(1, io.alignment_bytes);
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const mt_matrix_desc* tensors[3] = {&e.gate, &e.up, &e.down};
@@ -136,7 +139,7 @@ bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* 
         const uint64_t next = std::min(run_to, align_down(off, kPieceBytes) + kPieceBytes);
         mt_io_id id = 0;
         char why[160] = "";
-        if (mt_io_read(t.stream_io, off, next - off, dst + (off - from), layer, &id, why, sizeof why) != MT_IO_OK) {
+        if (mt_io_read(t.reads.io, off, next - off, dst + (off - from), layer, &id, why, sizeof why) != MT_IO_OK) {
           whole_layer_failed(t, layer, off, next - off, why, err, err_bytes);
           settle_buffer(t, b);
           return false;
@@ -148,21 +151,21 @@ bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* 
     }
     at = base + align_down(size_t(dst + (to - from) - base) + align - 1, align);
   }
-  t.bulk_layers.fetch_add(1, std::memory_order_relaxed);
+  t.counters.bulk_layers.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 }  // namespace
 
 bool tier_bulk_begin(mt_tier& t, int32_t layer, char* err, size_t err_bytes) {
-  if (t.prefill_path.load(std::memory_order_relaxed) != MT_TIER_PREFILL_WHOLE_LAYER || t.stream_io == nullptr) return true;
+  if (t.reads.prefill_path.load(std::memory_order_relaxed) != MT_TIER_PREFILL_WHOLE_LAYER || t.reads.io == nullptr) return true;
   mt_io_stats io{};
-  mt_io_stats_get(t.stream_io, &io);
+  mt_io_stats_get(t.reads.io, &io);
   const size_t bytes = buffer_bytes(t, std::max<uint64_t>(1, io.alignment_bytes));
   if (!tier_stream_reserve(t, bytes, err, err_bytes) || !map_second(t, bytes, err, err_bytes)) return false;
-  uint8_t* bases[2] = {t.scratch.get(), t.bulk_second.get()};
+  uint8_t* bases[2] = {t.reads.scratch.get(), t.reads.bulk_second.get()};
   for (int32_t l = layer; l <= layer + 1 && l < t.n_layer; l++) {
-    BulkBuffer& b = t.bulk[size_t(l % 2)];
+    BulkBuffer& b = t.reads.bulk[size_t(l % 2)];
     if (b.layer == l) continue;  // issued a layer ahead (or by an earlier chunk of this eval)
     if (!issue_layer(t, b, bases[l % 2], l, err, err_bytes)) return false;
   }
@@ -170,15 +173,15 @@ bool tier_bulk_begin(mt_tier& t, int32_t layer, char* err, size_t err_bytes) {
 }
 
 bool tier_bulk_active(const mt_tier& t, int32_t layer) {
-  return t.prefill_path.load(std::memory_order_relaxed) == MT_TIER_PREFILL_WHOLE_LAYER && t.bulk[size_t(layer % 2)].layer == layer;
+  return t.reads.prefill_path.load(std::memory_order_relaxed) == MT_TIER_PREFILL_WHOLE_LAYER && t.reads.bulk[size_t(layer % 2)].layer == layer;
 }
 
 int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_bytes) {
-  BulkBuffer& b = t.bulk[size_t(layer % 2)];
+  BulkBuffer& b = t.reads.bulk[size_t(layer % 2)];
   if (b.landed) return 1;
   for (mt_io_id id : b.ids) {
     mt_io_info info{};
-    const int rc = wait ? mt_io_wait(t.stream_io, id, &info, nullptr, 0) : mt_io_query(t.stream_io, id, &info, nullptr, 0);
+    const int rc = wait ? mt_io_wait(t.reads.io, id, &info, nullptr, 0) : mt_io_query(t.reads.io, id, &info, nullptr, 0);
     if (rc == MT_IO_OK && info.state == MT_IO_PENDING) return 0;
     if (rc != MT_IO_OK || info.state == MT_IO_FAILED) {
       whole_layer_failed(t, layer, info.file_offset, info.bytes, rc != MT_IO_OK ? "unknown to the read engine" : info.reason, err, err_bytes);
@@ -190,12 +193,12 @@ int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_
 }
 
 bool tier_bulk_holds(const mt_tier& t, int32_t layer, int32_t expert) {
-  const BulkBuffer& b = t.bulk[size_t(layer % 2)];
+  const BulkBuffer& b = t.reads.bulk[size_t(layer % 2)];
   return b.layer == layer && b.has[size_t(expert)] != 0;
 }
 
 void tier_bulk_bind(const mt_tier& t, int32_t layer, mt_expert_binding& run) {
-  const BulkBuffer& b = t.bulk[size_t(layer % 2)];
+  const BulkBuffer& b = t.reads.bulk[size_t(layer % 2)];
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const size_t x = size_t(run.expert);
   run.gate = b.tensor[0] + x * e.gate_bytes, run.up = b.tensor[1] + x * e.up_bytes, run.down = b.tensor[2] + x * e.down_bytes;
@@ -204,7 +207,7 @@ void tier_bulk_bind(const mt_tier& t, int32_t layer, mt_expert_binding& run) {
 }
 
 void tier_bulk_settle(mt_tier& t) {
-  for (BulkBuffer& b : t.bulk) settle_buffer(t, b);
+  for (BulkBuffer& b : t.reads.bulk) settle_buffer(t, b);
 }
 
 }  // namespace mt
@@ -214,13 +217,13 @@ using namespace mt;
 extern "C" int mt_tier_set_prefill_path(mt_tier* tier, int32_t path) {
   mt_tier& t = *tier;
   if (path != MT_TIER_PREFILL_ON_DEMAND && path != MT_TIER_PREFILL_WHOLE_LAYER) return MT_TIER_INVALID;
-  if (path == MT_TIER_PREFILL_WHOLE_LAYER && t.stream_io == nullptr) return MT_TIER_INVALID;
+  if (path == MT_TIER_PREFILL_WHOLE_LAYER && t.reads.io == nullptr) return MT_TIER_INVALID;
   // Device slots (tier_remote.cc): the whole-layer path is not wired beside the remote runs; on demand only.
   if (path == MT_TIER_PREFILL_WHOLE_LAYER && t.remote != nullptr) return MT_TIER_INVALID;
-  t.prefill_path.store(path, std::memory_order_relaxed);
+  t.reads.prefill_path.store(path, std::memory_order_relaxed);
   return MT_TIER_OK;
 }
 
 extern "C" void mt_tier_path_by_layer(mt_tier* tier, uint64_t* out, size_t n) {
-  for (size_t i = 0; i < n && i < size_t(tier->n_layer) * 2; i++) out[i] = tier->path_calls[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < n && i < size_t(tier->n_layer) * 2; i++) out[i] = tier->reads.path_calls[i].load(std::memory_order_relaxed);
 }

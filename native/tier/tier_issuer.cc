@@ -23,6 +23,8 @@
 #include <chrono>
 #include "mt_clock.h"
 #include "tier.h"
+#include "tier_counters.h"
+#include "tier_issuer.h"
 
 namespace mt {
 namespace {
@@ -38,7 +40,7 @@ void handle(mt_tier& t, int32_t layer) {
   tier_settle_layer(t, layer, true, false);
   if (t.pending[size_t(layer)].empty()) return;
   const int32_t issued = tier_issue_if_idle(t, layer);
-  if (issued > 0) t.swaps_by_issuer.fetch_add(uint64_t(issued), std::memory_order_relaxed);
+  if (issued > 0) t.counters.swaps_by_issuer.fetch_add(uint64_t(issued), std::memory_order_relaxed);
 }
 
 // Swaps queued somewhere: their boundaries will be posted, so poll. seq_cst: a Dekker pair with
@@ -114,7 +116,7 @@ void issuer_post(mt_tier& t, int32_t layer) {
   Issuer& is = t.issuer;
   is.posted[layer].store(1, std::memory_order_release);
   is.seq.fetch_add(1, std::memory_order_release);
-  t.boundaries_posted.fetch_add(1, std::memory_order_relaxed);
+  t.counters.boundaries_posted.fetch_add(1, std::memory_order_relaxed);
 }
 
 void issuer_flush(mt_tier& t) {

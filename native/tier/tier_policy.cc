@@ -13,22 +13,23 @@
 #include <algorithm>
 #include <cmath>
 #include "tier.h"
+#include "tier_policy.h"
 
 namespace mt {
 
 void tier_policy_touch(mt_tier& t, int32_t layer, const mt_expert_binding* runs, int32_t n_runs) {
-  double* count = t.dlfu_count.data() + index_of(t, layer, 0);
-  double* stamp = t.dlfu_stamp.data() + index_of(t, layer, 0);
-  for (int32_t i = 0; i < n_runs; i++) mt_dlfu_add(count, stamp, runs[i].expert, double(runs[i].rows), t.dlfu_now, t.dlfu_half_life);
+  double* count = t.policy.count.data() + index_of(t, layer, 0);
+  double* stamp = t.policy.stamp.data() + index_of(t, layer, 0);
+  for (int32_t i = 0; i < n_runs; i++) mt_dlfu_add(count, stamp, runs[i].expert, double(runs[i].rows), t.policy.now, t.policy.half_life);
 }
 
 int32_t tier_policy_victim(mt_tier& t, int32_t layer, const uint8_t* routed_now) {
   const size_t base = index_of(t, layer, 0);
   for (int32_t e = 0; e < t.n_expert; e++) {
     const size_t i = base + size_t(e);
-    t.eligible[size_t(e)] = t.expert_state[i] == kExpertResident && routed_now[e] == 0 && t.residency[i].load(std::memory_order_relaxed) >= 0;
+    t.policy.eligible[size_t(e)] = t.expert_state[i] == kExpertResident && routed_now[e] == 0 && t.residency[i].load(std::memory_order_relaxed) >= 0;
   }
-  return mt_dlfu_victim(t.dlfu_count.data() + base, t.dlfu_stamp.data() + base, t.eligible.data(), t.n_expert, t.dlfu_half_life);
+  return mt_dlfu_victim(t.policy.count.data() + base, t.policy.stamp.data() + base, t.policy.eligible.data(), t.n_expert, t.policy.half_life);
 }
 
 void tier_keep_misses(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n) {
@@ -53,18 +54,18 @@ extern "C" int mt_tier_set_policy(mt_tier* tier, int32_t mode, double half_life,
   for (size_t i = 0; prior != nullptr && i < n; i++)
     if (!(std::isfinite(prior[i]) && prior[i] >= 0)) return MT_TIER_INVALID;
   std::lock_guard<std::mutex> lock(t.mu);
-  if (prior != nullptr) t.dlfu_count.assign(prior, prior + n);
-  else t.dlfu_count.assign(experts, 0);
-  t.dlfu_stamp.assign(experts, 0);
-  t.dlfu_now = 0;
-  t.dlfu_half_life = half_life;
-  t.policy_mode.store(mode, std::memory_order_relaxed);
+  if (prior != nullptr) t.policy.count.assign(prior, prior + n);
+  else t.policy.count.assign(experts, 0);
+  t.policy.stamp.assign(experts, 0);
+  t.policy.now = 0;
+  t.policy.half_life = half_life;
+  t.policy.mode.store(mode, std::memory_order_relaxed);
   return MT_TIER_OK;
 }
 
 extern "C" void mt_tier_policy_tick(mt_tier* tier) {
   std::lock_guard<std::mutex> lock(tier->mu);
-  tier->dlfu_now += 1;
+  tier->policy.now += 1;
 }
 
 extern "C" void mt_tier_policy_scores(mt_tier* tier, double* out, size_t n) {
@@ -73,6 +74,6 @@ extern "C" void mt_tier_policy_scores(mt_tier* tier, double* out, size_t n) {
   const size_t experts = size_t(t.n_layer) * size_t(t.n_expert);
   for (size_t i = 0; i < n && i < experts; i++) {
     const size_t layer = i / size_t(t.n_expert), base = layer * size_t(t.n_expert);
-    out[i] = mt_dlfu_score(t.dlfu_count.data() + base, t.dlfu_stamp.data() + base, int32_t(i - base), t.dlfu_half_life);
+    out[i] = mt_dlfu_score(t.policy.count.data() + base, t.policy.stamp.data() + base, int32_t(i - base), t.policy.half_life);
   }
 }

@@ -32,19 +32,21 @@
 // expert that needed bytes moved, with no prefetch of it).
 #include <algorithm>
 #include "tier.h"
+#include "tier_counters.h"
+#include "tier_prefetch.h"
 
 namespace mt {
 namespace {
 
 void count(mt_tier& t, int32_t layer, PrefetchOutcome what) {
-  std::atomic<uint64_t>* total[] = {&t.prefetch_covered, &t.prefetch_late, &t.prefetch_wasted, &t.prefetch_uncovered};
+  std::atomic<uint64_t>* total[] = {&t.counters.prefetch_covered, &t.counters.prefetch_late, &t.counters.prefetch_wasted, &t.counters.prefetch_uncovered};
   total[what]->fetch_add(1, std::memory_order_relaxed);
-  t.prefetch_by_layer[size_t(layer) * kPrefetchOutcomes + size_t(what)].fetch_add(1, std::memory_order_relaxed);
+  t.prefetch.by_layer[size_t(layer) * kPrefetchOutcomes + size_t(what)].fetch_add(1, std::memory_order_relaxed);
 }
 
 void end_task(mt_tier& t, const PrefetchTask& task, std::atomic<uint64_t>& how) {
   how.fetch_add(1, std::memory_order_relaxed);
-  t.prefetch_retired_bytes.fetch_add(task.bytes, std::memory_order_relaxed);
+  t.counters.prefetch_retired_bytes.fetch_add(task.bytes, std::memory_order_relaxed);
 }
 
 // Under mu. true: its upload is in flight (its bytes retire when it settles).
@@ -59,9 +61,9 @@ bool issue(mt_tier& t, const PrefetchTask& task) {
   MT_ASSERT(!existing, "an absent expert's admission issues its own upload");
   InFlight& f = t.flights.back();
   f.admitted = false, f.prefetch = true;
-  t.prefetch_inflight_bytes += task.bytes;
-  t.prefetched[index].store(1, std::memory_order_relaxed);
-  t.prefetch_issued.fetch_add(1, std::memory_order_relaxed);
+  t.prefetch.inflight_bytes += task.bytes;
+  t.prefetch.prefetched[index].store(1, std::memory_order_relaxed);
+  t.counters.prefetch_issued.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -69,29 +71,29 @@ bool issue(mt_tier& t, const PrefetchTask& task) {
 // began, is cancelled; the rest are issued while the gate's budget has room (first in, first out:
 // one that does not fit holds the ones behind it).
 void drain(mt_tier& t) {
-  std::vector<PrefetchTask>& queue = t.prefetch_queue;
+  std::vector<PrefetchTask>& queue = t.prefetch.queue;
   if (queue.empty()) return;
   tier_settle_layer(t, -1, false, false);  // landed prefetches give their bytes back first
-  const uint64_t generation = t.prefetch_generation.load(std::memory_order_relaxed);
+  const uint64_t generation = t.prefetch.generation.load(std::memory_order_relaxed);
   const int32_t computing = t.computing.load(std::memory_order_relaxed);
   size_t kept = 0;
   bool blocked = false;
   for (const PrefetchTask& task : queue) {
     if (task.generation != generation || task.layer <= computing) {
-      end_task(t, task, t.prefetch_cancelled);
+      end_task(t, task, t.counters.prefetch_cancelled);
     } else if (blocked || !gate_fits(t, task.bytes)) {
       blocked = true;
       queue[kept++] = task;
     } else if (!issue(t, task)) {  // issued: its bytes retire at its settle
-      end_task(t, task, t.prefetch_dropped);
+      end_task(t, task, t.counters.prefetch_dropped);
     }
   }
   queue.resize(kept);
-  t.prefetch_queue_n.store(int32_t(kept), std::memory_order_relaxed);
+  t.prefetch.queue_n.store(int32_t(kept), std::memory_order_relaxed);
 }
 
 bool queued(const mt_tier& t, int32_t layer, int32_t expert) {
-  for (const PrefetchTask& task : t.prefetch_queue)
+  for (const PrefetchTask& task : t.prefetch.queue)
     if (task.layer == layer && task.expert == expert) return true;
   return false;
 }
@@ -99,72 +101,72 @@ bool queued(const mt_tier& t, int32_t layer, int32_t expert) {
 }  // namespace
 
 void tier_prefetch_predicted(mt_tier& t, int32_t layer, const int32_t* ids, int32_t n) {
-  const int32_t mode = t.prefetch_mode.load(std::memory_order_relaxed);
+  const int32_t mode = t.prefetch.mode.load(std::memory_order_relaxed);
   if (mode == MT_TIER_PREFETCH_OFF) return;
   std::lock_guard<std::mutex> lock(t.mu);
-  const int32_t budget = t.prefetch_budget.empty() ? 0 : t.prefetch_budget[size_t(layer)];
+  const int32_t budget = t.prefetch.budget.empty() ? 0 : t.prefetch.budget[size_t(layer)];
   // The likeliest (the top nExpertUsed, as many as route) are nobody's victims; a resident ranked
   // below them may give its slot to a non-resident ranked above it.
   const int32_t protect = std::min(n, mt_model_hparams(t.model)->n_expert_used);
   for (int32_t i = 0; i < protect; i++) t.routed_now[size_t(ids[i])] = 1;
-  const uint64_t bytes = expert_bytes(t, layer), generation = t.prefetch_generation.load(std::memory_order_relaxed);
+  const uint64_t bytes = expert_bytes(t, layer), generation = t.prefetch.generation.load(std::memory_order_relaxed);
   for (int32_t i = 0, taken = 0; i < n && taken < budget; i++) {
     const size_t index = index_of(t, layer, ids[i]);
     if (t.expert_state[index] != kExpertNone) continue;  // resident or in flight: costs nothing
     taken++;
     if (mode == MT_TIER_PREFETCH_OBSERVE) {
-      if (t.observed[index].exchange(1) == 0) t.prefetch_would_issue.fetch_add(1, std::memory_order_relaxed);
+      if (t.prefetch.observed[index].exchange(1) == 0) t.counters.prefetch_would_issue.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     if (queued(t, layer, ids[i])) continue;  // counted once, where it was first queued
-    if (t.prefetch_queue.size() >= t.prefetch_queue_max) {
-      t.prefetch_refused.fetch_add(1, std::memory_order_relaxed);
+    if (t.prefetch.queue.size() >= t.prefetch.queue_max) {
+      t.counters.prefetch_refused.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    t.prefetch_queue.push_back(PrefetchTask{layer, ids[i], bytes, generation});
-    t.prefetch_queued.fetch_add(1, std::memory_order_relaxed);
-    t.prefetch_admitted_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    t.prefetch.queue.push_back(PrefetchTask{layer, ids[i], bytes, generation});
+    t.counters.prefetch_queued.fetch_add(1, std::memory_order_relaxed);
+    t.counters.prefetch_admitted_bytes.fetch_add(bytes, std::memory_order_relaxed);
   }
   drain(t);
   for (int32_t i = 0; i < protect; i++) t.routed_now[size_t(ids[i])] = 0;
 }
 
 void tier_prefetch_begin(mt_tier& t, int32_t layer) {
-  if (t.prefetch_mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
-  if (layer == 0) t.prefetch_generation.fetch_add(1, std::memory_order_relaxed);
-  if (t.prefetch_queue_n.load(std::memory_order_relaxed) == 0) return;
+  if (t.prefetch.mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
+  if (layer == 0) t.prefetch.generation.fetch_add(1, std::memory_order_relaxed);
+  if (t.prefetch.queue_n.load(std::memory_order_relaxed) == 0) return;
   std::unique_lock<std::mutex> lock(t.mu, std::try_to_lock);  // busy: the next layer's begin drains
   if (lock.owns_lock()) drain(t);
 }
 
 void tier_prefetch_routed(mt_tier& t, size_t index, bool read_in_flight) {
-  if (t.prefetch_mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
-  if (t.observed[index].exchange(0) != 0) t.prefetch_would_cover.fetch_add(1, std::memory_order_relaxed);
-  if (t.prefetched[index].exchange(0) == 0) return;
+  if (t.prefetch.mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
+  if (t.prefetch.observed[index].exchange(0) != 0) t.counters.prefetch_would_cover.fetch_add(1, std::memory_order_relaxed);
+  if (t.prefetch.prefetched[index].exchange(0) == 0) return;
   count(t, int32_t(index / size_t(t.n_expert)), read_in_flight ? kPrefetchLate : kPrefetchCovered);
 }
 
 void tier_prefetch_uncovered(mt_tier& t, int32_t layer) {
-  if (t.prefetch_mode.load(std::memory_order_relaxed) != MT_TIER_PREFETCH_OFF) count(t, layer, kPrefetchUncovered);
+  if (t.prefetch.mode.load(std::memory_order_relaxed) != MT_TIER_PREFETCH_OFF) count(t, layer, kPrefetchUncovered);
 }
 
-void tier_prefetch_late_wait(mt_tier& t, int32_t, uint64_t wait_ns) { t.prefetch_late_ns.fetch_add(wait_ns, std::memory_order_relaxed); }
+void tier_prefetch_late_wait(mt_tier& t, int32_t, uint64_t wait_ns) { t.counters.prefetch_late_ns.fetch_add(wait_ns, std::memory_order_relaxed); }
 
 void tier_prefetch_evicted(mt_tier& t, size_t index) {
-  t.observed[index].store(0, std::memory_order_relaxed);
-  if (t.prefetched[index].exchange(0) != 0) count(t, int32_t(index / size_t(t.n_expert)), kPrefetchWasted);
+  t.prefetch.observed[index].store(0, std::memory_order_relaxed);
+  if (t.prefetch.prefetched[index].exchange(0) != 0) count(t, int32_t(index / size_t(t.n_expert)), kPrefetchWasted);
 }
 
 void tier_prefetch_retire(mt_tier& t, InFlight& f) {
   if (!f.prefetch || f.retired) return;
   f.retired = true;
   const uint64_t bytes = expert_bytes(t, f.layer);
-  MT_ASSERT(t.prefetch_inflight_bytes >= bytes, "a prefetch retires bytes it put in flight");
-  t.prefetch_inflight_bytes -= bytes;
-  t.prefetch_retired_bytes.fetch_add(bytes, std::memory_order_relaxed);
-  (f.ok ? t.prefetch_completed : t.prefetch_failed).fetch_add(1, std::memory_order_relaxed);
+  MT_ASSERT(t.prefetch.inflight_bytes >= bytes, "a prefetch retires bytes it put in flight");
+  t.prefetch.inflight_bytes -= bytes;
+  t.counters.prefetch_retired_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  (f.ok ? t.counters.prefetch_completed : t.counters.prefetch_failed).fetch_add(1, std::memory_order_relaxed);
   // A failed one covers nothing: its expert's next route counts as uncovered.
-  if (!f.ok) t.prefetched[index_of(t, f.layer, f.expert)].store(0, std::memory_order_relaxed);
+  if (!f.ok) t.prefetch.prefetched[index_of(t, f.layer, f.expert)].store(0, std::memory_order_relaxed);
 }
 
 }  // namespace mt
@@ -181,22 +183,22 @@ extern "C" int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict
     if (budget[i] < 0 || budget[i] > t.n_expert) return MT_TIER_INVALID;
   std::lock_guard<std::mutex> lock(t.mu);
   if (mode != MT_TIER_PREFETCH_ENFORCE) {  // what is queued goes: nothing will issue it
-    for (const PrefetchTask& task : t.prefetch_queue) end_task(t, task, t.prefetch_cancelled);
-    t.prefetch_queue.clear();
-    t.prefetch_queue_n.store(0, std::memory_order_relaxed);
+    for (const PrefetchTask& task : t.prefetch.queue) end_task(t, task, t.counters.prefetch_cancelled);
+    t.prefetch.queue.clear();
+    t.prefetch.queue_n.store(0, std::memory_order_relaxed);
   }
-  t.prefetch_mode.store(mode, std::memory_order_relaxed);
+  t.prefetch.mode.store(mode, std::memory_order_relaxed);
   if (mode == MT_TIER_PREFETCH_OFF) {
     t.source.predict_k = 0;
     return MT_TIER_OK;
   }
-  t.prefetch_budget.assign(budget, budget + n);
-  t.prefetch_queue_max = size_t(queue_max);  // a shorter queue keeps what it holds: the next ones are refused
+  t.prefetch.budget.assign(budget, budget + n);
+  t.prefetch.queue_max = size_t(queue_max);  // a shorter queue keeps what it holds: the next ones are refused
   t.source.predict_k = predict_k;
   return MT_TIER_OK;
 }
 
 extern "C" void mt_tier_prefetch_by_layer(mt_tier* tier, uint64_t* out, size_t n) {
   const size_t want = size_t(tier->n_layer) * kPrefetchOutcomes;
-  for (size_t i = 0; i < n && i < want; i++) out[i] = tier->prefetch_by_layer[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < n && i < want; i++) out[i] = tier->prefetch.by_layer[i].load(std::memory_order_relaxed);
 }

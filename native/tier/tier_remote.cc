@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include "../cuda/mt_backend_cuda.h"
 #include "tier.h"
+#include "tier_remote.h"
 
 namespace mt {
 
@@ -113,7 +113,7 @@ int remote_start(void* self, int32_t layer, const float* h, const mt_remote_run*
   for (int32_t i = 0; i < n_runs; i++) {
     const mt_remote_run& r = runs[i];
     for (int32_t j = 0; j < r.rows; j++) std::memcpy(x + size_t(j) * size_t(E), h + size_t(r.row_of[j]) * size_t(E), size_t(E) * sizeof(float));
-    w.jobs[size_t(i)] = RemoteJob{t.remote_slot[size_t(r.binding)], r.rows, x, r.y};
+    w.jobs[size_t(i)] = RemoteJob{t.remote->run_slot[size_t(r.binding)], r.rows, x, r.y};
     x += size_t(r.rows) * size_t(E);
   }
   w.layer = layer, w.n_jobs = n_runs, w.status = 0, w.error[0] = '\0';
@@ -146,7 +146,7 @@ bool tier_remote_start(mt_tier& t, char*, size_t) {
   t.remote = std::make_unique<RemoteWorker>();
   t.remote->jobs.resize(size_t(t.n_expert));
   t.remote->calls.resize(MT_BACKEND_CUDA_RUNS_MAX);
-  t.remote_slot.assign(size_t(t.n_expert), -1);
+  t.remote->run_slot.assign(size_t(t.n_expert), -1);
   t.source.remote_start = remote_start;
   t.source.remote_wait = remote_wait;
   t.remote->thread = std::thread(work, &t);

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 #include "tier.h"
+#include "tier_prefetch.h"
 
 namespace mt {
 namespace {

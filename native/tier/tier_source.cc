@@ -21,6 +21,13 @@
 #include <cstdio>
 #include "mt_clock.h"
 #include "tier.h"
+#include "tier_counters.h"
+#include "tier_hook.h"
+#include "tier_issuer.h"
+#include "tier_policy.h"
+#include "tier_prefetch.h"
+#include "tier_reads.h"
+#include "tier_remote.h"
 
 namespace mt {
 namespace {
@@ -48,7 +55,7 @@ void layer_begin(void* self, int32_t layer) {
   MT_ASSERT(t.n_leases == 0, "no lease outlives its layer");
   t.computing.store(layer, std::memory_order_seq_cst);  // before any residency read of this layer
   tier_prefetch_begin(t, layer);
-  if (!t.bulk_failed && !tier_bulk_begin(t, layer, t.bulk_error, sizeof t.bulk_error)) t.bulk_failed = true;  // its bind reports it
+  if (!t.reads.bulk_failed && !tier_bulk_begin(t, layer, t.reads.bulk_error, sizeof t.reads.bulk_error)) t.reads.bulk_failed = true;  // its bind reports it
   if (t.flight_n[layer].load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(t.mu, std::try_to_lock);
   if (lock.owns_lock()) tier_settle_layer(t, layer, false, true);
@@ -57,19 +64,19 @@ void layer_begin(void* self, int32_t layer) {
 // A miss computed where it lies (a host copy, the container): a prefetch of it still uploading is
 // late (the run does not wait for it), and one with no prefetch is uncovered.
 void count_unread_miss(mt_tier& t, int32_t layer, size_t index) {
-  if (t.prefetch_mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
-  if (t.prefetched[index].load(std::memory_order_relaxed) == 0) tier_prefetch_uncovered(t, layer);
+  if (t.prefetch.mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
+  if (t.prefetch.prefetched[index].load(std::memory_order_relaxed) == 0) tier_prefetch_uncovered(t, layer);
   tier_prefetch_routed(t, index, true);
 }
 
 // The layer's routed rows per expert to the eval's hook (a non-blocking post); its cost is timed.
 void post_counts(mt_tier& t, int32_t layer, const mt_expert_binding* runs, int32_t n_runs) {
   const int64_t t0 = mt_monotonic_ns();
-  std::fill(t.hook_counts.begin(), t.hook_counts.end(), 0);
-  for (int32_t i = 0; i < n_runs; i++) t.hook_counts[size_t(runs[i].expert)] = runs[i].rows;
-  t.hook_fn(t.hook_user, layer, t.hook_counts.data(), t.n_expert);
-  t.hook_calls.fetch_add(1, std::memory_order_relaxed);
-  t.hook_ns.fetch_add(uint64_t(mt_monotonic_ns() - t0), std::memory_order_relaxed);
+  std::fill(t.hook.counts.begin(), t.hook.counts.end(), 0);
+  for (int32_t i = 0; i < n_runs; i++) t.hook.counts[size_t(runs[i].expert)] = runs[i].rows;
+  t.hook.fn(t.hook.user, layer, t.hook.counts.data(), t.n_expert);
+  t.counters.hook_calls.fetch_add(1, std::memory_order_relaxed);
+  t.counters.hook_ns.fetch_add(uint64_t(mt_monotonic_ns() - t0), std::memory_order_relaxed);
 }
 
 // A Q8_0 host copy: gate [nFf, nEmbd] | up [nFf, nEmbd] | down [nEmbd, nFf], back to back.
@@ -94,24 +101,24 @@ bool one_token(const mt_tier& t, const mt_expert_binding* runs, int32_t n_runs) 
 
 int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes) {
   mt_tier& t = tier_of(self);
-  if (t.bulk_failed) {  // the whole-layer read could not be issued at the layer's start
-    std::snprintf(err, err_bytes, "%s", t.bulk_error);
-    t.bulk_failed = false;
+  if (t.reads.bulk_failed) {  // the whole-layer read could not be issued at the layer's start
+    std::snprintf(err, err_bytes, "%s", t.reads.bulk_error);
+    t.reads.bulk_failed = false;
     tier_abandon_layer(t);
     return -1;
   }
-  if (t.hook_fn != nullptr) post_counts(t, layer, runs, n_runs);
+  if (t.hook.fn != nullptr) post_counts(t, layer, runs, n_runs);
   tier_policy_touch(t, layer, runs, n_runs);
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const size_t base_index = index_of(t, layer, 0);
   int64_t hits = 0, misses = 0, lazy = 0;
-  int32_t* to_read = t.miss_runs.data();  // the misses to read from the file (a stream descriptor)
+  int32_t* to_read = t.reads.miss_runs.data();  // the misses to read from the file (a stream descriptor)
   int32_t n_read = 0;
   // Policy KEEP (a tier without stream_fd): a decode token's misses computed here are admitted after
   // the loop. A prompt's are not (the replay's prefillCounts keep none): one token routes
   // nExpertUsed rows in all, a prompt's chunk more.
-  const bool keep = t.stream_io == nullptr && t.policy_mode.load(std::memory_order_relaxed) == MT_TIER_POLICY_KEEP && one_token(t, runs, n_runs);
-  int32_t* kept = t.kept_misses.data();
+  const bool keep = t.reads.io == nullptr && t.policy.mode.load(std::memory_order_relaxed) == MT_TIER_POLICY_KEEP && one_token(t, runs, n_runs);
+  int32_t* kept = t.policy.kept_misses.data();
   int32_t n_kept = 0;
   for (int32_t i = 0; i < n_runs; i++) {
     mt_expert_binding& run = runs[i];
@@ -125,7 +132,7 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
       t.leases[size_t(t.n_leases++)] = lease;
       if (t.remote) {  // device memory: the worker computes it (tier_remote.cc)
         run.remote = 1;
-        t.remote_slot[size_t(i)] = slot;
+        t.remote->run_slot[size_t(i)] = slot;
       } else {
         const uint8_t* data = t.slot_data[size_t(slot)];
         run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
@@ -138,7 +145,7 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
     }
     misses += run.rows;
     const int32_t offset = t.host_offsets != nullptr ? __atomic_load_n(&t.host_offsets[index], __ATOMIC_ACQUIRE) : -1;
-    if (offset < 0 && t.stream_io != nullptr) {  // read before it runs, never from the mapping
+    if (offset < 0 && t.reads.io != nullptr) {  // read before it runs, never from the mapping
       to_read[n_read++] = i;
       continue;
     }
@@ -166,9 +173,9 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
     tier_abandon_layer(t);
     return -1;
   }
-  t.hits.fetch_add(uint64_t(hits), std::memory_order_relaxed);
-  t.misses.fetch_add(uint64_t(misses), std::memory_order_relaxed);
-  t.lazy_misses.fetch_add(uint64_t(lazy), std::memory_order_relaxed);
+  t.counters.hits.fetch_add(uint64_t(hits), std::memory_order_relaxed);
+  t.counters.misses.fetch_add(uint64_t(misses), std::memory_order_relaxed);
+  t.counters.lazy_misses.fetch_add(uint64_t(lazy), std::memory_order_relaxed);
   return 0;
 }
 

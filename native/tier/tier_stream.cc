@@ -33,6 +33,9 @@
 #include <cstring>
 #include "mt_clock.h"
 #include "tier.h"
+#include "tier_counters.h"
+#include "tier_prefetch.h"
+#include "tier_reads.h"
 
 namespace mt {
 namespace {
@@ -44,32 +47,32 @@ size_t aligned_expert_bytes(const mt_tier& t) { return (t.slot_bytes + 63) / 64 
 // freed blocks past its moving mmap threshold resident; a scratch grown step by step held every
 // size it passed through). The old scratch holds nothing live when it grows: no read is in flight.
 void forget_entries(mt_tier& t) {
-  std::fill(t.scratch_entry.begin(), t.scratch_entry.end(), -1);
-  t.scratch_next = 0;
-  t.scratch_layer = -1;
+  std::fill(t.reads.scratch_entry.begin(), t.reads.scratch_entry.end(), -1);
+  t.reads.scratch_next = 0;
+  t.reads.scratch_layer = -1;
 }
 
 bool grow(mt_tier& t, size_t needed, char* err, size_t err_bytes) {
-  if (needed <= t.scratch_experts) return true;
-  const size_t experts = t.scratch_experts == 0 ? needed : std::max(needed, size_t(t.n_expert));
-  t.scratch.reset();
-  t.scratch_experts = 0;
+  if (needed <= t.reads.scratch_experts) return true;
+  const size_t experts = t.reads.scratch_experts == 0 ? needed : std::max(needed, size_t(t.n_expert));
+  t.reads.scratch.reset();
+  t.reads.scratch_experts = 0;
   const size_t bytes = experts * aligned_expert_bytes(t);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     std::snprintf(err, err_bytes, "tier: streamed misses: out of memory for %zu experts of scratch (%zu bytes)", experts, bytes);
     return false;
   }
-  t.scratch = ScratchMap(static_cast<uint8_t*>(p), ScratchUnmap{bytes});
-  t.scratch_experts = experts;
+  t.reads.scratch = ScratchMap(static_cast<uint8_t*>(p), ScratchUnmap{bytes});
+  t.reads.scratch_experts = experts;
   return true;
 }
 
-uint64_t file_offset(const mt_tier& t, const mt_upload_piece& piece) { return uint64_t(static_cast<const uint8_t*>(piece.src) - t.stream_base); }
+uint64_t file_offset(const mt_tier& t, const mt_upload_piece& piece) { return uint64_t(static_cast<const uint8_t*>(piece.src) - t.reads.base); }
 
 void read_failed(mt_tier& t, int32_t layer, int32_t expert, uint64_t offset, uint64_t bytes, const char* why, char* err, size_t err_bytes) {
-  t.stream_failures.fetch_add(1, std::memory_order_relaxed);
-  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s", t.stream_path.c_str(), layer, expert,
+  t.counters.stream_failures.fetch_add(1, std::memory_order_relaxed);
+  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s", t.reads.path.c_str(), layer, expert,
                 (unsigned long long)offset, (unsigned long long)bytes, why);
 }
 
@@ -81,7 +84,7 @@ bool start_streamed(mt_tier& t, int32_t layer, PendingRead& r, char* err, size_t
   for (int i = 0; i < 3; i++) {
     char why[160] = "";
     const uint64_t offset = file_offset(t, pieces[i]);
-    if (mt_io_read(t.stream_io, offset, pieces[i].bytes, r.dst + at, layer, &r.ids[i], why, sizeof why) != MT_IO_OK) {
+    if (mt_io_read(t.reads.io, offset, pieces[i].bytes, r.dst + at, layer, &r.ids[i], why, sizeof why) != MT_IO_OK) {
       read_failed(t, layer, r.expert, offset, pieces[i].bytes, why, err, err_bytes);
       return false;
     }
@@ -91,13 +94,13 @@ bool start_streamed(mt_tier& t, int32_t layer, PendingRead& r, char* err, size_t
 }
 
 void drop_cached(const mt_tier& t, int32_t layer, int32_t expert) {
-  if (t.stream_direct) return;  // direct reads leave nothing in the page cache
+  if (t.reads.direct) return;  // direct reads leave nothing in the page cache
   mt_upload_piece pieces[3];
   tier_pieces(t, layer, expert, pieces);
   const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
   for (const mt_upload_piece& piece : pieces) {
     const uint64_t offset = file_offset(t, piece), from = offset / page * page, to = (offset + piece.bytes + page - 1) / page * page;
-    posix_fadvise(t.stream_fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
+    posix_fadvise(t.reads.fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
   }
 }
 
@@ -131,7 +134,7 @@ int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_
   int64_t start = INT64_MAX, end = 0;
   for (int i = 0; i < 3; i++) {
     mt_io_info info{};
-    const int rc = wait ? mt_io_wait(t.stream_io, r.ids[i], &info, nullptr, 0) : mt_io_query(t.stream_io, r.ids[i], &info, nullptr, 0);
+    const int rc = wait ? mt_io_wait(t.reads.io, r.ids[i], &info, nullptr, 0) : mt_io_query(t.reads.io, r.ids[i], &info, nullptr, 0);
     if (rc != MT_IO_OK) {
       read_failed(t, layer, r.expert, 0, 0, "its read is unknown to the read engine", err, err_bytes);
       return -1;
@@ -164,8 +167,8 @@ bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& r
     data = t.slot_data[size_t(r.slot)];
   } else if (!r.retained) {
     drop_cached(t, layer, r.expert);
-    t.streamed_reads.fetch_add(1, std::memory_order_relaxed);
-    t.streamed_bytes.fetch_add(expert_bytes(t, layer), std::memory_order_relaxed);
+    t.counters.streamed_reads.fetch_add(1, std::memory_order_relaxed);
+    t.counters.streamed_bytes.fetch_add(expert_bytes(t, layer), std::memory_order_relaxed);
   }
   run.gate = data, run.up = data + e.gate_bytes, run.down = data + e.gate_bytes + e.up_bytes;
   run.type = e.gate.type;
@@ -177,20 +180,20 @@ bool bind_landed(mt_tier& t, int32_t layer, PendingRead& r, mt_expert_binding& r
 // After a failure: every streamed read of the call ends before the scratch may be reused.
 void settle_streamed(mt_tier& t) {
   forget_entries(t);  // an entry whose read failed (or never started) holds nothing
-  for (PendingRead& r : t.reading) {
+  for (PendingRead& r : t.reads.reading) {
     if (r.admitted || r.landed || r.bulk || r.retained) continue;
     for (int i = 0; i < 3; i++) {
       mt_io_info info{};
-      if (r.ids[i] != 0) mt_io_wait(t.stream_io, r.ids[i], &info, nullptr, 0);
+      if (r.ids[i] != 0) mt_io_wait(t.reads.io, r.ids[i], &info, nullptr, 0);
     }
   }
-  t.reading.clear();
+  t.reads.reading.clear();
 }
 
 // The wave's streamed reads into the read log (spans and calibration read it through poll).
 void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
   std::lock_guard<std::mutex> lock(t.mu);
-  for (const PendingRead& r : t.reading) {
+  for (const PendingRead& r : t.reads.reading) {
     if (r.admitted || r.bulk || r.retained || std::find(runs, runs + n, r.run) == runs + n) continue;
     if (t.read_log.size() >= kReportsMax) {
       t.reports_dropped++;
@@ -204,8 +207,8 @@ void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
 // was read before since the stats mark.
 void count_read(mt_tier& t, size_t index, const PendingRead& r) {
   if ((r.admitted && r.existing) || r.retained) return;
-  t.expert_reads.fetch_add(1, std::memory_order_relaxed);
-  if (t.read_marks[index] == 0) t.read_marks[index] = 1, t.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
+  t.counters.expert_reads.fetch_add(1, std::memory_order_relaxed);
+  if (t.reads.marks[index] == 0) t.reads.marks[index] = 1, t.counters.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -216,7 +219,7 @@ void ScratchUnmap::operator()(uint8_t* p) const {
 
 bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes) {
   const size_t experts = (bytes + aligned_expert_bytes(t) - 1) / aligned_expert_bytes(t);
-  if (experts > t.scratch_experts) forget_entries(t);  // the scratch moves
+  if (experts > t.reads.scratch_experts) forget_entries(t);  // the scratch moves
   return grow(t, experts, err, err_bytes);
 }
 
@@ -224,27 +227,27 @@ bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes) 
 // A miss the read did not take (a resident that left after it was issued: mark_wanted rules that
 // out) fails the call rather than compute from bytes nobody read.
 static bool begin_from_bulk(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
-  t.path_calls[size_t(layer) * 2 + 1].fetch_add(1, std::memory_order_relaxed);
+  t.reads.path_calls[size_t(layer) * 2 + 1].fetch_add(1, std::memory_order_relaxed);
   for (int32_t i = 0; i < n; i++) {
     if (!tier_bulk_holds(t, layer, runs[misses[i]].expert)) {
       std::snprintf(err, err_bytes, "tier: whole-layer prefill: layer %d expert %d left its slot after the layer's read was issued", layer, runs[misses[i]].expert);
-      t.reading.clear();
+      t.reads.reading.clear();
       return false;
     }
     PendingRead r;
     r.run = misses[i], r.expert = runs[misses[i]].expert, r.bulk = true, r.issued_ns = mt_monotonic_ns();
     tier_prefetch_uncovered(t, layer);
     runs[r.run].pending = 1;
-    t.reading.push_back(r);
+    t.reads.reading.push_back(r);
   }
   return true;
 }
 
 bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
-  MT_ASSERT(t.reading.empty(), "the previous layer's reads all landed");
+  MT_ASSERT(t.reads.reading.empty(), "the previous layer's reads all landed");
   if (tier_bulk_active(t, layer)) return begin_from_bulk(t, layer, runs, misses, n, err, err_bytes);
-  if (!t.bulk[0].ids.empty() || !t.bulk[1].ids.empty()) tier_bulk_settle(t);  // buffer 0 is the scratch streamed misses use
-  t.path_calls[size_t(layer) * 2].fetch_add(1, std::memory_order_relaxed);
+  if (!t.reads.bulk[0].ids.empty() || !t.reads.bulk[1].ids.empty()) tier_bulk_settle(t);  // buffer 0 is the scratch streamed misses use
+  t.reads.path_calls[size_t(layer) * 2].fetch_add(1, std::memory_order_relaxed);
   size_t streamed = 0;
   {
     std::lock_guard<std::mutex> lock(t.mu);
@@ -252,14 +255,14 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
       PendingRead r;
       r.run = misses[i], r.expert = runs[misses[i]].expert, r.issued_ns = mt_monotonic_ns();
       const size_t index = index_of(t, layer, r.expert);
-      const int32_t entry = t.scratch_layer == layer ? t.scratch_entry[size_t(r.expert)] : -1;
+      const int32_t entry = t.reads.scratch_layer == layer ? t.reads.scratch_entry[size_t(r.expert)] : -1;
       if (entry >= 0) {  // streamed by this layer's previous call, and still in its entry
         r.retained = true;
-        r.dst = t.scratch.get() + size_t(entry) * aligned_expert_bytes(t);
-        t.reading.push_back(r);
+        r.dst = t.reads.scratch.get() + size_t(entry) * aligned_expert_bytes(t);
+        t.reads.reading.push_back(r);
         continue;
       }
-      const bool prefetched = t.prefetched[index].load(std::memory_order_relaxed) != 0;
+      const bool prefetched = t.prefetch.prefetched[index].load(std::memory_order_relaxed) != 0;
       // Device slots (remote) take no miss: the host computes it from its own read.
       r.admitted = t.remote == nullptr && tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event, &r.existing);
       if (prefetched) {  // its read started a layer ahead: landed by now, or waited for (late)
@@ -271,31 +274,31 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
       tier_prefetch_routed(t, index, r.late);
       streamed += !r.admitted;
       count_read(t, index, r);
-      t.reading.push_back(r);
+      t.reads.reading.push_back(r);
     }
   }
-  if (t.scratch_layer != layer || t.scratch_next + streamed > t.scratch_experts) {
+  if (t.reads.scratch_layer != layer || t.reads.scratch_next + streamed > t.reads.scratch_experts) {
     // Another layer's entries, or no room after this layer's: the entries start over (a retained
     // one is streamed again: the scratch may move when it grows).
-    for (PendingRead& r : t.reading) {
+    for (PendingRead& r : t.reads.reading) {
       if (!r.retained) continue;
       r.retained = false, streamed++;
       count_read(t, index_of(t, layer, r.expert), r);
     }
     forget_entries(t);
-    t.scratch_layer = layer;
+    t.reads.scratch_layer = layer;
   }
-  if (!grow(t, t.scratch_next + streamed, err, err_bytes)) return settle_streamed(t), false;
-  for (PendingRead& r : t.reading) {
+  if (!grow(t, t.reads.scratch_next + streamed, err, err_bytes)) return settle_streamed(t), false;
+  for (PendingRead& r : t.reads.reading) {
     runs[r.run].pending = 1;
     if (r.retained) continue;
     if (r.admitted) {
-      t.admitted_reads.fetch_add(1, std::memory_order_relaxed);
+      t.counters.admitted_reads.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    const size_t entry = t.scratch_next++;
-    r.dst = t.scratch.get() + entry * aligned_expert_bytes(t);
-    t.scratch_entry[size_t(r.expert)] = int32_t(entry);
+    const size_t entry = t.reads.scratch_next++;
+    r.dst = t.reads.scratch.get() + entry * aligned_expert_bytes(t);
+    t.reads.scratch_entry[size_t(r.expert)] = int32_t(entry);
     if (!start_streamed(t, layer, r, err, err_bytes)) return settle_streamed(t), false;
   }
   return true;
@@ -309,7 +312,7 @@ int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_
   for (bool wait = false;; wait = true) {
     if (wait && blocked_from == 0) blocked_from = mt_monotonic_ns();
     bool waited = false;
-    for (PendingRead& r : t.reading) {
+    for (PendingRead& r : t.reads.reading) {
       if (r.landed) continue;
       const int state = check(t, layer, r, wait && !waited, err, err_bytes);  // blocks on the first one left only
       waited = true;
@@ -321,11 +324,11 @@ int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_
     }
     if (*n_ready > 0) break;
   }
-  if (blocked_from != 0) t.stall_ns.fetch_add(uint64_t(mt_monotonic_ns() - blocked_from), std::memory_order_relaxed);
+  if (blocked_from != 0) t.counters.stall_ns.fetch_add(uint64_t(mt_monotonic_ns() - blocked_from), std::memory_order_relaxed);
   log_streamed(t, layer, ready, *n_ready);
   bool all = true;
-  for (const PendingRead& r : t.reading) all = all && r.landed;
-  if (all) t.reading.clear();
+  for (const PendingRead& r : t.reads.reading) all = all && r.landed;
+  if (all) t.reads.reading.clear();
   return 0;
 }
 
@@ -333,40 +336,40 @@ bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_aft
   char path[64], target[PATH_MAX] = "";
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(path, target, sizeof target - 1);
-  t.stream_path = n > 0 ? std::string(target, size_t(n)) : std::string("the model file");
-  t.stream_fd = open(path, O_RDONLY | O_CLOEXEC);  // its own descriptor: page-cache advice only
-  if (t.stream_fd < 0) {
+  t.reads.path = n > 0 ? std::string(target, size_t(n)) : std::string("the model file");
+  t.reads.fd = open(path, O_RDONLY | O_CLOEXEC);  // its own descriptor: page-cache advice only
+  if (t.reads.fd < 0) {
     std::snprintf(err, err_bytes, "createTier: streamFile: reopening the model file: %s", std::strerror(errno));
     return false;
   }
-  posix_fadvise(t.stream_fd, 0, 0, POSIX_FADV_RANDOM);
+  posix_fadvise(t.reads.fd, 0, 0, POSIX_FADV_RANDOM);
   mt_io_config config;
   mt_io_config_default(&config);
   config.fail_after_bytes = fail_after_bytes;
   int status = 0;
   char why[160] = "";
-  t.stream_io = mt_io_create(fd, &config, &status, why, sizeof why);
-  t.stream_direct = t.stream_io != nullptr;
-  if (t.stream_io == nullptr && status == MT_IO_UNSUPPORTED) {  // a filesystem without O_DIRECT (tmpfs)
+  t.reads.io = mt_io_create(fd, &config, &status, why, sizeof why);
+  t.reads.direct = t.reads.io != nullptr;
+  if (t.reads.io == nullptr && status == MT_IO_UNSUPPORTED) {  // a filesystem without O_DIRECT (tmpfs)
     config.direct = 0;
-    t.stream_io = mt_io_create(fd, &config, &status, why, sizeof why);
+    t.reads.io = mt_io_create(fd, &config, &status, why, sizeof why);
   }
-  if (t.stream_io == nullptr) {
+  if (t.reads.io == nullptr) {
     std::snprintf(err, err_bytes, "createTier: streamFile: the read engine: %s", why);
     return false;
   }
-  t.stream_base = base;
-  t.reading.reserve(size_t(t.n_expert));
-  t.miss_runs.assign(size_t(t.n_expert), 0);
-  t.read_marks.assign(size_t(t.n_layer) * size_t(t.n_expert), 0);
-  t.scratch_entry.assign(size_t(t.n_expert), -1);
+  t.reads.base = base;
+  t.reads.reading.reserve(size_t(t.n_expert));
+  t.reads.miss_runs.assign(size_t(t.n_expert), 0);
+  t.reads.marks.assign(size_t(t.n_layer) * size_t(t.n_expert), 0);
+  t.reads.scratch_entry.assign(size_t(t.n_expert), -1);
   return grow(t, size_t(mt_model_hparams(t.model)->n_expert_used), err, err_bytes);
 }
 
 void tier_stream_close(mt_tier& t) {
-  if (t.stream_io != nullptr) mt_io_destroy(t.stream_io);
-  if (t.stream_fd >= 0) close(t.stream_fd);
-  t.stream_io = nullptr, t.stream_fd = -1;
+  if (t.reads.io != nullptr) mt_io_destroy(t.reads.io);
+  if (t.reads.fd >= 0) close(t.reads.fd);
+  t.reads.io = nullptr, t.reads.fd = -1;
 }
 
 }  // namespace mt

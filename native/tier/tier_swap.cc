@@ -20,6 +20,10 @@
 #include <ctime>
 #include "mt_clock.h"
 #include "tier.h"
+#include "tier_counters.h"
+#include "tier_issuer.h"
+#include "tier_policy.h"
+#include "tier_prefetch.h"
 
 namespace mt {
 namespace {
@@ -170,7 +174,7 @@ bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* ro
       const Swap swap = queue[i];
       queue.erase(queue.begin() + std::ptrdiff_t(i));
       t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
-      t.gate_swaps_queued--;
+      t.gate.swaps_queued--;
       // A queued swap whose newcomer a call now waits on goes ahead of the budget, as a miss would.
       issue_one(t, layer, swap, victim_slot, tier_now(t, layer), kGateSwap);
       if (t.expert_state[in] != kExpertIncoming) return false;  // the backend refused: reported failed
@@ -186,7 +190,7 @@ bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* ro
     if (!issue_fill(t, layer, expert, s, tier_now(t, layer), cls)) return false;
     return *slot = s, *event = t.flights.back().event, true;
   }
-  return t.policy_mode.load(std::memory_order_relaxed) != MT_TIER_POLICY_OFF && evict_for(t, layer, expert, routed_now, slot, event, cls);
+  return t.policy.mode.load(std::memory_order_relaxed) != MT_TIER_POLICY_OFF && evict_for(t, layer, expert, routed_now, slot, event, cls);
 }
 
 // issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it,
@@ -218,7 +222,7 @@ int32_t tier_issue_if_idle(mt_tier& t, int32_t layer, bool held_only) {
     queue[kept++] = queue[i];
   }
   queue.resize(kept);
-  t.gate_swaps_queued -= int32_t(issued);
+  t.gate.swaps_queued -= int32_t(issued);
   t.pending_n[layer].store(int32_t(kept), std::memory_order_seq_cst);
   return int32_t(issued);
 }
@@ -280,8 +284,8 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
   const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, newcomer);
   if (t.expert_state[iv] != kExpertResident) return MT_TIER_NOT_RESIDENT;
   if (t.expert_state[in] != kExpertNone) return MT_TIER_ALREADY_RESIDENT;
-  if (t.gate_swaps_queued >= t.gate_queue_max) {
-    t.gate[kGateSwap].refused++;
+  if (t.gate.swaps_queued >= t.gate.queue_max) {
+    t.gate.ledger[kGateSwap].refused++;
     return MT_TIER_QUEUE_FULL;
   }
   std::vector<Swap>& queue = t.pending[size_t(layer)];
@@ -289,12 +293,12 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
   t.expert_state[iv] = kExpertOutgoing;
   t.expert_state[in] = kExpertIncoming;
   t.pending_n[layer].store(int32_t(queue.size()), std::memory_order_seq_cst);
-  t.gate_swaps_queued++;
+  t.gate.swaps_queued++;
   issuer_kick(t);  // then read sleepers (in the kick): see tier_issuer.cc
   if (!issue_now) return MT_TIER_OK;
   const int32_t issued = tier_issue_if_idle(t, layer);
   if (issued <= 0) return MT_TIER_OK;
-  t.swaps_started_now.fetch_add(uint64_t(issued), std::memory_order_relaxed);
+  t.counters.swaps_started_now.fetch_add(uint64_t(issued), std::memory_order_relaxed);
   return MT_TIER_STARTED;
 }
 

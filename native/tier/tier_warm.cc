@@ -55,9 +55,9 @@ bool warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, st
     t.slot_dirty[size_t(slot)] = 1;
     t.expert_state[base + size_t(x)] = kExpertIncoming;
     uploads->push_back(WarmUpload{layer, x, slot, event});
-    t.gate_inflight_bytes += expert_bytes(t, layer);  // the gate's warm class: counted, never held
-    t.gate_inflight_transfers++;
-    t.gate[kGateWarm].issued++;
+    t.gate.inflight_bytes += expert_bytes(t, layer);  // the gate's warm class: counted, never held
+    t.gate.inflight_transfers++;
+    t.gate.ledger[kGateWarm].issued++;
   }
   return true;
 }
@@ -71,9 +71,9 @@ bool warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, 
   for (size_t i = 0; i < uploads.size(); i++) {
     const WarmUpload& u = uploads[i];
     const size_t index = size_t(u.layer) * size_t(t.n_expert) + size_t(u.expert);
-    t.gate_inflight_bytes -= expert_bytes(t, u.layer);
-    t.gate_inflight_transfers--;
-    (infos[i].state == MT_EVENT_DONE ? t.gate[kGateWarm].completed : t.gate[kGateWarm].failed)++;
+    t.gate.inflight_bytes -= expert_bytes(t, u.layer);
+    t.gate.inflight_transfers--;
+    (infos[i].state == MT_EVENT_DONE ? t.gate.ledger[kGateWarm].completed : t.gate.ledger[kGateWarm].failed)++;
     if (infos[i].state == MT_EVENT_DONE) {
       t.expert_state[index] = kExpertResident;
       t.residency[index].store(u.slot, std::memory_order_release);
