@@ -18,6 +18,7 @@ import { SpanNames } from '../../otel/semconv.js';
 import { DeviceComputeError, DeviceUnavailableError } from '../../src/core/errors.js';
 import { openEngine, type EngineOptions } from '../../src/engine/engine.js';
 import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
+import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
 
 const { dir, cleanup } = tempDir('moetier-cuda-sim-');
 afterAll(cleanup);
@@ -155,7 +156,7 @@ describe('a failed device run', () => {
     // Every expert resident (no swap uploads after the warmstart), so the failing copy is a
     // resident's rows on their way to run_expert: 4 layers x 8 experts x 6528 bytes are warmstart.
     const warmstart = 4 * 8 * 6528;
-    const e = await openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 8, cudaSim: { failTransferAfterBytes: warmstart + 5_000 } });
+    const e = await withTierFaults({ transferAfterBytes: warmstart + 5_000 }, () => openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 8 }));
     try {
       const err = await collect(e, m.prompt, { maxTokens, stopAtEos: false }).then(() => undefined, (x: unknown) => x);
       expect(err).toBeInstanceOf(DeviceComputeError);
@@ -175,9 +176,10 @@ describe('a failed device run', () => {
     }
   });
 
-  it('refuses cudaSim fault injection on another backend, and unknown cudaSim keys', async () => {
+  it('takes no fault injection from the options: the old spellings are refused by name', async () => {
     const m = models.q8_0;
-    await expect(openEngine({ model: m.path, threads: 1, heat: false, slotsPerLayer: 2, cudaSim: { failTransferAfterBytes: 10 } })).rejects.toThrow(/cudaSim: expected backend "cuda-sim" beside it/);
-    await expect(openEngine({ model: m.path, threads: 1, heat: false, backend: 'cuda-sim', slotsPerLayer: 2, cudaSim: { failAfter: 10 } as never })).rejects.toThrow(/cudaSim.failAfter/);
+    // Fault injection is no option (fault-injection.ts): the old spellings are refused by name, not passed on.
+    await expect(openEngine({ model: m.path, threads: 1, heat: false, slotsPerLayer: 2, backend: 'disk', disk: { failTransferAfterBytes: 10 } as never })).rejects.toThrow(/disk.failTransferAfterBytes: expected admitMisses/);
+    await expect(openEngine({ model: m.path, threads: 1, heat: false, slotsPerLayer: 2, backend: 'fake', fake: { failTransferAfterBytes: 10 } as never })).rejects.toThrow(/fake.failTransferAfterBytes/);
   });
 });

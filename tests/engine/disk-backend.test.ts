@@ -15,6 +15,7 @@ import { openEngine, type Engine } from '../../src/engine/engine.js';
 import type { LoadedModel } from '../../src/model/load.js';
 import { loadNative } from '../../src/native/binding.js';
 import { collect, referenceRun, tinyModel } from './tier-helpers.js';
+import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
 
 const native = loadNative();
 const tmpfsMagic = 0x01021994;
@@ -98,10 +99,10 @@ describe('disk backend in the engine', () => {
 
 describe('a failed expert read', () => {
   it('fails the request with ExpertReadError naming the file, layer, expert and offset; the engine stays usable', async () => {
-    const engine = await openEngine({
+    const engine = await withTierFaults({ streamedReadAfterBytes: 40_000 }, () => openEngine({
       model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 },
-      disk: { failStreamedReadAfterBytes: 40_000, admitMisses: false }, // misses streamed: the injected read is one of them
-    });
+      disk: { admitMisses: false }, // misses streamed: the injected read (fault-injection.ts) is one of them
+    }));
     try {
       const hp = loadedOf(engine).hparams;
       const err = await collect(engine, prompt, { maxTokens, stopAtEos: false }).then(() => undefined, (e: unknown) => e);

@@ -20,6 +20,7 @@ import { ExpertReadError, InvalidOptionError, ModelFileChangedError } from '../.
 import { openEngine, type Engine } from '../../src/engine/engine.js';
 import { replayMain } from '../../src/cli/commands/replay.js';
 import { collect, tempDir, tinyModel } from './tier-helpers.js';
+import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
 
 const { dir, cleanup } = tempDir('moetier-hostile-paths-');
 afterAll(cleanup);
@@ -115,7 +116,7 @@ describe('paths the CLI reads', () => {
 
 describe('a failed warm start', () => {
   it('fails the open with an ExpertReadError naming the expert, its offset and what became of the open', async () => {
-    const err = await caught(() => openEngine({ model, threads: 1, contextTokens: 64, slotsPerLayer: 2, heat: false, backend: 'fake', fake: { failTransferAfterBytes: 1, overwriteSupported: false } }));
+    const err = await caught(() => withTierFaults({ transferAfterBytes: 1 }, () => openEngine({ model, threads: 1, contextTokens: 64, slotsPerLayer: 2, heat: false, backend: 'fake', fake: { overwriteSupported: false } })));
     expect(err).toBeInstanceOf(ExpertReadError);
     const e = err as ExpertReadError;
     expect(e.file).toBe(model);

@@ -27,7 +27,7 @@ export async function runPrefetch(model: string, prompt: number[] | string, opti
 }
 
 /**
- * The ledger's and the routes' invariants (SPEC.md section 4), whatever the run did: every queued task
+ * The ledger's and the routes' invariants (docs/SPEC.md section 4), whatever the run did: every queued task
  * ends once (issued, cancelled, dropped) or is still queued; bytes admitted = retired + in flight +
  * queued; completed and failed <= issued; a route uses a prefetch at most once (covered + late <=
  * issued); only a landed prefetch can be evicted unrouted (wasted <= completed).

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExpertReadError } from '../../src/core/errors.js';
 import { referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 import { ledgerViolations, maxTokens, promptText, runPrefetch } from './prefetch-helpers.js';
+import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
 
 const { dir, cleanup } = tempDir('moetier-prefetch-ledger-');
 afterAll(cleanup);
@@ -44,8 +45,8 @@ describe('the prefetch ledger', () => {
   it('a prefetch upload that fails costs nothing but its bytes: the tokens stand and it retires as failed', async () => {
     const warmstart = 4 * 3 * expertBytes; // 4 layers x 3 slots
     // No overwrite: every upload is free-then-upload, so a failure is final (an in-place one is retried at the boundary).
-    const fake = { failTransferAfterBytes: warmstart + 5 * expertBytes, overwriteSupported: false };
-    const r = await runPrefetch(model, prompt, { backend: 'fake', fake, ...noSwaps, prefetch: { mode: 'enforce' } });
+    const fake = { overwriteSupported: false };
+    const r = await withTierFaults({ transferAfterBytes: warmstart + 5 * expertBytes }, () => runPrefetch(model, prompt, { backend: 'fake', fake, ...noSwaps, prefetch: { mode: 'enforce' } }));
     expect(r.tokens).toEqual(reference);
     expect(r.report.failed).toBe(1);
     expect(ledgerViolations(r.report)).toEqual([]);
@@ -56,7 +57,7 @@ describe('the prefetch ledger', () => {
     let survived = 0;
     for (let k = 1; k <= 10; k++) {
       try {
-        const r = await runPrefetch(model, prompt, { backend: 'disk', disk: { failTransferAfterBytes: warmstart + k * expertBytes }, ...noSwaps, prefetch: { mode: 'enforce' } });
+        const r = await withTierFaults({ transferAfterBytes: warmstart + k * expertBytes }, () => runPrefetch(model, prompt, { backend: 'disk', ...noSwaps, prefetch: { mode: 'enforce' } }));
         expect(r.tokens).toEqual(reference);
         expect(ledgerViolations(r.report)).toEqual([]);
         // The failed read was a prefetch (retried in place at its boundary) or an earlier one a run waited on (read again).

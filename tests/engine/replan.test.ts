@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { replanFromEnv } from '../../src/cli/replan-env.js';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { expertContainerBytes } from '../../src/engine/tier/experts.js';
 import { parseGguf } from '../../src/model/gguf/reader.js';
@@ -14,6 +16,7 @@ import { readHParams } from '../../src/model/hparams.js';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
 import { resolvePrefillReplan } from '../../src/engine/tier/replan-options.js';
 import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
+import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
 
 const { dir, cleanup } = tempDir('moetier-replan-');
 afterAll(cleanup);
@@ -33,22 +36,27 @@ const options = (o: Partial<EngineOptions> = {}): EngineOptions => ({
 });
 
 describe('prefill replan settings', () => {
-  it('default off, cap 24, guard on; variables; explicit options win; bad values name the setting', () => {
-    expect(resolvePrefillReplan(undefined, {}, 128)).toEqual({ enabled: false, maxSwapsPerLayer: 24, guard: true });
-    expect(resolvePrefillReplan(undefined, { MOETIER_PREFILL_REPLAN: '1', MOETIER_PREFILL_REPLAN_MAX: '12' }, 128)).toEqual({ enabled: true, maxSwapsPerLayer: 12, guard: true });
-    expect(resolvePrefillReplan(undefined, { MOETIER_REPLAN_GUARD: '0' }, 128).guard).toBe(false);
-    expect(resolvePrefillReplan({ guard: true }, { MOETIER_REPLAN_GUARD: '0' }, 128).guard).toBe(true);
-    expect(() => resolvePrefillReplan(undefined, { MOETIER_REPLAN_GUARD: 'off' }, 128)).toThrow(/MOETIER_REPLAN_GUARD/);
-    expect(() => resolvePrefillReplan({ guard: 1 as never }, {}, 128)).toThrow(/prefillReplan.guard/);
-    expect(() => resolvePrefillReplan({ gaurd: false } as never, {}, 128)).toThrow(/prefillReplan.gaurd/);
-    expect(resolvePrefillReplan({ enabled: false }, { MOETIER_PREFILL_REPLAN: '1' }, 128).enabled).toBe(false);
-    expect(resolvePrefillReplan({ maxSwapsPerLayer: 1000 }, {}, 128).maxSwapsPerLayer).toBe(128); // uncapped
-    expect(resolvePrefillReplan(undefined, {}, 8).maxSwapsPerLayer).toBe(8);
-    expect(() => resolvePrefillReplan(undefined, { MOETIER_PREFILL_REPLAN: 'yes' }, 128)).toThrow(/MOETIER_PREFILL_REPLAN/);
-    expect(() => resolvePrefillReplan(undefined, { MOETIER_PREFILL_REPLAN_MAX: '1.5' }, 128)).toThrow(/MOETIER_PREFILL_REPLAN_MAX/);
-    expect(() => resolvePrefillReplan({ maxSwapsPerLayer: 0 }, {}, 128)).toThrow(InvalidOptionError);
-    expect(() => resolvePrefillReplan({ maxSwapsPerLayer: -3 }, {}, 128)).toThrow(/prefillReplan.maxSwapsPerLayer/);
-    expect(() => resolvePrefillReplan({ enabled: 'on' as never }, {}, 128)).toThrow(/prefillReplan.enabled/);
+  it('default off, cap 24, guard on; explicit options; bad values name the setting', () => {
+    expect(resolvePrefillReplan(undefined, 128)).toEqual({ enabled: false, maxSwapsPerLayer: 24, guard: true });
+    expect(resolvePrefillReplan({ enabled: true, maxSwapsPerLayer: 12 }, 128)).toEqual({ enabled: true, maxSwapsPerLayer: 12, guard: true });
+    expect(() => resolvePrefillReplan({ guard: 1 as never }, 128)).toThrow(/prefillReplan.guard/);
+    expect(() => resolvePrefillReplan({ gaurd: false } as never, 128)).toThrow(/prefillReplan.gaurd/);
+    expect(resolvePrefillReplan({ maxSwapsPerLayer: 1000 }, 128).maxSwapsPerLayer).toBe(128); // uncapped
+    expect(resolvePrefillReplan(undefined, 8).maxSwapsPerLayer).toBe(8);
+    expect(() => resolvePrefillReplan({ maxSwapsPerLayer: 0 }, 128)).toThrow(InvalidOptionError);
+    expect(() => resolvePrefillReplan({ maxSwapsPerLayer: -3 }, 128)).toThrow(/prefillReplan.maxSwapsPerLayer/);
+    expect(() => resolvePrefillReplan({ enabled: 'on' as never }, 128)).toThrow(/prefillReplan.enabled/);
+  });
+
+  it('the variables are the CLI\'s (the library reads none); bad values name the variable', () => {
+    expect(replanFromEnv({ MOETIER_PREFILL_REPLAN: '1', MOETIER_PREFILL_REPLAN_MAX: '12' })).toEqual({ enabled: true, maxSwapsPerLayer: 12 });
+    expect(replanFromEnv({ MOETIER_REPLAN_GUARD: '0' })).toEqual({ guard: false });
+    expect(replanFromEnv({ MOETIER_PREFILL_REPLAN: '' })).toEqual({});
+    expect(() => replanFromEnv({ MOETIER_REPLAN_GUARD: 'off' })).toThrow(/MOETIER_REPLAN_GUARD/);
+    expect(() => replanFromEnv({ MOETIER_PREFILL_REPLAN: 'yes' })).toThrow(/MOETIER_PREFILL_REPLAN/);
+    expect(() => replanFromEnv({ MOETIER_PREFILL_REPLAN_MAX: '1.5' })).toThrow(/MOETIER_PREFILL_REPLAN_MAX/);
+    const source = readFileSync(path.resolve(import.meta.dirname, '../../src/engine/tier/replan-options.ts'), 'utf8') + readFileSync(path.resolve(import.meta.dirname, '../../src/engine/tier/options.ts'), 'utf8');
+    expect(source).not.toContain('process.env');
   });
 });
 
@@ -60,9 +68,9 @@ async function request(engine: Engine) {
 
 describe.each(['cpu', 'fake'] as const)('prefill replan on the %s backend', (backend) => {
   it('tokens equal replan off; swaps start during the prefill and land; no lazy decode miss; hits from the first decode token', async () => {
-    // Off: SPEC.md's plain LFRU (the guard off too: with replan off it would take the replan late).
+    // Off: docs/SPEC.md's plain LFRU (the guard off too: with replan off it would take the replan late).
     const off = await openEngine(options({ backend, prefillReplan: { guard: false } }));
-    // SPEC.md section 2's replan, unguarded: its swaps all happen in the prefill, so no decode miss
+    // docs/SPEC.md section 2's replan, unguarded: its swaps all happen in the prefill, so no decode miss
     // may run lazily. (The guard's reverts evict during the decode; a victim routed in the step its
     // swap lands in has no host copy yet: rare, as the old set's lead means the victims were not
     // being routed, and timing-dependent. The guarded default is checked for its tokens below.)
@@ -127,11 +135,10 @@ describe('prefill replan fallbacks (fake backend)', () => {
     // The warmstart moves 4 layers x 2 experts; the limit falls inside the first replan swap.
     const file = parseGguf(readFileSync(model), model);
     const bytes = expertContainerBytes(file, readHParams(file));
-    const engine = await openEngine(options({
+    const engine = await withTierFaults({ transferAfterBytes: 8 * bytes + Math.floor(bytes / 2) }, () => openEngine(options({
       backend: 'fake',
-      fake: { failTransferAfterBytes: 8 * bytes + Math.floor(bytes / 2) },
       prefillReplan: { enabled: true },
-    }));
+    })));
     try {
       const r = await request(engine);
       expect(r.ids).toEqual(reference);

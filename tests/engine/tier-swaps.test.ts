@@ -6,6 +6,7 @@ import { readHParams } from '../../src/model/hparams.js';
 import { InvalidOptionError, RequestAbortedError } from '../../src/core/errors.js';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine/engine.js';
 import { referenceRun, tempDir, tinyModel } from './tier-helpers.js';
+import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
 
 const { dir, cleanup } = tempDir('moetier-tier-swaps-');
 afterAll(cleanup);
@@ -91,7 +92,7 @@ describe('failures and tuning', () => {
     const gguf = parseGguf(new Uint8Array(readFileSync(model)), model);
     const hp = readHParams(gguf);
     const warmstartBytes = hp.nLayer * 2 * expertContainerBytes(gguf, hp);
-    const engine = await openEngine(tierOptions({ backend: 'fake', fake: { failTransferAfterBytes: warmstartBytes + 100 } }));
+    const engine = await withTierFaults({ transferAfterBytes: warmstartBytes + 100 }, () => openEngine(tierOptions({ backend: 'fake' })));
     try {
       expect(await checkedRun(engine)).toEqual(reference);
       const s = engine.lastStats!;

@@ -10,6 +10,7 @@ import { SEED_MAX } from '../../engine/sampler.js';
 import type { GenerationStats } from '../../engine/stats.js';
 import { loadTelemetry } from '../../../otel/load.js';
 import { exportProblem, type Telemetry } from '../../../otel/telemetry.js';
+import { replanFromEnv } from '../replan-env.js';
 import { parseFlags, type Args, type FlagSpecs } from '../args.js';
 import type { Command } from '../command.js';
 import { formatStats, printStats, streamCompletion } from '../completion.js';
@@ -221,8 +222,10 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   if (a.has('slots-per-layer')) o.slotsPerLayer = a.int('slots-per-layer', 1, 1);
   const heat = a.string('heat');
   if (heat !== undefined) o.heat = heat === 'none' ? false : heat;
-  if (a.bool('prefill-replan') || a.has('replan-max') || a.has('replan-guard')) {
-    o.prefillReplan = {};
+  // The variables apply where a tier is asked for (they configure it); a flag beside one wins.
+  const fromEnv = a.has('resident') || a.has('slots-per-layer') || a.has('memory-budget') ? replanFromEnv(process.env) : {};
+  if (a.bool('prefill-replan') || a.has('replan-max') || a.has('replan-guard') || Object.keys(fromEnv).length > 0) {
+    o.prefillReplan = { ...fromEnv };
     if (a.bool('prefill-replan')) o.prefillReplan.enabled = true;
     if (a.has('replan-max')) o.prefillReplan.maxSwapsPerLayer = a.int('replan-max', 24, 1);
     const guard = a.string('replan-guard');

@@ -48,23 +48,12 @@ export interface FakeBackendOptions {
   transferFixedUs?: number;
   computeBytesPerS?: number;
   overwriteSupported?: boolean;
-  failTransferAfterBytes?: number;
 }
 
-/** The disk tier's fault injection (tests only). */
+/** The disk tier's options (its fault injection, for tests, is fault-injection.ts: no option). */
 export interface DiskTierOptions {
   /** A routed miss read from the file may evict the policy's coldest resident not running in its call, and stay (default true); false: it takes only free slots and queued swaps, else it is read for its call only. */
   admitMisses?: boolean;
-  /** The streamed read (a miss read into scratch for its call) that takes the bytes read past this fails, once (EIO). */
-  failStreamedReadAfterBytes?: number;
-  /** The disk backend's read into a slot (a warmstart, swap, admitted miss or prefetch) that takes its bytes read past this fails, once (EIO). */
-  failTransferAfterBytes?: number;
-}
-
-/** The cuda-sim backend's fault injection (tests only). */
-export interface CudaSimTierOptions {
-  /** The host-to-device copy (an upload's, or a resident's rows on their way to run_expert) that takes the bytes copied past this fails, once. */
-  failTransferAfterBytes?: number;
 }
 
 export interface TierOptions {
@@ -77,7 +66,6 @@ export interface TierOptions {
   heat?: string | false;
   fake?: FakeBackendOptions;
   disk?: DiskTierOptions;
-  cudaSim?: CudaSimTierOptions;
   lfru?: Partial<LfruParams>;
   /** The placement policy (default 'dlfu' on a disk tier that admits its misses, else 'lfru'); see PlacementPolicyName. */
   placementPolicy?: PlacementPolicyName;
@@ -105,7 +93,6 @@ export interface TierConfig {
   heat: string | false;
   fake: FakeBackendOptions;
   disk: DiskTierOptions;
-  cudaSim: CudaSimTierOptions;
   lfru: LfruParams;
   placementPolicy: PlacementPolicyName;
   dlfu: DlfuParams;
@@ -149,7 +136,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     throw new InvalidOptionError('placementPolicy', '"dlfu" on the disk tier, whose admitted misses the tier evicts for by dlfu (or disk.admitMisses false beside "lfru": misses streamed)', placementPolicy);
   }
   if (o.dlfu !== undefined && placementPolicy !== 'dlfu') throw new InvalidOptionError('dlfu', 'placementPolicy "dlfu" beside it', o.dlfu);
-  const replan = resolvePrefillReplan(o.prefillReplan, process.env, hp.nExpert);
+  const replan = resolvePrefillReplan(o.prefillReplan, hp.nExpert);
   if (placementPolicy === 'dlfu' && replan.enabled) {
     const why = o.placementPolicy === undefined ? ', the default on a disk tier that admits its misses' : '';
     throw new InvalidOptionError('prefillReplan.enabled', `false with placementPolicy "dlfu"${why} (replan plans over LFRU's scores)`, true);
@@ -169,9 +156,8 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     backend,
     slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
     heat,
-    fake: o.fake ?? {},
+    fake: validateFake(o.fake ?? {}),
     disk: validateDisk(o.disk ?? {}),
-    cudaSim: validateCudaSim(o.cudaSim ?? {}, backend),
     lfru: validateLfru({ ...lfruDefaults, ...o.lfru }),
     placementPolicy,
     dlfu: validateDlfu({ ...dlfuDefaults, ...o.dlfu }),
@@ -186,20 +172,17 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
 }
 
 function validateDisk(d: DiskTierOptions): DiskTierOptions {
-  const n = d.failStreamedReadAfterBytes;
-  if (n !== undefined && !(Number.isSafeInteger(n) && n >= 1)) throw new InvalidOptionError('disk.failStreamedReadAfterBytes', 'an integer >= 1', n);
-  const m = d.failTransferAfterBytes;
-  if (m !== undefined && !(Number.isSafeInteger(m) && m >= 1)) throw new InvalidOptionError('disk.failTransferAfterBytes', 'an integer >= 1', m);
+  for (const key of Object.keys(d)) if (key !== 'admitMisses') throw new InvalidOptionError(`disk.${key}`, 'admitMisses', key);
   if (d.admitMisses !== undefined && typeof d.admitMisses !== 'boolean') throw new InvalidOptionError('disk.admitMisses', 'true or false', d.admitMisses);
   return d;
 }
 
-function validateCudaSim(c: CudaSimTierOptions, backend: TierBackendKind): CudaSimTierOptions {
-  for (const key of Object.keys(c)) if (key !== 'failTransferAfterBytes') throw new InvalidOptionError(`cudaSim.${key}`, 'failTransferAfterBytes', key);
-  const n = c.failTransferAfterBytes;
-  if (n !== undefined && !(Number.isSafeInteger(n) && n >= 1)) throw new InvalidOptionError('cudaSim.failTransferAfterBytes', 'an integer >= 1', n);
-  if (n !== undefined && backend !== 'cuda-sim') throw new InvalidOptionError('cudaSim', 'backend "cuda-sim" beside it', backend);
-  return c;
+const fakeKeys = ['preset', 'bandwidthBytesPerS', 'transferFixedUs', 'computeBytesPerS', 'overwriteSupported'];
+
+/** The fake device's fields (their values: the native backend's checks); an unknown key is refused, not passed on. */
+function validateFake(f: FakeBackendOptions): FakeBackendOptions {
+  for (const key of Object.keys(f)) if (!fakeKeys.includes(key)) throw new InvalidOptionError(`fake.${key}`, `one of ${fakeKeys.join(', ')}`, key);
+  return f;
 }
 
 function validateDlfu(p: DlfuParams): DlfuParams {

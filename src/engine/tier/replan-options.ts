@@ -1,9 +1,9 @@
 /**
  * Prefill replan's settings (docs/SPEC.md section 2), validated where they enter: openEngine's
- * `prefillReplan`, the CLI (--prefill-replan, --replan-max N, --replan-guard on|off), the variables
- * MOETIER_PREFILL_REPLAN=1 / MOETIER_PREFILL_REPLAN_MAX / MOETIER_REPLAN_GUARD=0|1, and engine.tune.
+ * `prefillReplan`, the CLI (--prefill-replan, --replan-max N, --replan-guard on|off, and its
+ * variables: src/cli/replan-env.ts), and engine.tune. The library reads no environment.
  *
- *   precedence: explicit option > variable > default (off, cap 24 swaps per layer, guard on)
+ *   default:    off, cap 24 swaps per layer, guard on
  *   guard:      src/tiers/policies/replan-guard.ts. With replan on, a replanned layer is reverted
  *               where the first decode tokens favour the residents it displaced; with replan off,
  *               the replan is held in reserve and taken late where they favour it (so a heat file
@@ -35,32 +35,12 @@ export const prefillReplanDefaults: PrefillReplanConfig = { enabled: false, maxS
 /** Pending replan swaps started per decode token (docs/SPEC.md section 2: four). */
 export const replanDrainPerToken = 4;
 
-export function resolvePrefillReplan(
-  o: PrefillReplanOptions | undefined,
-  env: Record<string, string | undefined>,
-  nExpert: number,
-): PrefillReplanConfig {
+export function resolvePrefillReplan(o: PrefillReplanOptions | undefined, nExpert: number): PrefillReplanConfig {
   if (o !== undefined && (typeof o !== 'object' || o === null)) {
     throw new InvalidOptionError('prefillReplan', '{ enabled?: boolean, maxSwapsPerLayer?: integer, guard?: boolean }', o);
   }
   if (o !== undefined) checkReplanKeys(o, 'prefillReplan');
-  const fromEnv: PrefillReplanOptions = {};
-  const flag = env.MOETIER_PREFILL_REPLAN;
-  if (flag !== undefined && flag !== '') {
-    if (flag !== '0' && flag !== '1') throw new InvalidOptionError('MOETIER_PREFILL_REPLAN', '0 or 1', flag);
-    fromEnv.enabled = flag === '1';
-  }
-  const guard = env.MOETIER_REPLAN_GUARD;
-  if (guard !== undefined && guard !== '') {
-    if (guard !== '0' && guard !== '1') throw new InvalidOptionError('MOETIER_REPLAN_GUARD', '0 or 1', guard);
-    fromEnv.guard = guard === '1';
-  }
-  const max = env.MOETIER_PREFILL_REPLAN_MAX;
-  if (max !== undefined && max !== '') {
-    const n = Number(max);
-    fromEnv.maxSwapsPerLayer = checkCap('MOETIER_PREFILL_REPLAN_MAX', /^\d+$/.test(max) ? n : max, nExpert);
-  }
-  return validatePrefillReplan({ ...prefillReplanDefaults, ...fromEnv, ...defined(o) }, nExpert, 'prefillReplan');
+  return validatePrefillReplan({ ...prefillReplanDefaults, ...defined(o) }, nExpert, 'prefillReplan');
 }
 
 /** The whole setting checked; `where` names the option in the error (prefillReplan, tune.prefillReplan). */

@@ -36,6 +36,7 @@ import { TierRequest } from './request.js';
 import type { RouteLog } from './route-log.js';
 import { TierTracing, type TraceParent } from './tracing.js';
 import { CALIBRATION_DEFAULTS } from '../../actors/calibration/logic.js';
+import { armedTierFaults } from './fault-injection.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { CalibrationActor } from '../../actors/calibration/actor.js';
 import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
@@ -68,11 +69,14 @@ export class EngineTier {
     const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
     const containerBytes = expertContainerBytes(model.file, hp);
     const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
+    // Tests only (fault-injection.ts): a slot transfer or a streamed read that fails on purpose.
+    const faults = armedTierFaults();
+    const transferFault = faults.transferAfterBytes !== undefined ? { failTransferAfterBytes: faults.transferAfterBytes } : {};
     const backend = Backend.create(
       config.backend,
-      config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes }
-        : config.backend === 'disk' ? { budgetBytes, file: model.mapping, ...(config.disk.failTransferAfterBytes !== undefined ? { failTransferAfterBytes: config.disk.failTransferAfterBytes } : {}) }
-        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES, ...config.cudaSim, ...(config.readsFile ? { file: model.mapping } : {}) }
+      config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes, ...transferFault }
+        : config.backend === 'disk' ? { budgetBytes, file: model.mapping, ...transferFault }
+        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES, ...transferFault, ...(config.readsFile ? { file: model.mapping } : {}) }
         : config.backend === 'cuda' && config.readsFile ? { budgetBytes, file: model.mapping }
         : { budgetBytes },
     );
@@ -85,7 +89,7 @@ export class EngineTier {
       rebuild = wantsHostCopies(model) && !config.readsFile ? createRebuildActor(model) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
       // Its misses are read from the file for their call, never from the mapping.
-      const failAfter = config.disk.failStreamedReadAfterBytes;
+      const failAfter = faults.streamedReadAfterBytes;
       const stream = config.readsFile ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) } : {};
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.readsFile);
