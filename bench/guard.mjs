@@ -7,8 +7,8 @@
  *   prompts   stars, fisherman: outside the topics, the model writes the same filler whatever the
  *             prompt, so the decode routes like the heat file and unlike the prefill (replan misleads);
  *             rocket, captain: on the synthetic topics, the prefill predicts the decode (replan helps)
- *   cells     replan off with the guard off (SPEC.md's plain LFRU), off with the guard (the default:
- *             the replan held in reserve), on unguarded (SPEC.md section 2), on guarded (the default
+ *   cells     replan off with the guard off (docs/SPEC.md's plain LFRU), off with the guard (the default:
+ *             the replan held in reserve), on unguarded (docs/SPEC.md section 2), on guarded (the default
  *             with --prefill-replan); a fresh copy of the heat file each, cells alternated per round
  *   figures   decode hit rate (medians over rounds), the guard's layers, ms/token
  *
@@ -121,7 +121,7 @@ export function guardTable(r) {
   const lines = [
     `The replan guard through \`moetier run\` (a child process per request): ${c.preset} ${c.quant}, ${c.routing ?? 'planted'} routing, ${Math.round(c.resident * 100)} % resident, ${c.maxTokens} tokens, ` +
       `heat file from one run of "${c.heatPrompt}", a fresh copy per request, medians of ${c.rounds} rounds, measured ${r.date.slice(0, 16)}Z. ` +
-      'Off plain: SPEC.md\'s LFRU (`--replan-guard off`); off: the default (the replan held in reserve); on unguarded: SPEC.md section 2 (`--prefill-replan --replan-guard off`); on: `--prefill-replan`. Goal: on within 2 points of off where the prefill misleads; on keeps replan\'s gain on topic.',
+      'Off plain: docs/SPEC.md\'s LFRU (`--replan-guard off`); off: the default (the replan held in reserve); on unguarded: docs/SPEC.md section 2 (`--prefill-replan --replan-guard off`); on: `--prefill-replan`. Goal: on within 2 points of off where the prefill misleads; on keeps replan\'s gain on topic.',
     '',
     '| prompt | case | off plain | off (default) | on unguarded | on (guarded) | on - off, points | guard layers (on) | ms/token off / on |',
     '|---|---|---|---|---|---|---|---|---|',

@@ -2,7 +2,7 @@
  * npm run bench -- prefetch [--quant q8_0 --share 0.5 --tokens 48 --rounds 3 --llama-tokens 12
  *                            --fake-resident 0.5 --update-results]
  *
- * What overlap-aware prefetch (issue 13; SPEC.md section 4) buys or costs, on the wall clock:
+ * What overlap-aware prefetch (issue 13; docs/SPEC.md section 4) buys or costs, on the wall clock:
  *   - the disk tier: the medium preset in a memory cgroup at `share` of its file, the file's pages
  *     dropped before every run; moetier `run --memory-budget` with --prefetch off, observe and
  *     enforce, interleaved over `rounds` (the machine is shared: medians of the rounds, each mode

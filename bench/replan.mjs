@@ -2,7 +2,7 @@
  * node bench/replan.mjs [--preset medium] [--tokens 300] [--words 224] [--threads 2] [--resident 0.37]
  *                       [--backends cpu,fake] [--caps 12,uncapped] [--no-replay] [--update-results]
  *
- * Prefill replan (SPEC.md section 2) against the heat-file baseline, a benchmark (not a test):
+ * Prefill replan (docs/SPEC.md section 2) against the heat-file baseline, a benchmark (not a test):
  *
  *   heat       a heat file from four other prompts (topics 4..7, other seeds), built once
  *   prompts    four long prompts of topics 0..3 (longTopicPrompt, 200-250 tokens each)

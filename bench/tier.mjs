@@ -12,7 +12,7 @@
  *              the medians, CPU time, load average per round
  *   residency  37 % of experts resident: decode hit rate and ms/token for a fresh prompt,
  *              cold (fill by expert id) vs warm (a heat file made from three other prompts), each
- *              with the replan guard on (the default) and off (SPEC.md's plain LFRU), and warm
+ *              with the replan guard on (the default) and off (docs/SPEC.md's plain LFRU), and warm
  *              with decayed LFU: how long a heat file that misleads can hurt (issue 15)
  *
  * Napkin math (small preset, 8 layers, top-4, ~1.2-1.5 ms/token): with every expert resident
@@ -215,7 +215,7 @@ async function measureResidency(open, config, heatFile, others, fresh, promptTex
   }
   // Each cell a fresh engine (the warmstart is what is measured; the heat file is not merged into: a copy per run).
   // guard: the replan guard (default on; with replan off it holds the prompt's replan in reserve and takes it
-  // where the first decode tokens favour it); off: SPEC.md's plain LFRU baseline. dlfu: decayed LFU.
+  // where the first decode tokens favour it); off: docs/SPEC.md's plain LFRU baseline. dlfu: decayed LFU.
   const cells = {
     cold: { heat: false },
     coldUnguarded: { heat: false, prefillReplan: { guard: false } },
@@ -296,9 +296,9 @@ export function tierTable(results) {
       '|---|---|---|---|---|---|',
       ...[
         ['cold start (by expert id), guard on (the default)', s.cold],
-        ['cold start, guard off (SPEC.md\'s plain LFRU)', s.coldUnguarded],
+        ['cold start, guard off (docs/SPEC.md\'s plain LFRU)', s.coldUnguarded],
         [`heat file from ${s.heatFrom.join(', ')}, guard on (the default)`, s.warm],
-        ['same heat file, guard off (SPEC.md\'s plain LFRU)', s.warmUnguarded],
+        ['same heat file, guard off (docs/SPEC.md\'s plain LFRU)', s.warmUnguarded],
         ['same heat file, decayed LFU (--placement dlfu)', s.warmDlfu],
       ].filter(([, x]) => x).map(([label, x]) => `| ${label} | ${pct(x.decodeHitRate)} | ${pct(x.prefillHitRate)} | ${f(x.msPerToken)} | ${f(x.moeMsPerToken, 3)} | ${x.uploads} |`),
     );
