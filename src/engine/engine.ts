@@ -9,32 +9,27 @@
  * With `resident` or `slotsPerLayer`, an expert tier is attached (src/engine/tier): each eval
  * also reports its routing (and, natively, per-layer timing), which feeds the placement.
  */
-import { checkNotInput, checkWritableOutput } from '../core/output-file.js';
+import { checkWritableOutput } from '../core/output-file.js';
 import { InvalidOptionError, LimitExceededError, RequestAbortedError } from '../core/errors.js';
 import { limits } from '../core/limits.js';
-import { modelIdentity } from '../model/identity.js';
 import type { HParams } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer/index.js';
 import { loadNative, type NativeBinding, type NativeContextHandle } from '../native/binding.js';
 import type { Observable } from 'rxjs';
 import type { CalibrationSnapshot } from '../actors/calibration/messages.js';
 import { fromCancellable } from '../streams/tokens.js';
-import { defaultHeatPath } from './heat-file.js';
 import { loadModel, type LoadedModel } from '../model/load.js';
 import { checkModelFile } from '../model/model-pin.js';
 import { typedEvalError } from '../native/eval-errors.js';
-import { resolveTierConfig, wantsTier, type TierOptions } from './tier/options.js';
+import type { TierOptions } from './tier/options.js';
 import { RouteLog } from './tier/route-log.js';
-import { MemoryBudgetError, planMemory, type MemoryPlan } from './memory-plan.js';
-import { EVAL_CHUNK_ROWS, IO_QUEUE_DEPTH_DEFAULT } from '../native/constants.js';
-import { expertContainerBytes } from './tier/experts.js';
+import type { MemoryPlan } from './memory-plan.js';
+import { checkEngineOptions, resolveEngineConfig, type EngineConfig } from './config.js';
 import type { TraceGeometry } from '../routes/types.js';
 import type { TierStats } from './tier/port.js';
 import type { TierRequest } from './tier/request.js';
 import { EngineTier } from './tier/tier.js';
 import { validateTune, type TuneOptions } from './tier/tune.js';
-import { resolvePrefetch } from './prefetch-options.js';
-import { resolveShortPrefillTokens, WHOLE_LAYER_PIECE_BYTES, wholeLayerBufferBytes, wholeLayerReachable } from './tier/prefill-path.js';
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
 import { createSampler, validateSampling } from './sampler.js';
@@ -85,6 +80,8 @@ export interface Engine {
   readonly lastStats: GenerationStats | undefined;
   /** The memory plan when the engine was opened with memoryBudgetBytes (what each part holds, the slots). */
   readonly memoryPlan: MemoryPlan | undefined;
+  /** The configuration the engine runs, every option resolved (src/engine/config.ts). */
+  readonly config: EngineConfig;
   tokenize(text: string, options?: { addBos?: boolean }): number[];
   detokenize(ids: number[]): string;
   generate(prompt: string | number[], options?: GenerateOptions): AsyncIterable<GeneratedToken>;
@@ -127,62 +124,18 @@ export interface Engine {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  // The library boundary: JavaScript callers can pass anything (null gave an untyped TypeError).
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'an object { model, ... }', options);
-  const threads = options.threads ?? 2;
-  const contextTokens = options.contextTokens ?? limits.contextTokensDefault;
-  if (!Number.isInteger(threads) || threads < 1 || threads > limits.threadsMax) {
-    throw new InvalidOptionError('threads', `an integer in [1, ${limits.threadsMax}]`, threads);
-  }
-  if (!Number.isInteger(contextTokens) || contextTokens < 2 || contextTokens > limits.contextTokensMax) {
-    throw new InvalidOptionError('contextTokens', `an integer in [2, ${limits.contextTokensMax}]`, contextTokens);
-  }
-  const queueDepthMax = options.requestQueueDepthMax ?? limits.requestQueueDepthDefault;
-  if (!Number.isInteger(queueDepthMax) || queueDepthMax < 0 || queueDepthMax > limits.requestQueueDepthMax) {
-    throw new InvalidOptionError('requestQueueDepthMax', `an integer in [0, ${limits.requestQueueDepthMax}] (requests that may wait behind the running one)`, queueDepthMax);
-  }
-  const idleMs = options.requestIdleMs ?? limits.requestIdleMs;
-  if (!Number.isInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1) throw new InvalidOptionError('requestIdleMs', 'an integer number of ms in [1, 2^31 - 1]', idleMs);
-  const budget = options.memoryBudgetBytes;
-  // On a cuda backend the slots are device memory: the budget bounds the host's parts, and the
-  // device's share is asked for as without a budget (resident or slotsPerLayer).
-  const onDevice = options.backend === 'cuda' || options.backend === 'cuda-sim';
-  if (budget !== undefined) {
-    if (!Number.isSafeInteger(budget) || budget <= 0) throw new InvalidOptionError('memoryBudgetBytes', 'an integer number of bytes > 0', budget);
-    if (onDevice && !wantsTier(options)) throw new InvalidOptionError('memoryBudgetBytes', `resident or slotsPerLayer beside it on backend "${options.backend}" (the device's slots; the budget bounds host memory)`, budget);
-    if (!onDevice && (wantsTier(options) || options.backend !== undefined)) {
-      throw new InvalidOptionError('memoryBudgetBytes', 'no resident, slotsPerLayer or backend beside it (the plan sets them), except backend "cuda" / "cuda-sim" with resident or slotsPerLayer', budget);
-    }
-    if (options.readsFile !== undefined) throw new InvalidOptionError('readsFile', 'unset beside memoryBudgetBytes (the budget sets it)', options.readsFile);
-  }
+  const basics = checkEngineOptions(options);
   const native = loadNative();
-  const model = loadModel(native, options.model, { fromDisk: options.backend === 'disk' || budget !== undefined });
+  const model = loadModel(native, options.model, { fromDisk: basics.readsFromDisk });
   // Everything opened from here on is freed if a later step throws (a bad tier option used to leave the model mapped).
   let context: NativeContextHandle | undefined;
   try {
     // Before anything runs: a trace of another shape than the model's is refused here.
     const routes = options.routesFrom === undefined ? undefined : RouteTraceSource.load(options.routesFrom, model.hparams);
-    const planned = budget === undefined ? undefined
-      : onDevice ? { plan: memoryPlanOf(native, model, budget, contextTokens, threads, contextTokens, deviceSlotsAsked(options, model.hparams)), shortPrefillTokens: contextTokens }
-      : planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens);
-    const plan = planned?.plan;
-    const tierOptions: TierOptions = onDevice && plan ? { ...options, readsFile: true }
-      : plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer, shortPrefillTokens: planned!.shortPrefillTokens }
-      : options;
-    // Under a trace the default heat file is the (model, trace) pair's: the model's own stays the router's.
-    const heatName = (): string => modelIdentity(model.file) + (routes ? `.routes-${routes.digest}` : '');
-    const tierConfig = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(heatName())) : undefined;
-    // The heat file is written after requests: never over the model or the route trace read.
-    if (typeof tierConfig?.heat === 'string') checkNotInput(tierConfig.heat, 'heat', [options.model, ...(options.routesFrom ? [options.routesFrom] : [])]);
-    // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
-    if (!tierConfig && budget === undefined && options.prefetch !== undefined && resolvePrefetch(options.prefetch).mode !== 'off') {
-      throw new InvalidOptionError('prefetch.mode', '"off" without an expert tier (resident, slotsPerLayer or memoryBudgetBytes)', options.prefetch.mode);
-    }
-    context = native.createContext(model.nativeModel, { nCtx: contextTokens, threads });
-    const tier = tierConfig ? await EngineTier.create(native, model, context, tierConfig) : undefined;
-    const engine = new NativeEngine(native, model, context, contextTokens, queueDepthMax, idleMs, tier, routes);
-    engine.memoryPlan = plan;
-    return engine;
+    const config = resolveEngineConfig(native, model, options, basics, routes?.digest);
+    context = native.createContext(model.nativeModel, { nCtx: config.contextTokens, threads: config.threads });
+    const tier = config.tier ? await EngineTier.create(native, model, context, config.tier) : undefined;
+    return new NativeEngine(native, model, context, config, tier, routes);
   } catch (err) {
     if (context !== undefined) native.freeContext(context);
     native.freeModel(model.nativeModel);
@@ -198,19 +151,24 @@ class NativeEngine implements Engine {
   private closed = false;
   private closing: Promise<void> | undefined;
   lastStats: GenerationStats | undefined;
-  memoryPlan: MemoryPlan | undefined;
+  private readonly contextTokens: number;
+  private readonly idleMs: number;
 
   constructor(
     private readonly native: NativeBinding,
     private readonly model: LoadedModel,
     private readonly context: NativeContextHandle,
-    private readonly contextTokens: number,
-    queueDepthMax: number,
-    private readonly idleMs: number,
+    readonly config: EngineConfig,
     private readonly tier: EngineTier | undefined,
     private readonly routes: RouteTraceSource | undefined,
   ) {
-    this.queue = new RequestQueue(queueDepthMax);
+    this.queue = new RequestQueue(config.queueDepthMax);
+    this.contextTokens = config.contextTokens;
+    this.idleMs = config.idleMs;
+  }
+
+  get memoryPlan(): MemoryPlan | undefined {
+    return this.config.memoryPlan;
   }
 
   get routesFrom(): string | undefined {
@@ -657,89 +615,4 @@ function cancelWhenIdle<T>(gen: AsyncGenerator<T>, idleMs: number): AsyncGenerat
     },
   };
   return wrapped;
-}
-
-/**
- * The memory plan of a budget for this model and context: the dense bytes the model holds, the
- * context's KV cache and scratch (what createContext will allocate), one layer call's streamed
- * misses; the slots fill the rest. At least one slot per layer, or the budget is refused.
- */
-/**
- * The bounce buffers of the disk tier's read engines (the tier's streamed reads and the disk
- * backend's uploads): one per read in flight, each grown to the largest block-aligned range it
- * read, at most one expert's piece (bounded here by the whole expert) and two 4 KiB blocks.
- */
-function ioBounceBytes(expertBytes: number, wholeLayer: boolean): number {
-  const engines = 2, blockBytes = 4096;
-  // The whole-layer path reads 1 MiB pieces on the tier's engine: a run's first and last bounce.
-  const tierPiece = wholeLayer ? Math.max(expertBytes, WHOLE_LAYER_PIECE_BYTES) : expertBytes;
-  return IO_QUEUE_DEPTH_DEFAULT * (expertBytes + tierPiece + engines * 2 * blockBytes);
-}
-
-/**
- * The plan, and the prefill path it leaves room for. The whole-layer path needs a second layer
- * buffer, a fixed part that displaces slots; with shortPrefillTokens 'auto' it is kept only where
- * it displaces at most a quarter of the slots the budget would otherwise hold (the prefill it
- * speeds up is paid for by every decode token's hit rate: at 30 % of the medium Q4_0 file the
- * buffer took 13 slots per layer down to 8 and decode from 47.9 to 33.0 tok/s), else every prompt
- * reads on demand. A number given for shortPrefillTokens is honoured as given.
- */
-export const prefillBufferSlotsShareMax = 0.25;
-
-function planWithPrefill(
-  native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number, asked: EngineOptions['shortPrefillTokens'],
-): { plan: MemoryPlan; shortPrefillTokens: number } {
-  const shortPrefillTokens = resolveShortPrefillTokens(asked, true);
-  const withBuffer = () => memoryPlanOf(native, model, budgetBytes, nCtx, threads, shortPrefillTokens);
-  if (typeof asked === 'number' || !wholeLayerReachable(shortPrefillTokens, nCtx)) return { plan: withBuffer(), shortPrefillTokens };
-  const onDemandOnly = memoryPlanOf(native, model, budgetBytes, nCtx, threads, nCtx);
-  let plan: MemoryPlan | undefined;
-  try {
-    plan = withBuffer();
-  } catch (err) {
-    if (!(err instanceof MemoryBudgetError)) throw err;  // the buffer alone leaves no slot: on demand only
-  }
-  const displaced = onDemandOnly.slotsPerLayer - (plan?.slotsPerLayer ?? 0);
-  if (plan && !onDemandOnly.holdsEveryExpert && displaced <= prefillBufferSlotsShareMax * onDemandOnly.slotsPerLayer) return { plan, shortPrefillTokens };
-  return { plan: onDemandOnly, shortPrefillTokens: nCtx };
-}
-
-/**
- * A cuda backend's pinned host buffers: the staging ring its uploads pass through, and the rows
- * in and out of one run_experts call (a prefill chunk's routed rows at most, capped by the call's
- * row limit: mt_backend_cuda.h).
- */
-function devicePinnedBytes(native: NativeBinding, hp: HParams, nCtx: number): number {
-  const limits = native.cudaLimits();
-  const rows = Math.min(limits.expertRowsMax, Math.min(nCtx, EVAL_CHUNK_ROWS) * hp.nExpertUsed);
-  return limits.stagingBuffers * limits.stagingBufferBytes + 2 * rows * hp.nEmbd * 4;
-}
-
-/** The device slots per layer that resident or slotsPerLayer ask for (resolveTierConfig checks them again). */
-function deviceSlotsAsked(options: EngineOptions, hp: HParams): number {
-  const probe = resolveTierConfig({ ...options, heat: false }, hp, () => '');
-  return probe.slotsPerLayer[0];
-}
-
-/** deviceSlotsPerLayer: the slots are on a device (outside the budget), as many as asked. */
-function memoryPlanOf(
-  native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number, shortPrefillTokens: number, deviceSlotsPerLayer?: number,
-): MemoryPlan {
-  const hp = model.hparams;
-  const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx, threads });
-  const expertBytes = expertContainerBytes(model.file, hp);
-  // The whole-layer prefill path reads the next layer while this one computes: a second layer buffer.
-  const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx) ? wholeLayerBufferBytes(expertBytes, hp.nExpert) : 0;
-  const input = {
-    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes, prefillBufferBytes,
-    ioBufferBytes: ioBounceBytes(expertBytes, prefillBufferBytes > 0) + (deviceSlotsPerLayer !== undefined ? devicePinnedBytes(native, hp, nCtx) : 0),
-    expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
-    // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.
-    workingSetExperts: Math.min(hp.nExpert, Math.min(nCtx, EVAL_CHUNK_ROWS) * hp.nExpertUsed),
-    ...(deviceSlotsPerLayer !== undefined ? { deviceSlotsPerLayer } : {}),
-  };
-  const plan = planMemory(input);
-  if (plan.slotsPerLayer >= 1) return plan;
-  const minimum = plan.budgetBytes - plan.unusedBytes - plan.parts.slots + hp.nLayer * plan.slotStrideBytes;
-  throw new MemoryBudgetError(budgetBytes, minimum, { ...plan.parts, slots: hp.nLayer * plan.slotStrideBytes });
 }

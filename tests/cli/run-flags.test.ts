@@ -81,8 +81,11 @@ describe('moetier run --memory-budget', () => {
       log.mockRestore();
       err.mockRestore();
     }
-    const out = JSON.parse(lines.at(-1)!) as { memoryPlan: { budgetBytes: number; holdsEveryExpert: boolean; parts: Record<string, number> } };
+    const out = JSON.parse(lines.at(-1)!) as { memoryPlan: { budgetBytes: number; holdsEveryExpert: boolean; parts: Record<string, number> }; config: { memoryBudgetBytes: number; tier: unknown; threads: number } };
     expect(out.memoryPlan.budgetBytes).toBe(1024 ** 3);
+    // The resolved configuration: a budget that holds every expert needs no tier.
+    expect(out.config).toMatchObject({ memoryBudgetBytes: 1024 ** 3, tier: null, threads: 1 });
+    expect(errs.join('\n')).toContain('config: 1 threads, context 64 tokens, no expert tier');
     expect(out.memoryPlan.holdsEveryExpert).toBe(true);
     expect(out.memoryPlan.parts.dense).toBeGreaterThan(0);
     expect(errs.join('\n')).toMatch(/memory plan: budget 1\.00 GiB[\s\S]*every expert fits/);
@@ -103,8 +106,12 @@ describe('moetier run --short-prefill-tokens and --prefetch', () => {
     } finally {
       log.mockRestore();
     }
-    type Out = { promptTokens: number; prefillPath: string; prefillExpertReads: number; prefetch?: { coverage: number | null; issued: number } };
+    type Out = { promptTokens: number; prefillPath: string; prefillExpertReads: number; prefetch?: { coverage: number | null; issued: number }; config: { tier: Record<string, unknown> } };
     const [whole, onDemand, auto] = lines.slice(-3).map((l) => JSON.parse(l) as Out);
+    // The resolved configuration in --json: the disk tier's defaults filled in (dlfu, misses admitted, the file read).
+    expect(whole.config.tier).toMatchObject({ backend: 'disk', slotsPerLayer: 2, readsFile: true, placementPolicy: 'dlfu', shortPrefillTokens: 0, disk: { admitMisses: true } });
+    expect((whole.config.tier.prefetch as { mode: string }).mode).toBe('enforce');
+    expect(onDemand.config.tier.shortPrefillTokens).toBe(1000);
     expect(whole.prefillPath).toBe('whole-layer');
     expect(whole.prefillExpertReads).toBeGreaterThan(0);
     expect(whole.prefetch?.issued).toBeGreaterThanOrEqual(0);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { configSummary, formatConfig } from '../../engine/config.js';
 import { autoBudget, formatBytes, parseByteSize, type MemoryPlan } from '../../engine/memory-plan.js';
 import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
@@ -178,9 +179,13 @@ async function runWith(a: Args, signal: AbortSignal): Promise<number> {
   try {
     const json = a.bool('json');
     if (engine.routesFrom !== undefined) console.error(`moetier: simulation: routing from ${engine.routesFrom}, not the router: the text means nothing; the tier's figures follow the trace`);
+    if (a.bool('verbose')) console.error(formatConfig(engine.config));
     if (a.bool('verbose') && engine.memoryPlan) console.error(formatPlan(engine.memoryPlan));
     const report = await streamCompletion(engine, prompt, generate, json ? undefined : process.stdout);
-    const full = { ...report, ...tierReport(engine), ...(engine.memoryPlan ? { memoryPlan: engine.memoryPlan } : {}), ...(engine.routesFrom !== undefined ? { routesFrom: engine.routesFrom } : {}) };
+    const full = {
+      ...report, ...tierReport(engine), config: configSummary(engine.config),
+      ...(engine.memoryPlan ? { memoryPlan: engine.memoryPlan } : {}), ...(engine.routesFrom !== undefined ? { routesFrom: engine.routesFrom } : {}),
+    };
     if (json) console.log(JSON.stringify(full));
     else printStats(`${formatStats(report)}${formatTier(full)}`);
     const heatFileError = engine.lastStats?.heatFileError;

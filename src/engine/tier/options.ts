@@ -152,7 +152,7 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
   }
   const heat = o.heat === undefined ? defaultHeat() : o.heat;
   if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
-  return {
+  const config: TierConfig = {
     backend,
     slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
     heat,
@@ -169,6 +169,8 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     readsFile,
     deviceSlots,
   };
+  checkPrefetchFits(config.prefetch, config, hp.nExpert);
+  return config;
 }
 
 function validateDisk(d: DiskTierOptions): DiskTierOptions {
@@ -200,4 +202,17 @@ export function validateLfru(p: LfruParams): LfruParams {
     if (!Number.isInteger(value) || value < 1) throw new InvalidOptionError(`lfru.${name}`, 'an integer >= 1', value);
   }
   return p;
+}
+
+export function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, nExpert: number, name = 'prefetch'): void {
+  if (prefetch.mode === 'enforce' && config.backend === 'disk' && config.disk.admitMisses === false) {
+    throw new InvalidOptionError(`${name}.mode`, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
+  }
+  // A prefetch read lands in a slot the miss then waits for: a device slot the host cannot compute from.
+  if (prefetch.mode === 'enforce' && config.deviceSlots && config.readsFile) {
+    throw new InvalidOptionError(`${name}.mode`, `"off" or "observe" on backend "${config.backend}" reading the file (a miss is computed on the host from its own read)`, prefetch.mode);
+  }
+  if (prefetch.candidates !== undefined && prefetch.candidates > nExpert) {
+    throw new InvalidOptionError(`${name}.candidates`, `an integer in [1, ${nExpert}] (the model's experts per layer)`, prefetch.candidates);
+  }
 }

@@ -13,7 +13,7 @@
  * as the tier needs them), and the host-copy arena covers all but one expert per layer (the
  * least a tune may shrink to); both are address space until used.
  */
-import { ExpertReadError, InvalidOptionError } from '../../core/errors.js';
+import { ExpertReadError } from '../../core/errors.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import { ExpertState, type NativeBinding, type NativeContextHandle } from '../../native/binding.js';
 import { Backend } from '../../native/backend.js';
@@ -26,7 +26,7 @@ import { mergeIntoHeatFile, readHeatFile } from '../heat-file.js';
 import type { LoadedModel } from '../../model/load.js';
 import { expertContainerBytes, expertFileOffset } from './experts.js';
 import { hasNativeTier, NativeTierPort } from './native-port.js';
-import type { TierConfig } from './options.js';
+import { checkPrefetchFits, type TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
 import type { PrefillReplanConfig } from './replan-options.js';
 import type { PrefetchConfig } from '../prefetch-options.js';
@@ -63,9 +63,9 @@ export class EngineTier {
 
   static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
     const hp = model.hparams;
-    // What can be refused is refused before anything is made (a failed open used to leave a backend,
-    // rebuild workers and their host-copy arena behind for the collector: ~6 MB an open).
-    checkPrefetchFits(config.prefetch, config, hp.nExpert);
+    // What can be refused was refused when the options were resolved (options.ts); the heat file is read
+    // before anything is made (a failed open used to leave a backend, rebuild workers and their host-copy
+    // arena behind for the collector: ~6 MB an open).
     const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
     const containerBytes = expertContainerBytes(model.file, hp);
     const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
@@ -237,19 +237,6 @@ async function warmLayer(port: TierPort, model: LoadedModel, layer: number, expe
       `${model.path}: the warm start could not copy layer ${layer} expert ${expert} (at offset ${offset}) into its slot: ${(err as Error).message}; the open failed and released what it had made`,
       { file: model.path, layer, expert, offset }, { cause: err },
     );
-  }
-}
-
-function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, nExpert: number, name = 'prefetch'): void {
-  if (prefetch.mode === 'enforce' && config.backend === 'disk' && config.disk.admitMisses === false) {
-    throw new InvalidOptionError(`${name}.mode`, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
-  }
-  // A prefetch read lands in a slot the miss then waits for: a device slot the host cannot compute from.
-  if (prefetch.mode === 'enforce' && config.deviceSlots && config.readsFile) {
-    throw new InvalidOptionError(`${name}.mode`, `"off" or "observe" on backend "${config.backend}" reading the file (a miss is computed on the host from its own read)`, prefetch.mode);
-  }
-  if (prefetch.candidates !== undefined && prefetch.candidates > nExpert) {
-    throw new InvalidOptionError(`${name}.candidates`, `an integer in [1, ${nExpert}] (the model's experts per layer)`, prefetch.candidates);
   }
 }
 
