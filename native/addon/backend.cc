@@ -9,7 +9,7 @@
 //                                 mt_backend_slot_data natively, never through JS
 //   destroyBackend(handle)        waits for in-flight uploads (after the last eventWait settles)
 //   diskHold(handle, hold)        test only (disk): while held, its read engine starts no read
-//   runExpert(handle, slot, args)  a resident expert on the device (cuda, cuda-sim; native/cuda/mt_backend_cuda.h)
+//   runExpert(handle, slot, args)  a resident expert on the device (cuda, cuda-sim; native/include/mt_backend_cuda.h)
 //   cudaSlotRead(handle, slot, out) test only (cuda, cuda-sim): a slot's bytes copied back from the device
 //   cudaLibraryPath() / cudaLimits()  where the cuda kind looks for its library; the staging ring's sizes
 //
@@ -36,7 +36,7 @@
 #include "mt_io.h"
 #include "registry.h"
 #include "../disk/mt_backend_disk.h"
-#include "../cuda/mt_backend_cuda.h"
+#include "mt_backend_cuda.h"
 #if MT_DEBUG_ASSERTS_ENABLED
 #include "../backend/backend.h"
 #endif

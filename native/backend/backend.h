@@ -77,6 +77,9 @@ struct mt_backend {
   virtual bool record_compute(mt_event_id) { return false; }
   // mt_backend_run_expert; only a kind that computes on its device implements it. Not under mu.
   virtual int run_expert(int32_t slot, const void* args, char* err, size_t err_bytes);
+  // The interface's optional entries (include/mt_backend.h: NULL unless the kind sets them in its
+  // constructor; mt_backend_interface hands them out). Not under mu.
+  mt_backend_i iface{};
 
   // Called by the transfer thread when a job ends (takes mu).
   void complete(const mt::UploadJob& job, bool ok, int64_t start_ns, int64_t end_ns);

@@ -23,6 +23,8 @@ int mt_backend::run_expert(int32_t, const void*, char* err, size_t err_bytes) {
 
 extern "C" {
 
+const mt_backend_i* mt_backend_interface(const mt_backend* b) { return &b->iface; }
+
 int mt_backend_event_query(mt_backend* b, mt_event_id event, mt_event_info* info, char* err, size_t err_bytes) {
   std::lock_guard<std::mutex> lock(b->mu);
   std::map<mt_event_id, mt_event_info>::iterator it;

@@ -61,7 +61,8 @@
  *
  *   cuda      device memory through the runtime table of native/cuda/mt_cuda_runtime.h, filled by
  *             libmoetier_cuda.so (dlopened from the addon's directory; create fails with a reason:
- *             native/cuda/mt_backend_cuda.h). Not host-visible: run_expert computes a resident.
+ *             include/mt_backend_cuda.h). Not host-visible: run_expert and the interface's
+ *             run_experts entry compute a resident.
  *   cuda-sim  the cuda kind's host code on a simulated runtime (native/cuda/host/sim_runtime.cc:
  *             host threads as streams, host memory as device memory, the CPU kernels as the expert
  *             kernel) for tests, with faults: sim_device_bytes, fail_transfer_after_bytes (every
@@ -96,7 +97,7 @@ typedef uint64_t mt_event_id;  /* > 0; ids are never reused by one backend */
 typedef uint64_t mt_lease_id;  /* > 0; ids are never reused by one backend */
 
 /* CUDA: device memory through libmoetier_cuda.so; CUDA_SIM: the same host code on a simulated
- * runtime (tests). Both: native/cuda/mt_backend_cuda.h. */
+ * runtime (tests). Both: include/mt_backend_cuda.h. */
 enum mt_backend_kind { MT_BACKEND_CPU = 0, MT_BACKEND_FAKE = 1, MT_BACKEND_DISK = 2, MT_BACKEND_CUDA = 3, MT_BACKEND_CUDA_SIM = 4 };
 
 enum mt_backend_status {
@@ -227,10 +228,56 @@ void mt_backend_stats_get(mt_backend* b, mt_backend_stats* out);
 /* Optional: where the slot's bytes live, for host kernels (cpu, fake). The forward pass
  * reads a resident from here with the mt_kernels.h kernels while it holds a lease. */
 int mt_backend_slot_data(mt_backend* b, int32_t slot, uint8_t** data, char* err, size_t err_bytes);
-/* Optional: compute a resident on the device (cuda, cuda-sim: args is an mt_backend_cuda_expert_args,
+/* Optional: compute a resident on the device (cuda, cuda-sim: args is an mt_backend_expert_args,
  * the slot must be valid and leased). cpu, fake and disk return MT_BACKEND_UNSUPPORTED: the forward
  * pass computes their residents from mt_backend_slot_data. */
 int mt_backend_run_expert(mt_backend* b, int32_t slot, const void* args, char* err, size_t err_bytes);
+
+/* Device compute: a resident expert's rows, y = Down (silu(Gate x) * (Up x)) for `count` rows, with
+ * the slot laid out gate | up | down (above). x and y are HOST memory ([count, n_embd] f32 each):
+ * the backend copies x to the device, runs the kernel, copies y back and returns once y is written.
+ * The slot must be valid and leased by the caller. */
+typedef struct mt_backend_expert_args {
+  const float* x;
+  float* y;
+  int32_t count;                          /* 1 .. MT_BACKEND_RUN_ROWS_MAX */
+  int32_t gate_type, up_type, down_type;  /* enum mt_type (mt_kernels.h) */
+  uint64_t gate_bytes, up_bytes, down_bytes;
+  int64_t n_embd, n_ff;
+} mt_backend_expert_args;
+/* Rows one run computes at most (prefill chunks are 256 rows: mt_forward.h), and one run_experts
+ * call over all its runs. */
+#define MT_BACKEND_RUN_ROWS_MAX 4096
+/* Runs one run_experts call takes at most (a layer's experts: 128 in Qwen3-30B-A3B, 256 in the
+ * largest routed layers llama.cpp loads). */
+#define MT_BACKEND_RUNS_MAX 256
+
+/* One resident's run in a run_experts call: its leased slot and its args. */
+typedef struct mt_backend_run {
+  int32_t slot;
+  mt_backend_expert_args args;
+} mt_backend_run;
+
+/* Where the device spent a run_experts call, on CLOCK_MONOTONIC (the upload events' clock). */
+typedef struct mt_backend_span {
+  int64_t start_ns, end_ns;
+} mt_backend_span;
+
+/* The backend's interface entries that a caller looks up rather than calls as verbs, in
+ * ggml-backend-impl.h's style: an entry marked optional is NULL where the kind does not have it,
+ * and a caller tests the entry, never the kind. */
+typedef struct mt_backend_i {
+  /* (optional) compute a layer's residents on the device in one call: every run's x goes to the
+   * device in one copy, the expert kernels run back to back, the y rows come back in one copy, and
+   * the device is synchronised once. Each run's y is as mt_backend_run_expert would write it. All
+   * slots valid and leased; at most MT_BACKEND_RUNS_MAX runs and MT_BACKEND_RUN_ROWS_MAX rows in
+   * all; span may be NULL. NULL on the host kinds (cpu, fake, disk), whose residents the forward
+   * pass computes from mt_backend_slot_data; set on cuda and cuda-sim. */
+  int (*run_experts)(mt_backend* b, const mt_backend_run* runs, int32_t n, mt_backend_span* span, char* err, size_t err_bytes);
+} mt_backend_i;
+
+/* The backend's interface (never NULL; it lives as long as the backend). */
+const mt_backend_i* mt_backend_interface(const mt_backend* b);
 
 const char* mt_backend_status_name(int status);
 

@@ -1,13 +1,14 @@
 /*
  * The CUDA backends' own verbs (include/mt_backend.h kinds cuda and cuda-sim; the host side is
- * native/cuda/host/, the runtime table native/cuda/mt_cuda_runtime.h).
+ * native/cuda/host/, the runtime table native/cuda/mt_cuda_runtime.h). The addon's only way to them.
  *
  *   cuda      the runtime is libmoetier_cuda.so, dlopened from the addon's directory
  *   cuda-sim  the runtime is simulated inside the addon (host threads as streams, host memory
  *             as device memory, the CPU kernels as the expert kernel): for tests
  *
  * Device memory is not host-visible, so mt_backend_slot_data is refused and a resident expert
- * is computed with mt_backend_run_expert, whose args are an mt_backend_cuda_expert_args.
+ * is computed with mt_backend_run_expert, whose args are an mt_backend_expert_args, or a layer's
+ * residents at once through the interface's run_experts entry (mt_backend.h).
  */
 #ifndef MT_BACKEND_CUDA_H
 #define MT_BACKEND_CUDA_H
@@ -18,45 +19,18 @@
 extern "C" {
 #endif
 
-/* mt_backend_run_expert's args on a CUDA kind: y = Down (silu(Gate x) * (Up x)) for `count`
- * rows, with the slot laid out gate | up | down (mt_backend.h). x and y are HOST memory
- * ([count, n_embd] f32 each); the backend copies x to the device, runs the kernel on its
- * compute stream, copies y back and returns once y is written. The slot must be valid and
- * leased by the caller. */
-typedef struct mt_backend_cuda_expert_args {
-  const float* x;
-  float* y;
-  int32_t count;                          /* 1 .. MT_BACKEND_CUDA_EXPERT_ROWS_MAX */
-  int32_t gate_type, up_type, down_type;  /* enum mt_type (mt_kernels.h) */
-  uint64_t gate_bytes, up_bytes, down_bytes;
-  int64_t n_embd, n_ff;
-} mt_backend_cuda_expert_args;
-/* Rows one run_expert call computes at most (prefill chunks are 256 rows: mt_forward.h), and
- * one run_experts call over all its runs. */
-#define MT_BACKEND_CUDA_EXPERT_ROWS_MAX 4096
-/* Runs one run_experts call takes at most (a layer's experts: 128 in Qwen3-30B-A3B, 256 in
- * the largest routed layers llama.cpp loads). */
-#define MT_BACKEND_CUDA_RUNS_MAX 256
+/* The device compute types and limits live in mt_backend.h (mt_backend_expert_args,
+ * mt_backend_run, mt_backend_span, MT_BACKEND_RUN_ROWS_MAX, MT_BACKEND_RUNS_MAX): the interface's
+ * optional run_experts entry, which the tier calls without naming a kind. The cuda names stay as
+ * aliases. */
+typedef mt_backend_expert_args mt_backend_cuda_expert_args;
+typedef mt_backend_run mt_backend_cuda_run;
+typedef mt_backend_span mt_backend_cuda_span;
+#define MT_BACKEND_CUDA_EXPERT_ROWS_MAX MT_BACKEND_RUN_ROWS_MAX
+#define MT_BACKEND_CUDA_RUNS_MAX MT_BACKEND_RUNS_MAX
 
-/* One resident's run in a run_experts call: its leased slot and its args. */
-typedef struct mt_backend_cuda_run {
-  int32_t slot;
-  mt_backend_cuda_expert_args args;
-} mt_backend_cuda_run;
-
-/* Where the device spent a run_experts call, on CLOCK_MONOTONIC: events recorded on the
- * compute stream before the rows' copy in and after their copy out, timed against the clock's
- * base (the upload events' clock: mt_backend.h). */
-typedef struct mt_backend_cuda_span {
-  int64_t start_ns, end_ns;
-} mt_backend_cuda_span;
-
-/* A layer's residents in one call: every run's x goes to the device in one copy (through a
- * pinned buffer), the expert kernels run back to back on the compute stream, the y rows come
- * back in one copy, and the stream is synchronised once (run_expert pays that per expert).
- * Each run's y is as run_expert would write it. All slots must be valid and leased; at most
- * MT_BACKEND_CUDA_RUNS_MAX runs and MT_BACKEND_CUDA_EXPERT_ROWS_MAX rows in all. span may be
- * null. Refused (MT_BACKEND_UNSUPPORTED) on the other kinds. */
+/* mt_backend_interface(b)->run_experts as a verb: refused (MT_BACKEND_UNSUPPORTED) on the kinds
+ * whose entry is NULL. */
 int mt_backend_cuda_run_experts(mt_backend* b, const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err,
                                 size_t err_bytes);
 

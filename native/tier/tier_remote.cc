@@ -1,7 +1,7 @@
 // Residents in device memory (a backend whose slots the host cannot read: cuda, cuda-sim).
 // bind marks such a resident remote (leased, a hit); the forward pass hands the layer's remote
 // runs to remote_start right after bind, and this worker thread runs them one by one on the
-// backend (mt_backend_run_expert: the run's hidden rows in, its output rows out) while the eval
+// backend (its interface's run_experts entry: the runs' hidden rows in, their output rows out) while the eval
 // thread computes the layer's other runs on the CPU; remote_wait joins before the combine.
 //
 //   eval thread:   bind (lease, remote = 1) -> remote_start (gather rows, post) -> host runs
@@ -24,11 +24,11 @@ namespace {
 mt_tier& tier_of(void* self) { return *static_cast<mt_tier*>(self); }
 
 // The layer's geometry for a run of `rows` rows at x / y.
-mt_backend_cuda_run run_of(const mt_tier& t, int32_t layer, int32_t slot, int32_t rows, const float* x, float* y) {
+mt_backend_run run_of(const mt_tier& t, int32_t layer, int32_t slot, int32_t rows, const float* x, float* y) {
   const mt_layer_experts& e = t.experts[size_t(layer)];
-  mt_backend_cuda_run r{};
+  mt_backend_run r{};
   r.slot = slot;
-  mt_backend_cuda_expert_args& a = r.args;
+  mt_backend_expert_args& a = r.args;
   a.n_embd = e.gate.cols, a.n_ff = e.gate.rows;
   a.gate_type = e.gate.type, a.up_type = e.up.type, a.down_type = e.down.type;
   a.gate_bytes = e.gate_bytes, a.up_bytes = e.up_bytes, a.down_bytes = e.down_bytes;
@@ -40,9 +40,9 @@ mt_backend_cuda_run run_of(const mt_tier& t, int32_t layer, int32_t slot, int32_
 // call's slots and the backend's message in w.error.
 int flush(mt_tier& t, RemoteWorker& w, int32_t layer, int32_t n) {
   if (n == 0) return 0;
-  mt_backend_cuda_span span{};
+  mt_backend_span span{};
   char why[320] = "";
-  if (mt_backend_cuda_run_experts(t.backend, w.calls.data(), n, &span, why, sizeof why) != MT_BACKEND_OK) {
+  if (w.run_experts(t.backend, w.calls.data(), n, &span, why, sizeof why) != MT_BACKEND_OK) {
     std::string slots;
     for (int32_t i = 0; i < n && slots.size() < 96; i++) slots += (i ? "," : "") + std::to_string(w.calls[size_t(i)].slot);
     std::snprintf(w.error, sizeof w.error, "tier: layer %d: computing resident slot %d on the device (one call with slots %s): %s", layer,
@@ -57,18 +57,18 @@ int flush(mt_tier& t, RemoteWorker& w, int32_t layer, int32_t n) {
 }
 
 // The layer's jobs in as few run_experts calls as their limits allow: at most RUNS_MAX runs and
-// EXPERT_ROWS_MAX rows per call (a job longer than that goes in pieces; rows are independent).
+// RUN_ROWS_MAX rows per call (a job longer than that goes in pieces; rows are independent).
 int run_layer(mt_tier& t, RemoteWorker& w, int32_t layer, int32_t n_jobs) {
   const size_t E = size_t(t.experts[size_t(layer)].gate.cols);
   int32_t n = 0, rows = 0;
   for (int32_t j = 0; j < n_jobs; j++) {
     const RemoteJob& job = w.jobs[size_t(j)];
     for (int32_t done = 0; done < job.rows;) {
-      if (n == MT_BACKEND_CUDA_RUNS_MAX || rows == MT_BACKEND_CUDA_EXPERT_ROWS_MAX) {
+      if (n == MT_BACKEND_RUNS_MAX || rows == MT_BACKEND_RUN_ROWS_MAX) {
         if (flush(t, w, layer, n) != 0) return -1;
         n = rows = 0;
       }
-      const int32_t piece = std::min(job.rows - done, MT_BACKEND_CUDA_EXPERT_ROWS_MAX - rows);
+      const int32_t piece = std::min(job.rows - done, MT_BACKEND_RUN_ROWS_MAX - rows);
       w.calls[size_t(n++)] = run_of(t, layer, job.slot, piece, job.x + size_t(done) * E, job.y + size_t(done) * E);
       rows += piece, done += piece;
     }
@@ -142,10 +142,16 @@ int remote_wait(void* self, int32_t, int64_t device_ns[2], char* err, size_t err
 
 // With a stream descriptor the misses are read from the file too, each into scratch for its call
 // (tier_stream.cc admits none into a slot: the host computes a miss, and cannot read a device slot).
-bool tier_remote_start(mt_tier& t, char*, size_t) {
+bool tier_remote_start(mt_tier& t, char* err, size_t err_bytes) {
+  const mt_backend_i* iface = mt_backend_interface(t.backend);
+  if (iface->run_experts == nullptr) {
+    std::snprintf(err, err_bytes, "createTier: the backend's slots are not host-visible and it has no device compute (run_experts)");
+    return false;
+  }
   t.remote = std::make_unique<RemoteWorker>();
+  t.remote->run_experts = iface->run_experts;
   t.remote->jobs.resize(size_t(t.n_expert));
-  t.remote->calls.resize(MT_BACKEND_CUDA_RUNS_MAX);
+  t.remote->calls.resize(MT_BACKEND_RUNS_MAX);
   t.remote->run_slot.assign(size_t(t.n_expert), -1);
   t.source.remote_start = remote_start;
   t.source.remote_wait = remote_wait;

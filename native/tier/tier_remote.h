@@ -7,13 +7,17 @@
 //            stop, busy, layer, jobs, n_jobs, x, status, error: RemoteWorker::mu (posted / finished);
 //            while busy the worker thread alone touches calls, the span and error
 //            calls, span_end_ns, span_busy_ns: the worker thread's, read after busy clears
+//            run_experts: set at start, read by the worker
+//
+// The device is reached only through the backend interface's optional run_experts entry
+// (include/mt_backend.h): the tier names no backend kind.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
-#include "../cuda/mt_backend_cuda.h"
+#include "mt_backend.h"
 
 namespace mt {
 
@@ -37,7 +41,8 @@ struct RemoteWorker {
   std::vector<float> x;  // the jobs' gathered rows (grows to the largest chunk seen, then stays)
   int status = 0;        // 0, or -1 with error: the first failed call of the layer
   char error[448] = "";
-  std::vector<mt_backend_cuda_run> calls;  // one run_experts call's runs (RUNS_MAX)
+  decltype(mt_backend_i::run_experts) run_experts = nullptr;  // the backend's entry (never NULL once started)
+  std::vector<mt_backend_run> calls;  // one run_experts call's runs (MT_BACKEND_RUNS_MAX)
   int64_t span_end_ns = 0, span_busy_ns = 0;  // its calls' last end, their summed time
 };
 

@@ -5,9 +5,19 @@
 #include "sim_runtime.h"
 
 namespace mt {
+namespace {
+
+// The interface's optional run_experts entry (include/mt_backend.h): this kind is the one that sets it.
+int run_experts_entry(mt_backend* b, const mt_backend_run* runs, int32_t n, mt_backend_span* span, char* err, size_t err_bytes) {
+  return static_cast<CudaBackend*>(b)->run_experts(runs, n, span, err, err_bytes);
+}
+
+}  // namespace
 
 CudaBackend::CudaBackend(const mt_backend_config& c, const mt_cuda_runtime& rt, bool simulated)
-    : mt_backend(c), rt_(rt), simulated_(simulated) {}
+    : mt_backend(c), rt_(rt), simulated_(simulated) {
+  iface.run_experts = run_experts_entry;
+}
 
 // Also the cleanup of a failed init: every handle is checked before it is given back.
 CudaBackend::~CudaBackend() {

@@ -29,7 +29,7 @@
 #include "../../backend/backend.h"
 #include "../../backend/model_file.h"
 #include "../../backend/work_queue.h"
-#include "../mt_backend_cuda.h"
+#include "mt_backend_cuda.h"
 #include "../mt_cuda_runtime.h"
 #include "cuda_clock.h"
 #include "event_waiter.h"

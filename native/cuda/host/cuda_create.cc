@@ -172,9 +172,10 @@ int mt_backend_cuda_slot_read(mt_backend* b, int32_t slot, void* out, size_t byt
 
 int mt_backend_cuda_run_experts(mt_backend* b, const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err,
                                 size_t err_bytes) {
-  auto* cuda = dynamic_cast<mt::CudaBackend*>(b);
-  if (cuda == nullptr) return mt::fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "run_experts: not a cuda or cuda-sim backend (compute from slot_data)");
-  return cuda->run_experts(runs, n, span, err, err_bytes);
+  const mt_backend_i* iface = mt_backend_interface(b);
+  if (iface->run_experts == nullptr)
+    return mt::fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "run_experts: not a cuda or cuda-sim backend (compute from slot_data)");
+  return iface->run_experts(b, runs, n, span, err, err_bytes);
 }
 
 }  // extern "C"
