@@ -4,7 +4,7 @@
 //   slotsReserve / upload / freeSlot / slotState / overwriteSupported
 //   eventQuery (sync) / eventWait (Promise: an AsyncWorker blocks off the event loop)
 //   computeRecord / lease / release / leaseCount / backendStats (a disk backend's adds `disk`:
-//                                 its read engine, native/disk/mt_backend_disk.h)
+//                                 its read engine, native/include/mt_backend_disk.h)
 //   slotRead(handle, slot, out)   copies a slot's bytes out (tests); the forward pass reads
 //                                 mt_backend_slot_data natively, never through JS
 //   destroyBackend(handle)        waits for in-flight uploads (after the last eventWait settles)
@@ -35,10 +35,10 @@
 #include "mt_backend.h"
 #include "mt_io.h"
 #include "registry.h"
-#include "../disk/mt_backend_disk.h"
+#include "mt_backend_disk.h"
 #include "mt_backend_cuda.h"
 #if MT_DEBUG_ASSERTS_ENABLED
-#include "../backend/backend.h"
+#include "mt_backend_debug.h"
 #endif
 
 namespace {
@@ -558,15 +558,8 @@ Napi::Value DebugBackendRecomplete(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info);
   uint64_t event = 0;
   if (!s || !ArgUint(info, 1, "debugBackendRecomplete: event", 9007199254740991.0, &event)) return info.Env().Undefined();
-  mt::UploadJob job;
-  {
-    std::lock_guard<std::mutex> lock(s->backend->mu);
-    auto it = s->backend->events.find(event);
-    if (it == s->backend->events.end() || it->second.kind != MT_EVENT_UPLOAD || it->second.state == MT_EVENT_PENDING)
-      return mtjs::ThrowRangeError(info.Env(), "debugBackendRecomplete: event: expected a finished upload");
-    job.event = event, job.slot = it->second.slot, job.bytes = job.copy_limit = it->second.bytes;
-  }
-  s->backend->complete(job, true, 0, 0);
+  if (mt_backend_debug_recomplete(s->backend, event) != MT_BACKEND_OK)
+    return mtjs::ThrowRangeError(info.Env(), "debugBackendRecomplete: event: expected a finished upload");
   return info.Env().Undefined();
 }
 #endif

@@ -1,9 +1,9 @@
-// forwardOps: the forward pass's elementwise ops (native/cpu/ops_elementwise.h) on typed
+// forwardOps: the forward pass's elementwise ops (native/include/mt_ops.h) on typed
 // arrays, for tests that compare each op with a plain TypeScript version. Lengths are
 // checked here so a wrong call is a TypeError, never an out-of-bounds write.
 #include <cmath>
 #include <vector>
-#include "../cpu/ops_elementwise.h"
+#include "mt_ops.h"
 #include "errors.h"
 #include "model_napi.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 #include <unistd.h>
-#include "../cpu/pool.h"
+#include "mt_pool.h"
 #include "errors.h"
 #include "mt_backend.h"
 #include "mt_forward.h"

@@ -8,7 +8,7 @@
 // Rng, advanced past the drawn rows when the promise resolves. Bytes as mt_quantize_rows writes.
 #include <cmath>
 #include <string>
-#include "../cpu/pool.h"
+#include "mt_pool.h"
 #include "errors.h"
 #include "registry.h"
 

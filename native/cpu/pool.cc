@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 #include "mt_assert.h"
-#include "pool.h"
+#include "mt_pool.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
-#include "pool.h"
+#include "mt_pool.h"
 
 namespace {
 

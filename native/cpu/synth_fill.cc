@@ -10,7 +10,7 @@
 #include <atomic>
 #include <new>
 #include <vector>
-#include "pool.h"
+#include "mt_pool.h"
 
 namespace {
 

@@ -1,5 +1,10 @@
-// Pool and probe extras beyond the C ABI, for the addon's test and bench verbs.
-#pragma once
+/*
+ * The thread pool's and the memory probes' extras beyond mt_kernels.h (which creates, runs and
+ * frees a pool), for the addon's test and bench verbs (native/cpu/pool.cc, pool_jobs.cc,
+ * synth_fill.cc implement them).
+ */
+#ifndef MT_POOL_H
+#define MT_POOL_H
 #include <stddef.h>
 #include <stdint.h>
 #include "mt_kernels.h"
@@ -63,4 +68,5 @@ int mt_pool_synth_uniform(mt_pool* pool, uint32_t state[4], double scale, int ty
 double mt_read_bandwidth_gbs(size_t bytes, int threads);
 #ifdef __cplusplus
 }
+#endif
 #endif
