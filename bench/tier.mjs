@@ -184,7 +184,7 @@ async function measureOverhead(open, threads, config, promptOf, heatFile) {
       threads,
       date: new Date().toISOString(),
       maxTokens: config.maxTokens,
-      tierKind: engines.tier.tierKind,
+      tierBackend: engines.tier.config.tier?.backend,
       noTierMsPerToken: m('noTierMsPerToken'),
       tierMsPerToken: m('tierMsPerToken'),
       ratio: m('tierMsPerToken') / m('noTierMsPerToken'),

@@ -116,8 +116,6 @@ export interface Engine {
   calibration$(): Observable<CalibrationSnapshot>;
   /** The prefetch mode the tier runs ('off' without a tier). */
   readonly prefetchMode: 'off' | 'observe' | 'enforce';
-  /** 'native' (the addon's tier) or undefined (no tier). */
-  readonly tierKind: 'native' | undefined;
   /** The route trace that drives the routing (options.routesFrom: a simulation), or undefined: the router's own. */
   readonly routesFrom: string | undefined;
   close(): Promise<void>;
@@ -467,10 +465,6 @@ class NativeEngine implements Engine {
 
   get prefetchMode(): 'off' | 'observe' | 'enforce' {
     return this.tier?.config.prefetch.mode ?? 'off';
-  }
-
-  get tierKind(): 'native' | undefined {
-    return this.tier?.port.kind;
   }
 
   hostCopies(): { built: number; freed: number; failed: number; dropped: number; published: number } | undefined {

@@ -252,8 +252,6 @@ export interface NativeBackendVerbs {
   runExperts(b: NativeBackendHandle, runs: ReadonlyArray<{ slot: number; args: NativeExpertArgs }>): { startNs: number; endNs: number };
   /** Test only (cuda / cuda-sim): copies a slot's bytes back from the device; returns the bytes copied. */
   cudaSlotRead(b: NativeBackendHandle, slot: number, out: Uint8Array): number;
-  /** Where the cuda kind looks for libmoetier_cuda.so: the loaded addon's directory. */
-  cudaLibraryPath(): string;
   cudaLimits(): NativeCudaLimits;
 }
 
@@ -453,8 +451,6 @@ export interface NativeTierVerbs {
   tierGate(tier: NativeTierHandle): NativeGateStats;
   /** Between evals, a tier with streamFile: how the next prefill reads its misses (mt_tier.h mt_tier_prefill_path). */
   tierSetPrefillPath(tier: NativeTierHandle, path: 'on-demand' | 'whole-layer'): void;
-  /** [nLayer * nExpert]: slot id or -1. */
-  tierResidency(tier: NativeTierHandle): Int32Array;
   /** Every expert's state and slot, one consistent snapshot (the tier alone owns them); `into`: filled in place and returned. */
   tierExpertStates(tier: NativeTierHandle, into?: NativeTierExpertStates): NativeTierExpertStates;
   tierStats(tier: NativeTierHandle): NativeTierStats;
@@ -538,43 +534,9 @@ export interface NativeIoStats {
   dstsHeld: number;
 }
 
-/** The read engine (native/addon/io.cc over native/include/mt_io.h): byte ranges of one file into memory, asynchronously. */
-export interface NativeIoVerbs {
-  /** The C limits (mt_io.h). */
-  ioLimits: { queueDepthMax: number; queueDepthDefault: number; queuedMax: number; readBytesMax: number };
-  /** An engine over an open fd (the engine reopens the file as its own: the fd may be closed after) or a path. */
-  createIo(file: number | string, options?: NativeIoOptions): NativeIoHandle;
-  /**
-   * Starts reading [offset, offset + bytes) into dst at dstOffset and returns its id at once; dst stays
-   * referenced until the read settles. aligned: offset, bytes and dst's address must be multiples of
-   * ioStats().alignmentBytes (refused otherwise; never bounced).
-   */
-  ioRead(io: NativeIoHandle, offset: number, bytes: number, dst: Uint8Array, dstOffset: number, options?: { label?: number; aligned?: boolean }): number;
-  ioQuery(io: NativeIoHandle, id: number): NativeIoInfo;
-  /** Settles when the read is done or failed (a failed read resolves, with state 'failed'). */
-  ioWait(io: NativeIoHandle, id: number): Promise<NativeIoInfo>;
-  /** A queued read fails at once (ECANCELED); one in flight runs to its end. */
-  ioCancel(io: NativeIoHandle, id: number): void;
-  ioStats(io: NativeIoHandle): NativeIoStats;
-  /** Test only: while held, queued reads do not start (reads in flight go on), so a queue to cancel or fill stays put. */
-  ioHold(io: NativeIoHandle, hold: boolean): void;
-  /** Fails the queued reads at once (ECANCELED); the engine waits for those in flight and frees itself once the last ioWait / ioProbe on it settled. */
-  destroyIo(io: NativeIoHandle): void;
-  /** Process-wide: engines alive, their threads, bounce bytes held (leak checks). */
-  ioLive(): { engines: number; threads: number; bounceBytes: number };
-  /**
-   * Benches: the engine's own loop keeps queueDepth reads of `bytes` in flight over `offsets`, into
-   * buffers it owns (page-aligned plus dstMisalignBytes); latencyNs per read (end - issued), in offsets order.
-   */
-  ioProbe(io: NativeIoHandle, offsets: Float64Array, bytes: number, options?: { dstMisalignBytes?: number }): Promise<{ wallNs: number; latencyNs: Float64Array; failed: number; firstFailure: string }>;
-  /** A zeroed Uint8Array over native memory aligned to alignBytes (a power of two, 8 .. 1 MiB): dst for aligned reads. */
-  allocAligned(bytes: number, alignBytes: number): Uint8Array;
-}
-
 /**
  * gen-model's writer verbs (native/addon/synth.cc): ggml's reference quantisers, byte for byte
- * what src/model/quant.ts writes for the same finite floats, on every kernel path. Optional: an
- * addon built before them has none, and src/synth/weights.ts then quantises in TypeScript.
+ * what src/model/quant.ts writes for the same finite floats, on every kernel path.
  */
 export interface NativeSynthVerbs {
   /** src [rows * cols] -> dst [rows * rowBytes], on the calling thread (tests). */
@@ -590,21 +552,15 @@ export interface NativeSynthVerbs {
 }
 
 /**
- * The tier verbs are optional: an addon built before them has no tier, and src/engine/tier then
- * refuses one with a NativeError that says to rebuild (hasNativeTier, native-port.ts). There is no
- * TypeScript tier to fall back to.
+ * The engine's verbs, every one required (an addon that lacks one is a stale build: loadNative
+ * checks the constants, and the engine names no verb it does not call). The verbs only tests and
+ * benches call (ISA control, single kernels, pools, the read engine's probes, page-cache checks)
+ * are declared apart: src/native/diagnostics.ts, loadDiagnostics().
  */
-export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partial<NativeTierVerbs>, Partial<NativeSynthVerbs>, NativePolicyVerbs {
+export interface NativeBinding extends NativeBackendVerbs, NativeTierVerbs, NativeSynthVerbs, NativePolicyVerbs {
   /** The numbers TypeScript must agree on (src/native/constants.ts; checked at load). */
   constants: NativeConstants;
   version(): string;
-  /** Whether this build checks the native MT_ASSERT invariants (the debug build, native/build-debug). */
-  debugAssertsEnabled(): boolean;
-  /**
-   * The debug build only: completes a finished upload a second time, as a buggy transfer thread
-   * would, so that the backend's invariants abort the process (tests/native/debug-asserts.test.ts).
-   */
-  debugBackendRecomplete?(b: NativeBackendHandle, event: number): void;
 
   /**
    * Memory-map a file read-only; buffer is an external ArrayBuffer over the mapping's first
@@ -620,70 +576,9 @@ export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partia
   unmapFile(handle: MappedFileHandle): void;
   /** Reads past the end of the truncated file that the SIGBUS guard answered with zeros: non-zero, the mapping is no longer the file. */
   mappedFaults(handle: MappedFileHandle): number;
-  /** The file's clean pages leave the page cache (fdatasync + posix_fadvise DONTNEED): a cold start for one file. */
-  dropFileCache(path: string): void;
-  /** Pages of [offset, offset + length) of the mapped file that the page cache holds (mincore); the whole file by default. */
-  mappedResidency(handle: MappedFileHandle, offset?: number, length?: number): { pages: number; resident: number; pageBytes: number };
 
-  /** Kernel path control (tests and benches). */
-  isaBest(): number;
-  isaActive(): number;
-  isaSet(isa: number): boolean;
-  /** The best path the CPU reports, before the self-check that isaBest() applies. */
-  isaDetected(): number;
-  /** A path's self-check against scalar: 1 agrees, 0 disagrees, -1 the CPU lacks it; injectError proves the check can fail. */
-  isaVerify(isa: number, injectError?: boolean): number;
-  isaName(isa: number): string;
 
-  /** y = W x for a whole matrix W [rows, cols] of typeId, on the calling thread. */
-  matvec(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, y: Float32Array): void;
-  /** Y [n, rows] = X [n, cols] W^T. */
-  matmul(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, n: number, y: Float32Array): void;
-  dequantRow(typeId: number, row: Uint8Array, cols: number, out: Float32Array): void;
 
-  /** A compute pool of `threads` (the caller is thread 0); idle workers spin `spinUs` (default 500: an engine's gap between decode steps) before sleeping. */
-  createPool(threads: number, spinUs?: number): NativePoolHandle;
-  freePool(pool: NativePoolHandle): void;
-  /** matvec / matmul with rows split over the pool's threads (tests and benches). */
-  poolMatvec(pool: NativePoolHandle, typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, y: Float32Array): void;
-  poolMatmul(
-    pool: NativePoolHandle,
-    typeId: number,
-    weights: Uint8Array,
-    rows: number,
-    cols: number,
-    x: Float32Array,
-    n: number,
-    y: Float32Array,
-  ): void;
-  /**
-   * Run `jobs` run-on-every-thread jobs back to back (thread 1 first sleeps `workerDelayUs` in each), each
-   * followed by a chunked job of `forChunks` chunks when given; counts how often each thread ran, how many
-   * threads ran each job, how often each chunk ran (over all jobs) and how many chunks workers took.
-   * stragglerJobs: the pool's count of jobs after which it found a worker not running and stopped spinning.
-   * callerGapUs: the caller sleeps that long before each job (an idle gap, as between two evaluations).
-   */
-  poolCheck(
-    pool: NativePoolHandle,
-    jobs: number,
-    workerDelayUs?: number,
-    forChunks?: number,
-    callerGapUs?: number,
-  ): {
-    runsPerThread: number[];
-    threadsPerJob: number[];
-    nthOk: boolean;
-    stragglerJobs: number;
-    chunkRuns: number[];
-    chunksOnWorkers: number;
-  };
-  /**
-   * The pool's verdict on one wait (pure, no timing): whether waiting `waitedUs` for the other threads
-   * under a spin budget of `budgetUs` means a worker was not running; `woke`: the job woke a sleeper.
-   */
-  poolIsStragglerWait(budgetUs: number, waitedUs: number, woke?: boolean): boolean;
-  /** Streaming read bandwidth (GB/s, 1e9 B/s) over a fresh `bytes` buffer with `threads` threads; blocks ~0.3 s (benches). */
-  measureReadBandwidth(bytes: number, threads: number): number;
 
   /** A model over a mapped file: validates every tensor's extent against the mapping. */
   createModel(file: MappedFileHandle, desc: NativeModelDesc): NativeModelHandle;
@@ -701,13 +596,9 @@ export interface NativeBinding extends NativeBackendVerbs, NativeIoVerbs, Partia
     logits: Float32Array,
     options?: NativeEvalOptions,
   ): Promise<void>;
-  /** Same as evalAsync on the calling thread (benchmarks, worker threads). */
-  evalSync(ctx: NativeContextHandle, tokens: Int32Array, pos: number, logits: Float32Array, options?: NativeEvalOptions): void;
   freeContext(ctx: NativeContextHandle): void;
   freeModel(model: NativeModelHandle): void;
 
-  /** The forward pass's elementwise ops on f32 arrays (tests compare each with plain TypeScript). */
-  forwardOps: NativeForwardOps;
 }
 
 export const ISA = { scalar: 0, avx2: 1, avx512vnni: 2 } as const;

@@ -42,7 +42,6 @@ export function nativeWriter(threads = availableParallelism()): NativeWriter | {
     return { missing: (error as Error).message };
   }
   const { quantizeRows, quantizeRowsAsync, synthUniformAsync } = binding;
-  if (!quantizeRows || !quantizeRowsAsync || !synthUniformAsync) return { missing: 'the native addon predates the writer verbs; run `npm run build:native`' };
   return { verbs: { quantizeRows, quantizeRowsAsync, synthUniformAsync }, threads: Math.max(1, threads) };
 }
 

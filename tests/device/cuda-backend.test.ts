@@ -21,14 +21,14 @@ import { describe, expect, it } from 'vitest';
 import { openEngine } from '../../src/engine/engine.js';
 import { ensurePresetModel } from '../../src/model/cache.js';
 import { Backend } from '../../src/native/backend.js';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { GGML_TYPE, type GgmlTypeName } from '../../src/model/types.js';
 import { mulberry32 } from '../../src/core/prng.js';
 import { concat, pattern } from '../native/backend-helpers.js';
 import { cpuExpert, expertPieces } from '../native/cuda-expert.js';
 import { sameBits } from '../native/kernel-paths.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const MiB = 1 << 20;
 /** cuda on a GPU; cuda-sim for a dry run of this suite without one (MOETIER_DEVICE=cuda-sim). */
 const KIND = process.env.MOETIER_DEVICE === 'cuda-sim' ? 'cuda-sim' : 'cuda';

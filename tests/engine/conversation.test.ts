@@ -75,7 +75,7 @@ for (const [name, tierOptions] of [
     let engine: Engine;
     beforeAll(async () => {
       engine = await openEngine({ model, threads: 1, contextTokens: 128, ...tierOptions });
-      expect(engine.tierKind).toBe(tier ? 'native' : undefined);
+      expect(engine.config.tier !== undefined).toBe(tier);
       expect(engine.fileReads() !== undefined).toBe(tier); // the disk backend: experts read from the file
     });
     afterAll(() => engine.close());

@@ -13,11 +13,11 @@ import { realpathSync } from 'node:fs';
 import { ExpertReadError } from '../../src/core/errors.js';
 import { openEngine, type Engine } from '../../src/engine/engine.js';
 import type { LoadedModel } from '../../src/model/load.js';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { collect, referenceRun, tinyModel } from './tier-helpers.js';
 import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const tmpfsMagic = 0x01021994;
 const base = statfsSync(tmpdir()).type === tmpfsMagic ? path.resolve(import.meta.dirname, '../../.ci') : tmpdir();
 mkdirSync(base, { recursive: true });

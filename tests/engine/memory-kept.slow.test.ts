@@ -39,12 +39,13 @@ import { openEngine } from '../../src/engine/engine.js';
 import { modelBytes, type MemoryPlan } from '../../src/engine/memory-plan.js';
 import type { TierStats } from '../../src/engine/tier/port.js';
 import { parseGguf } from '../../src/model/gguf/reader.js';
-import { loadNative, type MappedFileHandle } from '../../src/native/binding.js';
+import { type MappedFileHandle } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { PRESETS } from '../../src/synth/presets.js';
 import { cleanOtelEnv, repoRoot, runCli } from '../cli/helpers.js';
 
 // Loaded before any baseline: the addon's code is outside the budget.
-const native = loadNative();
+const native = loadDiagnostics();
 // A collection before each baseline, so the garbage of earlier steps does not come and go during the run.
 v8.setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

@@ -9,7 +9,6 @@ import { runCommand } from '../../src/cli/commands/run.js';
 import { AttrNames, SpanNames } from '../../otel/semconv.js';
 import { startTelemetry } from '../../otel/setup.js';
 import { openEngine } from '../../src/engine/engine.js';
-import { hasNativeTier } from '../../src/engine/tier/native-port.js';
 import { loadNative } from '../../src/native/binding.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../otel/otlp-receiver.js';
 import { useOtelEnv } from '../otel/env.js';
@@ -34,7 +33,7 @@ afterAll(async () => {
 const overlaps = (a: ReceivedSpan, b: ReceivedSpan): boolean => a.startNs < b.endNs && b.startNs < a.endNs;
 const num = (s: ReceivedSpan, key: string): number => s.attributes[key] as number;
 
-describe.runIf(hasNativeTier(loadNative()))('tier tracing over OTLP (native tier, fake backend)', () => {
+describe('tier tracing over OTLP (native tier, fake backend)', () => {
   it('exports layer, upload and calibration spans; an upload for layer L overlaps the compute of layer L+1', async () => {
     const traceFile = path.join(dir, 'trace.json');
     const telemetry = startTelemetry({ traceFile });

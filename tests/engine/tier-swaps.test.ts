@@ -45,7 +45,7 @@ describe.each(['cpu', 'fake'] as const)('the LFRU tick on the %s backend', (back
   let engine: Engine;
   beforeAll(async () => {
     engine = await openEngine(tierOptions({ backend }));
-    expect(engine.tierKind).toBe('native');
+    expect(engine.config.tier?.backend).toBe(backend);
   });
   afterAll(() => engine.close());
 

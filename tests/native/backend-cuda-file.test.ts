@@ -14,10 +14,10 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { Backend } from '../../src/native/backend.js';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { concat, pattern } from './backend-helpers.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const limits = native.cudaLimits();
 const ringBytes = limits.stagingBuffers * limits.stagingBufferBytes;
 const tmpfsMagic = 0x01021994;

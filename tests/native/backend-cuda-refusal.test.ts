@@ -14,9 +14,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DeviceUnavailableError, MoetierError } from '../../src/core/errors.js';
 import { Backend } from '../../src/native/backend.js';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 
 function createCuda(): { backend?: Backend; error?: unknown } {
   try {

@@ -15,10 +15,10 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { Backend, type DiskBackendStats } from '../../src/native/backend.js';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { concat, expectBackendError, pattern } from './backend-helpers.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const tmpfsMagic = 0x01021994;
 const base = statfsSync(tmpdir()).type === tmpfsMagic ? path.resolve(import.meta.dirname, '../../.ci') : tmpdir();
 mkdirSync(base, { recursive: true });

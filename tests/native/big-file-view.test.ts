@@ -7,11 +7,11 @@ import { closeSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { parseGguf } from '../../src/model/gguf/reader.js';
 import { writeSynthModel } from '../../src/synth/generate.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const dir = mkdtempSync(path.join(tmpdir(), 'moetier-big-view-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const GiB = 2 ** 30;

@@ -6,9 +6,9 @@
 import { mulberry32 } from '../../src/core/prng.js';
 import { quantizeRow, rowBytes } from '../../src/model/quant.js';
 import type { GgmlTypeName } from '../../src/model/types.js';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 
 export function expertPieces(type: GgmlTypeName, nEmbd: number, nFf: number, seed: number): { pieces: Uint8Array[]; gateBytes: number; downBytes: number } {
   const rng = mulberry32(seed);

@@ -5,11 +5,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadNative, type MappedFileHandle, type NativeModelDesc, type NativeModelHandle } from '../../src/native/binding.js';
+import type { MappedFileHandle, NativeModelDesc, NativeModelHandle } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { GGML_TYPE, type HParams } from '../../src/model/types.js';
 import { buildRandomModel, type RandomModel } from '../fixtures/random-model.js';
 
-export const native = loadNative();
+export const native = loadDiagnostics();
 
 export interface MappedModel {
   model: RandomModel;

@@ -11,10 +11,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/core/prng.js';
-import { loadNative, type NativeIoHandle, type NativeIoInfo, type NativeIoOptions } from '../../src/native/binding.js';
+import { type NativeIoHandle, type NativeIoInfo, type NativeIoOptions } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { pattern } from './backend-helpers.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const dir = mkdtempSync(path.join(tmpdir(), 'moetier-io-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ISA, loadNative } from '../../src/native/binding.js';
+import { ISA } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 
 describe('ISA self-check', () => {
   it('dispatches to the best path that agrees with scalar, never to one that disagrees', () => {

@@ -1,8 +1,8 @@
 /** Runs a weight type's matvec / matmul on one ISA path, and compares results bit for bit (the kernel tests of each block family). */
 import { expect } from 'vitest';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 
 /** W [rows, cols] (typeId blocks) @ x [cols] -> [rows], on `isa`. */
 export function matvecOn(isa: number, typeId: number, w: Uint8Array, rows: number, cols: number, x: Float32Array): Float32Array {

@@ -3,10 +3,10 @@
  * and what was expected; nothing is read or written out of bounds, the process survives.
  */
 import { describe, expect, it } from 'vitest';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { GGML_TYPE } from '../../src/model/types.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const Q8 = GGML_TYPE.Q8_0;
 
 // A valid Q8_0 call: W [3, 64] (3 rows of 2 blocks of 34 bytes), x [64], y [3].

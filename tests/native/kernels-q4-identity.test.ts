@@ -8,11 +8,12 @@
  * rows long enough (3072) for the AVX2 matvec's long-row prefetch.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ISA, loadNative } from '../../src/native/binding.js';
+import { ISA } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { GGML_TYPE } from '../../src/model/types.js';
 import { mulberry32 } from '../../src/core/prng.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const PATHS = Object.values(ISA).filter((isa) => isa <= native.isaBest());
 
 afterEach(() => {

@@ -22,11 +22,12 @@
  *    (per block the kernel rounds d_w d_x, m_w d_x and two fmas; the 8 lanes add in a tree).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ISA, loadNative } from '../../src/native/binding.js';
+import { ISA } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { matmulOn, matvecOn, sameBits } from './kernel-paths.js';
 import { mulberry32 } from '../../src/core/prng.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const U = 2 ** -24;
 const PATHS = Object.values(ISA).filter((isa) => isa <= native.isaBest());
 

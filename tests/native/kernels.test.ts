@@ -14,11 +14,12 @@
  *    so their results are bit-identical, and matmul row i is bit-identical to a matvec of row i.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ISA, loadNative } from '../../src/native/binding.js';
+import { ISA } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { GGML_BLOCK, GGML_TYPE, type GgmlTypeName } from '../../src/model/types.js';
 import { mulberry32 } from '../../src/core/prng.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const U = 2 ** -24;
 const TYPES: GgmlTypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0'];
 const PATHS = Object.values(ISA).filter((isa) => isa <= native.isaBest());

@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 // tmpfs keeps every page in memory (DONTNEED drops nothing): use the checkout's folder then.
 const tmpfsMagic = 0x01021994;
 const base = statfsSync(tmpdir()).type === tmpfsMagic ? path.resolve(import.meta.dirname, '../../.ci') : tmpdir();

@@ -4,10 +4,10 @@
  * (f32 arithmetic, a few roundings per element).
  */
 import { describe, expect, it } from 'vitest';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { gaussian } from '../fixtures/random-model.js';
 
-const ops = loadNative().forwardOps;
+const ops = loadDiagnostics().forwardOps;
 const tolerance = 1e-5;
 
 function randomArray(n: number, seed: number, scale = 1): Float32Array {

@@ -8,13 +8,14 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statfsSync, writeS
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadNative, type MappedFileHandle } from '../../src/native/binding.js';
+import { type MappedFileHandle } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { parseGguf } from '../../src/model/gguf/reader.js';
 import { readHParams } from '../../src/model/hparams.js';
 import { GGML_TYPE } from '../../src/model/types.js';
 import { writeSynthModel } from '../../src/synth/generate.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const tmpfsMagic = 0x01021994;
 const base = statfsSync(tmpdir()).type === tmpfsMagic ? path.resolve(import.meta.dirname, '../../.ci') : tmpdir();
 mkdirSync(base, { recursive: true });

@@ -3,10 +3,10 @@
  * through both the spinning and the sleeping hand-off, and the pool can be destroyed while idle.
  */
 import { describe, expect, it } from 'vitest';
-import { loadNative } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { GGML_TYPE } from '../../src/model/types.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 
 function expectEveryJobOnEveryThread(threads: number, spinUs: number, jobs: number): void {
   const pool = native.createPool(threads, spinUs);

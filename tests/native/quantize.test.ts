@@ -10,12 +10,13 @@
  *    quantises them as quantizeRow does, and leaves the state where the Rng's would be.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ISA, loadNative, type NativeSynthVerbs } from '../../src/native/binding.js';
+import { ISA, type NativeSynthVerbs } from '../../src/native/binding.js';
+import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { quantizeRow, rowBytes } from '../../src/model/quant.js';
 import { GGML_TYPE, type GgmlTypeName } from '../../src/model/types.js';
 import { Rng } from '../../src/synth/prng.js';
 
-const native = loadNative();
+const native = loadDiagnostics();
 const verbs = native as unknown as NativeSynthVerbs;
 const PATHS = Object.values(ISA).filter((isa) => isa <= native.isaBest());
 const TYPES: GgmlTypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];

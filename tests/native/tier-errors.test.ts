@@ -81,7 +81,7 @@ describe('tier invariants', () => {
       expect(native.tierRequestSwap(t.tier, 1, 0, 6, 1)).toBe(TIER_SWAP_CODES.notResident); // 0 is already leaving
       expect(native.tierRequestSwap(t.tier, 1, 1, 5, 1)).toBe(TIER_SWAP_CODES.alreadyResident); // 5 is already coming
       expect(native.tierRequestSwap(t.tier, 0, 0, 1, 1)).toBe(TIER_SWAP_CODES.notResident); // layer 0 has none
-      expect(native.tierResidency(t.tier)[1 * hp.nExpert + 0]).toBeGreaterThanOrEqual(0); // queued, not issued yet
+      expect(native.tierExpertStates(t.tier).slots[1 * hp.nExpert + 0]).toBeGreaterThanOrEqual(0); // queued, not issued yet
     } finally {
       t.close();
     }
@@ -164,7 +164,7 @@ describe('tier refusals', () => {
       await expect(native.tierWarmstart(t.tier, 0, Int32Array.of(1, 1))).rejects.toThrow(/twice/);
       await expect(native.tierWarmstart(t.tier, 0, Int32Array.of(8))).rejects.toThrow(/experts\[0\]/);
       await expect(native.tierWarmstart(t.tier, 0, range(4))).rejects.toThrow(/free slots/);
-      expect(native.tierResidency(t.tier).every((s) => s === -1)).toBe(true); // refused: nothing changed
+      expect(native.tierExpertStates(t.tier).slots.every((s) => s === -1)).toBe(true); // refused: nothing changed
       const need = native.tierExpertBytes(t.tier).hostCopy;
       expect(need).toBeGreaterThan(0);
       expect(() => native.requantizeExpertToQ8(m.handle, 0, 0, new Uint8Array(need - 1), 0)).toThrow(/room for/);

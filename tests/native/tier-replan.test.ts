@@ -109,7 +109,7 @@ describe('tierRequestSwap issueNow', () => {
       expect(late).toEqual([2]);
       expect(native.tierStats(tier).swapsIssuedByIssuer).toBe(1);
       await native.evalAsync(ctx, Int32Array.of(4), 1, new Float32Array(hp.nVocab)); // promotes both
-      const r = native.tierResidency(tier);
+      const r = native.tierExpertStates(tier).slots;
       for (const l of [0, 1]) {
         expect(r[l * hp.nExpert + 5]).toBeGreaterThanOrEqual(0);
         expect(r[l * hp.nExpert + 0]).toBe(-1);
@@ -133,7 +133,7 @@ describe('tierRequestSwap issueNow', () => {
       let task = 1;
       let started = 0;
       const churn = (layer: number) => {
-        const r = native.tierResidency(tier);
+        const r = native.tierExpertStates(tier).slots;
         for (const target of [layer, (layer + 1) % hp.nLayer]) {
           const victim = [...range(hp.nExpert)].find((e) => r[target * hp.nExpert + e] >= 0);
           const newcomer = [...range(hp.nExpert)].find((e) => r[target * hp.nExpert + e] < 0 && e !== victim);
@@ -178,7 +178,7 @@ describe('prefill replan timing (fake backend, virtual clock)', () => {
   afterAll(() => m.close());
 
   async function replanPrefill(tier: NativeTierHandle, ctx: NativeContextHandle) {
-    const residency = native.tierResidency(tier);
+    const residency = native.tierExpertStates(tier).slots;
     const requested = new Map<number, number>(); // taskId -> layer
     let task = 1;
     const tokens = prompt(256, hp.nVocab);

@@ -39,7 +39,7 @@ async function swapRun(backend: NativeBackendHandle, decode: number) {
   };
   try {
     for (let l = 0; l < hp.nLayer; l++) await native.tierWarmstart(tier, l, range(SLOTS));
-    const before = native.tierResidency(tier);
+    const before = native.tierExpertStates(tier).slots;
     const steps = await greedyRun(m, ctx, decode, async (s) => {
       const stats = native.tierStats(tier);
       expect(stats.leases).toBe(0);
@@ -55,7 +55,7 @@ async function swapRun(backend: NativeBackendHandle, decode: number) {
     });
     drain();
     const container = native.tierExpertBytes(tier).container;
-    return { steps, uploads, evicted, before, after: native.tierResidency(tier), stats: native.tierStats(tier), container };
+    return { steps, uploads, evicted, before, after: native.tierExpertStates(tier).slots, stats: native.tierStats(tier), container };
   } finally {
     native.freeTier(tier);
     native.freeContext(ctx);

@@ -88,6 +88,8 @@ describe('import rules', () => {
           violations.push(`${file}: policies are pure (no native, no node: I/O): ${spec}`);
         }
         if (file.startsWith('src/streams/') && target.startsWith('src/native/')) violations.push(`${file}: streams do not reach into kernels`);
+        // The diagnostics verbs (src/native/diagnostics.ts) are for tests and benches: the library names none.
+        if (target === 'src/native/diagnostics.ts' && file !== 'src/native/diagnostics.ts') violations.push(`${file}: the library calls no diagnostics verb (${spec})`);
         // One way: engine -> actors -> pure logic (src/tiers, the actors' logic.ts / messages.ts, src/model, src/core).
         const layerOf = (f: string) => f.split('/').slice(0, 2).join('/');
         if (file.startsWith('src/actors/') && ['src/engine', 'src/streams', 'src/cli'].includes(layerOf(target))) violations.push(`${file}: actors do not import upward (${spec})`);

@@ -104,15 +104,18 @@ export class Int8RebuildActor {
 
   /**
    * Resolves when every rebuild asked for so far has ended (and those their ends started); rejects
-   * with the first that failed, typed. Each failure is thrown once: the pool replaces dead workers,
-   * and the rebuilds after it go on.
+   * with the first that failed, typed, once every rebuild running then has ended too (a dead
+   * worker fails the jobs beside it: one incident, one error). Each failure is thrown once: the
+   * pool replaces dead workers, and the rebuilds after it go on.
    */
   async settled(): Promise<void> {
+    let first: { error: unknown } | undefined;
     while (this.outcomes.size > 0) {
       const outcomes = [...this.outcomes];
       this.outcomes.clear();
-      await Promise.all(outcomes);
+      for (const r of await Promise.allSettled(outcomes)) if (r.status === 'rejected') first ??= { error: r.reason };
     }
+    if (first) throw first.error;
   }
 
   /** Nothing to await: no rebuild running, none failed unseen (settled() would resolve at once). */

@@ -1,13 +1,8 @@
 /** The addon's expert tier behind the TierPort interface: a thin pass-through. */
-import type { NativeBinding, NativeGateStats, NativeTierHandle, NativeTierVerbs, TierPolicyMode } from '../../native/binding.js';
+import type { NativeGateStats, NativeTierHandle, NativeTierVerbs, TierPolicyMode } from '../../native/binding.js';
 import type { TierExpertStates, TierPoll, TierPort, TierStats } from './port.js';
 
-export function hasNativeTier(native: NativeBinding): native is NativeBinding & NativeTierVerbs {
-  return typeof native.createTier === 'function' && typeof native.tierPoll === 'function';
-}
-
 export class NativeTierPort implements TierPort {
-  readonly kind = 'native' as const;
   readonly expertBytes: { container: number; hostCopy: number };
   private handle: NativeTierHandle | undefined;
   private readonly slots: number[];
@@ -73,9 +68,6 @@ export class NativeTierPort implements TierPort {
   }
   policyScores(): Float64Array {
     return this.native.tierPolicyScores(this.h);
-  }
-  residency(): Int32Array {
-    return this.native.tierResidency(this.h);
   }
   expertStates(): TierExpertStates {
     return this.native.tierExpertStates(this.h, this.states);

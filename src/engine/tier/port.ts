@@ -26,8 +26,6 @@ export interface TierPoll {
 }
 
 export interface TierPort {
-  /** The addon's tier: hits computed on the backend, per-layer timing in every eval's layerStats. */
-  readonly kind: 'native';
   readonly nLayer: number;
   readonly nExpert: number;
   /** Device slots per layer now (resize changes them). */
@@ -60,8 +58,6 @@ export interface TierPort {
   gate(): NativeGateStats;
   /** Between evals and warmstarts; throws with nothing changed (e.g. every candidate victim has a swap pending). */
   resize(layer: number, slots: number, victims: Int32Array): void;
-  /** [nLayer * nExpert]: slot id or -1. */
-  residency(): Int32Array;
   /**
    * Every expert's state (ExpertState) and slot, one snapshot, read into the port's own arrays
    * (valid until the next call): the tier owns residency; the placement reads it once per step.
@@ -72,9 +68,9 @@ export interface TierPort {
   free(): void;
 }
 
-/** Resident expert ids per layer, from a residency array. */
-export function residentSets(port: Pick<TierPort, 'nLayer' | 'nExpert' | 'residency'>): number[][] {
-  const r = port.residency();
+/** Resident expert ids per layer, from the tier's expert states (an expert with a slot). */
+export function residentSets(port: Pick<TierPort, 'nLayer' | 'nExpert' | 'expertStates'>): number[][] {
+  const r = port.expertStates().slots;
   return Array.from({ length: port.nLayer }, (_, l) => {
     const ids: number[] = [];
     for (let e = 0; e < port.nExpert; e++) if (r[l * port.nExpert + e] >= 0) ids.push(e);

@@ -299,7 +299,7 @@ export class TierRequest {
    */
   private stillEvicted(evicted: TierPoll['evicted']): TierPoll['evicted'] {
     if (evicted.length === 0) return evicted;
-    const r = this.port.residency();
+    const r = this.port.expertStates().slots;
     return evicted.filter((k) => r[k.layer * this.port.nExpert + k.expert] < 0);
   }
 

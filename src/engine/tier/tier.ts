@@ -25,7 +25,7 @@ import { SLOT_ALIGN_BYTES } from '../../native/constants.js';
 import { mergeIntoHeatFile, readHeatFile } from '../heat-file.js';
 import type { LoadedModel } from '../../model/load.js';
 import { expertContainerBytes, expertFileOffset } from './experts.js';
-import { hasNativeTier, NativeTierPort } from './native-port.js';
+import { NativeTierPort } from './native-port.js';
 import { checkPrefetchFits, type TierConfig } from './options.js';
 import { TierPlacement } from './placement.js';
 import type { PrefillReplanConfig } from './replan-options.js';
@@ -41,7 +41,7 @@ import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { CalibrationActor } from '../../actors/calibration/actor.js';
 import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import { assert } from '../../core/assert.js';
-import { MoetierError, NativeError } from '../../core/errors.js';
+import { MoetierError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 
@@ -83,7 +83,6 @@ export class EngineTier {
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;
     try {
-      if (!hasNativeTier(native)) throw new NativeError('the addon has no expert tier verbs (createTier, tierPoll): rebuild it with npm run build:native');
       // A tier that reads the file keeps no host copies (their arena would hold every non-resident
       // expert in RAM): its misses are read from the file for their call.
       rebuild = wantsHostCopies(model) && !config.readsFile ? createRebuildActor(model) : undefined;
@@ -128,7 +127,7 @@ export class EngineTier {
     // A filled expert needs its host copy no more (it was built when the expert was evicted): without
     // this, the copy stayed published for a resident expert and its arena block was never reused.
     if (fills.length > 0 && this.rebuild) {
-      const r = this.port.residency();
+      const r = this.port.expertStates().slots;
       this.rebuild.send({ kind: 'resident', experts: fills.filter((f) => r[f.layer * this.port.nExpert + f.expert] >= 0) });
     }
     const prefillPath = this.port.readsMisses ? (tokens: number) => prefillPathFor(tokens, this.config.shortPrefillTokens) : undefined;
@@ -278,7 +277,7 @@ function tierTracing(backend: string, nLayer: number): TierTracing {
 }
 
 function nonResident(port: TierPort): ExpertKey[] {
-  const r = port.residency();
+  const r = port.expertStates().slots;
   const keys: ExpertKey[] = [];
   for (let i = 0; i < r.length; i++) if (r[i] < 0) keys.push({ layer: Math.floor(i / port.nExpert), expert: i % port.nExpert });
   return keys;

@@ -11,7 +11,6 @@ import type { TierExpertStates, TierPoll, TierPort, TierStats, TierUpload } from
 import type { ExpertKey } from '../../../src/tiers/keys.js';
 
 export class FakeTierPort implements TierPort {
-  readonly kind = 'native' as const;
   readonly expertBytes = { container: 1000, hostCopy: 0 };
   readonly readsMisses = false;
   readonly slotsPerLayer: number[];
@@ -94,9 +93,6 @@ export class FakeTierPort implements TierPort {
   }
   resize(): void {
     throw new Error('FakeTierPort: resize is not faked');
-  }
-  residency(): Int32Array {
-    return this.snapshot.slots.slice();
   }
   expertStates(): TierExpertStates {
     return this.snapshot;
