@@ -14,9 +14,9 @@
  * nothing measured on a trained model, so these figures are a guide, not a claim about one.
  */
 import os from 'node:os';
-import { importDist, presetModel } from './lib/moetier.mjs.js';
-import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs.js';
-import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs.js';
+import { importDist, presetModel } from './lib/moetier.mjs';
+import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
+import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 
 const usage = 'usage: node bench/predict.mjs [--presets tiny,small,medium --routing realistic,planted --tokens N --update-results]';
 const options = {
