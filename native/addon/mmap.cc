@@ -133,7 +133,7 @@ static Napi::Value UnmapFile(const Napi::CallbackInfo& info) {
 
 // mappedResidency(handle, offset = 0, length = the rest) -> { pages, resident, pageBytes }: how
 // many pages of the range the page cache holds (mincore on the file's mapping), to check that a
-// tier reading experts from the file never brings them in through the mapping (issue 12), and how
+// tier reading experts from the file never brings them in through the mapping (the disk tier), and how
 // much of a model the page cache holds. Reading it does not change it.
 Napi::Value MappedResidency(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -97,11 +97,17 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   return Wrap(env, std::move(state), kModelTag);
 }
 
-// modelOwnedDenseBytes(model) -> bytes of dense tensors held in the model's own memory (ownDense).
-Napi::Value ModelOwnedDenseBytes(const Napi::CallbackInfo& info) {
-  auto model = UnwrapModel(info.Env(), info[0]);
-  if (!model) return info.Env().Undefined();
-  return Napi::Number::New(info.Env(), double(mt_model_owned_dense_bytes(model->model)));
+// modelBytes(model) -> { ownedDense, hostCopyExpert }: bytes of dense tensors held in the model's own
+// memory (ownDense), and of one expert's Q8_0 host copy (0: the expert tier offers none for this
+// container; mt_tier_host_copy_bytes). The engine sizes its memory plan and host-copy arena from these.
+Napi::Value ModelBytes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto model = UnwrapModel(env, info[0]);
+  if (!model) return env.Undefined();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ownedDense", double(mt_model_owned_dense_bytes(model->model)));
+  out.Set("hostCopyExpert", double(mt_tier_host_copy_bytes(model->model)));
+  return out;
 }
 
 // contextBytes(model, { nCtx, threads }) -> { kvBytes, scratchBytes }: what createContext would allocate.
@@ -398,7 +404,7 @@ void RegisterModel(Napi::Env env, Napi::Object exports) {
   exports.Set("createModel", Napi::Function::New(env, CreateModel));
   exports.Set("createContext", Napi::Function::New(env, CreateContext));
   exports.Set("contextBytes", Napi::Function::New(env, ContextBytes));
-  exports.Set("modelOwnedDenseBytes", Napi::Function::New(env, ModelOwnedDenseBytes));
+  exports.Set("modelBytes", Napi::Function::New(env, ModelBytes));
   exports.Set("evalSync", Napi::Function::New(env, EvalSync));
   exports.Set("evalAsync", Napi::Function::New(env, EvalAsync));
   exports.Set("freeContext", Napi::Function::New(env, FreeContext));

@@ -1,4 +1,4 @@
-// The SIGBUS guard over model mappings (issue 27, item 3). A page of a MAP_SHARED file mapping
+// The SIGBUS guard over model mappings. A page of a MAP_SHARED file mapping
 // past the end of a file that shrank under us raises SIGBUS on read; left alone, that ends the
 // process without a word, whatever thread read it (the pool's, a tier's, V8's). The guard
 // catches it for a registered mapping, maps zero pages over everything past the file's new end

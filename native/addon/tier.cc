@@ -3,7 +3,7 @@
 //   createTier(ctx, backend, { slotsPerLayer, hostCopies?, hostCopyOffsets?, streamFile? }) -> tier handle
 //       attaches the tier to the context (its evals use it); the tier holds the model, the
 //       backend and the host-copy arrays alive
-//   tierExpertBytes / tierResidency / tierStats / tierResetStats / tierRequestSwap / tierPoll
+//   tierExpertBytes / tierStats / tierResetStats / tierRequestSwap / tierPoll
 //   tierPoll between evals first issues what the last eval's boundaries posted (mt_tier_flush)
 //   tierRequestSwap(tier, layer, victim, newcomer, taskId, { issueNow }?) -> 0 queued | 1 started
 //       now (issueNow, the layer not being computed) | a negative SwapCode
@@ -388,15 +388,6 @@ Napi::Value TierSetPrefillPath(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-Napi::Value TierResidency(const Napi::CallbackInfo& info) {
-  auto s = Unwrap(info, "tierResidency");
-  if (!s) return info.Env().Undefined();
-  const size_t n = size_t(s->n_layer) * size_t(s->n_expert);
-  Napi::Int32Array out = Napi::Int32Array::New(info.Env(), n);
-  mt_tier_expert_states(s->tier, nullptr, out.Data());
-  return out;
-}
-
 // tierExpertStates(tier, into?) -> { states: Uint8Array, slots: Int32Array } ([nLayer * nExpert] each:
 // enum mt_expert_state, and the slot compute reads or -1), one consistent snapshot.
 Napi::Value TierExpertStates(const Napi::CallbackInfo& info) {
@@ -626,7 +617,6 @@ void RegisterTier(Napi::Env env, Napi::Object exports) {
   exports.Set("tierPolicyScores", Napi::Function::New(env, TierPolicyScores));
   exports.Set("tierSetPrefetch", Napi::Function::New(env, TierSetPrefetch));
   exports.Set("tierSetPrefillPath", Napi::Function::New(env, TierSetPrefillPath));
-  exports.Set("tierResidency", Napi::Function::New(env, TierResidency));
   exports.Set("tierExpertStates", Napi::Function::New(env, TierExpertStates));
   exports.Set("tierStats", Napi::Function::New(env, TierStats));
   exports.Set("tierResetStats", Napi::Function::New(env, TierResetStats));

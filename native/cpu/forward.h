@@ -95,7 +95,7 @@ struct mt_model {
   std::vector<std::unique_ptr<float[]>> owned;  // the f32 copies the pointers above use
   // With a dense fd (mt_model_create_owned): the dense matrices' own copies, read with pread, each
   // its own anonymous mapping (not malloc: glibc raises its mmap threshold past a freed large block,
-  // so a model opened and freed again left its dense copies in the heap, ~4 MB an open: issue 27).
+  // so a model opened and freed again left its dense copies in the heap, ~4 MB an open).
   std::vector<std::unique_ptr<uint8_t, mt::UnmapDeleter>> owned_dense;
   uint64_t owned_dense_bytes = 0;
   std::vector<double> inv_freq;                 // RoPE: ropeBase^(-2i/headDim), [headDim/2]

@@ -182,7 +182,7 @@ typedef struct mt_eval_args {
   size_t layer_stats_len;
   /* NULL, or (a one-token eval only) n_layer * predict_k expert ids: for each layer l, its router
    * applied to the residual stream entering l (before l's attention: the state the previous layer
-   * left; with predict_ahead 1, the stream entering l - 1), its top predict_k by score. The early guess a prefetch can start reads by (issue 13);
+   * left; with predict_ahead 1, the stream entering l - 1), its top predict_k by score. The early guess a prefetch can start reads by (docs/SPEC.md section 4);
    * the routing itself, the weights and the experts that run are unchanged. */
   int32_t* predicted;
   size_t predicted_len;

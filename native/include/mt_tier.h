@@ -59,7 +59,7 @@ enum mt_tier_status {
 
 enum mt_expert_state { MT_EXPERT_NONE = 0, MT_EXPERT_INCOMING = 1, MT_EXPERT_RESIDENT = 2, MT_EXPERT_OUTGOING = 3 };
 
-/* The one gate (issue 26; tier_gate.cc): every byte that enters a slot (a miss admitted or kept, a
+/* The one gate (tier_gate.cc): every byte that enters a slot (a miss admitted or kept, a
  * prefetch, a swap of the caller's, a warm start) passes one in-flight budget, bytes and transfers,
  * in one priority order: a miss its layer waits on goes at once (never held; it counts, so the rest
  * wait behind it), then prefetches for the next layer from their queue, then the caller's swaps, each
@@ -148,7 +148,7 @@ void mt_tier_policy_tick(mt_tier* tier);
 /* Between evals: every expert's score (mt_dlfu_score) into out [nLayer * nExpert] (n: room in out). */
 void mt_tier_policy_scores(mt_tier* tier, double* out, size_t n);
 
-/* Prefetch (issue 13; tier_prefetch.cc). Between evals: the mode, how many predicted experts the
+/* Prefetch (docs/SPEC.md section 4; tier_prefetch.cc). Between evals: the mode, how many predicted experts the
  * forward pass hands over per layer (predict_k, 1..nExpert), budget [nLayer]: how many of them a
  * layer's prediction may start reading (0..nExpert: the engine's transfer window over one
  * expert's bytes), and the prefetch queue's length (1..MT_TIER_PREFETCH_QUEUE_MAX; more are
@@ -161,7 +161,7 @@ int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const i
  * late, wasted, uncovered (n: room in out, nLayer * 4 for all). */
 void mt_tier_prefetch_by_layer(mt_tier* tier, uint64_t* out, size_t n);
 
-/* A prefill's path on a tier with stream_fd (issue 14; tier_bulk.cc), set between evals: ON_DEMAND
+/* A prefill's path on a tier with stream_fd (docs/SPEC.md section 5; tier_bulk.cc), set between evals: ON_DEMAND
  * (a layer's routed misses are read once it routed: tier_stream.cc) or WHOLE_LAYER (each layer's
  * experts are read whole, the next layer's while this one computes; misses computed from there).
  * MT_TIER_INVALID for another value, or WHOLE_LAYER without stream_fd or on device slots (a backend

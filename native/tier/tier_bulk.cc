@@ -1,4 +1,4 @@
-// A prefill's whole-layer path on the disk tier (issue 14; SPEC.md section 5). A long prompt routes
+// A prefill's whole-layer path on the disk tier (docs/SPEC.md section 5). A long prompt routes
 // nearly every expert of every layer, and routed reads can only start once a layer has routed
 // (tier_stream.cc: on-demand). Here a layer's experts are read whole (its gate, up and down
 // tensors, as ranges of 1 MiB pieces) before it routes: layer l + 1's are issued when layer l

@@ -1,4 +1,4 @@
-// The one gate (issue 26; include/mt_tier.h, mt_tier_set_gate): every byte that enters a slot passes
+// The one gate (include/mt_tier.h, mt_tier_set_gate): every byte that enters a slot passes
 // here, under one in-flight budget (bytes and transfers) and one ledger by class, in one priority order:
 //
 //   miss      a routed miss its layer waits on (admitted on the disk tier, kept on a host tier):

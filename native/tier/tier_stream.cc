@@ -1,4 +1,4 @@
-// Misses read from the model file (issue 12: admit before run, one read per miss). With a stream
+// Misses read from the model file (docs/SPEC.md section 6: admit before run, one read per miss). With a stream
 // descriptor, a routed expert of the layer being computed that has neither a slot nor a host copy
 // starts being read at bind, before the layer runs it, and never comes from the mapping:
 //

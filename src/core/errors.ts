@@ -227,7 +227,7 @@ export class ConversationEvictedError extends MoetierError {
   }
 }
 
-/** Why a device backend has no usable device (native/cuda/mt_backend_cuda.h's mt_cuda_unavailable). */
+/** Why a device backend has no usable device (native/include/mt_backend_cuda.h's mt_cuda_unavailable). */
 export type DeviceUnavailableReason = 'not-built' | 'load-failed' | 'no-driver' | 'no-device';
 
 /**

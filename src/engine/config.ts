@@ -181,7 +181,7 @@ function memoryPlanOf(
   // The whole-layer prefill path reads the next layer while this one computes: a second layer buffer.
   const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx) ? wholeLayerBufferBytes(expertBytes, hp.nExpert) : 0;
   const input = {
-    budgetBytes, denseBytes: native.modelOwnedDenseBytes(model.nativeModel), kvCacheBytes: kvBytes, scratchBytes, prefillBufferBytes,
+    budgetBytes, denseBytes: native.modelBytes(model.nativeModel).ownedDense, kvCacheBytes: kvBytes, scratchBytes, prefillBufferBytes,
     ioBufferBytes: ioBounceBytes(expertBytes, prefillBufferBytes > 0) + (deviceSlotsPerLayer !== undefined ? devicePinnedBytes(native, hp, nCtx) : 0),
     expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
     // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.

@@ -490,7 +490,7 @@ class NativeEngine implements Engine {
     this.checkOpen();
     const disk = this.tier?.backend.stats().disk;
     if (!this.tier || !disk) return undefined;
-    const denseBytes = this.native.modelOwnedDenseBytes(this.model.nativeModel);
+    const denseBytes = this.native.modelBytes(this.model.nativeModel).ownedDense;
     const streamedBytes = this.tier.port.stats().streamEngineBytes ?? 0;
     return { denseBytes, uploadBytes: disk.bytesRead, streamedBytes, totalBytes: denseBytes + disk.bytesRead + streamedBytes };
   }

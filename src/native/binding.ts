@@ -131,7 +131,7 @@ export interface NativeBackendConfig {
   simAsyncCopyFault?: boolean;
 }
 
-/** run_expert's operands (native/cuda/mt_backend_cuda.h): host x [count, nEmbd] in, y [count, nEmbd] out; the slot is gate | up | down. */
+/** run_expert's operands (native/include/mt_backend_cuda.h): host x [count, nEmbd] in, y [count, nEmbd] out; the slot is gate | up | down. */
 export interface NativeExpertArgs {
   x: Float32Array;
   y: Float32Array;
@@ -185,7 +185,7 @@ export interface NativeBackendStats {
   hostVisible: boolean;
   /** Upload sources the addon still references (released once their upload finished). */
   sourcesHeld: number;
-  /** The disk backend only: how its uploads read the model file (native/disk/mt_backend_disk.h). */
+  /** The disk backend only: how its uploads read the model file (native/include/mt_backend_disk.h). */
   disk?: NativeDiskBackendStats;
 }
 
@@ -582,8 +582,11 @@ export interface NativeBinding extends NativeBackendVerbs, NativeTierVerbs, Nati
 
   /** A model over a mapped file: validates every tensor's extent against the mapping. */
   createModel(file: MappedFileHandle, desc: NativeModelDesc): NativeModelHandle;
-  /** Bytes of dense tensors the model holds in its own memory (desc.ownDense), 0 otherwise. */
-  modelOwnedDenseBytes(model: NativeModelHandle): number;
+  /**
+   * ownedDense: bytes of dense tensors the model holds in its own memory (desc.ownDense), 0 otherwise.
+   * hostCopyExpert: one expert's Q8_0 host copy (gate | up | down rows), 0 where the tier offers none.
+   */
+  modelBytes(model: NativeModelHandle): { ownedDense: number; hostCopyExpert: number };
   /** What createContext would allocate for these options, without allocating: the f32 KV cache and the rest (scratch). */
   contextBytes(model: NativeModelHandle, options: { nCtx: number; threads: number }): { kvBytes: number; scratchBytes: number };
   /** A KV cache of nCtx tokens and a pool of `threads` compute threads. */

@@ -25,7 +25,7 @@ mkdirSync(base, { recursive: true });
 const dir = mkdtempSync(path.join(base, 'moetier-disk-backend-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** MT_BACKEND_DISK_READS_OUTSTANDING_MAX (native/disk/mt_backend_disk.h): reads handed to the engine at most. */
+/** MT_BACKEND_DISK_READS_OUTSTANDING_MAX (native/include/mt_backend_disk.h): reads handed to the engine at most. */
 const readsOutstandingMax = 2048;
 
 /** Whether the read engine opens `file` with O_DIRECT (a filesystem may refuse it: ramfs, old tmpfs). */

@@ -71,7 +71,7 @@ describe('ownDense', () => {
     // (A page may linger in another CPU's LRU cache, where DONTNEED cannot drop it: a few at most.)
     expect(loaded.resident).toBeLessThanOrEqual(Math.max(4, Math.ceil(loaded.pages * 0.05)));
     const denseBytes = [...owned.gguf.tensors.values()].filter((t) => !isExpert(t.name)).reduce((s, t) => s + t.byteLength, 0);
-    expect(native.modelOwnedDenseBytes(owned.model)).toBe(denseBytes);
+    expect(native.modelBytes(owned.model).ownedDense).toBe(denseBytes);
     const before = run(owned);
     // The file's output norm changes under both: a model computing from the mapping sees it,
     // the owned model computes from its copy and gives the logits it gave.
@@ -81,7 +81,7 @@ describe('ownDense', () => {
     closeSync(fd);
     expect(run(owned)).toEqual(before);
     const mapped = open(false);
-    expect(native.modelOwnedDenseBytes(mapped.model)).toBe(0);
+    expect(native.modelBytes(mapped.model).ownedDense).toBe(0);
     expect(run(mapped)).not.toEqual(before);
     for (const m of [owned, mapped]) {
       native.freeModel(m.model);

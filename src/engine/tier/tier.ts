@@ -40,7 +40,6 @@ import { armedTierFaults } from './fault-injection.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { CalibrationActor } from '../../actors/calibration/actor.js';
 import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
-import { assert } from '../../core/assert.js';
 import { MoetierError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
@@ -85,14 +84,15 @@ export class EngineTier {
     try {
       // A tier that reads the file keeps no host copies (their arena would hold every non-resident
       // expert in RAM): its misses are read from the file for their call.
-      rebuild = wantsHostCopies(model) && !config.readsFile ? createRebuildActor(model) : undefined;
+      // One expert's copy as the native tier sizes it (mt_tier_host_copy_bytes: 0 where it offers none).
+      const copyBytes = native.modelBytes(model.nativeModel).hostCopyExpert;
+      rebuild = wantsHostCopies(model) && copyBytes > 0 && !config.readsFile ? createRebuildActor(model, copyBytes) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
       // Its misses are read from the file for their call, never from the mapping.
       const failAfter = faults.streamedReadAfterBytes;
       const stream = config.readsFile ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) } : {};
       const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.readsFile);
-      assert(!rebuild || port.expertBytes.hostCopy === hostCopyBytes(hp), 'host copy size agrees with the native tier');
       const start = heat ? 'heat' : 'ids';
       const residency = startResidency(start, hp.nLayer, hp.nExpert, { scope: 'layer', slots: config.slotsPerLayer[0] }, heat?.counts);
       for (let l = 0; l < hp.nLayer; l++) await warmLayer(port, model, l, residentIds(residency, l));
@@ -249,19 +249,14 @@ function wantsHostCopies(model: LoadedModel): boolean {
   return ['gate', 'up', 'down'].every((m) => model.file.tensors.get(`blk.0.ffn_${m}_exps.weight`)?.type === 'Q4_0');
 }
 
-/** gate | up | down as Q8_0 rows: 3 x nEmbd x nFfExp weights, 34 bytes per 32. */
-function hostCopyBytes(hp: LoadedModel['hparams']): number {
-  return ((3 * hp.nEmbd * hp.nFfExp) / 32) * 34;
-}
-
 /**
  * Room for every expert but one per layer (a tune may shrink every layer to one slot), plus slack
  * for the swaps between eviction and arrival. Blocks are reused lowest first: untouched ones stay address space.
  */
-function createRebuildActor(model: LoadedModel): Int8RebuildActor {
+function createRebuildActor(model: LoadedModel, copyBytes: number): Int8RebuildActor {
   const hp = model.hparams;
   const nonResidentMax = hp.nLayer * (hp.nExpert - 1);
-  return new Int8RebuildActor(model.pin, hp.nLayer, hp.nExpert, nonResidentMax + rebuildSlackBlocks, hostCopyBytes(hp));
+  return new Int8RebuildActor(model.pin, hp.nLayer, hp.nExpert, nonResidentMax + rebuildSlackBlocks, copyBytes);
 }
 
 const rebuildSlackBlocks = 16;
