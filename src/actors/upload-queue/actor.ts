@@ -2,14 +2,12 @@
  * The upload-queue actor: the TypeScript face of the tier's one gate (include/mt_tier.h,
  * native/tier/tier_gate.cc), which owns the queue, the in-flight budget and the ledger; this
  * handle holds no copy of them. Placement sends it enqueue / cancelQueued / tune messages; each
- * reaches the gate at once, and the effects say what the gate did; every effect is also published
- * on effects$ for observers.
+ * reaches the gate at once, and the effects send returns say what the gate did (a synchronous
+ * call: no stream of its own).
  *
  *   placement ──send(message)──> gate (requestSwap | cancelSwaps | setGate) ──effects──> placement
- *                                                                             └──> effects$ (observers, tests)
  *   inflightBytes, inflightTransfers, queuedTransfers: the gate's, read when asked (tierGate)
  */
-import { Subject, type Observable } from 'rxjs';
 import type { NativeGateStats } from '../../native/binding.js';
 import { swapEffect, UPLOAD_QUEUE_DEFAULTS, validateUploadLimits } from './logic.js';
 import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from './messages.js';
@@ -24,7 +22,6 @@ export interface GatePort {
 
 export class UploadQueueActor {
   private current: UploadQueueLimits;
-  private readonly effects = new Subject<UploadQueueEffect>();
 
   constructor(private readonly port: GatePort, limits: Partial<UploadQueueLimits> = {}) {
     this.current = validateUploadLimits({ ...UPLOAD_QUEUE_DEFAULTS, ...limits });
@@ -49,7 +46,6 @@ export class UploadQueueActor {
         this.applyLimits();
         break;
     }
-    for (const e of out) this.effects.next(e);
     return out;
   }
 
@@ -63,14 +59,5 @@ export class UploadQueueActor {
   /** The gate's state now: bytes and transfers in flight (every class), swaps it holds queued. */
   get state(): NativeGateStats {
     return this.port.gate();
-  }
-
-  /** Every effect, as it happens (no replay, no buffer: observers see what follows their subscribe). */
-  effects$(): Observable<UploadQueueEffect> {
-    return this.effects.asObservable();
-  }
-
-  close(): void {
-    this.effects.complete();
   }
 }
