@@ -1,29 +1,38 @@
 // The tier's prefetch (tier_prefetch.cc): the mode, the predicted experts' marks, the bounded queue
-// of tasks waiting for room under the gate, and the outcomes by layer. Its counters (the routes'
-// outcomes and the tasks' ledger) are in TierCounters.
+// of tasks waiting for room under the gate and its ledger (include/mt_prefetch_ledger.h, the state
+// machine the replay runs too), and the outcomes by layer. Its counters (the routes' outcomes and the
+// tasks' ledger) are in TierCounters.
 //
 //   owner    mt_tier::prefetch (tier.h)
 //   guards   mode, prefetched, observed, by_layer, generation, queue_n: atomics (the eval thread
 //            writes; the caller sets mode between evals and reads by_layer)
-//            budget, queue, inflight_bytes, queue_max: mt_tier::mu
+//            budget, queue (its ledger's queue and bytes): mt_tier::mu, and each ledger call under
+//            ledger_mu too (a routed prefetch, on the eval thread, records its route without mu)
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
+#include "mt_prefetch_ledger.h"
 #include "mt_tier.h"
 
 namespace mt {
 
-// A predicted expert the window admitted, waiting for room under the in-flight cap
-// (tier_prefetch.cc): issued, cancelled (a newer eval, or its layer began) or dropped.
-struct PrefetchTask {
-  int32_t layer = 0, expert = 0;
-  uint64_t bytes = 0, generation = 0;
-};
-
 enum PrefetchOutcome { kPrefetchCovered = 0, kPrefetchLate = 1, kPrefetchWasted = 2, kPrefetchUncovered = 3, kPrefetchOutcomes = 4 };
+
+// The ledger and its tables, allocated between evals (the eval thread never allocates). A task of
+// (layer, expert) is entry layer * nExpert + expert: a key has at most one task not ended here (it
+// is admitted only while its expert is absent, and its read settles before the expert can be absent
+// again), so its retire finds it by key.
+struct PrefetchQueue {
+  mt_prefetch_ledger ledger{};
+  std::vector<mt_prefetch_task> tasks;
+  std::vector<int32_t> live, fifo;
+  void reserve(size_t queue_max);  // room for queue_max queued tasks (the tier's creation)
+  size_t size() const { return size_t(ledger.queue_n); }
+};
 
 struct TierPrefetch {
   std::atomic<int32_t> mode{MT_TIER_PREFETCH_OFF};
@@ -34,9 +43,10 @@ struct TierPrefetch {
   std::atomic<uint64_t> generation{0};  // evals begun with a prediction (eval thread writes)
   std::atomic<int32_t> queue_n{0};      // a hint of queue.size(), read without mu
   std::vector<int32_t> budget;          // [nLayer]: predicted experts a layer may start reading
-  std::vector<PrefetchTask> queue;      // FIFO, at most MT_TIER_PREFETCH_QUEUE_MAX (reserved)
-  uint64_t inflight_bytes = 0;          // prefetches issued and not settled (their share of the gate's)
-  size_t queue_max = MT_TIER_PREFETCH_QUEUE_MAX;  // (prefetch.queueMax)
+  PrefetchQueue queue;                  // FIFO, at most ledger.queue_max (prefetch.queueMax)
+  std::mutex ledger_mu;
+  // Prefetches issued and not settled (their share of the gate's).
+  const uint64_t& inflight_bytes = queue.ledger.inflight_bytes;
 };
 
 struct InFlight;

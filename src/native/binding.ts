@@ -382,6 +382,24 @@ export interface NativePolicyVerbs {
   dlfuVictim(count: Float64Array, stamp: Float64Array, eligible: Uint8Array, halfLife: number): number;
   /** log2(count[e]) + stamp[e] / halfLife; -Infinity when never routed. */
   dlfuScore(count: Float64Array, stamp: Float64Array, expert: number, halfLife: number): number;
+  /**
+   * A prefetch queue and its exact-route ledger in a handle (include/mt_prefetch_ledger.h: the state
+   * machine the tier's prefetch runs), for `moetier replay --prefetch` (src/tiers/prefetch-ledger.ts).
+   */
+  prefetchLedgerCreate(layers: number, experts: number, queueLengthMax: number, inflightBytesMax: number): { readonly prefetchLedger: unknown };
+  /**
+   * One event at atMs. admit(layer, expert, bytes): the task's id, or its refusal; begin(generation): the
+   * queued tasks it cancelled; issue, complete, fail, cancel, drop(id): '', or 'wrong-state' (nothing
+   * changed); route(layer, expert, bytes, resident 0 | 1) and evict(layer, expert): the outcome.
+   */
+  prefetchLedgerEvent(ledger: { readonly prefetchLedger: unknown }, event: string, atMs: number, ...args: number[]): number | string;
+  /**
+   * tallies(layer, -1: all): [count, bytes] per tally (mt_prefetch_ledger.h order), then lateMs; task(id):
+   * [layer, expert, bytes, generation, admittedMs, state, flags], empty when none; queue(): the queued ids,
+   * oldest first; live(layer, expert): [id] or empty; state(): [generation, queueLength, inflightBytes,
+   * outstandingBytes, landedUnrouted].
+   */
+  prefetchLedgerRead(ledger: { readonly prefetchLedger: unknown }, what: 'tallies' | 'task' | 'queue' | 'live' | 'state', ...args: number[]): Float64Array;
 }
 
 /** One class's ledger at the gate (mt_tier.h mt_tier_gate_class), since the tier's creation. */
