@@ -40,23 +40,58 @@ async function main(argv) {
   try {
     for (const budget of values.budgets.split(',')) {
       const recorded = path.join(scratch, `routes-${budget}.jsonl`);
-      const run = moetierRun(model, tokens, ['-c', String(tokens + 64), '--routes-from', olmoeTrace, '--trace-routes', recorded, '--memory-budget', budget, '--short-prefill-tokens', '0']);
+      const run = moetierRun(model, tokens, [
+        '-c',
+        String(tokens + 64),
+        '--routes-from',
+        olmoeTrace,
+        '--trace-routes',
+        recorded,
+        '--memory-budget',
+        budget,
+        '--short-prefill-tokens',
+        '0',
+      ]);
       const slots = run.memoryPlan.slotsPerLayer;
       const decodeTokens = run.tokens.length - 1;
-      const replayed = runLab(loadTraceFiles([recorded]), { budgets: [slots], policies, offload: 'hostless', scope: 'layer', start: 'ids', scoreFrom: 0, geometry: 'olmoe-1b-7b-q4k' });
+      const replayed = runLab(loadTraceFiles([recorded]), {
+        budgets: [slots],
+        policies,
+        offload: 'hostless',
+        scope: 'layer',
+        start: 'ids',
+        scoreFrom: 0,
+        geometry: 'olmoe-1b-7b-q4k',
+      });
       const readsOf = (name) => replayed.find((r) => r.policy === name).readsPerToken;
       const engineReads = run.decodeExpertReads / decodeTokens;
       rows.push({
-        budget, slotsPerLayer: slots, decodeTokens, engineReadsPerToken: engineReads, engineHitRate: run.decodeHitRate,
-        replay: Object.fromEntries(policies.map((p) => [p, readsOf(p)])), policy: engineDefaultPolicy.hostless,
+        budget,
+        slotsPerLayer: slots,
+        decodeTokens,
+        engineReadsPerToken: engineReads,
+        engineHitRate: run.decodeHitRate,
+        replay: Object.fromEntries(policies.map((p) => [p, readsOf(p)])),
+        policy: engineDefaultPolicy.hostless,
         engineOverReplay: engineReads / readsOf(engineDefaultPolicy.hostless),
       });
-      process.stderr.write(`agreement ${budget}: ${slots} slots, engine ${engineReads.toFixed(2)} reads/token, replay dlfu ${readsOf('dlfu').toFixed(2)}\n`);
+      process.stderr.write(
+        `agreement ${budget}: ${slots} slots, engine ${engineReads.toFixed(2)} reads/token, replay dlfu ${readsOf('dlfu').toFixed(2)}\n`,
+      );
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-  const summary = { date: new Date().toISOString(), cpuModel: os.cpus()[0]?.model, command: `node bench/agreement.mjs ${argv.join(' ')}`.trim(), model: path.basename(model), modelBytes: statSync(model).size, trace: path.basename(olmoeTrace), tokens, rows };
+  const summary = {
+    date: new Date().toISOString(),
+    cpuModel: os.cpus()[0]?.model,
+    command: `node bench/agreement.mjs ${argv.join(' ')}`.trim(),
+    model: path.basename(model),
+    modelBytes: statSync(model).size,
+    trace: path.basename(olmoeTrace),
+    tokens,
+    rows,
+  };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'agreement', JSON.stringify(summary, null, 2) + '\n');
@@ -68,9 +103,12 @@ function table(s) {
   return [
     `Measured ${s.date.slice(0, 10)}; ${s.model}, driven by the real ${s.trace} (--routes-from), ${s.tokens} tokens; the replay is of the engine's own recorded routes at its slots and start. Counts, not timings.`,
     '',
-    '| --memory-budget | slots per layer | engine reads / token | replay dlfu (the engine\'s policy) | engine / replay | replay lru | Belady MIN | engine hit rate |',
+    "| --memory-budget | slots per layer | engine reads / token | replay dlfu (the engine's policy) | engine / replay | replay lru | Belady MIN | engine hit rate |",
     '|---|---|---|---|---|---|---|---|',
-    ...s.rows.map((r) => `| ${r.budget} | ${r.slotsPerLayer} | ${f(r.engineReadsPerToken)} | ${f(r.replay.dlfu)} | ${f(r.engineOverReplay, 4)} | ${f(r.replay.lru)} | ${f(r.replay.belady)} | ${f(r.engineHitRate, 3)} |`),
+    ...s.rows.map(
+      (r) =>
+        `| ${r.budget} | ${r.slotsPerLayer} | ${f(r.engineReadsPerToken)} | ${f(r.replay.dlfu)} | ${f(r.engineOverReplay, 4)} | ${f(r.replay.lru)} | ${f(r.replay.belady)} | ${f(r.engineHitRate, 3)} |`,
+    ),
   ].join('\n');
 }
 

@@ -75,7 +75,9 @@ async function benchQuant(quant, config) {
   const bandwidth = {};
   for (const threads of threadCounts) {
     bandwidth[threads] = await measureReadBandwidth(bandwidthBytes, threads);
-    progress(`${quant}: read bandwidth ${threads}T ${(bandwidth[threads].bytesPerS / 1e9).toFixed(1)} GB/s (${bandwidth[threads].source})`);
+    progress(
+      `${quant}: read bandwidth ${threads}T ${(bandwidth[threads].bytesPerS / 1e9).toFixed(1)} GB/s (${bandwidth[threads].source})`,
+    );
   }
   const promptTokens = await benchPrompt(modelPath, config.promptTokens);
   const runs = { moetier: { 1: [], 2: [] }, llamaCpp: { 1: [], 2: [] } };
@@ -95,13 +97,27 @@ async function benchQuant(quant, config) {
 }
 
 function summarize({ quant, preset, modelPath, napkin, bandwidth, runs }) {
-  const ours = { decode: bestByMedian(runs.moetier, 'decodeTokPerS'), prefill: bestByMedian(runs.moetier, 'prefillTokPerS') };
-  const theirs = { decode: bestByMedian(runs.llamaCpp, 'decodeTokPerS'), prefill: bestByMedian(runs.llamaCpp, 'prefillTokPerS') };
-  const boundByThreads = Object.fromEntries(threadCounts.map((t) => [t, bandwidth[t].bytesPerS / napkin.bytesPerToken]));
+  const ours = {
+    decode: bestByMedian(runs.moetier, 'decodeTokPerS'),
+    prefill: bestByMedian(runs.moetier, 'prefillTokPerS'),
+  };
+  const theirs = {
+    decode: bestByMedian(runs.llamaCpp, 'decodeTokPerS'),
+    prefill: bestByMedian(runs.llamaCpp, 'prefillTokPerS'),
+  };
+  const boundByThreads = Object.fromEntries(
+    threadCounts.map((t) => [t, bandwidth[t].bytesPerS / napkin.bytesPerToken]),
+  );
   const bound = Math.max(...Object.values(boundByThreads));
   const medians = (byThreads) =>
     Object.fromEntries(
-      threadCounts.map((t) => [t, { decodeTokPerS: median(byThreads[t].map((r) => r.decodeTokPerS)), prefillTokPerS: median(byThreads[t].map((r) => r.prefillTokPerS)) }]),
+      threadCounts.map((t) => [
+        t,
+        {
+          decodeTokPerS: median(byThreads[t].map((r) => r.decodeTokPerS)),
+          prefillTokPerS: median(byThreads[t].map((r) => r.prefillTokPerS)),
+        },
+      ]),
     );
   return {
     arch,
@@ -172,9 +188,21 @@ async function moetierRun(modelPath, threads, promptTokens, maxTokens) {
 
 async function llamaRun(modelPath, threads, promptTokens, maxTokens) {
   const warmup = { promptTokens: promptTokens.slice(0, 16), maxTokens: warmupTokens };
-  const reply = await runLlamaCpp({ modelPath, threads, maxTokens, logitsMode: 'none', runs: [warmup, { promptTokens }] });
+  const reply = await runLlamaCpp({
+    modelPath,
+    threads,
+    maxTokens,
+    logitsMode: 'none',
+    runs: [warmup, { promptTokens }],
+  });
   const measured = reply.results[1];
-  return { threads, contextThreads: measured.contextThreads, tokens: measured.tokens, llamaCppRelease: reply.llamaCppRelease, ...pickTimings(measured.timings) };
+  return {
+    threads,
+    contextThreads: measured.contextThreads,
+    tokens: measured.tokens,
+    llamaCppRelease: reply.llamaCppRelease,
+    ...pickTimings(measured.timings),
+  };
 }
 
 function pickTimings({ promptTokens, generatedTokens, ttftMs, prefillTokPerS, decodeTokPerS }) {
@@ -186,7 +214,17 @@ function sameTokens(a, b) {
 }
 
 function headline(c) {
-  const keys = ['quant', 'moetierDecodeTokPerS', 'llamaCppDecodeTokPerS', 'decodeRatio', 'moetierPrefillTokPerS', 'llamaCppPrefillTokPerS', 'prefillRatio', 'bandwidthBoundTokPerS', 'moetierBoundFraction'];
+  const keys = [
+    'quant',
+    'moetierDecodeTokPerS',
+    'llamaCppDecodeTokPerS',
+    'decodeRatio',
+    'moetierPrefillTokPerS',
+    'llamaCppPrefillTokPerS',
+    'prefillRatio',
+    'bandwidthBoundTokPerS',
+    'moetierBoundFraction',
+  ];
   return Object.fromEntries(keys.map((k) => [k, typeof c[k] === 'number' ? Number(c[k].toFixed(3)) : c[k]]));
 }
 

@@ -32,11 +32,16 @@ import { oneOf, parseBenchArgs, positiveInt, runBenchMain } from './lib/options.
 import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 import { median, quantile } from './lib/stats.mjs';
 
-const usage = 'usage: node bench/disk-probe.mjs [--file-mib N --read-mib N --rounds R --depths 1,2,4 --engines uring,threads --dir D --update-results]';
+const usage =
+  'usage: node bench/disk-probe.mjs [--file-mib N --read-mib N --rounds R --depths 1,2,4 --engines uring,threads --dir D --update-results]';
 const options = {
   'file-mib': { type: 'string', default: '1024', help: 'size of the probe file (MiB)' },
   'read-mib': { type: 'string', default: '96', help: 'bytes read per cell and round (MiB)' },
-  rounds: { type: 'string', default: '5', help: 'rounds over every cell, each in its own shuffled order (GB/s: the median round; latency: all rounds pooled)' },
+  rounds: {
+    type: 'string',
+    default: '5',
+    help: 'rounds over every cell, each in its own shuffled order (GB/s: the median round; latency: all rounds pooled)',
+  },
   depths: { type: 'string', default: '1,2,4,8,16,32', help: 'queue depths' },
   engines: { type: 'string', default: 'uring,threads', help: 'engines (uring, threads)' },
   dir: { type: 'string', default: os.tmpdir(), help: 'where the probe file goes (a folder on the disk to measure)' },
@@ -62,10 +67,18 @@ async function main(argv) {
   const { loadNative } = await importDist('src/native/binding.js');
   const native = loadNative();
 
-  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, kernel: os.release(), loadAverage: os.loadavg() };
+  const machine = {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    kernel: os.release(),
+    loadAverage: os.loadavg(),
+  };
   const dropCaches = canDropCaches();
   const modes = dropCaches ? ['direct', 'buffered'] : ['direct'];
-  if (!dropCaches) process.stderr.write('disk-probe: cannot drop the page cache (not root): buffered reads are not measured, O_DIRECT only\n');
+  if (!dropCaches)
+    process.stderr.write(
+      'disk-probe: cannot drop the page cache (not root): buffered reads are not measured, O_DIRECT only\n',
+    );
   const dir = mkdtempSync(path.join(values.dir, 'moetier-disk-probe-'));
   const file = path.join(dir, 'probe.bin');
   try {
@@ -77,17 +90,37 @@ async function main(argv) {
     // The disk tier reads an expert as its three matrices (gate, up and down are three tensors of the
     // file), so the matrix-sized direct reads on the first engine are the figure its depth rests on.
     const chosen = best.find((b) => b.bytes === matrixBytes && b.engine === engines[0] && b.mode === 'direct');
-    const bounce = await measureBounce(probe, { engines, depths: [...new Set([1, native.ioLimits.queueDepthDefault])], rounds, readBytes });
+    const bounce = await measureBounce(probe, {
+      engines,
+      depths: [...new Set([1, native.ioLimits.queueDepthDefault])],
+      rounds,
+      readBytes,
+    });
     machine.loadAverageAtEnd = os.loadavg();
     const summary = {
       date: new Date().toISOString(),
       machine,
-      config: { fileBytes, readBytesPerCell: readBytes, rounds, depths, engines, modes, offsetAlignBytes: 32, withinBest },
-      pageCache: dropCaches ? 'dropped before each cell (/proc/sys/vm/drop_caches)' : 'not dropped (not root): direct reads only',
+      config: {
+        fileBytes,
+        readBytesPerCell: readBytes,
+        rounds,
+        depths,
+        engines,
+        modes,
+        offsetAlignBytes: 32,
+        withinBest,
+      },
+      pageCache: dropCaches
+        ? 'dropped before each cell (/proc/sys/vm/drop_caches)'
+        : 'not dropped (not root): direct reads only',
       alignment: probe.alignment,
       cells,
       best,
-      defaultDepth: { header: native.ioLimits.queueDepthDefault, measured: chosen?.chosenDepth, basis: chosen ? `${chosen.engine} ${chosen.mode} ${chosen.bytes} B` : 'n/a' },
+      defaultDepth: {
+        header: native.ioLimits.queueDepthDefault,
+        measured: chosen?.chosenDepth,
+        basis: chosen ? `${chosen.engine} ${chosen.mode} ${chosen.bytes} B` : 'n/a',
+      },
       bounce,
     };
     process.stdout.write(JSON.stringify(summary) + '\n');
@@ -114,7 +147,8 @@ function writeRandomFile(file, bytes) {
   const fd = openSync(file, 'w');
   try {
     const chunk = Buffer.alloc(16 * 2 ** 20);
-    for (let at = 0; at < bytes; at += chunk.length) writeSync(fd, randomFillSync(chunk), 0, Math.min(chunk.length, bytes - at));
+    for (let at = 0; at < bytes; at += chunk.length)
+      writeSync(fd, randomFillSync(chunk), 0, Math.min(chunk.length, bytes - at));
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -143,7 +177,10 @@ function offsets(fileBytes, bytes, n, seed, shiftAlign) {
     const j = r(i + 1);
     [order[i], order[j]] = [order[j], order[i]];
   }
-  return Float64Array.from(order.slice(0, n), (slot) => slot * stride + (shiftAlign ? r(4096 / shiftAlign) * shiftAlign : 0));
+  return Float64Array.from(
+    order.slice(0, n),
+    (slot) => slot * stride + (shiftAlign ? r(4096 / shiftAlign) * shiftAlign : 0),
+  );
 }
 
 class Probe {
@@ -188,7 +225,11 @@ class Probe {
  * would hand a bias to whichever cells come at a good moment; shuffled, it is noise the medians take.
  */
 async function measureCells(probe, { sizes, engines, modes, depths, rounds, readBytes }) {
-  const plan = sizes.flatMap(({ bytes, label }) => engines.flatMap((engine) => modes.flatMap((mode) => depths.map((depth) => ({ bytes, label, engine, mode, depth })))));
+  const plan = sizes.flatMap(({ bytes, label }) =>
+    engines.flatMap((engine) =>
+      modes.flatMap((mode) => depths.map((depth) => ({ bytes, label, engine, mode, depth }))),
+    ),
+  );
   const cells = new Map();
   const shuffle = randomInts(7);
   let seed = 1;
@@ -207,25 +248,38 @@ async function measureCells(probe, { sizes, engines, modes, depths, rounds, read
       cell.gbPerSRounds.push(r.gbPerS);
       cell.latency.push(...r.latencyUs);
       cells.set(key, cell);
-      process.stderr.write(`  round ${round + 1}/${rounds} ${label} ${engine} ${mode} QD ${depth}: ${r.gbPerS.toFixed(2)} GB/s\n`);
+      process.stderr.write(
+        `  round ${round + 1}/${rounds} ${label} ${engine} ${mode} QD ${depth}: ${r.gbPerS.toFixed(2)} GB/s\n`,
+      );
     }
   }
-  return plan.map(({ bytes, engine, mode, depth }) => cells.get(`${bytes} ${engine} ${mode} ${depth}`)).map(({ latency, ...c }) => ({
-    ...c,
-    gbPerS: median(c.gbPerSRounds),
-    spread: (Math.max(...c.gbPerSRounds) - Math.min(...c.gbPerSRounds)) / median(c.gbPerSRounds),
-    latencyUs: { median: median(latency), p90: quantile(latency, 0.9) },
-  }));
+  return plan
+    .map(({ bytes, engine, mode, depth }) => cells.get(`${bytes} ${engine} ${mode} ${depth}`))
+    .map(({ latency, ...c }) => ({
+      ...c,
+      gbPerS: median(c.gbPerSRounds),
+      spread: (Math.max(...c.gbPerSRounds) - Math.min(...c.gbPerSRounds)) / median(c.gbPerSRounds),
+      latencyUs: { median: median(latency), p90: quantile(latency, 0.9) },
+    }));
 }
 
 /** Per size, engine and mode: the depth with the most GB/s, and the smallest within withinBest of it. */
 function bestDepths(cells) {
   const groups = new Map();
-  for (const c of cells) groups.set(`${c.bytes} ${c.engine} ${c.mode}`, [...(groups.get(`${c.bytes} ${c.engine} ${c.mode}`) ?? []), c]);
+  for (const c of cells)
+    groups.set(`${c.bytes} ${c.engine} ${c.mode}`, [...(groups.get(`${c.bytes} ${c.engine} ${c.mode}`) ?? []), c]);
   return [...groups.values()].map((g) => {
     const top = g.reduce((a, b) => (b.gbPerS > a.gbPerS ? b : a));
     const chosen = g.filter((c) => c.gbPerS >= withinBest * top.gbPerS).reduce((a, b) => (b.depth < a.depth ? b : a));
-    return { bytes: top.bytes, engine: top.engine, mode: top.mode, bestDepth: top.depth, bestGbPerS: top.gbPerS, chosenDepth: chosen.depth, chosenGbPerS: chosen.gbPerS };
+    return {
+      bytes: top.bytes,
+      engine: top.engine,
+      mode: top.mode,
+      bestDepth: top.depth,
+      bestGbPerS: top.gbPerS,
+      chosenDepth: chosen.depth,
+      chosenGbPerS: chosen.gbPerS,
+    };
   });
 }
 
@@ -251,8 +305,16 @@ async function measureBounce(probe, { engines, depths, rounds, readBytes }) {
         const lists = { aligned: both.filter((_, i) => i % 2 === 0), bounced: both.filter((_, i) => i % 2 === 1) };
         const got = {};
         for (const kind of pair % 2 === 0 ? ['aligned', 'bounced'] : ['bounced', 'aligned']) {
-          const r = await probe.run({ engine, mode: 'direct', depth, bytes, list: lists[kind], misalign: kind === 'aligned' ? 0 : 32 });
-          if (r.bounced !== (kind === 'bounced')) throw new Error(`disk-probe: the ${kind} run ${r.bounced ? 'bounced' : 'did not bounce'}`);
+          const r = await probe.run({
+            engine,
+            mode: 'direct',
+            depth,
+            bytes,
+            list: lists[kind],
+            misalign: kind === 'aligned' ? 0 : 32,
+          });
+          if (r.bounced !== (kind === 'bounced'))
+            throw new Error(`disk-probe: the ${kind} run ${r.bounced ? 'bounced' : 'did not bounce'}`);
           runs[kind].push(r);
           got[kind] = r;
         }
@@ -262,15 +324,26 @@ async function measureBounce(probe, { engines, depths, rounds, readBytes }) {
         gbPerS: median(runs[kind].map((r) => r.gbPerS)),
         latencyMedianUs: median(runs[kind].flatMap((r) => r.latencyUs)),
       });
-      const aligned = sum('aligned'), bounced = sum('bounced');
+      const aligned = sum('aligned'),
+        bounced = sum('bounced');
       const copyUsPerRead = median(runs.bounced.map((r) => r.copyUsPerRead));
       rows.push({
-        engine, depth, bytes, pairs, readsPerRun: n, aligned, bounced,
-        gbPerSRatio: median(ratios), gbPerSRatioRange: [Math.min(...ratios), Math.max(...ratios)],
+        engine,
+        depth,
+        bytes,
+        pairs,
+        readsPerRun: n,
+        aligned,
+        bounced,
+        gbPerSRatio: median(ratios),
+        gbPerSRatioRange: [Math.min(...ratios), Math.max(...ratios)],
         latencyDeltaUs: bounced.latencyMedianUs - aligned.latencyMedianUs,
-        copyUsPerRead, copyShareOfRead: copyUsPerRead / aligned.latencyMedianUs,
+        copyUsPerRead,
+        copyShareOfRead: copyUsPerRead / aligned.latencyMedianUs,
       });
-      process.stderr.write(`  bounce ${engine} QD ${depth}: aligned ${aligned.gbPerS.toFixed(3)} GB/s, bounced ${bounced.gbPerS.toFixed(3)} GB/s, ratio ${median(ratios).toFixed(3)}, copy ${copyUsPerRead.toFixed(1)} us\n`);
+      process.stderr.write(
+        `  bounce ${engine} QD ${depth}: aligned ${aligned.gbPerS.toFixed(3)} GB/s, bounced ${bounced.gbPerS.toFixed(3)} GB/s, ratio ${median(ratios).toFixed(3)}, copy ${copyUsPerRead.toFixed(1)} us\n`,
+      );
     }
   }
   return { rows, copy: copyRate(bytes) };
@@ -278,7 +351,8 @@ async function measureBounce(probe, { engines, depths, rounds, readBytes }) {
 
 /** A plain copy of `bytes` between two buffers, repeated: GB/s and us per copy (the bounce's own work). */
 function copyRate(bytes) {
-  const src = randomFillSync(Buffer.alloc(bytes)), dst = Buffer.alloc(bytes + 32);
+  const src = randomFillSync(Buffer.alloc(bytes)),
+    dst = Buffer.alloc(bytes + 32);
   const times = [];
   for (let rep = 0; rep < 5; rep++) {
     const t0 = process.hrtime.bigint();
@@ -286,17 +360,25 @@ function copyRate(bytes) {
     times.push(Number(process.hrtime.bigint() - t0) / 200);
   }
   const ns = median(times);
-  return { bytes, usPerCopy: ns / 1e3, gbPerS: bytes / ns, note: 'Buffer.copy in process, warm caches (a bounce copies from a buffer the disk just wrote, so it misses the CPU caches: a floor)' };
+  return {
+    bytes,
+    usPerCopy: ns / 1e3,
+    gbPerS: bytes / ns,
+    note: 'Buffer.copy in process, warm caches (a bounce copies from a buffer the disk just wrote, so it misses the CPU caches: a floor)',
+  };
 }
 
 function probeTable(s) {
   const f = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
   const depths = s.config.depths;
   const groups = new Map();
-  for (const c of s.cells) groups.set(`${c.bytes} ${c.engine} ${c.mode}`, [...(groups.get(`${c.bytes} ${c.engine} ${c.mode}`) ?? []), c]);
+  for (const c of s.cells)
+    groups.set(`${c.bytes} ${c.engine} ${c.mode}`, [...(groups.get(`${c.bytes} ${c.engine} ${c.mode}`) ?? []), c]);
   const rows = [...groups.values()].map((g) => {
     const b = s.best.find((x) => x.bytes === g[0].bytes && x.engine === g[0].engine && x.mode === g[0].mode);
-    const byDepth = depths.map((d) => g.find((c) => c.depth === d)).map((c) => (c ? `${f(c.gbPerS)} (${f(c.latencyUs.median, 0)} / ${f(c.latencyUs.p90, 0)})` : 'n/a'));
+    const byDepth = depths
+      .map((d) => g.find((c) => c.depth === d))
+      .map((c) => (c ? `${f(c.gbPerS)} (${f(c.latencyUs.median, 0)} / ${f(c.latencyUs.p90, 0)})` : 'n/a'));
     return `| ${g[0].label} | ${g[0].engine} | ${g[0].mode} | ${byDepth.join(' | ')} | ${b.bestDepth} | ${b.chosenDepth} |`;
   });
   const bounceRows = s.bounce.rows.map(
@@ -340,7 +422,10 @@ function probeTable(s) {
  */
 function contention(m) {
   if (m.loadAverage[0] <= m.cpus / 2) return [];
-  return ['', `**Contended run**: other work shared the ${m.cpus} cores (1-minute load average ${m.loadAverage[0].toFixed(1)} at the start); the figures are low and noisy, rerun on a quiet machine.`];
+  return [
+    '',
+    `**Contended run**: other work shared the ${m.cpus} cores (1-minute load average ${m.loadAverage[0].toFixed(1)} at the start); the figures are low and noisy, rerun on a quiet machine.`,
+  ];
 }
 
 runBenchMain('disk-probe', main);

@@ -29,7 +29,8 @@ import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
 import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 import { median } from './lib/stats.mjs';
 
-const usage = 'usage: node bench/disk-uploads.mjs [--uploads N --rounds R --baseline-addon PATH --model PATH --update-results]';
+const usage =
+  'usage: node bench/disk-uploads.mjs [--uploads N --rounds R --baseline-addon PATH --model PATH --update-results]';
 const options = {
   uploads: { type: 'string', default: '200', help: 'experts uploaded back to back per measurement' },
   rounds: { type: 'string', default: '5', help: 'measurements per addon (GB/s: the median)' },
@@ -55,7 +56,9 @@ export async function main(argv) {
     const order = round % 2 === 0 ? addons : [...addons].reverse();
     for (const a of order) {
       const r = measure(a.addon, { model, uploads, seed });
-      process.stderr.write(`disk-uploads: round ${round + 1}/${rounds} ${a.name}: ${r.uploadsPerS.toFixed(0)} uploads/s, ${r.gbPerS.toFixed(2)} GB/s\n`);
+      process.stderr.write(
+        `disk-uploads: round ${round + 1}/${rounds} ${a.name}: ${r.uploadsPerS.toFixed(0)} uploads/s, ${r.gbPerS.toFixed(2)} GB/s\n`,
+      );
       runs[a.name].push(r);
     }
   }
@@ -63,11 +66,19 @@ export async function main(argv) {
     bench: 'disk-uploads',
     command: `node bench/disk-uploads.mjs ${argv.join(' ')}`.trim(),
     date: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, kernel: os.release(), loadAverage: loadStart, loadAverageEnd: os.loadavg() },
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      kernel: os.release(),
+      loadAverage: loadStart,
+      loadAverageEnd: os.loadavg(),
+    },
     model: path.basename(model),
     uploads,
     rounds,
-    pageCache: canDropCaches() ? 'dropped before each measurement (/proc/sys/vm/drop_caches)' : "the model file's pages dropped before each measurement (dropFileCache; not root)",
+    pageCache: canDropCaches()
+      ? 'dropped before each measurement (/proc/sys/vm/drop_caches)'
+      : "the model file's pages dropped before each measurement (dropFileCache; not root)",
     results: addons.map((a) => summarise(a, runs[a.name])),
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
@@ -80,7 +91,11 @@ export async function main(argv) {
 
 function measure(addon, job) {
   const env = { ...process.env, MOETIER_ADDON: addon };
-  const r = spawnSync(process.execPath, [self, '--child', JSON.stringify(job)], { env, encoding: 'utf8', maxBuffer: 1 << 24 });
+  const r = spawnSync(process.execPath, [self, '--child', JSON.stringify(job)], {
+    env,
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
   if (r.status !== 0) throw new Error(`disk-uploads: the measurement (${addon || 'this build'}) failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
@@ -156,15 +171,31 @@ async function child({ model, uploads, seed }) {
     const first = b.reserve(uploads, slotBytes);
     if (!canDropCaches()) native.dropFileCache(model);
     const t0 = process.hrtime.bigint();
-    const events = pairs.map((p, i) => b.upload(first + i, p.pieces.map((r) => bytes.subarray(r.offset, r.offset + r.bytes)), { keepAlive: mapped.handle }));
+    const events = pairs.map((p, i) =>
+      b.upload(
+        first + i,
+        p.pieces.map((r) => bytes.subarray(r.offset, r.offset + r.bytes)),
+        { keepAlive: mapped.handle },
+      ),
+    );
     const done = await Promise.all(events.map((e) => b.waitUploaded(e)));
     const wallNs = Number(process.hrtime.bigint() - t0);
-    const spanNs = Number(done.reduce((m, e) => (e.endNs > m ? e.endNs : m), 0n) - done.reduce((m, e) => (e.startNs < m ? e.startNs : m), done[0].startNs));
+    const spanNs = Number(
+      done.reduce((m, e) => (e.endNs > m ? e.endNs : m), 0n) -
+        done.reduce((m, e) => (e.startNs < m ? e.startNs : m), done[0].startNs),
+    );
     checkSlots(b, first, pairs, model, slotBytes);
     const total = uploads * slotBytes;
     const disk = b.stats().disk;
     process.stdout.write(
-      JSON.stringify({ uploadsPerS: uploads / (wallNs / 1e9), gbPerS: total / wallNs, wallMs: wallNs / 1e6, eventSpanMs: spanNs / 1e6, bytes: total, disk }) + '\n',
+      JSON.stringify({
+        uploadsPerS: uploads / (wallNs / 1e9),
+        gbPerS: total / wallNs,
+        wallMs: wallNs / 1e6,
+        eventSpanMs: spanNs / 1e6,
+        bytes: total,
+        disk,
+      }) + '\n',
     );
   } finally {
     b.destroy();
@@ -180,7 +211,10 @@ function pickExperts(layers, n, rng) {
     [all[i], all[j]] = [all[j], all[i]];
   }
   return all.slice(0, n).map(({ li, e }) => ({
-    pieces: ['gate', 'up', 'down'].map((k) => ({ offset: layers[li][k].offset + e * layers[li][k].bytes, bytes: layers[li][k].bytes })),
+    pieces: ['gate', 'up', 'down'].map((k) => ({
+      offset: layers[li][k].offset + e * layers[li][k].bytes,
+      bytes: layers[li][k].bytes,
+    })),
   }));
 }
 
@@ -188,7 +222,8 @@ function pickExperts(layers, n, rng) {
 function checkSlots(b, first, pairs, model, slotBytes) {
   const fd = openSync(model, 'r');
   try {
-    const want = Buffer.alloc(slotBytes), got = new Uint8Array(slotBytes);
+    const want = Buffer.alloc(slotBytes),
+      got = new Uint8Array(slotBytes);
     pairs.forEach((p, i) => {
       let at = 0;
       for (const r of p.pieces) at += readSync(fd, want, at, r.bytes, r.offset);

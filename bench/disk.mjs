@@ -50,17 +50,34 @@ import { parseBenchArgs, positiveInt } from './lib/options.mjs';
 import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 import { inCgroup, inCgroupAsync, llamaRun, moetierRun, promptIds } from './lib/runs.mjs';
 
-const usage = 'npm run bench -- disk [--presets q8_0,q4_0,q4_k_m --limits 0.75,0.5,0.3 --olmoe-limits 0.5,0.3 --qwen3-limit-gib 12 --tokens N --llama-tokens N --update-results]';
+const usage =
+  'npm run bench -- disk [--presets q8_0,q4_0,q4_k_m --limits 0.75,0.5,0.3 --olmoe-limits 0.5,0.3 --qwen3-limit-gib 12 --tokens N --llama-tokens N --update-results]';
 const options = {
   presets: { type: 'string', default: 'q8_0,q4_0,q4_k_m', help: 'quants of the medium preset' },
   limits: { type: 'string', default: '0.75,0.5,0.3', help: 'memory limits as shares of the file size (medium)' },
-  'olmoe-limits': { type: 'string', default: '0.5,0.3', help: 'limits for the OLMoE-1B-7B shape at Q4_K_M (none: skip)' },
-  'qwen3-limit-gib': { type: 'string', default: '0', help: 'the Qwen3-30B-A3B shape at Q4_K_M in a cgroup of this many GiB (0: skip)' },
+  'olmoe-limits': {
+    type: 'string',
+    default: '0.5,0.3',
+    help: 'limits for the OLMoE-1B-7B shape at Q4_K_M (none: skip)',
+  },
+  'qwen3-limit-gib': {
+    type: 'string',
+    default: '0',
+    help: 'the Qwen3-30B-A3B shape at Q4_K_M in a cgroup of this many GiB (0: skip)',
+  },
   tokens: { type: 'string', default: '48', help: 'tokens moetier generates per run' },
-  'llama-tokens': { type: 'string', default: '12', help: 'tokens llama.cpp generates per run (it thrashes under a limit)' },
-  'llama-timeout-s': { type: 'string', default: '600', help: 'llama.cpp\'s time limit per run' },
+  'llama-tokens': {
+    type: 'string',
+    default: '12',
+    help: 'tokens llama.cpp generates per run (it thrashes under a limit)',
+  },
+  'llama-timeout-s': { type: 'string', default: '600', help: "llama.cpp's time limit per run" },
   peers: { type: 'string', default: 'llama', help: 'llama (llama.cpp at 1 and 2 threads) or none' },
-  before: { type: 'string', default: '', help: 'a built checkout of an earlier commit, run beside this build in every row' },
+  before: {
+    type: 'string',
+    default: '',
+    help: 'a built checkout of an earlier commit, run beside this build in every row',
+  },
   rounds: { type: 'string', default: '2', help: 'with --before: runs of each build per row, alternating' },
 };
 /** Node's own heap and code, outside the engine's budget: the cgroup limit less this is the budget. */
@@ -74,20 +91,52 @@ export async function main(argv) {
   const loadAverageAtStart = os.loadavg();
   const why = memoryCgroupSupport();
   if (why) throw Object.assign(new Error(`bench disk needs memory cgroups: ${why}`), { code: 'E_CGROUP' });
-  const tokens = positiveInt('tokens', values.tokens, 4096), llamaTokens = positiveInt('llama-tokens', values['llama-tokens'], 4096);
+  const tokens = positiveInt('tokens', values.tokens, 4096),
+    llamaTokens = positiveInt('llama-tokens', values['llama-tokens'], 4096);
   const llamaTimeoutMs = positiveInt('llama-timeout-s', values['llama-timeout-s'], 86_400) * 1000;
   const shares = (v) => (v === 'none' || v === '' ? [] : v.split(',').map(Number));
   const qwen3GiB = Number(values['qwen3-limit-gib']);
-  if (values.peers !== 'llama' && values.peers !== 'none') throw Object.assign(new Error(`--peers: llama or none, got ${values.peers}`), { code: 'E_USAGE' });
+  if (values.peers !== 'llama' && values.peers !== 'none')
+    throw Object.assign(new Error(`--peers: llama or none, got ${values.peers}`), { code: 'E_USAGE' });
   const before = values.before ? path.resolve(values.before) : undefined;
-  if (before && !existsSync(path.join(before, 'dist/src/cli/main.js'))) throw Object.assign(new Error(`--before ${before}: no built CLI there (npm run build in that checkout)`), { code: 'E_USAGE' });
+  if (before && !existsSync(path.join(before, 'dist/src/cli/main.js')))
+    throw Object.assign(new Error(`--before ${before}: no built CLI there (npm run build in that checkout)`), {
+      code: 'E_USAGE',
+    });
   const rounds = positiveInt('rounds', values.rounds, 16);
   await ensureBenchDeps();
   const native = (await importDist('src/native/binding.js')).loadNative();
   const plans = [
-    ...values.presets.split(',').map((quant) => ({ preset: 'medium', arch: 'qwen3moe', quant, limits: shares(values.limits).map((share) => ({ share })), routings: ['router'] })),
-    ...(shares(values['olmoe-limits']).length ? [{ preset: 'olmoe-1b-7b', arch: 'olmoe', quant: 'q4_k_m', limits: shares(values['olmoe-limits']).map((share) => ({ share })), routings: ['router', 'olmoe-trace'] }] : []),
-    ...(qwen3GiB > 0 ? [{ preset: 'qwen3-30b-a3b', arch: 'qwen3moe', quant: 'q4_k_m', limits: [{ bytes: Math.round(qwen3GiB * 2 ** 30) }], routings: ['router'], noReference: true }] : []),
+    ...values.presets.split(',').map((quant) => ({
+      preset: 'medium',
+      arch: 'qwen3moe',
+      quant,
+      limits: shares(values.limits).map((share) => ({ share })),
+      routings: ['router'],
+    })),
+    ...(shares(values['olmoe-limits']).length
+      ? [
+          {
+            preset: 'olmoe-1b-7b',
+            arch: 'olmoe',
+            quant: 'q4_k_m',
+            limits: shares(values['olmoe-limits']).map((share) => ({ share })),
+            routings: ['router', 'olmoe-trace'],
+          },
+        ]
+      : []),
+    ...(qwen3GiB > 0
+      ? [
+          {
+            preset: 'qwen3-30b-a3b',
+            arch: 'qwen3moe',
+            quant: 'q4_k_m',
+            limits: [{ bytes: Math.round(qwen3GiB * 2 ** 30) }],
+            routings: ['router'],
+            noReference: true,
+          },
+        ]
+      : []),
   ];
   const rows = [];
   for (const plan of plans) {
@@ -102,16 +151,49 @@ export async function main(argv) {
       const ref = plan.noReference || before ? undefined : moetierRun(model, tokens, [...ctx, ...routeArgs]);
       for (const limit of plan.limits) {
         const limitBytes = limit.bytes ?? Math.round(fileBytes * limit.share);
-        const row = await measureRow({ native, model, plan, routing, routeArgs, ctx, ref, probe, limitBytes, promptTokens, tokens, llamaTokens, llamaTimeoutMs, peers: values.peers === 'llama', before, rounds, meanExpertBytes });
+        const row = await measureRow({
+          native,
+          model,
+          plan,
+          routing,
+          routeArgs,
+          ctx,
+          ref,
+          probe,
+          limitBytes,
+          promptTokens,
+          tokens,
+          llamaTokens,
+          llamaTimeoutMs,
+          peers: values.peers === 'llama',
+          before,
+          rounds,
+          meanExpertBytes,
+        });
         rows.push({ preset: plan.preset, quant: plan.quant, fileBytes, share: limitBytes / fileBytes, ...row });
         const said = row.beforeAfter
           ? `before ${row.beforeAfter.before.decodeTokPerS ?? 'failed'} tok/s, after ${row.beforeAfter.after.decodeTokPerS ?? 'failed'} tok/s`
           : `moetier ${row.moetier.decodeTokPerS ?? 'failed'} tok/s, llama.cpp best ${row.llamaCppBestDecodeTokPerS?.toFixed(2) ?? 'n/a'}`;
-        process.stderr.write(`disk ${plan.preset} ${plan.quant} ${routing} ${(limitBytes / MiB).toFixed(0)} MiB: ${said}\n`);
+        process.stderr.write(
+          `disk ${plan.preset} ${plan.quant} ${routing} ${(limitBytes / MiB).toFixed(0)} MiB: ${said}\n`,
+        );
       }
     }
   }
-  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `npm run bench -- disk ${argv.join(' ')}`.trim(), loadAverageAtStart, loadAverageAtEnd: os.loadavg(), nodeAllowanceBytes, tokens, llamaTokens, llamaTimeoutMs, before: before ? beforeCommit(before) : null, rows };
+  const summary = {
+    date: new Date().toISOString(),
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    command: `npm run bench -- disk ${argv.join(' ')}`.trim(),
+    loadAverageAtStart,
+    loadAverageAtEnd: os.loadavg(),
+    nodeAllowanceBytes,
+    tokens,
+    llamaTokens,
+    llamaTimeoutMs,
+    before: before ? beforeCommit(before) : null,
+    rows,
+  };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   // A before/after run is its own result (disk-before-after), beside the full table's.
@@ -131,7 +213,9 @@ function beforeAfter(o, budgetArgs, group) {
   for (let i = 0; i < o.rounds; i++) {
     for (const which of ['before', 'after']) {
       o.native.dropFileCache(o.model);
-      const run = inCgroup(group, o.limitBytes, (g) => moetierRun(o.model, o.tokens, budgetArgs, g, which === 'before' ? o.before : undefined));
+      const run = inCgroup(group, o.limitBytes, (g) =>
+        moetierRun(o.model, o.tokens, budgetArgs, g, which === 'before' ? o.before : undefined),
+      );
       runs[which].push(run);
     }
   }
@@ -139,13 +223,25 @@ function beforeAfter(o, budgetArgs, group) {
     const ok = list.filter((x) => x.result);
     if (ok.length === 0) return { failed: list[0].failure };
     const best = ok.reduce((a, b) => (b.result.decodeTokPerS > a.result.decodeTokPerS ? b : a)).result;
-    return { decodeTokPerS: best.decodeTokPerS, runs: ok.map((x) => x.result.decodeTokPerS), ...readFigures(best, o.meanExpertBytes), decodeHitRate: best.decodeHitRate, tokens: best.tokens };
+    return {
+      decodeTokPerS: best.decodeTokPerS,
+      runs: ok.map((x) => x.result.decodeTokPerS),
+      ...readFigures(best, o.meanExpertBytes),
+      decodeHitRate: best.decodeHitRate,
+      tokens: best.tokens,
+    };
   };
-  const after = summary(runs.after), before = summary(runs.before);
+  const after = summary(runs.after),
+    before = summary(runs.before);
   const same = after.tokens && before.tokens ? JSON.stringify(after.tokens) === JSON.stringify(before.tokens) : null;
   delete after.tokens;
   delete before.tokens;
-  return { after, before, ratio: after.decodeTokPerS && before.decodeTokPerS ? after.decodeTokPerS / before.decodeTokPerS : null, sameTokens: same };
+  return {
+    after,
+    before,
+    ratio: after.decodeTokPerS && before.decodeTokPerS ? after.decodeTokPerS / before.decodeTokPerS : null,
+    sameTokens: same,
+  };
 }
 
 /** Reads and stalls per decode token from one run's JSON (the decode's reads only: see measureRow). */
@@ -153,7 +249,13 @@ function readFigures(r, meanExpertBytes) {
   const decodeTokens = Math.max(1, r.tokens.length - 1);
   const bytesReadPerToken = (r.streamedBytes + r.decodeUploadBytes) / decodeTokens;
   // Reads per token: the engine's count where the build reports it, else the bytes over the mean expert's.
-  return { readsPerToken: r.decodeExpertReads !== undefined ? r.decodeExpertReads / decodeTokens : bytesReadPerToken / meanExpertBytes, readsCounted: r.decodeExpertReads !== undefined, bytesReadPerToken, stallMsPerToken: r.stallMsPerToken };
+  return {
+    readsPerToken:
+      r.decodeExpertReads !== undefined ? r.decodeExpertReads / decodeTokens : bytesReadPerToken / meanExpertBytes,
+    readsCounted: r.decodeExpertReads !== undefined,
+    bytesReadPerToken,
+    stallMsPerToken: r.stallMsPerToken,
+  };
 }
 
 function beforeAfterTable(s) {
@@ -175,7 +277,21 @@ function beforeAfterTable(s) {
 
 /** One (model, routing, limit) row: moetier with prefetch off and enforce, llama.cpp at 1 and 2 threads, the bounds. */
 async function measureRow(o) {
-  const { native, model, plan, routing, routeArgs, ctx, ref, probe, limitBytes, promptTokens, tokens, llamaTokens, llamaTimeoutMs } = o;
+  const {
+    native,
+    model,
+    plan,
+    routing,
+    routeArgs,
+    ctx,
+    ref,
+    probe,
+    limitBytes,
+    promptTokens,
+    tokens,
+    llamaTokens,
+    llamaTimeoutMs,
+  } = o;
   const budgetBytes = limitBytes - nodeAllowanceBytes;
   const group = `moetier-disk-${plan.preset}-${plan.quant}`;
   const budgetArgs = [...ctx, ...routeArgs, '--memory-budget', String(budgetBytes)];
@@ -187,12 +303,18 @@ async function measureRow(o) {
   const ours = inCgroup(group, limitBytes, (g) => moetierRun(model, tokens, budgetArgs, g));
   native.dropFileCache(model);
   // The same run with prefetch enforce (issue 13; bench/prefetch.mjs has off / observe / enforce in rounds).
-  const prefetched = inCgroup(group, limitBytes, (g) => moetierRun(model, tokens, [...budgetArgs, '--prefetch', 'enforce'], g));
+  const prefetched = inCgroup(group, limitBytes, (g) =>
+    moetierRun(model, tokens, [...budgetArgs, '--prefetch', 'enforce'], g),
+  );
   const peers = [];
   if (routing === 'router' && o.peers) {
     for (const threads of [1, 2]) {
       native.dropFileCache(model);
-      peers.push(await inCgroupAsync(`llama-disk-${plan.preset}-${plan.quant}`, limitBytes, (g) => llamaRun(model, promptTokens, threads, llamaTokens, g, llamaTimeoutMs)));
+      peers.push(
+        await inCgroupAsync(`llama-disk-${plan.preset}-${plan.quant}`, limitBytes, (g) =>
+          llamaRun(model, promptTokens, threads, llamaTokens, g, llamaTimeoutMs),
+        ),
+      );
     }
   }
   const r = ours.result;
@@ -203,19 +325,51 @@ async function measureRow(o) {
   const same = (run) => (ref ? JSON.stringify(run.tokens) === JSON.stringify(ref.tokens) : null);
   const computeBound = ref?.decodeTokPerS;
   return {
-    routing: routing === 'router' ? 'realistic synthetic' : 'OLMoE-1B-7B trace (--routes-from)', limitBytes, budgetBytes,
-    moetier: r ? { decodeTokPerS: r.decodeTokPerS, prefillTokPerS: r.prefillTokPerS, ttftMs: r.ttftMs, decodeHitRate: r.decodeHitRate, slotsPerLayer: r.memoryPlan?.slotsPerLayer, bytesReadPerToken: bytesPerToken, stallMsPerToken: r.stallMsPerToken, sameTokens: same(r), peakBytes: ours.peakBytes } : { failed: ours.failure, peakBytes: ours.peakBytes },
+    routing: routing === 'router' ? 'realistic synthetic' : 'OLMoE-1B-7B trace (--routes-from)',
+    limitBytes,
+    budgetBytes,
+    moetier: r
+      ? {
+          decodeTokPerS: r.decodeTokPerS,
+          prefillTokPerS: r.prefillTokPerS,
+          ttftMs: r.ttftMs,
+          decodeHitRate: r.decodeHitRate,
+          slotsPerLayer: r.memoryPlan?.slotsPerLayer,
+          bytesReadPerToken: bytesPerToken,
+          stallMsPerToken: r.stallMsPerToken,
+          sameTokens: same(r),
+          peakBytes: ours.peakBytes,
+        }
+      : { failed: ours.failure, peakBytes: ours.peakBytes },
     moetierPrefetch: prefetched.result
-      ? { decodeTokPerS: prefetched.result.decodeTokPerS, stallMsPerToken: prefetched.result.stallMsPerToken, decodeHitRate: prefetched.result.decodeHitRate, coverage: prefetched.result.prefetch?.coverage, wastedBytes: prefetched.result.prefetch?.wastedBytes, sameTokens: same(prefetched.result), peakBytes: prefetched.peakBytes }
+      ? {
+          decodeTokPerS: prefetched.result.decodeTokPerS,
+          stallMsPerToken: prefetched.result.stallMsPerToken,
+          decodeHitRate: prefetched.result.decodeHitRate,
+          coverage: prefetched.result.prefetch?.coverage,
+          wastedBytes: prefetched.result.prefetch?.wastedBytes,
+          sameTokens: same(prefetched.result),
+          peakBytes: prefetched.peakBytes,
+        }
       : { failed: prefetched.failure, peakBytes: prefetched.peakBytes },
-    llamaCpp: peers.map((p, i) => ({ threads: i + 1, ...(p.result ?? { failed: p.failure }), ...(p.failure && /no reply within/.test(p.failure) ? { decodeTokPerSUpperBound: llamaTokens / (llamaTimeoutMs / 1000) } : {}), peakBytes: p.peakBytes })),
-    llamaCppBestDecodeTokPerS: best('decodeTokPerS'), llamaCppBestPrefillTokPerS: best('prefillTokPerS'),
-    diskGBps: probe.gbps, diskBoundTokPerS: probe.gbps * 1e9 / bytesPerToken,
+    llamaCpp: peers.map((p, i) => ({
+      threads: i + 1,
+      ...(p.result ?? { failed: p.failure }),
+      ...(p.failure && /no reply within/.test(p.failure)
+        ? { decodeTokPerSUpperBound: llamaTokens / (llamaTimeoutMs / 1000) }
+        : {}),
+      peakBytes: p.peakBytes,
+    })),
+    llamaCppBestDecodeTokPerS: best('decodeTokPerS'),
+    llamaCppBestPrefillTokPerS: best('prefillTokPerS'),
+    diskGBps: probe.gbps,
+    diskBoundTokPerS: (probe.gbps * 1e9) / bytesPerToken,
     computeBoundTokPerS: computeBound ?? null,
     // The engine's own count of what it read from the file (dense, uploads, streamed), and the
     // kernel's count of the process's storage reads (which adds the covering aligned ranges'
     // extra blocks, the header through the mapping, and Node's own files).
-    fileReadBytes: r?.fileReadBytes, processReadBytes: r?.processReadBytes,
+    fileReadBytes: r?.fileReadBytes,
+    processReadBytes: r?.processReadBytes,
     serialBoundTokPerS: computeBound ? 1 / (1 / computeBound + bytesPerToken / (probe.gbps * 1e9)) : null,
   };
 }
@@ -225,7 +379,8 @@ async function meanRoutedExpertBytes(native, model) {
   const { parseGguf } = await importDist('src/model/gguf/reader.js');
   const mapped = native.mapFile(model, { access: 'random' });
   try {
-    let bytes = 0, experts = 0;
+    let bytes = 0,
+      experts = 0;
     for (const [name, t] of parseGguf(new Uint8Array(mapped.buffer), model, mapped.size).tensors) {
       if (!/^blk\.\d+\.ffn_(gate|up|down)_exps\.weight$/.test(name)) continue;
       bytes += t.byteLength;
@@ -249,7 +404,6 @@ async function expertMatrixBytes(native, model) {
   }
 }
 
-
 /**
  * Random expert-matrix reads of the cold file through the read engine as the engine configures
  * it (auto: io_uring; O_DIRECT: no readahead, as the engine's own reads have none; its default
@@ -258,7 +412,8 @@ async function expertMatrixBytes(native, model) {
  */
 async function readProbe(native, file, bytes) {
   native.dropFileCache(file);
-  const size = statSync(file).size, n = 600;
+  const size = statSync(file).size,
+    n = 600;
   const offsets = new Float64Array(n);
   const { mulberry32 } = await importDist('src/core/prng.js');
   const { IO_QUEUE_DEPTH_DEFAULT } = await importDist('src/native/constants.js');
@@ -268,7 +423,12 @@ async function readProbe(native, file, bytes) {
   try {
     const p = await native.ioProbe(io, offsets, bytes);
     if (p.failed > 0) throw new Error(`disk probe: ${p.failed} reads failed: ${p.firstFailure}`);
-    return { gbps: (n * bytes) / p.wallNs, reads: n, readBytes: bytes, how: `O_DIRECT, ${IO_QUEUE_DEPTH_DEFAULT} in flight` };
+    return {
+      gbps: (n * bytes) / p.wallNs,
+      reads: n,
+      readBytes: bytes,
+      how: `O_DIRECT, ${IO_QUEUE_DEPTH_DEFAULT} in flight`,
+    };
   } finally {
     native.destroyIo(io);
     native.dropFileCache(file);
@@ -279,17 +439,29 @@ function diskTable(s) {
   const f = (x, d = 2) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(d) : 'n/a');
   const llamaCell = (p) => {
     if (p.decodeTokPerS) return f(p.decodeTokPerS);
-    if (p.decodeTokPerSUpperBound) return `< ${f(p.decodeTokPerSUpperBound, 3)} (cut at ${(s.llamaTimeoutMs / 1000).toFixed(0)} s)`;
+    if (p.decodeTokPerSUpperBound)
+      return `< ${f(p.decodeTokPerSUpperBound, 3)} (cut at ${(s.llamaTimeoutMs / 1000).toFixed(0)} s)`;
     return /SIGKILL/.test(p.failed ?? '') ? 'killed' : 'failed';
   };
   const rows = s.rows.map((r) => {
     const m = r.moetier;
-    const ratio = m.decodeTokPerS && r.llamaCppBestDecodeTokPerS > 0 ? `${f(m.decodeTokPerS / r.llamaCppBestDecodeTokPerS, 1)}x` : 'n/a';
+    const ratio =
+      m.decodeTokPerS && r.llamaCppBestDecodeTokPerS > 0
+        ? `${f(m.decodeTokPerS / r.llamaCppBestDecodeTokPerS, 1)}x`
+        : 'n/a';
     const llama = r.llamaCpp.length ? r.llamaCpp.map(llamaCell).join(' / ') : 'n/a (routes from a trace)';
-    const ours = m.failed ? (/memory budget/.test(m.failed) ? 'refused (budget below the fixed parts)' : 'failed') : f(m.decodeTokPerS);
+    const ours = m.failed
+      ? /memory budget/.test(m.failed)
+        ? 'refused (budget below the fixed parts)'
+        : 'failed'
+      : f(m.decodeTokPerS);
     const share = (bound) => (m.decodeTokPerS && bound > 0 ? `${f((100 * m.decodeTokPerS) / bound, 0)} %` : 'n/a');
     const p = r.moetierPrefetch;
-    const enforce = !p ? 'n/a' : p.failed ? 'failed' : `${f(p.decodeTokPerS)} (${f(p.decodeTokPerS / m.decodeTokPerS)}x; coverage ${f(p.coverage)}${p.sameTokens === false ? ', other tokens' : ''})`;
+    const enforce = !p
+      ? 'n/a'
+      : p.failed
+        ? 'failed'
+        : `${f(p.decodeTokPerS)} (${f(p.decodeTokPerS / m.decodeTokPerS)}x; coverage ${f(p.coverage)}${p.sameTokens === false ? ', other tokens' : ''})`;
     const same = m.failed || m.sameTokens === null ? 'n/a' : m.sameTokens ? 'yes' : 'no';
     const limit = `${(r.share * 100).toFixed(0)} % (${(r.limitBytes / MiB).toFixed(0)} MiB)`;
     return `| ${r.preset} ${r.quant} | ${r.routing} | ${limit} | ${ours} | ${enforce} | ${f(m.prefillTokPerS, 1)} | ${f(m.ttftMs, 0)} | ${llama} | ${ratio} | ${f(m.decodeHitRate, 3)} | ${f((m.bytesReadPerToken ?? NaN) / MiB, 1)} | ${f(m.stallMsPerToken, 1)} | ${f(r.diskBoundTokPerS, 1)} (${f(r.diskGBps)} GB/s): ${share(r.diskBoundTokPerS)} | ${f(r.computeBoundTokPerS, 1)} | ${f(r.serialBoundTokPerS, 1)}: ${share(r.serialBoundTokPerS)} | ${f(m.peakBytes / MiB, 0)} | ${same} |`;
@@ -297,7 +469,7 @@ function diskTable(s) {
   return [
     `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; moetier ${s.tokens} tokens at 2 threads, llama.cpp ${s.llamaTokens} tokens at 1 / 2 threads; budget = limit - ${s.nodeAllowanceBytes / MiB} MiB for Node. Routing: realistic synthetic (the presets' router), or the real OLMoE-1B-7B trace driving the engine (a simulation: the tier's figures follow the trace, the tokens mean nothing).`,
     '',
-    '| model | routing | limit (share of file) | moetier decode tok/s | with --prefetch enforce (vs off) | moetier prefill tok/s | TTFT ms | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | stall ms / token | disk bound tok/s (probe): moetier\'s share | compute bound tok/s (no limit) | compute + reads in series tok/s: share | moetier peak MiB | same tokens |',
+    "| model | routing | limit (share of file) | moetier decode tok/s | with --prefetch enforce (vs off) | moetier prefill tok/s | TTFT ms | llama.cpp decode tok/s (1 / 2 threads) | decode ratio | hit rate | MiB read / token | stall ms / token | disk bound tok/s (probe): moetier's share | compute bound tok/s (no limit) | compute + reads in series tok/s: share | moetier peak MiB | same tokens |",
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');

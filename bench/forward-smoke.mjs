@@ -46,19 +46,42 @@ const decodeTokens = Number(args.tokens);
 const threadCounts = args.threads.split(',').map(Number);
 
 const hparams = {
-  arch: 'qwen3moe', nLayer: 24, nEmbd: 768, nHead: 12, nHeadKv: 4, headDim: 64, nVocab: 32000, nCtxTrain: 4096,
-  nExpert: 128, nExpertUsed: 8, nFfExp: 256, nFfShexp: 0, rmsEps: 1e-6, ropeBase: 1e6, tiedOutput: false,
+  arch: 'qwen3moe',
+  nLayer: 24,
+  nEmbd: 768,
+  nHead: 12,
+  nHeadKv: 4,
+  headDim: 64,
+  nVocab: 32000,
+  nCtxTrain: 4096,
+  nExpert: 128,
+  nExpertUsed: 8,
+  nFfExp: 256,
+  nFfShexp: 0,
+  rmsEps: 1e-6,
+  ropeBase: 1e6,
+  tiedOutput: false,
   ...ARCH_FLAGS.qwen3moe,
 };
 
 /** All tensors laid out 32-byte aligned in one buffer; Q8_0 blocks get random int8 and a fixed scale. */
 function buildModel(fill) {
-  const specs = expectedTensors(hparams).map((s) => ({ ...s, type: s.role === 'norm' || s.role === 'router' ? 'F32' : 'Q8_0' }));
+  const specs = expectedTensors(hparams).map((s) => ({
+    ...s,
+    type: s.role === 'norm' || s.role === 'router' ? 'F32' : 'Q8_0',
+  }));
   let offset = 0;
   const tensors = specs.map((s) => {
     offset = Math.ceil(offset / 32) * 32;
     const rows = s.dims.slice(1).reduce((a, b) => a * b, 1);
-    const t = { name: s.name, typeId: GGML_TYPE[s.type], dims: s.dims, offset, bytes: rowBytes(s.type, s.dims[0]) * rows, spec: s };
+    const t = {
+      name: s.name,
+      typeId: GGML_TYPE[s.type],
+      dims: s.dims,
+      offset,
+      bytes: rowBytes(s.type, s.dims[0]) * rows,
+      spec: s,
+    };
     offset += t.bytes;
     return t;
   });
@@ -85,7 +108,8 @@ function buildModel(fill) {
       }
     } else {
       const f = new Float32Array(bytes.buffer, t.offset, t.bytes / 4);
-      for (let i = 0; i < f.length; i++) f[i] = t.spec.role === 'norm' ? 1 : (Math.random() * 2 - 1) * (3 / Math.sqrt(cols));
+      for (let i = 0; i < f.length; i++)
+        f[i] = t.spec.role === 'norm' ? 1 : (Math.random() * 2 - 1) * (3 / Math.sqrt(cols));
     }
   }
   return { tensors: descs, byteLength, bytes };
@@ -108,7 +132,9 @@ if (!existsSync(file) || statSync(file).size !== weightBytes) {
   model = buildModel(true);
   writeFileSync(file, model.bytes);
   model.bytes = null;
-  console.error(`model: ${(weightBytes / 1e9).toFixed(2)} GB written in ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
+  console.error(
+    `model: ${(weightBytes / 1e9).toFixed(2)} GB written in ${((performance.now() - t0) / 1e3).toFixed(1)} s`,
+  );
 }
 
 const mapped = native.mapFile(file);
@@ -169,7 +195,12 @@ writeResults(
   JSON.stringify(
     {
       date: new Date().toISOString(),
-      machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, loadAvg1m: os.loadavg()[0], isa: native.isaName(native.isaActive()) },
+      machine: {
+        cpu: os.cpus()[0]?.model,
+        cores: os.cpus().length,
+        loadAvg1m: os.loadavg()[0],
+        isa: native.isaName(native.isaActive()),
+      },
       shape: 'qwen3moe 24L, 128 experts top-8, hidden 768, expert FFN 256, 12/4 heads x 64, vocab 32000, Q8_0',
       weightBytes,
       weightBytesPerToken: bytesPerToken(),

@@ -74,14 +74,36 @@ export async function main(argv) {
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'moetier-bench-guard-'));
   const cli = path.join(repoRoot, 'dist/src/cli/main.js');
   const run = (heat, prompt, extra) => {
-    const out = execFileSync(process.execPath, [cli, 'run', '--model', model, '--prompt', prompt, '--resident', String(config.resident), '--max-tokens', String(config.maxTokens),
-      '--threads', String(config.threads), '--heat', heat, '--json', ...extra], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    const out = execFileSync(
+      process.execPath,
+      [
+        cli,
+        'run',
+        '--model',
+        model,
+        '--prompt',
+        prompt,
+        '--resident',
+        String(config.resident),
+        '--max-tokens',
+        String(config.maxTokens),
+        '--threads',
+        String(config.threads),
+        '--heat',
+        heat,
+        '--json',
+        ...extra,
+      ],
+      { encoding: 'utf8', maxBuffer: 64 << 20 },
+    );
     return JSON.parse(out.trim().split('\n').at(-1));
   };
   try {
     const heat = path.join(scratch, 'heat.json');
     run(heat, heatPrompt, ['--replan-guard', 'off']);
-    const runs = Object.fromEntries(prompts.map((p) => [p.name, Object.fromEntries(Object.keys(cells).map((c) => [c, []]))]));
+    const runs = Object.fromEntries(
+      prompts.map((p) => [p.name, Object.fromEntries(Object.keys(cells).map((c) => [c, []]))]),
+    );
     let copy = 0;
     for (let r = 0; r < config.rounds; r++) {
       for (const p of prompts) {
@@ -90,19 +112,43 @@ export async function main(argv) {
           const h = path.join(scratch, `heat-${copy++}.json`);
           copyFileSync(heat, h);
           const j = run(h, p.text, cells[c]);
-          runs[p.name][c].push({ decodeHitRate: j.decodeHitRate, msPerToken: j.msPerToken, uploads: j.uploads, replanGuard: j.replanGuard ?? null });
+          runs[p.name][c].push({
+            decodeHitRate: j.decodeHitRate,
+            msPerToken: j.msPerToken,
+            uploads: j.uploads,
+            replanGuard: j.replanGuard ?? null,
+          });
           process.stderr.write(`${p.name} ${c}: ${j.decodeHitRate}\n`);
         }
       }
     }
     const rows = prompts.map((p) => ({
-      prompt: p.name, kind: p.kind, text: p.text,
-      ...Object.fromEntries(Object.keys(cells).map((c) => {
-        const xs = runs[p.name][c];
-        return [c, { decodeHitRate: median(xs.map((x) => x.decodeHitRate)), msPerToken: median(xs.map((x) => x.msPerToken)), uploads: median(xs.map((x) => x.uploads)), replanGuard: xs[0].replanGuard, runs: xs }];
-      })),
+      prompt: p.name,
+      kind: p.kind,
+      text: p.text,
+      ...Object.fromEntries(
+        Object.keys(cells).map((c) => {
+          const xs = runs[p.name][c];
+          return [
+            c,
+            {
+              decodeHitRate: median(xs.map((x) => x.decodeHitRate)),
+              msPerToken: median(xs.map((x) => x.msPerToken)),
+              uploads: median(xs.map((x) => x.uploads)),
+              replanGuard: xs[0].replanGuard,
+              runs: xs,
+            },
+          ];
+        }),
+      ),
     }));
-    const result = { bench: 'guard', date: new Date().toISOString(), config, machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverage: os.loadavg() }, rows };
+    const result = {
+      bench: 'guard',
+      date: new Date().toISOString(),
+      config,
+      machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverage: os.loadavg() },
+      rows,
+    };
     const target = resultsTarget(values['update-results']);
     writeResults(target, 'guard', `${JSON.stringify(result, null, 2)}\n`);
     const table = guardTable(result);
@@ -116,19 +162,22 @@ export async function main(argv) {
 export function guardTable(r) {
   const pct = (v) => (typeof v === 'number' ? `${(v * 100).toFixed(1)} %` : 'n/a');
   const pts = (a, b) => `${((a - b) * 100).toFixed(1)}`;
-  const g = (x) => (x.replanGuard ? `${x.replanGuard.kept} kept / ${x.replanGuard.reverted + x.replanGuard.appliedLate} switched` : '-');
+  const g = (x) =>
+    x.replanGuard ? `${x.replanGuard.kept} kept / ${x.replanGuard.reverted + x.replanGuard.appliedLate} switched` : '-';
   const c = r.config;
   const lines = [
     `The replan guard through \`moetier run\` (a child process per request): ${c.preset} ${c.quant}, ${c.routing ?? 'planted'} routing, ${Math.round(c.resident * 100)} % resident, ${c.maxTokens} tokens, ` +
       `heat file from one run of "${c.heatPrompt}", a fresh copy per request, medians of ${c.rounds} rounds, measured ${r.date.slice(0, 16)}Z. ` +
-      'Off plain: docs/SPEC.md\'s LFRU (`--replan-guard off`); off: the default (the replan held in reserve); on unguarded: docs/SPEC.md section 2 (`--prefill-replan --replan-guard off`); on: `--prefill-replan`. Goal: on within 2 points of off where the prefill misleads; on keeps replan\'s gain on topic.',
+      "Off plain: docs/SPEC.md's LFRU (`--replan-guard off`); off: the default (the replan held in reserve); on unguarded: docs/SPEC.md section 2 (`--prefill-replan --replan-guard off`); on: `--prefill-replan`. Goal: on within 2 points of off where the prefill misleads; on keeps replan's gain on topic.",
     '',
     '| prompt | case | off plain | off (default) | on unguarded | on (guarded) | on - off, points | guard layers (on) | ms/token off / on |',
     '|---|---|---|---|---|---|---|---|---|',
   ];
   for (const row of r.rows) {
-    lines.push(`| ${row.prompt} | ${row.kind} | ${pct(row.offPlain.decodeHitRate)} | ${pct(row.off.decodeHitRate)} | ${pct(row.onUnguarded.decodeHitRate)} | ${pct(row.on.decodeHitRate)} | ` +
-      `${pts(row.on.decodeHitRate, row.off.decodeHitRate)} (vs plain ${pts(row.on.decodeHitRate, row.offPlain.decodeHitRate)}) | ${g(row.on)} | ${row.off.msPerToken.toFixed(2)} / ${row.on.msPerToken.toFixed(2)} |`);
+    lines.push(
+      `| ${row.prompt} | ${row.kind} | ${pct(row.offPlain.decodeHitRate)} | ${pct(row.off.decodeHitRate)} | ${pct(row.onUnguarded.decodeHitRate)} | ${pct(row.on.decodeHitRate)} | ` +
+        `${pts(row.on.decodeHitRate, row.off.decodeHitRate)} (vs plain ${pts(row.on.decodeHitRate, row.offPlain.decodeHitRate)}) | ${g(row.on)} | ${row.off.msPerToken.toFixed(2)} / ${row.on.msPerToken.toFixed(2)} |`,
+    );
   }
   return lines.join('\n');
 }

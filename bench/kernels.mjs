@@ -37,12 +37,22 @@ const { loadNative } = await import(new URL('../dist/src/native/binding.js', imp
 const native = loadNative();
 
 const ALL_TYPES = {
-  F32: [0, 4, 1], F16: [1, 2, 1], BF16: [30, 2, 1], Q8_0: [8, 34, 32], Q4_0: [2, 18, 32],
-  Q2_K: [10, 84, 256], Q3_K: [11, 110, 256], Q4_K: [12, 144, 256], Q5_K: [13, 176, 256], Q6_K: [14, 210, 256],
+  F32: [0, 4, 1],
+  F16: [1, 2, 1],
+  BF16: [30, 2, 1],
+  Q8_0: [8, 34, 32],
+  Q4_0: [2, 18, 32],
+  Q2_K: [10, 84, 256],
+  Q3_K: [11, 110, 256],
+  Q4_K: [12, 144, 256],
+  Q5_K: [13, 176, 256],
+  Q6_K: [14, 210, 256],
 }; // id, block bytes, block elements
 // Byte offsets of the f16 scales d (and dmin) inside a k-quant super-block (ggml's block_q*_K).
 const K_SCALES = { Q2_K: [80, 82], Q3_K: [108], Q4_K: [0, 2], Q5_K: [0, 2], Q6_K: [208] };
-const TYPES = Object.fromEntries(Object.entries(ALL_TYPES).filter(([t]) => !args.types || args.types.split(',').includes(t)));
+const TYPES = Object.fromEntries(
+  Object.entries(ALL_TYPES).filter(([t]) => !args.types || args.types.split(',').includes(t)),
+);
 const COLS = 4096;
 const MATVEC_BYTES = 48 << 20;
 const MATMUL_BYTES = 3 << 20;
@@ -59,7 +69,8 @@ function weightsFor(type, targetBytes) {
   if (type === 'F16') for (let i = 1; i < w.length; i += 2) w[i] = (w[i] & 0x83) | 0x30; // |v| < 1
   if (type === 'BF16') for (let i = 1; i < w.length; i += 2) w[i] = (w[i] & 0x80) | 0x3e;
   if (blockElems === 32) for (let b = 0; b < w.length; b += blockBytes) w[b + 1] = 0x1c; // d ~ 2^-8
-  if (blockElems === 256) for (let b = 0; b < w.length; b += blockBytes) for (const at of K_SCALES[type]) w[b + at + 1] = 0x1c;
+  if (blockElems === 256)
+    for (let b = 0; b < w.length; b += blockBytes) for (const at of K_SCALES[type]) w[b + at + 1] = 0x1c;
   return { w, rows };
 }
 
@@ -69,10 +80,12 @@ function weightsFor(type, targetBytes) {
  */
 function timeIt(fn, minSeconds) {
   fn();
-  const wall = [], cpu = [];
+  const wall = [],
+    cpu = [];
   const start = performance.now();
   while (wall.length < 3 || (performance.now() - start) / 1e3 < minSeconds) {
-    const c0 = process.cpuUsage(), t0 = performance.now();
+    const c0 = process.cpuUsage(),
+      t0 = performance.now();
     fn();
     wall.push((performance.now() - t0) / 1e3);
     const c = process.cpuUsage(c0);
@@ -95,20 +108,57 @@ for (const type of Object.keys(TYPES)) {
   const runs = [];
   for (const isa of paths) {
     native.isaSet(isa);
-    runs.push({ isa, threads: 1, op: 'matvec', n: 1, m: mv, fn: () => native.matvec(id, mv.w, mv.rows, COLS, x.subarray(0, COLS), y.subarray(0, mv.rows)) });
-    runs.push({ isa, threads: 1, op: 'matmul', n: N, m: mm, fn: () => native.matmul(id, mm.w, mm.rows, COLS, x, N, y.subarray(0, N * mm.rows)) });
+    runs.push({
+      isa,
+      threads: 1,
+      op: 'matvec',
+      n: 1,
+      m: mv,
+      fn: () => native.matvec(id, mv.w, mv.rows, COLS, x.subarray(0, COLS), y.subarray(0, mv.rows)),
+    });
+    runs.push({
+      isa,
+      threads: 1,
+      op: 'matmul',
+      n: N,
+      m: mm,
+      fn: () => native.matmul(id, mm.w, mm.rows, COLS, x, N, y.subarray(0, N * mm.rows)),
+    });
   }
   const best = native.isaBest();
-  runs.push({ isa: best, threads: 2, op: 'matvec', n: 1, m: mv, fn: () => native.poolMatvec(pool, id, mv.w, mv.rows, COLS, x.subarray(0, COLS), y.subarray(0, mv.rows)) });
-  runs.push({ isa: best, threads: 2, op: 'matmul', n: N, m: mm, fn: () => native.poolMatmul(pool, id, mm.w, mm.rows, COLS, x, N, y.subarray(0, N * mm.rows)) });
+  runs.push({
+    isa: best,
+    threads: 2,
+    op: 'matvec',
+    n: 1,
+    m: mv,
+    fn: () => native.poolMatvec(pool, id, mv.w, mv.rows, COLS, x.subarray(0, COLS), y.subarray(0, mv.rows)),
+  });
+  runs.push({
+    isa: best,
+    threads: 2,
+    op: 'matmul',
+    n: N,
+    m: mm,
+    fn: () => native.poolMatmul(pool, id, mm.w, mm.rows, COLS, x, N, y.subarray(0, N * mm.rows)),
+  });
   for (const r of runs) {
     native.isaSet(r.isa);
     const { s, cpuS } = timeIt(r.fn, r.isa === 0 ? 0.2 : 0.5);
     // CPU-time figures only for one thread (the pool's CPU time counts both threads and their spinning).
     const perCpu = r.threads === 1 && cpuS > 0 ? cpuS : null;
     results.push({
-      type, path: native.isaName(r.isa), op: r.op, n: r.n, threads: r.threads, rows: r.m.rows, cols: COLS,
-      weightBytes: r.m.w.length, ms: s * 1e3, weightGBs: r.m.w.length / s / 1e9, gflops: (2 * r.m.rows * COLS * r.n) / s / 1e9,
+      type,
+      path: native.isaName(r.isa),
+      op: r.op,
+      n: r.n,
+      threads: r.threads,
+      rows: r.m.rows,
+      cols: COLS,
+      weightBytes: r.m.w.length,
+      ms: s * 1e3,
+      weightGBs: r.m.w.length / s / 1e9,
+      gflops: (2 * r.m.rows * COLS * r.n) / s / 1e9,
       cpuMs: perCpu && perCpu * 1e3,
       weightGBsCpu: perCpu && r.m.w.length / perCpu / 1e9,
       gflopsCpu: perCpu && (2 * r.m.rows * COLS * r.n) / perCpu / 1e9,
@@ -125,19 +175,28 @@ for (const r of results) {
 }
 /** Decode-like matvecs of the medium preset (see the header), per quantised type and path. */
 function decodeShapes() {
-  const E = 768, F = 256, V = 32000, experts = 96, layers = 24, routed = 8;
+  const E = 768,
+    F = 256,
+    V = 32000,
+    experts = 96,
+    layers = 24,
+    routed = 8;
   const out = [];
   for (const type of Object.keys(TYPES).filter((t) => TYPES[t][2] > 1)) {
     const [id, blockBytes, blockElems] = TYPES[type];
-    const upBytes = (F * E / blockElems) * blockBytes, downBytes = (E * F / blockElems) * blockBytes;
+    const upBytes = ((F * E) / blockElems) * blockBytes,
+      downBytes = ((E * F) / blockElems) * blockBytes;
     const mats = Array.from({ length: experts }, () => {
       const w = new Uint8Array(2 * upBytes + downBytes);
       randomFillSync(w);
       for (let b = 0; b < w.length; b += blockBytes) for (const at of K_SCALES[type] ?? [0]) w[b + at + 1] = 0x1c;
       return { gate: w.subarray(0, upBytes), up: w.subarray(upBytes, 2 * upBytes), down: w.subarray(2 * upBytes) };
     });
-    const head = weightsFor(type, (V * E / blockElems) * blockBytes);
-    const x = Float32Array.from({ length: E }, (_, i) => Math.sin(i)), g = new Float32Array(F), u = new Float32Array(F), y = new Float32Array(E);
+    const head = weightsFor(type, ((V * E) / blockElems) * blockBytes);
+    const x = Float32Array.from({ length: E }, (_, i) => Math.sin(i)),
+      g = new Float32Array(F),
+      u = new Float32Array(F),
+      y = new Float32Array(E);
     const logits = new Float32Array(V);
     let t = 0;
     const token = () => {
@@ -156,8 +215,14 @@ function decodeShapes() {
       const hd = timeIt(() => native.matvec(id, head.w, V, E, x, logits), 0.3);
       const expertBytes = layers * routed * (2 * upBytes + downBytes);
       out.push({
-        type, path: native.isaName(isa), expertsMs: ex.s * 1e3, expertsCpuMs: ex.cpuS * 1e3, expertsGBsCpu: expertBytes / ex.cpuS / 1e9,
-        headMs: hd.s * 1e3, headCpuMs: hd.cpuS * 1e3, headGBsCpu: head.w.length / hd.cpuS / 1e9,
+        type,
+        path: native.isaName(isa),
+        expertsMs: ex.s * 1e3,
+        expertsCpuMs: ex.cpuS * 1e3,
+        expertsGBsCpu: expertBytes / ex.cpuS / 1e9,
+        headMs: hd.s * 1e3,
+        headCpuMs: hd.cpuS * 1e3,
+        headGBsCpu: head.w.length / hd.cpuS / 1e9,
       });
     }
   }
@@ -166,23 +231,48 @@ function decodeShapes() {
 }
 
 const decode = decodeShapes();
-const readGBs = { threads1: native.measureReadBandwidth(256 << 20, 1), threads2: native.measureReadBandwidth(256 << 20, 2) };
+const readGBs = {
+  threads1: native.measureReadBandwidth(256 << 20, 1),
+  threads2: native.measureReadBandwidth(256 << 20, 2),
+};
 const out = {
   date: new Date().toISOString(),
-  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, loadAvg1m: os.loadavg()[0], isaBest: native.isaName(native.isaBest()) },
+  machine: {
+    cpu: os.cpus()[0]?.model,
+    cores: os.cpus().length,
+    loadAvg1m: os.loadavg()[0],
+    isaBest: native.isaName(native.isaBest()),
+  },
   readBandwidthGBs: readGBs,
   results,
   decodeShapes: decode,
 };
 writeResults(resultsTarget(args['update-results']), 'kernels', JSON.stringify(out, null, 2) + '\n');
-console.table(results.map((r) => ({
-  type: r.type, path: r.path, op: r.op, threads: r.threads, ms: +r.ms.toFixed(2), weightGBs: +r.weightGBs.toFixed(2),
-  gflops: +r.gflops.toFixed(1), speedup: r.speedupVsScalar && +r.speedupVsScalar.toFixed(1),
-  GBsCpu: r.weightGBsCpu && +r.weightGBsCpu.toFixed(2), gflopsCpu: r.gflopsCpu && +r.gflopsCpu.toFixed(1),
-  speedupCpu: r.speedupVsScalarCpu && +r.speedupVsScalarCpu.toFixed(1),
-})));
-console.table(decode.map((r) => ({
-  type: r.type, path: r.path, expertsMs: +r.expertsMs.toFixed(2), expertsCpuMs: +r.expertsCpuMs.toFixed(2), expertsGBsCpu: +r.expertsGBsCpu.toFixed(1),
-  headMs: +r.headMs.toFixed(2), headCpuMs: +r.headCpuMs.toFixed(2), headGBsCpu: +r.headGBsCpu.toFixed(1),
-})));
+console.table(
+  results.map((r) => ({
+    type: r.type,
+    path: r.path,
+    op: r.op,
+    threads: r.threads,
+    ms: +r.ms.toFixed(2),
+    weightGBs: +r.weightGBs.toFixed(2),
+    gflops: +r.gflops.toFixed(1),
+    speedup: r.speedupVsScalar && +r.speedupVsScalar.toFixed(1),
+    GBsCpu: r.weightGBsCpu && +r.weightGBsCpu.toFixed(2),
+    gflopsCpu: r.gflopsCpu && +r.gflopsCpu.toFixed(1),
+    speedupCpu: r.speedupVsScalarCpu && +r.speedupVsScalarCpu.toFixed(1),
+  })),
+);
+console.table(
+  decode.map((r) => ({
+    type: r.type,
+    path: r.path,
+    expertsMs: +r.expertsMs.toFixed(2),
+    expertsCpuMs: +r.expertsCpuMs.toFixed(2),
+    expertsGBsCpu: +r.expertsGBsCpu.toFixed(1),
+    headMs: +r.headMs.toFixed(2),
+    headCpuMs: +r.headCpuMs.toFixed(2),
+    headGBsCpu: +r.headGBsCpu.toFixed(1),
+  })),
+);
 console.log('read bandwidth GB/s', readGBs, 'load', os.loadavg()[0]);

@@ -33,7 +33,8 @@ async function main(argv) {
   const values = parseBenchArgs(argv, { usage, options });
   if (!values) return;
   const loadAverageAtStart = os.loadavg();
-  const rounds = positiveInt('rounds', values.rounds, 50), tokens = positiveInt('tokens', values.tokens, 4096);
+  const rounds = positiveInt('rounds', values.rounds, 50),
+    tokens = positiveInt('tokens', values.tokens, 4096);
   const t = await importDist('otel/trace-overlap.js');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-overlap-'));
   const presets = [];
@@ -43,26 +44,74 @@ async function main(argv) {
       const runs = [];
       for (let round = 0; round < rounds; round++) {
         const trace = path.join(dir, `${preset}-${round}.json`);
-        const out = execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', 'one two three four five six seven eight nine ten',
-          '-n', String(tokens), '--resident', '0.37', '--heat', 'none', '--prefill-replan', '--trace-file', trace, '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+        const out = execFileSync(
+          process.execPath,
+          [
+            path.join(repoRoot, 'dist/src/cli/main.js'),
+            'run',
+            '-m',
+            model,
+            '-p',
+            'one two three four five six seven eight nine ten',
+            '-n',
+            String(tokens),
+            '--resident',
+            '0.37',
+            '--heat',
+            'none',
+            '--prefill-replan',
+            '--trace-file',
+            trace,
+            '--json',
+          ],
+          { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] },
+        );
         const json = JSON.parse(out);
         const spans = t.traceSpans(JSON.parse(readFileSync(trace, 'utf8')));
-        const gaps = t.boundaryGaps(spans), overlap = t.uploadOverlap(spans), lost = t.lostCompute(spans);
+        const gaps = t.boundaryGaps(spans),
+          overlap = t.uploadOverlap(spans),
+          lost = t.lostCompute(spans);
         runs.push({
-          swapGapMedianUs: t.median(gaps.swap), plainGapMedianUs: t.median(gaps.plain), swapBoundaries: gaps.swap.length,
-          uploads: overlap.uploads, overlapNextLayer: overlap.overlapNextLayer, overlapCompute: overlap.overlapCompute,
-          lostMsPerDecodeToken: lost.decodeLostMsPerToken, lostUsTotal: lost.lostUs, msPerToken: json.msPerToken,
+          swapGapMedianUs: t.median(gaps.swap),
+          plainGapMedianUs: t.median(gaps.plain),
+          swapBoundaries: gaps.swap.length,
+          uploads: overlap.uploads,
+          overlapNextLayer: overlap.overlapNextLayer,
+          overlapCompute: overlap.overlapCompute,
+          lostMsPerDecodeToken: lost.decodeLostMsPerToken,
+          lostUsTotal: lost.lostUs,
+          msPerToken: json.msPerToken,
         });
       }
       const med = (k) => t.median(runs.map((r) => r[k]));
-      presets.push({ preset, quant: 'q8_0', resident: 0.37, rounds, tokens, runs,
-        swapGapMedianUs: med('swapGapMedianUs'), plainGapMedianUs: med('plainGapMedianUs'), uploads: med('uploads'),
-        overlapNextLayer: med('overlapNextLayer'), overlapCompute: med('overlapCompute'), lostMsPerDecodeToken: med('lostMsPerDecodeToken'), msPerToken: med('msPerToken') });
+      presets.push({
+        preset,
+        quant: 'q8_0',
+        resident: 0.37,
+        rounds,
+        tokens,
+        runs,
+        swapGapMedianUs: med('swapGapMedianUs'),
+        plainGapMedianUs: med('plainGapMedianUs'),
+        uploads: med('uploads'),
+        overlapNextLayer: med('overlapNextLayer'),
+        overlapCompute: med('overlapCompute'),
+        lostMsPerDecodeToken: med('lostMsPerDecodeToken'),
+        msPerToken: med('msPerToken'),
+      });
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const summary = { date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `node ${path.relative(repoRoot, process.argv[1])} ${argv.join(' ')}`, loadAverageAtStart, loadAverageAtEnd: os.loadavg(), presets };
+  const summary = {
+    date: new Date().toISOString(),
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    command: `node ${path.relative(repoRoot, process.argv[1])} ${argv.join(' ')}`,
+    loadAverageAtStart,
+    loadAverageAtEnd: os.loadavg(),
+    presets,
+  };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'overlap', JSON.stringify(summary, null, 2) + '\n');
@@ -71,7 +120,10 @@ async function main(argv) {
 
 function overlapTable(s) {
   const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
-  const rows = s.presets.map((p) => `| ${p.preset} ${p.quant} | ${f(p.swapGapMedianUs)} | ${f(p.plainGapMedianUs, 2)} | ${f(p.uploads, 0)} | ${f(p.overlapNextLayer, 0)} | ${f(p.overlapCompute, 0)} | ${f(p.lostMsPerDecodeToken, 3)} | ${f(p.msPerToken, 2)} |`);
+  const rows = s.presets.map(
+    (p) =>
+      `| ${p.preset} ${p.quant} | ${f(p.swapGapMedianUs)} | ${f(p.plainGapMedianUs, 2)} | ${f(p.uploads, 0)} | ${f(p.overlapNextLayer, 0)} | ${f(p.overlapCompute, 0)} | ${f(p.lostMsPerDecodeToken, 3)} | ${f(p.msPerToken, 2)} |`,
+  );
   return [
     `Measured ${s.date.slice(0, 10)} on ${s.cpuModel} (${s.cpus} cores), load ${s.loadAverageAtStart?.[0]?.toFixed(1)} -> ${s.loadAverageAtEnd?.[0]?.toFixed(1)}; medians of ${s.presets[0]?.rounds} runs, ${s.presets[0]?.tokens} tokens each.`,
     '',

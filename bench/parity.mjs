@@ -66,13 +66,16 @@ async function main(argv) {
   const cases = [];
   const only = values.models ? values.models.split(',') : undefined;
   const chosen = only ? models.filter((m) => only.includes(`${m.preset}/${m.arch}/${m.quant}`)) : models;
-  if (only && chosen.length !== only.length) throw new Error(`--models: cases from ${models.map((m) => `${m.preset}/${m.arch}/${m.quant}`).join(', ')}`);
-  for (const spec of chosen) cases.push(...(await parityForModel(spec, PARITY_PROMPTS, promptText, threads, maxTokens)));
+  if (only && chosen.length !== only.length)
+    throw new Error(`--models: cases from ${models.map((m) => `${m.preset}/${m.arch}/${m.quant}`).join(', ')}`);
+  for (const spec of chosen)
+    cases.push(...(await parityForModel(spec, PARITY_PROMPTS, promptText, threads, maxTokens)));
   const summary = summarizeParity(cases, {
     threads,
     maxTokens,
     seed,
-    logitsAre: 'shifted so that each engine\'s top-1 logit is 0 (node-llama-cpp exposes softmax probabilities, not raw logits)',
+    logitsAre:
+      "shifted so that each engine's top-1 logit is 0 (node-llama-cpp exposes softmax probabilities, not raw logits)",
   });
   const line = JSON.stringify(summary);
   const target = resultsTarget(values['update-results']);
@@ -97,7 +100,13 @@ async function parityForModel(spec, prompts, promptText, threads, maxTokens) {
       peer = await runLlamaCpp({ modelPath, threads, maxTokens, logitsMode: 'all', runs });
     } catch (error) {
       process.stderr.write(`  ${error.message}\n`);
-      return prompts.map((p) => ({ ...spec, prompt: p.name, identical: false, maxAbsLogitDiff: null, error: error.message }));
+      return prompts.map((p) => ({
+        ...spec,
+        prompt: p.name,
+        identical: false,
+        maxAbsLogitDiff: null,
+        error: error.message,
+      }));
     }
     const cases = [];
     for (const [i, { name: prompt }] of prompts.entries()) {
@@ -117,7 +126,9 @@ async function parityForModel(spec, prompts, promptText, threads, maxTokens) {
         firstStepMargin: marginOf(theirs.top2[0]),
         minStepMargin: Math.min(...theirs.top2.map(marginOf).filter((m) => m !== null)),
       });
-      process.stderr.write(`  ${prompt}: ${verdict.identical ? 'identical' : `diverges at step ${verdict.divergence.step}`}, max |dlogit| ${verdict.maxAbsLogitDiff.toExponential(2)}\n`);
+      process.stderr.write(
+        `  ${prompt}: ${verdict.identical ? 'identical' : `diverges at step ${verdict.divergence.step}`}, max |dlogit| ${verdict.maxAbsLogitDiff.toExponential(2)}\n`,
+      );
     }
     return cases;
   } finally {

@@ -35,7 +35,10 @@ await engine.close();
 function callCounts(mode, tokens) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-cov-'));
   try {
-    execFileSync(process.execPath, ['--input-type=module', '-e', child, mode, String(tokens)], { env: { ...process.env, NODE_V8_COVERAGE: dir }, stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(process.execPath, ['--input-type=module', '-e', child, mode, String(tokens)], {
+      env: { ...process.env, NODE_V8_COVERAGE: dir },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const counts = new Map();
     for (const f of readdirSync(dir)) {
       for (const script of JSON.parse(readFileSync(path.join(dir, f), 'utf8')).result) {
@@ -55,14 +58,19 @@ function callCounts(mode, tokens) {
 }
 
 function perToken(mode, tokens) {
-  const once = callCounts(mode, tokens), twice = callCounts(mode, 2 * tokens);
+  const once = callCounts(mode, tokens),
+    twice = callCounts(mode, 2 * tokens);
   const files = new Map();
   for (const [key, n] of twice) {
     if (n - (once.get(key) ?? 0) < tokens) continue;
     const [file, rest] = key.split('#');
     files.set(file, [...(files.get(file) ?? []), rest.replace(/@\d+$/, '')]);
   }
-  return { files: files.size, functions: [...files.values()].reduce((n, f) => n + f.length, 0), byFile: Object.fromEntries([...files].sort()) };
+  return {
+    files: files.size,
+    functions: [...files.values()].reduce((n, f) => n + f.length, 0),
+    byFile: Object.fromEntries([...files].sort()),
+  };
 }
 
 async function main(argv) {

@@ -18,10 +18,11 @@ import { importDist, presetModel } from './lib/moetier.mjs';
 import { parseBenchArgs, positiveInt, runBenchMain } from './lib/options.mjs';
 import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 
-const usage = 'usage: node bench/predict.mjs [--presets tiny,small,medium --routing realistic,planted --tokens N --update-results]';
+const usage =
+  'usage: node bench/predict.mjs [--presets tiny,small,medium --routing realistic,planted --tokens N --update-results]';
 const options = {
   presets: { type: 'string', default: 'tiny,small,medium', help: 'qwen3moe presets (Q8_0)' },
-  routing: { type: 'string', default: 'realistic,planted', help: 'the models\' routing kinds' },
+  routing: { type: 'string', default: 'realistic,planted', help: "the models' routing kinds" },
   tokens: { type: 'string', default: '64', help: 'decode tokens per prompt' },
 };
 
@@ -45,10 +46,21 @@ async function main(argv) {
         native.freeModel(model.nativeModel);
         native.unmapFile(model.mapping);
       }
-      process.stderr.write(`predict ${preset} (${routing}): recall@k ${rows.at(-1).recallK.toFixed(3)}, recall@2k ${rows.at(-1).recall2K.toFixed(3)}\n`);
+      process.stderr.write(
+        `predict ${preset} (${routing}): recall@k ${rows.at(-1).recallK.toFixed(3)}, recall@2k ${rows.at(-1).recall2K.toFixed(3)}\n`,
+      );
     }
   }
-  const summary = { date: new Date().toISOString(), cpuModel: os.cpus()[0]?.model, command: `node bench/predict.mjs ${argv.join(' ')}`.trim(), loadAverageAtStart, loadAverageAtEnd: os.loadavg(), tokens, prompts, rows };
+  const summary = {
+    date: new Date().toISOString(),
+    cpuModel: os.cpus()[0]?.model,
+    command: `node bench/predict.mjs ${argv.join(' ')}`.trim(),
+    loadAverageAtStart,
+    loadAverageAtEnd: os.loadavg(),
+    tokens,
+    prompts,
+    rows,
+  };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'predict', JSON.stringify(summary, null, 2) + '\n');
@@ -56,7 +68,8 @@ async function main(argv) {
 }
 
 async function measure(native, model, tokens, prompts) {
-  const hp = model.hparams, K = hp.nExpertUsed;
+  const hp = model.hparams,
+    K = hp.nExpertUsed;
   const perLayer = Array.from({ length: hp.nLayer }, () => ({ k: 0, twoK: 0, steps: 0 }));
   for (const text of prompts) {
     const ctx = native.createContext(model.nativeModel, { nCtx: 256, threads: 2 });
@@ -65,7 +78,8 @@ async function measure(native, model, tokens, prompts) {
       const logits = new Float32Array(hp.nVocab);
       await native.evalAsync(ctx, Int32Array.from(ids), 0, logits);
       let pos = ids.length;
-      const routes = new Int32Array(hp.nLayer * K), predicted = new Int32Array(hp.nLayer * 2 * K);
+      const routes = new Int32Array(hp.nLayer * K),
+        predicted = new Int32Array(hp.nLayer * 2 * K);
       for (let t = 0; t < tokens; t++) {
         const next = argmax(logits);
         await native.evalAsync(ctx, Int32Array.of(next), pos++, logits, { routes, predicted, predictK: 2 * K });
@@ -84,9 +98,22 @@ async function measure(native, model, tokens, prompts) {
       native.freeContext(ctx);
     }
   }
-  const layers = perLayer.map((c) => ({ recallK: c.k / (c.steps * K), recall2K: c.twoK / (c.steps * K), precision2K: c.twoK / (c.steps * 2 * K) }));
+  const layers = perLayer.map((c) => ({
+    recallK: c.k / (c.steps * K),
+    recall2K: c.twoK / (c.steps * K),
+    precision2K: c.twoK / (c.steps * 2 * K),
+  }));
   const mean = (f) => layers.reduce((a, x) => a + x[f], 0) / layers.length;
-  return { nLayer: hp.nLayer, nExpert: hp.nExpert, k: K, steps: perLayer[0].steps, recallK: mean('recallK'), recall2K: mean('recall2K'), precision2K: mean('precision2K'), layers };
+  return {
+    nLayer: hp.nLayer,
+    nExpert: hp.nExpert,
+    k: K,
+    steps: perLayer[0].steps,
+    recallK: mean('recallK'),
+    recall2K: mean('recall2K'),
+    precision2K: mean('precision2K'),
+    layers,
+  };
 }
 
 function argmax(a) {
@@ -97,13 +124,19 @@ function argmax(a) {
 
 function table(s) {
   const f = (x) => x.toFixed(3);
-  const range = (r, key) => `${f(Math.min(...r.layers.map((x) => x[key])))}-${f(Math.max(...r.layers.map((x) => x[key])))}`;
+  const range = (r, key) =>
+    `${f(Math.min(...r.layers.map((x) => x[key])))}-${f(Math.max(...r.layers.map((x) => x[key])))}`;
   return [
     `Measured ${s.date.slice(0, 10)} on ${s.cpuModel}; ${s.prompts.length} prompts (ROUTING_PROMPTS) x ${s.tokens} greedy decode tokens per preset (qwen3moe, Q8_0).`,
     '',
-    '| preset | routing | layers x experts, k | decode steps | recall@k (layers' + "'" + ' range) | recall@2k (range) | precision@2k |',
+    '| preset | routing | layers x experts, k | decode steps | recall@k (layers' +
+      "'" +
+      ' range) | recall@2k (range) | precision@2k |',
     '|---|---|---|---|---|---|---|',
-    ...s.rows.map((r) => `| ${r.preset} | ${r.routing === 'planted' ? 'planted' : 'realistic synthetic'} | ${r.nLayer} x ${r.nExpert}, ${r.k} | ${r.steps} | ${f(r.recallK)} (${range(r, 'recallK')}) | ${f(r.recall2K)} (${range(r, 'recall2K')}) | ${f(r.precision2K)} |`),
+    ...s.rows.map(
+      (r) =>
+        `| ${r.preset} | ${r.routing === 'planted' ? 'planted' : 'realistic synthetic'} | ${r.nLayer} x ${r.nExpert}, ${r.k} | ${r.steps} | ${f(r.recallK)} (${range(r, 'recallK')}) | ${f(r.recall2K)} (${range(r, 'recall2K')}) | ${f(r.precision2K)} |`,
+    ),
   ].join('\n');
 }
 

@@ -27,14 +27,15 @@ import { resultsTarget, updateReadme, writeResults } from './lib/output.mjs';
 import { inCgroup, inCgroupAsync, llamaRun, moetierRun, promptIds } from './lib/runs.mjs';
 import { median } from './lib/stats.mjs';
 
-const usage = 'npm run bench -- prefetch [--quant q8_0 --share 0.5 --tokens 48 --rounds 3 --llama-tokens 12 --fake-resident 0.5 --update-results]';
+const usage =
+  'npm run bench -- prefetch [--quant q8_0 --share 0.5 --tokens 48 --rounds 3 --llama-tokens 12 --fake-resident 0.5 --update-results]';
 const options = {
   quant: { type: 'string', default: 'q8_0', help: 'quant of the medium preset (q8_0 | q4_0)' },
-  share: { type: 'string', default: '0.5', help: 'the disk run\'s memory limit as a share of the file' },
+  share: { type: 'string', default: '0.5', help: "the disk run's memory limit as a share of the file" },
   tokens: { type: 'string', default: '48', help: 'tokens moetier generates per run' },
   rounds: { type: 'string', default: '3', help: 'rounds of off / observe / enforce, interleaved' },
   'llama-tokens': { type: 'string', default: '12', help: 'tokens llama.cpp generates under the limit (it thrashes)' },
-  'fake-resident': { type: 'string', default: '0.5', help: 'share of the experts in the fake card\'s slots' },
+  'fake-resident': { type: 'string', default: '0.5', help: "share of the experts in the fake card's slots" },
 };
 const modes = ['off', 'observe', 'enforce'];
 /** Node's own heap and code, outside the engine's budget (as bench/disk.mjs). */
@@ -48,8 +49,11 @@ export async function main(argv) {
   const why = memoryCgroupSupport();
   if (why) throw Object.assign(new Error(`bench prefetch needs memory cgroups: ${why}`), { code: 'E_CGROUP' });
   const quant = oneOf('quant', values.quant, ['q8_0', 'q4_0']);
-  const tokens = positiveInt('tokens', values.tokens, 4096), rounds = positiveInt('rounds', values.rounds, 50), llamaTokens = positiveInt('llama-tokens', values['llama-tokens'], 4096);
-  const share = shareOf('share', values.share), resident = shareOf('fake-resident', values['fake-resident']);
+  const tokens = positiveInt('tokens', values.tokens, 4096),
+    rounds = positiveInt('rounds', values.rounds, 50),
+    llamaTokens = positiveInt('llama-tokens', values['llama-tokens'], 4096);
+  const share = shareOf('share', values.share),
+    resident = shareOf('fake-resident', values['fake-resident']);
   await ensureBenchDeps();
   const native = (await importDist('src/native/binding.js')).loadNative();
   const model = await presetModel({ preset: 'medium', arch: 'qwen3moe', quant });
@@ -65,20 +69,50 @@ export async function main(argv) {
   for (let round = 0; round < rounds; round++) {
     for (const mode of modes) {
       native.dropFileCache(model);
-      const run = inCgroup(`moetier-prefetch-${mode}`, limitBytes, (g) => moetierRun(model, tokens, [...ctx, ...budget, '--prefetch', mode], g));
+      const run = inCgroup(`moetier-prefetch-${mode}`, limitBytes, (g) =>
+        moetierRun(model, tokens, [...ctx, ...budget, '--prefetch', mode], g),
+      );
       disk[mode].push(diskFigures(run, ref));
-      fake[mode].push(fakeFigures(moetierRun(model, tokens, [...ctx, '--backend', 'fake', '--resident', String(resident), '--prefetch', mode]), ref));
-      process.stderr.write(`prefetch round ${round + 1}/${rounds} ${mode}: disk ${disk[mode].at(-1).decodeTokPerS?.toFixed(1) ?? 'failed'} tok/s, fake hit rate ${fake[mode].at(-1).decodeHitRate}\n`);
+      fake[mode].push(
+        fakeFigures(
+          moetierRun(model, tokens, [...ctx, '--backend', 'fake', '--resident', String(resident), '--prefetch', mode]),
+          ref,
+        ),
+      );
+      process.stderr.write(
+        `prefetch round ${round + 1}/${rounds} ${mode}: disk ${disk[mode].at(-1).decodeTokPerS?.toFixed(1) ?? 'failed'} tok/s, fake hit rate ${fake[mode].at(-1).decodeHitRate}\n`,
+      );
     }
   }
   native.dropFileCache(model);
-  const llama = await inCgroupAsync('llama-prefetch', limitBytes, (g) => llamaRun(model, promptTokens, 2, llamaTokens, g));
+  const llama = await inCgroupAsync('llama-prefetch', limitBytes, (g) =>
+    llamaRun(model, promptTokens, 2, llamaTokens, g),
+  );
   const summary = {
-    date: new Date().toISOString(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, command: `npm run bench -- prefetch ${argv.join(' ')}`.trim(),
-    loadAverageAtStart, routing: 'realistic synthetic', loadAverageAtEnd: os.loadavg(), quant, fileBytes, share, limitBytes, nodeAllowanceBytes, tokens, rounds, fakeResident: resident,
+    date: new Date().toISOString(),
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    command: `npm run bench -- prefetch ${argv.join(' ')}`.trim(),
+    loadAverageAtStart,
+    routing: 'realistic synthetic',
+    loadAverageAtEnd: os.loadavg(),
+    quant,
+    fileBytes,
+    share,
+    limitBytes,
+    nodeAllowanceBytes,
+    tokens,
+    rounds,
+    fakeResident: resident,
     computeBoundTokPerS: ref.decodeTokPerS,
-    disk: summarize(disk), fake: summarize(fake),
-    llamaCpp: { threads: 2, tokens: llamaTokens, ...(llama.result ?? { failed: llama.failure }), peakBytes: llama.peakBytes },
+    disk: summarize(disk),
+    fake: summarize(fake),
+    llamaCpp: {
+      threads: 2,
+      tokens: llamaTokens,
+      ...(llama.result ?? { failed: llama.failure }),
+      peakBytes: llama.peakBytes,
+    },
     runs: { disk, fake },
   };
   process.stdout.write(JSON.stringify(summary) + '\n');
@@ -89,7 +123,10 @@ export async function main(argv) {
 
 function shareOf(name, text) {
   const x = Number(text);
-  if (!(x > 0 && x <= 1)) throw Object.assign(new Error(`--${name}: expected a share in (0, 1], got ${JSON.stringify(text)}`), { code: 'E_OPTION' });
+  if (!(x > 0 && x <= 1))
+    throw Object.assign(new Error(`--${name}: expected a share in (0, 1], got ${JSON.stringify(text)}`), {
+      code: 'E_OPTION',
+    });
   return x;
 }
 
@@ -99,17 +136,24 @@ function diskFigures(run, ref) {
   if (!r) return { failed: run.failure, peakBytes: run.peakBytes };
   const decodeTokens = Math.max(1, r.tokens.length - 1);
   return {
-    decodeTokPerS: r.decodeTokPerS, stallMsPerToken: r.stallMsPerToken, decodeHitRate: r.decodeHitRate,
+    decodeTokPerS: r.decodeTokPerS,
+    stallMsPerToken: r.stallMsPerToken,
+    decodeHitRate: r.decodeHitRate,
     readMiBPerToken: (r.streamedBytes + r.decodeUploadBytes) / decodeTokens / MiB,
-    sameTokens: JSON.stringify(r.tokens) === JSON.stringify(ref.tokens), peakBytes: run.peakBytes, prefetch: prefetchFigures(r.prefetch, decodeTokens),
+    sameTokens: JSON.stringify(r.tokens) === JSON.stringify(ref.tokens),
+    peakBytes: run.peakBytes,
+    prefetch: prefetchFigures(r.prefetch, decodeTokens),
   };
 }
 
 function fakeFigures(r, ref) {
   const decodeTokens = Math.max(1, r.tokens.length - 1);
   return {
-    decodeTokPerS: r.decodeTokPerS, decodeHitRate: r.decodeHitRate, uploadMiBPerToken: r.decodeUploadBytes / decodeTokens / MiB,
-    sameTokens: JSON.stringify(r.tokens) === JSON.stringify(ref.tokens), prefetch: prefetchFigures(r.prefetch, decodeTokens),
+    decodeTokPerS: r.decodeTokPerS,
+    decodeHitRate: r.decodeHitRate,
+    uploadMiBPerToken: r.decodeUploadBytes / decodeTokens / MiB,
+    sameTokens: JSON.stringify(r.tokens) === JSON.stringify(ref.tokens),
+    prefetch: prefetchFigures(r.prefetch, decodeTokens),
   };
 }
 
@@ -117,9 +161,20 @@ function prefetchFigures(p, decodeTokens) {
   if (!p) return undefined;
   const perToken = (bytes) => bytes / decodeTokens / MiB;
   return {
-    coverage: p.coverage, precision: p.precision, issued: p.issued, covered: p.covered, late: p.late, wasted: p.wasted, uncovered: p.uncovered, cancelled: p.cancelled,
-    lateMsPerToken: p.lateMs / decodeTokens, coveredMiBPerToken: perToken(p.coveredBytes), lateMiBPerToken: perToken(p.lateBytes), wastedMiBPerToken: perToken(p.wastedBytes),
-    wouldIssue: p.wouldIssue, wouldCover: p.wouldCover,
+    coverage: p.coverage,
+    precision: p.precision,
+    issued: p.issued,
+    covered: p.covered,
+    late: p.late,
+    wasted: p.wasted,
+    uncovered: p.uncovered,
+    cancelled: p.cancelled,
+    lateMsPerToken: p.lateMs / decodeTokens,
+    coveredMiBPerToken: perToken(p.coveredBytes),
+    lateMiBPerToken: perToken(p.lateBytes),
+    wastedMiBPerToken: perToken(p.wastedBytes),
+    wouldIssue: p.wouldIssue,
+    wouldCover: p.wouldCover,
   };
 }
 
@@ -134,12 +189,20 @@ function summarize(byMode) {
     };
     const ratios = byMode[mode].map((r, i) => r.decodeTokPerS / byMode.off[i].decodeTokPerS).filter(Number.isFinite);
     out[mode] = {
-      failed: byMode[mode].length - runs.length, sameTokens: runs.every((r) => r.sameTokens),
-      decodeTokPerS: med((r) => r.decodeTokPerS), vsOff: ratios.length ? median(ratios) : undefined,
-      stallMsPerToken: med((r) => r.stallMsPerToken), decodeHitRate: med((r) => r.decodeHitRate),
-      readMiBPerToken: med((r) => r.readMiBPerToken), uploadMiBPerToken: med((r) => r.uploadMiBPerToken), peakBytes: med((r) => r.peakBytes),
-      coverage: med((r) => r.prefetch?.coverage), precision: med((r) => r.prefetch?.precision),
-      lateMsPerToken: med((r) => r.prefetch?.lateMsPerToken), wastedMiBPerToken: med((r) => r.prefetch?.wastedMiBPerToken), lateMiBPerToken: med((r) => r.prefetch?.lateMiBPerToken),
+      failed: byMode[mode].length - runs.length,
+      sameTokens: runs.every((r) => r.sameTokens),
+      decodeTokPerS: med((r) => r.decodeTokPerS),
+      vsOff: ratios.length ? median(ratios) : undefined,
+      stallMsPerToken: med((r) => r.stallMsPerToken),
+      decodeHitRate: med((r) => r.decodeHitRate),
+      readMiBPerToken: med((r) => r.readMiBPerToken),
+      uploadMiBPerToken: med((r) => r.uploadMiBPerToken),
+      peakBytes: med((r) => r.peakBytes),
+      coverage: med((r) => r.prefetch?.coverage),
+      precision: med((r) => r.prefetch?.precision),
+      lateMsPerToken: med((r) => r.prefetch?.lateMsPerToken),
+      wastedMiBPerToken: med((r) => r.prefetch?.wastedMiBPerToken),
+      lateMiBPerToken: med((r) => r.prefetch?.lateMiBPerToken),
       wouldCoverShare: med((r) => (r.prefetch?.wouldIssue ? r.prefetch.wouldCover / r.prefetch.wouldIssue : undefined)),
     };
   }
@@ -148,7 +211,11 @@ function summarize(byMode) {
 
 function prefetchTable(s) {
   const f = (x, d = 2) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(d) : 'n/a');
-  const llama = s.llamaCpp.decodeTokPerS ? `${f(s.llamaCpp.decodeTokPerS)}` : /SIGKILL/.test(s.llamaCpp.failed ?? '') ? 'killed' : 'failed';
+  const llama = s.llamaCpp.decodeTokPerS
+    ? `${f(s.llamaCpp.decodeTokPerS)}`
+    : /SIGKILL/.test(s.llamaCpp.failed ?? '')
+      ? 'killed'
+      : 'failed';
   const row = (where, mode, m) =>
     `| ${where} | ${mode} | ${f(m.decodeTokPerS, 1)} | ${mode === 'off' ? '1.00' : f(m.vsOff)} | ${f(m.stallMsPerToken)} | ${f(m.decodeHitRate, 3)} | ${f(m.readMiBPerToken ?? m.uploadMiBPerToken, 1)} | ${f(m.coverage)} | ${f(m.precision)} | ${f(m.lateMsPerToken)} | ${f(m.lateMiBPerToken, 1)} | ${f(m.wastedMiBPerToken, 1)} | ${m.failed ? `${m.failed} failed` : m.sameTokens ? 'yes' : 'no'} |`;
   return [

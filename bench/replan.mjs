@@ -67,19 +67,28 @@ export async function main(argv) {
     threads: positiveInt('threads', values.threads, 64),
     resident: Number(values.resident),
     backends: values.backends.split(',').map((b) => oneOf('backends', b, ['cpu', 'fake'])),
-    ablationCaps: values.caps.split(',').filter(Boolean).map((c) => (c === 'uncapped' ? 'uncapped' : positiveInt('caps', c, 4096))),
+    ablationCaps: values.caps
+      .split(',')
+      .filter(Boolean)
+      .map((c) => (c === 'uncapped' ? 'uncapped' : positiveInt('caps', c, 4096))),
     repetitions: 1,
     ttftRounds: positiveInt('ttft-rounds', values['ttft-rounds'], 100),
     arch,
     quant,
   };
-  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, loadAverageAtStart: os.loadavg(), loadAverages: [] };
+  const machine = {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    loadAverageAtStart: os.loadavg(),
+    loadAverages: [],
+  };
   const { openEngine } = await importDist('src/index.js');
   const { longTopicPrompt, promptText } = await importDist('src/synth/prompts.js');
   const model = await presetModel({ preset: config.preset, arch, quant });
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'moetier-bench-replan-'));
   try {
-    const open = (extra) => openEngine({ model, threads: config.threads, contextTokens: 1024, resident: config.resident, ...extra });
+    const open = (extra) =>
+      openEngine({ model, threads: config.threads, contextTokens: 1024, resident: config.resident, ...extra });
     const heatFile = path.join(scratch, 'heat.json');
     const heatPrompts = heatTopics.map((t, i) => longTopicPrompt(t, config.words, 101 + i));
     await buildHeat(open, heatFile, heatPrompts, promptText, config.maxTokens);
@@ -91,15 +100,29 @@ export async function main(argv) {
         const modes = i % 2 === 0 ? ['off', 24] : [24, 'off'];
         const pair = {};
         for (const mode of modes) {
-          const trace = backend === 'cpu' && mode === 'off' && !values['no-replay'] ? path.join(scratch, `trace-${p.name}.jsonl`) : undefined;
-          const r = await runCell(open, { backend, mode, heat: copyHeat(heatFile, `${backend}-${p.name}-${mode}`), prompt: p, promptText, config, trace });
+          const trace =
+            backend === 'cpu' && mode === 'off' && !values['no-replay']
+              ? path.join(scratch, `trace-${p.name}.jsonl`)
+              : undefined;
+          const r = await runCell(open, {
+            backend,
+            mode,
+            heat: copyHeat(heatFile, `${backend}-${p.name}-${mode}`),
+            prompt: p,
+            promptText,
+            config,
+            trace,
+          });
           nExpert = r.nExpert;
           pair[mode] = r;
           cells.push(r);
           machine.loadAverages.push(os.loadavg()[0]);
-          process.stderr.write(`  ${backend} ${p.name} replan ${mode}: hit ${(r.decodeHitRate * 100).toFixed(1)} %, ${r.msPerToken.toFixed(2)} ms/token, TTFT ${r.ttftMs.toFixed(0)} ms\n`);
+          process.stderr.write(
+            `  ${backend} ${p.name} replan ${mode}: hit ${(r.decodeHitRate * 100).toFixed(1)} %, ${r.msPerToken.toFixed(2)} ms/token, TTFT ${r.ttftMs.toFixed(0)} ms\n`,
+          );
         }
-        if (pair.off.tokens.join() !== pair[24].tokens.join()) throw new Error(`${backend} ${p.name}: replan changed the tokens: a bug, not a measurement`);
+        if (pair.off.tokens.join() !== pair[24].tokens.join())
+          throw new Error(`${backend} ${p.name}: replan changed the tokens: a bug, not a measurement`);
       }
     }
     const ablation = [];
@@ -107,7 +130,14 @@ export async function main(argv) {
       for (const p of prompts) {
         for (const cap of config.ablationCaps) {
           const mode = cap === 'uncapped' ? nExpert : cap;
-          const r = await runCell(open, { backend: 'cpu', mode, heat: copyHeat(heatFile, `abl-${p.name}-${mode}`), prompt: p, promptText, config });
+          const r = await runCell(open, {
+            backend: 'cpu',
+            mode,
+            heat: copyHeat(heatFile, `abl-${p.name}-${mode}`),
+            prompt: p,
+            promptText,
+            config,
+          });
           r.cap = cap;
           ablation.push(r);
           machine.loadAverages.push(os.loadavg()[0]);
@@ -116,12 +146,26 @@ export async function main(argv) {
       }
     }
     const ttft = await measureTtft(open, heatFile, prompts[0], promptText, config, machine);
-    const replay = values['no-replay'] ? undefined : runReplay(prompts.map((p) => path.join(scratch, `trace-${p.name}.jsonl`)), config, nExpert);
+    const replay = values['no-replay']
+      ? undefined
+      : runReplay(
+          prompts.map((p) => path.join(scratch, `trace-${p.name}.jsonl`)),
+          config,
+          nExpert,
+        );
     machine.loadAverageAtEnd = os.loadavg();
     for (const c of [...cells, ...ablation]) delete c.tokens;
     const results = {
-      bench: 'replan', date: new Date().toISOString(), config, machine,
-      heatFrom: heatPrompts.map((p) => p.name), prompts: prompts.map((p) => p.name), cells, ablation, ttft, replay,
+      bench: 'replan',
+      date: new Date().toISOString(),
+      config,
+      machine,
+      heatFrom: heatPrompts.map((p) => p.name),
+      prompts: prompts.map((p) => p.name),
+      cells,
+      ablation,
+      ttft,
+      replay,
     };
     const target = resultsTarget(values['update-results']);
     writeResults(target, 'replan', `${JSON.stringify(results, null, 2)}\n`);
@@ -150,7 +194,15 @@ async function measureTtft(open, heatFile, prompt, promptText, config, machine) 
     for (let r = 0; r < config.ttftRounds; r++) {
       const round = {};
       for (const mode of r % 2 === 0 ? ['off', 24] : [24, 'off']) {
-        const cell = await runCell(open, { backend, mode, heat: copyHeat(heatFile, `ttft-${backend}-${r}-${mode}`), prompt, promptText, config, tokens: 2 });
+        const cell = await runCell(open, {
+          backend,
+          mode,
+          heat: copyHeat(heatFile, `ttft-${backend}-${r}-${mode}`),
+          prompt,
+          promptText,
+          config,
+          tokens: 2,
+        });
         round[mode] = { ttftMs: cell.ttftMs, prefillMs: cell.prefillMs };
       }
       rounds.push(round);
@@ -158,18 +210,27 @@ async function measureTtft(open, heatFile, prompt, promptText, config, machine) 
     }
     const med = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
     out.push({
-      backend, prompt: prompt.name, rounds,
-      offMedianMs: med(rounds.map((x) => x.off.ttftMs)), onMedianMs: med(rounds.map((x) => x[24].ttftMs)),
+      backend,
+      prompt: prompt.name,
+      rounds,
+      offMedianMs: med(rounds.map((x) => x.off.ttftMs)),
+      onMedianMs: med(rounds.map((x) => x[24].ttftMs)),
       deltaMedianMs: med(rounds.map((x) => x[24].ttftMs - x.off.ttftMs)),
     });
-    process.stderr.write(`  ttft ${backend}: off ${out.at(-1).offMedianMs.toFixed(0)} ms, on ${out.at(-1).onMedianMs.toFixed(0)} ms (medians of ${config.ttftRounds})\n`);
+    process.stderr.write(
+      `  ttft ${backend}: off ${out.at(-1).offMedianMs.toFixed(0)} ms, on ${out.at(-1).onMedianMs.toFixed(0)} ms (medians of ${config.ttftRounds})\n`,
+    );
   }
   return out;
 }
 
 /** One fresh engine, one request. mode: 'off' or the replan cap. */
 async function runCell(open, { backend, mode, heat, prompt, promptText, config, trace, tokens = config.maxTokens }) {
-  const e = await open({ backend, heat, prefillReplan: mode === 'off' ? { enabled: false } : { enabled: true, maxSwapsPerLayer: mode } });
+  const e = await open({
+    backend,
+    heat,
+    prefillReplan: mode === 'off' ? { enabled: false } : { enabled: true, maxSwapsPerLayer: mode },
+  });
   try {
     await hostCopiesReady(e);
     const text = promptText(prompt, e.tokenizer.kind);
@@ -177,13 +238,25 @@ async function runCell(open, { backend, mode, heat, prompt, promptText, config, 
     const { tokens: ids, stats } = await generate(e, text, tokens, trace);
     const tier = e.tierStats();
     return {
-      backend, replan: mode, prompt: prompt.name, promptTokens, tokens: ids,
-      nExpert: e.hparams.nExpert, slotsPerLayer: tier.slotsBudget[0],
-      decodeHitRate: stats.decodeHitRate, prefillHitRate: stats.prefillHitRate,
-      moeMsPerToken: stats.moeMsPerToken, msPerToken: stats.msPerToken, ttftMs: stats.ttftMs, prefillMs: stats.prefillMs,
-      uploads: stats.uploads, uploadBytes: stats.uploadBytes, failedUploads: stats.failedUploads,
+      backend,
+      replan: mode,
+      prompt: prompt.name,
+      promptTokens,
+      tokens: ids,
+      nExpert: e.hparams.nExpert,
+      slotsPerLayer: tier.slotsBudget[0],
+      decodeHitRate: stats.decodeHitRate,
+      prefillHitRate: stats.prefillHitRate,
+      moeMsPerToken: stats.moeMsPerToken,
+      msPerToken: stats.msPerToken,
+      ttftMs: stats.ttftMs,
+      prefillMs: stats.prefillMs,
+      uploads: stats.uploads,
+      uploadBytes: stats.uploadBytes,
+      failedUploads: stats.failedUploads,
       lazyMisses: tier.lazyMisses,
-      layerHookCalls: tier.layerHookCalls, layerHookUsPerCall: tier.layerHookCalls ? tier.layerHookNs / tier.layerHookCalls / 1e3 : null,
+      layerHookCalls: tier.layerHookCalls,
+      layerHookUsPerCall: tier.layerHookCalls ? tier.layerHookNs / tier.layerHookCalls / 1e3 : null,
       swapsStartedNow: tier.swapsStartedNow,
     };
   } finally {
@@ -218,10 +291,32 @@ function copyHeat(file, tag) {
 /** `moetier replay` on the engine's traces: lfru vs replan at the engine's budget, cold start, priced by the geometry the traces carry (the model's own). */
 function runReplay(traces, config, nExpert) {
   const budget = Math.min(nExpert, Math.max(1, Math.round(config.resident * nExpert)));
-  const args = ['dist/src/cli/main.js', 'replay', '--trace', traces.join(','), '--budget', String(budget), '--policy', 'lfru,replan', '--start', 'ids', '--json'];
+  const args = [
+    'dist/src/cli/main.js',
+    'replay',
+    '--trace',
+    traces.join(','),
+    '--budget',
+    String(budget),
+    '--policy',
+    'lfru,replan',
+    '--start',
+    'ids',
+    '--json',
+  ];
   const out = execFileSync(process.execPath, args, { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 << 20 });
   const rows = JSON.parse(out.slice(out.indexOf('[')));
-  return { command: `node ${args.join(' ')}`, budget, rows: rows.map((r) => ({ trace: path.basename(r.trace), policy: r.policy, hitRate: r.hitRate, uploads: r.uploads, ...pick(r, ['ttftMs', 'msPerToken']) })) };
+  return {
+    command: `node ${args.join(' ')}`,
+    budget,
+    rows: rows.map((r) => ({
+      trace: path.basename(r.trace),
+      policy: r.policy,
+      hitRate: r.hitRate,
+      uploads: r.uploads,
+      ...pick(r, ['ttftMs', 'msPerToken']),
+    })),
+  };
 }
 
 function pick(o, keys) {
@@ -231,7 +326,8 @@ function pick(o, keys) {
 export function replanTable(r) {
   const f = (v, d = 2) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(d) : 'n/a');
   const pct = (v) => (typeof v === 'number' && Number.isFinite(v) ? `${(v * 100).toFixed(1)} %` : 'n/a');
-  const pts = (a, b) => (Number.isFinite(a) && Number.isFinite(b) ? `${((b - a) * 100) >= 0 ? '+' : ''}${((b - a) * 100).toFixed(1)}` : 'n/a');
+  const pts = (a, b) =>
+    Number.isFinite(a) && Number.isFinite(b) ? `${(b - a) * 100 >= 0 ? '+' : ''}${((b - a) * 100).toFixed(1)}` : 'n/a';
   const load = (l) => (l ? l.map((v) => v.toFixed(1)).join(' ') : 'n/a');
   const { config: c, machine: m } = r;
   const peak = m.loadAverages.length ? Math.max(...m.loadAverages).toFixed(1) : 'n/a';
@@ -248,30 +344,53 @@ export function replanTable(r) {
       const off = r.cells.find((x) => x.backend === backend && x.prompt === p && x.replan === 'off');
       const on = r.cells.find((x) => x.backend === backend && x.prompt === p && x.replan === 24);
       if (!off || !on) continue;
-      lines.push(`| ${backend} | ${p} (${on.promptTokens}) | ${pct(off.decodeHitRate)} -> ${pct(on.decodeHitRate)} | ${pts(off.decodeHitRate, on.decodeHitRate)} | ` +
-        `${f(off.moeMsPerToken, 3)} -> ${f(on.moeMsPerToken, 3)} | ${f(off.msPerToken)} -> ${f(on.msPerToken)} | ${f(off.ttftMs, 0)} -> ${f(on.ttftMs, 0)} | ${on.uploads} | ${f(on.layerHookUsPerCall, 1)} |`);
+      lines.push(
+        `| ${backend} | ${p} (${on.promptTokens}) | ${pct(off.decodeHitRate)} -> ${pct(on.decodeHitRate)} | ${pts(off.decodeHitRate, on.decodeHitRate)} | ` +
+          `${f(off.moeMsPerToken, 3)} -> ${f(on.moeMsPerToken, 3)} | ${f(off.msPerToken)} -> ${f(on.msPerToken)} | ${f(off.ttftMs, 0)} -> ${f(on.ttftMs, 0)} | ${on.uploads} | ${f(on.layerHookUsPerCall, 1)} |`,
+      );
     }
   }
-  const ttft = r.cells.filter((x) => x.replan === 24).map((on) => on.ttftMs - r.cells.find((x) => x.backend === on.backend && x.prompt === on.prompt && x.replan === 'off').ttftMs);
+  const ttft = r.cells
+    .filter((x) => x.replan === 24)
+    .map(
+      (on) =>
+        on.ttftMs -
+        r.cells.find((x) => x.backend === on.backend && x.prompt === on.prompt && x.replan === 'off').ttftMs,
+    );
   if (ttft.length > 0) {
     const sorted = [...ttft].sort((a, b) => a - b);
-    lines.push('', `- TTFT on - off over the ${ttft.length} pairs of the table: median ${f(sorted[sorted.length >> 1], 0)} ms, range ${f(sorted[0], 0)} .. ${f(sorted[sorted.length - 1], 0)} ms.`);
+    lines.push(
+      '',
+      `- TTFT on - off over the ${ttft.length} pairs of the table: median ${f(sorted[sorted.length >> 1], 0)} ms, range ${f(sorted[0], 0)} .. ${f(sorted[sorted.length - 1], 0)} ms.`,
+    );
   }
   if (r.ttft?.length) lines.push('');
   for (const t of r.ttft ?? []) {
-    lines.push(`- TTFT alone (${t.backend}, ${t.prompt}, ${t.rounds.length} alternating rounds of 2-token requests): off ${f(t.offMedianMs, 0)} ms, on ${f(t.onMedianMs, 0)} ms (medians); on - off, paired: median ${f(t.deltaMedianMs, 0)} ms.`);
+    lines.push(
+      `- TTFT alone (${t.backend}, ${t.prompt}, ${t.rounds.length} alternating rounds of 2-token requests): off ${f(t.offMedianMs, 0)} ms, on ${f(t.onMedianMs, 0)} ms (medians); on - off, paired: median ${f(t.deltaMedianMs, 0)} ms.`,
+    );
   }
   if (r.ablation.length > 0) {
     const caps = [...new Set(r.ablation.map((x) => x.cap))];
-    lines.push('', `| cap ablation (cpu), decode hit rate | off | 24 | ${caps.join(' | ')} |`, `|---|---|---|${caps.map(() => '---|').join('')}`);
+    lines.push(
+      '',
+      `| cap ablation (cpu), decode hit rate | off | 24 | ${caps.join(' | ')} |`,
+      `|---|---|---|${caps.map(() => '---|').join('')}`,
+    );
     for (const p of r.prompts) {
       const off = r.cells.find((x) => x.backend === 'cpu' && x.prompt === p && x.replan === 'off');
       const on = r.cells.find((x) => x.backend === 'cpu' && x.prompt === p && x.replan === 24);
-      lines.push(`| ${p} | ${pct(off?.decodeHitRate)} | ${pct(on?.decodeHitRate)} | ${caps.map((cap) => pct(r.ablation.find((x) => x.prompt === p && x.cap === cap)?.decodeHitRate)).join(' | ')} |`);
+      lines.push(
+        `| ${p} | ${pct(off?.decodeHitRate)} | ${pct(on?.decodeHitRate)} | ${caps.map((cap) => pct(r.ablation.find((x) => x.prompt === p && x.cap === cap)?.decodeHitRate)).join(' | ')} |`,
+      );
     }
   }
   if (r.replay) {
-    lines.push('', `| moetier replay on the engine's traces (budget ${r.replay.budget}, cold start) | lfru hit rate | replan hit rate | gain (points) |`, '|---|---|---|---|');
+    lines.push(
+      '',
+      `| moetier replay on the engine's traces (budget ${r.replay.budget}, cold start) | lfru hit rate | replan hit rate | gain (points) |`,
+      '|---|---|---|---|',
+    );
     for (const t of [...new Set(r.replay.rows.map((x) => x.trace))]) {
       const a = r.replay.rows.find((x) => x.trace === t && x.policy === 'lfru');
       const b = r.replay.rows.find((x) => x.trace === t && x.policy === 'replan');

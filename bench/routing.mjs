@@ -30,7 +30,16 @@ async function main(argv) {
   const { traceRouteStats, pooledPhase } = await importDist('src/tiers/route-stats.js');
   const rows = [];
   const shared = traceRouteStats(loadTraceFiles([sharedTrace])[0]);
-  rows.push({ source: 'OLMoE-1B-7B (real trace)', routing: 'real', layers: shared.layers, experts: shared.experts, topK: shared.topK, prompts: 1, decodeSteps: shared.decode.steps, mean: shared.decode.mean });
+  rows.push({
+    source: 'OLMoE-1B-7B (real trace)',
+    routing: 'real',
+    layers: shared.layers,
+    experts: shared.experts,
+    topK: shared.topK,
+    prompts: 1,
+    decodeSteps: shared.decode.steps,
+    mean: shared.decode.mean,
+  });
   const scratch = mkdtempSync(path.join(os.tmpdir(), 'moetier-bench-routing-'));
   try {
     for (const preset of values.presets.split(',')) {
@@ -40,14 +49,31 @@ async function main(argv) {
         const files = await decodeTraces(model, path.join(scratch, `${preset}-${routing}`), tokens);
         const all = loadTraceFiles(files).map(traceRouteStats);
         const pooled = pooledPhase(all, 'decode');
-        rows.push({ source: `${preset} ${quant}`, routing: routing === 'realistic' ? 'realistic synthetic' : 'planted', layers: all[0].layers, experts: all[0].experts, topK: all[0].topK, prompts: pooled.traces, decodeSteps: all[0].decode.steps, mean: pooled.mean });
-        process.stderr.write(`routing ${preset} ${routing}: entropy ${pooled.mean.entropy.toFixed(3)}, reuse x${pooled.mean.reuseOverChance.toFixed(2)}\n`);
+        rows.push({
+          source: `${preset} ${quant}`,
+          routing: routing === 'realistic' ? 'realistic synthetic' : 'planted',
+          layers: all[0].layers,
+          experts: all[0].experts,
+          topK: all[0].topK,
+          prompts: pooled.traces,
+          decodeSteps: all[0].decode.steps,
+          mean: pooled.mean,
+        });
+        process.stderr.write(
+          `routing ${preset} ${routing}: entropy ${pooled.mean.entropy.toFixed(3)}, reuse x${pooled.mean.reuseOverChance.toFixed(2)}\n`,
+        );
       }
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
-  const summary = { date: new Date().toISOString(), cpuModel: os.cpus()[0]?.model, command: `node bench/routing.mjs ${argv.join(' ')}`.trim(), tokens, rows };
+  const summary = {
+    date: new Date().toISOString(),
+    cpuModel: os.cpus()[0]?.model,
+    command: `node bench/routing.mjs ${argv.join(' ')}`.trim(),
+    tokens,
+    rows,
+  };
   process.stdout.write(JSON.stringify(summary) + '\n');
   const target = resultsTarget(values['update-results']);
   writeResults(target, 'routing', JSON.stringify(summary, null, 2) + '\n');
@@ -63,7 +89,13 @@ async function decodeTraces(model, prefix, tokens) {
   try {
     for (const [i, p] of ROUTING_PROMPTS.entries()) {
       const traceRoutes = `${prefix}-${i}.jsonl`;
-      for await (const _ of engine.generate(promptText(p, engine.tokenizer.kind), { maxTokens: tokens, traceRoutes, stopAtEos: false })) { /* the routes are what is measured */ }
+      for await (const _ of engine.generate(promptText(p, engine.tokenizer.kind), {
+        maxTokens: tokens,
+        traceRoutes,
+        stopAtEos: false,
+      })) {
+        /* the routes are what is measured */
+      }
       files.push(traceRoutes);
     }
   } finally {
@@ -79,7 +111,10 @@ function table(s) {
     '',
     '| model | routing | layers x experts, k | prompts x decode rows | entropy | top-E/4 share | reuse (x chance) | distinct in 16 / 64 tokens (share of E) | LRU hit at 12.5 / 25 / 37.5 / 50 % of E | Belady hit at the same |',
     '|---|---|---|---|---|---|---|---|---|---|',
-    ...s.rows.map((r) => `| ${r.source} | ${r.routing} | ${r.layers} x ${r.experts}, ${r.topK} | ${r.prompts} x ${r.decodeSteps} | ${f(r.mean.entropy)} | ${f(r.mean.topQuarterShare)} | ${f(r.mean.reuse)} (${r.mean.reuseOverChance.toFixed(2)}) | ${f(r.mean.window16Share)} / ${f(r.mean.window64Share)} | ${r.mean.lruHitRate.map(f).join(' / ')} | ${r.mean.beladyHitRate.map(f).join(' / ')} |`),
+    ...s.rows.map(
+      (r) =>
+        `| ${r.source} | ${r.routing} | ${r.layers} x ${r.experts}, ${r.topK} | ${r.prompts} x ${r.decodeSteps} | ${f(r.mean.entropy)} | ${f(r.mean.topQuarterShare)} | ${f(r.mean.reuse)} (${r.mean.reuseOverChance.toFixed(2)}) | ${f(r.mean.window16Share)} / ${f(r.mean.window64Share)} | ${r.mean.lruHitRate.map(f).join(' / ')} | ${r.mean.beladyHitRate.map(f).join(' / ')} |`,
+    ),
   ].join('\n');
 }
 

@@ -38,7 +38,11 @@ decode token of the medium model's MoE path (Q8_0), with the read bandwidth as t
     tokens: { type: 'string', default: '6', help: 'tokens per mode and round' },
     rounds: { type: 'string', default: '5', help: 'rounds (modes interleave round-robin)' },
   },
-  check: (v) => ({ ...v, tokens: positiveInt('tokens', v.tokens, 10_000), rounds: positiveInt('rounds', v.rounds, 1000) }),
+  check: (v) => ({
+    ...v,
+    tokens: positiveInt('tokens', v.tokens, 10_000),
+    rounds: positiveInt('rounds', v.rounds, 1000),
+  }),
 });
 const bindingUrl = new URL('../dist/src/native/binding.js', import.meta.url).href;
 const { loadNative } = await import(bindingUrl);
@@ -55,7 +59,11 @@ function plan() {
   let offset = 0;
   for (let l = 0; l < 24; l++) {
     for (let e = 0; e < 8; e++) {
-      for (const [rows, cols] of [[256, 768], [256, 768], [768, 256]]) {
+      for (const [rows, cols] of [
+        [256, 768],
+        [256, 768],
+        [768, 256],
+      ]) {
         mats.push({ offset, rows, cols });
         offset += rows * (cols === 768 ? ROW_BYTES_768 : ROW_BYTES_256);
       }
@@ -140,11 +148,22 @@ async function startWorkers(count, first, halves, spinLoads) {
     const w = new Worker(workerSource, {
       eval: true,
       workerData: {
-        bindingUrl, weights: weights.buffer, x768: xs[768].buffer, x256: xs[256].buffer, ys: ys.buffer,
-        mats, ctl, half: first + i, halves, spinLoads,
+        bindingUrl,
+        weights: weights.buffer,
+        x768: xs[768].buffer,
+        x256: xs[256].buffer,
+        ys: ys.buffer,
+        mats,
+        ctl,
+        half: first + i,
+        halves,
+        spinLoads,
       },
     });
-    await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+    await new Promise((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    });
     workers.push(w);
   }
   return { ctl, workers, halves };
@@ -228,7 +247,9 @@ function busySeconds() {
 function timeTokens(fn) {
   fn(); // warm-up: page-in and caches as in steady decode
   const ms = [];
-  const busy0 = busySeconds(), own0 = process.cpuUsage(), wall0 = process.hrtime.bigint();
+  const busy0 = busySeconds(),
+    own0 = process.cpuUsage(),
+    wall0 = process.hrtime.bigint();
   for (let t = 0; t < tokens; t++) {
     const t0 = process.hrtime.bigint();
     fn();
@@ -315,26 +336,41 @@ const results = Object.entries(rounds_).map(([mode, rs]) => {
 const fastest = results.reduce((a, b) => (b.msPerTokenQuietest < a.msPerTokenQuietest ? b : a));
 const out = {
   date: new Date().toISOString(),
-  machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, loadAvg1m: os.loadavg()[0], isa: native.isaName(native.isaActive()) },
+  machine: {
+    cpu: os.cpus()[0]?.model,
+    cores: os.cpus().length,
+    loadAvg1m: os.loadavg()[0],
+    isa: native.isaName(native.isaActive()),
+  },
   shape: 'Q8_0: 24 layers x 8 experts x (256x768, 256x768, 768x256) + head 32000x768, barrier after each matvec',
   weightBytesPerToken: bytes,
   matvecsPerToken: views.length,
   tokensPerRound: tokens,
   readBandwidth: bandwidth,
-  decodeBoundMsPerToken: { threads1: bytes / (bandwidth.threads1GBs * 1e6), threads2: bytes / (bandwidth.threads2GBs * 1e6) },
+  decodeBoundMsPerToken: {
+    threads1: bytes / (bandwidth.threads1GBs * 1e6),
+    threads2: bytes / (bandwidth.threads2GBs * 1e6),
+  },
   poolStragglerJobs,
   emptyJobUsBest: emptyJobUs,
   results,
-  caveat: fastest.foreignCoresQuietest > 0.25
-    ? `shared machine: other processes kept ${fastest.foreignCoresQuietest.toFixed(2)} of ${os.cpus().length} cores busy even in the ` +
-      'quietest round, so 2-thread figures measure contention as much as parallelism; rerun on an idle machine'
-    : null,
-  decision: `${fastest.mode} is fastest at ${fastest.msPerTokenQuietest.toFixed(2)} ms/token ` +
+  caveat:
+    fastest.foreignCoresQuietest > 0.25
+      ? `shared machine: other processes kept ${fastest.foreignCoresQuietest.toFixed(2)} of ${os.cpus().length} cores busy even in the ` +
+        'quietest round, so 2-thread figures measure contention as much as parallelism; rerun on an idle machine'
+      : null,
+  decision:
+    `${fastest.mode} is fastest at ${fastest.msPerTokenQuietest.toFixed(2)} ms/token ` +
     `(median of ${tokens} tokens in its quietest round, other processes using ${fastest.foreignCoresQuietest.toFixed(2)} cores)`,
 };
 writeResults(resultsTarget(args['update-results']), 'threads', JSON.stringify(out, null, 2) + '\n');
-console.table(results.map((r) => ({
-  mode: r.mode, msQuietest: +r.msPerTokenQuietest.toFixed(2), foreignCores: +r.foreignCoresQuietest.toFixed(2),
-  GBs: +r.weightGBsQuietest.toFixed(2), msAllRounds: +r.msPerTokenAllRounds.toFixed(2),
-})));
+console.table(
+  results.map((r) => ({
+    mode: r.mode,
+    msQuietest: +r.msPerTokenQuietest.toFixed(2),
+    foreignCores: +r.foreignCoresQuietest.toFixed(2),
+    GBs: +r.weightGBsQuietest.toFixed(2),
+    msAllRounds: +r.msPerTokenAllRounds.toFixed(2),
+  })),
+);
 console.log('read bandwidth GB/s', bandwidth, '\nempty job (barrier) us', emptyJobUs, '\n' + out.decision);

@@ -80,12 +80,21 @@ export async function main(argv) {
     for (const threads of parts.includes('overhead') ? config.threads : []) {
       const open = (extra) => openEngine({ model, threads, contextTokens: 512, ...extra });
       const heat = path.join(scratch, `overhead-${threads}.heat.json`);
-      run.overhead.push(await measureOverhead(open, threads, config, (e) => promptText(PARITY_PROMPTS[0], e.tokenizer.kind), heat));
+      run.overhead.push(
+        await measureOverhead(open, threads, config, (e) => promptText(PARITY_PROMPTS[0], e.tokenizer.kind), heat),
+      );
     }
     if (parts.includes('residency')) {
       const open = (extra) => openEngine({ model, threads: config.threads.at(-1), contextTokens: 512, ...extra });
       const others = [DEMO_PROMPT, PARITY_PROMPTS[0], PARITY_PROMPTS[1]];
-      run.residency = await measureResidency(open, config, path.join(scratch, 'heat.json'), others, PARITY_PROMPTS[2], promptText);
+      run.residency = await measureResidency(
+        open,
+        config,
+        path.join(scratch, 'heat.json'),
+        others,
+        PARITY_PROMPTS[2],
+        promptText,
+      );
     }
     machine.loadAverageAtEnd = os.loadavg();
     const target = resultsTarget(values['update-results']);
@@ -153,7 +162,8 @@ async function measureOverhead(open, threads, config, promptOf, heatFile) {
     // Warm-up: page cache, thread pools, and V8's optimizing compilers, which tier a function up
     // after some thousand calls (a per-token function runs interpreted for the first requests;
     // a server runs warm). Both engines get the same warm-up.
-    for (let i = 0; i < config.warmupRequests; i++) for (const e of Object.values(engines)) await generate(e, prompt, config.maxTokens);
+    for (let i = 0; i < config.warmupRequests; i++)
+      for (const e of Object.values(engines)) await generate(e, prompt, config.maxTokens);
     // The int8-rebuild actor's first worker boots right after open (piscina minThreads 1): let
     // it finish before timing, or it takes one of the two cores from the first rounds.
     await sleep(config.settleMs);
@@ -165,7 +175,8 @@ async function measureOverhead(open, threads, config, promptOf, heatFile) {
         const name = names[(r + i) % names.length];
         out[name] = await generate(engines[name], prompt, config.maxTokens);
       }
-      if (out.plain.tokens.join() !== out.tier.tokens.join()) throw new Error('the tier changed the tokens: a bug, not a measurement');
+      if (out.plain.tokens.join() !== out.tier.tokens.join())
+        throw new Error('the tier changed the tokens: a bug, not a measurement');
       rounds.push({
         noTierMsPerToken: out.plain.stats.msPerToken,
         tierMsPerToken: out.tier.stats.msPerToken,
@@ -189,14 +200,26 @@ async function measureOverhead(open, threads, config, promptOf, heatFile) {
       tierMsPerToken: m('tierMsPerToken'),
       ratio: m('tierMsPerToken') / m('noTierMsPerToken'),
       medianRoundRatio: m('ratio'),
-      roundRatioQuartiles: [quantile(rounds.map((x) => x.ratio), 0.25), quantile(rounds.map((x) => x.ratio), 0.75)],
+      roundRatioQuartiles: [
+        quantile(
+          rounds.map((x) => x.ratio),
+          0.25,
+        ),
+        quantile(
+          rounds.map((x) => x.ratio),
+          0.75,
+        ),
+      ],
       controlRatio: m('controlMsPerToken') / m('noTierMsPerToken'),
       medianRoundControlRatio: m('controlRatio'),
       noTierCpuMsPerToken: m('noTierCpuMsPerToken'),
       tierCpuMsPerToken: m('tierCpuMsPerToken'),
       cpuRatio: m('tierCpuMsPerToken') / m('noTierCpuMsPerToken'),
       controlCpuRatio: m('controlCpuMsPerToken') / m('noTierCpuMsPerToken'),
-      loadAverage1m: { min: Math.min(...rounds.map((x) => x.loadAverage1m)), max: Math.max(...rounds.map((x) => x.loadAverage1m)) },
+      loadAverage1m: {
+        min: Math.min(...rounds.map((x) => x.loadAverage1m)),
+        max: Math.max(...rounds.map((x) => x.loadAverage1m)),
+      },
       rounds,
     };
   } finally {
@@ -231,7 +254,14 @@ async function measureResidency(open, config, heatFile, others, fresh, promptTex
       const e = await open({ resident: config.resident, heat: heat ? copyHeat(heatFile, r) : false, ...extra });
       try {
         const { stats } = await generate(e, promptText(fresh, e.tokenizer.kind), config.maxTokens);
-        runs[kind].push({ decodeHitRate: stats.decodeHitRate, prefillHitRate: stats.prefillHitRate, msPerToken: stats.msPerToken, moeMsPerToken: stats.moeMsPerToken, uploads: stats.uploads, replanGuard: stats.replanGuard ?? null });
+        runs[kind].push({
+          decodeHitRate: stats.decodeHitRate,
+          prefillHitRate: stats.prefillHitRate,
+          msPerToken: stats.msPerToken,
+          moeMsPerToken: stats.moeMsPerToken,
+          uploads: stats.uploads,
+          replanGuard: stats.replanGuard ?? null,
+        });
       } finally {
         await e.close();
       }
@@ -246,8 +276,15 @@ async function measureResidency(open, config, heatFile, others, fresh, promptTex
     runs: xs,
   });
   return {
-    date: new Date().toISOString(), threads: config.threads.at(-1), rounds: config.rounds, maxTokens: config.maxTokens, loadAverageAtStart, loadAverageAtEnd: os.loadavg(),
-    resident: config.resident, heatFrom: others.map((p) => p.name), prompt: fresh.name,
+    date: new Date().toISOString(),
+    threads: config.threads.at(-1),
+    rounds: config.rounds,
+    maxTokens: config.maxTokens,
+    loadAverageAtStart,
+    loadAverageAtEnd: os.loadavg(),
+    resident: config.resident,
+    heatFrom: others.map((p) => p.name),
+    prompt: fresh.name,
     ...Object.fromEntries(kinds.map((k) => [k, summary(runs[k])])),
   };
 }
@@ -265,18 +302,20 @@ export function tierTable(results) {
   const lines = [
     'Overhead: every expert resident (native tier, cpu backend, a fresh heat file, merged after each request) against no tier, same prompt, ms per decode token, ' +
       'after a warm-up of both engines (V8 optimizes per-token code after some thousand calls). ' +
-      'The goal figure is the median of the per-round ratios: the engines of a round run back to back and share the machine\'s ' +
-      'state of the moment, while the same engine\'s ms/token moves by up to 2x over seconds on this shared machine; the ' +
+      "The goal figure is the median of the per-round ratios: the engines of a round run back to back and share the machine's " +
+      "state of the moment, while the same engine's ms/token moves by up to 2x over seconds on this shared machine; the " +
       'quartiles of those ratios say how wide they spread. Control: a second engine without a tier in the same rotation, ' +
-      'against the first (median round ratio): the noise floor of the procedure. Ratio of medians: the medians of each engine\'s rounds. ' +
-      'CPU: the process\'s CPU time (all threads) over the same window. Load: the 1-minute load average over the rounds.',
+      "against the first (median round ratio): the noise floor of the procedure. Ratio of medians: the medians of each engine's rounds. " +
+      "CPU: the process's CPU time (all threads) over the same window. Load: the 1-minute load average over the rounds.",
     '',
     '| model | threads | tokens x rounds | no tier ms/token | tier ms/token | median round ratio (goal <= 1.05) | round ratio quartiles | control (noise) | ratio of medians | CPU ms/token no tier / tier | CPU ratio | load 1m | measured |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results.runs) {
     for (const o of r.overhead) {
-      const quartiles = o.roundRatioQuartiles ? `${f(o.roundRatioQuartiles[0], 3)}-${f(o.roundRatioQuartiles[1], 3)}` : 'n/a';
+      const quartiles = o.roundRatioQuartiles
+        ? `${f(o.roundRatioQuartiles[0], 3)}-${f(o.roundRatioQuartiles[1], 3)}`
+        : 'n/a';
       lines.push(
         `| ${r.config.preset} ${r.config.arch} ${r.config.quant} | ${o.threads} | ${o.maxTokens ?? r.config.maxTokens} x ${o.rounds.length} | ${f(o.noTierMsPerToken)} | ${f(o.tierMsPerToken)} | ` +
           `${f(o.medianRoundRatio, 3)} | ${quartiles} | ${f(o.medianRoundControlRatio, 3)} | ${f(o.ratio, 3)} | ${f(o.noTierCpuMsPerToken)} / ${f(o.tierCpuMsPerToken)} | ${f(o.cpuRatio, 3)} | ${f(o.loadAverage1m.min, 1)}-${f(o.loadAverage1m.max, 1)} | ${(o.date ?? r.date).slice(0, 16)}Z |`,
@@ -296,14 +335,23 @@ export function tierTable(results) {
       '|---|---|---|---|---|---|',
       ...[
         ['cold start (by expert id), guard on (the default)', s.cold],
-        ['cold start, guard off (docs/SPEC.md\'s plain LFRU)', s.coldUnguarded],
+        ["cold start, guard off (docs/SPEC.md's plain LFRU)", s.coldUnguarded],
         [`heat file from ${s.heatFrom.join(', ')}, guard on (the default)`, s.warm],
-        ['same heat file, guard off (docs/SPEC.md\'s plain LFRU)', s.warmUnguarded],
+        ["same heat file, guard off (docs/SPEC.md's plain LFRU)", s.warmUnguarded],
         ['same heat file, decayed LFU (--placement dlfu)', s.warmDlfu],
-      ].filter(([, x]) => x).map(([label, x]) => `| ${label} | ${pct(x.decodeHitRate)} | ${pct(x.prefillHitRate)} | ${f(x.msPerToken)} | ${f(x.moeMsPerToken, 3)} | ${x.uploads} |`),
+      ]
+        .filter(([, x]) => x)
+        .map(
+          ([label, x]) =>
+            `| ${label} | ${pct(x.decodeHitRate)} | ${pct(x.prefillHitRate)} | ${f(x.msPerToken)} | ${f(x.moeMsPerToken, 3)} | ${x.uploads} |`,
+        ),
     );
     const late = s.warm?.runs?.[0]?.replanGuard;
-    if (late) lines.push('', `The guard on the warm start (first round): ${late.appliedLate} of ${late.appliedLate + late.kept + late.watching} watched layers took the prompt's held-back replan; a layer decides by decode token 32 (its last checkpoint), so a heat file that misleads costs at most those tokens' hits on it.`);
+    if (late)
+      lines.push(
+        '',
+        `The guard on the warm start (first round): ${late.appliedLate} of ${late.appliedLate + late.kept + late.watching} watched layers took the prompt's held-back replan; a layer decides by decode token 32 (its last checkpoint), so a heat file that misleads costs at most those tokens' hits on it.`,
+      );
   }
   return lines.join('\n');
 }

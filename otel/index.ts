@@ -4,6 +4,13 @@
  */
 export { loadTelemetry, telemetrySdkPackages } from './load.js';
 export { exportTimeoutMsDefault } from './plan.js';
-export { exportProblem, type OtlpReport, type Telemetry, type TelemetryOptions, type TelemetryShutdownReport, type TraceFileReport } from './telemetry.js';
+export {
+  exportProblem,
+  type OtlpReport,
+  type Telemetry,
+  type TelemetryOptions,
+  type TelemetryShutdownReport,
+  type TraceFileReport,
+} from './telemetry.js';
 export { telemetryPlan, type TelemetryPlan, type TraceExporterKind } from './plan.js';
 export * from './semconv.js';

@@ -29,7 +29,9 @@ export async function loadTelemetry(options: TelemetryOptions = {}): Promise<Tel
   } catch (error) {
     const missing = missingPackage(error);
     if (missing === undefined) throw error;
-    throw new TelemetryUnavailableError(askedBy(plan, options.traceFile), missing, telemetrySdkPackages, { cause: error });
+    throw new TelemetryUnavailableError(askedBy(plan, options.traceFile), missing, telemetrySdkPackages, {
+      cause: error,
+    });
   }
   return setup.startTelemetry(options);
 }

@@ -38,7 +38,11 @@ export interface TelemetryPlan {
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** The OTLP endpoint variables: each, when set, an absolute http(s) URL (refused by name before the SDK starts). */
-const endpointVariables = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT'] as const;
+const endpointVariables = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT',
+] as const;
 
 function checkEndpoints(env: Env): void {
   for (const variable of endpointVariables) {
@@ -59,18 +63,23 @@ function checkEndpoints(env: Env): void {
 export function telemetryPlan(env: Env): TelemetryPlan {
   const exportTimeoutMs = exportTimeoutOf(env);
   checkEndpoints(env);
-  if (isTrue(env.OTEL_SDK_DISABLED)) return { disabled: true, traceExporters: [], metricsFromEnv: false, exportTimeoutMs, warnings: [] };
+  if (isTrue(env.OTEL_SDK_DISABLED))
+    return { disabled: true, traceExporters: [], metricsFromEnv: false, exportTimeoutMs, warnings: [] };
   const warnings: string[] = [];
   const traceExporters = traceExportersOf(env);
   if (traceExporters.includes('otlp')) {
     const protocol = checkProtocol(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL');
     if (protocol === 'http/protobuf') {
-      warnings.push(`${protocolVariable(env)}=http/protobuf: moetier sends traces as OTLP/HTTP JSON, which OTLP/HTTP receivers accept as well`);
+      warnings.push(
+        `${protocolVariable(env)}=http/protobuf: moetier sends traces as OTLP/HTTP JSON, which OTLP/HTTP receivers accept as well`,
+      );
     }
   }
   const metricsNamed = list(env.OTEL_METRICS_EXPORTER);
   const metricsFromEnv =
-    metricsNamed.length > 0 ? !(metricsNamed.length === 1 && metricsNamed[0] === 'none') : traceExporters.includes('otlp');
+    metricsNamed.length > 0
+      ? !(metricsNamed.length === 1 && metricsNamed[0] === 'none')
+      : traceExporters.includes('otlp');
   return { disabled: false, traceExporters, metricsFromEnv, exportTimeoutMs, warnings };
 }
 
@@ -79,20 +88,33 @@ function exportTimeoutOf(env: Env): number {
   const raw = env.OTEL_EXPORTER_OTLP_TIMEOUT?.trim();
   if (!raw) return exportTimeoutMsDefault;
   const ms = Number(raw);
-  if (!Number.isFinite(ms) || ms <= 0) throw new InvalidOptionError('OTEL_EXPORTER_OTLP_TIMEOUT', 'a number of milliseconds > 0', raw);
+  if (!Number.isFinite(ms) || ms <= 0)
+    throw new InvalidOptionError('OTEL_EXPORTER_OTLP_TIMEOUT', 'a number of milliseconds > 0', raw);
   return ms;
 }
 
 function traceExportersOf(env: Env): TraceExporterKind[] {
   const named = list(env.OTEL_TRACES_EXPORTER);
-  if (named.length === 0) return nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT) || nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) ? ['otlp'] : [];
+  if (named.length === 0)
+    return nonEmpty(env.OTEL_EXPORTER_OTLP_ENDPOINT) || nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+      ? ['otlp']
+      : [];
   if (named.includes('none')) {
-    if (named.length > 1) throw new InvalidOptionError('OTEL_TRACES_EXPORTER', '"none" alone, or a list of otlp and console', env.OTEL_TRACES_EXPORTER);
+    if (named.length > 1)
+      throw new InvalidOptionError(
+        'OTEL_TRACES_EXPORTER',
+        '"none" alone, or a list of otlp and console',
+        env.OTEL_TRACES_EXPORTER,
+      );
     return [];
   }
   for (const name of named) {
     if (name !== 'otlp' && name !== 'console') {
-      throw new InvalidOptionError('OTEL_TRACES_EXPORTER', 'otlp, console or none (comma-separated)', env.OTEL_TRACES_EXPORTER);
+      throw new InvalidOptionError(
+        'OTEL_TRACES_EXPORTER',
+        'otlp, console or none (comma-separated)',
+        env.OTEL_TRACES_EXPORTER,
+      );
     }
   }
   return [...new Set(named as TraceExporterKind[])];
@@ -103,13 +125,19 @@ function checkProtocol(env: Env, signalVariable: string): string {
   const variable = nonEmpty(env[signalVariable]) ? signalVariable : 'OTEL_EXPORTER_OTLP_PROTOCOL';
   const protocol = (env[variable] ?? 'http/json').trim() || 'http/json';
   if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
-    throw new InvalidOptionError(variable, 'http/json or http/protobuf (moetier exports OTLP over HTTP, port 4318)', protocol);
+    throw new InvalidOptionError(
+      variable,
+      'http/json or http/protobuf (moetier exports OTLP over HTTP, port 4318)',
+      protocol,
+    );
   }
   return protocol;
 }
 
 function protocolVariable(env: Env): string {
-  return nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL) ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  return nonEmpty(env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
 }
 
 function list(value: string | undefined): string[] {

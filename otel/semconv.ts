@@ -122,7 +122,13 @@ export const captureContentVariable = 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAG
 export type Phase = 'prefill' | 'decode';
 
 /** The attributes of each span kind, typed so that call sites cannot misspell a key. */
-export function layerComputeAttributes(a: { layer: number; phase: Phase; tokenIndex: number; hits: number; misses: number }): Attributes {
+export function layerComputeAttributes(a: {
+  layer: number;
+  phase: Phase;
+  tokenIndex: number;
+  hits: number;
+  misses: number;
+}): Attributes {
   return {
     [AttrNames.layer]: a.layer,
     [AttrNames.phase]: a.phase,
@@ -141,7 +147,13 @@ export function uploadAttributes(a: { layer: number; expert: number; bytes: numb
   };
 }
 
-export function expertReadAttributes(a: { layer: number; expert: number; bytes: number; mode: 'admitted' | 'streamed' | 'prefetch'; queueWaitUs: number }): Attributes {
+export function expertReadAttributes(a: {
+  layer: number;
+  expert: number;
+  bytes: number;
+  mode: 'admitted' | 'streamed' | 'prefetch';
+  queueWaitUs: number;
+}): Attributes {
   return {
     [AttrNames.layer]: a.layer,
     [AttrNames.expert]: a.expert,
@@ -257,7 +269,8 @@ export const MetricSpecs = {
   prefetchIo: {
     name: 'moetier.prefetch.io',
     unit: 'By',
-    description: 'Expert bytes by prefetch outcome: covered (landed in time), late, uncovered (routed, never prefetched), wasted (prefetched, never routed)',
+    description:
+      'Expert bytes by prefetch outcome: covered (landed in time), late, uncovered (routed, never prefetched), wasted (prefetched, never routed)',
   },
   /** [prefetch.lateMs] */
   prefetchLateTime: {

@@ -38,7 +38,14 @@ import {
 import { assert } from '../src/core/assert.js';
 import { InvalidOptionError } from '../src/core/errors.js';
 import { telemetryPlan, type TraceExporterKind } from './plan.js';
-import { inactiveTelemetry, wantsNoTelemetry, type OtlpReport, type Telemetry, type TelemetryOptions, type TelemetryShutdownReport } from './telemetry.js';
+import {
+  inactiveTelemetry,
+  wantsNoTelemetry,
+  type OtlpReport,
+  type Telemetry,
+  type TelemetryOptions,
+  type TelemetryShutdownReport,
+} from './telemetry.js';
 import { TraceFileExporter, type TraceFileReport } from './trace-file-exporter.js';
 
 export type { OtlpReport, Telemetry, TelemetryOptions, TelemetryShutdownReport } from './telemetry.js';
@@ -49,7 +56,11 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
   const plan = telemetryPlan(process.env);
   const traceFile = options.traceFile === undefined ? undefined : checkTraceFile(options.traceFile);
   if (plan.disabled && traceFile !== undefined) {
-    throw new InvalidOptionError('traceFile (--trace-file)', 'OTEL_SDK_DISABLED unset: it turns all tracing off', traceFile);
+    throw new InvalidOptionError(
+      'traceFile (--trace-file)',
+      'OTEL_SDK_DISABLED unset: it turns all tracing off',
+      traceFile,
+    );
   }
   if (wantsNoTelemetry(plan, traceFile)) return inactiveTelemetry(plan);
   assert(!running, 'startTelemetry called while telemetry is running: shut it down first');
@@ -60,15 +71,17 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
   setGlobalErrorHandler(errors.handler);
   const exporters = buildExporters(plan.traceExporters, traceFile, serviceName, timeoutMs);
   // The metric readers are built from OTEL_* inside the constructor; their exports get the same bound.
-  const sdk = withEnvDefaults({ OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: String(timeoutMs), OTEL_METRIC_EXPORT_TIMEOUT: String(timeoutMs) }, () =>
-    new NodeSDK({
-      serviceName,
-      resourceDetectors: [envDetector, hostDetector, processWithoutCommandLine],
-      spanProcessors: exporters.processors,
-      ...(plan.metricsFromEnv ? {} : { metricReaders: [] }),
-      logRecordProcessors: [],
-      instrumentations: [],
-    }),
+  const sdk = withEnvDefaults(
+    { OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: String(timeoutMs), OTEL_METRIC_EXPORT_TIMEOUT: String(timeoutMs) },
+    () =>
+      new NodeSDK({
+        serviceName,
+        resourceDetectors: [envDetector, hostDetector, processWithoutCommandLine],
+        spanProcessors: exporters.processors,
+        ...(plan.metricsFromEnv ? {} : { metricReaders: [] }),
+        logRecordProcessors: [],
+        instrumentations: [],
+      }),
   );
   sdk.start();
   running = true;
@@ -112,9 +125,16 @@ interface Exporters {
 }
 
 /** OTLP batches (the network is slow and may be down); console and file export span by span (cheap, local). */
-function buildExporters(kinds: readonly TraceExporterKind[], traceFile: string | undefined, serviceName: string, timeoutMs: number): Exporters {
+function buildExporters(
+  kinds: readonly TraceExporterKind[],
+  traceFile: string | undefined,
+  serviceName: string,
+  timeoutMs: number,
+): Exporters {
   const processors: SpanProcessor[] = [];
-  const otlp = kinds.includes('otlp') ? new CountingExporter(new OTLPTraceExporter({ timeoutMillis: timeoutMs })) : undefined;
+  const otlp = kinds.includes('otlp')
+    ? new CountingExporter(new OTLPTraceExporter({ timeoutMillis: timeoutMs }))
+    : undefined;
   if (otlp) processors.push(new BatchSpanProcessor(otlp));
   if (kinds.includes('console')) processors.push(new SimpleSpanProcessor(new ConsoleSpanExporter()));
   if (traceFile === undefined) return { processors, ...(otlp ? { otlp } : {}), writeTraceFile: async () => undefined };
@@ -169,7 +189,8 @@ class SdkErrors {
 
 /** The folder must exist and be writable now, not after a long run. */
 function checkTraceFile(file: string): string {
-  if (typeof file !== 'string' || file.trim() === '') throw new InvalidOptionError('traceFile (--trace-file)', 'a file path', file);
+  if (typeof file !== 'string' || file.trim() === '')
+    throw new InvalidOptionError('traceFile (--trace-file)', 'a file path', file);
   try {
     accessSync(path.dirname(path.resolve(file)), fsConstants.W_OK);
   } catch {
@@ -205,7 +226,12 @@ class CountingExporter implements SpanExporter {
 
   report(errors: SdkErrors): OtlpReport {
     const lastError = this.lastError ?? errors.last;
-    return { endpoint: otlpTracesEndpoint(), failedBatches: this.failed, errors: errors.count, ...(lastError ? { lastError } : {}) };
+    return {
+      endpoint: otlpTracesEndpoint(),
+      failedBatches: this.failed,
+      errors: errors.count,
+      ...(lastError ? { lastError } : {}),
+    };
   }
 }
 
@@ -219,7 +245,11 @@ export function otlpTracesEndpoint(env: Readonly<Record<string, string | undefin
 
 /** Where metrics go (for the report only; the SDK reads the variables itself). */
 function metricsEndpoint(env: Readonly<Record<string, string | undefined>> = process.env): string {
-  return env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || 'http://localhost:4318';
+  return (
+    env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT?.trim() ||
+    env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() ||
+    'http://localhost:4318'
+  );
 }
 
 function settlesWithin(work: Promise<unknown>, timeoutMs: number): Promise<boolean> {

@@ -60,7 +60,13 @@ export function wantsNoTelemetry(plan: TelemetryPlan, traceFile: string | undefi
 
 /** The telemetry of a run that asked for none: no SDK, no-op spans, an empty report. */
 export function inactiveTelemetry(plan: TelemetryPlan): Telemetry {
-  return { traceExporters: plan.traceExporters, metrics: plan.metricsFromEnv, warnings: plan.warnings, active: false, shutdown: async () => ({ flushed: true }) };
+  return {
+    traceExporters: plan.traceExporters,
+    metrics: plan.metricsFromEnv,
+    warnings: plan.warnings,
+    active: false,
+    shutdown: async () => ({ flushed: true }),
+  };
 }
 
 /**
@@ -72,7 +78,8 @@ export function exportProblem(report: TelemetryShutdownReport): string | undefin
   const failed = o !== undefined && (o.failedBatches > 0 || o.errors > 0);
   if (report.flushed && !failed) return undefined;
   const parts: string[] = [];
-  if (o && o.failedBatches > 0) parts.push(`${o.failedBatches} span ${o.failedBatches === 1 ? 'batch' : 'batches'} lost`);
+  if (o && o.failedBatches > 0)
+    parts.push(`${o.failedBatches} span ${o.failedBatches === 1 ? 'batch' : 'batches'} lost`);
   if (!report.flushed) parts.push(`gave up after ${report.timeoutMs ?? '?'} ms`);
   if (o?.lastError) parts.push(o.lastError);
   return `OpenTelemetry export${o ? ` to ${o.endpoint}` : ''} failed: ${parts.join('; ')}`;

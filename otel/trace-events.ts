@@ -45,7 +45,16 @@ export interface TraceEventFile {
 }
 
 /** The tracks, in display order; tid = index + 1 for lane 0. */
-export const tracks = ['request', 'layer compute', 'device compute', 'uploads', 'expert reads', 'rebuilds', 'calibration', 'other'] as const;
+export const tracks = [
+  'request',
+  'layer compute',
+  'device compute',
+  'uploads',
+  'expert reads',
+  'rebuilds',
+  'calibration',
+  'other',
+] as const;
 export type Track = (typeof tracks)[number];
 const lanesTidStride = 10;
 const pid = 1;
@@ -77,7 +86,11 @@ export function tidOf(track: Track, lane: number): number {
   return tracks.indexOf(track) + 1 + lanesTidStride * lane;
 }
 
-export function toTraceEventFile(spans: readonly SpanRecord[], processName: string, droppedSpans: number): TraceEventFile {
+export function toTraceEventFile(
+  spans: readonly SpanRecord[],
+  processName: string,
+  droppedSpans: number,
+): TraceEventFile {
   const zeroNs = spans.reduce((min, s) => (s.startEpochNs < min ? s.startEpochNs : min), spans[0]?.startEpochNs ?? 0n);
   const sorted = [...spans].sort(
     (a, b) => compareBigInt(a.startEpochNs, b.startEpochNs) || compareBigInt(b.endEpochNs, a.endEpochNs),

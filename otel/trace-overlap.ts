@@ -40,7 +40,9 @@ interface ChromeEvent {
 
 /** The layer-compute and upload spans of a Chrome trace, in start order. */
 export function traceSpans(trace: unknown): TraceSpans {
-  const events: ChromeEvent[] = Array.isArray(trace) ? trace : ((trace as { traceEvents?: ChromeEvent[] })?.traceEvents ?? []);
+  const events: ChromeEvent[] = Array.isArray(trace)
+    ? trace
+    : ((trace as { traceEvents?: ChromeEvent[] })?.traceEvents ?? []);
   const layers: LayerSpan[] = [];
   const uploads: UploadSpan[] = [];
   for (const e of events) {
@@ -48,7 +50,13 @@ export function traceSpans(trace: unknown): TraceSpans {
     const layer = Number(e.args?.['moetier.layer']);
     if (!Number.isInteger(layer)) continue;
     if (e.name === 'moetier.layer.compute') {
-      layers.push({ layer, phase: String(e.args?.['moetier.phase']), token: Number(e.args?.['moetier.token.index']), startUs: e.ts, endUs: e.ts + e.dur });
+      layers.push({
+        layer,
+        phase: String(e.args?.['moetier.phase']),
+        token: Number(e.args?.['moetier.token.index']),
+        startUs: e.ts,
+        endUs: e.ts + e.dur,
+      });
     } else if (e.name === 'moetier.upload') {
       uploads.push({ layer, startUs: e.ts, endUs: e.ts + e.dur });
     }
@@ -75,7 +83,8 @@ export function boundaryGaps({ layers, uploads }: TraceSpans): BoundaryGaps {
   }
   const gaps: BoundaryGaps = { plain: [], swap: [] };
   for (let i = 0; i + 1 < layers.length; i++) {
-    const a = layers[i], b = layers[i + 1];
+    const a = layers[i],
+      b = layers[i + 1];
     if (b.layer !== a.layer + 1) continue; // a step's end (the next step starts at layer 0)
     (swapEnds.has(a) ? gaps.swap : gaps.plain).push(b.startUs - a.endUs);
   }
@@ -118,7 +127,9 @@ export function lostCompute({ layers, uploads }: TraceSpans): LostCompute {
     const key = `${s.phase}/${s.layer}`;
     (clean.get(key) ?? clean.set(key, []).get(key)!).push(s.endUs - s.startUs);
   }
-  let lostUs = 0, decodeLostUs = 0, overlappedSpans = 0;
+  let lostUs = 0,
+    decodeLostUs = 0,
+    overlappedSpans = 0;
   for (const s of layers) {
     if (!overlapped(s)) continue;
     overlappedSpans++;
@@ -129,7 +140,12 @@ export function lostCompute({ layers, uploads }: TraceSpans): LostCompute {
     if (s.phase === 'decode') decodeLostUs += lost;
   }
   const decodeSteps = new Set(layers.filter((s) => s.phase === 'decode').map((s) => s.token)).size;
-  return { overlappedSpans, lostUs, decodeSteps, decodeLostMsPerToken: decodeSteps > 0 ? decodeLostUs / 1000 / decodeSteps : Number.NaN };
+  return {
+    overlappedSpans,
+    lostUs,
+    decodeSteps,
+    decodeLostMsPerToken: decodeSteps > 0 ? decodeLostUs / 1000 / decodeSteps : Number.NaN,
+  };
 }
 
 export function median(values: readonly number[]): number {

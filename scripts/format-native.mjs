@@ -15,7 +15,10 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const check = process.argv.includes('--check');
-const cli = path.join(path.dirname(createRequire(import.meta.url).resolve('@wasm-fmt/clang-format/package.json')), 'clang-format-cli.cjs');
+const cli = path.join(
+  path.dirname(createRequire(import.meta.url).resolve('@wasm-fmt/clang-format/package.json')),
+  'clang-format-cli.cjs',
+);
 
 /** The native sources, relative to the root, build output aside. */
 function sources(dir = 'native') {
@@ -33,16 +36,24 @@ const unformatted = [];
 for (let i = 0; i < files.length; i += 50) {
   const batch = files.slice(i, i + 50);
   try {
-    execFileSync(process.execPath, [cli, ...args, ...batch], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 256 << 20 });
+    execFileSync(process.execPath, [cli, ...args, ...batch], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 256 << 20,
+    });
   } catch (err) {
     const stderr = String(err.stderr ?? '');
-    const named = new Set([...stderr.matchAll(/^(?:\x1b\[[0-9;]*m)*([^:\s]+\.(?:cc|h|cu|cuh)):\d+:\d+:/gm)].map((m) => m[1]));
+    const named = new Set(
+      [...stderr.matchAll(/^(?:\x1b\[[0-9;]*m)*([^:\s]+\.(?:cc|h|cu|cuh)):\d+:\d+:/gm)].map((m) => m[1]),
+    );
     if (!check || named.size === 0) throw new Error(`clang-format failed: ${stderr.slice(0, 2000)}`);
     unformatted.push(...batch.filter((f) => named.has(f)));
   }
 }
 if (unformatted.length > 0) {
-  console.error(`clang-format: ${unformatted.length} of ${files.length} native files are not formatted (npm run format):\n  ${unformatted.join('\n  ')}`);
+  console.error(
+    `clang-format: ${unformatted.length} of ${files.length} native files are not formatted (npm run format):\n  ${unformatted.join('\n  ')}`,
+  );
   process.exit(1);
 }
 if (check) console.log(`clang-format: ${files.length} native files formatted`);

@@ -37,6 +37,8 @@ const args = ['compile', '--directory', 'native', '--out', 'native/build', '--CD
 console.log(`moetier: building the native addon (cmake-js ${args.join(' ')})`);
 const result = spawnSync(process.execPath, [cmakeJs, ...args], { cwd: root, stdio: 'inherit' });
 if (result.status !== 0) {
-  console.error('moetier: the native build failed; it needs a C++17 compiler and cmake (with ninja or make), see README.md');
+  console.error(
+    'moetier: the native build failed; it needs a C++17 compiler and cmake (with ninja or make), see README.md',
+  );
   process.exit(result.status ?? 1);
 }

@@ -35,7 +35,13 @@ const PCIE_LANE_GBPS = { 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563 };
 
 async function main() {
   const model = await presetModel(PRESET);
-  const summary = { date: new Date().toISOString(), backend: BACKEND, model: PRESET, threads: THREADS, bus: nominalBus() };
+  const summary = {
+    date: new Date().toISOString(),
+    backend: BACKEND,
+    model: PRESET,
+    threads: THREADS,
+    bus: nominalBus(),
+  };
   summary.upload = await uploadBandwidth();
   summary.upload.fractionOfNominal = summary.bus.gbPerS ? summary.upload.gbPerS / summary.bus.gbPerS : null;
   summary.decode = await decodeRuns(model);
@@ -44,11 +50,25 @@ async function main() {
 }
 
 function nominalBus() {
-  const r = spawnSync('nvidia-smi', ['--query-gpu=name,pcie.link.gen.max,pcie.link.width.max', '--format=csv,noheader'], { encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync(
+    'nvidia-smi',
+    ['--query-gpu=name,pcie.link.gen.max,pcie.link.width.max', '--format=csv,noheader'],
+    { encoding: 'utf8', timeout: 10_000 },
+  );
   if (r.status !== 0) return { source: 'nvidia-smi unavailable', gbPerS: null };
-  const [name, gen, width] = r.stdout.trim().split('\n')[0].split(',').map((s) => s.trim());
+  const [name, gen, width] = r.stdout
+    .trim()
+    .split('\n')[0]
+    .split(',')
+    .map((s) => s.trim());
   const lane = PCIE_LANE_GBPS[Number(gen)];
-  return { source: 'nvidia-smi', name, pcieGen: Number(gen), pcieWidth: Number(width), gbPerS: lane ? lane * Number(width) : null };
+  return {
+    source: 'nvidia-smi',
+    name,
+    pcieGen: Number(gen),
+    pcieWidth: Number(width),
+    gbPerS: lane ? lane * Number(width) : null,
+  };
 }
 
 /** Expert-sized uploads (gate | up | down of one medium Q4_0 expert) from pageable memory. */
@@ -68,9 +88,16 @@ async function uploadBandwidth() {
     const done = [];
     for (const e of events) done.push(await b.wait(e));
     const failed = done.filter((d) => d.state !== 'done').length;
-    const start = Math.min(...done.map((d) => Number(d.startNs))), end = Math.max(...done.map((d) => Number(d.endNs)));
+    const start = Math.min(...done.map((d) => Number(d.startNs))),
+      end = Math.max(...done.map((d) => Number(d.endNs)));
     const each = done.map((d) => bytes / (Number(d.endNs) - Number(d.startNs)));
-    return { uploads: UPLOAD_SLOTS, bytesEach: bytes, failed, gbPerS: (UPLOAD_SLOTS * bytes) / (end - start), medianOneGbPerS: median(each) };
+    return {
+      uploads: UPLOAD_SLOTS,
+      bytesEach: bytes,
+      failed,
+      gbPerS: (UPLOAD_SLOTS * bytes) / (end - start),
+      medianOneGbPerS: median(each),
+    };
   } finally {
     b.destroy();
   }
@@ -85,10 +112,18 @@ async function decodeRuns(model) {
     try {
       const ids = engine.tokenize(PROMPT);
       const tokens = [];
-      for await (const t of engine.generate(ids, { maxTokens: TOKENS, temperature: 0, stopAtEos: false })) tokens.push(t.id);
+      for await (const t of engine.generate(ids, { maxTokens: TOKENS, temperature: 0, stopAtEos: false }))
+        tokens.push(t.id);
       const stats = engine.lastStats;
       const logits = await engine.logits(ids);
-      return { tokens, decodeTokPerS: stats.decodeTokPerS, prefillTokPerS: stats.prefillTokPerS, decodeHitRate: stats.decodeHitRate, logits, ...layerShares(calibration) };
+      return {
+        tokens,
+        decodeTokPerS: stats.decodeTokPerS,
+        prefillTokPerS: stats.prefillTokPerS,
+        decodeHitRate: stats.decodeHitRate,
+        logits,
+        ...layerShares(calibration),
+      };
     } finally {
       sub?.unsubscribe();
       await engine.close();
@@ -99,14 +134,35 @@ async function decodeRuns(model) {
   const partial = await run({ backend: BACKEND, resident: PARTIAL_RESIDENT });
   const again = await run({ backend: BACKEND, resident: PARTIAL_RESIDENT });
   // The same share under a host memory budget: misses and uploads read the file, not the mapping.
-  const fromFile = await run({ backend: BACKEND, resident: PARTIAL_RESIDENT, memoryBudgetBytes: FROM_FILE_BUDGET_BYTES });
+  const fromFile = await run({
+    backend: BACKEND,
+    resident: PARTIAL_RESIDENT,
+    memoryBudgetBytes: FROM_FILE_BUDGET_BYTES,
+  });
   const shown = ({ logits, tokens, ...r }) => ({ ...r, tokensLikeCpu: sameCount(tokens, cpu.tokens) });
   return {
     cpuOnly: shown(cpu),
-    allResident: { ...shown(all), vsCpu: all.decodeTokPerS / cpu.decodeTokPerS, maxLogitDiff: maxDiff(all.logits, cpu.logits) },
-    partial: { resident: PARTIAL_RESIDENT, ...shown(partial), vsCpu: partial.decodeTokPerS / cpu.decodeTokPerS, maxLogitDiff: maxDiff(partial.logits, cpu.logits) },
-    partialRepeatIdentical: partial.tokens.length === again.tokens.length && partial.tokens.every((t, i) => t === again.tokens[i]),
-    partialFromFile: { resident: PARTIAL_RESIDENT, memoryBudgetBytes: FROM_FILE_BUDGET_BYTES, ...shown(fromFile), maxLogitDiff: maxDiff(fromFile.logits, cpu.logits), vsPartial: fromFile.decodeTokPerS / partial.decodeTokPerS, tokensLikePartial: sameCount(fromFile.tokens, partial.tokens) },
+    allResident: {
+      ...shown(all),
+      vsCpu: all.decodeTokPerS / cpu.decodeTokPerS,
+      maxLogitDiff: maxDiff(all.logits, cpu.logits),
+    },
+    partial: {
+      resident: PARTIAL_RESIDENT,
+      ...shown(partial),
+      vsCpu: partial.decodeTokPerS / cpu.decodeTokPerS,
+      maxLogitDiff: maxDiff(partial.logits, cpu.logits),
+    },
+    partialRepeatIdentical:
+      partial.tokens.length === again.tokens.length && partial.tokens.every((t, i) => t === again.tokens[i]),
+    partialFromFile: {
+      resident: PARTIAL_RESIDENT,
+      memoryBudgetBytes: FROM_FILE_BUDGET_BYTES,
+      ...shown(fromFile),
+      maxLogitDiff: maxDiff(fromFile.logits, cpu.logits),
+      vsPartial: fromFile.decodeTokPerS / partial.decodeTokPerS,
+      tokensLikePartial: sameCount(fromFile.tokens, partial.tokens),
+    },
   };
 }
 
@@ -115,9 +171,32 @@ async function overlapAtPartial(model) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'moetier-device-'));
   try {
     const trace = path.join(dir, 'trace.json');
-    execFileSync(process.execPath, [path.join(repoRoot, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', PROMPT, '-n', String(TOKENS), '--backend', BACKEND,
-      '--resident', String(PARTIAL_RESIDENT), '--heat', 'none', '--prefill-replan', '--threads', String(THREADS), '--trace-file', trace, '--json'],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 60_000 });
+    execFileSync(
+      process.execPath,
+      [
+        path.join(repoRoot, 'dist/src/cli/main.js'),
+        'run',
+        '-m',
+        model,
+        '-p',
+        PROMPT,
+        '-n',
+        String(TOKENS),
+        '--backend',
+        BACKEND,
+        '--resident',
+        String(PARTIAL_RESIDENT),
+        '--heat',
+        'none',
+        '--prefill-replan',
+        '--threads',
+        String(THREADS),
+        '--trace-file',
+        trace,
+        '--json',
+      ],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 60_000 },
+    );
     const o = t.uploadOverlap(t.traceSpans(JSON.parse(readFileSync(trace, 'utf8'))));
     return { uploads: o.uploads, besideNextLayer: o.overlapNextLayer, besideAnyCompute: o.overlapCompute };
   } finally {
@@ -134,7 +213,11 @@ function layerShares(snapshot) {
   const mean = (v) => (v.length === 0 ? null : v.reduce((a, b) => a + b, 0) / v.length);
   const layerMs = mean(snapshot.computeMsEwma.filter((v) => v !== undefined));
   const deviceMs = mean(snapshot.deviceComputeMsEwma.filter((v) => v !== undefined));
-  return { layerMsEwmaMean: layerMs, deviceMsEwmaMean: deviceMs, deviceShareOfLayer: layerMs && deviceMs !== null ? deviceMs / layerMs : null };
+  return {
+    layerMsEwmaMean: layerMs,
+    deviceMsEwmaMean: deviceMs,
+    deviceShareOfLayer: layerMs && deviceMs !== null ? deviceMs / layerMs : null,
+  };
 }
 
 const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];

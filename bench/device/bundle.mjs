@@ -81,9 +81,13 @@ export function bundleRoots(pkg) {
 export async function main(argv) {
   const values = parseBenchArgs(argv, { usage, options });
   if (!values) return 0;
-  const missing = [...NATIVE_FILES.map((f) => `native/build/Release/${f}`), 'dist/src/index.js'].filter((f) => !existsSync(path.join(repo, f)));
+  const missing = [...NATIVE_FILES.map((f) => `native/build/Release/${f}`), 'dist/src/index.js'].filter(
+    (f) => !existsSync(path.join(repo, f)),
+  );
   if (missing.length > 0) {
-    process.stderr.write(`device-bundle: missing ${missing.join(', ')}: run npm run build (with nvcc >= 12 on the PATH) first\n`);
+    process.stderr.write(
+      `device-bundle: missing ${missing.join(', ')}: run npm run build (with nvcc >= 12 on the PATH) first\n`,
+    );
     return 2;
   }
   const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8'));
@@ -112,16 +116,22 @@ export async function main(argv) {
   const summary = { bundle: path.relative(repo, out), bytes, packages: modules.length, node: process.version };
   process.stdout.write(`${JSON.stringify(summary)}\n`);
   if (bytes > BUNDLE_BYTES_MAX) {
-    process.stderr.write(`device-bundle: ${bytes} bytes, over BUNDLE_BYTES_MAX (${BUNDLE_BYTES_MAX}): the device tool would refuse the tree\n`);
+    process.stderr.write(
+      `device-bundle: ${bytes} bytes, over BUNDLE_BYTES_MAX (${BUNDLE_BYTES_MAX}): the device tool would refuse the tree\n`,
+    );
     return 1;
   }
-  process.stderr.write(`device-bundle: on a device machine run  bash bench/device/remote.sh  with carry ["${path.relative(repo, outDir)}"]\n`);
+  process.stderr.write(
+    `device-bundle: on a device machine run  bash bench/device/remote.sh  with carry ["${path.relative(repo, outDir)}"]\n`,
+  );
   return 0;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   main(process.argv.slice(2)).then(
-    (code) => { process.exitCode = code; },
+    (code) => {
+      process.exitCode = code;
+    },
     (error) => {
       process.stderr.write(`device-bundle failed: ${error.code ? error.message : (error.stack ?? error)}\n`);
       process.exitCode = error.code === 'E_INVALID_OPTION' ? 2 : 1;

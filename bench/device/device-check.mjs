@@ -59,7 +59,12 @@ export async function main(argv) {
     if (built.status !== 'pass') return stop('fail');
   }
   const library = step('library', () =>
-    existsSync(CUDA_LIBRARY) ? { status: 'pass', detail: CUDA_LIBRARY } : { status: 'not-built', detail: `${CUDA_LIBRARY} is missing: nvcc (CUDA >= 12) was not found when native/ was built` },
+    existsSync(CUDA_LIBRARY)
+      ? { status: 'pass', detail: CUDA_LIBRARY }
+      : {
+          status: 'not-built',
+          detail: `${CUDA_LIBRARY} is missing: nvcc (CUDA >= 12) was not found when native/ was built`,
+        },
   );
   if (library.status !== 'pass') return stop('not-built');
 
@@ -75,7 +80,9 @@ export async function main(argv) {
   );
   if (suite.status !== 'pass') summary.verdict = 'fail';
 
-  const bench = step('bench', () => jsonCommand('node', [`${repo}bench/device/bench-device.mjs`], STEP_TIMEOUT_S.bench));
+  const bench = step('bench', () =>
+    jsonCommand('node', [`${repo}bench/device/bench-device.mjs`], STEP_TIMEOUT_S.bench),
+  );
   summary.bench = bench.json;
   if (bench.status !== 'pass') summary.verdict = 'fail';
   return stop(summary.verdict);
@@ -102,11 +109,28 @@ function kernelCheck() {
 }
 
 function command(file, args, timeoutS, env = {}) {
-  const r = spawnSync(file, args, { cwd: repo, encoding: 'utf8', timeout: timeoutS * 1000, env: { ...process.env, ...env }, maxBuffer: 64 << 20 });
-  if (r.error?.code === 'ETIMEDOUT') return { status: 'timeout', detail: `${file} ${args.join(' ')}: past ${timeoutS} s`, exitCode: null, stdout: r.stdout };
+  const r = spawnSync(file, args, {
+    cwd: repo,
+    encoding: 'utf8',
+    timeout: timeoutS * 1000,
+    env: { ...process.env, ...env },
+    maxBuffer: 64 << 20,
+  });
+  if (r.error?.code === 'ETIMEDOUT')
+    return {
+      status: 'timeout',
+      detail: `${file} ${args.join(' ')}: past ${timeoutS} s`,
+      exitCode: null,
+      stdout: r.stdout,
+    };
   if (r.error) return { status: 'fail', detail: `${file}: ${r.error.message}`, exitCode: null };
   const tail = `${r.stdout ?? ''}${r.stderr ?? ''}`.slice(-2000);
-  return { status: r.status === 0 ? 'pass' : 'fail', exitCode: r.status, ...(r.status === 0 ? {} : { detail: tail }), stdout: r.stdout };
+  return {
+    status: r.status === 0 ? 'pass' : 'fail',
+    exitCode: r.status,
+    ...(r.status === 0 ? {} : { detail: tail }),
+    stdout: r.stdout,
+  };
 }
 
 /** A command whose last stdout line is one JSON object. */
@@ -124,7 +148,9 @@ function jsonCommand(file, args, timeoutS) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   main(process.argv.slice(2)).then(
-    (code) => { process.exitCode = code; },
+    (code) => {
+      process.exitCode = code;
+    },
     (error) => {
       process.stderr.write(`device-check failed: ${error.code ? error.message : (error.stack ?? error)}\n`);
       process.exitCode = error.code === 'E_INVALID_OPTION' ? 2 : 1;

@@ -10,7 +10,10 @@ export async function measureReadBandwidth(bytes, threads) {
   const { loadNative } = await importDist('src/native/binding.js');
   const native = loadNative();
   if (typeof native.measureReadBandwidth !== 'function') {
-    throw new BenchSetupError('the native addon has no measureReadBandwidth verb', 'rebuild it: `npm run build:native`');
+    throw new BenchSetupError(
+      'the native addon has no measureReadBandwidth verb',
+      'rebuild it: `npm run build:native`',
+    );
   }
   // The verb reports GB/s (1e9 B/s).
   return { bytesPerS: native.measureReadBandwidth(bytes, threads) * 1e9, source: 'native measureReadBandwidth' };

@@ -17,7 +17,8 @@ export const cgroupMemoryRoot = process.env.CGROUP_MEMORY_ROOT ?? '/sys/fs/cgrou
 /** undefined when cgroups can be made here, else the reason. */
 export function memoryCgroupSupport(root = cgroupMemoryRoot) {
   if (process.getuid?.() !== 0) return 'not root (run the bench as root for the memory limits)';
-  if (!existsSync(path.join(root, 'memory.limit_in_bytes'))) return `no cgroup v1 memory controller at ${root} (set CGROUP_MEMORY_ROOT)`;
+  if (!existsSync(path.join(root, 'memory.limit_in_bytes')))
+    return `no cgroup v1 memory controller at ${root} (set CGROUP_MEMORY_ROOT)`;
   return undefined;
 }
 
@@ -29,7 +30,8 @@ export function createMemoryCgroup(name, limitBytes, root = cgroupMemoryRoot) {
   const file = (f) => path.join(dir, f);
   writeFileSync(file('memory.limit_in_bytes'), String(limitBytes));
   // The limit covers memory and swap alike where swap accounting exists: no escape to swap.
-  if (existsSync(file('memory.memsw.limit_in_bytes'))) writeFileSync(file('memory.memsw.limit_in_bytes'), String(limitBytes));
+  if (existsSync(file('memory.memsw.limit_in_bytes')))
+    writeFileSync(file('memory.memsw.limit_in_bytes'), String(limitBytes));
   return {
     dir,
     limitBytes: Number(readFileSync(file('memory.limit_in_bytes'), 'utf8')),

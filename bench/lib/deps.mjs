@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { BenchSetupError } from './errors.mjs';
 
 const benchDir = fileURLToPath(new URL('../', import.meta.url));
-const pinned = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).dependencies['node-llama-cpp'];
+const pinned = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).dependencies[
+  'node-llama-cpp'
+];
 
 function installedVersion() {
   const manifest = new URL('../node_modules/node-llama-cpp/package.json', import.meta.url);
@@ -28,8 +30,14 @@ export function ensureBenchDeps() {
   // npm versions that run install scripts would let node-llama-cpp's postinstall fetch or build
   // llama.cpp when its prebuilt binary did not fit; this variable keeps that step offline.
   const env = { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: 'true' };
-  const result = spawnSync(npm, ['ci', '--prefix', benchDir, '--no-audit', '--no-fund'], { stdio: ['ignore', 2, 2], env });
+  const result = spawnSync(npm, ['ci', '--prefix', benchDir, '--no-audit', '--no-fund'], {
+    stdio: ['ignore', 2, 2],
+    env,
+  });
   if (result.status !== 0 || installedVersion() !== pinned) {
-    throw new BenchSetupError(`npm ci --prefix bench failed (exit ${result.status})`, 'check the npm registry is reachable and rerun');
+    throw new BenchSetupError(
+      `npm ci --prefix bench failed (exit ${result.status})`,
+      'check the npm registry is reachable and rerun',
+    );
   }
 }

@@ -11,7 +11,8 @@ export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 /** Import a module of the built engine, e.g. 'src/index.js'; a missing build says how to fix it. */
 export async function importDist(relativePath) {
   const file = fileURLToPath(new URL(`../../dist/${relativePath}`, import.meta.url));
-  if (!existsSync(file)) throw new BenchSetupError(`moetier is not built (no dist/${relativePath})`, 'run `npm run build` first');
+  if (!existsSync(file))
+    throw new BenchSetupError(`moetier is not built (no dist/${relativePath})`, 'run `npm run build` first');
   return import(pathToFileURL(file).href);
 }
 

@@ -11,7 +11,8 @@ export class BenchOptionError extends BenchError {
 
 export function positiveInt(option, text, max = 1 << 20) {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1 || value > max) throw new BenchOptionError(option, `an integer in [1, ${max}]`, text);
+  if (!Number.isInteger(value) || value < 1 || value > max)
+    throw new BenchOptionError(option, `an integer in [1, ${max}]`, text);
   return value;
 }
 
@@ -22,7 +23,11 @@ export function oneOf(option, text, allowed) {
 
 /** Every bench takes these beside its own options. */
 const common = {
-  'update-results': { type: 'boolean', default: false, help: 'write the committed bench/results/<name>.json (and its bench/README.md table); default: bench/results/local/, git-ignored' },
+  'update-results': {
+    type: 'boolean',
+    default: false,
+    help: 'write the committed bench/results/<name>.json (and its bench/README.md table); default: bench/results/local/, git-ignored',
+  },
   help: { type: 'boolean', short: 'h', default: false, help: 'this text' },
 };
 
@@ -42,7 +47,11 @@ export function parseBenchArgs(argv, { usage, options }) {
     const quoted = /'([^']+)'/.exec(err.message)?.[1] ?? '--arguments';
     const flag = quoted.split(/[ ,]/)[0];
     const unknown = err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION';
-    throw new BenchOptionError(flag.replace(/^-+/, ''), unknown ? 'a flag listed by --help' : 'a value after it (or none, for a switch)', unknown ? flag : undefined);
+    throw new BenchOptionError(
+      flag.replace(/^-+/, ''),
+      unknown ? 'a flag listed by --help' : 'a value after it (or none, for a switch)',
+      unknown ? flag : undefined,
+    );
   }
   if (values.help) {
     process.stdout.write(`${usageText(usage, all)}\n`);

@@ -27,7 +27,9 @@ export function writeResults(target, name, text) {
   const url = resultsUrl(target, name);
   writeFileSync(url, text);
   const file = fileURLToPath(url);
-  process.stderr.write(`results: ${file}${target.readme ? ' and the README table' : ' (local; --update-results writes the committed ones)'}\n`);
+  process.stderr.write(
+    `results: ${file}${target.readme ? ' and the README table' : ' (local; --update-results writes the committed ones)'}\n`,
+  );
   return file;
 }
 

@@ -8,10 +8,12 @@
  */
 import { importDist } from './moetier.mjs';
 
-const request = JSON.parse(await new Promise((resolve) => {
-  let text = '';
-  process.stdin.on('data', (d) => (text += d)).on('end', () => resolve(text));
-}));
+const request = JSON.parse(
+  await new Promise((resolve) => {
+    let text = '';
+    process.stdin.on('data', (d) => (text += d)).on('end', () => resolve(text));
+  }),
+);
 const { openEngine } = await importDist('src/engine/engine.js');
 const engine = await openEngine({ model: request.model, threads: 2, heat: false, ...request.options });
 try {
@@ -22,11 +24,17 @@ try {
   const turn = (conversation ?? engine).generate(request.promptIds, { maxTokens: request.maxTokens, stopAtEos: false });
   for await (const t of turn) tokens.push(t.id);
   const s = engine.lastStats;
-  process.stdout.write(JSON.stringify({
-    tokens, ttftMs: s.ttftMs, prefillMs: s.prefillMs, prefillPath: s.prefillPath ?? null,
-    prefillExpertReads: s.prefillExpertReads ?? 0, prefillDistinctExpertsRead: s.prefillDistinctExpertsRead ?? 0,
-    fileReadBytes: (engine.fileReads()?.totalBytes ?? 0) - before,
-  }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      tokens,
+      ttftMs: s.ttftMs,
+      prefillMs: s.prefillMs,
+      prefillPath: s.prefillPath ?? null,
+      prefillExpertReads: s.prefillExpertReads ?? 0,
+      prefillDistinctExpertsRead: s.prefillDistinctExpertsRead ?? 0,
+      fileReadBytes: (engine.fileReads()?.totalBytes ?? 0) - before,
+    }) + '\n',
+  );
 } finally {
   await engine.close();
 }

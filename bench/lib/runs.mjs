@@ -13,12 +13,36 @@ export const prompt = 'The ocean is deep and the waves roll over the sand while 
 
 /** root: the checkout whose built CLI runs (another build, e.g. the previous commit's, for a before/after in one run). */
 export function moetierRun(model, tokens, extra, group, root = repoRoot) {
-  const argv = [process.execPath, path.join(root, 'dist/src/cli/main.js'), 'run', '-m', model, '-p', prompt, '-n', String(tokens), '-t', '2', '--heat', 'none', '--json', ...extra];
+  const argv = [
+    process.execPath,
+    path.join(root, 'dist/src/cli/main.js'),
+    'run',
+    '-m',
+    model,
+    '-p',
+    prompt,
+    '-n',
+    String(tokens),
+    '-t',
+    '2',
+    '--heat',
+    'none',
+    '--json',
+    ...extra,
+  ];
   const [cmd, args] = group ? cgroupCommand(group, argv) : [argv[0], argv.slice(1)];
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw Object.assign(new Error(`moetier ${r.signal ?? `exit ${r.status}`}: ${r.stderr.slice(-300)}`), { code: 'E_RUN' });
+  if (r.status !== 0)
+    throw Object.assign(new Error(`moetier ${r.signal ?? `exit ${r.status}`}: ${r.stderr.slice(-300)}`), {
+      code: 'E_RUN',
+    });
   const out = JSON.parse(r.stdout);
-  return { ...out, streamedBytes: out.streamedBytes ?? 0, uploadBytes: out.uploadBytes ?? 0, decodeUploadBytes: out.decodeUploadBytes ?? 0 };
+  return {
+    ...out,
+    streamedBytes: out.streamedBytes ?? 0,
+    uploadBytes: out.uploadBytes ?? 0,
+    decodeUploadBytes: out.decodeUploadBytes ?? 0,
+  };
 }
 
 /** The prompt's token ids as moetier tokenizes it (llama.cpp is given the same ids). */
@@ -33,7 +57,10 @@ export async function promptIds(model) {
 }
 
 export async function llamaRun(model, promptTokens, threads, maxTokens, group, timeoutMs = 600_000) {
-  const reply = await runLlamaCpp({ modelPath: model, threads, maxTokens, logitsMode: 'none', runs: [{ promptText: prompt, promptTokens }] }, { timeoutMs, wrap: (argv) => cgroupCommand(group, argv) });
+  const reply = await runLlamaCpp(
+    { modelPath: model, threads, maxTokens, logitsMode: 'none', runs: [{ promptText: prompt, promptTokens }] },
+    { timeoutMs, wrap: (argv) => cgroupCommand(group, argv) },
+  );
   const t = reply.results[0].timings;
   return { decodeTokPerS: t.decodeTokPerS, prefillTokPerS: t.prefillTokPerS };
 }

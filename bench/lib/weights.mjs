@@ -13,7 +13,9 @@ import { GGML_BLOCK, GGML_TYPE } from '../../dist/src/model/types.js';
 
 /** ggml type id -> [block elements, block bytes]: the engine's own table (src/model/types.ts), so
  * the napkin math sizes exactly the types moetier reads, k-quants included. */
-const GGML_BLOCKS = new Map(Object.entries(GGML_TYPE).map(([name, id]) => [id, [GGML_BLOCK[name].elements, GGML_BLOCK[name].bytes]]));
+const GGML_BLOCKS = new Map(
+  Object.entries(GGML_TYPE).map(([name, id]) => [id, [GGML_BLOCK[name].elements, GGML_BLOCK[name].bytes]]),
+);
 
 /** Stored bytes of a tensor; dims in ggml order (dims[0] = row length). */
 export function tensorBytes({ name, ggmlType, dims }) {
@@ -21,7 +23,8 @@ export function tensorBytes({ name, ggmlType, dims }) {
   if (!block) throw new RangeError(`tensor ${name}: ggml type ${ggmlType} is not in the bench's size table`);
   const [elements, bytes] = block;
   const cols = Number(dims[0]);
-  if (cols % elements !== 0) throw new RangeError(`tensor ${name}: row length ${cols} is not a multiple of ${elements}`);
+  if (cols % elements !== 0)
+    throw new RangeError(`tensor ${name}: row length ${cols} is not a multiple of ${elements}`);
   const rows = dims.slice(1).reduce((n, d) => n * Number(d), 1);
   return (cols / elements) * bytes * rows;
 }

@@ -67,7 +67,11 @@ async function runOne(model, { threads, maxTokens: requestMaxTokens, logitsMode 
   const t0 = performance.now();
   let tFirst = t0;
   let tLast = t0;
-  const generator = sequence.evaluateWithMetadata(promptTokens, { probabilities: wantProbabilities }, { temperature: 0, yieldEogToken: true });
+  const generator = sequence.evaluateWithMetadata(
+    promptTokens,
+    { probabilities: wantProbabilities },
+    { temperature: 0, yieldEogToken: true },
+  );
   for await (const { token, probabilities } of generator) {
     tLast = performance.now();
     if (tokens.length === 0) tFirst = tLast;
@@ -131,6 +135,6 @@ function readStdin() {
 
 main().catch((error) => {
   process.stderr.write(`${error?.stack ?? error}\n`);
-  process.stdout.write(JSON.stringify({ ok: false, error: String(error?.message ?? error) }) + "\n");
+  process.stdout.write(JSON.stringify({ ok: false, error: String(error?.message ?? error) }) + '\n');
   process.exitCode = 1;
 });

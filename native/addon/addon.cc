@@ -6,7 +6,9 @@
 static Napi::Value Version(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), "0.1.0"); }
 
 // Whether this build checks the MT_ASSERT invariants (cmake -DMT_DEBUG_ASSERTS=ON, native/build-debug).
-static Napi::Value DebugAssertsEnabled(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), MT_DEBUG_ASSERTS_ENABLED != 0); }
+static Napi::Value DebugAssertsEnabled(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), MT_DEBUG_ASSERTS_ENABLED != 0);
+}
 
 static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("version", Napi::Function::New(env, Version));

@@ -77,7 +77,8 @@ Napi::Value TypeError(Napi::Env env, const std::string& message) { return mtjs::
 void Sweep(BackendState& s) {
   for (auto it = s.sources.begin(); it != s.sources.end();) {
     mt_event_info info{};
-    const bool finished = mt_backend_event_query(s.backend, it->first, &info, nullptr, 0) != MT_BACKEND_OK || info.state != MT_EVENT_PENDING;
+    const bool finished = mt_backend_event_query(s.backend, it->first, &info, nullptr, 0) != MT_BACKEND_OK ||
+                          info.state != MT_EVENT_PENDING;
     it = finished ? s.sources.erase(it) : std::next(it);
   }
 }
@@ -90,8 +91,10 @@ std::shared_ptr<BackendState> Unwrap(const Napi::CallbackInfo& info) {
     return nullptr;
   }
   auto state = v.As<Napi::External<Handle>>().Data()->state;
-  if (!state) mtjs::ThrowError(env, mtjs::kFreed, "the backend was already destroyed");
-  else Sweep(*state);
+  if (!state)
+    mtjs::ThrowError(env, mtjs::kFreed, "the backend was already destroyed");
+  else
+    Sweep(*state);
   return state;
 }
 
@@ -99,7 +102,8 @@ std::shared_ptr<BackendState> Unwrap(const Napi::CallbackInfo& info) {
 bool ArgUint(const Napi::CallbackInfo& info, size_t i, const char* what, double max, uint64_t* out) {
   const double v = i < info.Length() && info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : -1;
   if (!(v >= 0 && v <= max) || v != double(uint64_t(v))) {
-    mtjs::ThrowRangeError(info.Env(), std::string(what) + ": expected an integer in [0, " + std::to_string(uint64_t(max)) + "]");
+    mtjs::ThrowRangeError(info.Env(),
+                          std::string(what) + ": expected an integer in [0, " + std::to_string(uint64_t(max)) + "]");
     return false;
   }
   *out = uint64_t(v);
@@ -147,7 +151,9 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   const std::string kind = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
   const int32_t kind_id = KindId(kind);
   if (kind_id < 0 || !info[1].IsObject())
-    return TypeError(env, "createBackend(kind, config): kind: expected \"cpu\", \"fake\", \"disk\", \"cuda\" or \"cuda-sim\", config: an object");
+    return TypeError(env,
+                     "createBackend(kind, config): kind: expected \"cpu\", \"fake\", \"disk\", \"cuda\" or "
+                     "\"cuda-sim\", config: an object");
   Napi::Object o = info[1].As<Napi::Object>();
   mt_backend_config c{};
   c.kind = kind_id;
@@ -164,7 +170,8 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   c.bandwidth_bytes_per_s = Number(o, "bandwidthBytesPerS", 0);
   c.transfer_fixed_us = Number(o, "transferFixedUs", 0);
   c.compute_bytes_per_s = Number(o, "computeBytesPerS", 0);
-  c.overwrite_supported = o.Get("overwriteSupported").IsUndefined() || o.Get("overwriteSupported").ToBoolean().Value() ? 1 : 0;
+  c.overwrite_supported =
+      o.Get("overwriteSupported").IsUndefined() || o.Get("overwriteSupported").ToBoolean().Value() ? 1 : 0;
   c.fail_transfer_after_bytes = uint64_t(Number(o, "failTransferAfterBytes", 0));
   c.sim_device_bytes = uint64_t(Number(o, "simDeviceBytes", 0));
   c.sim_no_device = o.Get("simNoDevice").ToBoolean().Value() ? 1 : 0;
@@ -172,7 +179,8 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
   char err[512] = "";
   int32_t unavailable = MT_CUDA_AVAILABLE;
   const bool cuda = c.kind == MT_BACKEND_CUDA || c.kind == MT_BACKEND_CUDA_SIM;
-  mt_backend* b = cuda ? mt_backend_cuda_create(&c, &unavailable, err, sizeof err) : mt_backend_create(&c, err, sizeof err);
+  mt_backend* b =
+      cuda ? mt_backend_cuda_create(&c, &unavailable, err, sizeof err) : mt_backend_create(&c, err, sizeof err);
   if (b == nullptr && unavailable != MT_CUDA_AVAILABLE) {
     Napi::Error e = mtjs::New(env, mtjs::Kind::kError, mtjs::kDeviceUnavailable, std::string("createBackend: ") + err);
     e.Set("deviceUnavailable", Napi::String::New(env, mt_cuda_unavailable_name(unavailable)));
@@ -190,11 +198,13 @@ Napi::Value CreateBackend(const Napi::CallbackInfo& info) {
 Napi::Value SlotsReserve(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info);
   uint64_t n = 0, bytes = 0;
-  if (!s || !ArgUint(info, 1, "slotsReserve: n", 2147483647.0, &n) || !ArgUint(info, 2, "slotsReserve: slotBytes", 9007199254740991.0, &bytes))
+  if (!s || !ArgUint(info, 1, "slotsReserve: n", 2147483647.0, &n) ||
+      !ArgUint(info, 2, "slotsReserve: slotBytes", 9007199254740991.0, &bytes))
     return info.Env().Undefined();
   char err[512] = "";
   int32_t first = 0;
-  if (int rc = mt_backend_slots_reserve(s->backend, int32_t(n), bytes, &first, err, sizeof err)) return Throw(info.Env(), rc, err);
+  if (int rc = mt_backend_slots_reserve(s->backend, int32_t(n), bytes, &first, err, sizeof err))
+    return Throw(info.Env(), rc, err);
   return Napi::Number::New(info.Env(), first);
 }
 
@@ -207,7 +217,8 @@ Napi::Value Upload(const Napi::CallbackInfo& info) {
   if (!info[2].IsArray()) return TypeError(env, "upload: sources: expected an array of typed arrays");
   Napi::Array list = info[2].As<Napi::Array>();
   if (list.Length() < 1 || list.Length() > MT_UPLOAD_PIECES_MAX)
-    return Throw(env, MT_BACKEND_INVALID, "upload: sources: expected 1 to " + std::to_string(MT_UPLOAD_PIECES_MAX) + " typed arrays");
+    return Throw(env, MT_BACKEND_INVALID,
+                 "upload: sources: expected 1 to " + std::to_string(MT_UPLOAD_PIECES_MAX) + " typed arrays");
   mt_upload_piece pieces[MT_UPLOAD_PIECES_MAX] = {};
   std::vector<Napi::Reference<Napi::Value>> refs;
   for (uint32_t i = 0; i < list.Length(); i++) {
@@ -224,12 +235,14 @@ Napi::Value Upload(const Napi::CallbackInfo& info) {
     refs.push_back(Napi::Reference<Napi::Value>::New(v, 1));
   }
   // keepAlive: what owns the sources' memory (a mapped file's handle: its ArrayBuffer does not).
-  if (info.Length() > 5 && (info[5].IsObject() || info[5].IsExternal())) refs.push_back(Napi::Reference<Napi::Value>::New(info[5], 1));
+  if (info.Length() > 5 && (info[5].IsObject() || info[5].IsExternal()))
+    refs.push_back(Napi::Reference<Napi::Value>::New(info[5], 1));
   const int32_t overwrite = info[3].ToBoolean().Value() ? 1 : 0;
   const int64_t label = info[4].IsNumber() ? info[4].As<Napi::Number>().Int64Value() : 0;
   char err[512] = "";
   mt_event_id event = 0;
-  if (int rc = mt_backend_upload(s->backend, int32_t(slot), pieces, int32_t(list.Length()), overwrite, label, &event, err, sizeof err))
+  if (int rc = mt_backend_upload(s->backend, int32_t(slot), pieces, int32_t(list.Length()), overwrite, label, &event,
+                                 err, sizeof err))
     return Throw(env, rc, err);
   s->sources.emplace(event, std::move(refs));
   return Napi::Number::New(env, double(event));
@@ -253,7 +266,9 @@ Napi::Value OnSlot(const Napi::CallbackInfo& info, const char* what, int (*verb)
 
 Napi::Value FreeSlot(const Napi::CallbackInfo& info) { return OnSlot(info, "freeSlot: slot", mt_backend_free); }
 
-Napi::Value DiscardSlot(const Napi::CallbackInfo& info) { return OnSlot(info, "discardSlot: slot", mt_backend_discard); }
+Napi::Value DiscardSlot(const Napi::CallbackInfo& info) {
+  return OnSlot(info, "discardSlot: slot", mt_backend_discard);
+}
 
 Napi::Value SlotState(const Napi::CallbackInfo& info) {
   static const char* names[] = {"empty", "uploading", "valid", "invalid"};
@@ -262,7 +277,8 @@ Napi::Value SlotState(const Napi::CallbackInfo& info) {
   if (!s || !ArgUint(info, 1, "slotState: slot", 2147483647.0, &slot)) return info.Env().Undefined();
   char err[512] = "";
   int32_t state = 0;
-  if (int rc = mt_backend_slot_state(s->backend, int32_t(slot), &state, err, sizeof err)) return Throw(info.Env(), rc, err);
+  if (int rc = mt_backend_slot_state(s->backend, int32_t(slot), &state, err, sizeof err))
+    return Throw(info.Env(), rc, err);
   return Napi::String::New(info.Env(), names[state]);
 }
 
@@ -298,8 +314,10 @@ class EventWaitWorker : public Napi::AsyncWorker {
   void Execute() override { rc_ = mt_backend_event_wait(state_->backend, event_, &info_, err_, sizeof err_); }
   void OnOK() override {
     Sweep(*state_);
-    if (rc_ == MT_BACKEND_OK) deferred_.Resolve(EventObject(Env(), info_));
-    else deferred_.Reject(StatusError(Env(), rc_, err_).Value());
+    if (rc_ == MT_BACKEND_OK)
+      deferred_.Resolve(EventObject(Env(), info_));
+    else
+      deferred_.Reject(StatusError(Env(), rc_, err_).Value());
   }
 
  private:
@@ -331,7 +349,8 @@ Napi::Value ComputeRecord(const Napi::CallbackInfo& info) {
   const int64_t label = info[1].IsNumber() ? info[1].As<Napi::Number>().Int64Value() : 0;
   char err[512] = "";
   mt_event_id event = 0;
-  if (int rc = mt_backend_compute_record(s->backend, label, work, &event, err, sizeof err)) return Throw(info.Env(), rc, err);
+  if (int rc = mt_backend_compute_record(s->backend, label, work, &event, err, sizeof err))
+    return Throw(info.Env(), rc, err);
   return Napi::Number::New(info.Env(), double(event));
 }
 
@@ -357,7 +376,8 @@ Napi::Value LeaseCount(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info);
   uint64_t slot = 0;
   if (!s) return info.Env().Undefined();
-  if (info.Length() > 1 && !info[1].IsUndefined() && !ArgUint(info, 1, "leaseCount: slot", 2147483647.0, &slot)) return info.Env().Undefined();
+  if (info.Length() > 1 && !info[1].IsUndefined() && !ArgUint(info, 1, "leaseCount: slot", 2147483647.0, &slot))
+    return info.Env().Undefined();
   const bool all = info.Length() < 2 || info[1].IsUndefined();
   return Napi::Number::New(info.Env(), double(mt_backend_lease_count(s->backend, all ? -1 : int32_t(slot))));
 }
@@ -400,7 +420,8 @@ Napi::Value BackendStats(const Napi::CallbackInfo& info) {
   o.Set("hostVisible", st.host_visible != 0);
   o.Set("sourcesHeld", double(s->sources.size()));
   mt_backend_disk_stats disk{};
-  if (mt_backend_disk_stats_get(s->backend, &disk, nullptr, 0) == MT_BACKEND_OK) o.Set("disk", DiskStatsObject(info.Env(), disk));
+  if (mt_backend_disk_stats_get(s->backend, &disk, nullptr, 0) == MT_BACKEND_OK)
+    o.Set("disk", DiskStatsObject(info.Env(), disk));
   return o;
 }
 
@@ -409,7 +430,8 @@ Napi::Value DiskHold(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info);
   if (!s) return info.Env().Undefined();
   char err[512] = "";
-  if (int rc = mt_backend_disk_hold(s->backend, info[1].ToBoolean().Value() ? 1 : 0, err, sizeof err)) return Throw(info.Env(), rc, err);
+  if (int rc = mt_backend_disk_hold(s->backend, info[1].ToBoolean().Value() ? 1 : 0, err, sizeof err))
+    return Throw(info.Env(), rc, err);
   return info.Env().Undefined();
 }
 
@@ -450,7 +472,8 @@ float* FloatsArg(const Napi::CallbackInfo& info, Napi::Value v, const char* what
 // runExpert(handle, slot, { x, y, count, gateType, upType, downType, gateBytes, upBytes, downBytes, nEmbd, nFf }):
 // y = Down (silu(Gate x) * (Up x)) on the device, synchronously (the slot must be valid and leased).
 // One run's args object ({x, y, count, gateType, ..., nEmbd, nFf}) into a; false once it threw.
-bool ExpertArgs(const Napi::CallbackInfo& info, Napi::Value value, const std::string& verb, mt_backend_cuda_expert_args* a) {
+bool ExpertArgs(const Napi::CallbackInfo& info, Napi::Value value, const std::string& verb,
+                mt_backend_cuda_expert_args* a) {
   Napi::Env env = info.Env();
   if (!value.IsObject()) return TypeError(env, verb + ": expected an object"), false;
   Napi::Object o = value.As<Napi::Object>();
@@ -461,8 +484,10 @@ bool ExpertArgs(const Napi::CallbackInfo& info, Napi::Value value, const std::st
   a->y = FloatsArg(info, o.Get("y"), (verb + ".y").c_str(), &y_len);
   if (a->y == nullptr) return false;
   a->count = int32_t(Number(o, "count", 0));
-  a->gate_type = int32_t(Number(o, "gateType", -1)), a->up_type = int32_t(Number(o, "upType", -1)), a->down_type = int32_t(Number(o, "downType", -1));
-  a->gate_bytes = uint64_t(Number(o, "gateBytes", 0)), a->up_bytes = uint64_t(Number(o, "upBytes", 0)), a->down_bytes = uint64_t(Number(o, "downBytes", 0));
+  a->gate_type = int32_t(Number(o, "gateType", -1)), a->up_type = int32_t(Number(o, "upType", -1)),
+  a->down_type = int32_t(Number(o, "downType", -1));
+  a->gate_bytes = uint64_t(Number(o, "gateBytes", 0)), a->up_bytes = uint64_t(Number(o, "upBytes", 0)),
+  a->down_bytes = uint64_t(Number(o, "downBytes", 0));
   a->n_embd = int64_t(Number(o, "nEmbd", 0)), a->n_ff = int64_t(Number(o, "nFf", 0));
   const double need = double(a->count) * double(a->n_embd);
   if (a->count < 1 || a->n_embd < 1 || double(x_len) != need || double(y_len) != need)
@@ -490,20 +515,23 @@ Napi::Value RunExperts(const Napi::CallbackInfo& info) {
   if (!info[1].IsArray()) return TypeError(env, "runExperts: runs: expected an array of {slot, args}");
   Napi::Array list = info[1].As<Napi::Array>();
   if (list.Length() < 1 || list.Length() > MT_BACKEND_CUDA_RUNS_MAX)
-    return Throw(env, MT_BACKEND_INVALID, "runExperts: runs: expected 1 to " + std::to_string(MT_BACKEND_CUDA_RUNS_MAX) + " runs");
+    return Throw(env, MT_BACKEND_INVALID,
+                 "runExperts: runs: expected 1 to " + std::to_string(MT_BACKEND_CUDA_RUNS_MAX) + " runs");
   std::vector<mt_backend_cuda_run> runs(list.Length());
   for (uint32_t i = 0; i < list.Length(); i++) {
     const std::string verb = "runExperts: runs[" + std::to_string(i) + "]";
     Napi::Value item = list.Get(i);
     if (!item.IsObject()) return TypeError(env, verb + ": expected {slot, args}");
     const double slot = Number(item.As<Napi::Object>(), "slot", -1);
-    if (!(slot >= 0 && slot <= 2147483647.0) || slot != double(int64_t(slot))) return TypeError(env, verb + ".slot: expected an integer >= 0");
+    if (!(slot >= 0 && slot <= 2147483647.0) || slot != double(int64_t(slot)))
+      return TypeError(env, verb + ".slot: expected an integer >= 0");
     runs[i].slot = int32_t(slot);
     if (!ExpertArgs(info, item.As<Napi::Object>().Get("args"), verb + ".args", &runs[i].args)) return env.Undefined();
   }
   mt_backend_cuda_span span{};
   char err[512] = "";
-  if (int rc = mt_backend_cuda_run_experts(s->backend, runs.data(), int32_t(runs.size()), &span, err, sizeof err)) return Throw(env, rc, err);
+  if (int rc = mt_backend_cuda_run_experts(s->backend, runs.data(), int32_t(runs.size()), &span, err, sizeof err))
+    return Throw(env, rc, err);
   Napi::Object o = Napi::Object::New(env);
   o.Set("startNs", double(span.start_ns));
   o.Set("endNs", double(span.end_ns));
@@ -523,13 +551,15 @@ Napi::Value CudaSlotRead(const Napi::CallbackInfo& info) {
   void* out = nullptr;
   napi_get_typedarray_info(env, info[2], &type, &length, &out, nullptr, nullptr);
   char err[512] = "";
-  if (int rc = mt_backend_cuda_slot_read(s->backend, int32_t(slot), out, length, &copied, err, sizeof err)) return Throw(env, rc, err);
+  if (int rc = mt_backend_cuda_slot_read(s->backend, int32_t(slot), out, length, &copied, err, sizeof err))
+    return Throw(env, rc, err);
   return Napi::Number::New(env, double(copied));
 }
 
 Napi::Value CudaLibraryPath(const Napi::CallbackInfo& info) {
   char path[4096] = "";
-  if (mt_backend_cuda_library_path(path, sizeof path) != MT_BACKEND_OK) return mtjs::ThrowError(info.Env(), mtjs::kIo, "cudaLibraryPath: the path is too long");
+  if (mt_backend_cuda_library_path(path, sizeof path) != MT_BACKEND_OK)
+    return mtjs::ThrowError(info.Env(), mtjs::kIo, "cudaLibraryPath: the path is too long");
   return Napi::String::New(info.Env(), path);
 }
 
@@ -557,7 +587,8 @@ Napi::Value DestroyBackend(const Napi::CallbackInfo& info) {
 Napi::Value DebugBackendRecomplete(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info);
   uint64_t event = 0;
-  if (!s || !ArgUint(info, 1, "debugBackendRecomplete: event", 9007199254740991.0, &event)) return info.Env().Undefined();
+  if (!s || !ArgUint(info, 1, "debugBackendRecomplete: event", 9007199254740991.0, &event))
+    return info.Env().Undefined();
   if (mt_backend_debug_recomplete(s->backend, event) != MT_BACKEND_OK)
     return mtjs::ThrowRangeError(info.Env(), "debugBackendRecomplete: event: expected a finished upload");
   return info.Env().Undefined();

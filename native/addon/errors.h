@@ -58,14 +58,21 @@ inline Napi::Value Throw(Napi::Env env, Kind kind, const std::string& code, cons
 }
 
 // The shapes nearly every site uses.
-inline Napi::Value ThrowTypeError(Napi::Env env, const std::string& message) { return Throw(env, Kind::kTypeError, kBadArgument, message); }
-inline Napi::Value ThrowRangeError(Napi::Env env, const std::string& message) { return Throw(env, Kind::kRangeError, kBadArgument, message); }
-inline Napi::Value ThrowError(Napi::Env env, const std::string& code, const std::string& message) { return Throw(env, Kind::kError, code, message); }
+inline Napi::Value ThrowTypeError(Napi::Env env, const std::string& message) {
+  return Throw(env, Kind::kTypeError, kBadArgument, message);
+}
+inline Napi::Value ThrowRangeError(Napi::Env env, const std::string& message) {
+  return Throw(env, Kind::kRangeError, kBadArgument, message);
+}
+inline Napi::Value ThrowError(Napi::Env env, const std::string& code, const std::string& message) {
+  return Throw(env, Kind::kError, code, message);
+}
 
 // MT_BACKEND_<NAME> for a backend status name ("no-overwrite" -> MT_BACKEND_NO_OVERWRITE).
 inline std::string BackendCode(const char* status_name) {
   std::string code = "MT_BACKEND_";
-  for (const char* c = status_name; *c != '\0'; c++) code += *c == '-' ? '_' : char(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+  for (const char* c = status_name; *c != '\0'; c++)
+    code += *c == '-' ? '_' : char(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
   return code;
 }
 

@@ -80,8 +80,10 @@ std::shared_ptr<IoState> Unwrap(Napi::Env env, Napi::Value v) {
     return nullptr;
   }
   auto state = v.As<Napi::External<Handle>>().Data()->state;
-  if (!state) mtjs::ThrowError(env, mtjs::kFreed, "the read engine was already destroyed");
-  else Sweep(*state);
+  if (!state)
+    mtjs::ThrowError(env, mtjs::kFreed, "the read engine was already destroyed");
+  else
+    Sweep(*state);
   return state;
 }
 
@@ -102,8 +104,8 @@ bool OptUint(Napi::Env env, Napi::Object o, const char* key, double min, double 
   if (v.IsUndefined()) return *out = fallback, true;
   const double d = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
   if (!(d >= min && d <= max) || d != double(uint64_t(d))) {
-    mtjs::ThrowRangeError(env, std::string("createIo: ") + key + ": expected an integer in [" + std::to_string(uint64_t(min)) + ", " +
-                                   std::to_string(uint64_t(max)) + "]");
+    mtjs::ThrowRangeError(env, std::string("createIo: ") + key + ": expected an integer in [" +
+                                   std::to_string(uint64_t(min)) + ", " + std::to_string(uint64_t(max)) + "]");
     return false;
   }
   *out = uint64_t(d);
@@ -116,19 +118,26 @@ constexpr double kMaxSafe = 9007199254740991.0;
 // direct (default true), bounceBytesMax, and the test-only failAfterBytes, chunkBytesMax.
 Napi::Value CreateIo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsNumber() && !info[0].IsString()) return mtjs::ThrowTypeError(env, "createIo(file, options?): file: expected an fd (number) or a path");
+  if (!info[0].IsNumber() && !info[0].IsString())
+    return mtjs::ThrowTypeError(env, "createIo(file, options?): file: expected an fd (number) or a path");
   Napi::Object o = info.Length() > 1 && info[1].IsObject() ? info[1].As<Napi::Object>() : Napi::Object::New(env);
-  if (info.Length() > 1 && !info[1].IsObject() && !info[1].IsUndefined()) return mtjs::ThrowTypeError(env, "createIo: options: expected an object");
+  if (info.Length() > 1 && !info[1].IsObject() && !info[1].IsUndefined())
+    return mtjs::ThrowTypeError(env, "createIo: options: expected an object");
   mt_io_config c{};
   mt_io_config_default(&c);
   Napi::Value engine = o.Get("engine");
-  const std::string kind = engine.IsString() ? engine.As<Napi::String>().Utf8Value() : engine.IsUndefined() ? "auto" : "";
-  if (kind != "auto" && kind != "uring" && kind != "threads") return mtjs::ThrowTypeError(env, "createIo: engine: expected \"auto\", \"uring\" or \"threads\"");
+  const std::string kind = engine.IsString()      ? engine.As<Napi::String>().Utf8Value()
+                           : engine.IsUndefined() ? "auto"
+                                                  : "";
+  if (kind != "auto" && kind != "uring" && kind != "threads")
+    return mtjs::ThrowTypeError(env, "createIo: engine: expected \"auto\", \"uring\" or \"threads\"");
   c.kind = kind == "uring" ? MT_IO_URING : kind == "threads" ? MT_IO_THREADS : MT_IO_AUTO;
   uint64_t depth = 0, bounce = 0, fail_after = 0, chunk = 0;
   // The depth range is the C layer's check (so its message is the one a caller sees): pass it through.
-  if (!OptUint(env, o, "queueDepth", 0, 1e6, MT_IO_QUEUE_DEPTH_DEFAULT, &depth) || !OptUint(env, o, "bounceBytesMax", 0, kMaxSafe, 0, &bounce) ||
-      !OptUint(env, o, "failAfterBytes", 0, kMaxSafe, 0, &fail_after) || !OptUint(env, o, "chunkBytesMax", 0, kMaxSafe, 0, &chunk))
+  if (!OptUint(env, o, "queueDepth", 0, 1e6, MT_IO_QUEUE_DEPTH_DEFAULT, &depth) ||
+      !OptUint(env, o, "bounceBytesMax", 0, kMaxSafe, 0, &bounce) ||
+      !OptUint(env, o, "failAfterBytes", 0, kMaxSafe, 0, &fail_after) ||
+      !OptUint(env, o, "chunkBytesMax", 0, kMaxSafe, 0, &chunk))
     return env.Undefined();
   c.queue_depth = int32_t(depth);
   c.direct = o.Get("direct").IsUndefined() || o.Get("direct").ToBoolean().Value() ? 1 : 0;
@@ -161,7 +170,9 @@ Napi::Value IoRead(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(env, info[0]);
   uint64_t offset = 0, bytes = 0, dst_offset = 0;
-  if (!s || !ArgUint(info, 1, "ioRead: offset", kMaxSafe, &offset) || !ArgUint(info, 2, "ioRead: bytes", kMaxSafe, &bytes)) return env.Undefined();
+  if (!s || !ArgUint(info, 1, "ioRead: offset", kMaxSafe, &offset) ||
+      !ArgUint(info, 2, "ioRead: bytes", kMaxSafe, &bytes))
+    return env.Undefined();
   if (!info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
     return mtjs::ThrowTypeError(env, "ioRead: dst: expected a Uint8Array");
   if (!ArgUint(info, 4, "ioRead: dstOffset", kMaxSafe, &dst_offset)) return env.Undefined();
@@ -172,8 +183,9 @@ Napi::Value IoRead(const Napi::CallbackInfo& info) {
   if (napi_get_typedarray_info(env, info[3], &type, &length, &data, nullptr, nullptr) != napi_ok)
     return mtjs::ThrowTypeError(env, "ioRead: dst: expected a Uint8Array");
   if (dst_offset > length || bytes > length - dst_offset)
-    return mtjs::ThrowRangeError(env, "ioRead: dstOffset " + std::to_string(dst_offset) + " + bytes " + std::to_string(bytes) +
-                                          ": expected to fit in dst (" + std::to_string(length) + " bytes)");
+    return mtjs::ThrowRangeError(env, "ioRead: dstOffset " + std::to_string(dst_offset) + " + bytes " +
+                                          std::to_string(bytes) + ": expected to fit in dst (" +
+                                          std::to_string(length) + " bytes)");
   int64_t label = 0;
   bool aligned = false;
   if (info.Length() > 5 && info[5].IsObject()) {
@@ -230,8 +242,10 @@ class WaitWorker : public Napi::AsyncWorker {
   void Execute() override { rc_ = mt_io_wait(state_->io, id_, &info_, err_, sizeof err_); }
   void OnOK() override {
     state_->dsts.erase(id_);
-    if (rc_ == MT_IO_OK) deferred_.Resolve(InfoObject(Env(), info_));
-    else deferred_.Reject(StatusError(Env(), rc_, std::string("ioWait: ") + err_).Value());
+    if (rc_ == MT_IO_OK)
+      deferred_.Resolve(InfoObject(Env(), info_));
+    else
+      deferred_.Reject(StatusError(Env(), rc_, std::string("ioWait: ") + err_).Value());
   }
 
  private:
@@ -300,7 +314,8 @@ Napi::Value IoStats(const Napi::CallbackInfo& info) {
   o.Set("readsInFlight", st.reads_in_flight);
   o.Set("readsQueued", st.reads_queued);
   o.Set("bounceBytes", double(st.bounce_bytes));
-  for (auto it = s->dsts.begin(); it != s->dsts.end();) it = Settled(s->io, it->first) ? s->dsts.erase(it) : std::next(it);
+  for (auto it = s->dsts.begin(); it != s->dsts.end();)
+    it = Settled(s->io, it->first) ? s->dsts.erase(it) : std::next(it);
   o.Set("dstsHeld", double(s->dsts.size()));
   return o;
 }
@@ -332,7 +347,12 @@ class ProbeWorker : public Napi::AsyncWorker {
  public:
   ProbeWorker(Napi::Env env, std::shared_ptr<IoState> s, std::vector<double> offsets, uint64_t bytes, uint64_t misalign,
               Napi::Promise::Deferred deferred)
-      : Napi::AsyncWorker(env, "moetier.ioProbe"), state_(std::move(s)), offsets_(std::move(offsets)), bytes_(bytes), misalign_(misalign), deferred_(deferred) {}
+      : Napi::AsyncWorker(env, "moetier.ioProbe"),
+        state_(std::move(s)),
+        offsets_(std::move(offsets)),
+        bytes_(bytes),
+        misalign_(misalign),
+        deferred_(deferred) {}
 
   void Execute() override {
     mt_io_stats st{};
@@ -352,9 +372,11 @@ class ProbeWorker : public Napi::AsyncWorker {
       for (size_t place = 0; place < depth && next < offsets_.size() && error.empty(); place++) {
         if (ids[place] != 0) continue;
         uint8_t* dst = static_cast<uint8_t*>(mem) + place * stride + misalign_;
-        if (mt_io_read(state_->io, uint64_t(offsets_[next]), bytes_, dst, int64_t(next), &ids[place], err_, sizeof err_) != MT_IO_OK)
+        if (mt_io_read(state_->io, uint64_t(offsets_[next]), bytes_, dst, int64_t(next), &ids[place], err_,
+                       sizeof err_) != MT_IO_OK)
           error = std::string("ioProbe: ") + err_, ids[place] = 0;
-        else index[place] = next++;
+        else
+          index[place] = next++;
       }
       std::vector<mt_io_id> flying;  // whichever lands first among the reads in flight
       std::vector<size_t> where;
@@ -363,8 +385,10 @@ class ProbeWorker : public Napi::AsyncWorker {
       if (flying.empty()) break;
       int32_t which = 0;
       mt_io_info info{};
-      if (mt_io_wait_any(state_->io, flying.data(), int32_t(flying.size()), &which, &info, err_, sizeof err_) != MT_IO_OK) {
-        error = std::string("ioProbe: ") + err_;  // cannot happen for ids just issued; never leave reads into our buffers behind
+      if (mt_io_wait_any(state_->io, flying.data(), int32_t(flying.size()), &which, &info, err_, sizeof err_) !=
+          MT_IO_OK) {
+        error = std::string("ioProbe: ") +
+                err_;  // cannot happen for ids just issued; never leave reads into our buffers behind
         for (mt_io_id id : flying) mt_io_wait(state_->io, id, &info, nullptr, 0);
         break;
       }
@@ -388,7 +412,9 @@ class ProbeWorker : public Napi::AsyncWorker {
     o.Set("firstFailure", first_reason_);
     deferred_.Resolve(o);
   }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(mtjs::New(Env(), mtjs::Kind::kError, mtjs::kIo, e.Message()).Value()); }
+  void OnError(const Napi::Error& e) override {
+    deferred_.Reject(mtjs::New(Env(), mtjs::Kind::kError, mtjs::kIo, e.Message()).Value());
+  }
 
  private:
   std::shared_ptr<IoState> state_;
@@ -414,8 +440,10 @@ Napi::Value IoProbe(const Napi::CallbackInfo& info) {
   if (ok && info.Length() > 3 && info[3].IsObject()) {
     Napi::Value m = info[3].As<Napi::Object>().Get("dstMisalignBytes");
     const double d = m.IsNumber() ? m.As<Napi::Number>().DoubleValue() : 0;
-    if (!(d >= 0 && d < 4096) || d != double(uint64_t(d))) ok = false, mtjs::ThrowRangeError(env, "ioProbe: dstMisalignBytes: expected an integer in [0, 4096)");
-    else misalign = uint64_t(d);
+    if (!(d >= 0 && d < 4096) || d != double(uint64_t(d)))
+      ok = false, mtjs::ThrowRangeError(env, "ioProbe: dstMisalignBytes: expected an integer in [0, 4096)");
+    else
+      misalign = uint64_t(d);
   }
   if (!ok) {
     deferred.Reject(env.GetAndClearPendingException().Value());
@@ -432,14 +460,17 @@ Napi::Value IoProbe(const Napi::CallbackInfo& info) {
 Napi::Value AllocAligned(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   uint64_t bytes = 0, align = 0;
-  if (!ArgUint(info, 0, "allocAligned: bytes", double(MT_IO_READ_BYTES_MAX), &bytes) || !ArgUint(info, 1, "allocAligned: alignBytes", 1 << 20, &align))
+  if (!ArgUint(info, 0, "allocAligned: bytes", double(MT_IO_READ_BYTES_MAX), &bytes) ||
+      !ArgUint(info, 1, "allocAligned: alignBytes", 1 << 20, &align))
     return env.Undefined();
   if (bytes == 0 || align < 8 || (align & (align - 1)) != 0)
     return mtjs::ThrowRangeError(env, "allocAligned: expected bytes > 0 and alignBytes a power of two in [8, 1048576]");
   void* mem = nullptr;
-  if (posix_memalign(&mem, size_t(align), size_t(bytes)) != 0) return mtjs::ThrowError(env, mtjs::kNoMemory, "allocAligned: out of memory");
+  if (posix_memalign(&mem, size_t(align), size_t(bytes)) != 0)
+    return mtjs::ThrowError(env, mtjs::kNoMemory, "allocAligned: out of memory");
   std::memset(mem, 0, size_t(bytes));
-  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, mem, size_t(bytes), [](Napi::Env, void* data) { std::free(data); });
+  Napi::ArrayBuffer buffer =
+      Napi::ArrayBuffer::New(env, mem, size_t(bytes), [](Napi::Env, void* data) { std::free(data); });
   if (env.IsExceptionPending()) return std::free(mem), env.Undefined();  // a runtime without external buffers
   return Napi::Uint8Array::New(env, size_t(bytes), buffer, 0);
 }

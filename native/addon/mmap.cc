@@ -124,8 +124,9 @@ static Napi::Value UnmapFile(const Napi::CallbackInfo& info) {
   MappedFile* m = UnwrapMappedFile(env, info[0]);
   if (m == nullptr) return env.Undefined();
   if (m->users.load() > 0) {
-    return mtjs::ThrowError(env, mtjs::kBusy, "unmapFile: the mapping is still read by " + std::to_string(m->users.load()) +
-                                                  " model(s); free their contexts, tiers and models first");
+    return mtjs::ThrowError(env, mtjs::kBusy,
+                            "unmapFile: the mapping is still read by " + std::to_string(m->users.load()) +
+                                " model(s); free their contexts, tiers and models first");
   }
   ReleaseMapping(m);
   return env.Undefined();
@@ -140,9 +141,12 @@ Napi::Value MappedResidency(const Napi::CallbackInfo& info) {
   MappedFile* m = UnwrapMappedFile(env, info[0]);
   if (m == nullptr) return env.Undefined();
   const double offset = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 0;
-  const double length = info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : double(m->length) - offset;
-  if (!(offset >= 0 && length >= 0 && offset + length <= double(m->length) && offset == double(size_t(offset)) && length == double(size_t(length))))
-    return mtjs::ThrowRangeError(env, "mappedResidency: offset, length: expected a range inside the mapping of " + std::to_string(m->length) + " bytes");
+  const double length =
+      info.Length() > 2 && info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : double(m->length) - offset;
+  if (!(offset >= 0 && length >= 0 && offset + length <= double(m->length) && offset == double(size_t(offset)) &&
+        length == double(size_t(length))))
+    return mtjs::ThrowRangeError(env, "mappedResidency: offset, length: expected a range inside the mapping of " +
+                                          std::to_string(m->length) + " bytes");
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   const size_t from = size_t(offset) / page * page, to = (size_t(offset) + size_t(length) + page - 1) / page * page;
   const size_t pages = (to - from) / page;
@@ -164,14 +168,16 @@ Napi::Value MappedResidency(const Napi::CallbackInfo& info) {
 // someone may stay.
 Napi::Value DropFileCache(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsString()) return mtjs::ThrowTypeError(env, "dropFileCache(path): path must be a string");
+  if (info.Length() < 1 || !info[0].IsString())
+    return mtjs::ThrowTypeError(env, "dropFileCache(path): path must be a string");
   const std::string path = info[0].As<Napi::String>().Utf8Value();
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return mtjs::ThrowError(env, mtjs::kIo, "dropFileCache: " + path + ": " + std::strerror(errno));
   fdatasync(fd);
   const int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   close(fd);
-  if (rc != 0) return mtjs::ThrowError(env, mtjs::kIo, "dropFileCache: " + path + ": posix_fadvise: " + std::strerror(rc));
+  if (rc != 0)
+    return mtjs::ThrowError(env, mtjs::kIo, "dropFileCache: " + path + ": posix_fadvise: " + std::strerror(rc));
   return env.Undefined();
 }
 

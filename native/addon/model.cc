@@ -56,12 +56,18 @@ Napi::Value Wrap(Napi::Env env, std::shared_ptr<State> state, const napi_type_ta
 
 }  // namespace
 
-std::shared_ptr<ModelState> UnwrapModel(Napi::Env env, Napi::Value v) { return Unwrap<ModelState>(env, v, kModelTag, "model"); }
-std::shared_ptr<ContextState> UnwrapContext(Napi::Env env, Napi::Value v) { return Unwrap<ContextState>(env, v, kContextTag, "context"); }
+std::shared_ptr<ModelState> UnwrapModel(Napi::Env env, Napi::Value v) {
+  return Unwrap<ModelState>(env, v, kModelTag, "model");
+}
+std::shared_ptr<ContextState> UnwrapContext(Napi::Env env, Napi::Value v) {
+  return Unwrap<ContextState>(env, v, kContextTag, "context");
+}
 
 namespace {
 
-Napi::Value Throw(Napi::Env env, const char* code, const std::string& message) { return mtjs::ThrowError(env, code, message); }
+Napi::Value Throw(Napi::Env env, const char* code, const std::string& message) {
+  return mtjs::ThrowError(env, code, message);
+}
 
 Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -70,12 +76,14 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
                                info[0].As<Napi::External<void>>().CheckTypeTag(&kContextTag) ||
                                info[0].As<Napi::External<void>>().CheckTypeTag(&kTierTag) ||
                                info[0].As<Napi::External<void>>().CheckTypeTag(&kBackendTagOfModel))) {
-    mtjs::ThrowTypeError(env, "createModel: expected a mapped file handle (got a model, context, tier or backend handle)");
+    mtjs::ThrowTypeError(env,
+                         "createModel: expected a mapped file handle (got a model, context, tier or backend handle)");
     return env.Undefined();
   }
   MappedFile* file = UnwrapMappedFile(env, info[0]);
   if (file == nullptr) return env.Undefined();
-  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, mtjs::kBadArgument, "createModel(file, desc): desc must be an object");
+  if (info.Length() < 2 || !info[1].IsObject())
+    return Throw(env, mtjs::kBadArgument, "createModel(file, desc): desc must be an object");
   Napi::Object desc = info[1].As<Napi::Object>();
   mt_hparams hp{};
   std::vector<std::string> names;
@@ -86,8 +94,9 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   char message[512] = "";
   // desc.ownDense: dense tensors are read from the file into the model's own memory (mt_forward.h).
   const int dense_fd = desc.Get("ownDense").ToBoolean().Value() ? file->fd : -1;
-  mt_model* model = mt_model_create_owned(&hp, tensors.data(), int32_t(tensors.size()), static_cast<const uint8_t*>(file->base),
-                                          file->length, dense_fd, message, sizeof message);
+  mt_model* model =
+      mt_model_create_owned(&hp, tensors.data(), int32_t(tensors.size()), static_cast<const uint8_t*>(file->base),
+                            file->length, dense_fd, message, sizeof message);
   if (model == nullptr) return Throw(env, mtjs::kBadArgument, std::string("createModel: ") + message);
   auto state = std::make_shared<ModelState>();
   state->model = model;
@@ -115,11 +124,13 @@ Napi::Value ContextBytes(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto model = UnwrapModel(env, info[0]);
   if (!model) return env.Undefined();
-  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, mtjs::kBadArgument, "contextBytes(model, { nCtx, threads })");
+  if (info.Length() < 2 || !info[1].IsObject())
+    return Throw(env, mtjs::kBadArgument, "contextBytes(model, { nCtx, threads })");
   Napi::Object options = info[1].As<Napi::Object>();
   int32_t n_ctx = 0, threads = 0;
   std::string err;
-  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err)) return Throw(env, mtjs::kBadArgument, "contextBytes: " + err);
+  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err))
+    return Throw(env, mtjs::kBadArgument, "contextBytes: " + err);
   size_t kv = 0, scratch = 0;
   if (mt_context_bytes(model->model, n_ctx, threads, &kv, &scratch) != 0)
     return Throw(env, mtjs::kBadArgument, "contextBytes: nCtx: expected 1..1048576 and threads 1..64");
@@ -133,7 +144,8 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto model = Unwrap<ModelState>(env, info[0], kModelTag, "model");
   if (!model) return env.Undefined();
-  if (info.Length() < 2 || !info[1].IsObject()) return Throw(env, mtjs::kBadArgument, "createContext(model, { nCtx, threads })");
+  if (info.Length() < 2 || !info[1].IsObject())
+    return Throw(env, mtjs::kBadArgument, "createContext(model, { nCtx, threads })");
   Napi::Object options = info[1].As<Napi::Object>();
   int32_t n_ctx = 0, threads = 0;
   std::string err;
@@ -174,7 +186,8 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
   Napi::Float32Array logits = info[3].As<Napi::Float32Array>();
   if (copy_tokens) call->tokens.assign(tokens.Data(), tokens.Data() + tokens.ElementLength());
   const double pos = info[2].As<Napi::Number>().DoubleValue();
-  if (!(pos >= 0 && pos <= 2147483647.0 && pos == double(int64_t(pos)))) return *err = "eval: pos must be an integer >= 0", false;
+  if (!(pos >= 0 && pos <= 2147483647.0 && pos == double(int64_t(pos))))
+    return *err = "eval: pos must be an integer >= 0", false;
   mt_eval_args& a = call->args;
   a.tokens = copy_tokens ? call->tokens.data() : tokens.Data();
   a.n_tokens = int32_t(tokens.ElementLength() > 0x7fffffff ? 0x7fffffff : tokens.ElementLength());
@@ -214,7 +227,8 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
       if (!predicted.IsTypedArray() || predicted.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
         return *err = "eval: options.predicted must be an Int32Array", false;
       const double k = o.Get("predictK").IsNumber() ? o.Get("predictK").As<Napi::Number>().DoubleValue() : 0;
-      if (!(k >= 1 && k <= 65536 && k == double(int32_t(k)))) return *err = "eval: options.predictK must be an integer >= 1 with options.predicted", false;
+      if (!(k >= 1 && k <= 65536 && k == double(int32_t(k))))
+        return *err = "eval: options.predictK must be an integer >= 1 with options.predicted", false;
       a.predicted = predicted.As<Napi::Int32Array>().Data();
       a.predicted_len = predicted.As<Napi::Int32Array>().ElementLength();
       a.predict_k = int32_t(k);
@@ -229,9 +243,12 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
   }
   if (info.Length() > 4 && info[4].IsObject()) {
     Napi::Value hook = info[4].As<Napi::Object>().Get("onLayerRouted");
-    if (!hook.IsUndefined() && !hook.IsFunction()) return *err = "eval: options.onLayerRouted must be a function", false;
-    if (hook.IsFunction() && !copy_tokens) return *err = "eval: options.onLayerRouted needs evalAsync (evalSync blocks the thread it would run on)", false;
-    if (hook.IsFunction() && call->tier_handle == nullptr) return *err = "eval: options.onLayerRouted needs a tier attached to the context (createTier)", false;
+    if (!hook.IsUndefined() && !hook.IsFunction())
+      return *err = "eval: options.onLayerRouted must be a function", false;
+    if (hook.IsFunction() && !copy_tokens)
+      return *err = "eval: options.onLayerRouted needs evalAsync (evalSync blocks the thread it would run on)", false;
+    if (hook.IsFunction() && call->tier_handle == nullptr)
+      return *err = "eval: options.onLayerRouted needs a tier attached to the context (createTier)", false;
   }
   return true;
 }
@@ -240,7 +257,8 @@ Napi::Value EvalSync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   EvalCall call;
   std::string err;
-  if (!PrepareEval(info, false, &call, &err)) return err.empty() ? env.Undefined() : Throw(env, mtjs::kBadArgument, err);
+  if (!PrepareEval(info, false, &call, &err))
+    return err.empty() ? env.Undefined() : Throw(env, mtjs::kBadArgument, err);
   char message[512] = "";
   call.state->busy = true;
   const int rc = mt_eval(call.state->ctx, &call.args, message, sizeof message);
@@ -280,8 +298,10 @@ using LayerHookFn = Napi::TypedThreadSafeFunction<HookSettle, RoutedCall, CallHo
 void SettleAfterHook(Napi::Env env, void*, HookSettle* settle) {
   std::unique_ptr<HookSettle> owned(settle);
   settle->state->busy = false;
-  if (settle->error.IsEmpty()) settle->deferred.Resolve(env.Undefined());
-  else settle->deferred.Reject(settle->error.Value());
+  if (settle->error.IsEmpty())
+    settle->deferred.Resolve(env.Undefined());
+  else
+    settle->deferred.Reject(settle->error.Value());
 }
 
 class EvalWorker : public Napi::AsyncWorker {
@@ -303,8 +323,8 @@ class EvalWorker : public Napi::AsyncWorker {
       Napi::Value fn = info[4].As<Napi::Object>().Get("onLayerRouted");
       if (fn.IsFunction()) {
         settle_ = new HookSettle{deferred_, call_.state, {}};
-        hook_ = LayerHookFn::New(info.Env(), fn.As<Napi::Function>(), "moetier.layerRouted", kLayerHookQueueMax, 1, settle_, SettleAfterHook,
-                                 static_cast<void*>(nullptr));
+        hook_ = LayerHookFn::New(info.Env(), fn.As<Napi::Function>(), "moetier.layerRouted", kLayerHookQueueMax, 1,
+                                 settle_, SettleAfterHook, static_cast<void*>(nullptr));
       }
     }
   }
@@ -317,9 +337,11 @@ class EvalWorker : public Napi::AsyncWorker {
     if (settle_ != nullptr) mt_tier_set_layer_hook(tier, PostCounts, this);
     try {
 #if MT_DEBUG_ASSERTS_ENABLED
-      if (std::getenv("MOETIER_DEBUG_EVAL_THROW") != nullptr) throw std::runtime_error("thrown on purpose (MOETIER_DEBUG_EVAL_THROW)");
+      if (std::getenv("MOETIER_DEBUG_EVAL_THROW") != nullptr)
+        throw std::runtime_error("thrown on purpose (MOETIER_DEBUG_EVAL_THROW)");
 #endif
-      if (mt_eval(call_.state->ctx, &call_.args, message, sizeof message) != 0) SetError(std::string("eval: ") + message);
+      if (mt_eval(call_.state->ctx, &call_.args, message, sizeof message) != 0)
+        SetError(std::string("eval: ") + message);
     } catch (const std::exception& e) {
       error_code_ = mtjs::kInternal;
       SetError(std::string("eval: internal error: ") + e.what());
@@ -370,8 +392,10 @@ Napi::Value EvalAsync(const Napi::CallbackInfo& info) {
   std::string err;
   if (!PrepareEval(info, true, &call, &err)) {
     Napi::Value error = env.Undefined();
-    if (env.IsExceptionPending()) error = env.GetAndClearPendingException().Value();
-    else error = mtjs::New(env, mtjs::Kind::kError, mtjs::kBadArgument, err).Value();
+    if (env.IsExceptionPending())
+      error = env.GetAndClearPendingException().Value();
+    else
+      error = mtjs::New(env, mtjs::Kind::kError, mtjs::kBadArgument, err).Value();
     deferred.Reject(error);
     return deferred.Promise();
   }
@@ -393,7 +417,8 @@ Napi::Value FreeModel(const Napi::CallbackInfo& info) {
   auto state = Unwrap<ModelState>(env, info[0], kModelTag, "model");
   if (!state) return env.Undefined();
   if (state->contexts > 0)
-    return Throw(env, mtjs::kBusy, "freeModel: " + std::to_string(state->contexts) + " context(s) still use this model; free them first");
+    return Throw(env, mtjs::kBusy,
+                 "freeModel: " + std::to_string(state->contexts) + " context(s) still use this model; free them first");
   info[0].As<Napi::External<Handle<ModelState>>>().Data()->state.reset();
   return env.Undefined();
 }

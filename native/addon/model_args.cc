@@ -19,7 +19,8 @@ bool ReadBool(Napi::Object o, const char* key, int32_t* out, std::string* err) {
 }
 
 // One of `choices` (index into it).
-bool ReadChoice(Napi::Object o, const char* key, std::initializer_list<const char*> choices, int32_t* out, std::string* err) {
+bool ReadChoice(Napi::Object o, const char* key, std::initializer_list<const char*> choices, int32_t* out,
+                std::string* err) {
   Napi::Value v = o.Get(key);
   std::string got = v.IsString() ? v.As<Napi::String>().Utf8Value() : "";
   int32_t i = 0;
@@ -75,7 +76,8 @@ bool ReadTensors(Napi::Value v, std::vector<std::string>* names, std::vector<mt_
     d.name = (*names)[i].c_str();
     const std::string where = at + " (" + (*names)[i] + ")";
     double offset = 0;
-    if (!ReadInt(t, "typeId", &d.type, err) || !ReadNumber(t, "offset", &offset, err)) return *err = where + "." + *err, false;
+    if (!ReadInt(t, "typeId", &d.type, err) || !ReadNumber(t, "offset", &offset, err))
+      return *err = where + "." + *err, false;
     if (!(offset >= 0 && offset <= 9007199254740991.0 && offset == std::floor(offset)))
       return *err = where + ".offset: expected an integer >= 0", false;
     d.offset = uint64_t(offset);
@@ -87,7 +89,8 @@ bool ReadTensors(Napi::Value v, std::vector<std::string>* names, std::vector<mt_
     for (uint32_t j = 0; j < da.Length(); j++) {
       Napi::Value x = da.Get(j);
       const double n = x.IsNumber() ? x.As<Napi::Number>().DoubleValue() : -1;
-      if (!(n >= 1 && n <= 2147483647.0 && n == std::floor(n))) return *err = where + ".dims: expected integers >= 1", false;
+      if (!(n >= 1 && n <= 2147483647.0 && n == std::floor(n)))
+        return *err = where + ".dims: expected integers >= 1", false;
       d.dims[j] = int64_t(n);
     }
   }

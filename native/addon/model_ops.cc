@@ -36,7 +36,8 @@ Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
 Napi::Value Rope(const Napi::CallbackInfo& info) {
   float* v;
   const int64_t heads = Int(info[1]), dim = Int(info[2]), pos = Int(info[3]);
-  if (heads < 1 || dim < 2 || dim % 2 != 0 || pos < 0 || !info[4].IsNumber() || !Floats(info[0], size_t(heads * dim), &v))
+  if (heads < 1 || dim < 2 || dim % 2 != 0 || pos < 0 || !info[4].IsNumber() ||
+      !Floats(info[0], size_t(heads * dim), &v))
     return Usage(info.Env(), "rope(v: Float32Array, nHeads, headDim (even), pos >= 0, base: number, neox: boolean)");
   const double base = info[4].As<Napi::Number>().DoubleValue();
   std::vector<double> inv_freq(size_t(dim / 2));
@@ -60,7 +61,8 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
 Napi::Value Swiglu(const Napi::CallbackInfo& info) {
   float *g, *u;
   size_t n = 0;
-  if (!Floats(info[0], 1, &g, &n) || !Floats(info[1], n, &u)) return Usage(info.Env(), "swiglu(g: Float32Array, u: Float32Array)");
+  if (!Floats(info[0], 1, &g, &n) || !Floats(info[1], n, &u))
+    return Usage(info.Env(), "swiglu(g: Float32Array, u: Float32Array)");
   mt::swiglu(g, u, int64_t(n));
   return info.Env().Undefined();
 }
@@ -70,7 +72,8 @@ Napi::Value TopK(const Napi::CallbackInfo& info) {
   float* p;
   size_t n = 0;
   const int64_t k = Int(info[1]);
-  if (!Floats(info[0], 1, &p, &n) || k < 1 || size_t(k) > n) return Usage(info.Env(), "topK(p: Float32Array, k in [1, p.length])");
+  if (!Floats(info[0], 1, &p, &n) || k < 1 || size_t(k) > n)
+    return Usage(info.Env(), "topK(p: Float32Array, k in [1, p.length])");
   Napi::Int32Array ids = Napi::Int32Array::New(info.Env(), size_t(k));
   mt::top_k(p, int32_t(n), int32_t(k), ids.Data());
   return ids;
@@ -83,7 +86,9 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   const bool shape = heads >= 1 && kv_heads >= 1 && heads % kv_heads == 0 && dim >= 1 && n_kv >= 1;
   if (!shape || !Floats(info[0], size_t(heads * dim), &q) || !Floats(info[1], size_t(n_kv * kv_heads * dim), &k) ||
       !Floats(info[2], size_t(n_kv * kv_heads * dim), &v) || !Floats(info[7], size_t(heads * dim), &out))
-    return Usage(info.Env(), "attention(q [nHead*hd], keys [nKv*nHeadKv*hd], values, nHead, nHeadKv, headDim, nKv, out [nHead*hd])");
+    return Usage(
+        info.Env(),
+        "attention(q [nHead*hd], keys [nKv*nHeadKv*hd], values, nHead, nHeadKv, headDim, nKv, out [nHead*hd])");
   std::vector<float> scores(static_cast<size_t>(n_kv));
   mt::attention_heads(q, k, v, int32_t(heads), int32_t(kv_heads), int32_t(dim), int32_t(n_kv), 0, int32_t(heads),
                       scores.data(), out);

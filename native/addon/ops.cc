@@ -22,8 +22,10 @@
 namespace {
 
 void Throw(Napi::Env env, bool range, const std::string& msg) {
-  if (range) mtjs::ThrowRangeError(env, msg);
-  else mtjs::ThrowTypeError(env, msg);
+  if (range)
+    mtjs::ThrowRangeError(env, msg);
+  else
+    mtjs::ThrowTypeError(env, msg);
 }
 
 // An integer argument in [lo, hi].
@@ -73,13 +75,16 @@ bool ArgArray(const Napi::CallbackInfo& info, size_t i, const char* verb, const 
 bool ArgTypeCols(const Napi::CallbackInfo& info, const char* verb, int64_t type, int64_t cols) {
   if (!mt_type_supported((int)type)) {
     Throw(info.Env(), true,
-          std::string(verb) + ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 6 (Q5_0), 7 (Q5_1), 8 (Q8_0), 10..14 (Q2_K..Q6_K), 30 (BF16), got " +
+          std::string(verb) +
+              ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 6 (Q5_0), 7 (Q5_1), 8 (Q8_0), 10..14 "
+              "(Q2_K..Q6_K), 30 (BF16), got " +
               std::to_string(type));
     return false;
   }
   if (mt_row_bytes((int)type, cols) == 0) {
     const char* unit = type >= MT_Q2_K && type <= MT_Q6_K ? "256 for a k-quant type" : "32 for a quantised type";
-    Throw(info.Env(), true, std::string(verb) + ": cols: expected a multiple of " + unit + ", got " + std::to_string(cols));
+    Throw(info.Env(), true,
+          std::string(verb) + ": cols: expected a multiple of " + unit + ", got " + std::to_string(cols));
     return false;
   }
   return true;
@@ -148,7 +153,8 @@ std::unique_ptr<uint8_t[]> PrepareActs(const Napi::CallbackInfo& info, const Mat
   size_t act_bytes = mt_act_row_bytes(m.type, m.cols);
   std::unique_ptr<uint8_t[]> acts(new (std::nothrow) uint8_t[act_bytes * m.n]);
   if (!acts) {
-    mtjs::ThrowError(info.Env(), mtjs::kNoMemory, "cannot allocate " + std::to_string(act_bytes * m.n) + " bytes of activations");
+    mtjs::ThrowError(info.Env(), mtjs::kNoMemory,
+                     "cannot allocate " + std::to_string(act_bytes * m.n) + " bytes of activations");
     return acts;
   }
   for (int64_t i = 0; i < m.n; i++) mt_act_prepare(m.type, m.x + i * m.cols, m.cols, acts.get() + i * act_bytes);
@@ -198,19 +204,20 @@ mt_pool* ArgPool(const Napi::CallbackInfo& info, const char* verb) {
     return nullptr;
   }
   PoolBox* box = info[0].As<Napi::External<PoolBox>>().Data();
-  if (box->pool == nullptr) mtjs::Throw(info.Env(), mtjs::Kind::kTypeError, mtjs::kFreed, std::string(verb) + ": pool: already freed");
+  if (box->pool == nullptr)
+    mtjs::Throw(info.Env(), mtjs::Kind::kTypeError, mtjs::kFreed, std::string(verb) + ": pool: already freed");
   return box->pool;
 }
 
 Napi::Value CreatePool(const Napi::CallbackInfo& info) {
   int64_t threads, spin_us = MT_POOL_SPIN_US_DEFAULT;
   if (!ArgInt(info, 0, "createPool", "threads", 1, MT_POOL_THREADS_MAX, &threads)) return info.Env().Undefined();
-  if (info.Length() > 1 && !info[1].IsUndefined() &&
-      !ArgInt(info, 1, "createPool", "spinUs", 0, 1000000, &spin_us))
+  if (info.Length() > 1 && !info[1].IsUndefined() && !ArgInt(info, 1, "createPool", "spinUs", 0, 1000000, &spin_us))
     return info.Env().Undefined();
   mt_pool* pool = mt_pool_create((int)threads);
   if (pool == nullptr) {
-    return mtjs::ThrowError(info.Env(), mtjs::kNoThreads, "createPool: could not start " + std::to_string(threads) + " threads");
+    return mtjs::ThrowError(info.Env(), mtjs::kNoThreads,
+                            "createPool: could not start " + std::to_string(threads) + " threads");
   }
   mt_pool_set_spin_us(pool, (int)spin_us);
   auto handle = Napi::External<PoolBox>::New(info.Env(), new PoolBox{pool}, [](Napi::Env, PoolBox* box) {
@@ -254,7 +261,8 @@ Napi::Value PoolCheck(const Napi::CallbackInfo& info) {
   int64_t jobs, delay_us = 0, chunks = 0, gap_us = 0;
   mt_pool* pool = ArgPool(info, "poolCheck");
   if (pool == nullptr || !ArgInt(info, 1, "poolCheck", "jobs", 1, 1000000, &jobs)) return env.Undefined();
-  if (info.Length() > 2 && !info[2].IsUndefined() && !ArgInt(info, 2, "poolCheck", "workerDelayUs", 0, 100000, &delay_us))
+  if (info.Length() > 2 && !info[2].IsUndefined() &&
+      !ArgInt(info, 2, "poolCheck", "workerDelayUs", 0, 100000, &delay_us))
     return env.Undefined();
   if (info.Length() > 3 && !info[3].IsUndefined() && !ArgInt(info, 3, "poolCheck", "forChunks", 0, 100000, &chunks))
     return env.Undefined();
@@ -287,7 +295,8 @@ Napi::Value PoolIsStragglerWait(const Napi::CallbackInfo& info) {
       !ArgInt(info, 1, "poolIsStragglerWait", "waitedUs", 0, 100000000, &waited_us))
     return info.Env().Undefined();
   bool woke = info.Length() > 2 && info[2].ToBoolean().Value();
-  return Napi::Boolean::New(info.Env(), mt_pool_is_straggler_wait(budget_us * 1000, waited_us * 1000, woke ? 1 : 0) != 0);
+  return Napi::Boolean::New(info.Env(),
+                            mt_pool_is_straggler_wait(budget_us * 1000, waited_us * 1000, woke ? 1 : 0) != 0);
 }
 
 Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
@@ -299,7 +308,8 @@ Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
     return info.Env().Undefined();
   double gbs = mt_read_bandwidth_gbs((size_t)bytes, (int)threads);
   if (gbs < 0) {
-    return mtjs::ThrowError(info.Env(), mtjs::kNoMemory, "measureReadBandwidth: could not allocate " + std::to_string(bytes) + " bytes");
+    return mtjs::ThrowError(info.Env(), mtjs::kNoMemory,
+                            "measureReadBandwidth: could not allocate " + std::to_string(bytes) + " bytes");
   }
   return Napi::Number::New(info.Env(), gbs);
 }

@@ -32,14 +32,17 @@ struct Rows {
 // info[0], info[1] as one layer's rows and info[hl] as the half-life; false with a RangeError pending.
 bool ReadRows(const Napi::CallbackInfo& info, const char* verb, size_t hl, Rows* rows, double* half_life) {
   size_t n_stamp = 0;
-  if (!TypedArg(info[0], napi_float64_array, &rows->count, &rows->n) || !TypedArg(info[1], napi_float64_array, &rows->stamp, &n_stamp) ||
-      n_stamp != rows->n || rows->n == 0 || rows->n > size_t(INT32_MAX)) {
-    mtjs::ThrowRangeError(info.Env(), std::string(verb) + ": count, stamp: expected two Float64Arrays of one layer's experts");
+  if (!TypedArg(info[0], napi_float64_array, &rows->count, &rows->n) ||
+      !TypedArg(info[1], napi_float64_array, &rows->stamp, &n_stamp) || n_stamp != rows->n || rows->n == 0 ||
+      rows->n > size_t(INT32_MAX)) {
+    mtjs::ThrowRangeError(info.Env(),
+                          std::string(verb) + ": count, stamp: expected two Float64Arrays of one layer's experts");
     return false;
   }
   *half_life = hl < info.Length() && info[hl].IsNumber() ? info[hl].As<Napi::Number>().DoubleValue() : NAN;
   if (!(*half_life >= 1 && *half_life <= MT_DLFU_HALF_LIFE_MAX)) {
-    mtjs::ThrowRangeError(info.Env(), std::string(verb) + ": halfLife: expected a number of tokens in [1, " + std::to_string(int64_t(MT_DLFU_HALF_LIFE_MAX)) + "]");
+    mtjs::ThrowRangeError(info.Env(), std::string(verb) + ": halfLife: expected a number of tokens in [1, " +
+                                          std::to_string(int64_t(MT_DLFU_HALF_LIFE_MAX)) + "]");
     return false;
   }
   return true;
@@ -51,7 +54,8 @@ Napi::Value DlfuAdd(const Napi::CallbackInfo& info) {
   double half_life = 0, *adds = nullptr;
   size_t n = 0;
   if (!ReadRows(info, "dlfuAdd", 4, &r, &half_life)) return env.Undefined();
-  if (!TypedArg(info[2], napi_float64_array, &adds, &n) || n != r.n) return mtjs::ThrowRangeError(env, "dlfuAdd: adds: expected a Float64Array as long as count");
+  if (!TypedArg(info[2], napi_float64_array, &adds, &n) || n != r.n)
+    return mtjs::ThrowRangeError(env, "dlfuAdd: adds: expected a Float64Array as long as count");
   const double now = info[3].IsNumber() ? info[3].As<Napi::Number>().DoubleValue() : NAN;
   if (!std::isfinite(now)) return mtjs::ThrowRangeError(env, "dlfuAdd: now: expected a finite number of tokens");
   for (size_t e = 0; e < n; e++)
@@ -66,7 +70,8 @@ Napi::Value DlfuVictim(const Napi::CallbackInfo& info) {
   uint8_t* eligible = nullptr;
   size_t n = 0;
   if (!ReadRows(info, "dlfuVictim", 3, &r, &half_life)) return env.Undefined();
-  if (!TypedArg(info[2], napi_uint8_array, &eligible, &n) || n != r.n) return mtjs::ThrowRangeError(env, "dlfuVictim: eligible: expected a Uint8Array as long as count");
+  if (!TypedArg(info[2], napi_uint8_array, &eligible, &n) || n != r.n)
+    return mtjs::ThrowRangeError(env, "dlfuVictim: eligible: expected a Uint8Array as long as count");
   return Napi::Number::New(env, mt_dlfu_victim(r.count, r.stamp, eligible, int32_t(n), half_life));
 }
 
@@ -76,7 +81,8 @@ Napi::Value DlfuScore(const Napi::CallbackInfo& info) {
   double half_life = 0;
   if (!ReadRows(info, "dlfuScore", 3, &r, &half_life)) return env.Undefined();
   const double e = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : NAN;
-  if (!(e >= 0 && e < double(r.n) && e == std::floor(e))) return mtjs::ThrowRangeError(env, "dlfuScore: expert: expected an index into count");
+  if (!(e >= 0 && e < double(r.n) && e == std::floor(e)))
+    return mtjs::ThrowRangeError(env, "dlfuScore: expert: expected an index into count");
   return Napi::Number::New(env, mt_dlfu_score(r.count, r.stamp, int32_t(e), half_life));
 }
 
@@ -96,7 +102,8 @@ struct Ledger {
       if (tasks.size() >= size_t(INT32_MAX / 2)) return false;
       tasks.resize(tasks.size() * 2);
     }
-    if (l.queue_n == l.queue_cap && l.queue_cap < l.queue_max) queue.resize(size_t(std::min<int64_t>(int64_t(l.queue_max), int64_t(queue.size()) * 2)));
+    if (l.queue_n == l.queue_cap && l.queue_cap < l.queue_max)
+      queue.resize(size_t(std::min<int64_t>(int64_t(l.queue_max), int64_t(queue.size()) * 2)));
     l.task = tasks.data(), l.task_cap = int32_t(tasks.size());
     l.queue = queue.data(), l.queue_cap = int32_t(queue.size());
     return true;
@@ -118,7 +125,8 @@ Ledger* UnwrapLedger(const Napi::CallbackInfo& info, const char* verb) {
 double IntArg(const Napi::CallbackInfo& info, size_t i, double lo, double hi, const char* what) {
   const double v = i < info.Length() && info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : NAN;
   if (v >= lo && v <= hi && v == std::floor(v)) return v;
-  mtjs::ThrowRangeError(info.Env(), std::string("prefetchLedger: ") + what + ": expected an integer in [" + std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi)) + "]");
+  mtjs::ThrowRangeError(info.Env(), std::string("prefetchLedger: ") + what + ": expected an integer in [" +
+                                        std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi)) + "]");
   return NAN;
 }
 
@@ -134,12 +142,14 @@ Napi::Value PrefetchLedgerCreate(const Napi::CallbackInfo& info) {
   if (std::isnan(queue_max)) return env.Undefined();
   const double bytes_max = IntArg(info, 3, 1, kSafeIntegerMax, "inflightBytesMax");
   if (std::isnan(bytes_max)) return env.Undefined();
-  if (layers * experts > double(1 << 24)) return mtjs::ThrowRangeError(env, "prefetchLedgerCreate: layers x experts: expected at most 2^24");
+  if (layers * experts > double(1 << 24))
+    return mtjs::ThrowRangeError(env, "prefetchLedgerCreate: layers x experts: expected at most 2^24");
   auto* h = new Ledger();
   h->tasks.resize(64), h->queue.resize(size_t(std::min(queue_max, 64.0)));
   h->live.resize(size_t(layers * experts)), h->by_layer.resize(size_t(layers));
   mt_prefetch_ledger& l = h->l;
-  l.n_layer = int32_t(layers), l.n_expert = int32_t(experts), l.queue_max = int32_t(queue_max), l.bytes_max = uint64_t(bytes_max);
+  l.n_layer = int32_t(layers), l.n_expert = int32_t(experts), l.queue_max = int32_t(queue_max),
+  l.bytes_max = uint64_t(bytes_max);
   l.task = h->tasks.data(), l.task_cap = int32_t(h->tasks.size()), l.live = h->live.data();
   l.queue = h->queue.data(), l.queue_cap = int32_t(h->queue.size());
   l.total = &h->total, l.by_layer = h->by_layer.data();
@@ -151,19 +161,32 @@ Napi::Value PrefetchLedgerCreate(const Napi::CallbackInfo& info) {
 
 const char* OutcomeName(int32_t outcome) {
   switch (outcome) {
-    case MT_PF_WRONG_STATE: return "wrong-state";
-    case MT_PF_REFUSED_DUPLICATE: return "refusedDuplicate";
-    case MT_PF_REFUSED_QUEUE_FULL: return "refusedQueueFull";
-    case MT_PF_REFUSED_BYTES_FULL: return "refusedBytesFull";
-    case MT_PF_LANDED: return "landed";
-    case MT_PF_COVERED: return "covered";
-    case MT_PF_LATE: return "late";
-    case MT_PF_AWAITING: return "awaiting";
-    case MT_PF_UNCOVERED: return "uncovered";
-    case MT_PF_RESIDENT: return "resident";
-    case MT_PF_WASTED: return "wasted";
-    case MT_PF_NONE: return "none";
-    default: return "";
+    case MT_PF_WRONG_STATE:
+      return "wrong-state";
+    case MT_PF_REFUSED_DUPLICATE:
+      return "refusedDuplicate";
+    case MT_PF_REFUSED_QUEUE_FULL:
+      return "refusedQueueFull";
+    case MT_PF_REFUSED_BYTES_FULL:
+      return "refusedBytesFull";
+    case MT_PF_LANDED:
+      return "landed";
+    case MT_PF_COVERED:
+      return "covered";
+    case MT_PF_LATE:
+      return "late";
+    case MT_PF_AWAITING:
+      return "awaiting";
+    case MT_PF_UNCOVERED:
+      return "uncovered";
+    case MT_PF_RESIDENT:
+      return "resident";
+    case MT_PF_WASTED:
+      return "wasted";
+    case MT_PF_NONE:
+      return "none";
+    default:
+      return "";
   }
 }
 
@@ -183,25 +206,33 @@ Napi::Value PrefetchLedgerEvent(const Napi::CallbackInfo& info) {
   if (event == "issue" || event == "complete" || event == "fail" || event == "cancel" || event == "drop") {
     const double id = IntArg(info, 3, 1, INT32_MAX, "id");
     if (std::isnan(id)) return env.Undefined();
-    int32_t (*fn)(mt_prefetch_ledger*, int32_t, double) = event == "issue" ? mt_prefetch_issue : event == "complete" ? mt_prefetch_complete
-                                                         : event == "fail" ? mt_prefetch_fail : event == "cancel" ? mt_prefetch_cancel : mt_prefetch_drop;
+    int32_t (*fn)(mt_prefetch_ledger*, int32_t, double) = event == "issue"      ? mt_prefetch_issue
+                                                          : event == "complete" ? mt_prefetch_complete
+                                                          : event == "fail"     ? mt_prefetch_fail
+                                                          : event == "cancel"   ? mt_prefetch_cancel
+                                                                                : mt_prefetch_drop;
     const int32_t outcome = id <= h->used ? fn(&l, int32_t(id) - 1, at) : MT_PF_WRONG_STATE;
     return Napi::String::New(env, outcome == MT_PF_WRONG_STATE ? "wrong-state" : "");
   }
-  if (event != "admit" && event != "route" && event != "evict") return mtjs::ThrowRangeError(env, "prefetchLedgerEvent: event: expected admit, begin, issue, complete, fail, cancel, drop, route or evict");
+  if (event != "admit" && event != "route" && event != "evict")
+    return mtjs::ThrowRangeError(
+        env, "prefetchLedgerEvent: event: expected admit, begin, issue, complete, fail, cancel, drop, route or evict");
   const double layer = IntArg(info, 3, 0, l.n_layer - 1, "layer");
   if (std::isnan(layer)) return env.Undefined();
   const double expert = IntArg(info, 4, 0, l.n_expert - 1, "expert");
   if (std::isnan(expert)) return env.Undefined();
-  if (event == "evict") return Napi::String::New(env, OutcomeName(mt_prefetch_evict(&l, int32_t(layer), int32_t(expert), at)));
+  if (event == "evict")
+    return Napi::String::New(env, OutcomeName(mt_prefetch_evict(&l, int32_t(layer), int32_t(expert), at)));
   const double bytes = IntArg(info, 5, event == "admit" ? 1 : 0, kSafeIntegerMax, "bytes");
   if (std::isnan(bytes)) return env.Undefined();
   if (event == "route") {
     const bool resident = info.Length() > 6 && info[6].ToBoolean().Value();
-    return Napi::String::New(env, OutcomeName(mt_prefetch_route(&l, int32_t(layer), int32_t(expert), uint64_t(bytes), resident, MT_PF_READ_UNKNOWN, at)));
+    return Napi::String::New(env, OutcomeName(mt_prefetch_route(&l, int32_t(layer), int32_t(expert), uint64_t(bytes),
+                                                                resident, MT_PF_READ_UNKNOWN, at)));
   }
   if (!h->Grow()) return mtjs::ThrowRangeError(env, "prefetchLedgerEvent: admit: the ledger holds 2^30 tasks already");
-  const int32_t outcome = mt_prefetch_admit(&l, h->used, int32_t(layer), int32_t(expert), uint64_t(bytes), l.generation, at);
+  const int32_t outcome =
+      mt_prefetch_admit(&l, h->used, int32_t(layer), int32_t(expert), uint64_t(bytes), l.generation, at);
   if (outcome != MT_PF_OK) return Napi::String::New(env, OutcomeName(outcome));
   return Napi::Number::New(env, ++h->used);  // the id: entry + 1
 }
@@ -224,7 +255,8 @@ Napi::Value PrefetchLedgerRead(const Napi::CallbackInfo& info) {
     if (std::isnan(id)) return env.Undefined();
     if (id >= 1 && id <= h->used) {
       const mt_prefetch_task& t = l.task[int32_t(id) - 1];
-      out = {double(t.layer), double(t.expert), double(t.bytes), double(t.generation), t.admitted_ms, double(t.state), double(t.flags)};
+      out = {double(t.layer), double(t.expert), double(t.bytes), double(t.generation),
+             t.admitted_ms,   double(t.state),  double(t.flags)};
     }
   } else if (what == "queue") {
     for (int32_t i = 0; i < l.queue_n; i++) out.push_back(double(l.queue[i] + 1));
@@ -236,7 +268,8 @@ Napi::Value PrefetchLedgerRead(const Napi::CallbackInfo& info) {
     const int32_t task = l.live[size_t(layer) * size_t(l.n_expert) + size_t(expert)];
     if (task >= 0) out.push_back(double(task + 1));
   } else if (what == "state") {
-    out = {double(l.generation), double(l.queue_n), double(l.inflight_bytes), double(l.outstanding_bytes), double(mt_prefetch_ledger_landed_unrouted(&l))};
+    out = {double(l.generation), double(l.queue_n), double(l.inflight_bytes), double(l.outstanding_bytes),
+           double(mt_prefetch_ledger_landed_unrouted(&l))};
   } else {
     return mtjs::ThrowRangeError(env, "prefetchLedgerRead: what: expected tallies, task, queue, live or state");
   }

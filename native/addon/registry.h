@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <memory>
 
-void RegisterMmap(Napi::Env env, Napi::Object exports);   // mmap.cc
-void RegisterOps(Napi::Env env, Napi::Object exports);    // ops.cc: kernels for tests and benches
-void RegisterModel(Napi::Env env, Napi::Object exports);  // model.cc: model, context, eval
+void RegisterMmap(Napi::Env env, Napi::Object exports);     // mmap.cc
+void RegisterOps(Napi::Env env, Napi::Object exports);      // ops.cc: kernels for tests and benches
+void RegisterModel(Napi::Env env, Napi::Object exports);    // model.cc: model, context, eval
 void RegisterBackend(Napi::Env env, Napi::Object exports);  // backend.cc: slots, uploads, events, leases
 void RegisterTier(Napi::Env env, Napi::Object exports);     // tier.cc: the expert tier of a context
 void RegisterIo(Napi::Env env, Napi::Object exports);       // io.cc: the read engine (reads of file ranges)

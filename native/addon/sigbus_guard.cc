@@ -68,7 +68,8 @@ bool ZeroPastEnd(MappedFile* m, uintptr_t address) {
 void OnSigbus(int, siginfo_t* info, void*) {
   static const char kOutside[] = "moetier: SIGBUS outside any model mapping; the process cannot continue\n";
   static const char kUnpatched[] =
-      "moetier: SIGBUS: a memory-mapped model file was truncated while it was being read, and its pages past the new end "
+      "moetier: SIGBUS: a memory-mapped model file was truncated while it was being read, and its pages past the new "
+      "end "
       "could not be replaced; the process cannot continue (do not modify a model file that an engine has open)\n";
   if (info == nullptr || info->si_code <= 0) return DieOfSigbus(kOutside, sizeof kOutside - 1);  // sent, not faulted
   const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -81,12 +82,12 @@ void OnSigbus(int, siginfo_t* info, void*) {
 // Installed once, only where SIGBUS still has its default action (an embedder's own handler wins:
 // its mappings, its rules).
 bool Install() {
-  struct sigaction old {};
+  struct sigaction old{};
   if (sigaction(SIGBUS, nullptr, &old) != 0) return false;
   const bool is_default = (old.sa_flags & SA_SIGINFO) == 0 && old.sa_handler == SIG_DFL;
   if (!is_default) return false;
   g_page_bytes = size_t(sysconf(_SC_PAGESIZE));
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_sigaction = OnSigbus;
   sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);

@@ -18,17 +18,22 @@ constexpr int64_t kDimMax = int64_t(1) << 40;  // rows * cols elements: far belo
 constexpr int64_t kColsMax = int64_t(1) << 28;
 
 bool Fail(Napi::Env env, bool range, const std::string& msg) {
-  if (range) mtjs::ThrowRangeError(env, msg);
-  else mtjs::ThrowTypeError(env, msg);
+  if (range)
+    mtjs::ThrowRangeError(env, msg);
+  else
+    mtjs::ThrowTypeError(env, msg);
   return false;
 }
 
-bool ArgInt(const Napi::CallbackInfo& info, size_t i, const char* verb, const char* name, int64_t lo, int64_t hi, int64_t* out) {
-  if (i >= info.Length() || !info[i].IsNumber()) return Fail(info.Env(), false, std::string(verb) + ": " + name + ": expected a number");
+bool ArgInt(const Napi::CallbackInfo& info, size_t i, const char* verb, const char* name, int64_t lo, int64_t hi,
+            int64_t* out) {
+  if (i >= info.Length() || !info[i].IsNumber())
+    return Fail(info.Env(), false, std::string(verb) + ": " + name + ": expected a number");
   const double v = info[i].As<Napi::Number>().DoubleValue();
   if (!(v >= (double)lo && v <= (double)hi) || v != (double)(int64_t)v)
-    return Fail(info.Env(), true, std::string(verb) + ": " + name + ": expected an integer in [" + std::to_string(lo) + ", " +
-                                      std::to_string(hi) + "], got " + std::to_string(v));
+    return Fail(info.Env(), true,
+                std::string(verb) + ": " + name + ": expected an integer in [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "], got " + std::to_string(v));
   *out = (int64_t)v;
   return true;
 }
@@ -36,7 +41,9 @@ bool ArgInt(const Napi::CallbackInfo& info, size_t i, const char* verb, const ch
 // A typed array of `kind` with exactly `want` elements.
 bool ArgArray(const Napi::CallbackInfo& info, size_t i, const char* verb, const char* name, napi_typedarray_type kind,
               int64_t want, void** data) {
-  const char* kind_name = kind == napi_uint8_array ? "Uint8Array" : kind == napi_int32_array ? "Int32Array" : "Float32Array";
+  const char* kind_name = kind == napi_uint8_array   ? "Uint8Array"
+                          : kind == napi_int32_array ? "Int32Array"
+                                                     : "Float32Array";
   // napi_get_typedarray_info gives the data pointer already offset, SharedArrayBuffer-backed arrays too.
   napi_typedarray_type got = napi_int8_array;
   size_t length = 0;
@@ -44,21 +51,24 @@ bool ArgArray(const Napi::CallbackInfo& info, size_t i, const char* verb, const 
       napi_get_typedarray_info(info.Env(), info[i], &got, &length, data, nullptr, nullptr) != napi_ok || got != kind)
     return Fail(info.Env(), false, std::string(verb) + ": " + name + ": expected a " + kind_name);
   if ((int64_t)length != want)
-    return Fail(info.Env(), true, std::string(verb) + ": " + name + ": expected " + std::to_string(want) + " elements, got " +
-                                      std::to_string(length));
+    return Fail(info.Env(), true,
+                std::string(verb) + ": " + name + ": expected " + std::to_string(want) + " elements, got " +
+                    std::to_string(length));
   return true;
 }
 
 // typeId at info[at_type], rows and cols at info[at_rows], info[at_rows + 1]: a supported type whose blocks divide cols.
-bool ArgShape(const Napi::CallbackInfo& info, size_t at_type, size_t at_rows, const char* verb, int64_t* type, int64_t* rows,
-              int64_t* cols) {
+bool ArgShape(const Napi::CallbackInfo& info, size_t at_type, size_t at_rows, const char* verb, int64_t* type,
+              int64_t* rows, int64_t* cols) {
   if (!ArgInt(info, at_type, verb, "typeId", 0, 1000, type) || !ArgInt(info, at_rows, verb, "rows", 0, kDimMax, rows) ||
       !ArgInt(info, at_rows + 1, verb, "cols", 1, kColsMax, cols))
     return false;
   if (!mt_type_supported((int)*type) || mt_row_bytes((int)*type, *cols) == 0)
-    return Fail(info.Env(), true, std::string(verb) + ": typeId " + std::to_string(*type) + " cannot hold rows of " +
-                                      std::to_string(*cols) + " elements (a supported type whose blocks divide cols)");
-  if (*rows * *cols > kDimMax) return Fail(info.Env(), true, std::string(verb) + ": rows * cols: at most 2^40 elements");
+    return Fail(info.Env(), true,
+                std::string(verb) + ": typeId " + std::to_string(*type) + " cannot hold rows of " +
+                    std::to_string(*cols) + " elements (a supported type whose blocks divide cols)");
+  if (*rows * *cols > kDimMax)
+    return Fail(info.Env(), true, std::string(verb) + ": rows * cols: at most 2^40 elements");
   return true;
 }
 
@@ -112,7 +122,9 @@ class QuantizeWorker : public Napi::AsyncWorker {
       for (int k = 0; k < 4; k++) state[k] = (int32_t)words_[k];
     deferred_.Resolve(Env().Undefined());
   }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(mtjs::New(Env(), mtjs::Kind::kError, code_, e.Message()).Value()); }
+  void OnError(const Napi::Error& e) override {
+    deferred_.Reject(mtjs::New(Env(), mtjs::Kind::kError, code_, e.Message()).Value());
+  }
 
  private:
   const char* verb_;

@@ -25,11 +25,11 @@
 
 struct TierState {
   mt_tier* tier = nullptr;
-  std::shared_ptr<ModelState> model;   // the weights the tier uploads from
+  std::shared_ptr<ModelState> model;  // the weights the tier uploads from
   std::shared_ptr<mt_backend> backend;
   std::weak_ptr<ContextState> ctx;
   Napi::Reference<Napi::Value> host_ref, offsets_ref;  // the arrays the eval reads
-  int warm_running = 0;                                 // warmstarts not settled yet (JS thread)
+  int warm_running = 0;                                // warmstarts not settled yet (JS thread)
   int32_t n_layer = 0, n_expert = 0;
   // Waits for in-flight uploads (tier_destroy), then lets go of the model, so that its
   // mapping can be unmapped right after freeTier rather than when the handle is collected.
@@ -53,9 +53,7 @@ Napi::Value Throw(Napi::Env env, const char* code, const std::string& message) {
   return mtjs::ThrowError(env, code, message);
 }
 
-Napi::Value ThrowRange(Napi::Env env, const std::string& message) {
-  return mtjs::ThrowRangeError(env, message);
-}
+Napi::Value ThrowRange(Napi::Env env, const std::string& message) { return mtjs::ThrowRangeError(env, message); }
 
 // The live tier behind info[0]; null with a JS exception pending.
 std::shared_ptr<TierState> Unwrap(const Napi::CallbackInfo& info, const char* verb) {
@@ -76,7 +74,8 @@ std::shared_ptr<TierState> Unwrap(const Napi::CallbackInfo& info, const char* ve
 bool ArgInt(const Napi::CallbackInfo& info, size_t i, const std::string& what, double lo, double hi, int32_t* out) {
   const double v = i < info.Length() && info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : NAN;
   if (!(v >= lo && v <= hi && v == std::floor(v))) {
-    ThrowRange(info.Env(), what + ": expected an integer in [" + std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi)) + "]");
+    ThrowRange(info.Env(), what + ": expected an integer in [" + std::to_string(int64_t(lo)) + ", " +
+                               std::to_string(int64_t(hi)) + "]");
     return false;
   }
   *out = int32_t(v);
@@ -84,17 +83,21 @@ bool ArgInt(const Napi::CallbackInfo& info, size_t i, const std::string& what, d
 }
 
 // Reads { slotsPerLayer, hostCopies?, hostCopyOffsets? } into o; false with a message.
-bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slots_per_layer, mt_tier_options* o, std::string* err) {
+bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slots_per_layer, mt_tier_options* o,
+                 std::string* err) {
   if (!v.IsObject()) return *err = "options: expected { slotsPerLayer, hostCopies?, hostCopyOffsets? }", false;
   Napi::Object opts = v.As<Napi::Object>();
   Napi::Value slots = opts.Get("slotsPerLayer");
-  if (!slots.IsArray()) return *err = "options.slotsPerLayer: expected an array of " + std::to_string(hp.n_layer) + " integers", false;
+  if (!slots.IsArray())
+    return *err = "options.slotsPerLayer: expected an array of " + std::to_string(hp.n_layer) + " integers", false;
   Napi::Array a = slots.As<Napi::Array>();
   for (uint32_t i = 0; i < a.Length(); i++) {
     Napi::Value n = a.Get(i);
     const double d = n.IsNumber() ? n.As<Napi::Number>().DoubleValue() : NAN;
     if (!(d >= 0 && d <= hp.n_expert && d == std::floor(d)))
-      return *err = "options.slotsPerLayer[" + std::to_string(i) + "]: expected an integer in [0, " + std::to_string(hp.n_expert) + "]", false;
+      return *err = "options.slotsPerLayer[" + std::to_string(i) + "]: expected an integer in [0, " +
+                    std::to_string(hp.n_expert) + "]",
+             false;
     slots_per_layer->push_back(int32_t(d));
   }
   o->slots_per_layer = slots_per_layer->data();
@@ -124,10 +127,12 @@ bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slot
   uint8_t* host_data = nullptr;
   int32_t* offset_data = nullptr;
   size_t host_len = 0, offsets_len = 0;
-  if (!TypedArg(host, napi_uint8_array, &host_data, &host_len)) return *err = "options.hostCopies: expected a Uint8Array", false;
-  if (!TypedArg(offsets, napi_int32_array, &offset_data, &offsets_len) || offsets_len != size_t(hp.n_layer) * size_t(hp.n_expert))
-    return *err = "options.hostCopyOffsets: expected an Int32Array of nLayer x nExpert = " + std::to_string(size_t(hp.n_layer) * size_t(hp.n_expert)) +
-                  " offsets",
+  if (!TypedArg(host, napi_uint8_array, &host_data, &host_len))
+    return *err = "options.hostCopies: expected a Uint8Array", false;
+  if (!TypedArg(offsets, napi_int32_array, &offset_data, &offsets_len) ||
+      offsets_len != size_t(hp.n_layer) * size_t(hp.n_expert))
+    return *err = "options.hostCopyOffsets: expected an Int32Array of nLayer x nExpert = " +
+                  std::to_string(size_t(hp.n_layer) * size_t(hp.n_expert)) + " offsets",
            false;
   o->host = host_data, o->host_bytes = host_len, o->host_offsets = offset_data;
   return true;
@@ -187,7 +192,8 @@ Napi::Value TierRequestSwap(const Napi::CallbackInfo& info) {
     return ThrowRange(info.Env(), "tierRequestSwap: taskId: expected a safe integer");
   bool issue_now = false;
   if (info.Length() > 5 && !info[5].IsUndefined()) {
-    if (!info[5].IsObject()) return mtjs::ThrowTypeError(info.Env(), "tierRequestSwap: options: expected { issueNow?: boolean }");
+    if (!info[5].IsObject())
+      return mtjs::ThrowTypeError(info.Env(), "tierRequestSwap: options: expected { issueNow?: boolean }");
     issue_now = info[5].As<Napi::Object>().Get("issueNow").ToBoolean().Value();
   }
   return Napi::Number::New(info.Env(), mt_tier_request_swap(s->tier, layer, victim, newcomer, task, issue_now ? 1 : 0));
@@ -305,7 +311,8 @@ Napi::Value TierCancelSwaps(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierCancelSwaps");
   if (!s) return env.Undefined();
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierCancelSwaps: an eval is running on this tier; await it first");
+  if (ctx && ctx->busy)
+    return Throw(env, mtjs::kBusy, "tierCancelSwaps: an eval is running on this tier; await it first");
   return Napi::Number::New(env, mt_tier_cancel_swaps(s->tier));
 }
 
@@ -316,16 +323,23 @@ Napi::Value TierSetPolicy(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierSetPolicy");
   if (!s) return env.Undefined();
   const std::string mode = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
-  const int32_t m = mode == "off" ? MT_TIER_POLICY_OFF : mode == "evict" ? MT_TIER_POLICY_EVICT : mode == "keep" ? MT_TIER_POLICY_KEEP : -1;
+  const int32_t m = mode == "off"     ? MT_TIER_POLICY_OFF
+                    : mode == "evict" ? MT_TIER_POLICY_EVICT
+                    : mode == "keep"  ? MT_TIER_POLICY_KEEP
+                                      : -1;
   const double half_life = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : NAN;
   double* prior = nullptr;
   size_t n = 0;
-  if (!info[3].IsUndefined() && !TypedArg(info[3], napi_float64_array, &prior, &n)) return ThrowRange(env, "tierSetPolicy: prior: expected a Float64Array");
+  if (!info[3].IsUndefined() && !TypedArg(info[3], napi_float64_array, &prior, &n))
+    return ThrowRange(env, "tierSetPolicy: prior: expected a Float64Array");
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPolicy: an eval is running on this tier; await it first");
+  if (ctx && ctx->busy)
+    return Throw(env, mtjs::kBusy, "tierSetPolicy: an eval is running on this tier; await it first");
   if (m < 0 || mt_tier_set_policy(s->tier, m, half_life, prior, n) != MT_TIER_OK)
-    return ThrowRange(env, "tierSetPolicy: expected mode 'off', 'evict' or 'keep', halfLifeTokens in [1, " + std::to_string(int64_t(MT_DLFU_HALF_LIFE_MAX)) +
-                               "] and a prior of nLayer x nExpert = " + std::to_string(size_t(s->n_layer) * size_t(s->n_expert)) + " finite counts >= 0 (or none)");
+    return ThrowRange(env, "tierSetPolicy: expected mode 'off', 'evict' or 'keep', halfLifeTokens in [1, " +
+                               std::to_string(int64_t(MT_DLFU_HALF_LIFE_MAX)) + "] and a prior of nLayer x nExpert = " +
+                               std::to_string(size_t(s->n_layer) * size_t(s->n_expert)) +
+                               " finite counts >= 0 (or none)");
   return env.Undefined();
 }
 
@@ -335,7 +349,8 @@ Napi::Value TierPolicyTick(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierPolicyTick");
   if (!s) return env.Undefined();
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierPolicyTick: an eval is running on this tier; await it first");
+  if (ctx && ctx->busy)
+    return Throw(env, mtjs::kBusy, "tierPolicyTick: an eval is running on this tier; await it first");
   mt_tier_policy_tick(s->tier);
   return env.Undefined();
 }
@@ -346,7 +361,8 @@ Napi::Value TierPolicyScores(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierPolicyScores");
   if (!s) return env.Undefined();
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierPolicyScores: an eval is running on this tier; await it first");
+  if (ctx && ctx->busy)
+    return Throw(env, mtjs::kBusy, "tierPolicyScores: an eval is running on this tier; await it first");
   const size_t n = size_t(s->n_layer) * size_t(s->n_expert);
   Napi::Float64Array out = Napi::Float64Array::New(env, n);
   mt_tier_policy_scores(s->tier, out.Data(), n);
@@ -360,17 +376,25 @@ Napi::Value TierSetPrefetch(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierSetPrefetch");
   if (!s) return env.Undefined();
   const std::string mode = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
-  const int32_t m = mode == "off" ? MT_TIER_PREFETCH_OFF : mode == "observe" ? MT_TIER_PREFETCH_OBSERVE : mode == "enforce" ? MT_TIER_PREFETCH_ENFORCE : -1;
+  const int32_t m = mode == "off"       ? MT_TIER_PREFETCH_OFF
+                    : mode == "observe" ? MT_TIER_PREFETCH_OBSERVE
+                    : mode == "enforce" ? MT_TIER_PREFETCH_ENFORCE
+                                        : -1;
   const int32_t k = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
   int32_t* budget = nullptr;
   size_t n = 0;
-  if (!info[3].IsUndefined() && !TypedArg(info[3], napi_int32_array, &budget, &n)) return ThrowRange(env, "tierSetPrefetch: budget: expected an Int32Array");
+  if (!info[3].IsUndefined() && !TypedArg(info[3], napi_int32_array, &budget, &n))
+    return ThrowRange(env, "tierSetPrefetch: budget: expected an Int32Array");
   const int32_t queue_max = info[4].IsNumber() ? info[4].As<Napi::Number>().Int32Value() : MT_TIER_PREFETCH_QUEUE_MAX;
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPrefetch: an eval is running on this tier; await it first");
+  if (ctx && ctx->busy)
+    return Throw(env, mtjs::kBusy, "tierSetPrefetch: an eval is running on this tier; await it first");
   if (m < 0 || mt_tier_set_prefetch(s->tier, m, k, budget, n, queue_max) != MT_TIER_OK)
-    return ThrowRange(env, "tierSetPrefetch: expected mode 'off', 'observe' or 'enforce'; with a mode other than off, predictK in "
-                           "[1, nExpert], a budget of nLayer counts in [0, nExpert] and queueMax in [1, " + std::to_string(MT_TIER_PREFETCH_QUEUE_MAX) + "]");
+    return ThrowRange(
+        env,
+        "tierSetPrefetch: expected mode 'off', 'observe' or 'enforce'; with a mode other than off, predictK in "
+        "[1, nExpert], a budget of nLayer counts in [0, nExpert] and queueMax in [1, " +
+            std::to_string(MT_TIER_PREFETCH_QUEUE_MAX) + "]");
   return env.Undefined();
 }
 
@@ -380,11 +404,15 @@ Napi::Value TierSetPrefillPath(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierSetPrefillPath");
   if (!s) return env.Undefined();
   const std::string path = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
-  const int32_t p = path == "on-demand" ? MT_TIER_PREFILL_ON_DEMAND : path == "whole-layer" ? MT_TIER_PREFILL_WHOLE_LAYER : -1;
+  const int32_t p = path == "on-demand"     ? MT_TIER_PREFILL_ON_DEMAND
+                    : path == "whole-layer" ? MT_TIER_PREFILL_WHOLE_LAYER
+                                            : -1;
   auto ctx = s->ctx.lock();
-  if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierSetPrefillPath: an eval is running on this tier; await it first");
+  if (ctx && ctx->busy)
+    return Throw(env, mtjs::kBusy, "tierSetPrefillPath: an eval is running on this tier; await it first");
   if (p < 0 || mt_tier_set_prefill_path(s->tier, p) != MT_TIER_OK)
-    return ThrowRange(env, "tierSetPrefillPath: expected 'on-demand', or 'whole-layer' on a tier reading its misses (streamFile)");
+    return ThrowRange(
+        env, "tierSetPrefillPath: expected 'on-demand', or 'whole-layer' on a tier reading its misses (streamFile)");
   return env.Undefined();
 }
 
@@ -400,8 +428,12 @@ Napi::Value TierExpertStates(const Napi::CallbackInfo& info) {
     int32_t* slots = nullptr;
     size_t ns = 0, nl = 0;
     Napi::Object into = info[1].IsObject() ? info[1].As<Napi::Object>() : Napi::Object::New(info.Env());
-    if (!TypedArg(into.Get("states"), napi_uint8_array, &states, &ns) || !TypedArg(into.Get("slots"), napi_int32_array, &slots, &nl) || ns != n || nl != n)
-      return ThrowRange(info.Env(), "tierExpertStates: into: expected { states: Uint8Array, slots: Int32Array } of nLayer x nExpert = " + std::to_string(n) + " each");
+    if (!TypedArg(into.Get("states"), napi_uint8_array, &states, &ns) ||
+        !TypedArg(into.Get("slots"), napi_int32_array, &slots, &nl) || ns != n || nl != n)
+      return ThrowRange(
+          info.Env(),
+          "tierExpertStates: into: expected { states: Uint8Array, slots: Int32Array } of nLayer x nExpert = " +
+              std::to_string(n) + " each");
     mt_tier_expert_states(s->tier, states, slots);
     return info[1];
   }
@@ -419,14 +451,15 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   auto s = Unwrap(info, "tierStats");
   if (!s) return env.Undefined();
   mt_tier_stats st{};
-  std::vector<int32_t> used_n(size_t(s->n_layer)), budget_n(size_t(s->n_layer));
+  std::vector<int32_t> used_n(size_t(s->n_layer)), budget_n(size_t(s -> n_layer));
   mt_tier_stats_get(s->tier, &st, used_n.data(), budget_n.data());
   Napi::Object o = Napi::Object::New(env);
   o.Set("hits", double(st.hits));
   o.Set("misses", double(st.misses));
   o.Set("lazyMisses", double(st.lazy_misses));
   Napi::Array used = Napi::Array::New(env, size_t(s->n_layer)), budget = Napi::Array::New(env, size_t(s->n_layer));
-  for (int32_t l = 0; l < s->n_layer; l++) used.Set(uint32_t(l), used_n[size_t(l)]), budget.Set(uint32_t(l), budget_n[size_t(l)]);
+  for (int32_t l = 0; l < s->n_layer; l++)
+    used.Set(uint32_t(l), used_n[size_t(l)]), budget.Set(uint32_t(l), budget_n[size_t(l)]);
   o.Set("leases", double(st.leases));
   o.Set("slotsSpare", double(st.slots_spare));
   o.Set("slotsUsed", used);
@@ -450,7 +483,8 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   std::vector<uint64_t> paths(size_t(s->n_layer) * 2);
   mt_tier_path_by_layer(s->tier, paths.data(), paths.size());
   Napi::Array on_demand = Napi::Array::New(env, size_t(s->n_layer)), whole = Napi::Array::New(env, size_t(s->n_layer));
-  for (int32_t l = 0; l < s->n_layer; l++) on_demand.Set(uint32_t(l), double(paths[size_t(l) * 2])), whole.Set(uint32_t(l), double(paths[size_t(l) * 2 + 1]));
+  for (int32_t l = 0; l < s->n_layer; l++)
+    on_demand.Set(uint32_t(l), double(paths[size_t(l) * 2])), whole.Set(uint32_t(l), double(paths[size_t(l) * 2 + 1]));
   Napi::Object path_calls = Napi::Object::New(env);
   path_calls.Set("onDemand", on_demand);
   path_calls.Set("wholeLayer", whole);
@@ -501,7 +535,10 @@ class WarmWorker : public Napi::AsyncWorker {
  public:
   WarmWorker(Napi::Env env, std::shared_ptr<TierState> s, mt_tier_warm* uploads, std::string issue_error,
              Napi::Promise::Deferred deferred)
-      : Napi::AsyncWorker(env, "moetier.tierWarmstart"), state_(std::move(s)), uploads_(uploads), error_(std::move(issue_error)),
+      : Napi::AsyncWorker(env, "moetier.tierWarmstart"),
+        state_(std::move(s)),
+        uploads_(uploads),
+        error_(std::move(issue_error)),
         deferred_(deferred) {
     state_->warm_running++;
   }
@@ -511,8 +548,10 @@ class WarmWorker : public Napi::AsyncWorker {
   }
   void OnOK() override {
     state_->warm_running--;
-    if (error_.empty()) deferred_.Resolve(Env().Undefined());
-    else deferred_.Reject(mtjs::New(Env(), mtjs::Kind::kError, mtjs::kTierFailed, error_).Value());
+    if (error_.empty())
+      deferred_.Resolve(Env().Undefined());
+    else
+      deferred_.Reject(mtjs::New(Env(), mtjs::Kind::kError, mtjs::kTierFailed, error_).Value());
   }
 
  private:
@@ -561,9 +600,11 @@ Napi::Value TierResize(const Napi::CallbackInfo& info) {
     return mtjs::ThrowTypeError(env, "tierResize: victims: expected an Int32Array");
   auto ctx = s->ctx.lock();
   if (ctx && ctx->busy) return Throw(env, mtjs::kBusy, "tierResize: an eval is running on its context; await it first");
-  if (s->warm_running > 0) return Throw(env, mtjs::kBusy, "tierResize: a tierWarmstart is still running; await it first");
+  if (s->warm_running > 0)
+    return Throw(env, mtjs::kBusy, "tierResize: a tierWarmstart is still running; await it first");
   char err[512] = "";
-  if (mt_tier_resize(s->tier, layer, count, victims, int32_t(n), err, sizeof err) != MT_TIER_OK) return Throw(env, mtjs::kTierFailed, err);
+  if (mt_tier_resize(s->tier, layer, count, victims, int32_t(n), err, sizeof err) != MT_TIER_OK)
+    return Throw(env, mtjs::kTierFailed, err);
   return env.Undefined();
 }
 
@@ -596,7 +637,8 @@ Napi::Value RequantizeExpertToQ8(const Napi::CallbackInfo& info) {
   int32_t offset = 0;
   if (!ArgInt(info, 4, "requantizeExpertToQ8: dstOffset", 0, double(length), &offset)) return env.Undefined();
   char err[512] = "";
-  if (mt_tier_requantize(model->model, layer, expert, dst + offset, length - size_t(offset), err, sizeof err) != MT_TIER_OK)
+  if (mt_tier_requantize(model->model, layer, expert, dst + offset, length - size_t(offset), err, sizeof err) !=
+      MT_TIER_OK)
     return ThrowRange(env, err);
   return env.Undefined();
 }

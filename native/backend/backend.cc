@@ -34,7 +34,8 @@ std::string slot_name(int32_t slot) { return "slot " + std::to_string(slot); }
 int check_slot(const mt_backend* b, int32_t slot, const char* verb, char* err, size_t err_bytes) {
   if (slot < 0 || size_t(slot) >= b->slots.size())
     return fail(err, err_bytes, MT_BACKEND_INVALID,
-                std::string(verb) + ": " + slot_name(slot) + ": expected a slot id in [0, " + std::to_string(b->slots.size()) + ")");
+                std::string(verb) + ": " + slot_name(slot) + ": expected a slot id in [0, " +
+                    std::to_string(b->slots.size()) + ")");
   return MT_BACKEND_OK;
 }
 
@@ -63,7 +64,8 @@ mt_event_id mt_backend::add_event(const mt_event_info& info) {
 void mt_backend::complete(const mt::UploadJob& job, bool ok, int64_t start_ns, int64_t end_ns) {
   std::lock_guard<std::mutex> lock(mu);
   MT_ASSERT(job.slot >= 0 && size_t(job.slot) < slots.size(), "a completed upload names one of this backend's slots");
-  MT_ASSERT(slots[size_t(job.slot)].state == MT_SLOT_UPLOADING, "a completed upload's slot was uploading (an upload completes once)");
+  MT_ASSERT(slots[size_t(job.slot)].state == MT_SLOT_UPLOADING,
+            "a completed upload's slot was uploading (an upload completes once)");
   MT_ASSERT(uploads_in_flight > 0, "uploads_in_flight never goes below 0");
   auto it = events.find(job.event);
   MT_ASSERT(it != events.end(), "a pending event is never pruned");
@@ -75,8 +77,10 @@ void mt_backend::complete(const mt::UploadJob& job, bool ok, int64_t start_ns, i
   }
   slots[size_t(job.slot)].state = ok ? MT_SLOT_VALID : MT_SLOT_INVALID;
   uploads_in_flight--;
-  if (ok) uploads_done++, bytes_uploaded += job.bytes;
-  else uploads_failed++, bytes_uploaded += job.copy_limit;
+  if (ok)
+    uploads_done++, bytes_uploaded += job.bytes;
+  else
+    uploads_failed++, bytes_uploaded += job.copy_limit;
   finished.notify_all();
 }
 
@@ -95,11 +99,13 @@ extern "C" {
 
 mt_backend* mt_backend_create(const mt_backend_config* c, char* err, size_t err_bytes) {
   if (c == nullptr) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: config is null"), nullptr;
-  if (c->budget_bytes == 0) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: budget_bytes: expected > 0"), nullptr;
+  if (c->budget_bytes == 0)
+    return fail(err, err_bytes, MT_BACKEND_INVALID, "create: budget_bytes: expected > 0"), nullptr;
   if (c->kind == MT_BACKEND_CPU) return mt::create_cpu_backend(*c, err, err_bytes);
   if (c->kind == MT_BACKEND_FAKE) return mt::create_fake_backend(*c, err, err_bytes);
   if (c->kind == MT_BACKEND_DISK) return mt::create_disk_backend(*c, err, err_bytes);
-  if (c->kind == MT_BACKEND_CUDA || c->kind == MT_BACKEND_CUDA_SIM) return mt::create_cuda_backend(*c, nullptr, err, err_bytes);
+  if (c->kind == MT_BACKEND_CUDA || c->kind == MT_BACKEND_CUDA_SIM)
+    return mt::create_cuda_backend(*c, nullptr, err, err_bytes);
   fail(err, err_bytes, MT_BACKEND_INVALID,
        "create: kind: expected 0 (cpu), 1 (fake), 2 (disk), 3 (cuda) or 4 (cuda-sim), got " + std::to_string(c->kind));
   return nullptr;
@@ -120,24 +126,27 @@ void mt_backend_destroy(mt_backend* b) {
   delete b;
 }
 
-int mt_backend_slots_reserve(mt_backend* b, int32_t n, uint64_t slot_bytes, int32_t* first, char* err, size_t err_bytes) {
+int mt_backend_slots_reserve(mt_backend* b, int32_t n, uint64_t slot_bytes, int32_t* first, char* err,
+                             size_t err_bytes) {
   std::lock_guard<std::mutex> lock(b->mu);
   if (b->closed) return fail(err, err_bytes, MT_BACKEND_CLOSED, "slots_reserve: the backend is closed");
   if (n <= 0 || slot_bytes == 0)
     return fail(err, err_bytes, MT_BACKEND_INVALID, "slots_reserve: expected n > 0 and slot_bytes > 0");
   if (b->slot_bytes != 0 && slot_bytes != b->slot_bytes)
     return fail(err, err_bytes, MT_BACKEND_STATE,
-                "slots_reserve: slot_bytes: expected " + std::to_string(b->slot_bytes) + " (every slot of a backend has one size), got " +
-                    std::to_string(slot_bytes));
+                "slots_reserve: slot_bytes: expected " + std::to_string(b->slot_bytes) +
+                    " (every slot of a backend has one size), got " + std::to_string(slot_bytes));
   const uint64_t stride = (slot_bytes + mt::kSlotAlignBytes - 1) / mt::kSlotAlignBytes * mt::kSlotAlignBytes;
   const uint64_t room = b->config.budget_bytes - b->reserved_bytes;
   if (stride > room || uint64_t(n) > room / stride)
     return fail(err, err_bytes, MT_BACKEND_BUDGET,
-                "slots_reserve: " + std::to_string(n) + " slots of " + std::to_string(stride) + " bytes exceed the budget: " +
-                    std::to_string(room) + " of " + std::to_string(b->config.budget_bytes) + " bytes left");
+                "slots_reserve: " + std::to_string(n) + " slots of " + std::to_string(stride) +
+                    " bytes exceed the budget: " + std::to_string(room) + " of " +
+                    std::to_string(b->config.budget_bytes) + " bytes left");
   uint8_t* block = b->alloc_block(uint64_t(n) * stride);
   if (block == nullptr)
-    return fail(err, err_bytes, MT_BACKEND_NO_MEMORY, "slots_reserve: could not allocate " + std::to_string(uint64_t(n) * stride) + " bytes");
+    return fail(err, err_bytes, MT_BACKEND_NO_MEMORY,
+                "slots_reserve: could not allocate " + std::to_string(uint64_t(n) * stride) + " bytes");
   b->blocks.push_back(block);
   b->slot_bytes = slot_bytes;
   b->slot_stride = stride;
@@ -154,21 +163,27 @@ int mt_backend_upload(mt_backend* b, int32_t slot, const mt_upload_piece* pieces
   if (b->closed) return fail(err, err_bytes, MT_BACKEND_CLOSED, "upload: the backend is closed");
   if (int rc = mt::check_slot(b, slot, "upload", err, err_bytes)) return rc;
   if (n_pieces < 1 || n_pieces > MT_UPLOAD_PIECES_MAX)
-    return fail(err, err_bytes, MT_BACKEND_INVALID, "upload: expected 1 to " + std::to_string(MT_UPLOAD_PIECES_MAX) + " pieces");
+    return fail(err, err_bytes, MT_BACKEND_INVALID,
+                "upload: expected 1 to " + std::to_string(MT_UPLOAD_PIECES_MAX) + " pieces");
   mt::UploadJob job;
   for (int32_t i = 0; i < n_pieces; i++) job.bytes += pieces[i].bytes, job.pieces[i] = pieces[i];
   if (job.bytes == 0 || job.bytes > b->slot_bytes)
     return fail(err, err_bytes, MT_BACKEND_INVALID,
-                "upload: " + mt::slot_name(slot) + ": expected 1 to " + std::to_string(b->slot_bytes) + " bytes, got " + std::to_string(job.bytes));
+                "upload: " + mt::slot_name(slot) + ": expected 1 to " + std::to_string(b->slot_bytes) + " bytes, got " +
+                    std::to_string(job.bytes));
   mt::Slot& s = b->slots[size_t(slot)];
   if (s.leases > 0)
-    return fail(err, err_bytes, MT_BACKEND_BUSY, "upload: " + mt::slot_name(slot) + " is leased by compute (" + std::to_string(s.leases) + " leases)");
-  if (s.state == MT_SLOT_UPLOADING) return fail(err, err_bytes, MT_BACKEND_BUSY, "upload: " + mt::slot_name(slot) + " has an upload in flight");
+    return fail(err, err_bytes, MT_BACKEND_BUSY,
+                "upload: " + mt::slot_name(slot) + " is leased by compute (" + std::to_string(s.leases) + " leases)");
+  if (s.state == MT_SLOT_UPLOADING)
+    return fail(err, err_bytes, MT_BACKEND_BUSY, "upload: " + mt::slot_name(slot) + " has an upload in flight");
   if (s.state != MT_SLOT_EMPTY && !overwrite)
-    return fail(err, err_bytes, MT_BACKEND_STATE, "upload: " + mt::slot_name(slot) + " holds an expert: free it first or upload with overwrite");
+    return fail(err, err_bytes, MT_BACKEND_STATE,
+                "upload: " + mt::slot_name(slot) + " holds an expert: free it first or upload with overwrite");
   if (s.state != MT_SLOT_EMPTY && !b->overwrite_supported())
-    return fail(err, err_bytes, MT_BACKEND_NO_OVERWRITE,
-                "upload: " + mt::slot_name(slot) + ": this backend refuses in-place overwrite; free the slot, then upload");
+    return fail(
+        err, err_bytes, MT_BACKEND_NO_OVERWRITE,
+        "upload: " + mt::slot_name(slot) + ": this backend refuses in-place overwrite; free the slot, then upload");
   job.n_pieces = n_pieces;
   job.slot = slot;
   job.dst = s.data;
@@ -193,8 +208,10 @@ int mt_backend_free(mt_backend* b, int32_t slot, char* err, size_t err_bytes) {
   std::lock_guard<std::mutex> lock(b->mu);
   if (int rc = mt::check_slot(b, slot, "free", err, err_bytes)) return rc;
   mt::Slot& s = b->slots[size_t(slot)];
-  if (s.leases > 0) return fail(err, err_bytes, MT_BACKEND_BUSY, "free: " + mt::slot_name(slot) + " is leased by compute");
-  if (s.state == MT_SLOT_UPLOADING) return fail(err, err_bytes, MT_BACKEND_BUSY, "free: " + mt::slot_name(slot) + " has an upload in flight");
+  if (s.leases > 0)
+    return fail(err, err_bytes, MT_BACKEND_BUSY, "free: " + mt::slot_name(slot) + " is leased by compute");
+  if (s.state == MT_SLOT_UPLOADING)
+    return fail(err, err_bytes, MT_BACKEND_BUSY, "free: " + mt::slot_name(slot) + " has an upload in flight");
   s.state = MT_SLOT_EMPTY;
   return MT_BACKEND_OK;
 }

@@ -33,8 +33,8 @@ struct UploadJob {
   uint8_t* dst = nullptr;
   mt_upload_piece pieces[MT_UPLOAD_PIECES_MAX] = {};
   int32_t n_pieces = 0;
-  uint64_t bytes = 0;       // requested
-  uint64_t copy_limit = 0;  // copy this many, then fail if < bytes (fault injection)
+  uint64_t bytes = 0;          // requested
+  uint64_t copy_limit = 0;     // copy this many, then fail if < bytes (fault injection)
   bool virtual_times = false;  // start_ns / end_ns were set by prepare_upload
   int64_t start_ns = 0, end_ns = 0;
 };
@@ -65,7 +65,7 @@ struct mt_backend {
   virtual void free_block(uint8_t* block) = 0;
   virtual void discard_bytes(uint8_t*, uint64_t) {}  // under mu; give an empty slot's memory back (optional)
   virtual void prepare_upload(mt::UploadJob& job) { job.copy_limit = job.bytes; }  // under mu
-  virtual void submit(const mt::UploadJob& job) = 0;                                // under mu; must not block
+  virtual void submit(const mt::UploadJob& job) = 0;                               // under mu; must not block
   virtual int64_t compute_stamp(uint64_t work_bytes) = 0;                          // under mu
   virtual void on_waited(const mt_event_info&) {}                                  // under mu
   virtual void drain() = 0;  // finish every submitted job and stop the transfer thread; not under mu

@@ -10,16 +10,18 @@ int find_event(mt_backend* b, mt_event_id event, const char* verb, char* err, si
                std::map<mt_event_id, mt_event_info>::iterator* it) {
   *it = b->events.find(event);
   if (*it != b->events.end()) return MT_BACKEND_OK;
-  const std::string why = event == 0 || event >= b->next_event ? "was never issued by this backend"
-                                                                : "finished long ago and was dropped (events kept: " +
-                                                                      std::to_string(mt::kEventsRetainedMax) + ")";
+  const std::string why =
+      event == 0 || event >= b->next_event
+          ? "was never issued by this backend"
+          : "finished long ago and was dropped (events kept: " + std::to_string(mt::kEventsRetainedMax) + ")";
   return fail(err, err_bytes, MT_BACKEND_INVALID, std::string(verb) + ": event " + std::to_string(event) + " " + why);
 }
 
 }  // namespace
 
 int mt_backend::run_expert(int32_t, const void*, char* err, size_t err_bytes) {
-  return fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "run_expert: not implemented by the cpu and fake backends; compute from slot_data");
+  return fail(err, err_bytes, MT_BACKEND_UNSUPPORTED,
+              "run_expert: not implemented by the cpu and fake backends; compute from slot_data");
 }
 
 extern "C" {
@@ -32,7 +34,8 @@ int mt_backend_debug_recomplete(mt_backend* b, mt_event_id event) {
   {
     std::lock_guard<std::mutex> lock(b->mu);
     auto it = b->events.find(event);
-    if (it == b->events.end() || it->second.kind != MT_EVENT_UPLOAD || it->second.state == MT_EVENT_PENDING) return MT_BACKEND_INVALID;
+    if (it == b->events.end() || it->second.kind != MT_EVENT_UPLOAD || it->second.state == MT_EVENT_PENDING)
+      return MT_BACKEND_INVALID;
     job.event = event, job.slot = it->second.slot, job.bytes = job.copy_limit = it->second.bytes;
   }
   b->complete(job, true, 0, 0);
@@ -77,12 +80,15 @@ int mt_backend_compute_record(mt_backend* b, int64_t label, uint64_t work_bytes,
 int mt_backend_lease(mt_backend* b, int32_t slot, mt_lease_id* lease, char* err, size_t err_bytes) {
   std::lock_guard<std::mutex> lock(b->mu);
   if (slot < 0 || size_t(slot) >= b->slots.size())
-    return fail(err, err_bytes, MT_BACKEND_INVALID, "lease: slot " + std::to_string(slot) + ": expected a slot id in [0, " + std::to_string(b->slots.size()) + ")");
+    return fail(
+        err, err_bytes, MT_BACKEND_INVALID,
+        "lease: slot " + std::to_string(slot) + ": expected a slot id in [0, " + std::to_string(b->slots.size()) + ")");
   mt::Slot& s = b->slots[size_t(slot)];
   if (s.state != MT_SLOT_VALID) {
     static const char* names[] = {"empty", "uploading", "valid", "invalid (its upload failed)"};
-    return fail(err, err_bytes, MT_BACKEND_STATE,
-                "lease: slot " + std::to_string(slot) + " is " + names[s.state] + "; only a valid slot can be computed from");
+    return fail(
+        err, err_bytes, MT_BACKEND_STATE,
+        "lease: slot " + std::to_string(slot) + " is " + names[s.state] + "; only a valid slot can be computed from");
   }
   MT_ASSERT(s.leases >= 0, "lease counts never go below 0");
   s.leases++;
@@ -112,9 +118,13 @@ int64_t mt_backend_lease_count(mt_backend* b, int32_t slot) {
 
 int mt_backend_slot_data(mt_backend* b, int32_t slot, uint8_t** data, char* err, size_t err_bytes) {
   std::lock_guard<std::mutex> lock(b->mu);
-  if (!b->host_visible()) return fail(err, err_bytes, MT_BACKEND_UNSUPPORTED, "slot_data: this backend's memory is not host-visible; use run_expert");
+  if (!b->host_visible())
+    return fail(err, err_bytes, MT_BACKEND_UNSUPPORTED,
+                "slot_data: this backend's memory is not host-visible; use run_expert");
   if (slot < 0 || size_t(slot) >= b->slots.size())
-    return fail(err, err_bytes, MT_BACKEND_INVALID, "slot_data: slot " + std::to_string(slot) + ": expected a slot id in [0, " + std::to_string(b->slots.size()) + ")");
+    return fail(err, err_bytes, MT_BACKEND_INVALID,
+                "slot_data: slot " + std::to_string(slot) + ": expected a slot id in [0, " +
+                    std::to_string(b->slots.size()) + ")");
   *data = b->slots[size_t(slot)].data;
   return MT_BACKEND_OK;
 }
@@ -125,16 +135,26 @@ int mt_backend_run_expert(mt_backend* b, int32_t slot, const void* args, char* e
 
 const char* mt_backend_status_name(int status) {
   switch (status) {
-    case MT_BACKEND_OK: return "ok";
-    case MT_BACKEND_INVALID: return "invalid";
-    case MT_BACKEND_BUDGET: return "budget";
-    case MT_BACKEND_BUSY: return "busy";
-    case MT_BACKEND_NO_OVERWRITE: return "no-overwrite";
-    case MT_BACKEND_STATE: return "state";
-    case MT_BACKEND_NO_MEMORY: return "no-memory";
-    case MT_BACKEND_UNSUPPORTED: return "unsupported";
-    case MT_BACKEND_CLOSED: return "closed";
-    default: return "unknown";
+    case MT_BACKEND_OK:
+      return "ok";
+    case MT_BACKEND_INVALID:
+      return "invalid";
+    case MT_BACKEND_BUDGET:
+      return "budget";
+    case MT_BACKEND_BUSY:
+      return "busy";
+    case MT_BACKEND_NO_OVERWRITE:
+      return "no-overwrite";
+    case MT_BACKEND_STATE:
+      return "state";
+    case MT_BACKEND_NO_MEMORY:
+      return "no-memory";
+    case MT_BACKEND_UNSUPPORTED:
+      return "unsupported";
+    case MT_BACKEND_CLOSED:
+      return "closed";
+    default:
+      return "unknown";
   }
 }
 

@@ -16,7 +16,9 @@
 namespace mt {
 
 // The config names the model file (the cuda kinds' file mode: their uploads read it).
-inline bool has_model_file(const mt_backend_config& c) { return c.file_fd >= 0 && c.file_base != nullptr && c.file_length > 0; }
+inline bool has_model_file(const mt_backend_config& c) {
+  return c.file_fd >= 0 && c.file_base != nullptr && c.file_length > 0;
+}
 
 // The engine over config's file (file_fd), its fail_transfer_after_bytes as the engine's
 // fail_after_bytes; *direct says which kind opened. nullptr with *why on failure.

@@ -98,7 +98,7 @@ struct mt_model {
   // so a model opened and freed again left its dense copies in the heap, ~4 MB an open).
   std::vector<std::unique_ptr<uint8_t, mt::UnmapDeleter>> owned_dense;
   uint64_t owned_dense_bytes = 0;
-  std::vector<double> inv_freq;                 // RoPE: ropeBase^(-2i/headDim), [headDim/2]
+  std::vector<double> inv_freq;  // RoPE: ropeBase^(-2i/headDim), [headDim/2]
 };
 
 struct mt_context {
@@ -109,34 +109,34 @@ struct mt_context {
   std::unique_ptr<void, mt::FreeDeleter> arena;  // every buffer below, one calloc
   float *k_cache = nullptr, *v_cache = nullptr;  // [nLayer][nCtx][nHeadKv * headDim], f32
   // Per chunk row [rows_max][...]:
-  float *x = nullptr, *h = nullptr, *proj = nullptr;      // [nEmbd]
-  float *q = nullptr, *attn = nullptr;                    // [nHead * headDim]
-  float *k = nullptr, *v = nullptr;                       // [nHeadKv * headDim]
-  float *rope_cos = nullptr, *rope_sin = nullptr;         // [headDim / 2]
-  uint8_t* act_h[mt::kTypeIds] = {};                      // h prepared for each weight type that reads it
-  uint8_t* act_attn = nullptr;                            // attention output prepared for attn_output
-  float *router = nullptr, *shexp_logit = nullptr;        // [nExpert], [1]
-  int32_t* route_ids = nullptr;                           // [nExpertUsed]
-  float* route_w = nullptr;                               // [nExpertUsed]
-  int32_t* row_slot = nullptr;                            // [nExpertUsed]: slot of (row, rank)
+  float *x = nullptr, *h = nullptr, *proj = nullptr;  // [nEmbd]
+  float *q = nullptr, *attn = nullptr;                // [nHead * headDim]
+  float *k = nullptr, *v = nullptr;                   // [nHeadKv * headDim]
+  float *rope_cos = nullptr, *rope_sin = nullptr;     // [headDim / 2]
+  uint8_t* act_h[mt::kTypeIds] = {};                  // h prepared for each weight type that reads it
+  uint8_t* act_attn = nullptr;                        // attention output prepared for attn_output
+  float *router = nullptr, *shexp_logit = nullptr;    // [nExpert], [1]
+  int32_t* route_ids = nullptr;                       // [nExpertUsed]
+  float* route_w = nullptr;                           // [nExpertUsed]
+  int32_t* row_slot = nullptr;                        // [nExpertUsed]: slot of (row, rank)
   // Per slot: rows_max * nExpertUsed routed slots grouped by expert, then rows_max shared ones.
   int32_t* slot_row = nullptr;
-  int32_t* expert_count = nullptr;  // [nExpert]
-  std::vector<mt::ExpertRun> runs;  // active experts of the current layer, then the shared one
+  int32_t* expert_count = nullptr;          // [nExpert]
+  std::vector<mt::ExpertRun> runs;          // active experts of the current layer, then the shared one
   std::vector<mt_expert_binding> bindings;  // [nExpert]: the routed runs as an expert source binds them
   std::vector<int32_t> run_binding;         // [runs]: the binding of runs[i] after the ready-first reorder, -1: shared
   std::vector<mt_remote_run> remote_runs;   // [nExpert]: the runs the source computes (device residents)
   // Route prediction of a one-token eval (forward_eval.cc predict_routes): h, its prepared row, router scores.
   std::vector<float> pred_h, pred_scores;
   std::vector<uint8_t> pred_act;
-  std::vector<int32_t> pred_ids;  // [nExpert]: the source's one-layer-ahead guess
+  std::vector<int32_t> pred_ids;                     // [nExpert]: the source's one-layer-ahead guess
   std::vector<mt::Segment> gate_up_segs, down_segs;  // their pool splits
-  uint8_t* slot_act = nullptr;       // gathered h rows, per routed slot
-  float *slot_gate = nullptr, *slot_up = nullptr;  // [slots][nFfMax]
-  uint8_t* slot_act_down = nullptr;  // routed slots, prepared for ffn_down_exps
-  uint8_t* shexp_act_down = nullptr; // shared slots, prepared for ffn_down_shexp
-  float* slot_down = nullptr;        // [slots][nEmbd]
-  float* scores = nullptr;           // [n_threads][nCtx] attention scratch
+  uint8_t* slot_act = nullptr;                       // gathered h rows, per routed slot
+  float *slot_gate = nullptr, *slot_up = nullptr;    // [slots][nFfMax]
+  uint8_t* slot_act_down = nullptr;                  // routed slots, prepared for ffn_down_exps
+  uint8_t* shexp_act_down = nullptr;                 // shared slots, prepared for ffn_down_shexp
+  float* slot_down = nullptr;                        // [slots][nEmbd]
+  float* scores = nullptr;                           // [n_threads][nCtx] attention scratch
   int64_t n_ff_max = 0;
 };
 
@@ -157,13 +157,13 @@ struct Pass {
   bool remote_started = false;   // remote_start returned 0: remote_wait is owed before the layer ends
   int32_t* predicted = nullptr;  // [nLayer][predict_k] for a one-token eval, or null (mt_eval_args.predicted)
   int32_t predict_k = 0, predict_ahead = 0;
-  int32_t wave_begin = 0, wave_end = 0;  // the runs the matrix phases compute now: all of them, or
-                                         // those whose weights are in memory (the rest are being read)
-  int32_t* routes = nullptr;     // [n][nLayer][nExpertUsed] for this chunk, or null
+  int32_t wave_begin = 0, wave_end = 0;    // the runs the matrix phases compute now: all of them, or
+                                           // those whose weights are in memory (the rest are being read)
+  int32_t* routes = nullptr;               // [n][nLayer][nExpertUsed] for this chunk, or null
   const int32_t* forced_routes = nullptr;  // [n][nLayer][nExpertUsed]: run these instead of the top-k, or null
-  int32_t logit_row0 = 0;        // rows [logit_row0, n) get logits
-  float* logits = nullptr;       // [n - logit_row0][nVocab]
-  std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim
+  int32_t logit_row0 = 0;                  // rows [logit_row0, n) get logits
+  float* logits = nullptr;                 // [n - logit_row0][nVocab]
+  std::atomic<int32_t> next_piece{0};      // matrix phases: the next piece of work to claim
   // Where routed experts come from and step timing (forward_steps.cc); both null: the plain path.
   const mt_expert_source* experts = nullptr;
   double* layer_stats = nullptr;  // [nLayer][MT_LAYER_STATS_FIELDS] for the whole eval
@@ -181,8 +181,10 @@ inline void share(int64_t count, int ith, int nth, int64_t* begin, int64_t* end)
 
 // W rows [r0, r1) times n prepared rows: matvec for one row (decode), else one streamed pass.
 inline void project(const Matrix& w, const uint8_t* acts, int32_t n, float* y, int64_t ldy, int64_t r0, int64_t r1) {
-  if (n == 1) mt_matvec_rows(w.type, w.data, w.cols, acts, y, r0, r1);
-  else mt_matmul_rows(w.type, w.data, w.cols, acts, n, y, ldy, r0, r1);
+  if (n == 1)
+    mt_matvec_rows(w.type, w.data, w.cols, acts, y, r0, r1);
+  else
+    mt_matmul_rows(w.type, w.data, w.cols, acts, n, y, ldy, r0, r1);
 }
 
 // Piece ith of nth of the segments' total cost, visited as row ranges (segment, r0, r1).
@@ -227,8 +229,10 @@ void for_claimed_rows(Pass& p, const Segment* segs, int n_segs, int nth, Visit&&
 // Runs a phase over the pool, or on the caller when it is one row of cheap work.
 inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel) {
   p.next_piece.store(0, std::memory_order_relaxed);  // published to the workers by mt_pool_run
-  if (parallel && p.c->n_threads > 1) mt_pool_run(p.c->pool, fn, &p);
-  else fn(&p, 0, 1);
+  if (parallel && p.c->n_threads > 1)
+    mt_pool_run(p.c->pool, fn, &p);
+  else
+    fn(&p, 0, 1);
 }
 
 // forward_moe.cc: the MoE half of a layer, and the deferred x += moe of a row. false: an

@@ -56,8 +56,10 @@ void layout(mt_context* c, Carver& a) {
     for (const mt::Matrix* w : {&L.q, &L.k, &L.v, &L.router, &L.gate.first, &L.shexp_gate})
       if (w->data != nullptr) reads_h[w->type] = true;
   }
-  for (int t = 0; t < mt::kTypeIds; t++) c->act_h[t] = reads_h[t] ? a.take<uint8_t>(R * mt_act_row_bytes(t, hp.n_embd)) : nullptr;
-  c->act_attn = a.take<uint8_t>(R * act_row_max(m, int64_t(Q), [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.o; }));
+  for (int t = 0; t < mt::kTypeIds; t++)
+    c->act_h[t] = reads_h[t] ? a.take<uint8_t>(R * mt_act_row_bytes(t, hp.n_embd)) : nullptr;
+  c->act_attn = a.take<uint8_t>(
+      R * act_row_max(m, int64_t(Q), [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.o; }));
   c->router = a.take<float>(R * size_t(hp.n_expert));
   c->shexp_logit = a.take<float>(R);
   c->route_ids = a.take<int32_t>(routed);
@@ -66,18 +68,24 @@ void layout(mt_context* c, Carver& a) {
   c->slot_row = a.take<int32_t>(slots);
   c->expert_count = a.take<int32_t>(size_t(hp.n_expert));
   c->n_ff_max = std::max<int64_t>(hp.n_ff_exp, hp.shared_expert ? hp.n_ff_shexp : 0);
-  c->slot_act = a.take<uint8_t>(routed * act_row_max(m, hp.n_embd, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.gate.first; }));
+  c->slot_act = a.take<uint8_t>(
+      routed * act_row_max(m, hp.n_embd, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.gate.first; }));
   c->slot_gate = a.take<float>(slots * size_t(c->n_ff_max));
   c->slot_up = a.take<float>(slots * size_t(c->n_ff_max));
-  c->slot_act_down = a.take<uint8_t>(routed * act_row_max(m, hp.n_ff_exp, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.down.first; }));
-  c->shexp_act_down = a.take<uint8_t>(R * act_row_max(m, hp.n_ff_shexp, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.shexp_down; }));
+  c->slot_act_down =
+      a.take<uint8_t>(routed * act_row_max(m, hp.n_ff_exp, [](const mt::LayerWeights& L) -> const mt::Matrix& {
+                        return L.down.first;
+                      }));
+  c->shexp_act_down = a.take<uint8_t>(
+      R * act_row_max(m, hp.n_ff_shexp, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.shexp_down; }));
   c->slot_down = a.take<float>(slots * E);
   c->scores = a.take<float>(size_t(c->n_threads) * size_t(c->n_ctx));
 }
 
 }  // namespace
 
-extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_threads, size_t* kv_bytes, size_t* scratch_bytes) {
+extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_threads, size_t* kv_bytes,
+                                size_t* scratch_bytes) {
   if (n_ctx < 1 || n_ctx > (1 << 20) || n_threads < 1 || n_threads > 64) return -1;
   mt_context c;  // measured only: the layout with no base writes null pointers
   c.model = model;
@@ -93,7 +101,8 @@ extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_
   return 0;
 }
 
-extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err, size_t err_bytes) {
+extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err,
+                                         size_t err_bytes) {
   if (n_ctx < 1 || n_ctx > (1 << 20)) {
     std::snprintf(err, err_bytes, "nCtx: expected 1..%d (got %d)", 1 << 20, n_ctx);
     return nullptr;
@@ -117,7 +126,8 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   c->pred_scores.resize(size_t(model->hp.n_expert));
   c->pred_ids.resize(size_t(model->hp.n_expert));
   size_t act_max = 0;  // the routers' prepared row: the largest any layer's router type needs
-  for (const mt::LayerWeights& L : model->layers) act_max = std::max(act_max, mt_act_row_bytes(L.router.type, model->hp.n_embd));
+  for (const mt::LayerWeights& L : model->layers)
+    act_max = std::max(act_max, mt_act_row_bytes(L.router.type, model->hp.n_embd));
   c->pred_act.resize(act_max);
   c->gate_up_segs.resize(c->runs.size());
   c->down_segs.resize(c->runs.size());

@@ -52,7 +52,8 @@ void predict_routes(Pass& p) {
   const int32_t n_layer = p.m->hp.n_layer;
   if (p.predicted != nullptr) {
     const int32_t from = p.layer == 0 ? 0 : p.layer + p.predict_ahead, to = p.layer + p.predict_ahead;
-    for (int32_t t = from; t <= to && t < n_layer; t++) predict_layer(p, t, p.predict_k, p.predicted + size_t(t) * size_t(p.predict_k));
+    for (int32_t t = from; t <= to && t < n_layer; t++)
+      predict_layer(p, t, p.predict_k, p.predicted + size_t(t) * size_t(p.predict_k));
   }
   const mt_expert_source* s = p.experts;
   if (s != nullptr && s->predicted != nullptr && s->predict_k > 0 && p.layer + 1 < n_layer) {
@@ -142,8 +143,8 @@ void attention_phase(void* arg, int ith, int nth) {
   const float* values = c.v_cache + size_t(p.layer) * size_t(c.n_ctx) * size_t(KV);
   float* scores = c.scores + size_t(ith) * size_t(c.n_ctx);
   auto heads = [&](int64_t r, int64_t h0, int64_t h1) {
-    attention_heads(c.q + r * Q, keys, values, hp.n_head, hp.n_head_kv, hp.head_dim, int32_t(p.pos0 + r + 1), int32_t(h0),
-                    int32_t(h1), scores, c.attn + r * Q);
+    attention_heads(c.q + r * Q, keys, values, hp.n_head, hp.n_head_kv, hp.head_dim, int32_t(p.pos0 + r + 1),
+                    int32_t(h0), int32_t(h1), scores, c.attn + r * Q);
   };
   if (p.n >= nth) {
     for (int64_t r = ith; r < p.n; r += nth) heads(r, 0, hp.n_head);
@@ -165,7 +166,8 @@ void attn_prep_phase(void* arg, int ith, int nth) {
   const size_t stride = mt_act_row_bytes(o.type, o.cols);
   int64_t b, e;
   share(p.n, ith, nth, &b, &e);
-  for (int64_t r = b; r < e; r++) mt_act_prepare(o.type, p.c->attn + r * o.cols, o.cols, p.c->act_attn + size_t(r) * stride);
+  for (int64_t r = b; r < e; r++)
+    mt_act_prepare(o.type, p.c->attn + r * o.cols, o.cols, p.c->act_attn + size_t(r) * stride);
 }
 
 // proj [n, nEmbd] = Wo attn; added to x by the MoE half's first phase. [pool]
@@ -173,7 +175,8 @@ void attn_out_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& o = p.L->o;
   const Segment seg{o.rows, o.cols * (p.n + 2)};
-  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
+  for_claimed_rows(p, &seg, 1, nth,
+                   [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
 }
 
 // [x += moe]; rows from logit_row0 normed and prepared for the LM head. [rows]
@@ -215,15 +218,17 @@ void attention_layer(Pass& p) {
 // A NaN or inf logit means the weights or the activations overflowed: sampling from it would give
 // token 0 for ever (argmax of NaNs), so the eval fails and names where. One pass over the logits
 // (~5 us for 32k floats).
-bool check_logits_finite(const float* logits, int32_t rows, int32_t n_vocab, int32_t pos_first, char* err, size_t err_bytes) {
+bool check_logits_finite(const float* logits, int32_t rows, int32_t n_vocab, int32_t pos_first, char* err,
+                         size_t err_bytes) {
   for (int32_t r = 0; r < rows; r++)
     for (int32_t i = 0; i < n_vocab; i++) {
       const float v = logits[size_t(r) * size_t(n_vocab) + size_t(i)];
       if (!std::isfinite(v))
-        return std::snprintf(err, err_bytes,
-                             "logits: a non-finite value (%s) at token position %d, vocabulary id %d: the model's weights or "
-                             "activations overflowed (moetier inspect --check-weights finds NaN or inf weights)",
-                             std::isnan(v) ? "NaN" : "inf", pos_first + r, i),
+        return std::snprintf(
+                   err, err_bytes,
+                   "logits: a non-finite value (%s) at token position %d, vocabulary id %d: the model's weights or "
+                   "activations overflowed (moetier inspect --check-weights finds NaN or inf weights)",
+                   std::isnan(v) ? "NaN" : "inf", pos_first + r, i),
                false;
     }
   return true;
@@ -235,7 +240,9 @@ bool check_forced_routes(const mt_hparams& hp, const mt_eval_args& a, char* err,
   const int32_t K = hp.n_expert_used;
   const size_t need = size_t(a.n_tokens) * size_t(hp.n_layer) * size_t(K);
   if (a.forced_routes_len < need)
-    return std::snprintf(err, err_bytes, "forcedRoutes: expected %zu ids (tokens x nLayer x nExpertUsed, got %zu)", need, a.forced_routes_len), false;
+    return std::snprintf(err, err_bytes, "forcedRoutes: expected %zu ids (tokens x nLayer x nExpertUsed, got %zu)",
+                         need, a.forced_routes_len),
+           false;
   for (size_t at = 0; at < need; at += size_t(K)) {
     const int32_t* ids = a.forced_routes + at;
     for (int32_t k = 0; k < K; k++) {
@@ -243,8 +250,10 @@ bool check_forced_routes(const mt_hparams& hp, const mt_eval_args& a, char* err,
       for (int32_t j = 0; j < k; j++) repeated = repeated || ids[j] == ids[k];
       if (ids[k] < 0 || ids[k] >= hp.n_expert || repeated) {
         const size_t row = at / size_t(K) / size_t(hp.n_layer), layer = at / size_t(K) % size_t(hp.n_layer);
-        return std::snprintf(err, err_bytes, "forcedRoutes: row %zu layer %zu: expected %d distinct expert ids in [0, %d) (got %d at rank %d)", row,
-                             layer, K, hp.n_expert, ids[k], k),
+        return std::snprintf(
+                   err, err_bytes,
+                   "forcedRoutes: row %zu layer %zu: expected %d distinct expert ids in [0, %d) (got %d at rank %d)",
+                   row, layer, K, hp.n_expert, ids[k], k),
                false;
       }
     }
@@ -256,32 +265,38 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
   const mt_hparams& hp = c.model->hp;
   if (a.n_tokens < 1) return std::snprintf(err, err_bytes, "tokens: expected at least one token"), false;
   if (a.pos < 0 || int64_t(a.pos) + a.n_tokens > c.n_ctx)
-    return std::snprintf(err, err_bytes, "pos + tokens.length: expected <= nCtx %d (got pos %d + %d tokens)", c.n_ctx, a.pos,
-                         a.n_tokens),
+    return std::snprintf(err, err_bytes, "pos + tokens.length: expected <= nCtx %d (got pos %d + %d tokens)", c.n_ctx,
+                         a.pos, a.n_tokens),
            false;
   for (int32_t i = 0; i < a.n_tokens; i++)
     if (a.tokens[i] < 0 || a.tokens[i] >= hp.n_vocab)
-      return std::snprintf(err, err_bytes, "tokens[%d]: expected a token id in [0, %d) (got %d)", i, hp.n_vocab, a.tokens[i]),
+      return std::snprintf(err, err_bytes, "tokens[%d]: expected a token id in [0, %d) (got %d)", i, hp.n_vocab,
+                           a.tokens[i]),
              false;
   const size_t logits_need = size_t(a.all_logits ? a.n_tokens : 1) * size_t(hp.n_vocab);
   if (a.logits == nullptr || a.logits_len < logits_need)
-    return std::snprintf(err, err_bytes, "logits: expected room for %zu floats (got %zu)", logits_need, a.logits_len), false;
+    return std::snprintf(err, err_bytes, "logits: expected room for %zu floats (got %zu)", logits_need, a.logits_len),
+           false;
   const size_t routes_need = size_t(a.n_tokens) * size_t(hp.n_layer) * size_t(hp.n_expert_used);
   if (a.routes != nullptr && a.routes_len < routes_need)
-    return std::snprintf(err, err_bytes, "routes: expected room for %zu ids (tokens x nLayer x nExpertUsed, got %zu)", routes_need,
-                         a.routes_len),
+    return std::snprintf(err, err_bytes, "routes: expected room for %zu ids (tokens x nLayer x nExpertUsed, got %zu)",
+                         routes_need, a.routes_len),
            false;
   const size_t stats_need = size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS;
   if (a.layer_stats != nullptr && a.layer_stats_len < stats_need)
-    return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x %d, got %zu)", stats_need, MT_LAYER_STATS_FIELDS, a.layer_stats_len),
+    return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x %d, got %zu)", stats_need,
+                         MT_LAYER_STATS_FIELDS, a.layer_stats_len),
            false;
-  if (a.predicted != nullptr && (a.n_tokens != 1 || a.predict_k < 1 || a.predict_k > hp.n_expert || a.predict_ahead < 0 || a.predict_ahead > 1))
-    return std::snprintf(err, err_bytes, "predicted: expected a one-token eval, predictK in [1, %d] and predictAhead 0 or 1 (got %d tokens, predictK %d, ahead %d)",
+  if (a.predicted != nullptr &&
+      (a.n_tokens != 1 || a.predict_k < 1 || a.predict_k > hp.n_expert || a.predict_ahead < 0 || a.predict_ahead > 1))
+    return std::snprintf(err, err_bytes,
+                         "predicted: expected a one-token eval, predictK in [1, %d] and predictAhead 0 or 1 (got %d "
+                         "tokens, predictK %d, ahead %d)",
                          hp.n_expert, a.n_tokens, a.predict_k, a.predict_ahead),
            false;
   if (a.predicted != nullptr && a.predicted_len < size_t(hp.n_layer) * size_t(a.predict_k))
-    return std::snprintf(err, err_bytes, "predicted: expected room for %zu ids (nLayer x predictK, got %zu)", size_t(hp.n_layer) * size_t(a.predict_k),
-                         a.predicted_len),
+    return std::snprintf(err, err_bytes, "predicted: expected room for %zu ids (nLayer x predictK, got %zu)",
+                         size_t(hp.n_layer) * size_t(a.predict_k), a.predicted_len),
            false;
   if (a.forced_routes != nullptr && !check_forced_routes(hp, a, err, err_bytes)) return false;
   if (a.experts != nullptr && a.experts->model != c.model)
@@ -378,7 +393,8 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
   using namespace mt;
   if (!check_args(*ctx, *args, err, err_bytes)) return -1;
   const mt_hparams& hp = ctx->model->hp;
-  if (args->layer_stats != nullptr) std::memset(args->layer_stats, 0, size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS * sizeof(double));
+  if (args->layer_stats != nullptr)
+    std::memset(args->layer_stats, 0, size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS * sizeof(double));
   // With an expert source a prompt longer than a chunk runs in groups, layer by layer.
   const int32_t step = args->experts != nullptr ? ctx->group_rows_max : ctx->rows_max;
   for (int32_t row0 = 0; row0 < args->n_tokens; row0 += step) {

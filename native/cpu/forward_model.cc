@@ -70,7 +70,8 @@ class Builder {
     const int64_t want[1] = {len};
     const mt_tensor_desc* d = find(name, want, 1);
     if (d == nullptr) return false;
-    if (!is_float_type(d->type)) return fail(name, "type F32, F16 or BF16 (got type id " + std::to_string(d->type) + ")");
+    if (!is_float_type(d->type))
+      return fail(name, "type F32, F16 or BF16 (got type id " + std::to_string(d->type) + ")");
     const uint8_t* data = dense(name, extent(name, d, mt_row_bytes(d->type, len), 1), mt_row_bytes(d->type, len));
     if (data == nullptr) return false;
     m_->owned.emplace_back(new float[size_t(len)]);
@@ -105,8 +106,8 @@ class Builder {
       const ssize_t n = pread(dense_fd_, static_cast<uint8_t*>(p) + done, bytes - done, offset + off_t(done));
       if (n <= 0) {
         const std::string why = n == 0 ? "end of file" : std::strerror(errno);
-        return fail(name, "its " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " read whole (pread: " + why + " after " +
-                              std::to_string(done) + ")"),
+        return fail(name, "its " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                              " read whole (pread: " + why + " after " + std::to_string(done) + ")"),
                nullptr;
       }
       done += size_t(n);
@@ -135,7 +136,8 @@ class Builder {
     bool same = n == n_want && d->n_dims >= 1 && d->n_dims <= 4;
     for (int i = 0; same && i < n; i++) same = d->dims[i] == want[i];
     if (!same) {
-      fail(name, "dims " + dims_text(want, n_want) + " (got " + dims_text(d->dims, d->n_dims < 0 || d->n_dims > 4 ? 0 : d->n_dims) + ")");
+      fail(name, "dims " + dims_text(want, n_want) + " (got " +
+                     dims_text(d->dims, d->n_dims < 0 || d->n_dims > 4 ? 0 : d->n_dims) + ")");
       return nullptr;
     }
     return d;
@@ -186,7 +188,8 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t q_dim = int64_t(hp.n_head) * hp.head_dim, kv_dim = int64_t(hp.n_head_kv) * hp.head_dim;
   bool ok = b.vector(p + "attn_norm.weight", hp.n_embd, &L->attn_norm) &&
-            b.matrix(p + "attn_q.weight", hp.n_embd, q_dim, &L->q) && b.matrix(p + "attn_k.weight", hp.n_embd, kv_dim, &L->k) &&
+            b.matrix(p + "attn_q.weight", hp.n_embd, q_dim, &L->q) &&
+            b.matrix(p + "attn_k.weight", hp.n_embd, kv_dim, &L->k) &&
             b.matrix(p + "attn_v.weight", hp.n_embd, kv_dim, &L->v) &&
             b.matrix(p + "attn_output.weight", q_dim, hp.n_embd, &L->o);
   if (ok && hp.attn_bias)
@@ -203,13 +206,15 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
        b.experts(p + "ffn_up_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->up) &&
        b.experts(p + "ffn_down_exps.weight", hp.n_ff_exp, hp.n_embd, hp.n_expert, &L->down);
   // Gate and up read the same prepared activations, so they must share a type.
-  if (ok && L->up.first.type != L->gate.first.type) return b.fail(p + "ffn_up_exps.weight", "the type of ffn_gate_exps");
+  if (ok && L->up.first.type != L->gate.first.type)
+    return b.fail(p + "ffn_up_exps.weight", "the type of ffn_gate_exps");
   if (ok && hp.shared_expert) {
     ok = b.vector(p + "ffn_gate_inp_shexp.weight", hp.n_embd, &L->shexp_gate_inp) &&
          b.matrix(p + "ffn_gate_shexp.weight", hp.n_embd, hp.n_ff_shexp, &L->shexp_gate) &&
          b.matrix(p + "ffn_up_shexp.weight", hp.n_embd, hp.n_ff_shexp, &L->shexp_up) &&
          b.matrix(p + "ffn_down_shexp.weight", hp.n_ff_shexp, hp.n_embd, &L->shexp_down);
-    if (ok && L->shexp_up.type != L->shexp_gate.type) return b.fail(p + "ffn_up_shexp.weight", "the type of ffn_gate_shexp");
+    if (ok && L->shexp_up.type != L->shexp_gate.type)
+      return b.fail(p + "ffn_up_shexp.weight", "the type of ffn_gate_shexp");
   }
   return ok;
 }
@@ -222,7 +227,8 @@ extern "C" mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc*
 }
 
 extern "C" mt_model* mt_model_create_owned(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
-                                           const uint8_t* base, size_t length, int dense_fd, char* err, size_t err_bytes) {
+                                           const uint8_t* base, size_t length, int dense_fd, char* err,
+                                           size_t err_bytes) {
   std::unique_ptr<mt_model> m(new mt_model());
   m->hp = *hp;
   m->base = base;
@@ -232,8 +238,10 @@ extern "C" mt_model* mt_model_create_owned(const mt_hparams* hp, const mt_tensor
   m->layers.resize(ok ? size_t(hp->n_layer) : 0);
   for (int32_t l = 0; ok && l < hp->n_layer; l++) ok = build_layer(*hp, l, b, &m->layers[size_t(l)]);
   ok = ok && b.vector("output_norm.weight", hp->n_embd, &m->output_norm);
-  if (ok && hp->tied_output) m->output = m->token_embd;
-  else if (ok) ok = b.matrix("output.weight", hp->n_embd, hp->n_vocab, &m->output);
+  if (ok && hp->tied_output)
+    m->output = m->token_embd;
+  else if (ok)
+    ok = b.matrix("output.weight", hp->n_embd, hp->n_vocab, &m->output);
   if (!ok) {
     std::snprintf(err, err_bytes, "%s", b.error.c_str());
     return nullptr;
@@ -256,7 +264,7 @@ mt_matrix_desc desc_of(const mt::Matrix& m) { return mt_matrix_desc{m.data, m.ty
 extern "C" int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_experts* out) {
   if (layer < 0 || layer >= model->hp.n_layer) return -1;
   const mt::LayerWeights& L = model->layers[size_t(layer)];
-  *out = mt_layer_experts{desc_of(L.gate.first), desc_of(L.up.first), desc_of(L.down.first), L.gate.expert_bytes, L.up.expert_bytes,
-                          L.down.expert_bytes};
+  *out = mt_layer_experts{desc_of(L.gate.first), desc_of(L.up.first), desc_of(L.down.first),
+                          L.gate.expert_bytes,   L.up.expert_bytes,   L.down.expert_bytes};
   return 0;
 }

@@ -49,7 +49,9 @@ void router_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& w = p.L->router;
   const Segment seg{w.rows, w.cols * (p.n + 2)};
-  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) { project(w, p.c->act_h[w.type], p.n, p.c->router, w.rows, r0, r1); });
+  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) {
+    project(w, p.c->act_h[w.type], p.n, p.c->router, w.rows, r0, r1);
+  });
 }
 
 // p = softmax(router logits); the top k in rank order; w = p (or p / sum of the top k).
@@ -65,8 +67,10 @@ void route_phase(void* arg, int ith, int nth) {
     float* probs = c.router + r * hp.n_expert;
     int32_t* ids = c.route_ids + r * K;
     softmax(probs, hp.n_expert);
-    if (p.forced_routes != nullptr) std::memcpy(ids, p.forced_routes + (r * hp.n_layer + p.layer) * K, size_t(K) * sizeof(int32_t));
-    else top_k(probs, hp.n_expert, K, ids);
+    if (p.forced_routes != nullptr)
+      std::memcpy(ids, p.forced_routes + (r * hp.n_layer + p.layer) * K, size_t(K) * sizeof(int32_t));
+    else
+      top_k(probs, hp.n_expert, K, ids);
     float total = 0.0f;
     for (int32_t k = 0; k < K; k++) total += probs[ids[k]];
     const bool normalise = hp.norm_top_k || p.forced_routes != nullptr;
@@ -107,8 +111,9 @@ void group_slots(Pass& p) {
     }
   if (L.shexp_gate_inp != nullptr) {
     const size_t sh_stride = mt_act_row_bytes(L.shexp_down.type, hp.n_ff_shexp);
-    c.runs[n_runs++] = ExpertRun{-1, routed, p.n, L.shexp_gate, L.shexp_up, L.shexp_down, c.act_h[L.shexp_gate.type],
-                                 c.shexp_act_down, sh_stride};
+    c.runs[n_runs++] = ExpertRun{
+        -1,       routed, p.n, L.shexp_gate, L.shexp_up, L.shexp_down, c.act_h[L.shexp_gate.type], c.shexp_act_down,
+        sh_stride};
   }
   p.n_runs = int32_t(n_runs);
   for (size_t i = 0; i < n_runs; i++) {
@@ -126,7 +131,8 @@ void gather_phase(void* arg, int ith, int nth) {
   const size_t stride = mt_act_row_bytes(type, p.m->hp.n_embd);
   int64_t b, e;
   share(int64_t(p.n) * p.m->hp.n_expert_used, ith, nth, &b, &e);
-  for (int64_t s = b; s < e; s++) std::memcpy(c.slot_act + size_t(s) * stride, c.act_h[type] + size_t(c.slot_row[s]) * stride, stride);
+  for (int64_t s = b; s < e; s++)
+    std::memcpy(c.slot_act + size_t(s) * stride, c.act_h[type] + size_t(c.slot_row[s]) * stride, stride);
 }
 
 // slot_gate [slot, :] = silu(Gate_e h) * (Up_e h), rows of the wave's runs split over the pool. [pool]
@@ -134,14 +140,15 @@ void gate_up_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t ld = c.n_ff_max;
-  for_claimed_rows(p, c.gate_up_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth, [&](int i, int64_t r0, int64_t r1) {
-    const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
-    float* g = c.slot_gate + size_t(run.first) * size_t(ld);
-    float* u = c.slot_up + size_t(run.first) * size_t(ld);
-    project(run.gate, run.acts, run.count, g, ld, r0, r1);
-    project(run.up, run.acts, run.count, u, ld, r0, r1);
-    for (int32_t j = 0; j < run.count; j++) swiglu(g + j * ld + r0, u + j * ld + r0, r1 - r0);
-  });
+  for_claimed_rows(p, c.gate_up_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth,
+                   [&](int i, int64_t r0, int64_t r1) {
+                     const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
+                     float* g = c.slot_gate + size_t(run.first) * size_t(ld);
+                     float* u = c.slot_up + size_t(run.first) * size_t(ld);
+                     project(run.gate, run.acts, run.count, g, ld, r0, r1);
+                     project(run.up, run.acts, run.count, u, ld, r0, r1);
+                     for (int32_t j = 0; j < run.count; j++) swiglu(g + j * ld + r0, u + j * ld + r0, r1 - r0);
+                   });
 }
 
 // The wave's slots' silu(g) * u prepared for their run's Down matrix. [rows over the wave's slots]
@@ -158,7 +165,8 @@ void down_prep_phase(void* arg, int ith, int nth) {
     const int64_t lo = at > b ? at : b, hi = at + run.count < e ? at + run.count : e;
     for (int64_t v = lo; v < hi; v++) {
       const int64_t s = run.first + (v - at);
-      mt_act_prepare(run.down.type, c.slot_gate + s * c.n_ff_max, run.down.cols, run.acts_down + size_t(v - at) * run.act_down_stride);
+      mt_act_prepare(run.down.type, c.slot_gate + s * c.n_ff_max, run.down.cols,
+                     run.acts_down + size_t(v - at) * run.act_down_stride);
     }
   }
 }
@@ -168,10 +176,11 @@ void down_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t E = p.m->hp.n_embd;
-  for_claimed_rows(p, c.down_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth, [&](int i, int64_t r0, int64_t r1) {
-    const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
-    project(run.down, run.acts_down, run.count, c.slot_down + size_t(run.first) * size_t(E), E, r0, r1);
-  });
+  for_claimed_rows(
+      p, c.down_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth, [&](int i, int64_t r0, int64_t r1) {
+        const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
+        project(run.down, run.acts_down, run.count, c.slot_down + size_t(run.first) * size_t(E), E, r0, r1);
+      });
 }
 
 // The matrix phases over runs [begin, end).
@@ -195,7 +204,8 @@ void combine_row(const Pass& p, int32_t r) {
   const int32_t K = hp.n_expert_used;
   float* sum = c.proj + r * E;
   std::memset(sum, 0, size_t(E) * sizeof(float));
-  for (int32_t k = 0; k < K; k++) axpy(c.route_w[r * K + k], c.slot_down + size_t(c.row_slot[r * K + k]) * size_t(E), sum, E);
+  for (int32_t k = 0; k < K; k++)
+    axpy(c.route_w[r * K + k], c.slot_down + size_t(c.row_slot[r * K + k]) * size_t(E), sum, E);
   if (hp.shared_expert) axpy(sigmoid(c.shexp_logit[r]), c.slot_down + size_t(p.n * K + r) * size_t(E), sum, E);
   float* x = p.x + r * E;
   for (int64_t i = 0; i < E; i++) x[i] += sum[i];

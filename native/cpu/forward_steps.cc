@@ -100,8 +100,10 @@ bool step_bind_runs(Pass& p, int32_t* n_ready, char* err, size_t err_bytes) {
     const int32_t b = c.run_binding[size_t(i)];
     if (b >= 0) {
       const mt_expert_binding& binding = c.bindings[size_t(b)];
-      if (binding.fast) p.layer_hits += binding.rows;
-      else p.layer_misses += binding.rows;
+      if (binding.fast)
+        p.layer_hits += binding.rows;
+      else
+        p.layer_misses += binding.rows;
       if (binding.pending || binding.remote) continue;
       if (binding.gate != nullptr) apply_binding(binding, c.runs[size_t(i)]);
     }
@@ -121,14 +123,17 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
   mt_context& c = *p.c;
   const int64_t E = p.m->hp.n_embd;
   if (s->remote_start == nullptr || s->remote_wait == nullptr) {
-    std::snprintf(err, err_bytes, "expert source: bind marked %d run(s) of layer %d remote, but the source has no remote_start / remote_wait",
-                  p.n_runs - p.n_local, p.layer);
+    std::snprintf(
+        err, err_bytes,
+        "expert source: bind marked %d run(s) of layer %d remote, but the source has no remote_start / remote_wait",
+        p.n_runs - p.n_local, p.layer);
     return false;
   }
   int32_t n = 0;
   for (int32_t i = p.n_local; i < p.n_runs; i++) {
     const ExpertRun& run = c.runs[size_t(i)];
-    c.remote_runs[size_t(n++)] = mt_remote_run{c.run_binding[size_t(i)], run.count, c.slot_row + run.first, c.slot_down + size_t(run.first) * size_t(E)};
+    c.remote_runs[size_t(n++)] = mt_remote_run{c.run_binding[size_t(i)], run.count, c.slot_row + run.first,
+                                               c.slot_down + size_t(run.first) * size_t(E)};
   }
   if (s->remote_start(s->self, p.layer, c.h, c.remote_runs.data(), n, err, err_bytes) != 0) return false;
   p.remote_started = true;
@@ -165,8 +170,10 @@ void step_layer_end(Pass& p) {
   const int64_t end = stamp(p, moe_work_bytes(p));
   const int64_t device_start = p.device_ns[0], device_end = p.device_ns[1];
   p.device_ns[0] = p.device_ns[1] = 0;  // the next chunk's or layer's own remote_wait sets them
-  if (p.experts != nullptr) p.experts->layer_end(p.experts->self, p.layer);
-  else p.layer_misses = int64_t(p.n) * p.m->hp.n_expert_used;  // nothing is resident
+  if (p.experts != nullptr)
+    p.experts->layer_end(p.experts->self, p.layer);
+  else
+    p.layer_misses = int64_t(p.n) * p.m->hp.n_expert_used;  // nothing is resident
   if (p.layer_stats == nullptr) return;
   double* s = p.layer_stats + size_t(p.layer) * MT_LAYER_STATS_FIELDS;
   // Over several chunks: the first start, the last end, and moeEnd - moeStart = their MoE time.

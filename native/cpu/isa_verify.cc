@@ -16,7 +16,8 @@ namespace {
 // Deterministic, small inputs: every type, tails of 1 and 7 rows, whole and partial groups of 8
 // blocks (1, 3, 9, 17 blocks), for float types element tails past the 32 lanes, and for the
 // k-quants 1, 3 and 9 super-blocks (9: a lane of the 8 used twice).
-const int kTypes[] = {MT_F32, MT_F16, MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K};
+const int kTypes[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0,
+                      MT_Q5_1, MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K};
 const int64_t kCols[] = {32, 96, 288, 544, 7, 45, 256, 768, 2304};
 const int64_t kRows = 7;
 const int64_t kBatch = 5;
@@ -97,7 +98,8 @@ bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a,
 
 // 1 when `paths` (matvec, matmul and prepare of the path) agree with scalar on every check.
 // inject_error perturbs the scalar side, so a test can prove the check notices a difference.
-int mt_isa_verify_path(mt_matvec_rows_fn matvec, mt_matmul_rows_fn matmul, mt_act_prepare_fn prepare, int inject_error) {
+int mt_isa_verify_path(mt_matvec_rows_fn matvec, mt_matmul_rows_fn matmul, mt_act_prepare_fn prepare,
+                       int inject_error) {
   uint32_t seed = 0x9e3779b9u;
   std::vector<uint8_t> w;
   for (int type : kTypes) {

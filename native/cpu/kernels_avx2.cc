@@ -54,10 +54,17 @@ void dot_float(int wtype, const uint8_t* w, const float* const* x, int64_t cols,
 template <int A>
 void dot_float_rows(int wtype, const uint8_t* w, const float* const* x, int64_t cols, float* out) {
   switch (wtype) {
-    case MT_F32: dot_float<load8_f32, A>(wtype, w, x, cols, out); break;
-    case MT_F16: dot_float<load8_f16, A>(wtype, w, x, cols, out); break;
-    case MT_BF16: dot_float<load8_bf16, A>(wtype, w, x, cols, out); break;
-    default: break;
+    case MT_F32:
+      dot_float<load8_f32, A>(wtype, w, x, cols, out);
+      break;
+    case MT_F16:
+      dot_float<load8_f16, A>(wtype, w, x, cols, out);
+      break;
+    case MT_BF16:
+      dot_float<load8_bf16, A>(wtype, w, x, cols, out);
+      break;
+    default:
+      break;
   }
 }
 

@@ -93,10 +93,14 @@ void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* ac
   const mt_act_group* a = (const mt_act_group*)act;
   const uint8_t* w = (const uint8_t*)W;
   switch (wtype) {
-    case MT_Q4_0: return quant_matvec<Q4Avx2>(w, cols, a, y, r0, r1);
-    case MT_Q5_0: return quant_matvec<Q5Avx2<MT_Q5_0>>(w, cols, a, y, r0, r1);
-    case MT_Q5_1: return quant_matvec<Q5Avx2<MT_Q5_1>>(w, cols, a, y, r0, r1);
-    default: return quant_matvec<Q8Avx2>(w, cols, a, y, r0, r1);
+    case MT_Q4_0:
+      return quant_matvec<Q4Avx2>(w, cols, a, y, r0, r1);
+    case MT_Q5_0:
+      return quant_matvec<Q5Avx2<MT_Q5_0>>(w, cols, a, y, r0, r1);
+    case MT_Q5_1:
+      return quant_matvec<Q5Avx2<MT_Q5_1>>(w, cols, a, y, r0, r1);
+    default:
+      return quant_matvec<Q8Avx2>(w, cols, a, y, r0, r1);
   }
 }
 
@@ -105,10 +109,14 @@ void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* ac
   const uint8_t* w = (const uint8_t*)W;
   const uint8_t* x = (const uint8_t*)acts;
   switch (wtype) {
-    case MT_Q4_0: return quant_matmul<Q4Avx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
-    case MT_Q5_0: return quant_matmul<Q5Avx2<MT_Q5_0>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
-    case MT_Q5_1: return quant_matmul<Q5Avx2<MT_Q5_1>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
-    default: return quant_matmul<Q8Avx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
+    case MT_Q4_0:
+      return quant_matmul<Q4Avx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
+    case MT_Q5_0:
+      return quant_matmul<Q5Avx2<MT_Q5_0>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
+    case MT_Q5_1:
+      return quant_matmul<Q5Avx2<MT_Q5_1>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
+    default:
+      return quant_matmul<Q8Avx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
   }
 }
 

@@ -13,7 +13,7 @@
 #include "quantize_kquant_lanes.h"
 
 static void scale_min32_8(const float* x, const float* w, int64_t nsub, int nmax, float rmin, float rdelta, int nstep,
-                           uint8_t* L, float* scales, float* min_negs) {
+                          uint8_t* L, float* scales, float* min_negs) {
   mt_fit_scale_min_run<8>(x, w, nsub, nmax, rmin, rdelta, nstep, L, scales, min_negs);
 }
 

@@ -106,10 +106,17 @@ void dot_float(int wtype, const uint8_t* w, const float* const* x, int64_t cols,
 template <int A>
 void dot_float_rows(int wtype, const uint8_t* w, const float* const* x, int64_t cols, float* out) {
   switch (wtype) {
-    case MT_F32: dot_float<load16_f32, A>(wtype, w, x, cols, out); break;
-    case MT_F16: dot_float<load16_f16, A>(wtype, w, x, cols, out); break;
-    case MT_BF16: dot_float<load16_bf16, A>(wtype, w, x, cols, out); break;
-    default: break;
+    case MT_F32:
+      dot_float<load16_f32, A>(wtype, w, x, cols, out);
+      break;
+    case MT_F16:
+      dot_float<load16_f16, A>(wtype, w, x, cols, out);
+      break;
+    case MT_BF16:
+      dot_float<load16_bf16, A>(wtype, w, x, cols, out);
+      break;
+    default:
+      break;
   }
 }
 
@@ -117,8 +124,7 @@ void dot_float_rows(int wtype, const uint8_t* w, const float* const* x, int64_t 
 
 extern "C" {
 
-void mt_matvec_rows_avx512(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0,
-                           int64_t r1) {
+void mt_matvec_rows_avx512(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
   const uint8_t* w = (const uint8_t*)W;
   if (wtype == MT_Q4_0) return quant_matvec<Q4Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
   if (wtype == MT_Q8_0) return quant_matvec<Q8Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
@@ -129,8 +135,8 @@ void mt_matvec_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
   for (int64_t r = r0; r < r1; r++) dot_float_rows<1>(wtype, w + r * row_bytes, x, cols, y + r);
 }
 
-void mt_matmul_rows_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y,
-                           int64_t ldy, int64_t r0, int64_t r1) {
+void mt_matmul_rows_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                           int64_t r0, int64_t r1) {
   const uint8_t* w = (const uint8_t*)W;
   const uint8_t* a = (const uint8_t*)acts;
   if (wtype == MT_Q4_0) return quant_matmul2<Q4Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);

@@ -50,8 +50,8 @@ void mt_matvec_kquant_avx512(int wtype, const void* W, int64_t cols, const void*
   kquant_matvec_any<Avx512Dot>(wtype, W, cols, act, y, r0, r1);
 }
 
-void mt_matmul_kquant_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y,
-                             int64_t ldy, int64_t r0, int64_t r1) {
+void mt_matmul_kquant_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                             int64_t r0, int64_t r1) {
   kquant_matmul_any<Avx512Dot>(wtype, W, cols, acts, n, Y, ldy, r0, r1);
 }
 

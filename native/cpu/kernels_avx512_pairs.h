@@ -150,8 +150,10 @@ void quant_matmul2(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t 
         }
       }
       float out[kR * 2 * kP];
-      if (rows == kR) pair_tile<K, kR, kP>(w, row_bytes, pg, a, nb, out);
-      else pair_tile<K, 1, kP>(w, row_bytes, pg, a, nb, out);
+      if (rows == kR)
+        pair_tile<K, kR, kP>(w, row_bytes, pg, a, nb, out);
+      else
+        pair_tile<K, 1, kP>(w, row_bytes, pg, a, nb, out);
       for (int64_t q = 0; q < rows; q++)
         for (int64_t k = 0; k < 2 * np; k++) {
           const int64_t i = 2 * p0 + k;

@@ -135,15 +135,15 @@ static inline uint16_t mt_f32_to_f16(float f) {
   memcpy(&x, &f, 4);
   const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
   x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return sign | 0x7e00u;                 // nan (quiet)
-  if (x >= 0x477ff000u) return sign | 0x7c00u;                // >= 65520 rounds to inf
-  if (x < 0x38800000u) {                                       // below 2^-14: f16 subnormal or zero
-    float v = mt_bits_f32(x) + 0.5f;                           // ulp(0.5) = 2^-24 = the f16 subnormal step
+  if (x > 0x7f800000u) return sign | 0x7e00u;   // nan (quiet)
+  if (x >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to inf
+  if (x < 0x38800000u) {                        // below 2^-14: f16 subnormal or zero
+    float v = mt_bits_f32(x) + 0.5f;            // ulp(0.5) = 2^-24 = the f16 subnormal step
     uint32_t u;
     memcpy(&u, &v, 4);
     return sign | (uint16_t)(u - 0x3f000000u);
   }
-  x += 0xc8000fffu + ((x >> 13) & 1u);                         // rebias (-112 << 23), round half to even
+  x += 0xc8000fffu + ((x >> 13) & 1u);  // rebias (-112 << 23), round half to even
   return sign | (uint16_t)(x >> 13);
 }
 
@@ -170,12 +170,12 @@ static inline int mt_q5_code(int type, const uint8_t* blk, int e) {
 // Every path's activation prepare produces bit-identical output (the same IEEE products,
 // round-to-nearest-even), and every path sums in the canonical order above, so all paths
 // give the scalar path's bits.
-#define MT_DECLARE_PATH(suffix)                                                                             \
+#define MT_DECLARE_PATH(suffix)                                                                               \
   void mt_matvec_rows_##suffix(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, \
-                               int64_t r1);                                                                 \
+                               int64_t r1);                                                                   \
   void mt_matmul_rows_##suffix(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, \
-                               int64_t ldy, int64_t r0, int64_t r1);                                        \
-  uint64_t mt_read_sum_##suffix(const void* p, size_t bytes);                                              \
+                               int64_t ldy, int64_t r0, int64_t r1);                                          \
+  uint64_t mt_read_sum_##suffix(const void* p, size_t bytes);                                                 \
   void mt_act_prepare_##suffix(int wtype, const float* x, int64_t cols, void* act);
 
 #ifdef __cplusplus
@@ -194,8 +194,8 @@ void mt_matvec_kquant_avx2(int wtype, const void* W, int64_t cols, const void* a
 void mt_matmul_kquant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                            int64_t r0, int64_t r1);
 void mt_matvec_kquant_avx512(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
-void mt_matmul_kquant_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y,
-                             int64_t ldy, int64_t r0, int64_t r1);
+void mt_matmul_kquant_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                             int64_t r0, int64_t r1);
 // The Q8_K activation quantiser (quant_rows.cc): one scalar implementation for every path.
 void mt_act_prepare_kquant(const float* x, int64_t cols, mt_act_k* act);
 #ifdef __cplusplus

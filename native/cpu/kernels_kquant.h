@@ -19,8 +19,8 @@
 // The SIMD paths read q as an unsigned byte u = q + off (off: Q3_K 4, Q6_K 32, else 0).
 #pragma once
 
-#define MT_QK_K 256        // elements per k-quant super-block
-#define MT_QK_K_SUBS 16    // 16-element sub-blocks per super-block (the unit of bsum and of scales here)
+#define MT_QK_K 256      // elements per k-quant super-block
+#define MT_QK_K_SUBS 16  // 16-element sub-blocks per super-block (the unit of bsum and of scales here)
 #define MT_Q2_K_BYTES 84
 #define MT_Q3_K_BYTES 110
 #define MT_Q4_K_BYTES 144
@@ -31,12 +31,18 @@ static inline int mt_is_kquant(int type) { return type >= MT_Q2_K && type <= MT_
 
 static inline int mt_kquant_block_bytes(int type) {
   switch (type) {
-    case MT_Q2_K: return MT_Q2_K_BYTES;
-    case MT_Q3_K: return MT_Q3_K_BYTES;
-    case MT_Q4_K: return MT_Q4_K_BYTES;
-    case MT_Q5_K: return MT_Q5_K_BYTES;
-    case MT_Q6_K: return MT_Q6_K_BYTES;
-    default: return 0;
+    case MT_Q2_K:
+      return MT_Q2_K_BYTES;
+    case MT_Q3_K:
+      return MT_Q3_K_BYTES;
+    case MT_Q4_K:
+      return MT_Q4_K_BYTES;
+    case MT_Q5_K:
+      return MT_Q5_K_BYTES;
+    case MT_Q6_K:
+      return MT_Q6_K_BYTES;
+    default:
+      return 0;
   }
 }
 
@@ -49,10 +55,14 @@ static inline int mt_kquant_offset(int type) { return type == MT_Q3_K ? 4 : type
 // Field offsets of the f16 scales d, dmin inside a block.
 static inline int mt_kquant_d_at(int type) {
   switch (type) {
-    case MT_Q2_K: return 80;
-    case MT_Q3_K: return 108;
-    case MT_Q6_K: return 208;
-    default: return 0;  // Q4_K, Q5_K
+    case MT_Q2_K:
+      return 80;
+    case MT_Q3_K:
+      return 108;
+    case MT_Q6_K:
+      return 208;
+    default:
+      return 0;  // Q4_K, Q5_K
   }
 }
 static inline int mt_kquant_dmin_at(int type) { return type == MT_Q2_K ? 82 : 2; }
@@ -102,7 +112,9 @@ static inline void mt_kquant_scales(int type, const uint8_t* blk, int16_t* sc, i
         sc[k] = (int16_t)(int8_t)blk[192 + k];
         m[k] = 0;
         break;
-      default: sc[k] = m[k] = 0; break;
+      default:
+        sc[k] = m[k] = 0;
+        break;
     }
   }
 }
@@ -110,13 +122,15 @@ static inline void mt_kquant_scales(int type, const uint8_t* blk, int16_t* sc, i
 // The signed quant q of element e (0..255) of a super-block (see the table on top).
 static inline int mt_kquant_q(int type, const uint8_t* blk, int e) {
   switch (type) {
-    case MT_Q2_K: return (blk[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    case MT_Q2_K:
+      return (blk[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
     case MT_Q3_K: {
       const int lo = (blk[32 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
       const int h = (blk[e % 32] >> (e / 32)) & 1;
       return lo + 4 * h - 4;
     }
-    case MT_Q4_K: return (blk[16 + 32 * (e / 64) + e % 32] >> (4 * ((e % 64) / 32))) & 0x0f;
+    case MT_Q4_K:
+      return (blk[16 + 32 * (e / 64) + e % 32] >> (4 * ((e % 64) / 32))) & 0x0f;
     case MT_Q5_K: {
       const int lo = (blk[48 + 32 * (e / 64) + e % 32] >> (4 * ((e % 64) / 32))) & 0x0f;
       return lo + 16 * ((blk[16 + e % 32] >> (e / 32)) & 1);
@@ -127,6 +141,7 @@ static inline int mt_kquant_q(int type, const uint8_t* blk, int e) {
       const int hi = (blk[128 + 32 * n + l] >> (2 * p)) & 3;
       return (lo | (hi << 4)) - 32;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }

@@ -68,7 +68,7 @@ float dot_quant(const uint8_t* w, const mt_act_group* a, int64_t cols) {
 // One k-quant super-block against its Q8_K block: the exact integer sums of the canonical order.
 // (A template on the type only so the decoders' switches fold away.)
 template <int type>
-void kquant_isums( const uint8_t* blk, const mt_act_k& a, int32_t* isum, int32_t* msum) {
+void kquant_isums(const uint8_t* blk, const mt_act_k& a, int32_t* isum, int32_t* msum) {
   int16_t sc[MT_QK_K_SUBS], m[MT_QK_K_SUBS];
   mt_kquant_scales(type, blk, sc, m);
   int32_t is = 0, ms = 0;
@@ -103,19 +103,32 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
   const float* x = (const float*)act;
   const mt_act_group* a = (const mt_act_group*)act;
   switch (wtype) {
-    case MT_F32: return dot_float<weight_f32>(w, x, cols);
-    case MT_F16: return dot_float<weight_f16>(w, x, cols);
-    case MT_BF16: return dot_float<weight_bf16>(w, x, cols);
-    case MT_Q8_0: return dot_quant<MT_Q8_0_BYTES, isum_q8_0>(w, a, cols);
-    case MT_Q4_0: return dot_quant<MT_Q4_0_BYTES, isum_q4_0>(w, a, cols);
-    case MT_Q5_0: return dot_quant<MT_Q5_0_BYTES, isum_q5_0>(w, a, cols);
-    case MT_Q5_1: return dot_quant<MT_Q5_1_BYTES, isum_q5_1, true>(w, a, cols);
-    case MT_Q2_K: return dot_kquant<MT_Q2_K>(w, (const mt_act_k*)act, cols);
-    case MT_Q3_K: return dot_kquant<MT_Q3_K>(w, (const mt_act_k*)act, cols);
-    case MT_Q4_K: return dot_kquant<MT_Q4_K>(w, (const mt_act_k*)act, cols);
-    case MT_Q5_K: return dot_kquant<MT_Q5_K>(w, (const mt_act_k*)act, cols);
-    case MT_Q6_K: return dot_kquant<MT_Q6_K>(w, (const mt_act_k*)act, cols);
-    default: return 0.0f;
+    case MT_F32:
+      return dot_float<weight_f32>(w, x, cols);
+    case MT_F16:
+      return dot_float<weight_f16>(w, x, cols);
+    case MT_BF16:
+      return dot_float<weight_bf16>(w, x, cols);
+    case MT_Q8_0:
+      return dot_quant<MT_Q8_0_BYTES, isum_q8_0>(w, a, cols);
+    case MT_Q4_0:
+      return dot_quant<MT_Q4_0_BYTES, isum_q4_0>(w, a, cols);
+    case MT_Q5_0:
+      return dot_quant<MT_Q5_0_BYTES, isum_q5_0>(w, a, cols);
+    case MT_Q5_1:
+      return dot_quant<MT_Q5_1_BYTES, isum_q5_1, true>(w, a, cols);
+    case MT_Q2_K:
+      return dot_kquant<MT_Q2_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q3_K:
+      return dot_kquant<MT_Q3_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q4_K:
+      return dot_kquant<MT_Q4_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q5_K:
+      return dot_kquant<MT_Q5_K>(w, (const mt_act_k*)act, cols);
+    case MT_Q6_K:
+      return dot_kquant<MT_Q6_K>(w, (const mt_act_k*)act, cols);
+    default:
+      return 0.0f;
   }
 }
 
@@ -123,15 +136,14 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
 
 extern "C" {
 
-void mt_matvec_rows_scalar(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0,
-                           int64_t r1) {
+void mt_matvec_rows_scalar(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
   size_t row_bytes = mt_row_bytes(wtype, cols);
   for (int64_t r = r0; r < r1; r++) y[r] = dot_row(wtype, (const uint8_t*)W + r * row_bytes, cols, act);
 }
 
 // Row-outer: weight row r is read from memory once and stays in L1 for all n activations.
-void mt_matmul_rows_scalar(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y,
-                           int64_t ldy, int64_t r0, int64_t r1) {
+void mt_matmul_rows_scalar(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
+                           int64_t r0, int64_t r1) {
   size_t row_bytes = mt_row_bytes(wtype, cols);
   size_t act_bytes = mt_act_row_bytes(wtype, cols);
   for (int64_t r = r0; r < r1; r++) {

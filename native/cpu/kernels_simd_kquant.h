@@ -45,7 +45,8 @@ inline void decode_codes(const uint8_t* blk, __m256i* u) {
       if (kType == MT_Q3_K) {
         const __m256i hb[4] = {bits_at<0>(h, 1), bits_at<1>(h, 1), bits_at<2>(h, 1), bits_at<3>(h, 1)};
         const __m256i hc[4] = {bits_at<4>(h, 1), bits_at<5>(h, 1), bits_at<6>(h, 1), bits_at<7>(h, 1)};
-        for (int j = 0; j < 4; j++) u[4 * n + j] = _mm256_or_si256(u[4 * n + j], _mm256_slli_epi16(n ? hc[j] : hb[j], 2));
+        for (int j = 0; j < 4; j++)
+          u[4 * n + j] = _mm256_or_si256(u[4 * n + j], _mm256_slli_epi16(n ? hc[j] : hb[j], 2));
       }
     }
   } else if (kType == MT_Q4_K || kType == MT_Q5_K) {
@@ -172,8 +173,11 @@ inline __m256i reduce_rows8(const __m256i* p) {
 
 template <int kType>
 constexpr int block_bytes() {
-  return kType == MT_Q2_K ? MT_Q2_K_BYTES : kType == MT_Q3_K ? MT_Q3_K_BYTES : kType == MT_Q4_K ? MT_Q4_K_BYTES
-         : kType == MT_Q5_K ? MT_Q5_K_BYTES : MT_Q6_K_BYTES;
+  return kType == MT_Q2_K   ? MT_Q2_K_BYTES
+         : kType == MT_Q3_K ? MT_Q3_K_BYTES
+         : kType == MT_Q4_K ? MT_Q4_K_BYTES
+         : kType == MT_Q5_K ? MT_Q5_K_BYTES
+                            : MT_Q6_K_BYTES;
 }
 
 constexpr size_t kKquantLeadBytes = 1024;  // matvec: how far ahead each row's stream is fetched
@@ -264,30 +268,53 @@ void kquant_matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t 
 }
 
 template <class D>
-inline void kquant_matvec_any(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1) {
+inline void kquant_matvec_any(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0,
+                              int64_t r1) {
   const uint8_t* w = (const uint8_t*)W;
   const mt_act_k* a = (const mt_act_k*)act;
   switch (wtype) {
-    case MT_Q2_K: kquant_matvec<MT_Q2_K, D>(w, cols, a, y, r0, r1); break;
-    case MT_Q3_K: kquant_matvec<MT_Q3_K, D>(w, cols, a, y, r0, r1); break;
-    case MT_Q4_K: kquant_matvec<MT_Q4_K, D>(w, cols, a, y, r0, r1); break;
-    case MT_Q5_K: kquant_matvec<MT_Q5_K, D>(w, cols, a, y, r0, r1); break;
-    case MT_Q6_K: kquant_matvec<MT_Q6_K, D>(w, cols, a, y, r0, r1); break;
-    default: break;
+    case MT_Q2_K:
+      kquant_matvec<MT_Q2_K, D>(w, cols, a, y, r0, r1);
+      break;
+    case MT_Q3_K:
+      kquant_matvec<MT_Q3_K, D>(w, cols, a, y, r0, r1);
+      break;
+    case MT_Q4_K:
+      kquant_matvec<MT_Q4_K, D>(w, cols, a, y, r0, r1);
+      break;
+    case MT_Q5_K:
+      kquant_matvec<MT_Q5_K, D>(w, cols, a, y, r0, r1);
+      break;
+    case MT_Q6_K:
+      kquant_matvec<MT_Q6_K, D>(w, cols, a, y, r0, r1);
+      break;
+    default:
+      break;
   }
 }
 
 template <class D>
-inline void kquant_matmul_any(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
-                              int64_t r0, int64_t r1) {
+inline void kquant_matmul_any(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y,
+                              int64_t ldy, int64_t r0, int64_t r1) {
   const uint8_t* w = (const uint8_t*)W;
   const uint8_t* a = (const uint8_t*)acts;
   switch (wtype) {
-    case MT_Q2_K: kquant_matmul<MT_Q2_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q3_K: kquant_matmul<MT_Q3_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q4_K: kquant_matmul<MT_Q4_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q5_K: kquant_matmul<MT_Q5_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
-    case MT_Q6_K: kquant_matmul<MT_Q6_K, D>(w, cols, a, n, Y, ldy, r0, r1); break;
-    default: break;
+    case MT_Q2_K:
+      kquant_matmul<MT_Q2_K, D>(w, cols, a, n, Y, ldy, r0, r1);
+      break;
+    case MT_Q3_K:
+      kquant_matmul<MT_Q3_K, D>(w, cols, a, n, Y, ldy, r0, r1);
+      break;
+    case MT_Q4_K:
+      kquant_matmul<MT_Q4_K, D>(w, cols, a, n, Y, ldy, r0, r1);
+      break;
+    case MT_Q5_K:
+      kquant_matmul<MT_Q5_K, D>(w, cols, a, n, Y, ldy, r0, r1);
+      break;
+    case MT_Q6_K:
+      kquant_matmul<MT_Q6_K, D>(w, cols, a, n, Y, ldy, r0, r1);
+      break;
+    default:
+      break;
   }
 }

@@ -85,7 +85,7 @@ inline __m256 group_fma(const uint8_t* blk0, const mt_act_group& g, __m256 acc) 
 
 // mt_reduce_quant_lanes in registers: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) + 0.
 inline float reduce_quant_lanes(__m256 a) {
-  const __m256 t = _mm256_add_ps(a, _mm256_permute2f128_ps(a, a, 1));            // a_j + a_(j+4)
+  const __m256 t = _mm256_add_ps(a, _mm256_permute2f128_ps(a, a, 1));                // a_j + a_(j+4)
   const __m256 u = _mm256_add_ps(t, _mm256_permute_ps(t, _MM_SHUFFLE(1, 0, 3, 2)));  // lane 0: s0 + s2, lane 1: s1 + s3
   const __m256 v = _mm256_add_ps(u, _mm256_permute_ps(u, _MM_SHUFFLE(2, 3, 0, 1)));  // lane 0: (s0 + s2) + (s1 + s3)
   return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(v), _mm_setzero_ps()));
@@ -122,7 +122,8 @@ void dot_rows(const uint8_t* w, size_t row_bytes, const mt_act_group* a, int64_t
   const int64_t full = nb / MT_ACT_GROUP_BLOCKS;
   for (int64_t g = 0; g < full; g++) {
     if (!kLongRows)
-      for (size_t p = 0; p < R * kGroupBytes; p += 64) _mm_prefetch((const char*)(next + g * R * kGroupBytes + p), _MM_HINT_T0);
+      for (size_t p = 0; p < R * kGroupBytes; p += 64)
+        _mm_prefetch((const char*)(next + g * R * kGroupBytes + p), _MM_HINT_T0);
     for (int r = 0; r < R; r++) {
       const uint8_t* blk0 = w + r * row_bytes + g * kGroupBytes;
       if (kLongRows)
@@ -135,7 +136,8 @@ void dot_rows(const uint8_t* w, size_t row_bytes, const mt_act_group* a, int64_t
 }
 
 template <class K, bool kLongRows>
-void matvec_rows(const uint8_t* W, size_t row_bytes, const mt_act_group* a, int64_t nb, float* y, int64_t r0, int64_t r1) {
+void matvec_rows(const uint8_t* W, size_t row_bytes, const mt_act_group* a, int64_t nb, float* y, int64_t r0,
+                 int64_t r1) {
   int64_t r = r0;
   for (; r + kMatvecRows <= r1; r += kMatvecRows)
     dot_rows<K, kMatvecRows, kLongRows>(W + r * row_bytes, row_bytes, a, nb, y + r);
@@ -146,8 +148,10 @@ template <class K>
 void quant_matvec(const uint8_t* W, int64_t cols, const mt_act_group* a, float* y, int64_t r0, int64_t r1) {
   const int64_t nb = cols / MT_QK;
   const size_t row_bytes = (size_t)nb * K::kBlockBytes;
-  if (kMatvecRows * row_bytes > kLongGroupBytes) matvec_rows<K, true>(W, row_bytes, a, nb, y, r0, r1);
-  else matvec_rows<K, false>(W, row_bytes, a, nb, y, r0, r1);
+  if (kMatvecRows * row_bytes > kLongGroupBytes)
+    matvec_rows<K, true>(W, row_bytes, a, nb, y, r0, r1);
+  else
+    matvec_rows<K, false>(W, row_bytes, a, nb, y, r0, r1);
 }
 
 // out[r * A + k] = row r . act k for an R x A tile: each weight group is decoded once per row and
@@ -170,16 +174,25 @@ void quant_tile(const uint8_t* w, size_t row_bytes, const mt_act_group* const* a
   }
   const int tail = (int)(nb % MT_ACT_GROUP_BLOCKS);
   for (int r = 0; r < R; r++)
-    for (int k = 0; k < A; k++) out[r * A + k] = finish_row<K>(acc[r][k], w + r * row_bytes + full * kGroupBytes, a[k][full], tail);
+    for (int k = 0; k < A; k++)
+      out[r * A + k] = finish_row<K>(acc[r][k], w + r * row_bytes + full * kGroupBytes, a[k][full], tail);
 }
 
 template <class K, int R>
 void quant_tile_m(int64_t m, const uint8_t* w, size_t row_bytes, const mt_act_group* const* a, int64_t nb, float* out) {
   switch (m) {
-    case 1: quant_tile<K, R, 1>(w, row_bytes, a, nb, out); break;
-    case 2: quant_tile<K, R, 2>(w, row_bytes, a, nb, out); break;
-    case 3: quant_tile<K, R, 3>(w, row_bytes, a, nb, out); break;
-    default: quant_tile<K, R, 4>(w, row_bytes, a, nb, out); break;
+    case 1:
+      quant_tile<K, R, 1>(w, row_bytes, a, nb, out);
+      break;
+    case 2:
+      quant_tile<K, R, 2>(w, row_bytes, a, nb, out);
+      break;
+    case 3:
+      quant_tile<K, R, 3>(w, row_bytes, a, nb, out);
+      break;
+    default:
+      quant_tile<K, R, 4>(w, row_bytes, a, nb, out);
+      break;
   }
 }
 
@@ -200,8 +213,10 @@ void quant_matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t n
       const mt_act_group* tile[kA];
       for (int64_t k = 0; k < m; k++) tile[k] = (const mt_act_group*)(acts + (i0 + k) * act_bytes);
       float out[kR * kA];
-      if (rows == kR) quant_tile_m<K, kR>(m, w, row_bytes, tile, nb, out);
-      else quant_tile_m<K, 1>(m, w, row_bytes, tile, nb, out);
+      if (rows == kR)
+        quant_tile_m<K, kR>(m, w, row_bytes, tile, nb, out);
+      else
+        quant_tile_m<K, 1>(m, w, row_bytes, tile, nb, out);
       for (int64_t q = 0; q < rows; q++)
         for (int64_t k = 0; k < m; k++) Y[(i0 + k) * ldy + r + q] = out[q * m + k];
     }

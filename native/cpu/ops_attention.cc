@@ -4,8 +4,8 @@
 
 namespace mt {
 
-void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int32_t n_kv,
-                    int32_t head_dim, float scale, float* scores, float* out) {
+void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int32_t n_kv, int32_t head_dim,
+                    float scale, float* scores, float* out) {
   float max = -INFINITY;
   for (int32_t j = 0; j < n_kv; j++) {
     const float s = dot(q, k + j * kv_stride, head_dim) * scale;

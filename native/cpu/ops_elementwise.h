@@ -17,7 +17,7 @@ void axpy(float a, const float* x, float* y, int64_t n);
 // One query head over n_kv cached positions (causal masking is the caller's n_kv):
 //   s_j = q . k_j * scale; a = softmax(s); out = sum_j a_j v_j
 // q, out [head_dim]; k_j = k + j * kv_stride (same for v); scores [n_kv] is scratch.
-void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int32_t n_kv,
-                    int32_t head_dim, float scale, float* scores, float* out);
+void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int32_t n_kv, int32_t head_dim,
+                    float scale, float* scores, float* out);
 
 }  // namespace mt

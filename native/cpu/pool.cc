@@ -65,20 +65,20 @@ struct mt_pool {
   std::atomic<int64_t> straggler_jobs{0};
   std::vector<std::thread> workers;
 
-  std::atomic<uint64_t> gen{0};       // moves once per job; workers wait on it
-  std::atomic<uint64_t> job{0};       // (gen of the job << 1) | 1 for run, 0 for for
+  std::atomic<uint64_t> gen{0};  // moves once per job; workers wait on it
+  std::atomic<uint64_t> job{0};  // (gen of the job << 1) | 1 for run, 0 for for
   std::atomic<bool> stop{false};
 
-  std::atomic<run_fn> fn{nullptr};    // run jobs
+  std::atomic<run_fn> fn{nullptr};  // run jobs
   std::atomic<void*> arg{nullptr};
   std::atomic<int> pending{0};
 
-  std::atomic<for_fn> ffn{nullptr};   // for jobs
+  std::atomic<for_fn> ffn{nullptr};  // for jobs
   std::atomic<void*> farg{nullptr};
   std::atomic<int64_t> n_chunks{0};
-  std::atomic<uint64_t> claim{0};     // (for_id << 32) | next chunk
+  std::atomic<uint64_t> claim{0};  // (for_id << 32) | next chunk
   std::atomic<int64_t> chunks_done{0};
-  uint32_t for_id = 0;                // caller only
+  uint32_t for_id = 0;  // caller only
 
   // Sleep path. sleepers and gen are seq_cst on both sides (Dekker): either the
   // caller sees a sleeper and notifies under the mutex, or the sleeper sees the new gen.
@@ -226,7 +226,8 @@ void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
     fn(arg, 0, 1);
     return;
   }
-  MT_ASSERT(p->pending.load(std::memory_order_acquire) == 0, "a run job starts only after every worker finished the last one");
+  MT_ASSERT(p->pending.load(std::memory_order_acquire) == 0,
+            "a run job starts only after every worker finished the last one");
   p->fn.store(fn, std::memory_order_relaxed);
   p->arg.store(arg, std::memory_order_relaxed);
   p->pending.store(p->n_threads - 1, std::memory_order_relaxed);
@@ -238,8 +239,9 @@ void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
 void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), void* arg) {
   MT_ASSERT(n_chunks >= 0 && (uint64_t)n_chunks <= kChunkMask, "chunk indices fit the claim word's low 32 bits");
   // The last for job: every chunk was claimed once and ran once, and no straggler ran one after it returned.
-  MT_ASSERT((int64_t)(p->claim.load(std::memory_order_acquire) & kChunkMask) == p->n_chunks.load(std::memory_order_relaxed),
-            "chunk claims never pass n_chunks");
+  MT_ASSERT(
+      (int64_t)(p->claim.load(std::memory_order_acquire) & kChunkMask) == p->n_chunks.load(std::memory_order_relaxed),
+      "chunk claims never pass n_chunks");
   MT_ASSERT(p->chunks_done.load(std::memory_order_acquire) == p->n_chunks.load(std::memory_order_relaxed),
             "a for job returns with each chunk run once, and none runs after");
   if (p->n_threads == 1 || n_chunks == 1) {

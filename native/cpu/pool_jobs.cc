@@ -44,9 +44,9 @@ void run_matmul(void* arg, int64_t chunk, int) {
 
 struct CheckJob {
   int nth_expected;
-  int worker_delay_us;                 // thread 1 sleeps this long in every job (straggler tests)
+  int worker_delay_us;  // thread 1 sleeps this long in every job (straggler tests)
   int64_t job;
-  int64_t* runs_per_thread;            // written only by thread ith: no race
+  int64_t* runs_per_thread;               // written only by thread ith: no race
   std::atomic<int64_t>* threads_per_job;  // all threads add to one slot per job
   std::atomic<int> bad_nth;
 };
@@ -102,9 +102,8 @@ void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64
   mt_pool_for(pool, (rows + j.chunk_rows - 1) / j.chunk_rows, run_matmul, &j);
 }
 
-int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
-                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers,
-                  int caller_gap_us) {
+int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread, int64_t* threads_per_job,
+                  int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers, int caller_gap_us) {
   std::atomic<int64_t>* per_job = new std::atomic<int64_t>[jobs];
   for (int64_t i = 0; i < jobs; i++) per_job[i].store(0);
   std::atomic<int64_t>* per_chunk = new std::atomic<int64_t>[for_chunks > 0 ? for_chunks : 1];

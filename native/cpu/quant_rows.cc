@@ -15,19 +15,27 @@ int mt_type_supported(int type) {
 size_t mt_row_bytes(int type, int64_t cols) {
   if (cols < 0) return 0;
   switch (type) {
-    case MT_F32: return (size_t)cols * 4;
+    case MT_F32:
+      return (size_t)cols * 4;
     case MT_F16:
-    case MT_BF16: return (size_t)cols * 2;
-    case MT_Q8_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q8_0_BYTES;
-    case MT_Q4_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q4_0_BYTES;
-    case MT_Q5_0: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_0_BYTES;
-    case MT_Q5_1: return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_1_BYTES;
+    case MT_BF16:
+      return (size_t)cols * 2;
+    case MT_Q8_0:
+      return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q8_0_BYTES;
+    case MT_Q4_0:
+      return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q4_0_BYTES;
+    case MT_Q5_0:
+      return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_0_BYTES;
+    case MT_Q5_1:
+      return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_1_BYTES;
     case MT_Q2_K:
     case MT_Q3_K:
     case MT_Q4_K:
     case MT_Q5_K:
-    case MT_Q6_K: return cols % MT_QK_K ? 0 : (size_t)(cols / MT_QK_K) * mt_kquant_block_bytes(type);
-    default: return 0;
+    case MT_Q6_K:
+      return cols % MT_QK_K ? 0 : (size_t)(cols / MT_QK_K) * mt_kquant_block_bytes(type);
+    default:
+      return 0;
   }
 }
 
@@ -187,17 +195,25 @@ static void dequant_kquant(int type, const uint8_t* row, int64_t cols, float* ou
 void mt_dequant_row(int type, const void* row, int64_t cols, float* out) {
   const uint8_t* p = (const uint8_t*)row;
   switch (type) {
-    case MT_F32: memcpy(out, p, (size_t)cols * 4); break;
+    case MT_F32:
+      memcpy(out, p, (size_t)cols * 4);
+      break;
     case MT_F16:
       for (int64_t i = 0; i < cols; i++) out[i] = mt_f16_to_f32(mt_load_u16(p + 2 * i));
       break;
     case MT_BF16:
       for (int64_t i = 0; i < cols; i++) out[i] = mt_bf16_to_f32(mt_load_u16(p + 2 * i));
       break;
-    case MT_Q8_0: dequant_q8_0(p, cols, out); break;
-    case MT_Q4_0: dequant_q4_0(p, cols, out); break;
+    case MT_Q8_0:
+      dequant_q8_0(p, cols, out);
+      break;
+    case MT_Q4_0:
+      dequant_q4_0(p, cols, out);
+      break;
     case MT_Q5_0:
-    case MT_Q5_1: dequant_q5(type, p, cols, out); break;
+    case MT_Q5_1:
+      dequant_q5(type, p, cols, out);
+      break;
     default:
       if (mt_is_kquant(type)) dequant_kquant(type, p, cols, out);
       break;

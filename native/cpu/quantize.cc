@@ -31,8 +31,10 @@ inline float signed_max(const float* x) {
 inline int round_away(float v) {
   int i = (int)v;
   const float frac = v - (float)i;
-  if (frac >= 0.5f) i++;
-  else if (frac <= -0.5f) i--;
+  if (frac >= 0.5f)
+    i++;
+  else if (frac <= -0.5f)
+    i--;
   return i;
 }
 
@@ -108,7 +110,9 @@ inline uint16_t f32_to_bf16(float v) {
 void quantize_row(const mt_kquant_searches* searches, int type, const float* x, int64_t cols, uint8_t* out,
                   mt_kquant_scratch* scratch) {
   switch (type) {
-    case MT_F32: memcpy(out, x, (size_t)cols * 4); return;
+    case MT_F32:
+      memcpy(out, x, (size_t)cols * 4);
+      return;
     case MT_F16:
       for (int64_t i = 0; i < cols; i++) put_u16(out + 2 * i, mt_f32_to_f16(x[i]));
       return;
@@ -127,7 +131,9 @@ void quantize_row(const mt_kquant_searches* searches, int type, const float* x, 
     case MT_Q5_1:
       for (int64_t b = 0; b < cols / MT_QK; b++) block_q5_1(x + b * MT_QK, out + b * MT_Q5_1_BYTES);
       return;
-    default: mt_quantize_row_kquant(searches, type, x, cols, out, scratch); return;
+    default:
+      mt_quantize_row_kquant(searches, type, x, cols, out, scratch);
+      return;
   }
 }
 
@@ -135,9 +141,12 @@ void quantize_row(const mt_kquant_searches* searches, int type, const float* x, 
 const mt_kquant_searches* active_searches() {
 #if (defined(__x86_64__) || defined(__i386__)) && !defined(MT_NO_X86_SIMD)
   switch (mt_isa_active()) {
-    case MT_ISA_AVX512VNNI: return &mt_kquant_searches_avx512;
-    case MT_ISA_AVX2: return &mt_kquant_searches_avx2;
-    default: break;
+    case MT_ISA_AVX512VNNI:
+      return &mt_kquant_searches_avx512;
+    case MT_ISA_AVX2:
+      return &mt_kquant_searches_avx2;
+    default:
+      break;
   }
 #endif
   return &mt_kquant_searches_scalar;
@@ -153,7 +162,8 @@ extern "C" int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t 
   mt_kquant_scratch scratch{};
   if (mt_is_kquant(type)) {
     try {
-      weights.resize((size_t)cols), levels.resize((size_t)cols), scales.resize((size_t)cols / 16), mins.resize((size_t)cols / 16);
+      weights.resize((size_t)cols), levels.resize((size_t)cols), scales.resize((size_t)cols / 16),
+          mins.resize((size_t)cols / 16);
     } catch (const std::bad_alloc&) {
       return -2;
     }
@@ -161,6 +171,7 @@ extern "C" int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t 
   }
   const mt_kquant_searches* searches = active_searches();
   uint8_t* o = (uint8_t*)out;
-  for (int64_t r = 0; r < rows; r++) quantize_row(searches, type, x + r * cols, cols, o + (size_t)r * row_bytes, &scratch);
+  for (int64_t r = 0; r < rows; r++)
+    quantize_row(searches, type, x + r * cols, cols, o + (size_t)r * row_bytes, &scratch);
   return 0;
 }

@@ -148,8 +148,10 @@ void block_q3_k(const float* x, uint8_t* o) {
     const float iscale = -32.0f / max_scale;
     for (int j = 0; j < 16; j++) {
       const int l = clampi((int8_t)mt_nearest_int(iscale * scales[j]), -32, 31) + 32;
-      if (j < 8) sc[j] = (uint8_t)(l & 0x0f);
-      else sc[j - 8] |= (uint8_t)((l & 0x0f) << 4);
+      if (j < 8)
+        sc[j] = (uint8_t)(l & 0x0f);
+      else
+        sc[j - 8] |= (uint8_t)((l & 0x0f) << 4);
       sc[8 + (j % 4)] |= (uint8_t)((l >> 4) << (2 * (j >> 2)));
     }
     d = put_f16(o + 108, 1.0f / iscale);
@@ -229,7 +231,8 @@ void pack_q45_k(int bits, const float* x, uint8_t* L, const float* scales, const
 
 // Q4_K / Q5_K rows of nb super-blocks: the weights av_x + |x| (av_x a sub-block's rms), every
 // sub-block's scale search in one run (lanes side by side), then each super-block packed.
-void row_q45_k(const mt_kquant_searches* searches, int bits, const float* x, int64_t nb, uint8_t* out, mt_kquant_scratch* s) {
+void row_q45_k(const mt_kquant_searches* searches, int bits, const float* x, int64_t nb, uint8_t* out,
+               mt_kquant_scratch* s) {
   const int64_t nsub = 8 * nb;
   for (int64_t j = 0; j < nsub; j++) {
     float sum_x2 = 0.0f;
@@ -237,8 +240,10 @@ void row_q45_k(const mt_kquant_searches* searches, int bits, const float* x, int
     const float av_x = sqrtf(sum_x2 / 32.0f);
     for (int l = 0; l < 32; l++) s->weights[32 * j + l] = av_x + fabsf(x[32 * j + l]);
   }
-  if (bits == 4) searches->scale_min32(x, s->weights, nsub, 15, -1.0f, 0.1f, 20, s->levels, s->scales, s->mins);
-  else searches->scale_min32(x, s->weights, nsub, 31, -0.5f, 0.1f, 15, s->levels, s->scales, s->mins);
+  if (bits == 4)
+    searches->scale_min32(x, s->weights, nsub, 15, -1.0f, 0.1f, 20, s->levels, s->scales, s->mins);
+  else
+    searches->scale_min32(x, s->weights, nsub, 31, -0.5f, 0.1f, 15, s->levels, s->scales, s->mins);
   const int bytes = bits == 4 ? 144 : 176;
   for (int64_t b = 0; b < nb; b++) {
     uint8_t* o = out + b * bytes;
@@ -306,7 +311,9 @@ void mt_quantize_row_kquant(const mt_kquant_searches* searches, int type, const 
   for (int64_t b = 0; b < nb; b++) {
     uint8_t* o = out + b * bytes;
     memset(o, 0, (size_t)bytes);
-    if (type == MT_Q2_K) block_q2_k(x + b * MT_QK_K, o);
-    else block_q3_k(x + b * MT_QK_K, o);
+    if (type == MT_Q2_K)
+      block_q2_k(x + b * MT_QK_K, o);
+    else
+      block_q3_k(x + b * MT_QK_K, o);
   }
 }

@@ -44,8 +44,8 @@ static inline float mt_weighted_error(const float* x, int n, const float* w, flo
 
 // make_qkx2_quants (quant-k-search.ts fitScaleMin): x [n] ~ scale * L + min, min <= 0, L in
 // [0, nmax]; *min_neg = -min.
-static inline void mt_fit_scale_min(const float* x, int n, int nmax, const float* w, uint8_t* L, float rmin, float rdelta,
-                                    int nstep, bool use_mad, float* scale_out, float* min_neg) {
+static inline void mt_fit_scale_min(const float* x, int n, int nmax, const float* w, uint8_t* L, float rmin,
+                                    float rdelta, int nstep, bool use_mad, float* scale_out, float* min_neg) {
   float min = x[0], max = x[0];
   float sum_w = w[0];
   float sum_x = sum_w * x[0];
@@ -105,10 +105,23 @@ typedef float mt_v8f __attribute__((vector_size(32)));
 typedef int32_t mt_v8i __attribute__((vector_size(32)));
 typedef float mt_v16f __attribute__((vector_size(64)));
 typedef int32_t mt_v16i __attribute__((vector_size(64)));
-template <int N> struct mt_lanes;
-template <> struct mt_lanes<4> { typedef mt_v4f vf; typedef mt_v4i vi; };
-template <> struct mt_lanes<8> { typedef mt_v8f vf; typedef mt_v8i vi; };
-template <> struct mt_lanes<16> { typedef mt_v16f vf; typedef mt_v16i vi; };
+template <int N>
+struct mt_lanes;
+template <>
+struct mt_lanes<4> {
+  typedef mt_v4f vf;
+  typedef mt_v4i vi;
+};
+template <>
+struct mt_lanes<8> {
+  typedef mt_v8f vf;
+  typedef mt_v8i vi;
+};
+template <>
+struct mt_lanes<16> {
+  typedef mt_v16f vf;
+  typedef mt_v16i vi;
+};
 
 // mt_fit_scale_min (squared error, n = 32) for N sub-blocks at x + 32 l (weights w + 32 l,
 // levels L + 32 l). A lane whose values leave nearest_int's exact range (|v| > 4194303 or NaN:
@@ -135,13 +148,13 @@ static void mt_fit_scale_min_lanes(const float* x, const float* w, int nmax, flo
   }
   min = min > zero ? zero : min;
   vi Lt[n], laux[n];
-#define MT_NEAREST_LEVEL(out, v)                                       \
-  do {                                                                 \
-    const vf v_ = (v);                                                 \
-    wide |= (v_ > 4194303.0f) | (v_ < -4194303.0f) | (v_ != v_);       \
-    vi q_ = (vi)(v_ + 12582912.0f) - 0x4B400000;                       \
-    q_ = q_ < zero_i ? zero_i : q_;                                    \
-    (out) = q_ > nmax_i ? nmax_i : q_;                                 \
+#define MT_NEAREST_LEVEL(out, v)                                 \
+  do {                                                           \
+    const vf v_ = (v);                                           \
+    wide |= (v_ > 4194303.0f) | (v_ < -4194303.0f) | (v_ != v_); \
+    vi q_ = (vi)(v_ + 12582912.0f) - 0x4B400000;                 \
+    q_ = q_ < zero_i ? zero_i : q_;                              \
+    (out) = q_ > nmax_i ? nmax_i : q_;                           \
   } while (0)
   vf iscale = ((float)nmax) / (max - min);
   vf scale = 1.0f / iscale;
@@ -182,7 +195,8 @@ static void mt_fit_scale_min_lanes(const float* x, const float* w, int nmax, flo
 #undef MT_NEAREST_LEVEL
   for (int l = 0; l < N; l++) {
     if (wide[l]) {
-      mt_fit_scale_min(x + 32 * l, 32, nmax, w + 32 * l, L + 32 * l, rmin, rdelta, nstep, false, &scales[l], &min_negs[l]);
+      mt_fit_scale_min(x + 32 * l, 32, nmax, w + 32 * l, L + 32 * l, rmin, rdelta, nstep, false, &scales[l],
+                       &min_negs[l]);
       continue;
     }
     for (int i = 0; i < n; i++) L[32 * l + i] = (uint8_t)Lt[i][l];

@@ -83,8 +83,8 @@ extern "C" int mt_pool_quantize_rows(mt_pool* pool, int type, const float* x, in
   return j.failed.load() ? -2 : 0;
 }
 
-extern "C" int mt_pool_synth_uniform(mt_pool* pool, uint32_t state[4], double scale, int type, int64_t rows, int64_t cols,
-                                     void* out) {
+extern "C" int mt_pool_synth_uniform(mt_pool* pool, uint32_t state[4], double scale, int type, int64_t rows,
+                                     int64_t cols, void* out) {
   const size_t row_bytes = mt_row_bytes(type, cols);
   if (!mt_type_supported(type) || row_bytes == 0 || rows < 0) return -1;
   if (rows == 0) return 0;
@@ -105,7 +105,8 @@ extern "C" int mt_pool_synth_uniform(mt_pool* pool, uint32_t state[4], double sc
     QuantJob j;
     j.type = type, j.x = buffers[k].data(), j.rows = n0, j.cols = cols, j.out = (uint8_t*)out + (size_t)r0 * row_bytes;
     j.row_bytes = row_bytes;
-    j.state = state, j.scale = scale, j.fill_dst = n1 > 0 ? buffers[k ^ 1].data() : nullptr, j.fill_rows = n1 > 0 ? n1 : 0;
+    j.state = state, j.scale = scale, j.fill_dst = n1 > 0 ? buffers[k ^ 1].data() : nullptr,
+    j.fill_rows = n1 > 0 ? n1 : 0;
     mt_pool_for(pool, pieces_for(&j, mt_pool_threads(pool)) + (j.fill_rows > 0 ? 1 : 0), run_quant, &j);
     if (j.failed.load()) return -2;
     r0 = next, n0 = n1;

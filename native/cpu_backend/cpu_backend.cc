@@ -66,12 +66,15 @@ void CpuBackend::run() {
 #endif
   UploadJob job;
   while (queue_.pop(&job)) {
-    MT_ASSERT(job.dst != nullptr && job.n_pieces >= 1 && job.copy_limit <= job.bytes, "a submitted job has a slot, pieces and a copy limit within them");
+    MT_ASSERT(job.dst != nullptr && job.n_pieces >= 1 && job.copy_limit <= job.bytes,
+              "a submitted job has a slot, pieces and a copy limit within them");
     const int64_t start = monotonic_ns();
     const bool ok = copy_pieces(job);
     const int64_t end = monotonic_ns();
-    if (job.virtual_times) complete(job, ok, job.start_ns, job.end_ns);
-    else complete(job, ok, start, end);
+    if (job.virtual_times)
+      complete(job, ok, job.start_ns, job.end_ns);
+    else
+      complete(job, ok, start, end);
   }
 }
 

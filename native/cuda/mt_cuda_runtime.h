@@ -51,12 +51,12 @@ typedef struct mt_cuda_expert_args {
   const float* x;
   float* y;
   int32_t count;
-  void* scratch;          /* at least expert_scratch_bytes(...) bytes of device memory */
+  void* scratch; /* at least expert_scratch_bytes(...) bytes of device memory */
   uint64_t scratch_bytes;
 } mt_cuda_expert_args;
 
 typedef struct mt_cuda_runtime {
-  const char* name;  /* "cudart <version>" or "simulated" */
+  const char* name; /* "cudart <version>" or "simulated" */
   /* device */
   int (*get_device_count)(int* count);
   int (*set_device)(int device);
@@ -84,7 +84,8 @@ typedef struct mt_cuda_runtime {
   int (*event_elapsed_ms)(float* ms, void* start, void* end);
   /* kernels */
   int (*type_supported)(int type);
-  size_t (*expert_scratch_bytes)(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff, int32_t count);
+  size_t (*expert_scratch_bytes)(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff,
+                                 int32_t count);
   int (*expert_ffn)(const mt_cuda_expert_args* args, void* stream);
 } mt_cuda_runtime;
 

@@ -51,7 +51,8 @@ struct Landed {
 
 class DiskBackend : public RamBackend {
  public:
-  DiskBackend(const mt_backend_config& c, mt_io* io, bool direct) : RamBackend(c), io_(io), direct_(direct), thread_([this] { run(); }) {}
+  DiskBackend(const mt_backend_config& c, mt_io* io, bool direct)
+      : RamBackend(c), io_(io), direct_(direct), thread_([this] { run(); }) {}
   ~DiskBackend() override {
     drain();  // the completion thread waits on io_: it stops first
     mt_io_destroy(io_);
@@ -64,8 +65,8 @@ class DiskBackend : public RamBackend {
 
  private:
   bool in_file(const mt_upload_piece& p) const;
-  void issue(DiskJob& d);     // under queue_mu_
-  void issue_waiting();       // under queue_mu_
+  void issue(DiskJob& d);  // under queue_mu_
+  void issue_waiting();    // under queue_mu_
   Landed wait_reads(const DiskJob& d);
   void note_read(const mt_io_info& info);
   void drop_cached(const mt_io_info& info) const;
@@ -99,8 +100,10 @@ void DiskBackend::submit(const UploadJob& job) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     MT_ASSERT(!stopping_, "no upload is submitted once drain began (the backend is closed first)");
-    if (waiting_.empty() && outstanding_ + job.n_pieces <= MT_BACKEND_DISK_READS_OUTSTANDING_MAX) issue(d);
-    else waiting_.push_back(d);  // after the jobs waiting already: reads go to the disk in upload order
+    if (waiting_.empty() && outstanding_ + job.n_pieces <= MT_BACKEND_DISK_READS_OUTSTANDING_MAX)
+      issue(d);
+    else
+      waiting_.push_back(d);  // after the jobs waiting already: reads go to the disk in upload order
   }
   queue_cv_.notify_one();
 }
@@ -114,8 +117,10 @@ void DiskBackend::issue(DiskJob& d) {
     if (p.bytes == 0) continue;  // nothing to read (the engine refuses empty reads)
     const uint64_t offset = uint64_t(static_cast<const uint8_t*>(p.src) - config.file_base);
     mt_io_id id = 0;
-    if (mt_io_read(io_, offset, p.bytes, d.job.dst + at, int64_t(d.job.event), &id, nullptr, 0) != MT_IO_OK) d.refused = true;
-    else d.reads[d.n_reads++] = id;
+    if (mt_io_read(io_, offset, p.bytes, d.job.dst + at, int64_t(d.job.event), &id, nullptr, 0) != MT_IO_OK)
+      d.refused = true;
+    else
+      d.reads[d.n_reads++] = id;
     at += p.bytes;
   }
   outstanding_ += d.n_reads;
@@ -161,7 +166,9 @@ void DiskBackend::note_read(const mt_io_info& info) {
 }
 
 // Buffered (no O_DIRECT): the page cache must not keep a second copy of what the slot now holds.
-void DiskBackend::drop_cached(const mt_io_info& info) const { drop_cached_range(io_, info.file_offset, info.bytes_read); }
+void DiskBackend::drop_cached(const mt_io_info& info) const {
+  drop_cached_range(io_, info.file_offset, info.bytes_read);
+}
 
 // Jobs finish in issue order; stopping only ends the loop once nothing is issued or waiting.
 // Normal priority (not the cpu copier's SCHED_BATCH): it only settles what the disk did, in a few
@@ -201,7 +208,8 @@ void DiskBackend::drain() {
   queue_cv_.notify_one();
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(queue_mu_);
-  MT_ASSERT(issued_.empty() && waiting_.empty() && outstanding_ == 0, "the completion thread ends only once every job completed");
+  MT_ASSERT(issued_.empty() && waiting_.empty() && outstanding_ == 0,
+            "the completion thread ends only once every job completed");
 }
 
 void DiskBackend::stats(mt_backend_disk_stats* out) {
@@ -225,17 +233,23 @@ void DiskBackend::stats(mt_backend_disk_stats* out) {
   out->alignment_bytes = io.alignment_bytes;
 }
 
-DiskBackend* as_disk(mt_backend* b) { return b != nullptr && b->config.kind == MT_BACKEND_DISK ? static_cast<DiskBackend*>(b) : nullptr; }
+DiskBackend* as_disk(mt_backend* b) {
+  return b != nullptr && b->config.kind == MT_BACKEND_DISK ? static_cast<DiskBackend*>(b) : nullptr;
+}
 
 }  // namespace
 
 mt_backend* create_disk_backend(const mt_backend_config& c, char* err, size_t err_bytes) {
   if (c.file_fd < 0 || c.file_base == nullptr || c.file_length == 0)
-    return fail(err, err_bytes, MT_BACKEND_INVALID, "create: disk: expected the model file (file_fd, file_base, file_length)"), nullptr;
+    return fail(err, err_bytes, MT_BACKEND_INVALID,
+                "create: disk: expected the model file (file_fd, file_base, file_length)"),
+           nullptr;
   bool direct = false;
   std::string why;
   mt_io* io = open_model_file_engine(c, &direct, &why);  // O_DIRECT: the disk's bytes go to the slot and nowhere else
-  if (io == nullptr) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: disk: the read engine over the model file: " + why), nullptr;
+  if (io == nullptr)
+    return fail(err, err_bytes, MT_BACKEND_INVALID, "create: disk: the read engine over the model file: " + why),
+           nullptr;
   try {
     return new DiskBackend(c, io, direct);
   } catch (const std::exception& e) {  // no memory, or no completion thread

@@ -20,7 +20,9 @@ namespace {
 class FakeBackend : public CpuBackend {
  public:
   explicit FakeBackend(const mt_backend_config& c)
-      : CpuBackend(c), fixed_ns_(std::llround(c.transfer_fixed_us * 1000.0)), fail_after_(c.fail_transfer_after_bytes) {}
+      : CpuBackend(c),
+        fixed_ns_(std::llround(c.transfer_fixed_us * 1000.0)),
+        fail_after_(c.fail_transfer_after_bytes) {}
 
   void prepare_upload(UploadJob& job) override {
     job.copy_limit = job.bytes;
@@ -35,7 +37,8 @@ class FakeBackend : public CpuBackend {
     // it (with any queue wait) and start -> end the bytes alone, as the calibration reads them.
     job.start_ns = (upload_clock_ > compute_clock_ ? upload_clock_ : compute_clock_) + fixed_ns_;
     job.end_ns = job.start_ns + ns_for(job.copy_limit, config.bandwidth_bytes_per_s);
-    MT_ASSERT(job.start_ns >= upload_clock_ && job.end_ns >= job.start_ns, "the virtual upload clock never goes back: uploads serialise");
+    MT_ASSERT(job.start_ns >= upload_clock_ && job.end_ns >= job.start_ns,
+              "the virtual upload clock never goes back: uploads serialise");
     upload_clock_ = job.end_ns;
   }
 
@@ -65,7 +68,8 @@ class FakeBackend : public CpuBackend {
 
 mt_backend* create_fake_backend(const mt_backend_config& c, char* err, size_t err_bytes) {
   if (!(c.bandwidth_bytes_per_s > 0) || !std::isfinite(c.bandwidth_bytes_per_s))
-    return fail(err, err_bytes, MT_BACKEND_INVALID, "create: bandwidthBytesPerS: expected a finite number > 0"), nullptr;
+    return fail(err, err_bytes, MT_BACKEND_INVALID, "create: bandwidthBytesPerS: expected a finite number > 0"),
+           nullptr;
   if (!(c.compute_bytes_per_s > 0) || !std::isfinite(c.compute_bytes_per_s))
     return fail(err, err_bytes, MT_BACKEND_INVALID, "create: computeBytesPerS: expected a finite number > 0"), nullptr;
   if (!(c.transfer_fixed_us >= 0) || !std::isfinite(c.transfer_fixed_us))

@@ -19,13 +19,13 @@
 #ifdef MT_DEBUG_ASSERTS
 #include <stdio.h>
 #include <stdlib.h>
-#define MT_ASSERT(cond, msg)                                                                    \
-  do {                                                                                          \
-    if (!(cond)) {                                                                              \
-      fprintf(stderr, "%s:%d: assertion failed: %s: %s\n", __FILE__, __LINE__, #cond, msg);     \
-      fflush(stderr);                                                                           \
-      abort();                                                                                  \
-    }                                                                                           \
+#define MT_ASSERT(cond, msg)                                                                \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
+      fprintf(stderr, "%s:%d: assertion failed: %s: %s\n", __FILE__, __LINE__, #cond, msg); \
+      fflush(stderr);                                                                       \
+      abort();                                                                              \
+    }                                                                                       \
   } while (0)
 #define MT_DEBUG_ASSERTS_ENABLED 1
 #else

@@ -93,25 +93,31 @@ extern "C" {
 typedef struct mt_backend mt_backend;
 /* A slot's stride: its bytes rounded up to this; the budget counts strides. */
 #define MT_BACKEND_SLOT_ALIGN_BYTES 64
-typedef uint64_t mt_event_id;  /* > 0; ids are never reused by one backend */
-typedef uint64_t mt_lease_id;  /* > 0; ids are never reused by one backend */
+typedef uint64_t mt_event_id; /* > 0; ids are never reused by one backend */
+typedef uint64_t mt_lease_id; /* > 0; ids are never reused by one backend */
 
 /* CUDA: device memory through libmoetier_cuda.so; CUDA_SIM: the same host code on a simulated
  * runtime (tests). Both: include/mt_backend_cuda.h. */
-enum mt_backend_kind { MT_BACKEND_CPU = 0, MT_BACKEND_FAKE = 1, MT_BACKEND_DISK = 2, MT_BACKEND_CUDA = 3, MT_BACKEND_CUDA_SIM = 4 };
+enum mt_backend_kind {
+  MT_BACKEND_CPU = 0,
+  MT_BACKEND_FAKE = 1,
+  MT_BACKEND_DISK = 2,
+  MT_BACKEND_CUDA = 3,
+  MT_BACKEND_CUDA_SIM = 4
+};
 
 enum mt_backend_status {
   MT_BACKEND_OK = 0,
-  MT_BACKEND_INVALID = -1,       /* bad argument: unknown slot / event, wrong size (a caller bug) */
-  MT_BACKEND_BUDGET = -2,        /* reserving would pass the byte budget; nothing reserved */
-  MT_BACKEND_BUSY = -3,          /* the slot is leased or an upload into it is in flight */
-  MT_BACKEND_NO_OVERWRITE = -4,  /* in-place overwrite refused: free the slot, then upload */
-  MT_BACKEND_STATE = -5,         /* the slot's state forbids it (upload into a full slot without
+  MT_BACKEND_INVALID = -1,      /* bad argument: unknown slot / event, wrong size (a caller bug) */
+  MT_BACKEND_BUDGET = -2,       /* reserving would pass the byte budget; nothing reserved */
+  MT_BACKEND_BUSY = -3,         /* the slot is leased or an upload into it is in flight */
+  MT_BACKEND_NO_OVERWRITE = -4, /* in-place overwrite refused: free the slot, then upload */
+  MT_BACKEND_STATE = -5,        /* the slot's state forbids it (upload into a full slot without
                                     overwrite, lease of an empty or invalid slot, reserve with
                                     another slot size) */
-  MT_BACKEND_NO_MEMORY = -6,     /* the allocation of a slot block failed */
-  MT_BACKEND_UNSUPPORTED = -7,   /* an optional verb this backend does not implement */
-  MT_BACKEND_CLOSED = -8         /* the backend is shutting down */
+  MT_BACKEND_NO_MEMORY = -6,    /* the allocation of a slot block failed */
+  MT_BACKEND_UNSUPPORTED = -7,  /* an optional verb this backend does not implement */
+  MT_BACKEND_CLOSED = -8        /* the backend is shutting down */
 };
 
 enum mt_slot_state { MT_SLOT_EMPTY = 0, MT_SLOT_UPLOADING = 1, MT_SLOT_VALID = 2, MT_SLOT_INVALID = 3 };
@@ -120,14 +126,14 @@ enum mt_event_kind { MT_EVENT_UPLOAD = 0, MT_EVENT_COMPUTE = 1 };
 
 /* Fields that do not apply to a kind are ignored. */
 typedef struct mt_backend_config {
-  int32_t kind;                      /* enum mt_backend_kind */
-  uint64_t budget_bytes;             /* slot bytes the device may hold (all reserve calls together) */
+  int32_t kind;          /* enum mt_backend_kind */
+  uint64_t budget_bytes; /* slot bytes the device may hold (all reserve calls together) */
   /* fake only */
-  double bandwidth_bytes_per_s;      /* > 0 */
-  double transfer_fixed_us;          /* >= 0, per upload */
-  double compute_bytes_per_s;        /* > 0, weight bytes streamed per second of compute */
-  int32_t overwrite_supported;       /* 0: refuse in-place overwrite (fake, cuda-sim) */
-  uint64_t fail_transfer_after_bytes;/* 0: never; else the upload that would take the backend's
+  double bandwidth_bytes_per_s;       /* > 0 */
+  double transfer_fixed_us;           /* >= 0, per upload */
+  double compute_bytes_per_s;         /* > 0, weight bytes streamed per second of compute */
+  int32_t overwrite_supported;        /* 0: refuse in-place overwrite (fake, cuda-sim) */
+  uint64_t fail_transfer_after_bytes; /* 0: never; else the upload that would take the backend's
                                         total uploaded bytes past this fails there (once); disk too
                                         (and a cuda kind given the file): the read crossing it;
                                         cuda-sim: the copy call crossing it copies the bytes
@@ -141,9 +147,9 @@ typedef struct mt_backend_config {
   const uint8_t* file_base;
   uint64_t file_length;
   /* cuda-sim only (the simulated runtime's faults, for tests): */
-  uint64_t sim_device_bytes;         /* 0: 1 GiB; device allocations past this fail (error 2) */
-  int32_t sim_no_device;             /* 1: get_device_count reports no device (error 100) */
-  int32_t sim_async_copy_fault;      /* 1: the copy crossing fail_transfer_after_bytes is accepted by
+  uint64_t sim_device_bytes;    /* 0: 1 GiB; device allocations past this fail (error 2) */
+  int32_t sim_no_device;        /* 1: get_device_count reports no device (error 100) */
+  int32_t sim_async_copy_fault; /* 1: the copy crossing fail_transfer_after_bytes is accepted by
                                         the call; its error turns up in every event its stream reaches
                                         after it (sticky, as CUDA's asynchronous errors: the device is
                                         lost, later uploads fail too) */
@@ -155,28 +161,28 @@ typedef struct mt_backend_config {
 void mt_backend_config_preset_consumer_8gb(mt_backend_config* out);
 
 typedef struct mt_event_info {
-  int32_t state;       /* enum mt_event_state */
-  int32_t kind;        /* enum mt_event_kind */
-  int64_t start_ns;    /* upload: when its copy began; compute: the marker's instant */
-  int64_t end_ns;      /* upload: when it ended (0 while pending); compute: = start_ns */
-  int64_t label;       /* the caller's tag (e.g. invocation * 1024 + layer) */
-  int32_t slot;        /* upload: the slot; compute: -1 */
-  uint64_t bytes;      /* upload: bytes requested; compute: the work bytes recorded */
+  int32_t state;    /* enum mt_event_state */
+  int32_t kind;     /* enum mt_event_kind */
+  int64_t start_ns; /* upload: when its copy began; compute: the marker's instant */
+  int64_t end_ns;   /* upload: when it ended (0 while pending); compute: = start_ns */
+  int64_t label;    /* the caller's tag (e.g. invocation * 1024 + layer) */
+  int32_t slot;     /* upload: the slot; compute: -1 */
+  uint64_t bytes;   /* upload: bytes requested; compute: the work bytes recorded */
 } mt_event_info;
 
 typedef struct mt_backend_stats {
-  int32_t slots;                 /* reserved slots */
-  uint64_t slot_bytes;           /* bytes of one slot as requested */
-  uint64_t slot_stride_bytes;    /* slot_bytes rounded up to the alignment; what the budget counts */
-  uint64_t reserved_bytes;       /* slots * slot_stride_bytes <= budget_bytes, always */
+  int32_t slots;              /* reserved slots */
+  uint64_t slot_bytes;        /* bytes of one slot as requested */
+  uint64_t slot_stride_bytes; /* slot_bytes rounded up to the alignment; what the budget counts */
+  uint64_t reserved_bytes;    /* slots * slot_stride_bytes <= budget_bytes, always */
   uint64_t budget_bytes;
-  int64_t leases;                /* live leases over all slots */
+  int64_t leases; /* live leases over all slots */
   int32_t uploads_in_flight;
   uint64_t uploads_done, uploads_failed, bytes_uploaded;
-  uint64_t discards;             /* mt_backend_discard calls that gave a slot's memory back */
+  uint64_t discards; /* mt_backend_discard calls that gave a slot's memory back */
   int32_t overwrite_supported;
-  int32_t host_visible;          /* slot_data works */
-  int32_t virtual_clock;         /* event times are on a virtual clock decided at issue (fake) */
+  int32_t host_visible;  /* slot_data works */
+  int32_t virtual_clock; /* event times are on a virtual clock decided at issue (fake) */
 } mt_backend_stats;
 
 /* One source piece of an upload; pieces land back to back from the slot's start. */
@@ -192,7 +198,8 @@ void mt_backend_destroy(mt_backend* b);
 
 /* Adds n slots of slot_bytes each (ids [*first, *first + n)); every call must use the same
  * slot_bytes. Refused past the budget (MT_BACKEND_BUDGET) with nothing reserved. */
-int mt_backend_slots_reserve(mt_backend* b, int32_t n, uint64_t slot_bytes, int32_t* first, char* err, size_t err_bytes);
+int mt_backend_slots_reserve(mt_backend* b, int32_t n, uint64_t slot_bytes, int32_t* first, char* err,
+                             size_t err_bytes);
 
 /* Starts copying the pieces (their bytes summing to at most slot_bytes) into the slot and
  * returns at once. overwrite = 0: the slot must be empty. overwrite = 1: a valid or invalid
@@ -240,8 +247,8 @@ int mt_backend_run_expert(mt_backend* b, int32_t slot, const void* args, char* e
 typedef struct mt_backend_expert_args {
   const float* x;
   float* y;
-  int32_t count;                          /* 1 .. MT_BACKEND_RUN_ROWS_MAX */
-  int32_t gate_type, up_type, down_type;  /* enum mt_type (mt_kernels.h) */
+  int32_t count;                         /* 1 .. MT_BACKEND_RUN_ROWS_MAX */
+  int32_t gate_type, up_type, down_type; /* enum mt_type (mt_kernels.h) */
   uint64_t gate_bytes, up_bytes, down_bytes;
   int64_t n_embd, n_ff;
 } mt_backend_expert_args;
@@ -273,7 +280,8 @@ typedef struct mt_backend_i {
    * slots valid and leased; at most MT_BACKEND_RUNS_MAX runs and MT_BACKEND_RUN_ROWS_MAX rows in
    * all; span may be NULL. NULL on the host kinds (cpu, fake, disk), whose residents the forward
    * pass computes from mt_backend_slot_data; set on cuda and cuda-sim. */
-  int (*run_experts)(mt_backend* b, const mt_backend_run* runs, int32_t n, mt_backend_span* span, char* err, size_t err_bytes);
+  int (*run_experts)(mt_backend* b, const mt_backend_run* runs, int32_t n, mt_backend_span* span, char* err,
+                     size_t err_bytes);
 } mt_backend_i;
 
 /* The backend's interface (never NULL; it lives as long as the backend). */

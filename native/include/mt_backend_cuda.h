@@ -31,8 +31,8 @@ typedef mt_backend_span mt_backend_cuda_span;
 
 /* mt_backend_interface(b)->run_experts as a verb: refused (MT_BACKEND_UNSUPPORTED) on the kinds
  * whose entry is NULL. */
-int mt_backend_cuda_run_experts(mt_backend* b, const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err,
-                                size_t err_bytes);
+int mt_backend_cuda_run_experts(mt_backend* b, const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span,
+                                char* err, size_t err_bytes);
 
 /* The upload path's pinned staging ring: the container is pageable (mmap), so each piece is
  * copied in chunks of at most STAGING_BUFFER_BYTES into one of STAGING_BUFFERS pinned buffers,
@@ -43,10 +43,10 @@ int mt_backend_cuda_run_experts(mt_backend* b, const mt_backend_cuda_run* runs, 
 /* Why a CUDA backend could not be created. */
 enum mt_cuda_unavailable {
   MT_CUDA_AVAILABLE = 0,
-  MT_CUDA_NOT_BUILT = 1,    /* libmoetier_cuda.so is not next to the addon: nvcc was not found at build time */
-  MT_CUDA_LOAD_FAILED = 2,  /* the library exists but dlopen / dlsym failed (dlerror in the message) */
-  MT_CUDA_NO_DRIVER = 3,    /* the CUDA runtime could not start (no or too old a driver) */
-  MT_CUDA_NO_DEVICE = 4     /* the runtime started but found no usable device */
+  MT_CUDA_NOT_BUILT = 1,   /* libmoetier_cuda.so is not next to the addon: nvcc was not found at build time */
+  MT_CUDA_LOAD_FAILED = 2, /* the library exists but dlopen / dlsym failed (dlerror in the message) */
+  MT_CUDA_NO_DRIVER = 3,   /* the CUDA runtime could not start (no or too old a driver) */
+  MT_CUDA_NO_DEVICE = 4    /* the runtime started but found no usable device */
 };
 const char* mt_cuda_unavailable_name(int reason); /* "not-built", "load-failed", "no-driver", "no-device" */
 
@@ -60,7 +60,8 @@ int mt_backend_cuda_library_path(char* out, size_t out_bytes);
 /* Test only: copies min(bytes, slot_bytes) bytes of a slot back from the device (memcpy_d2h on
  * the compute stream, then synchronised). Refused (MT_BACKEND_UNSUPPORTED) on other kinds and
  * while an upload into the slot is in flight. */
-int mt_backend_cuda_slot_read(mt_backend* b, int32_t slot, void* out, size_t bytes, size_t* copied, char* err, size_t err_bytes);
+int mt_backend_cuda_slot_read(mt_backend* b, int32_t slot, void* out, size_t bytes, size_t* copied, char* err,
+                              size_t err_bytes);
 
 #ifdef __cplusplus
 }

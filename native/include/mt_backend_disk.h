@@ -43,9 +43,9 @@ typedef struct mt_backend_disk_stats {
   int32_t reads_queued;         /* now, in the engine's queue */
   int32_t uploads_waiting;      /* now, in the backend: their reads wait for the outstanding limit */
   uint64_t reads_issued, reads_failed;
-  uint64_t bytes_read;          /* bytes that landed in slots, over every read */
-  uint64_t reads_bounced;       /* direct reads through a bounce buffer (GGUF pieces are 32-byte aligned) */
-  uint64_t alignment_bytes;     /* what direct reads align to (1 when buffered) */
+  uint64_t bytes_read;      /* bytes that landed in slots, over every read */
+  uint64_t reads_bounced;   /* direct reads through a bounce buffer (GGUF pieces are 32-byte aligned) */
+  uint64_t alignment_bytes; /* what direct reads align to (1 when buffered) */
 } mt_backend_disk_stats;
 
 int mt_backend_disk_stats_get(mt_backend* b, mt_backend_disk_stats* out, char* err, size_t err_bytes);

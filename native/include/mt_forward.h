@@ -26,8 +26,8 @@ typedef struct mt_hparams {
   int32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_vocab;
   int32_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
   double rms_eps, rope_base;
-  int32_t rope_neox;  /* 0: rotate (x[2i], x[2i+1]); 1: rotate (x[i], x[i + headDim/2]) */
-  int32_t qk_norm;    /* enum mt_qk_norm */
+  int32_t rope_neox; /* 0: rotate (x[2i], x[2i+1]); 1: rotate (x[i], x[i + headDim/2]) */
+  int32_t qk_norm;   /* enum mt_qk_norm */
   int32_t norm_top_k, attn_bias, shared_expert, tied_output;
 } mt_hparams;
 
@@ -75,16 +75,16 @@ typedef struct mt_layer_experts {
  * bind returns 0, or -1 with a message in err having released what it held; the eval then
  * fails and calls nothing more for that layer. */
 typedef struct mt_expert_binding {
-  int32_t expert;       /* in: the routed expert id */
-  int32_t rows;         /* in: the chunk's token rows routed to it */
-  const uint8_t* gate;  /* out: gate | up | down of the layer's geometry, or NULL: the container's */
+  int32_t expert;      /* in: the routed expert id */
+  int32_t rows;        /* in: the chunk's token rows routed to it */
+  const uint8_t* gate; /* out: gate | up | down of the layer's geometry, or NULL: the container's */
   const uint8_t* up;
   const uint8_t* down;
-  int32_t type;         /* out: their type when gate != NULL (the container's, or an exact copy's) */
-  int32_t fast;         /* out: 1 when computed from a fast (resident) copy: a hit */
-  int32_t pending;      /* out: 1 when its weights are still being read: gate/up/down are set by a
+  int32_t type;    /* out: their type when gate != NULL (the container's, or an exact copy's) */
+  int32_t fast;    /* out: 1 when computed from a fast (resident) copy: a hit */
+  int32_t pending; /* out: 1 when its weights are still being read: gate/up/down are set by a
                            later await that names it, and it is computed only then */
-  int32_t remote;       /* out: 1 when the source computes it itself (a resident in device memory,
+  int32_t remote;  /* out: 1 when the source computes it itself (a resident in device memory,
                            which the host cannot read): gate/up/down stay NULL, and the forward pass
                            hands the run's rows to remote_start instead of computing them */
 } mt_expert_binding;
@@ -94,7 +94,7 @@ typedef struct mt_expert_binding {
  * row_of[j]); y is the forward pass's own expert-output buffer, combined in rank order after
  * remote_wait, so the sum's order does not depend on where an expert ran. */
 typedef struct mt_remote_run {
-  int32_t binding;        /* index into the bind's runs */
+  int32_t binding; /* index into the bind's runs */
   int32_t rows;
   const int32_t* row_of;
   float* y;
@@ -102,7 +102,7 @@ typedef struct mt_remote_run {
 
 typedef struct mt_expert_source {
   void* self;
-  const mt_model* model;  /* the model the source was made for (mt_eval checks it) */
+  const mt_model* model; /* the model the source was made for (mt_eval checks it) */
   int64_t (*stamp)(void* self, int32_t layer, uint64_t work_bytes);
   void (*layer_begin)(void* self, int32_t layer);
   int (*bind)(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, char* err, size_t err_bytes);
@@ -111,8 +111,8 @@ typedef struct mt_expert_source {
    * ready (*n_ready of them; each pending run is named once). The forward pass computes the ready
    * runs while the others are still being read. -1 on a failed read (message in err): every read
    * into the source's scratch has ended by then and the layer's leases are released. */
-  int (*await)(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, int32_t* ready, int32_t* n_ready, char* err,
-               size_t err_bytes);
+  int (*await)(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, int32_t* ready, int32_t* n_ready,
+               char* err, size_t err_bytes);
   void (*layer_end)(void* self, int32_t layer);
   /* Optional (NULL, or predict_k 0: none): in a one-token eval, at the start of layer l the forward
    * pass applies layer l + 1's router to the residual stream entering l and hands its top
@@ -135,14 +135,14 @@ typedef struct mt_expert_source {
 } mt_expert_source;
 
 /* base/length: the mapping. The model keeps pointers into it: it must outlive the model. */
-mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
-                          const uint8_t* base, size_t length, char* err, size_t err_bytes);
+mt_model* mt_model_create(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors, const uint8_t* base,
+                          size_t length, char* err, size_t err_bytes);
 /* The same, with dense_fd >= 0 (an open descriptor of the mapped file): every tensor but the
  * routed experts (attention, router, norms, embeddings, head, shared expert) is read with pread
  * into the model's own memory and computed from there, so the mapping's pages of those tensors
  * are never touched (the mapping still holds the experts). The fd is only read during the call. */
-mt_model* mt_model_create_owned(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors, const uint8_t* base,
-                                size_t length, int dense_fd, char* err, size_t err_bytes);
+mt_model* mt_model_create_owned(const mt_hparams* hp, const mt_tensor_desc* tensors, int32_t n_tensors,
+                                const uint8_t* base, size_t length, int dense_fd, char* err, size_t err_bytes);
 void mt_model_free(mt_model* model);
 /* Bytes of the dense tensors the model holds in its own memory (0 without a dense fd). */
 uint64_t mt_model_owned_dense_bytes(const mt_model* model);
@@ -171,14 +171,14 @@ int32_t mt_context_n_ctx(const mt_context* ctx);
 typedef struct mt_eval_args {
   const int32_t* tokens;
   int32_t n_tokens;
-  int32_t pos;          /* first position; [pos, pos + n) must lie inside n_ctx */
-  float* logits;        /* n_vocab floats, or n_tokens * n_vocab with all_logits */
-  size_t logits_len;    /* floats available at logits */
+  int32_t pos;       /* first position; [pos, pos + n) must lie inside n_ctx */
+  float* logits;     /* n_vocab floats, or n_tokens * n_vocab with all_logits */
+  size_t logits_len; /* floats available at logits */
   int32_t all_logits;
-  int32_t* routes;      /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank] */
+  int32_t* routes; /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank] */
   size_t routes_len;
   const mt_expert_source* experts; /* NULL (every expert from the container), or where they come from */
-  double* layer_stats;  /* NULL, or n_layer * MT_LAYER_STATS_FIELDS (above) */
+  double* layer_stats;             /* NULL, or n_layer * MT_LAYER_STATS_FIELDS (above) */
   size_t layer_stats_len;
   /* NULL, or (a one-token eval only) n_layer * predict_k expert ids: for each layer l, its router
    * applied to the residual stream entering l (before l's attention: the state the previous layer
@@ -186,7 +186,7 @@ typedef struct mt_eval_args {
    * the routing itself, the weights and the experts that run are unchanged. */
   int32_t* predicted;
   size_t predicted_len;
-  int32_t predict_k;    /* 1..nExpert when predicted is set */
+  int32_t predict_k;     /* 1..nExpert when predicted is set */
   int32_t predict_ahead; /* 0 or 1: predicted[l] is made from the stream entering layer l - ahead
                             (layer 0's for l < ahead), with layer l's router */
   /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank]: the experts each row runs

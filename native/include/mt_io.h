@@ -94,7 +94,12 @@ enum mt_io_status {
 
 enum mt_io_read_state { MT_IO_PENDING = 0, MT_IO_DONE = 1, MT_IO_FAILED = 2 };
 
-enum mt_io_alignment_source { MT_IO_ALIGN_NONE = 0, MT_IO_ALIGN_BLKSSZGET = 1, MT_IO_ALIGN_STATX = 2, MT_IO_ALIGN_DEFAULT = 3 };
+enum mt_io_alignment_source {
+  MT_IO_ALIGN_NONE = 0,
+  MT_IO_ALIGN_BLKSSZGET = 1,
+  MT_IO_ALIGN_STATX = 2,
+  MT_IO_ALIGN_DEFAULT = 3
+};
 
 /* Limits, named once. */
 #define MT_IO_QUEUE_DEPTH_MAX 64
@@ -108,9 +113,9 @@ enum mt_io_alignment_source { MT_IO_ALIGN_NONE = 0, MT_IO_ALIGN_BLKSSZGET = 1, M
  * ~10 MB in flight), and because a shallower queue keeps per-read latency and the bounce pool (one
  * buffer per read in flight) small. */
 #define MT_IO_QUEUE_DEPTH_DEFAULT 8
-#define MT_IO_QUEUED_MAX 4096                 /* reads waiting for a place in flight */
-#define MT_IO_READ_BYTES_MAX (1ull << 30)     /* one read's bytes */
-#define MT_IO_FINISHED_RETAINED 4096          /* finished reads kept for query; older ones pruned */
+#define MT_IO_QUEUED_MAX 4096             /* reads waiting for a place in flight */
+#define MT_IO_READ_BYTES_MAX (1ull << 30) /* one read's bytes */
+#define MT_IO_FINISHED_RETAINED 4096      /* finished reads kept for query; older ones pruned */
 #define MT_IO_REASON_BYTES 112
 
 typedef struct mt_io_config {
@@ -132,31 +137,31 @@ typedef struct mt_io_config {
 void mt_io_config_default(mt_io_config* out);
 
 typedef struct mt_io_info {
-  int32_t state;          /* enum mt_io_read_state */
-  int32_t error;          /* errno when failed (EIO, ENODATA: end of file, ECANCELED, ENOMEM), else 0 */
-  int64_t label;          /* the caller's tag */
-  uint64_t file_offset;   /* as asked */
-  uint64_t bytes;         /* as asked */
-  uint64_t bytes_read;    /* bytes of the wanted range that landed in dst */
+  int32_t state;                       /* enum mt_io_read_state */
+  int32_t error;                       /* errno when failed (EIO, ENODATA: end of file, ECANCELED, ENOMEM), else 0 */
+  int64_t label;                       /* the caller's tag */
+  uint64_t file_offset;                /* as asked */
+  uint64_t bytes;                      /* as asked */
+  uint64_t bytes_read;                 /* bytes of the wanted range that landed in dst */
   int64_t issued_ns, start_ns, end_ns; /* start 0 while queued, end 0 while pending */
-  int32_t bounced;        /* 1: read through a bounce buffer and copied */
-  char reason[MT_IO_REASON_BYTES]; /* "" when done; else why, naming the offset and the bytes */
+  int32_t bounced;                     /* 1: read through a bounce buffer and copied */
+  char reason[MT_IO_REASON_BYTES];     /* "" when done; else why, naming the offset and the bytes */
 } mt_io_info;
 
 typedef struct mt_io_stats {
-  int32_t kind;                /* the engine in use: MT_IO_URING or MT_IO_THREADS */
+  int32_t kind; /* the engine in use: MT_IO_URING or MT_IO_THREADS */
   int32_t queue_depth;
   int32_t direct;
-  int32_t alignment_source;    /* enum mt_io_alignment_source (MT_IO_ALIGN_NONE when buffered) */
-  uint64_t alignment_bytes;    /* what direct syscalls align offset, length and memory to (1 when buffered) */
-  uint64_t reads_issued;       /* mt_io_read calls accepted */
+  int32_t alignment_source; /* enum mt_io_alignment_source (MT_IO_ALIGN_NONE when buffered) */
+  uint64_t alignment_bytes; /* what direct syscalls align offset, length and memory to (1 when buffered) */
+  uint64_t reads_issued;    /* mt_io_read calls accepted */
   uint64_t reads_done, reads_failed, reads_cancelled; /* cancelled ones are counted in failed too */
-  uint64_t bytes_read;         /* wanted bytes that landed, over every read */
-  uint64_t reads_bounced;      /* reads that went through a bounce buffer */
-  uint64_t bounce_copy_ns;     /* time the completion side spent copying out of bounce buffers */
-  uint64_t resubmits;          /* syscalls that continued a short read */
+  uint64_t bytes_read;                                /* wanted bytes that landed, over every read */
+  uint64_t reads_bounced;                             /* reads that went through a bounce buffer */
+  uint64_t bounce_copy_ns;                            /* time the completion side spent copying out of bounce buffers */
+  uint64_t resubmits;                                 /* syscalls that continued a short read */
   int32_t reads_in_flight, reads_queued;
-  uint64_t bounce_bytes;       /* bounce memory the engine holds now */
+  uint64_t bounce_bytes; /* bounce memory the engine holds now */
 } mt_io_stats;
 
 /* The caller keeps fd; the engine reopens the file as its own (see above). NULL on failure, with
@@ -198,8 +203,8 @@ typedef struct mt_io_live_counts {
 } mt_io_live_counts;
 void mt_io_live(mt_io_live_counts* out);
 
-const char* mt_io_status_name(int status);  /* "ok", "invalid", "no-memory", ... */
-const char* mt_io_kind_name(int kind);      /* "auto", "uring", "threads" */
+const char* mt_io_status_name(int status); /* "ok", "invalid", "no-memory", ... */
+const char* mt_io_kind_name(int kind);     /* "auto", "uring", "threads" */
 /* "EIO", "ENODATA", ... for the errnos a read reports; "E<number>" for others (a static buffer
  * per thread). */
 const char* mt_io_errno_name(int error);

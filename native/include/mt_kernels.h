@@ -20,20 +20,29 @@ extern "C" {
 #endif
 
 enum mt_type {
-  MT_F32 = 0, MT_F16 = 1, MT_Q4_0 = 2, MT_Q5_0 = 6, MT_Q5_1 = 7, MT_Q8_0 = 8,
-  MT_Q2_K = 10, MT_Q3_K = 11, MT_Q4_K = 12, MT_Q5_K = 13, MT_Q6_K = 14, /* 256-element super-blocks */
+  MT_F32 = 0,
+  MT_F16 = 1,
+  MT_Q4_0 = 2,
+  MT_Q5_0 = 6,
+  MT_Q5_1 = 7,
+  MT_Q8_0 = 8,
+  MT_Q2_K = 10,
+  MT_Q3_K = 11,
+  MT_Q4_K = 12,
+  MT_Q5_K = 13,
+  MT_Q6_K = 14, /* 256-element super-blocks */
   MT_BF16 = 30
 };
 
 /* Instruction-set paths, chosen at run time; every path computes the same op. */
 enum mt_isa { MT_ISA_SCALAR = 0, MT_ISA_AVX2 = 1, MT_ISA_AVX512VNNI = 2 };
-int mt_isa_best(void);          /* the best path this CPU supports that passed its self-check against scalar */
-int mt_isa_detected(void);      /* the best path the CPU reports, verified or not */
+int mt_isa_best(void);     /* the best path this CPU supports that passed its self-check against scalar */
+int mt_isa_detected(void); /* the best path the CPU reports, verified or not */
 /* Run a path's self-check: 1 agrees with scalar, 0 disagrees, -1 the CPU lacks the path.
  * inject_error perturbs the reference, so tests can show the check notices a difference. */
 int mt_isa_verify(int isa, int inject_error);
-int mt_isa_active(void);        /* the path in use */
-int mt_isa_set(int isa);        /* force a path (tests, benches); returns 0, or -1 if the CPU lacks it */
+int mt_isa_active(void); /* the path in use */
+int mt_isa_set(int isa); /* force a path (tests, benches); returns 0, or -1 if the CPU lacks it */
 const char* mt_isa_name(int isa);
 
 int mt_type_supported(int type);

@@ -25,7 +25,8 @@ extern "C" {
 
 void mt_dlfu_add(double* count, double* stamp, int32_t expert, double add, double now, double half_life);
 double mt_dlfu_score(const double* count, const double* stamp, int32_t expert, double half_life);
-int32_t mt_dlfu_victim(const double* count, const double* stamp, const uint8_t* eligible, int32_t n_expert, double half_life);
+int32_t mt_dlfu_victim(const double* count, const double* stamp, const uint8_t* eligible, int32_t n_expert,
+                       double half_life);
 
 #ifdef __cplusplus
 }

@@ -52,9 +52,8 @@ void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64
  * adds 1 to chunk_runs[chunk] (for_chunks entries) and, when a worker (ith > 0) ran it,
  * to *chunks_on_workers. caller_gap_us > 0: the caller sleeps that long before each job (an
  * idle gap, as between two evaluations). Returns 0, or -1 if a job saw a wrong nth. */
-int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread,
-                  int64_t* threads_per_job, int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers,
-                  int caller_gap_us);
+int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread, int64_t* threads_per_job,
+                  int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers, int caller_gap_us);
 /* Rows x [rows, cols] quantised as mt_quantize_rows does, rows split over the pool's threads
  * (synth_fill.cc). Returns 0, -1 for a bad type / cols, -2 when scratch could not be allocated. */
 int mt_pool_quantize_rows(mt_pool* pool, int type, const float* x, int64_t rows, int64_t cols, void* out);
@@ -62,7 +61,8 @@ int mt_pool_quantize_rows(mt_pool* pool, int type, const float* x, int64_t rows,
  * state[4] = a, b, c, d, advanced past the rows; value = (int32) step * scale, rounded to f32),
  * quantised to `type` into out on the pool. The same bytes as the TypeScript path, for any thread
  * count. Working memory: two buffers of 4 Mi floats. Returns as mt_pool_quantize_rows. */
-int mt_pool_synth_uniform(mt_pool* pool, uint32_t state[4], double scale, int type, int64_t rows, int64_t cols, void* out);
+int mt_pool_synth_uniform(mt_pool* pool, uint32_t state[4], double scale, int type, int64_t rows, int64_t cols,
+                          void* out);
 /* Streaming read bandwidth over a fresh buffer of `bytes`, split over `threads` threads:
  * the best of several passes, in GB/s (1e9 bytes per second); negative if allocation fails. */
 double mt_read_bandwidth_gbs(size_t bytes, int threads);

@@ -61,11 +61,11 @@ enum mt_prefetch_outcome {
   MT_PF_LANDED = 4,             /* complete: landed unrouted, live until routed (covered) or evicted (wasted) */
   MT_PF_COVERED = 5,            /* route */
   MT_PF_LATE = 6,               /* route (MT_PF_READ_PENDING), complete (an awaited read) */
-  MT_PF_AWAITING = 7,           /* route: in flight (late or uncovered as it ends); resident as it lands, a second route */
-  MT_PF_UNCOVERED = 8,          /* route; fail or evict of an awaited read */
-  MT_PF_RESIDENT = 9,           /* route */
-  MT_PF_WASTED = 10,            /* evict, complete (evicted in flight) */
-  MT_PF_NONE = 11               /* evict: no prefetch of it holds a slot */
+  MT_PF_AWAITING = 7,  /* route: in flight (late or uncovered as it ends); resident as it lands, a second route */
+  MT_PF_UNCOVERED = 8, /* route; fail or evict of an awaited read */
+  MT_PF_RESIDENT = 9,  /* route */
+  MT_PF_WASTED = 10,   /* evict, complete (evicted in flight) */
+  MT_PF_NONE = 11      /* evict: no prefetch of it holds a slot */
 };
 
 /* What the caller knows of a live in-flight read at its route. */
@@ -77,9 +77,22 @@ enum mt_prefetch_read {
 
 /* The tallies, in the order of src/tiers/prefetch-ledger.ts TALLY_NAMES. */
 enum mt_prefetch_tally_name {
-  MT_PF_ADMITTED, MT_PF_T_REFUSED_QUEUE_FULL, MT_PF_T_REFUSED_BYTES_FULL, MT_PF_T_REFUSED_DUPLICATE,
-  MT_PF_ISSUED, MT_PF_COMPLETED, MT_PF_FAILED, MT_PF_CANCELLED, MT_PF_DROPPED, MT_PF_RETIRED,
-  MT_PF_ROUTED, MT_PF_T_RESIDENT, MT_PF_T_COVERED, MT_PF_T_LATE, MT_PF_T_UNCOVERED, MT_PF_T_WASTED,
+  MT_PF_ADMITTED,
+  MT_PF_T_REFUSED_QUEUE_FULL,
+  MT_PF_T_REFUSED_BYTES_FULL,
+  MT_PF_T_REFUSED_DUPLICATE,
+  MT_PF_ISSUED,
+  MT_PF_COMPLETED,
+  MT_PF_FAILED,
+  MT_PF_CANCELLED,
+  MT_PF_DROPPED,
+  MT_PF_RETIRED,
+  MT_PF_ROUTED,
+  MT_PF_T_RESIDENT,
+  MT_PF_T_COVERED,
+  MT_PF_T_LATE,
+  MT_PF_T_UNCOVERED,
+  MT_PF_T_WASTED,
   MT_PF_TALLIES
 };
 
@@ -98,12 +111,12 @@ typedef struct mt_prefetch_task {
 
 typedef struct mt_prefetch_ledger {
   int32_t n_layer, n_expert;
-  int32_t queue_max;  /* queued tasks at most (<= queue_cap) */
-  uint64_t bytes_max; /* outstanding bytes at most */
-  mt_prefetch_task* task;  /* [task_cap]: a task is named by its index */
+  int32_t queue_max;      /* queued tasks at most (<= queue_cap) */
+  uint64_t bytes_max;     /* outstanding bytes at most */
+  mt_prefetch_task* task; /* [task_cap]: a task is named by its index */
   int32_t task_cap;
-  int32_t* live;           /* [n_layer * n_expert]: the key's live task, -1 none */
-  int32_t* queue;          /* [queue_cap]: the queued tasks, oldest first */
+  int32_t* live;  /* [n_layer * n_expert]: the key's live task, -1 none */
+  int32_t* queue; /* [queue_cap]: the queued tasks, oldest first */
   int32_t queue_cap, queue_n;
   uint64_t generation, outstanding_bytes, inflight_bytes;
   mt_prefetch_tallies* total;    /* NULL: not kept */
@@ -119,7 +132,8 @@ int32_t mt_prefetch_ledger_landed_unrouted(const mt_prefetch_ledger* l);
  * first, then MT_PF_WRONG_STATE unless the entry is free (never used, or ended and no key's live
  * task) and the queue's table has room. The replay's handle takes a new entry each time (a task's id
  * is its entry + 1); the tier takes the key's own (at most one task of a key is unended there). */
-int32_t mt_prefetch_admit(mt_prefetch_ledger* l, int32_t task, int32_t layer, int32_t expert, uint64_t bytes, uint64_t generation, double at_ms);
+int32_t mt_prefetch_admit(mt_prefetch_ledger* l, int32_t task, int32_t layer, int32_t expert, uint64_t bytes,
+                          uint64_t generation, double at_ms);
 /* A new generation: queued tasks of older ones are cancelled; returns how many. */
 int32_t mt_prefetch_begin(mt_prefetch_ledger* l, uint64_t generation, double at_ms);
 int32_t mt_prefetch_issue(mt_prefetch_ledger* l, int32_t task, double at_ms);
@@ -128,7 +142,8 @@ int32_t mt_prefetch_drop(mt_prefetch_ledger* l, int32_t task, double at_ms);
 int32_t mt_prefetch_complete(mt_prefetch_ledger* l, int32_t task, double at_ms);
 int32_t mt_prefetch_fail(mt_prefetch_ledger* l, int32_t task, double at_ms);
 /* (layer, expert) is routed now; resident: it holds a slot by other means; read: mt_prefetch_read. */
-int32_t mt_prefetch_route(mt_prefetch_ledger* l, int32_t layer, int32_t expert, uint64_t bytes, int32_t resident, int32_t read, double at_ms);
+int32_t mt_prefetch_route(mt_prefetch_ledger* l, int32_t layer, int32_t expert, uint64_t bytes, int32_t resident,
+                          int32_t read, double at_ms);
 /* (layer, expert) left its slot. */
 int32_t mt_prefetch_evict(mt_prefetch_ledger* l, int32_t layer, int32_t expert, double at_ms);
 

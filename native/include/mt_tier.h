@@ -49,12 +49,12 @@ typedef struct mt_tier mt_tier;
 
 enum mt_tier_status {
   MT_TIER_OK = 0,
-  MT_TIER_STARTED = 1,            /* request_swap with issue_now: issued at once */
-  MT_TIER_NOT_RESIDENT = -2,      /* the victim is not RESIDENT (incoming, outgoing or none) */
-  MT_TIER_ALREADY_RESIDENT = -3,  /* the newcomer is not NONE */
-  MT_TIER_QUEUE_FULL = -4,        /* request_swap: the gate's queue holds its queue_max swaps already */
-  MT_TIER_INVALID = -10,          /* a bad argument (message in err) */
-  MT_TIER_FAILED = -11            /* an operating failure: a backend refusal, a failed upload */
+  MT_TIER_STARTED = 1,           /* request_swap with issue_now: issued at once */
+  MT_TIER_NOT_RESIDENT = -2,     /* the victim is not RESIDENT (incoming, outgoing or none) */
+  MT_TIER_ALREADY_RESIDENT = -3, /* the newcomer is not NONE */
+  MT_TIER_QUEUE_FULL = -4,       /* request_swap: the gate's queue holds its queue_max swaps already */
+  MT_TIER_INVALID = -10,         /* a bad argument (message in err) */
+  MT_TIER_FAILED = -11           /* an operating failure: a backend refusal, a failed upload */
 };
 
 enum mt_expert_state { MT_EXPERT_NONE = 0, MT_EXPERT_INCOMING = 1, MT_EXPERT_RESIDENT = 2, MT_EXPERT_OUTGOING = 3 };
@@ -71,7 +71,13 @@ enum mt_expert_state { MT_EXPERT_NONE = 0, MT_EXPERT_INCOMING = 1, MT_EXPERT_RES
 #define MT_TIER_GATE_BYTES_DEFAULT (512ull * 1024 * 1024)
 #define MT_TIER_GATE_TRANSFERS_DEFAULT 8
 #define MT_TIER_GATE_QUEUE_DEFAULT 4096
-enum mt_tier_gate_class { MT_TIER_GATE_MISS = 0, MT_TIER_GATE_PREFETCH = 1, MT_TIER_GATE_SWAP = 2, MT_TIER_GATE_WARM = 3, MT_TIER_GATE_CLASSES = 4 };
+enum mt_tier_gate_class {
+  MT_TIER_GATE_MISS = 0,
+  MT_TIER_GATE_PREFETCH = 1,
+  MT_TIER_GATE_SWAP = 2,
+  MT_TIER_GATE_WARM = 3,
+  MT_TIER_GATE_CLASSES = 4
+};
 /* Upload outcomes (and evictions) kept until polled; more are counted (reports_dropped) and dropped. */
 #define MT_TIER_REPORTS_MAX 4096
 /* Prefetch tasks queued at once at most (waiting for room under the in-flight cap; the engine's
@@ -83,21 +89,22 @@ typedef struct mt_tier_options {
   int32_t n_layer;                /* must be the model's */
   const uint8_t* host;            /* host copy arena (Q8_0 experts), or NULL */
   size_t host_bytes;
-  const int32_t* host_offsets;    /* [nLayer * nExpert]: offset of an expert's copy in host, or -1
+  const int32_t* host_offsets;      /* [nLayer * nExpert]: offset of an expert's copy in host, or -1
                                      (the container); read with acquire loads during evals */
-  int32_t stream_fd;              /* >= 0: a descriptor of the model file; a miss with no host copy is
+  int32_t stream_fd;                /* >= 0: a descriptor of the model file; a miss with no host copy is
                                      read from it before its layer runs it, on the tier's read engine
                                      (mt_io.h): into a slot when one can take it (admitted; never on
                                      a backend whose slots the host cannot read), else into the
                                      tier's scratch for that call (streamed); never computed from
                                      the mapping. -1: from the mapping */
-  const uint8_t* stream_base;     /* where that file is mapped (the experts' views point into it) */
+  const uint8_t* stream_base;       /* where that file is mapped (the experts' views point into it) */
   uint64_t stream_fail_after_bytes; /* test only: the streamed read that takes the bytes read past
                                      this fails (mt_io_config.fail_after_bytes); 0: never */
 } mt_tier_options;
 
 /* The model and backend must outlive the tier; so must host / host_offsets. */
-mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tier_options* options, char* err, size_t err_bytes);
+mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tier_options* options, char* err,
+                        size_t err_bytes);
 /* Waits for uploads in flight, stops the issuer, frees the tier's slots. No eval may run. */
 void mt_tier_free(mt_tier* tier);
 /* The tier as the forward pass's expert source (mt_eval_args.experts); owned by the tier. */
@@ -108,7 +115,8 @@ const mt_expert_source* mt_tier_source(mt_tier* tier);
 void mt_tier_expert_bytes(const mt_tier* tier, uint64_t* container, uint64_t* host_copy);
 uint64_t mt_tier_host_copy_bytes(const mt_model* model);
 /* Q4_0 / Q8_0 expert -> its Q8_0 host copy at dst (dst_bytes >= mt_tier_host_copy_bytes). */
-int mt_tier_requantize(const mt_model* model, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err, size_t err_bytes);
+int mt_tier_requantize(const mt_model* model, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err,
+                       size_t err_bytes);
 
 /* states [nLayer * nExpert] (enum mt_expert_state) and slots [nLayer * nExpert] (the slot a
  * compute would read, or -1); either may be NULL. A consistent snapshot (under the tier's lock). */
@@ -118,7 +126,8 @@ void mt_tier_expert_states(mt_tier* tier, uint8_t* states, int32_t* slots);
  * issue_now and the layer not being computed, the layer's queue issued at once as far as the budget
  * allows: MT_TIER_STARTED when it issued any; else a negative status and nothing changed
  * (MT_TIER_QUEUE_FULL: the gate holds queue_max swaps). task_id comes back in the upload's report. */
-int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now);
+int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id,
+                         int32_t issue_now);
 
 /* Any time: the gate's budget (bytes and transfers in flight at once, each >= 1) and the most swaps
  * it holds queued (>= 1; more are refused). MT_TIER_INVALID for a value below 1 (nothing changes). */
@@ -156,7 +165,8 @@ void mt_tier_policy_scores(mt_tier* tier, double* out, size_t n);
  * them (budget may be NULL). Leaving
  * ENFORCE cancels what is queued. MT_TIER_INVALID for a bad value (nothing changes). */
 enum mt_tier_prefetch_mode { MT_TIER_PREFETCH_OFF = 0, MT_TIER_PREFETCH_OBSERVE = 1, MT_TIER_PREFETCH_ENFORCE = 2 };
-int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n, int32_t queue_max);
+int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n,
+                         int32_t queue_max);
 /* The routes' prefetch outcomes by layer since the stats mark: out[l * 4 + k] for k = covered,
  * late, wasted, uncovered (n: room in out, nLayer * 4 for all). */
 void mt_tier_prefetch_by_layer(mt_tier* tier, uint64_t* out, size_t n);
@@ -184,9 +194,9 @@ void mt_tier_kick(mt_tier* tier);
 typedef struct mt_tier_upload {
   double task_id;
   int32_t layer, expert, victim;
-  int32_t ok, in_place, fell_back;  /* fell_back: the slot was freed, then uploaded into empty */
-  int32_t admitted;                 /* issued at bind for a routed miss waiting on it (admit before run) */
-  int32_t prefetch;                 /* issued by a prediction, a layer ahead (tier_prefetch.cc) */
+  int32_t ok, in_place, fell_back; /* fell_back: the slot was freed, then uploaded into empty */
+  int32_t admitted;                /* issued at bind for a routed miss waiting on it (admit before run) */
+  int32_t prefetch;                /* issued by a prediction, a layer ahead (tier_prefetch.cc) */
   uint64_t bytes;
   int64_t issued_ns, start_ns, end_ns;
 } mt_tier_upload;
@@ -206,29 +216,29 @@ typedef struct mt_tier_read {
 /* Moves out the uploads settled, the experts evicted and the streamed reads landed since the
  * last poll (each array holds MT_TIER_REPORTS_MAX entries); their counts in *n_uploads,
  * *n_evictions and *n_reads (reads may be NULL: dropped). */
-void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions,
-                  mt_tier_read* reads, int32_t* n_reads);
+void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions,
+                  int32_t* n_evictions, mt_tier_read* reads, int32_t* n_reads);
 
 typedef struct mt_tier_stats {
-  uint64_t hits, misses, lazy_misses;  /* routed rows: from slots / from host copies or the container / the container */
-  int64_t leases;                      /* live leases on the tier's slots (0 between evals) */
-  int32_t slots_spare;                 /* reserved slots no layer uses (a shrink left them) */
+  uint64_t hits, misses, lazy_misses; /* routed rows: from slots / from host copies or the container / the container */
+  int64_t leases;                     /* live leases on the tier's slots (0 between evals) */
+  int32_t slots_spare;                /* reserved slots no layer uses (a shrink left them) */
   uint64_t reports_dropped;
   uint64_t hook_calls, hook_ns, hook_dropped;
-  uint64_t swaps_started_now;          /* issue_now swaps the caller issued itself */
-  uint64_t swaps_issued_by_issuer;     /* swaps the issuer thread issued after their boundary */
-  uint64_t boundaries_posted;          /* boundaries the eval thread posted to the issuer */
-  uint64_t streamed_reads, streamed_bytes;  /* misses read from the file into scratch for their call */
-  uint64_t stream_failures;            /* reads before a run that failed (the eval failed with them) */
-  uint64_t admitted_reads;             /* misses read into a slot before they ran (also uploads) */
-  uint64_t stream_engine_bytes;        /* bytes the tier's read engine read since creation (never reset) */
-  uint64_t stall_ns;                   /* from the stats mark: time the forward pass waited for reads of
+  uint64_t swaps_started_now;              /* issue_now swaps the caller issued itself */
+  uint64_t swaps_issued_by_issuer;         /* swaps the issuer thread issued after their boundary */
+  uint64_t boundaries_posted;              /* boundaries the eval thread posted to the issuer */
+  uint64_t streamed_reads, streamed_bytes; /* misses read from the file into scratch for their call */
+  uint64_t stream_failures;                /* reads before a run that failed (the eval failed with them) */
+  uint64_t admitted_reads;                 /* misses read into a slot before they ran (also uploads) */
+  uint64_t stream_engine_bytes;            /* bytes the tier's read engine read since creation (never reset) */
+  uint64_t stall_ns;                       /* from the stats mark: time the forward pass waited for reads of
                                           misses with nothing else of the layer left to run */
-  uint64_t expert_reads;               /* from the stats mark: routed misses read by their own call
+  uint64_t expert_reads;                   /* from the stats mark: routed misses read by their own call
                                           (admitted or streamed; a wait on an earlier upload is not one) */
-  uint64_t distinct_experts_read;      /* the distinct (layer, expert) among them: reads / distinct is
+  uint64_t distinct_experts_read;          /* the distinct (layer, expert) among them: reads / distinct is
                                           a prefill's reads per distinct expert (1.0 at best) */
-  uint64_t bulk_layers;                /* layers read whole (the whole-layer path) since creation */
+  uint64_t bulk_layers;                    /* layers read whole (the whole-layer path) since creation */
   /* Prefetch, by expert, from the stats mark: of the routed experts a prediction read, covered
    * (landed by their bind) and late (not landed then: late_ns waited in all, on the disk tier);
    * wasted (read, evicted before any routing); uncovered (routed, needed bytes moved, no
@@ -239,7 +249,8 @@ typedef struct mt_tier_stats {
    * admitted), refused (the queue was full), and each queued task's one end: issued (then
    * completed or failed), cancelled (a newer eval or its layer began first), dropped (no slot or
    * the backend refused); bytes retired at those ends; bytes in flight now. */
-  uint64_t prefetch_queued, prefetch_refused, prefetch_issued, prefetch_completed, prefetch_failed, prefetch_cancelled, prefetch_dropped;
+  uint64_t prefetch_queued, prefetch_refused, prefetch_issued, prefetch_completed, prefetch_failed, prefetch_cancelled,
+      prefetch_dropped;
   uint64_t prefetch_admitted_bytes, prefetch_retired_bytes, prefetch_inflight_bytes;
   int32_t prefetch_queue_length;
   /* The one gate: its budget, what is in flight under it now (every class), the swaps it holds
@@ -263,14 +274,16 @@ void mt_tier_reset_stats(mt_tier* tier);
  * reserves more; shrinking frees free slots first, then the victims' slots in the given order
  * (lowest score first) that are plainly RESIDENT, evicting them (reported by poll). On an
  * error nothing changed. */
-int mt_tier_resize(mt_tier* tier, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err, size_t err_bytes);
+int mt_tier_resize(mt_tier* tier, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err,
+                   size_t err_bytes);
 
 /* Warmstart: fill free slots of the layer with the experts (NONE ones; others are skipped) and
  * wait for them. issue (any thread) returns a handle, also when it failed part-way (then
  * *status < 0 and err says why; the handle still holds the uploads issued); NULL when nothing
  * was issued. finish waits (any thread, e.g. a worker), promotes what landed, frees the handle. */
 typedef struct mt_tier_warm mt_tier_warm;
-mt_tier_warm* mt_tier_warm_issue(mt_tier* tier, int32_t layer, const int32_t* experts, int32_t n, int* status, char* err, size_t err_bytes);
+mt_tier_warm* mt_tier_warm_issue(mt_tier* tier, int32_t layer, const int32_t* experts, int32_t n, int* status,
+                                 char* err, size_t err_bytes);
 int mt_tier_warm_finish(mt_tier* tier, mt_tier_warm* warm, char* err, size_t err_bytes);
 
 /* Called on the eval thread after each layer's routing with the rows per expert [nExpert]

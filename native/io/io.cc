@@ -27,19 +27,26 @@ uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 std::string at(uint64_t offset, uint64_t got, uint64_t bytes) {
-  return "at offset " + std::to_string(offset) + ": got " + std::to_string(got) + " of " + std::to_string(bytes) + " bytes";
+  return "at offset " + std::to_string(offset) + ": got " + std::to_string(got) + " of " + std::to_string(bytes) +
+         " bytes";
 }
 
-void copy_reason(mt_io_info* info, const std::string& reason) { std::snprintf(info->reason, sizeof info->reason, "%s", reason.c_str()); }
+void copy_reason(mt_io_info* info, const std::string& reason) {
+  std::snprintf(info->reason, sizeof info->reason, "%s", reason.c_str());
+}
 
-int check_read(mt_io* io, uint64_t offset, uint64_t bytes, const void* dst, const char* verb, char* err, size_t err_bytes) {
+int check_read(mt_io* io, uint64_t offset, uint64_t bytes, const void* dst, const char* verb, char* err,
+               size_t err_bytes) {
   const std::string v = verb;
   if (io == nullptr) return fail(err, err_bytes, MT_IO_INVALID, v + ": io: expected an engine");
   if (bytes == 0 || bytes > MT_IO_READ_BYTES_MAX)
-    return fail(err, err_bytes, MT_IO_INVALID, v + ": bytes: expected 1 to " + std::to_string(MT_IO_READ_BYTES_MAX) + ", got " + std::to_string(bytes));
+    return fail(
+        err, err_bytes, MT_IO_INVALID,
+        v + ": bytes: expected 1 to " + std::to_string(MT_IO_READ_BYTES_MAX) + ", got " + std::to_string(bytes));
   if (dst == nullptr) return fail(err, err_bytes, MT_IO_INVALID, v + ": dst: expected memory to read into, got NULL");
   if (offset > uint64_t(INT64_MAX) - bytes)
-    return fail(err, err_bytes, MT_IO_INVALID, v + ": file_offset " + std::to_string(offset) + " + bytes: expected an end below 2^63");
+    return fail(err, err_bytes, MT_IO_INVALID,
+                v + ": file_offset " + std::to_string(offset) + " + bytes: expected an end below 2^63");
   return MT_IO_OK;
 }
 
@@ -60,8 +67,9 @@ int start_read(mt_io* io, uint64_t offset, uint64_t bytes, void* dst, int64_t la
   r.span_bytes = r.bounce ? round_up(offset + bytes, a) - r.span_offset : bytes;
   if (r.bounce && r.span_bytes > io->bounce_bytes_max)
     return fail(err, err_bytes, MT_IO_INVALID,
-                std::string(verb) + ": bytes " + std::to_string(bytes) + " at offset " + std::to_string(offset) + ": its aligned range of " +
-                    std::to_string(r.span_bytes) + " bytes exceeds the bounce buffers' limit, " + std::to_string(io->bounce_bytes_max));
+                std::string(verb) + ": bytes " + std::to_string(bytes) + " at offset " + std::to_string(offset) +
+                    ": its aligned range of " + std::to_string(r.span_bytes) +
+                    " bytes exceeds the bounce buffers' limit, " + std::to_string(io->bounce_bytes_max));
   r.info.state = MT_IO_PENDING;
   r.info.label = label;
   r.info.file_offset = offset;
@@ -70,7 +78,9 @@ int start_read(mt_io* io, uint64_t offset, uint64_t bytes, void* dst, int64_t la
   std::lock_guard<std::mutex> lock(io->mu);
   MT_ASSERT(!io->closing, "no verb races mt_io_destroy");
   if (io->queue.size() >= MT_IO_QUEUED_MAX)
-    return fail(err, err_bytes, MT_IO_BUSY, std::string(verb) + ": " + std::to_string(MT_IO_QUEUED_MAX) + " reads queued already: wait for some first");
+    return fail(
+        err, err_bytes, MT_IO_BUSY,
+        std::string(verb) + ": " + std::to_string(MT_IO_QUEUED_MAX) + " reads queued already: wait for some first");
   if (io->config.fail_after_bytes > 0 && !io->injected && io->bytes_asked + bytes > io->config.fail_after_bytes) {
     r.land_limit = io->config.fail_after_bytes - io->bytes_asked;
     io->injected = true;
@@ -100,7 +110,7 @@ mt_io::mt_io(const mt_io_config& c, const mt::io::File& file)
       align(file.align),
       align_source(file.align_source),
       bounce_bytes_max(c.bounce_bytes_max > 0 ? c.bounce_bytes_max : MT_IO_READ_BYTES_MAX),
-      chunk_bytes(c.chunk_bytes_max == 0 ? UINT64_MAX
+      chunk_bytes(c.chunk_bytes_max == 0           ? UINT64_MAX
                   : c.chunk_bytes_max < file.align ? file.align
                                                    : mt::io::round_down(c.chunk_bytes_max, file.align)),
       bounces(size_t(c.queue_depth)) {
@@ -117,7 +127,8 @@ mt_io::~mt_io() {
 
 bool mt_io::begin(mt_io_id id, int32_t place, mt::io::Flight* f) {
   auto it = reads.find(id);
-  MT_ASSERT(it != reads.end() && it->second.queued && it->second.info.state == MT_IO_PENDING, "a started read was queued");
+  MT_ASSERT(it != reads.end() && it->second.queued && it->second.info.state == MT_IO_PENDING,
+            "a started read was queued");
   MT_ASSERT(place >= 0 && size_t(place) < bounces.size(), "a place is one of queue_depth");
   mt::io::Read& r = it->second;
   r.queued = false;
@@ -134,8 +145,8 @@ bool mt_io::begin(mt_io_id id, int32_t place, mt::io::Flight* f) {
       void* data = nullptr;
       if (posix_memalign(&data, alignment, want) != 0) {
         settle(id, MT_IO_FAILED, ENOMEM, 0,
-               "bounce buffer of " + std::to_string(want) + " bytes: out of memory (offset " + std::to_string(r.info.file_offset) + ", " +
-                   std::to_string(r.info.bytes) + " bytes)");
+               "bounce buffer of " + std::to_string(want) + " bytes: out of memory (offset " +
+                   std::to_string(r.info.file_offset) + ", " + std::to_string(r.info.bytes) + " bytes)");
         return false;
       }
       std::free(b.data);
@@ -159,7 +170,8 @@ uint64_t mt_io::next_length(const mt::io::Flight& f) const {
 
 mt::io::Next mt_io::advance(mt::io::Flight& f, uint64_t n) const {
   f.got += n;
-  if (f.got >= f.skip + f.bytes) return mt::io::Next::kDone;  // a direct span may stop short past the wanted end (end of file)
+  if (f.got >= f.skip + f.bytes)
+    return mt::io::Next::kDone;  // a direct span may stop short past the wanted end (end of file)
   MT_ASSERT(f.got < f.span_bytes, "a syscall reads no more than it was asked");
   if (f.got >= f.span_bytes) return mt::io::Next::kEndOfFile;
   // A direct read that stops off the alignment has met the end of the file: no syscall can go on from there.
@@ -214,8 +226,10 @@ void mt_io::settle(mt_io_id id, int32_t state, int error, uint64_t landed, const
   info.end_ns = mt_monotonic_ns();
   mt::io::copy_reason(&info, reason);
   bytes_read += landed;
-  if (state == MT_IO_DONE) reads_done++;
-  else reads_failed++;
+  if (state == MT_IO_DONE)
+    reads_done++;
+  else
+    reads_failed++;
   if (error == ECANCELED) reads_cancelled++;
   finished.push_back(id);
   while (finished.size() > MT_IO_FINISHED_RETAINED) {
@@ -229,8 +243,9 @@ void mt_io::cancel_queued() {
   for (mt_io_id id : queue) {
     mt::io::Read& r = reads.at(id);
     r.queued = false;
-    settle(id, MT_IO_FAILED, ECANCELED,
-           0, "cancelled before it started (offset " + std::to_string(r.info.file_offset) + ", " + std::to_string(r.info.bytes) + " bytes)");
+    settle(id, MT_IO_FAILED, ECANCELED, 0,
+           "cancelled before it started (offset " + std::to_string(r.info.file_offset) + ", " +
+               std::to_string(r.info.bytes) + " bytes)");
   }
   queue.clear();
 }
@@ -248,16 +263,22 @@ mt_io* mt_io_create(int fd, const mt_io_config* config, int* status, char* err, 
   int ignored = MT_IO_OK;
   int& rc = status != nullptr ? *status : ignored;
   rc = MT_IO_OK;
-  if (config == nullptr) return rc = fail(err, err_bytes, MT_IO_INVALID, "mt_io_create: config: expected a config, got NULL"), nullptr;
+  if (config == nullptr)
+    return rc = fail(err, err_bytes, MT_IO_INVALID, "mt_io_create: config: expected a config, got NULL"), nullptr;
   const mt_io_config& c = *config;
   if (c.kind != MT_IO_AUTO && c.kind != MT_IO_URING && c.kind != MT_IO_THREADS)
-    return rc = fail(err, err_bytes, MT_IO_INVALID, "mt_io_create: kind: expected auto (0), uring (1) or threads (2), got " + std::to_string(c.kind)), nullptr;
+    return rc = fail(err, err_bytes, MT_IO_INVALID,
+                     "mt_io_create: kind: expected auto (0), uring (1) or threads (2), got " + std::to_string(c.kind)),
+           nullptr;
   if (c.queue_depth < 1 || c.queue_depth > MT_IO_QUEUE_DEPTH_MAX)
     return rc = fail(err, err_bytes, MT_IO_INVALID,
-                     "mt_io_create: queue_depth: expected 1 to " + std::to_string(MT_IO_QUEUE_DEPTH_MAX) + ", got " + std::to_string(c.queue_depth)),
+                     "mt_io_create: queue_depth: expected 1 to " + std::to_string(MT_IO_QUEUE_DEPTH_MAX) + ", got " +
+                         std::to_string(c.queue_depth)),
            nullptr;
   if (c.direct != 0 && c.direct != 1)
-    return rc = fail(err, err_bytes, MT_IO_INVALID, "mt_io_create: direct: expected 0 or 1, got " + std::to_string(c.direct)), nullptr;
+    return rc = fail(err, err_bytes, MT_IO_INVALID,
+                     "mt_io_create: direct: expected 0 or 1, got " + std::to_string(c.direct)),
+           nullptr;
   mt::io::File file;
   if ((rc = mt::io::open_file(fd, c.direct != 0, &file, err, err_bytes)) != MT_IO_OK) return nullptr;
   if (c.kind != MT_IO_THREADS) {
@@ -280,21 +301,28 @@ void mt_io_destroy(mt_io* io) {
   delete io;
 }
 
-int mt_io_read(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id, char* err, size_t err_bytes) {
+int mt_io_read(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id, char* err,
+               size_t err_bytes) {
   return mt::io::start_read(io, file_offset, bytes, dst, label, false, id, err, err_bytes);
 }
 
-int mt_io_read_aligned(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id, char* err, size_t err_bytes) {
+int mt_io_read_aligned(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id,
+                       char* err, size_t err_bytes) {
   return mt::io::start_read(io, file_offset, bytes, dst, label, true, id, err, err_bytes);
 }
 
 static int unknown_id(mt_io* io, mt_io_id id, const char* verb, char* err, size_t err_bytes) {
-  const std::string why = id == 0 || id >= io->next_id ? "never issued" : "pruned: only the last " + std::to_string(MT_IO_FINISHED_RETAINED) + " finished reads are kept";
-  return fail(err, err_bytes, MT_IO_INVALID, std::string(verb) + ": read " + std::to_string(id) + ": unknown (" + why + ")");
+  const std::string why =
+      id == 0 || id >= io->next_id
+          ? "never issued"
+          : "pruned: only the last " + std::to_string(MT_IO_FINISHED_RETAINED) + " finished reads are kept";
+  return fail(err, err_bytes, MT_IO_INVALID,
+              std::string(verb) + ": read " + std::to_string(id) + ": unknown (" + why + ")");
 }
 
 int mt_io_query(mt_io* io, mt_io_id id, mt_io_info* info, char* err, size_t err_bytes) {
-  if (io == nullptr || info == nullptr) return fail(err, err_bytes, MT_IO_INVALID, "mt_io_query: expected an engine and an info");
+  if (io == nullptr || info == nullptr)
+    return fail(err, err_bytes, MT_IO_INVALID, "mt_io_query: expected an engine and an info");
   std::lock_guard<std::mutex> lock(io->mu);
   auto it = io->reads.find(id);
   if (it == io->reads.end()) return unknown_id(io, id, "mt_io_query", err, err_bytes);
@@ -307,9 +335,12 @@ int mt_io_wait(mt_io* io, mt_io_id id, mt_io_info* info, char* err, size_t err_b
   return mt_io_wait_any(io, &id, 1, &which, info, err, err_bytes);
 }
 
-int mt_io_wait_any(mt_io* io, const mt_io_id* ids, int32_t n, int32_t* which, mt_io_info* info, char* err, size_t err_bytes) {
-  if (io == nullptr || info == nullptr || which == nullptr) return fail(err, err_bytes, MT_IO_INVALID, "mt_io_wait: expected an engine, which and an info");
-  if (ids == nullptr || n < 1) return fail(err, err_bytes, MT_IO_INVALID, "mt_io_wait_any: ids: expected at least one id");
+int mt_io_wait_any(mt_io* io, const mt_io_id* ids, int32_t n, int32_t* which, mt_io_info* info, char* err,
+                   size_t err_bytes) {
+  if (io == nullptr || info == nullptr || which == nullptr)
+    return fail(err, err_bytes, MT_IO_INVALID, "mt_io_wait: expected an engine, which and an info");
+  if (ids == nullptr || n < 1)
+    return fail(err, err_bytes, MT_IO_INVALID, "mt_io_wait_any: ids: expected at least one id");
   std::unique_lock<std::mutex> lock(io->mu);
   for (int32_t i = 0; i < n; i++)
     if (io->reads.find(ids[i]) == io->reads.end()) return unknown_id(io, ids[i], "mt_io_wait", err, err_bytes);
@@ -342,7 +373,8 @@ int mt_io_cancel(mt_io* io, mt_io_id id, char* err, size_t err_bytes) {
     }
   r.queued = false;
   io->settle(id, MT_IO_FAILED, ECANCELED, 0,
-             "cancelled before it started (offset " + std::to_string(r.info.file_offset) + ", " + std::to_string(r.info.bytes) + " bytes)");
+             "cancelled before it started (offset " + std::to_string(r.info.file_offset) + ", " +
+                 std::to_string(r.info.bytes) + " bytes)");
   return MT_IO_OK;
 }
 
@@ -384,48 +416,80 @@ void mt_io_live(mt_io_live_counts* out) {
 
 const char* mt_io_status_name(int status) {
   switch (status) {
-    case MT_IO_OK: return "ok";
-    case MT_IO_INVALID: return "invalid";
-    case MT_IO_NO_MEMORY: return "no-memory";
-    case MT_IO_SYSTEM: return "system";
-    case MT_IO_UNSUPPORTED: return "unsupported";
-    case MT_IO_BUSY: return "busy";
-    default: return "unknown";
+    case MT_IO_OK:
+      return "ok";
+    case MT_IO_INVALID:
+      return "invalid";
+    case MT_IO_NO_MEMORY:
+      return "no-memory";
+    case MT_IO_SYSTEM:
+      return "system";
+    case MT_IO_UNSUPPORTED:
+      return "unsupported";
+    case MT_IO_BUSY:
+      return "busy";
+    default:
+      return "unknown";
   }
 }
 
 const char* mt_io_kind_name(int kind) {
   switch (kind) {
-    case MT_IO_AUTO: return "auto";
-    case MT_IO_URING: return "uring";
-    case MT_IO_THREADS: return "threads";
-    default: return "unknown";
+    case MT_IO_AUTO:
+      return "auto";
+    case MT_IO_URING:
+      return "uring";
+    case MT_IO_THREADS:
+      return "threads";
+    default:
+      return "unknown";
   }
 }
 
 const char* mt_io_errno_name(int error) {
   switch (error) {
-    case 0: return "0";
-    case EIO: return "EIO";
-    case ENODATA: return "ENODATA";
-    case ECANCELED: return "ECANCELED";
-    case ENOMEM: return "ENOMEM";
-    case EINVAL: return "EINVAL";
-    case EBADF: return "EBADF";
-    case EFAULT: return "EFAULT";
-    case EAGAIN: return "EAGAIN";
-    case EINTR: return "EINTR";
-    case ENOSYS: return "ENOSYS";
-    case EPERM: return "EPERM";
-    case EACCES: return "EACCES";
-    case ENOENT: return "ENOENT";
-    case EOVERFLOW: return "EOVERFLOW";
-    case ENXIO: return "ENXIO";
-    case EISDIR: return "EISDIR";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EBUSY: return "EBUSY";
-    case ESPIPE: return "ESPIPE";
-    case EMFILE: return "EMFILE";
+    case 0:
+      return "0";
+    case EIO:
+      return "EIO";
+    case ENODATA:
+      return "ENODATA";
+    case ECANCELED:
+      return "ECANCELED";
+    case ENOMEM:
+      return "ENOMEM";
+    case EINVAL:
+      return "EINVAL";
+    case EBADF:
+      return "EBADF";
+    case EFAULT:
+      return "EFAULT";
+    case EAGAIN:
+      return "EAGAIN";
+    case EINTR:
+      return "EINTR";
+    case ENOSYS:
+      return "ENOSYS";
+    case EPERM:
+      return "EPERM";
+    case EACCES:
+      return "EACCES";
+    case ENOENT:
+      return "ENOENT";
+    case EOVERFLOW:
+      return "EOVERFLOW";
+    case ENXIO:
+      return "ENXIO";
+    case EISDIR:
+      return "EISDIR";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case EBUSY:
+      return "EBUSY";
+    case ESPIPE:
+      return "ESPIPE";
+    case EMFILE:
+      return "EMFILE";
     default: {
       static thread_local char buf[24];
       std::snprintf(buf, sizeof buf, "E%d", error);

@@ -28,10 +28,10 @@ struct Read {
   mt_io_info info{};
   uint8_t* dst = nullptr;
   bool bounce = false;
-  bool queued = true;                     // not yet started (cancel takes it out of the queue)
-  uint64_t span_offset = 0;               // what the syscalls read: the covering aligned range,
-  uint64_t span_bytes = 0;                // or the wanted one itself when nothing bounces
-  uint64_t land_limit = UINT64_MAX;       // fault injection: wanted bytes that land before it fails
+  bool queued = true;                // not yet started (cancel takes it out of the queue)
+  uint64_t span_offset = 0;          // what the syscalls read: the covering aligned range,
+  uint64_t span_bytes = 0;           // or the wanted one itself when nothing bounces
+  uint64_t land_limit = UINT64_MAX;  // fault injection: wanted bytes that land before it fails
 };
 
 // One read in flight, as the syscalls see it; a copy of what finishing needs, so that the
@@ -39,13 +39,13 @@ struct Read {
 struct Flight {
   mt_io_id id = 0;
   int32_t place = -1;
-  uint8_t* buffer = nullptr;   // the bounce buffer, or dst
-  uint8_t* dst = nullptr;      // where the wanted bytes go (= buffer when nothing bounces)
+  uint8_t* buffer = nullptr;  // the bounce buffer, or dst
+  uint8_t* dst = nullptr;     // where the wanted bytes go (= buffer when nothing bounces)
   uint64_t span_offset = 0, span_bytes = 0;
-  uint64_t skip = 0;           // wanted offset - span offset
-  uint64_t bytes = 0;          // wanted bytes
+  uint64_t skip = 0;   // wanted offset - span offset
+  uint64_t bytes = 0;  // wanted bytes
   uint64_t land_limit = UINT64_MAX;
-  uint64_t got = 0;            // span bytes read so far
+  uint64_t got = 0;  // span bytes read so far
   uint64_t resubmits = 0;
   bool bounce = false;
 };
@@ -80,9 +80,9 @@ struct mt_io {
   virtual ~mt_io();
 
   // --- what a kind supplies ---
-  virtual void start_queued() = 0;      // under mu: queued reads take free places (or wake the pool)
+  virtual void start_queued() = 0;                // under mu: queued reads take free places (or wake the pool)
   virtual void release_place(int32_t place) = 0;  // under mu: the place's read settled
-  virtual void shutdown() = 0;          // not under mu; the queue is empty: wait for the flights, stop
+  virtual void shutdown() = 0;                    // not under mu; the queue is empty: wait for the flights, stop
   virtual int32_t kind() const = 0;
 
   // Under mu: the read takes the place: its Flight, a bounce buffer grown if needed. False: the
@@ -101,24 +101,24 @@ struct mt_io {
   void cancel_queued();
 
   const mt_io_config config;
-  int fd;                             // the engine's own descriptor (closed by the destructor);
-                                      // set once, before any read (a failed uring start hands it back)
-  const uint64_t align;               // direct syscalls' alignment (1 when buffered)
+  int fd;                // the engine's own descriptor (closed by the destructor);
+                         // set once, before any read (a failed uring start hands it back)
+  const uint64_t align;  // direct syscalls' alignment (1 when buffered)
   const int32_t align_source;
   const uint64_t bounce_bytes_max;
-  const uint64_t chunk_bytes;         // a syscall's bytes at most (chunk_bytes_max, aligned; or no limit)
+  const uint64_t chunk_bytes;  // a syscall's bytes at most (chunk_bytes_max, aligned; or no limit)
 
   std::mutex mu;
-  std::condition_variable settled;    // a read finished
+  std::condition_variable settled;  // a read finished
   std::unordered_map<mt_io_id, mt::io::Read> reads;
-  std::deque<mt_io_id> queue;         // queued ids, oldest first
-  std::deque<mt_io_id> finished;      // finish order: the oldest are pruned first
+  std::deque<mt_io_id> queue;           // queued ids, oldest first
+  std::deque<mt_io_id> finished;        // finish order: the oldest are pruned first
   std::vector<mt::io::Bounce> bounces;  // one per place
   mt_io_id next_id = 1;
   bool closing = false;
-  bool held = false;                  // mt_io_hold: queued reads wait
+  bool held = false;  // mt_io_hold: queued reads wait
   int32_t in_flight = 0;
-  uint64_t bytes_asked = 0;           // fault injection's count, in mt_io_read order
+  uint64_t bytes_asked = 0;  // fault injection's count, in mt_io_read order
   bool injected = false;
   uint64_t reads_issued = 0, reads_done = 0, reads_failed = 0, reads_cancelled = 0;
   uint64_t bytes_read = 0, reads_bounced = 0, resubmits = 0, bounce_bytes = 0, bounce_copy_ns = 0;

@@ -30,7 +30,7 @@ class ThreadsIo final : public mt_io {
   }
 
   void start_queued() override { work_.notify_one(); }  // under mu: a read was queued (or, per read, the hold ended)
-  void release_place(int32_t) override {}              // the thread itself takes the next read
+  void release_place(int32_t) override {}               // the thread itself takes the next read
   int32_t kind() const override { return MT_IO_THREADS; }
 
   void shutdown() override {
@@ -91,7 +91,8 @@ mt_io* create_threads(const mt_io_config& c, const File& file, char* err, size_t
   std::string why;
   if (!io->start(&why)) {
     delete io;
-    *status = fail(err, err_bytes, MT_IO_SYSTEM, "mt_io_create: cannot start the " + std::to_string(c.queue_depth) + " read threads: " + why);
+    *status = fail(err, err_bytes, MT_IO_SYSTEM,
+                   "mt_io_create: cannot start the " + std::to_string(c.queue_depth) + " read threads: " + why);
     return nullptr;
   }
   return io;

@@ -23,8 +23,8 @@
 #include <thread>
 #include "io.h"
 
-#if defined(__linux__) && defined(__NR_io_uring_setup) && defined(__NR_io_uring_enter) && defined(__NR_io_uring_register) && \
-    __has_include(<linux/io_uring.h>)
+#if defined(__linux__) && defined(__NR_io_uring_setup) && defined(__NR_io_uring_enter) && \
+    defined(__NR_io_uring_register) && __has_include(<linux/io_uring.h>)
 #define MT_HAVE_IO_URING 1
 #include <linux/io_uring.h>
 #else
@@ -40,7 +40,9 @@ int sys_setup(unsigned entries, io_uring_params* p) { return int(syscall(__NR_io
 int sys_enter(int ring, unsigned to_submit, unsigned min_complete, unsigned flags) {
   return int(syscall(__NR_io_uring_enter, ring, to_submit, min_complete, flags, nullptr, 0));
 }
-int sys_register(int ring, unsigned opcode, void* arg, unsigned n) { return int(syscall(__NR_io_uring_register, ring, opcode, arg, n)); }
+int sys_register(int ring, unsigned opcode, void* arg, unsigned n) {
+  return int(syscall(__NR_io_uring_register, ring, opcode, arg, n));
+}
 
 unsigned load_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 void store_release(unsigned* p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
@@ -84,7 +86,9 @@ struct Ring {
     if (single) sq_map_bytes = cq_map_bytes = sq_map_bytes > cq_map_bytes ? sq_map_bytes : cq_map_bytes;
     sq_map = mmap(nullptr, sq_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQ_RING);
     if (sq_map == MAP_FAILED) return *why = "io_uring: mmap of the SQ ring: " + errno_text(errno), close(), false;
-    cq_map = single ? sq_map : mmap(nullptr, cq_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_CQ_RING);
+    cq_map =
+        single ? sq_map
+               : mmap(nullptr, cq_map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_CQ_RING);
     if (cq_map == MAP_FAILED) return *why = "io_uring: mmap of the CQ ring: " + errno_text(errno), close(), false;
     sqes_bytes = p.sq_entries * sizeof(io_uring_sqe);
     void* s = mmap(nullptr, sqes_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQES);
@@ -123,7 +127,8 @@ struct Ring {
   // Puts one SQE in the ring for the next io_uring_enter.
   void push(const io_uring_sqe& sqe) {
     const unsigned tail = *sq_tail;
-    MT_ASSERT(tail - load_acquire(sq_head) < sq_entries, "the SQ ring has room: at most queue_depth + 1 requests are outstanding");
+    MT_ASSERT(tail - load_acquire(sq_head) < sq_entries,
+              "the SQ ring has room: at most queue_depth + 1 requests are outstanding");
     const unsigned index = tail & *sq_mask;
     sqes[index] = sqe;
     sq_array[index] = index;
@@ -167,7 +172,8 @@ class UringIo final : public mt_io {
 
   // Under mu: a read was queued or a hold ended: the owner starts it (only the owner touches the ring).
   void start_queued() override {
-    if (wake_pending_ || std::this_thread::get_id() == owner_id_) return;  // the owner looks at the queue before it waits
+    if (wake_pending_ || std::this_thread::get_id() == owner_id_)
+      return;  // the owner looks at the queue before it waits
     wake_pending_ = true;
     const uint64_t one = 1;
     const ssize_t n = write(wake_fd_, &one, sizeof one);
@@ -236,8 +242,10 @@ class UringIo final : public mt_io {
       for (unsigned tail = load_acquire(ring_.cq_tail); head != tail; tail = load_acquire(ring_.cq_tail)) {
         const io_uring_cqe cqe = ring_.cqes[head & *ring_.cq_mask];
         store_release(ring_.cq_head, ++head);
-        if (cqe.user_data == kWakeData) armed = false;
-        else on_completion(int32_t(cqe.user_data - 1), cqe.res);
+        if (cqe.user_data == kWakeData)
+          armed = false;
+        else
+          on_completion(int32_t(cqe.user_data - 1), cqe.res);
       }
     }
   }
@@ -288,12 +296,12 @@ class UringIo final : public mt_io {
   std::vector<Flight> flights_;  // by place; the owner's alone
   std::vector<int32_t> free_;    // places with no read (under mu)
   std::thread owner_;
-  std::thread::id owner_id_;     // under mu
+  std::thread::id owner_id_;  // under mu
   int wake_fd_ = -1;
-  uint64_t wake_value_ = 0;      // where the eventfd read lands
-  bool wake_pending_ = false;    // under mu: an eventfd write the owner has not yet looked behind
-  bool stop_ = false;            // under mu
-  int ready_ = 0;                // under mu: 1 the ring is open, -1 it could not be (why_)
+  uint64_t wake_value_ = 0;    // where the eventfd read lands
+  bool wake_pending_ = false;  // under mu: an eventfd write the owner has not yet looked behind
+  bool stop_ = false;          // under mu
+  int ready_ = 0;              // under mu: 1 the ring is open, -1 it could not be (why_)
   std::string why_;
   std::condition_variable ready_cv_;
 };
@@ -314,14 +322,17 @@ mt_io* create_uring(const mt_io_config& c, const File& file, char* err, size_t e
   if (rc == MT_IO_OK) return io;
   if (rc == MT_IO_UNSUPPORTED) io->fd = -1;  // handed back: the threads kind may take the file
   delete io;
-  *status = fail(err, err_bytes, rc, rc == MT_IO_UNSUPPORTED ? "mt_io_create: uring: " + why : "mt_io_create: cannot start the ring's thread: " + why);
+  *status = fail(
+      err, err_bytes, rc,
+      rc == MT_IO_UNSUPPORTED ? "mt_io_create: uring: " + why : "mt_io_create: cannot start the ring's thread: " + why);
   return nullptr;
 }
 
 #else
 
 mt_io* create_uring(const mt_io_config&, const File&, char* err, size_t err_bytes, int* status) {
-  *status = fail(err, err_bytes, MT_IO_UNSUPPORTED, "mt_io_create: uring: this build has no io_uring (not Linux, or no <linux/io_uring.h>)");
+  *status = fail(err, err_bytes, MT_IO_UNSUPPORTED,
+                 "mt_io_create: uring: this build has no io_uring (not Linux, or no <linux/io_uring.h>)");
   return nullptr;
 }
 

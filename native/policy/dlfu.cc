@@ -13,7 +13,8 @@ extern "C" double mt_dlfu_score(const double* count, const double* stamp, int32_
   return c > 0 ? std::log2(c) + stamp[expert] / half_life : -std::numeric_limits<double>::infinity();
 }
 
-extern "C" int32_t mt_dlfu_victim(const double* count, const double* stamp, const uint8_t* eligible, int32_t n_expert, double half_life) {
+extern "C" int32_t mt_dlfu_victim(const double* count, const double* stamp, const uint8_t* eligible, int32_t n_expert,
+                                  double half_life) {
   int32_t best = -1;
   double best_score = std::numeric_limits<double>::infinity();
   for (int32_t e = 0; e < n_expert; e++) {

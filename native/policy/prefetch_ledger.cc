@@ -6,7 +6,9 @@
 
 namespace {
 
-size_t key_of(const mt_prefetch_ledger* l, int32_t layer, int32_t expert) { return size_t(layer) * size_t(l->n_expert) + size_t(expert); }
+size_t key_of(const mt_prefetch_ledger* l, int32_t layer, int32_t expert) {
+  return size_t(layer) * size_t(l->n_expert) + size_t(expert);
+}
 
 void tally(mt_prefetch_ledger* l, int name, int32_t layer, uint64_t bytes) {
   for (mt_prefetch_tallies* t : {l->total, l->by_layer != nullptr ? l->by_layer + layer : nullptr}) {
@@ -69,15 +71,18 @@ extern "C" void mt_prefetch_ledger_reset(mt_prefetch_ledger* l) {
 
 extern "C" int32_t mt_prefetch_ledger_landed_unrouted(const mt_prefetch_ledger* l) {
   int32_t n = 0;
-  for (size_t k = 0; k < size_t(l->n_layer) * size_t(l->n_expert); k++) n += l->live[k] >= 0 && l->task[l->live[k]].state == MT_PF_TASK_COMPLETED;
+  for (size_t k = 0; k < size_t(l->n_layer) * size_t(l->n_expert); k++)
+    n += l->live[k] >= 0 && l->task[l->live[k]].state == MT_PF_TASK_COMPLETED;
   return n;
 }
 
-extern "C" int32_t mt_prefetch_admit(mt_prefetch_ledger* l, int32_t task, int32_t layer, int32_t expert, uint64_t bytes, uint64_t generation, double at_ms) {
+extern "C" int32_t mt_prefetch_admit(mt_prefetch_ledger* l, int32_t task, int32_t layer, int32_t expert, uint64_t bytes,
+                                     uint64_t generation, double at_ms) {
   int32_t& live = l->live[key_of(l, layer, expert)];
-  int32_t refused = live >= 0 ? MT_PF_REFUSED_DUPLICATE
-                  : l->queue_n >= l->queue_max ? MT_PF_REFUSED_QUEUE_FULL
-                  : l->outstanding_bytes + bytes > l->bytes_max ? MT_PF_REFUSED_BYTES_FULL : MT_PF_OK;
+  int32_t refused = live >= 0                                     ? MT_PF_REFUSED_DUPLICATE
+                    : l->queue_n >= l->queue_max                  ? MT_PF_REFUSED_QUEUE_FULL
+                    : l->outstanding_bytes + bytes > l->bytes_max ? MT_PF_REFUSED_BYTES_FULL
+                                                                  : MT_PF_OK;
   if (refused != MT_PF_OK) {
     static const int kTally[] = {0, MT_PF_T_REFUSED_DUPLICATE, MT_PF_T_REFUSED_QUEUE_FULL, MT_PF_T_REFUSED_BYTES_FULL};
     tally(l, kTally[refused], layer, bytes);
@@ -86,7 +91,9 @@ extern "C" int32_t mt_prefetch_admit(mt_prefetch_ledger* l, int32_t task, int32_
   // The entry must be free: never used, or ended and no key's live task (a landed one may still be).
   if (task < 0 || task >= l->task_cap || l->queue_n >= l->queue_cap) return MT_PF_WRONG_STATE;
   const mt_prefetch_task& old = l->task[task];
-  if (old.state != MT_PF_TASK_FREE && (old.state < MT_PF_TASK_COMPLETED || l->live[key_of(l, old.layer, old.expert)] == task)) return MT_PF_WRONG_STATE;
+  if (old.state != MT_PF_TASK_FREE &&
+      (old.state < MT_PF_TASK_COMPLETED || l->live[key_of(l, old.layer, old.expert)] == task))
+    return MT_PF_WRONG_STATE;
   l->task[task] = mt_prefetch_task{layer, expert, bytes, generation, at_ms, 0, MT_PF_TASK_QUEUED, 0};
   live = task;
   l->queue[l->queue_n++] = task;
@@ -120,9 +127,13 @@ extern "C" int32_t mt_prefetch_issue(mt_prefetch_ledger* l, int32_t task, double
   return MT_PF_OK;
 }
 
-extern "C" int32_t mt_prefetch_cancel(mt_prefetch_ledger* l, int32_t task, double) { return unqueue_end(l, task, MT_PF_TASK_CANCELLED); }
+extern "C" int32_t mt_prefetch_cancel(mt_prefetch_ledger* l, int32_t task, double) {
+  return unqueue_end(l, task, MT_PF_TASK_CANCELLED);
+}
 
-extern "C" int32_t mt_prefetch_drop(mt_prefetch_ledger* l, int32_t task, double) { return unqueue_end(l, task, MT_PF_TASK_DROPPED); }
+extern "C" int32_t mt_prefetch_drop(mt_prefetch_ledger* l, int32_t task, double) {
+  return unqueue_end(l, task, MT_PF_TASK_DROPPED);
+}
 
 extern "C" int32_t mt_prefetch_complete(mt_prefetch_ledger* l, int32_t task, double at_ms) {
   if (!has(l, task, MT_PF_TASK_ISSUED)) return MT_PF_WRONG_STATE;
@@ -158,7 +169,8 @@ extern "C" int32_t mt_prefetch_fail(mt_prefetch_ledger* l, int32_t task, double)
   return MT_PF_OK;
 }
 
-extern "C" int32_t mt_prefetch_route(mt_prefetch_ledger* l, int32_t layer, int32_t expert, uint64_t bytes, int32_t resident, int32_t read, double at_ms) {
+extern "C" int32_t mt_prefetch_route(mt_prefetch_ledger* l, int32_t layer, int32_t expert, uint64_t bytes,
+                                     int32_t resident, int32_t read, double at_ms) {
   int32_t& live = l->live[key_of(l, layer, expert)];
   const int32_t task = live;
   tally(l, MT_PF_ROUTED, layer, bytes);

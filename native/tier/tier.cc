@@ -54,14 +54,18 @@ mt_layer_experts layer_experts(const mt_model* m, int32_t layer) {
 bool check_options(const mt_model* m, const mt_tier_options& o, char* err, size_t err_bytes) {
   const mt_hparams& hp = *mt_model_hparams(m);
   if (o.n_layer != hp.n_layer || o.slots_per_layer == nullptr)
-    return fail(err, err_bytes, "slotsPerLayer: expected " + std::to_string(hp.n_layer) + " counts (one per layer), got " +
-                                    std::to_string(o.slots_per_layer == nullptr ? 0 : o.n_layer));
+    return fail(err, err_bytes,
+                "slotsPerLayer: expected " + std::to_string(hp.n_layer) + " counts (one per layer), got " +
+                    std::to_string(o.slots_per_layer == nullptr ? 0 : o.n_layer));
   for (int32_t l = 0; l < o.n_layer; l++)
     if (o.slots_per_layer[l] < 0 || o.slots_per_layer[l] > hp.n_expert)
-      return fail(err, err_bytes, "slotsPerLayer[" + std::to_string(l) + "]: expected 0.." + std::to_string(hp.n_expert) + ", got " +
-                                      std::to_string(o.slots_per_layer[l]));
+      return fail(err, err_bytes,
+                  "slotsPerLayer[" + std::to_string(l) + "]: expected 0.." + std::to_string(hp.n_expert) + ", got " +
+                      std::to_string(o.slots_per_layer[l]));
   if (o.host != nullptr && mt_tier_host_copy_bytes(m) == 0)
-    return fail(err, err_bytes, "hostCopies: this model's experts are not Q4_0 / Q8_0, so they have no exact int8 copy; omit hostCopies");
+    return fail(
+        err, err_bytes,
+        "hostCopies: this model's experts are not Q4_0 / Q8_0, so they have no exact int8 copy; omit hostCopies");
   return true;
 }
 
@@ -80,7 +84,8 @@ bool tier_reserve_slots(mt_tier& t, int32_t n, std::vector<int32_t>* ids, char* 
   int32_t first = 0;
   char why[512] = "";
   if (int rc = mt_backend_slots_reserve(t.backend, n, t.slot_bytes, &first, why, sizeof why))
-    return fail(err, err_bytes, "reserving " + std::to_string(n) + " slots: " + mt_backend_status_name(rc) + ": " + why);
+    return fail(err, err_bytes,
+                "reserving " + std::to_string(n) + " slots: " + mt_backend_status_name(rc) + ": " + why);
   const size_t end = size_t(first) + size_t(n);
   if (t.slot_data.size() < end) {
     t.slot_data.resize(end, nullptr);
@@ -120,24 +125,31 @@ uint64_t mt_tier_host_copy_bytes(const mt_model* m) {
   return bytes;
 }
 
-int mt_tier_requantize(const mt_model* m, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err, size_t err_bytes) {
+int mt_tier_requantize(const mt_model* m, int32_t layer, int32_t expert, uint8_t* dst, size_t dst_bytes, char* err,
+                       size_t err_bytes) {
   const uint64_t need = mt_tier_host_copy_bytes(m);
-  if (need == 0) return fail(err, err_bytes, "requantizeExpertToQ8: this model's experts are not Q4_0 / Q8_0 in every layer"), MT_TIER_INVALID;
+  if (need == 0)
+    return fail(err, err_bytes, "requantizeExpertToQ8: this model's experts are not Q4_0 / Q8_0 in every layer"),
+           MT_TIER_INVALID;
   if (dst_bytes < need)
-    return fail(err, err_bytes, "requantizeExpertToQ8: dst: expected room for " + std::to_string(need) + " bytes at dstOffset, got " +
-                                    std::to_string(dst_bytes)),
+    return fail(err, err_bytes,
+                "requantizeExpertToQ8: dst: expected room for " + std::to_string(need) + " bytes at dstOffset, got " +
+                    std::to_string(dst_bytes)),
            MT_TIER_INVALID;
   const mt_layer_experts e = layer_experts(m, layer);
-  const std::pair<const mt_matrix_desc*, size_t> parts[3] = {{&e.gate, e.gate_bytes}, {&e.up, e.up_bytes}, {&e.down, e.down_bytes}};
+  const std::pair<const mt_matrix_desc*, size_t> parts[3] = {
+      {&e.gate, e.gate_bytes}, {&e.up, e.up_bytes}, {&e.down, e.down_bytes}};
   for (const auto& [w, stride] : parts) {
     const uint8_t* src = w->data + size_t(expert) * stride;
     const size_t out_row = mt_row_bytes(MT_Q8_0, w->cols);
-    for (int64_t r = 0; r < w->rows; r++, dst += out_row) row_to_q8(w->type, src + size_t(r) * w->row_bytes, w->cols, dst);
+    for (int64_t r = 0; r < w->rows; r++, dst += out_row)
+      row_to_q8(w->type, src + size_t(r) * w->row_bytes, w->cols, dst);
   }
   return MT_TIER_OK;
 }
 
-mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tier_options* o, char* err, size_t err_bytes) {
+mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tier_options* o, char* err,
+                        size_t err_bytes) {
   if (o == nullptr) return fail(err, err_bytes, "createTier: options are null"), nullptr;
   if (!check_options(model, *o, err, err_bytes)) return nullptr;
   mt_backend_stats st{};
@@ -197,7 +209,9 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->leases.assign(size_t(hp.n_expert), 0);
   t->hook.counts.assign(size_t(hp.n_expert), 0);
   tier_source_init(*t);
-  if (o->stream_fd >= 0 && !tier_stream_open(*t, o->stream_fd, o->stream_base, o->stream_fail_after_bytes, err, err_bytes)) return nullptr;
+  if (o->stream_fd >= 0 &&
+      !tier_stream_open(*t, o->stream_fd, o->stream_base, o->stream_fail_after_bytes, err, err_bytes))
+    return nullptr;
   // Slots the host cannot read (device memory): residents are computed there (tier_remote.cc).
   if (!st.host_visible && !tier_remote_start(*t, err, err_bytes)) return nullptr;
   if (!t->virtual_clock && !issuer_start(*t, err, err_bytes)) return tier_remote_stop(*t), nullptr;
@@ -231,7 +245,8 @@ static void gate_stats_locked(const mt_tier& t, mt_tier_stats* out) {
   out->gate_inflight_bytes = t.gate.inflight_bytes;
   out->gate_inflight_transfers = t.gate.inflight_transfers, out->gate_swaps_queued = t.gate.swaps_queued;
   for (int c = 0; c < mt::kGateClasses; c++) {
-    out->gate_issued[c] = t.gate.ledger[c].issued, out->gate_completed[c] = t.gate.ledger[c].completed, out->gate_failed[c] = t.gate.ledger[c].failed;
+    out->gate_issued[c] = t.gate.ledger[c].issued, out->gate_completed[c] = t.gate.ledger[c].completed,
+    out->gate_failed[c] = t.gate.ledger[c].failed;
     out->gate_refused[c] = t.gate.ledger[c].refused, out->gate_cancelled[c] = t.gate.ledger[c].cancelled;
   }
 }
@@ -276,7 +291,8 @@ void mt_tier_reset_stats(mt_tier* t) {
   for (const CounterRow& row : kCounterTable)
     if (row.since_mark) t->counters.*row.counter = 0;
   std::fill(t->reads.marks.begin(), t->reads.marks.end(), uint8_t(0));
-  for (size_t i = 0; i < size_t(t->n_layer) * 2; i++) t->reads.path_calls[i] = 0;  // like the hits: counted from the stats mark on
+  for (size_t i = 0; i < size_t(t->n_layer) * 2; i++)
+    t->reads.path_calls[i] = 0;  // like the hits: counted from the stats mark on
   for (size_t i = 0; i < size_t(t->n_layer) * kPrefetchOutcomes; i++) t->prefetch.by_layer[i] = 0;
 }
 

@@ -68,7 +68,10 @@ struct Swap {
 // order: a miss its layer waits on, a prefetch for the next layer, a swap (the placement's policy or
 // replan), a warm start or fill between requests.
 enum GateClass : int32_t {
-  kGateMiss = MT_TIER_GATE_MISS, kGatePrefetch = MT_TIER_GATE_PREFETCH, kGateSwap = MT_TIER_GATE_SWAP, kGateWarm = MT_TIER_GATE_WARM,
+  kGateMiss = MT_TIER_GATE_MISS,
+  kGatePrefetch = MT_TIER_GATE_PREFETCH,
+  kGateSwap = MT_TIER_GATE_SWAP,
+  kGateWarm = MT_TIER_GATE_WARM,
   kGateClasses = MT_TIER_GATE_CLASSES
 };
 struct GateLedger {
@@ -80,13 +83,13 @@ struct InFlight {
   double task_id = 0;
   mt_event_id event = 0;
   bool in_place = false, fell_back = false;
-  bool admitted = false;   // issued at bind for a run that waits on it (tier_admit_now)
-  bool prefetch = false;   // issued by a prediction a layer ahead (tier_prefetch.cc)
-  bool settled = false;    // the event finished (done, or failed for good)
+  bool admitted = false;  // issued at bind for a run that waits on it (tier_admit_now)
+  bool prefetch = false;  // issued by a prediction a layer ahead (tier_prefetch.cc)
+  bool settled = false;   // the event finished (done, or failed for good)
   bool ok = false;
-  bool reported = false;   // a swap's outcome went out through poll
-  bool retired = false;    // a prefetch's bytes left the in-flight count (once: tier_prefetch_retire)
-  int32_t gate_class = 0;  // GateClass: the class the gate counted it under
+  bool reported = false;      // a swap's outcome went out through poll
+  bool retired = false;       // a prefetch's bytes left the in-flight count (once: tier_prefetch_retire)
+  int32_t gate_class = 0;     // GateClass: the class the gate counted it under
   bool gate_retired = false;  // its bytes left the gate's in-flight count (once: gate_retire)
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;
 };
@@ -128,35 +131,35 @@ struct mt_tier {
   // the boundary (its upload times are decided at issue from that clock: no thread may race it).
   bool virtual_clock = false;
   int32_t n_layer = 0, n_expert = 0;
-  std::vector<mt_layer_experts> experts;                  // [nLayer]: the container's expert tensors
-  uint64_t host_copy_bytes = 0;                           // one expert as Q8_0 rows; 0: no host copy possible
-  uint64_t slot_bytes = 0;                                // every slot's size: the largest expert
+  std::vector<mt_layer_experts> experts;  // [nLayer]: the container's expert tensors
+  uint64_t host_copy_bytes = 0;           // one expert as Q8_0 rows; 0: no host copy possible
+  uint64_t slot_bytes = 0;                // every slot's size: the largest expert
   // Changed only by tier_resize, under mu, while no eval runs (the eval reads them without mu).
-  std::vector<std::vector<int32_t>> layer_slots;          // [nLayer]: backend slot ids the layer uses (its budget: size())
-  std::vector<int32_t> slot_layer;                        // [backend slot id]: the layer using it, -1: spare / not the tier's
-  std::vector<int32_t> spare_slots;                       // reserved, empty, no layer's (a shrink left them)
-  std::vector<uint8_t*> slot_data;                        // [backend slot id]: where its bytes live
+  std::vector<std::vector<int32_t>> layer_slots;  // [nLayer]: backend slot ids the layer uses (its budget: size())
+  std::vector<int32_t> slot_layer;                // [backend slot id]: the layer using it, -1: spare / not the tier's
+  std::vector<int32_t> spare_slots;               // reserved, empty, no layer's (a shrink left them)
+  std::vector<uint8_t*> slot_data;                // [backend slot id]: where its bytes live
   const uint8_t* host = nullptr;
   size_t host_bytes = 0;
   const int32_t* host_offsets = nullptr;
-  std::vector<uint8_t> routed_now;       // eval thread: [nExpert] 1 while bind runs for a routed expert
-  std::vector<uint8_t> no_victims;       // [nExpert] all 1: an admission that may only fill or wait
+  std::vector<uint8_t> routed_now;  // eval thread: [nExpert] 1 while bind runs for a routed expert
+  std::vector<uint8_t> no_victims;  // [nExpert] all 1: an admission that may only fill or wait
 
   std::unique_ptr<std::atomic<int32_t>[]> residency;  // [nLayer * nExpert]: slot, or -1
-  std::unique_ptr<std::atomic<int32_t>[]> pending_n;   // [nLayer]: swaps queued (a hint read without mu)
-  std::unique_ptr<std::atomic<int32_t>[]> flight_n;    // [nLayer]: uploads not yet settled and promoted
-  std::atomic<int32_t> computing{-1};                  // the layer whose slots compute may lease, or -1
+  std::unique_ptr<std::atomic<int32_t>[]> pending_n;  // [nLayer]: swaps queued (a hint read without mu)
+  std::unique_ptr<std::atomic<int32_t>[]> flight_n;   // [nLayer]: uploads not yet settled and promoted
+  std::atomic<int32_t> computing{-1};                 // the layer whose slots compute may lease, or -1
 
-  std::mutex mu;  // everything below, and the parts' fields their headers say it guards
-  std::vector<int32_t> slot_expert;   // [backend slot id]: resident or incoming expert, -1: free
-  std::vector<uint8_t> slot_dirty;    // [backend slot id]: not empty on the backend (reuse: overwrite or free)
-  std::vector<uint8_t> expert_state;  // [nLayer * nExpert]: mt::ExpertState
+  std::mutex mu;                               // everything below, and the parts' fields their headers say it guards
+  std::vector<int32_t> slot_expert;            // [backend slot id]: resident or incoming expert, -1: free
+  std::vector<uint8_t> slot_dirty;             // [backend slot id]: not empty on the backend (reuse: overwrite or free)
+  std::vector<uint8_t> expert_state;           // [nLayer * nExpert]: mt::ExpertState
   std::vector<std::vector<mt::Swap>> pending;  // [nLayer], each at most the layer's slots (capacity nExpert)
   std::vector<int32_t> victim_slots;           // [nExpert]: scratch of tier_issue_if_idle
   std::vector<mt::InFlight> flights;
   std::vector<mt::UploadReport> reports;  // at most kReportsMax until polled; beyond: counted, dropped
-  std::vector<mt::Eviction> evicted;       // at most nLayer * nExpert (each eviction once)
-  std::vector<mt_tier_read> read_log;      // streamed reads landed, at most kReportsMax until polled
+  std::vector<mt::Eviction> evicted;      // at most nLayer * nExpert (each eviction once)
+  std::vector<mt_tier_read> read_log;     // streamed reads landed, at most kReportsMax until polled
   mt::Gate gate;
   uint64_t reports_dropped = 0;
 
@@ -178,7 +181,9 @@ struct mt_tier {
 
 namespace mt {
 
-inline size_t index_of(const mt_tier& t, int32_t layer, int32_t expert) { return size_t(layer) * size_t(t.n_expert) + size_t(expert); }
+inline size_t index_of(const mt_tier& t, int32_t layer, int32_t expert) {
+  return size_t(layer) * size_t(t.n_expert) + size_t(expert);
+}
 inline uint64_t expert_bytes(const mt_tier& t, int32_t layer) {
   const mt_layer_experts& e = t.experts[size_t(layer)];
   return e.gate_bytes + e.up_bytes + e.down_bytes;
@@ -218,8 +223,8 @@ void gate_retire(mt_tier& t, InFlight& f);
 // free slot of the layer filled with it, else the policy's lowest-scored resident not routed now
 // evicted for it (policy mode EVICT or KEEP). true: it lands in *slot with *event; false: none applies.
 // *existing: it is an upload an earlier step issued (the first rule), not one issued here.
-bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing = nullptr,
-                    GateClass cls = kGateMiss);
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot,
+                    mt_event_id* event, bool* existing = nullptr, GateClass cls = kGateMiss);
 
 // Eval thread: the layer's leases released and compute off it (a failed bind or read).
 void tier_abandon_layer(mt_tier& t);

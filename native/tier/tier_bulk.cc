@@ -69,15 +69,19 @@ int32_t expert_at(const mt_tier& t, int32_t layer, uint64_t offset) {
   const size_t per_expert[3] = {e.gate_bytes, e.up_bytes, e.down_bytes};
   for (int i = 0; i < 3; i++) {
     const uint64_t from = tensor_offset(t, tensors[i]->data);
-    if (offset >= from && offset < from + uint64_t(t.n_expert) * per_expert[i]) return int32_t((offset - from) / per_expert[i]);
+    if (offset >= from && offset < from + uint64_t(t.n_expert) * per_expert[i])
+      return int32_t((offset - from) / per_expert[i]);
   }
   return 0;
 }
 
-void whole_layer_failed(mt_tier& t, int32_t layer, uint64_t offset, uint64_t bytes, const char* why, char* err, size_t err_bytes) {
+void whole_layer_failed(mt_tier& t, int32_t layer, uint64_t offset, uint64_t bytes, const char* why, char* err,
+                        size_t err_bytes) {
   t.counters.stream_failures.fetch_add(1, std::memory_order_relaxed);
-  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s (reading the whole layer)", t.reads.path.c_str(), layer,
-                expert_at(t, layer, offset), (unsigned long long)offset, (unsigned long long)bytes, why);
+  std::snprintf(err, err_bytes,
+                "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s (reading the whole layer)",
+                t.reads.path.c_str(), layer, expert_at(t, layer, offset), (unsigned long long)offset,
+                (unsigned long long)bytes, why);
 }
 
 // Waits for every read into buffer b (they write it), then forgets them.
@@ -95,7 +99,8 @@ void settle_buffer(mt_tier& t, BulkBuffer& b) {
 // flight for the layer) and the prefill replan's (its hook unset); a whole-layer prefill admits
 // nothing, and prefetch runs in one-token evals only. Counted as the on-demand path counts reads.
 void mark_wanted(mt_tier& t, int32_t layer, BulkBuffer& b) {
-  const bool stable = t.hook.fn == nullptr && t.pending_n[layer].load(std::memory_order_seq_cst) == 0 && t.flight_n[layer].load(std::memory_order_acquire) == 0;
+  const bool stable = t.hook.fn == nullptr && t.pending_n[layer].load(std::memory_order_seq_cst) == 0 &&
+                      t.flight_n[layer].load(std::memory_order_acquire) == 0;
   b.has.assign(size_t(t.n_expert), 1);
   for (int32_t x = 0; x < t.n_expert; x++) {
     const size_t index = index_of(t, layer, x);
@@ -104,7 +109,8 @@ void mark_wanted(mt_tier& t, int32_t layer, BulkBuffer& b) {
       continue;
     }
     t.counters.expert_reads.fetch_add(1, std::memory_order_relaxed);
-    if (t.reads.marks[index] == 0) t.reads.marks[index] = 1, t.counters.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
+    if (t.reads.marks[index] == 0)
+      t.reads.marks[index] = 1, t.counters.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -158,7 +164,8 @@ bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* 
 }  // namespace
 
 bool tier_bulk_begin(mt_tier& t, int32_t layer, char* err, size_t err_bytes) {
-  if (t.reads.prefill_path.load(std::memory_order_relaxed) != MT_TIER_PREFILL_WHOLE_LAYER || t.reads.io == nullptr) return true;
+  if (t.reads.prefill_path.load(std::memory_order_relaxed) != MT_TIER_PREFILL_WHOLE_LAYER || t.reads.io == nullptr)
+    return true;
   mt_io_stats io{};
   mt_io_stats_get(t.reads.io, &io);
   const size_t bytes = buffer_bytes(t, std::max<uint64_t>(1, io.alignment_bytes));
@@ -173,7 +180,8 @@ bool tier_bulk_begin(mt_tier& t, int32_t layer, char* err, size_t err_bytes) {
 }
 
 bool tier_bulk_active(const mt_tier& t, int32_t layer) {
-  return t.reads.prefill_path.load(std::memory_order_relaxed) == MT_TIER_PREFILL_WHOLE_LAYER && t.reads.bulk[size_t(layer % 2)].layer == layer;
+  return t.reads.prefill_path.load(std::memory_order_relaxed) == MT_TIER_PREFILL_WHOLE_LAYER &&
+         t.reads.bulk[size_t(layer % 2)].layer == layer;
 }
 
 int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_bytes) {
@@ -181,10 +189,12 @@ int tier_bulk_check(mt_tier& t, int32_t layer, bool wait, char* err, size_t err_
   if (b.landed) return 1;
   for (mt_io_id id : b.ids) {
     mt_io_info info{};
-    const int rc = wait ? mt_io_wait(t.reads.io, id, &info, nullptr, 0) : mt_io_query(t.reads.io, id, &info, nullptr, 0);
+    const int rc =
+        wait ? mt_io_wait(t.reads.io, id, &info, nullptr, 0) : mt_io_query(t.reads.io, id, &info, nullptr, 0);
     if (rc == MT_IO_OK && info.state == MT_IO_PENDING) return 0;
     if (rc != MT_IO_OK || info.state == MT_IO_FAILED) {
-      whole_layer_failed(t, layer, info.file_offset, info.bytes, rc != MT_IO_OK ? "unknown to the read engine" : info.reason, err, err_bytes);
+      whole_layer_failed(t, layer, info.file_offset, info.bytes,
+                         rc != MT_IO_OK ? "unknown to the read engine" : info.reason, err, err_bytes);
       return -1;
     }
   }
@@ -201,7 +211,8 @@ void tier_bulk_bind(const mt_tier& t, int32_t layer, mt_expert_binding& run) {
   const BulkBuffer& b = t.reads.bulk[size_t(layer % 2)];
   const mt_layer_experts& e = t.experts[size_t(layer)];
   const size_t x = size_t(run.expert);
-  run.gate = b.tensor[0] + x * e.gate_bytes, run.up = b.tensor[1] + x * e.up_bytes, run.down = b.tensor[2] + x * e.down_bytes;
+  run.gate = b.tensor[0] + x * e.gate_bytes, run.up = b.tensor[1] + x * e.up_bytes,
+  run.down = b.tensor[2] + x * e.down_bytes;
   run.type = e.gate.type;
   run.pending = 0;
 }
@@ -225,5 +236,6 @@ extern "C" int mt_tier_set_prefill_path(mt_tier* tier, int32_t path) {
 }
 
 extern "C" void mt_tier_path_by_layer(mt_tier* tier, uint64_t* out, size_t n) {
-  for (size_t i = 0; i < n && i < size_t(tier->n_layer) * 2; i++) out[i] = tier->reads.path_calls[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < n && i < size_t(tier->n_layer) * 2; i++)
+    out[i] = tier->reads.path_calls[i].load(std::memory_order_relaxed);
 }

@@ -31,20 +31,21 @@ struct TierCounters {
   std::atomic<uint64_t> expert_reads{0}, distinct_experts_read{0};
   std::atomic<uint64_t> bulk_layers{0};  // layers read whole since creation (tier_bulk.cc)
   // The routes' prefetch outcomes (reset at the stats mark; by layer: TierPrefetch::by_layer).
-  std::atomic<uint64_t> prefetch_covered{0}, prefetch_late{0}, prefetch_late_ns{0}, prefetch_wasted{0}, prefetch_uncovered{0},
-      prefetch_would_issue{0}, prefetch_would_cover{0};
+  std::atomic<uint64_t> prefetch_covered{0}, prefetch_late{0}, prefetch_late_ns{0}, prefetch_wasted{0},
+      prefetch_uncovered{0}, prefetch_would_issue{0}, prefetch_would_cover{0};
   // The prefetch tasks' ledger (never reset): each queued task ends once, as issued (then completed
   // or failed), cancelled or dropped; its bytes enter on queueing and retire at that end. The two
   // byte counts move under mt_tier::mu (where TierPrefetch::inflight_bytes moves with them).
-  std::atomic<uint64_t> prefetch_queued{0}, prefetch_refused{0}, prefetch_dropped{0}, prefetch_cancelled{0}, prefetch_issued{0},
-      prefetch_completed{0}, prefetch_failed{0}, prefetch_admitted_bytes{0}, prefetch_retired_bytes{0};
+  std::atomic<uint64_t> prefetch_queued{0}, prefetch_refused{0}, prefetch_dropped{0}, prefetch_cancelled{0},
+      prefetch_issued{0}, prefetch_completed{0}, prefetch_failed{0}, prefetch_admitted_bytes{0},
+      prefetch_retired_bytes{0};
 };
 
 // One counter's row: where it is copied to, whether the stats mark zeroes it, and whether it is
 // read under mt_tier::mu (a count that must agree with state mu guards).
 struct CounterRow {
-  std::atomic<uint64_t> TierCounters::*counter;
-  uint64_t mt_tier_stats::*stat;
+  std::atomic<uint64_t> TierCounters::* counter;
+  uint64_t mt_tier_stats::* stat;
   bool since_mark;
   bool under_mu;
 };

@@ -45,7 +45,9 @@ void gate_issue_held(mt_tier& t) {
     const std::vector<Swap>& queue = t.pending[size_t(l)];
     if (queue.empty() || !queue.front().held) continue;
     const int32_t issued = tier_issue_if_idle(t, l, true);
-    if (issued > 0) t.counters.swaps_started_now.fetch_add(uint64_t(issued), std::memory_order_relaxed);  // the poll's caller issued them
+    if (issued > 0)
+      t.counters.swaps_started_now.fetch_add(uint64_t(issued),
+                                             std::memory_order_relaxed);  // the poll's caller issued them
   }
 }
 
@@ -53,7 +55,8 @@ void gate_issue_held(mt_tier& t) {
 
 using namespace mt;
 
-extern "C" int mt_tier_set_gate(mt_tier* tier, uint64_t inflight_bytes_max, int32_t inflight_transfers_max, int32_t queue_max) {
+extern "C" int mt_tier_set_gate(mt_tier* tier, uint64_t inflight_bytes_max, int32_t inflight_transfers_max,
+                                int32_t queue_max) {
   if (inflight_bytes_max < 1 || inflight_transfers_max < 1 || queue_max < 1) return MT_TIER_INVALID;
   std::lock_guard<std::mutex> lock(tier->mu);
   tier->gate.bytes_max = inflight_bytes_max;

@@ -76,10 +76,13 @@ void run(mt_tier* tp) {
     const int64_t now_ns = mt_monotonic_ns();
     if (now != quiet_seq) quiet_seq = now, quiet_since_ns = now_ns;
     const bool quiet = now_ns - quiet_since_ns > int64_t(kQuietMs) * 1000000;
-    if (busy(t) && !quiet) is.cv.wait_for(lock, std::chrono::microseconds(kPollUs), woken);
-    else is.cv.wait(lock, woken);
+    if (busy(t) && !quiet)
+      is.cv.wait_for(lock, std::chrono::microseconds(kPollUs), woken);
+    else
+      is.cv.wait(lock, woken);
     const uint64_t kicks = is.kicks.load();
-    if (kicks != kicks_seen) quiet_since_ns = mt_monotonic_ns();  // a kick (a request, an eval starting) restarts the polling
+    if (kicks != kicks_seen)
+      quiet_since_ns = mt_monotonic_ns();  // a kick (a request, an eval starting) restarts the polling
     kicks_seen = kicks;
     is.sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }

@@ -49,14 +49,16 @@ void PrefetchQueue::reserve(size_t queue_max) {
 namespace {
 
 void count(mt_tier& t, int32_t layer, PrefetchOutcome what) {
-  std::atomic<uint64_t>* total[] = {&t.counters.prefetch_covered, &t.counters.prefetch_late, &t.counters.prefetch_wasted, &t.counters.prefetch_uncovered};
+  std::atomic<uint64_t>* total[] = {&t.counters.prefetch_covered, &t.counters.prefetch_late,
+                                    &t.counters.prefetch_wasted, &t.counters.prefetch_uncovered};
   total[what]->fetch_add(1, std::memory_order_relaxed);
   t.prefetch.by_layer[size_t(layer) * kPrefetchOutcomes + size_t(what)].fetch_add(1, std::memory_order_relaxed);
 }
 
 // A queued task ended unissued (cancelled or dropped): its bytes, the ledger's outstanding bytes it
 // gave back, retire. Under mu.
-void end_queued(mt_tier& t, int32_t task, int32_t (*how)(mt_prefetch_ledger*, int32_t, double), std::atomic<uint64_t>& counter) {
+void end_queued(mt_tier& t, int32_t task, int32_t (*how)(mt_prefetch_ledger*, int32_t, double),
+                std::atomic<uint64_t>& counter) {
   mt_prefetch_ledger& l = t.prefetch.queue.ledger;
   std::lock_guard<std::mutex> lock(t.prefetch.ledger_mu);
   const uint64_t before = l.outstanding_bytes;
@@ -132,7 +134,7 @@ void allocate_ledger(mt_tier& t) {
   l.n_layer = t.n_layer, l.n_expert = t.n_expert;
   l.task = q.tasks.data(), l.task_cap = int32_t(experts), l.live = q.live.data();
   l.bytes_max = std::numeric_limits<uint64_t>::max();  // no byte room at admission: the gate decides at issue
-  l.total = nullptr, l.by_layer = nullptr;              // the outcomes go to TierCounters (reset at the stats mark)
+  l.total = nullptr, l.by_layer = nullptr;             // the outcomes go to TierCounters (reset at the stats mark)
   mt_prefetch_ledger_reset(&l);
 }
 
@@ -153,18 +155,21 @@ void tier_prefetch_predicted(mt_tier& t, int32_t layer, const int32_t* ids, int3
     if (t.expert_state[index] != kExpertNone) continue;  // resident or in flight: costs nothing
     taken++;
     if (mode == MT_TIER_PREFETCH_OBSERVE) {
-      if (t.prefetch.observed[index].exchange(1) == 0) t.counters.prefetch_would_issue.fetch_add(1, std::memory_order_relaxed);
+      if (t.prefetch.observed[index].exchange(1) == 0)
+        t.counters.prefetch_would_issue.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     std::lock_guard<std::mutex> ledger_lock(t.prefetch.ledger_mu);
-    const int32_t admitted = mt_prefetch_admit(&t.prefetch.queue.ledger, int32_t(index), layer, ids[i], bytes, generation, 0);
+    const int32_t admitted =
+        mt_prefetch_admit(&t.prefetch.queue.ledger, int32_t(index), layer, ids[i], bytes, generation, 0);
     if (admitted == MT_PF_OK) {
       t.counters.prefetch_queued.fetch_add(1, std::memory_order_relaxed);
       t.counters.prefetch_admitted_bytes.fetch_add(bytes, std::memory_order_relaxed);
     } else if (admitted == MT_PF_REFUSED_QUEUE_FULL) {
       t.counters.prefetch_refused.fetch_add(1, std::memory_order_relaxed);
     } else {  // an absent expert's only live task is a queued one: counted once, where it was first queued
-      MT_ASSERT(admitted == MT_PF_REFUSED_DUPLICATE, "an absent expert's prefetch is queued, refused or already queued");
+      MT_ASSERT(admitted == MT_PF_REFUSED_DUPLICATE,
+                "an absent expert's prefetch is queued, refused or already queued");
     }
   }
   drain(t);
@@ -181,13 +186,15 @@ void tier_prefetch_begin(mt_tier& t, int32_t layer) {
 
 void tier_prefetch_routed(mt_tier& t, size_t index, bool read_in_flight) {
   if (t.prefetch.mode.load(std::memory_order_relaxed) == MT_TIER_PREFETCH_OFF) return;
-  if (t.prefetch.observed[index].exchange(0) != 0) t.counters.prefetch_would_cover.fetch_add(1, std::memory_order_relaxed);
+  if (t.prefetch.observed[index].exchange(0) != 0)
+    t.counters.prefetch_would_cover.fetch_add(1, std::memory_order_relaxed);
   if (t.prefetch.prefetched[index].load(std::memory_order_relaxed) == 0) return;  // no prefetch: no lock
   const int32_t layer = int32_t(index / size_t(t.n_expert)), expert = int32_t(index % size_t(t.n_expert));
   std::lock_guard<std::mutex> lock(t.prefetch.ledger_mu);
   if (t.prefetch.prefetched[index].exchange(0) == 0) return;
   const int32_t read = read_in_flight ? MT_PF_READ_PENDING : MT_PF_READ_LANDED;
-  const int32_t outcome = mt_prefetch_route(&t.prefetch.queue.ledger, layer, expert, expert_bytes(t, layer), 1, read, 0);
+  const int32_t outcome =
+      mt_prefetch_route(&t.prefetch.queue.ledger, layer, expert, expert_bytes(t, layer), 1, read, 0);
   MT_ASSERT(outcome == MT_PF_COVERED || outcome == MT_PF_LATE, "a prefetched expert's route is covered or late");
   count(t, layer, outcome == MT_PF_LATE ? kPrefetchLate : kPrefetchCovered);
 }
@@ -196,7 +203,9 @@ void tier_prefetch_uncovered(mt_tier& t, int32_t layer) {
   if (t.prefetch.mode.load(std::memory_order_relaxed) != MT_TIER_PREFETCH_OFF) count(t, layer, kPrefetchUncovered);
 }
 
-void tier_prefetch_late_wait(mt_tier& t, int32_t, uint64_t wait_ns) { t.counters.prefetch_late_ns.fetch_add(wait_ns, std::memory_order_relaxed); }
+void tier_prefetch_late_wait(mt_tier& t, int32_t, uint64_t wait_ns) {
+  t.counters.prefetch_late_ns.fetch_add(wait_ns, std::memory_order_relaxed);
+}
 
 void tier_prefetch_evicted(mt_tier& t, size_t index) {
   t.prefetch.observed[index].store(0, std::memory_order_relaxed);
@@ -228,9 +237,11 @@ void tier_prefetch_retire(mt_tier& t, InFlight& f) {
 
 using namespace mt;
 
-extern "C" int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n, int32_t queue_max) {
+extern "C" int mt_tier_set_prefetch(mt_tier* tier, int32_t mode, int32_t predict_k, const int32_t* budget, size_t n,
+                                    int32_t queue_max) {
   mt_tier& t = *tier;
-  if (mode < MT_TIER_PREFETCH_OFF || mode > MT_TIER_PREFETCH_ENFORCE || predict_k < 0 || predict_k > t.n_expert) return MT_TIER_INVALID;
+  if (mode < MT_TIER_PREFETCH_OFF || mode > MT_TIER_PREFETCH_ENFORCE || predict_k < 0 || predict_k > t.n_expert)
+    return MT_TIER_INVALID;
   if (mode != MT_TIER_PREFETCH_OFF && (budget == nullptr || n != size_t(t.n_layer) || predict_k < 1 || queue_max < 1 ||
                                        queue_max > MT_TIER_PREFETCH_QUEUE_MAX))
     return MT_TIER_INVALID;

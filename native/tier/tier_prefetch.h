@@ -20,7 +20,13 @@
 
 namespace mt {
 
-enum PrefetchOutcome { kPrefetchCovered = 0, kPrefetchLate = 1, kPrefetchWasted = 2, kPrefetchUncovered = 3, kPrefetchOutcomes = 4 };
+enum PrefetchOutcome {
+  kPrefetchCovered = 0,
+  kPrefetchLate = 1,
+  kPrefetchWasted = 2,
+  kPrefetchUncovered = 3,
+  kPrefetchOutcomes = 4
+};
 
 // The ledger and its tables, allocated between evals (the eval thread never allocates). A task of
 // (layer, expert) is entry layer * nExpert + expert: a key has at most one task not ended here (it
@@ -40,10 +46,10 @@ struct TierPrefetch {
   // routing has used it since.
   std::unique_ptr<std::atomic<uint8_t>[]> prefetched, observed;
   std::unique_ptr<std::atomic<uint64_t>[]> by_layer;  // [nLayer * kPrefetchOutcomes], from the stats mark
-  std::atomic<uint64_t> generation{0};  // evals begun with a prediction (eval thread writes)
-  std::atomic<int32_t> queue_n{0};      // a hint of queue.size(), read without mu
-  std::vector<int32_t> budget;          // [nLayer]: predicted experts a layer may start reading
-  PrefetchQueue queue;                  // FIFO, at most ledger.queue_max (prefetch.queueMax)
+  std::atomic<uint64_t> generation{0};                // evals begun with a prediction (eval thread writes)
+  std::atomic<int32_t> queue_n{0};                    // a hint of queue.size(), read without mu
+  std::vector<int32_t> budget;                        // [nLayer]: predicted experts a layer may start reading
+  PrefetchQueue queue;                                // FIFO, at most ledger.queue_max (prefetch.queueMax)
   std::mutex ledger_mu;
   // Prefetches issued and not settled (their share of the gate's).
   const uint64_t& inflight_bytes = queue.ledger.inflight_bytes;

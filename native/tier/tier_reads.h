@@ -38,8 +38,8 @@ struct PendingRead {
   mt_io_id ids[3] = {};
   uint8_t* dst = nullptr;
   int64_t issued_ns = 0, start_ns = 0, end_ns = 0;  // streamed: the first read's start, the last one's end
-  bool late = false;  // a prefetch's read still in flight at bind: its wait is counted
-  bool bulk = false;      // computed from the layer's whole-layer buffer (tier_bulk.cc)
+  bool late = false;                                // a prefetch's read still in flight at bind: its wait is counted
+  bool bulk = false;                                // computed from the layer's whole-layer buffer (tier_bulk.cc)
   bool retained = false;  // streamed by an earlier call of the same layer: still in its scratch entry
   bool existing = false;  // it waits on an upload an earlier step issued (a swap, a prefetch): a
                           // failure of that one is retried once as this call's own read
@@ -54,8 +54,8 @@ using ScratchMap = std::unique_ptr<uint8_t, ScratchUnmap>;
 
 // One layer's experts read whole for a prefill's whole-layer path (tier_bulk.cc).
 struct BulkBuffer {
-  int32_t layer = -1;            // the layer it holds or is receiving; -1: none
-  std::vector<mt_io_id> ids;     // its piece reads, until settled
+  int32_t layer = -1;         // the layer it holds or is receiving; -1: none
+  std::vector<mt_io_id> ids;  // its piece reads, until settled
   bool landed = false;
   const uint8_t* tensor[3] = {};  // where the gate, up and down tensors' first bytes land
   std::vector<uint8_t> has;       // [nExpert]: 1 where the read takes the expert
@@ -113,9 +113,11 @@ void tier_stream_forget(mt_tier& t);
 
 // tier_stream.cc (eval thread): the misses runs[misses[0..n)] of layer start being read (admitted
 // into slots, else streamed into scratch) and are marked pending; false with a message.
-bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes);
+bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err,
+                       size_t err_bytes);
 // The forward pass's await: blocks until some pending reads land, binds them (leases for slots).
-int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes);
+int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err,
+                      size_t err_bytes);
 bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_after_bytes, char* err, size_t err_bytes);
 void tier_stream_close(mt_tier& t);
 

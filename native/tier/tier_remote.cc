@@ -44,8 +44,10 @@ int flush(mt_tier& t, RemoteWorker& w, int32_t layer, int32_t n) {
   char why[320] = "";
   if (w.run_experts(t.backend, w.calls.data(), n, &span, why, sizeof why) != MT_BACKEND_OK) {
     std::string slots;
-    for (int32_t i = 0; i < n && slots.size() < 96; i++) slots += (i ? "," : "") + std::to_string(w.calls[size_t(i)].slot);
-    std::snprintf(w.error, sizeof w.error, "tier: layer %d: computing resident slot %d on the device (one call with slots %s): %s", layer,
+    for (int32_t i = 0; i < n && slots.size() < 96; i++)
+      slots += (i ? "," : "") + std::to_string(w.calls[size_t(i)].slot);
+    std::snprintf(w.error, sizeof w.error,
+                  "tier: layer %d: computing resident slot %d on the device (one call with slots %s): %s", layer,
                   w.calls[0].slot, slots.c_str(), why);
     return -1;
   }
@@ -95,7 +97,8 @@ void work(mt_tier* tier) {
   }
 }
 
-int remote_start(void* self, int32_t layer, const float* h, const mt_remote_run* runs, int32_t n_runs, char* err, size_t err_bytes) {
+int remote_start(void* self, int32_t layer, const float* h, const mt_remote_run* runs, int32_t n_runs, char* err,
+                 size_t err_bytes) {
   mt_tier& t = tier_of(self);
   RemoteWorker& w = *t.remote;
   const int64_t E = t.experts[size_t(layer)].gate.cols;
@@ -112,7 +115,8 @@ int remote_start(void* self, int32_t layer, const float* h, const mt_remote_run*
   float* x = w.x.data();
   for (int32_t i = 0; i < n_runs; i++) {
     const mt_remote_run& r = runs[i];
-    for (int32_t j = 0; j < r.rows; j++) std::memcpy(x + size_t(j) * size_t(E), h + size_t(r.row_of[j]) * size_t(E), size_t(E) * sizeof(float));
+    for (int32_t j = 0; j < r.rows; j++)
+      std::memcpy(x + size_t(j) * size_t(E), h + size_t(r.row_of[j]) * size_t(E), size_t(E) * sizeof(float));
     w.jobs[size_t(i)] = RemoteJob{t.remote->run_slot[size_t(r.binding)], r.rows, x, r.y};
     x += size_t(r.rows) * size_t(E);
   }
@@ -145,7 +149,8 @@ int remote_wait(void* self, int32_t, int64_t device_ns[2], char* err, size_t err
 bool tier_remote_start(mt_tier& t, char* err, size_t err_bytes) {
   const mt_backend_i* iface = mt_backend_interface(t.backend);
   if (iface->run_experts == nullptr) {
-    std::snprintf(err, err_bytes, "createTier: the backend's slots are not host-visible and it has no device compute (run_experts)");
+    std::snprintf(err, err_bytes,
+                  "createTier: the backend's slots are not host-visible and it has no device compute (run_experts)");
     return false;
   }
   t.remote = std::make_unique<RemoteWorker>();

@@ -42,8 +42,8 @@ struct RemoteWorker {
   int status = 0;        // 0, or -1 with error: the first failed call of the layer
   char error[448] = "";
   decltype(mt_backend_i::run_experts) run_experts = nullptr;  // the backend's entry (never NULL once started)
-  std::vector<mt_backend_run> calls;  // one run_experts call's runs (MT_BACKEND_RUNS_MAX)
-  int64_t span_end_ns = 0, span_busy_ns = 0;  // its calls' last end, their summed time
+  std::vector<mt_backend_run> calls;                          // one run_experts call's runs (MT_BACKEND_RUNS_MAX)
+  int64_t span_end_ns = 0, span_busy_ns = 0;                  // its calls' last end, their summed time
 };
 
 }  // namespace mt

@@ -37,7 +37,8 @@ bool grow(mt_tier& t, int32_t layer, int32_t more, char* err, size_t err_bytes) 
   return true;
 }
 
-bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, int32_t n_victims, char* err, size_t err_bytes) {
+bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, int32_t n_victims, char* err,
+            size_t err_bytes) {
   const size_t base = size_t(layer) * size_t(t.n_expert);
   std::vector<int32_t> drop;  // slot ids
   for (int32_t s : t.layer_slots[size_t(layer)])
@@ -46,15 +47,19 @@ bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, in
   for (int32_t i = 0; i < n_victims && int32_t(drop.size()) < fewer; i++) {
     const int32_t x = victims[i];
     if (x < 0 || x >= t.n_expert)
-      return fail(err, err_bytes, "tierResize: victims[" + std::to_string(i) + "] = " + std::to_string(x) + ": expected 0.." + std::to_string(t.n_expert - 1));
-    if (t.expert_state[base + size_t(x)] != kExpertResident || std::find(evict.begin(), evict.end(), x) != evict.end()) continue;
+      return fail(err, err_bytes,
+                  "tierResize: victims[" + std::to_string(i) + "] = " + std::to_string(x) + ": expected 0.." +
+                      std::to_string(t.n_expert - 1));
+    if (t.expert_state[base + size_t(x)] != kExpertResident || std::find(evict.begin(), evict.end(), x) != evict.end())
+      continue;
     evict.push_back(x);
     drop.push_back(t.residency[base + size_t(x)].load(std::memory_order_relaxed));
   }
   if (int32_t(drop.size()) < fewer)
-    return fail(err, err_bytes, "tierResize: layer " + std::to_string(layer) + ": expected " + std::to_string(fewer) +
-                                    " free slots or plainly resident victims to give up, found " + std::to_string(drop.size()) +
-                                    " (the others have swaps queued or in flight: try again after they settle)");
+    return fail(err, err_bytes,
+                "tierResize: layer " + std::to_string(layer) + ": expected " + std::to_string(fewer) +
+                    " free slots or plainly resident victims to give up, found " + std::to_string(drop.size()) +
+                    " (the others have swaps queued or in flight: try again after they settle)");
   for (int32_t x : evict) {
     t.residency[base + size_t(x)].store(-1, std::memory_order_release);
     t.expert_state[base + size_t(x)] = kExpertNone;
@@ -63,8 +68,10 @@ bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, in
   }
   std::vector<int32_t>& slots = t.layer_slots[size_t(layer)];
   for (int32_t s : drop) {
-    if (t.slot_dirty[size_t(s)] && mt_backend_free(t.backend, s, nullptr, 0) == MT_BACKEND_OK) t.slot_dirty[size_t(s)] = 0;
-    if (!t.slot_dirty[size_t(s)]) mt_backend_discard(t.backend, s, nullptr, 0);  // its memory back until a grow reuses it
+    if (t.slot_dirty[size_t(s)] && mt_backend_free(t.backend, s, nullptr, 0) == MT_BACKEND_OK)
+      t.slot_dirty[size_t(s)] = 0;
+    if (!t.slot_dirty[size_t(s)])
+      mt_backend_discard(t.backend, s, nullptr, 0);  // its memory back until a grow reuses it
     t.slot_expert[size_t(s)] = -1;
     t.slot_layer[size_t(s)] = -1;
     slots.erase(std::find(slots.begin(), slots.end(), s));
@@ -76,13 +83,15 @@ bool shrink(mt_tier& t, int32_t layer, int32_t fewer, const int32_t* victims, in
 }  // namespace
 }  // namespace mt
 
-extern "C" int mt_tier_resize(mt_tier* tier, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims, char* err,
-                              size_t err_bytes) {
+extern "C" int mt_tier_resize(mt_tier* tier, int32_t layer, int32_t count, const int32_t* victims, int32_t n_victims,
+                              char* err, size_t err_bytes) {
   using namespace mt;
   mt_tier& t = *tier;
   if (layer < 0 || layer >= t.n_layer || count < 0 || count > t.n_expert)
-    return fail(err, err_bytes, "tierResize: layer " + std::to_string(layer) + ", slots " + std::to_string(count) + ": expected a layer in 0.." +
-                                    std::to_string(t.n_layer - 1) + " and 0.." + std::to_string(t.n_expert) + " slots"),
+    return fail(err, err_bytes,
+                "tierResize: layer " + std::to_string(layer) + ", slots " + std::to_string(count) +
+                    ": expected a layer in 0.." + std::to_string(t.n_layer - 1) + " and 0.." +
+                    std::to_string(t.n_expert) + " slots"),
            MT_TIER_INVALID;
   std::lock_guard<std::mutex> lock(t.mu);
   const int32_t now = int32_t(t.layer_slots[size_t(layer)].size());

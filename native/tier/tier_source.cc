@@ -55,7 +55,8 @@ void layer_begin(void* self, int32_t layer) {
   MT_ASSERT(t.n_leases == 0, "no lease outlives its layer");
   t.computing.store(layer, std::memory_order_seq_cst);  // before any residency read of this layer
   tier_prefetch_begin(t, layer);
-  if (!t.reads.bulk_failed && !tier_bulk_begin(t, layer, t.reads.bulk_error, sizeof t.reads.bulk_error)) t.reads.bulk_failed = true;  // its bind reports it
+  if (!t.reads.bulk_failed && !tier_bulk_begin(t, layer, t.reads.bulk_error, sizeof t.reads.bulk_error))
+    t.reads.bulk_failed = true;  // its bind reports it
   if (t.flight_n[layer].load(std::memory_order_acquire) == 0) return;
   std::unique_lock<std::mutex> lock(t.mu, std::try_to_lock);
   if (lock.owns_lock()) tier_settle_layer(t, layer, false, true);
@@ -117,7 +118,8 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
   // Policy KEEP (a tier without stream_fd): a decode token's misses computed here are admitted after
   // the loop. A prompt's are not (the replay's prefillCounts keep none): one token routes
   // nExpertUsed rows in all, a prompt's chunk more.
-  const bool keep = t.reads.io == nullptr && t.policy.mode.load(std::memory_order_relaxed) == MT_TIER_POLICY_KEEP && one_token(t, runs, n_runs);
+  const bool keep = t.reads.io == nullptr && t.policy.mode.load(std::memory_order_relaxed) == MT_TIER_POLICY_KEEP &&
+                    one_token(t, runs, n_runs);
   int32_t* kept = t.policy.kept_misses.data();
   int32_t n_kept = 0;
   for (int32_t i = 0; i < n_runs; i++) {
@@ -157,7 +159,8 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
     }
     if (t.host_copy_bytes == 0 || uint64_t(offset) + t.host_copy_bytes > t.host_bytes) {
       std::snprintf(err, err_bytes,
-                    "tier: hostCopyOffsets[%zu] (layer %d, expert %d) = %d: expected -1 or an offset with %llu bytes of host copy "
+                    "tier: hostCopyOffsets[%zu] (layer %d, expert %d) = %d: expected -1 or an offset with %llu bytes "
+                    "of host copy "
                     "inside hostCopies (%zu bytes)",
                     index, layer, run.expert, offset, (unsigned long long)t.host_copy_bytes, t.host_bytes);
       clear_routed(t, runs, n_runs);
@@ -179,9 +182,12 @@ int bind(void* self, int32_t layer, mt_expert_binding* runs, int32_t n_runs, cha
   return 0;
 }
 
-void predicted(void* self, int32_t layer, const int32_t* ids, int32_t n) { tier_prefetch_predicted(tier_of(self), layer, ids, n); }
+void predicted(void* self, int32_t layer, const int32_t* ids, int32_t n) {
+  tier_prefetch_predicted(tier_of(self), layer, ids, n);
+}
 
-int await_reads(void* self, int32_t layer, mt_expert_binding* runs, int32_t, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes) {
+int await_reads(void* self, int32_t layer, mt_expert_binding* runs, int32_t, int32_t* ready, int32_t* n_ready,
+                char* err, size_t err_bytes) {
   mt_tier& t = tier_of(self);
   if (tier_stream_await(t, layer, runs, ready, n_ready, err, err_bytes) == 0) return 0;
   tier_abandon_layer(t);
@@ -192,7 +198,8 @@ void layer_end(void* self, int32_t layer) {
   mt_tier& t = tier_of(self);
   release_leases(t);
   t.computing.store(-1, std::memory_order_seq_cst);  // then read pending_n: see tier_swap.cc
-  if (t.pending_n[layer].load(std::memory_order_seq_cst) == 0 && t.flight_n[layer].load(std::memory_order_acquire) == 0) return;
+  if (t.pending_n[layer].load(std::memory_order_seq_cst) == 0 && t.flight_n[layer].load(std::memory_order_acquire) == 0)
+    return;
   if (!t.virtual_clock) return issuer_post(t, layer);
   std::lock_guard<std::mutex> lock(t.mu);
   tier_settle_layer(t, layer, true, false);
@@ -209,7 +216,8 @@ void tier_abandon_layer(mt_tier& t) {
 }
 
 void tier_source_init(mt_tier& t) {
-  t.source = mt_expert_source{&t, t.model, stamp, layer_begin, bind, await_reads, layer_end, predicted, 0, nullptr, nullptr};
+  t.source =
+      mt_expert_source{&t, t.model, stamp, layer_begin, bind, await_reads, layer_end, predicted, 0, nullptr, nullptr};
 }
 
 }  // namespace mt

@@ -60,7 +60,8 @@ bool grow(mt_tier& t, size_t needed, char* err, size_t err_bytes) {
   const size_t bytes = experts * aligned_expert_bytes(t);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
-    std::snprintf(err, err_bytes, "tier: streamed misses: out of memory for %zu experts of scratch (%zu bytes)", experts, bytes);
+    std::snprintf(err, err_bytes, "tier: streamed misses: out of memory for %zu experts of scratch (%zu bytes)",
+                  experts, bytes);
     return false;
   }
   t.reads.scratch = ScratchMap(static_cast<uint8_t*>(p), ScratchUnmap{bytes});
@@ -68,12 +69,15 @@ bool grow(mt_tier& t, size_t needed, char* err, size_t err_bytes) {
   return true;
 }
 
-uint64_t file_offset(const mt_tier& t, const mt_upload_piece& piece) { return uint64_t(static_cast<const uint8_t*>(piece.src) - t.reads.base); }
+uint64_t file_offset(const mt_tier& t, const mt_upload_piece& piece) {
+  return uint64_t(static_cast<const uint8_t*>(piece.src) - t.reads.base);
+}
 
-void read_failed(mt_tier& t, int32_t layer, int32_t expert, uint64_t offset, uint64_t bytes, const char* why, char* err, size_t err_bytes) {
+void read_failed(mt_tier& t, int32_t layer, int32_t expert, uint64_t offset, uint64_t bytes, const char* why, char* err,
+                 size_t err_bytes) {
   t.counters.stream_failures.fetch_add(1, std::memory_order_relaxed);
-  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s", t.reads.path.c_str(), layer, expert,
-                (unsigned long long)offset, (unsigned long long)bytes, why);
+  std::snprintf(err, err_bytes, "expert read: %s: layer %d expert %d at offset %llu (%llu bytes): %s",
+                t.reads.path.c_str(), layer, expert, (unsigned long long)offset, (unsigned long long)bytes, why);
 }
 
 // The three reads of a streamed miss into its scratch entry.
@@ -99,7 +103,8 @@ void drop_cached(const mt_tier& t, int32_t layer, int32_t expert) {
   tier_pieces(t, layer, expert, pieces);
   const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
   for (const mt_upload_piece& piece : pieces) {
-    const uint64_t offset = file_offset(t, piece), from = offset / page * page, to = (offset + piece.bytes + page - 1) / page * page;
+    const uint64_t offset = file_offset(t, piece), from = offset / page * page,
+                   to = (offset + piece.bytes + page - 1) / page * page;
     posix_fadvise(t.reads.fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
   }
 }
@@ -122,19 +127,22 @@ int check(mt_tier& t, int32_t layer, PendingRead& r, bool wait, char* err, size_
   if (r.retained) return 1;
   if (r.admitted) {
     mt_event_info info{};
-    const int rc = wait ? mt_backend_event_wait(t.backend, r.event, &info, nullptr, 0) : mt_backend_event_query(t.backend, r.event, &info, nullptr, 0);
+    const int rc = wait ? mt_backend_event_wait(t.backend, r.event, &info, nullptr, 0)
+                        : mt_backend_event_query(t.backend, r.event, &info, nullptr, 0);
     if (rc == MT_BACKEND_OK && info.state == MT_EVENT_PENDING) return 0;
     if (rc == MT_BACKEND_OK && info.state == MT_EVENT_DONE) return 1;
     if (r.existing && retry_own(t, layer, r)) return 0;
     mt_upload_piece pieces[3];
     tier_pieces(t, layer, r.expert, pieces);
-    read_failed(t, layer, r.expert, file_offset(t, pieces[0]), expert_bytes(t, layer), "the read into its slot failed", err, err_bytes);
+    read_failed(t, layer, r.expert, file_offset(t, pieces[0]), expert_bytes(t, layer), "the read into its slot failed",
+                err, err_bytes);
     return -1;
   }
   int64_t start = INT64_MAX, end = 0;
   for (int i = 0; i < 3; i++) {
     mt_io_info info{};
-    const int rc = wait ? mt_io_wait(t.reads.io, r.ids[i], &info, nullptr, 0) : mt_io_query(t.reads.io, r.ids[i], &info, nullptr, 0);
+    const int rc = wait ? mt_io_wait(t.reads.io, r.ids[i], &info, nullptr, 0)
+                        : mt_io_query(t.reads.io, r.ids[i], &info, nullptr, 0);
     if (rc != MT_IO_OK) {
       read_failed(t, layer, r.expert, 0, 0, "its read is unknown to the read engine", err, err_bytes);
       return -1;
@@ -208,7 +216,8 @@ void log_streamed(mt_tier& t, int32_t layer, const int32_t* runs, int32_t n) {
 void count_read(mt_tier& t, size_t index, const PendingRead& r) {
   if ((r.admitted && r.existing) || r.retained) return;
   t.counters.expert_reads.fetch_add(1, std::memory_order_relaxed);
-  if (t.reads.marks[index] == 0) t.reads.marks[index] = 1, t.counters.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
+  if (t.reads.marks[index] == 0)
+    t.reads.marks[index] = 1, t.counters.distinct_experts_read.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -226,11 +235,14 @@ bool tier_stream_reserve(mt_tier& t, size_t bytes, char* err, size_t err_bytes) 
 // The whole-layer path: the misses wait for the layer's buffer, admitted nowhere, read by nobody else.
 // A miss the read did not take (a resident that left after it was issued: mark_wanted rules that
 // out) fails the call rather than compute from bytes nobody read.
-static bool begin_from_bulk(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
+static bool begin_from_bulk(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n,
+                            char* err, size_t err_bytes) {
   t.reads.path_calls[size_t(layer) * 2 + 1].fetch_add(1, std::memory_order_relaxed);
   for (int32_t i = 0; i < n; i++) {
     if (!tier_bulk_holds(t, layer, runs[misses[i]].expert)) {
-      std::snprintf(err, err_bytes, "tier: whole-layer prefill: layer %d expert %d left its slot after the layer's read was issued", layer, runs[misses[i]].expert);
+      std::snprintf(err, err_bytes,
+                    "tier: whole-layer prefill: layer %d expert %d left its slot after the layer's read was issued",
+                    layer, runs[misses[i]].expert);
       t.reads.reading.clear();
       return false;
     }
@@ -243,10 +255,12 @@ static bool begin_from_bulk(mt_tier& t, int32_t layer, mt_expert_binding* runs, 
   return true;
 }
 
-bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err, size_t err_bytes) {
+bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const int32_t* misses, int32_t n, char* err,
+                       size_t err_bytes) {
   MT_ASSERT(t.reads.reading.empty(), "the previous layer's reads all landed");
   if (tier_bulk_active(t, layer)) return begin_from_bulk(t, layer, runs, misses, n, err, err_bytes);
-  if (!t.reads.bulk[0].ids.empty() || !t.reads.bulk[1].ids.empty()) tier_bulk_settle(t);  // buffer 0 is the scratch streamed misses use
+  if (!t.reads.bulk[0].ids.empty() || !t.reads.bulk[1].ids.empty())
+    tier_bulk_settle(t);  // buffer 0 is the scratch streamed misses use
   t.reads.path_calls[size_t(layer) * 2].fetch_add(1, std::memory_order_relaxed);
   size_t streamed = 0;
   {
@@ -264,10 +278,12 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
       }
       const bool prefetched = t.prefetch.prefetched[index].load(std::memory_order_relaxed) != 0;
       // Device slots (remote) take no miss: the host computes it from its own read.
-      r.admitted = t.remote == nullptr && tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event, &r.existing);
+      r.admitted = t.remote == nullptr &&
+                   tier_admit_now(t, layer, r.expert, t.routed_now.data(), &r.slot, &r.event, &r.existing);
       if (prefetched) {  // its read started a layer ahead: landed by now, or waited for (late)
         mt_event_info info{};
-        r.late = r.admitted && mt_backend_event_query(t.backend, r.event, &info, nullptr, 0) == MT_BACKEND_OK && info.state == MT_EVENT_PENDING;
+        r.late = r.admitted && mt_backend_event_query(t.backend, r.event, &info, nullptr, 0) == MT_BACKEND_OK &&
+                 info.state == MT_EVENT_PENDING;
       } else {
         tier_prefetch_uncovered(t, layer);
       }
@@ -306,7 +322,8 @@ bool tier_stream_begin(mt_tier& t, int32_t layer, mt_expert_binding* runs, const
 
 void tier_stream_forget(mt_tier& t) { forget_entries(t); }
 
-int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err, size_t err_bytes) {
+int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_t* ready, int32_t* n_ready, char* err,
+                      size_t err_bytes) {
   *n_ready = 0;
   int64_t blocked_from = 0;  // the compute had nothing left to run: it stalls until a read lands
   for (bool wait = false;; wait = true) {
@@ -324,7 +341,8 @@ int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_
     }
     if (*n_ready > 0) break;
   }
-  if (blocked_from != 0) t.counters.stall_ns.fetch_add(uint64_t(mt_monotonic_ns() - blocked_from), std::memory_order_relaxed);
+  if (blocked_from != 0)
+    t.counters.stall_ns.fetch_add(uint64_t(mt_monotonic_ns() - blocked_from), std::memory_order_relaxed);
   log_streamed(t, layer, ready, *n_ready);
   bool all = true;
   for (const PendingRead& r : t.reads.reading) all = all && r.landed;

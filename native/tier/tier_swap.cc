@@ -33,14 +33,14 @@ void push_report(mt_tier& t, const InFlight& f) {
     t.reports_dropped++;
     return;
   }
-  t.reports.push_back(UploadReport{f.task_id, f.layer, f.expert, f.victim, f.ok, f.in_place, f.fell_back, f.admitted, f.prefetch, expert_bytes(t, f.layer),
-                                   f.issued_ns, f.start_ns, f.end_ns});
+  t.reports.push_back(UploadReport{f.task_id, f.layer, f.expert, f.victim, f.ok, f.in_place, f.fell_back, f.admitted,
+                                   f.prefetch, expert_bytes(t, f.layer), f.issued_ns, f.start_ns, f.end_ns});
 }
 
 // Uploads expert into slot; in place when the slot holds bytes, else (or when refused) into
 // the emptied slot. Returns the backend status; *fell_back: the slot had to be freed first.
-int upload_expert(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, double task_id, mt_event_id* event, bool* freed,
-                  bool* fell_back) {
+int upload_expert(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, double task_id, mt_event_id* event,
+                  bool* freed, bool* fell_back) {
   mt_upload_piece pieces[3];
   tier_pieces(t, layer, expert, pieces);
   const int64_t label = int64_t(task_id);
@@ -59,10 +59,13 @@ int upload_expert(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, doubl
 // slot: the victim's slot (its residency may already be hidden as -1 by an issue_now caller).
 void issue_one(mt_tier& t, int32_t layer, const Swap& s, int32_t slot, int64_t now_ns, GateClass cls) {
   const size_t iv = index_of(t, layer, s.victim), in = index_of(t, layer, s.newcomer);
-  MT_ASSERT(t.expert_state[iv] == kExpertOutgoing && t.expert_state[in] == kExpertIncoming, "a queued swap's victim is outgoing, its newcomer incoming");
-  MT_ASSERT(slot >= 0 && t.slot_layer[size_t(slot)] == layer && t.slot_expert[size_t(slot)] == s.victim, "a victim's slot is its layer's and holds it");
+  MT_ASSERT(t.expert_state[iv] == kExpertOutgoing && t.expert_state[in] == kExpertIncoming,
+            "a queued swap's victim is outgoing, its newcomer incoming");
+  MT_ASSERT(slot >= 0 && t.slot_layer[size_t(slot)] == layer && t.slot_expert[size_t(slot)] == s.victim,
+            "a victim's slot is its layer's and holds it");
   InFlight f;
-  f.layer = layer, f.expert = s.newcomer, f.victim = s.victim, f.slot = slot, f.task_id = s.task_id, f.issued_ns = now_ns;
+  f.layer = layer, f.expert = s.newcomer, f.victim = s.victim, f.slot = slot, f.task_id = s.task_id,
+  f.issued_ns = now_ns;
   bool freed = false;
   const int rc = upload_expert(t, layer, s.newcomer, slot, s.task_id, &f.event, &freed, &f.fell_back);
   f.in_place = rc == MT_BACKEND_OK && !f.fell_back;
@@ -141,13 +144,15 @@ bool issue_fill(mt_tier& t, int32_t layer, int32_t expert, int32_t slot, int64_t
 // The policy's lowest-scored resident of the layer that this call does not run gives its slot to
 // expert (a swap of task 0, issued now and reported like any). false: every resident runs now or is
 // busy, or the backend refused the upload (reported failed).
-bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, GateClass cls) {
+bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event,
+               GateClass cls) {
   const int32_t victim = tier_policy_victim(t, layer, routed_now);
   if (victim < 0) return false;
   const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, expert);
   t.expert_state[iv] = kExpertOutgoing;
   t.expert_state[in] = kExpertIncoming;
-  issue_one(t, layer, Swap{victim, expert, 0}, t.residency[iv].load(std::memory_order_relaxed), tier_now(t, layer), cls);
+  issue_one(t, layer, Swap{victim, expert, 0}, t.residency[iv].load(std::memory_order_relaxed), tier_now(t, layer),
+            cls);
   if (t.expert_state[in] != kExpertIncoming) return false;
   InFlight& f = t.flights.back();
   f.admitted = true;
@@ -156,8 +161,8 @@ bool evict_for(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_
 
 }  // namespace
 
-bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot, mt_event_id* event, bool* existing,
-                    GateClass cls) {
+bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* routed_now, int32_t* slot,
+                    mt_event_id* event, bool* existing, GateClass cls) {
   const size_t in = index_of(t, layer, expert);
   if (existing != nullptr) *existing = false;
   if (t.expert_state[in] == kExpertIncoming) {
@@ -190,7 +195,8 @@ bool tier_admit_now(mt_tier& t, int32_t layer, int32_t expert, const uint8_t* ro
     if (!issue_fill(t, layer, expert, s, tier_now(t, layer), cls)) return false;
     return *slot = s, *event = t.flights.back().event, true;
   }
-  return t.policy.mode.load(std::memory_order_relaxed) != MT_TIER_POLICY_OFF && evict_for(t, layer, expert, routed_now, slot, event, cls);
+  return t.policy.mode.load(std::memory_order_relaxed) != MT_TIER_POLICY_OFF &&
+         evict_for(t, layer, expert, routed_now, slot, event, cls);
 }
 
 // issue_now's caller and the issuer (under mu): issues the layer's queue unless compute is on it,
@@ -205,14 +211,16 @@ int32_t tier_issue_if_idle(mt_tier& t, int32_t layer, bool held_only) {
     r.store(-1, std::memory_order_seq_cst);  // from here a bind of this layer computes the victim as a miss
   }
   if (t.computing.load(std::memory_order_seq_cst) == layer) {
-    for (size_t i = 0; i < queue.size(); i++) t.residency[index_of(t, layer, queue[i].victim)].store(slots[i], std::memory_order_release);
+    for (size_t i = 0; i < queue.size(); i++)
+      t.residency[index_of(t, layer, queue[i].victim)].store(slots[i], std::memory_order_release);
     return -1;
   }
   const int64_t now = tier_now(t, layer);
   const uint64_t bytes = expert_bytes(t, layer);
   size_t issued = 0, kept = 0;
   for (size_t i = 0; i < queue.size(); i++) {
-    if (kept == 0 && (queue[i].held || !held_only) && gate_fits(t, bytes)) {  // in order: one held back holds the ones behind it
+    if (kept == 0 && (queue[i].held || !held_only) &&
+        gate_fits(t, bytes)) {  // in order: one held back holds the ones behind it
       issue_one(t, layer, queue[i], slots[i], now, kGateSwap);
       issued++;
       continue;
@@ -228,8 +236,10 @@ int32_t tier_issue_if_idle(mt_tier& t, int32_t layer, bool held_only) {
 }
 
 void tier_push_eviction(mt_tier& t, int32_t layer, int32_t expert) {
-  if (t.evicted.size() >= kReportsMax) t.reports_dropped++;
-  else t.evicted.push_back(Eviction{layer, expert});
+  if (t.evicted.size() >= kReportsMax)
+    t.reports_dropped++;
+  else
+    t.evicted.push_back(Eviction{layer, expert});
 }
 
 int64_t tier_now(mt_tier& t, int32_t label) {
@@ -277,9 +287,11 @@ using namespace mt;
 
 extern "C" {
 
-int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id, int32_t issue_now) {
+int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t newcomer, double task_id,
+                         int32_t issue_now) {
   mt_tier& t = *tier;
-  if (layer < 0 || layer >= t.n_layer || victim < 0 || victim >= t.n_expert || newcomer < 0 || newcomer >= t.n_expert) return MT_TIER_INVALID;
+  if (layer < 0 || layer >= t.n_layer || victim < 0 || victim >= t.n_expert || newcomer < 0 || newcomer >= t.n_expert)
+    return MT_TIER_INVALID;
   std::lock_guard<std::mutex> lock(t.mu);
   const size_t iv = index_of(t, layer, victim), in = index_of(t, layer, newcomer);
   if (t.expert_state[iv] != kExpertResident) return MT_TIER_NOT_RESIDENT;
@@ -306,8 +318,8 @@ void mt_tier_flush(mt_tier* tier) { issuer_flush(*tier); }
 
 void mt_tier_kick(mt_tier* tier) { issuer_kick_if_pending(*tier); }
 
-void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions, int32_t* n_evictions,
-                  mt_tier_read* reads, int32_t* n_reads) {
+void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions,
+                  int32_t* n_evictions, mt_tier_read* reads, int32_t* n_reads) {
   mt_tier& t = *tier;
   std::lock_guard<std::mutex> lock(t.mu);
   tier_settle_layer(t, -1, false, false);

@@ -18,8 +18,8 @@ bool fail(char* err, size_t err_bytes, const std::string& message) {
   return false;
 }
 
-bool warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, std::vector<WarmUpload>* uploads, char* err,
-                size_t err_bytes) {
+bool warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, std::vector<WarmUpload>* uploads,
+                char* err, size_t err_bytes) {
   std::lock_guard<std::mutex> lock(t.mu);
   const size_t base = size_t(layer) * size_t(t.n_expert);
   std::vector<int32_t> wanted;
@@ -27,17 +27,23 @@ bool warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, st
   for (int32_t i = 0; i < n; i++) {
     const int32_t x = experts[i];
     if (x < 0 || x >= t.n_expert)
-      return fail(err, err_bytes, "tierWarmstart: experts[" + std::to_string(i) + "] = " + std::to_string(x) + ": expected 0.." + std::to_string(t.n_expert - 1));
-    if (seen[size_t(x)]++) return fail(err, err_bytes, "tierWarmstart: expert " + std::to_string(x) + " is listed twice");
-    if (t.expert_state[base + size_t(x)] == kExpertNone) wanted.push_back(x);  // resident / incoming already: nothing to do
+      return fail(err, err_bytes,
+                  "tierWarmstart: experts[" + std::to_string(i) + "] = " + std::to_string(x) + ": expected 0.." +
+                      std::to_string(t.n_expert - 1));
+    if (seen[size_t(x)]++)
+      return fail(err, err_bytes, "tierWarmstart: expert " + std::to_string(x) + " is listed twice");
+    if (t.expert_state[base + size_t(x)] == kExpertNone)
+      wanted.push_back(x);  // resident / incoming already: nothing to do
   }
   std::vector<int32_t> free_slots;
   const std::vector<int32_t>& slots = t.layer_slots[size_t(layer)];
   for (int32_t s : slots)
     if (t.slot_expert[size_t(s)] < 0) free_slots.push_back(s);
   if (wanted.size() > free_slots.size())
-    return fail(err, err_bytes, "tierWarmstart: layer " + std::to_string(layer) + " has " + std::to_string(free_slots.size()) + " free slots of " +
-                                    std::to_string(slots.size()) + ", " + std::to_string(wanted.size()) + " experts are not resident yet");
+    return fail(err, err_bytes,
+                "tierWarmstart: layer " + std::to_string(layer) + " has " + std::to_string(free_slots.size()) +
+                    " free slots of " + std::to_string(slots.size()) + ", " + std::to_string(wanted.size()) +
+                    " experts are not resident yet");
   for (size_t i = 0; i < wanted.size(); i++) {
     const int32_t slot = free_slots[i], x = wanted[i];
     mt_upload_piece pieces[3];
@@ -45,12 +51,16 @@ bool warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, st
     char why[512] = "";
     if (t.slot_dirty[size_t(slot)]) {  // a failed upload left bytes: drop them first
       if (int rc = mt_backend_free(t.backend, slot, why, sizeof why))
-        return fail(err, err_bytes, std::string("tierWarmstart: freeing slot ") + std::to_string(slot) + ": " + mt_backend_status_name(rc) + ": " + why);
+        return fail(err, err_bytes,
+                    std::string("tierWarmstart: freeing slot ") + std::to_string(slot) + ": " +
+                        mt_backend_status_name(rc) + ": " + why);
       t.slot_dirty[size_t(slot)] = 0;
     }
     mt_event_id event = 0;
     if (int rc = mt_backend_upload(t.backend, slot, pieces, 3, 0, -1, &event, why, sizeof why))
-      return fail(err, err_bytes, "tierWarmstart: layer " + std::to_string(layer) + " expert " + std::to_string(x) + ": " + mt_backend_status_name(rc) + ": " + why);
+      return fail(err, err_bytes,
+                  "tierWarmstart: layer " + std::to_string(layer) + " expert " + std::to_string(x) + ": " +
+                      mt_backend_status_name(rc) + ": " + why);
     t.slot_expert[size_t(slot)] = x;
     t.slot_dirty[size_t(slot)] = 1;
     t.expert_state[base + size_t(x)] = kExpertIncoming;
@@ -65,7 +75,8 @@ bool warm_issue(mt_tier& t, int32_t layer, const int32_t* experts, int32_t n, st
 bool warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, size_t err_bytes) {
   std::vector<mt_event_info> infos(uploads.size());
   for (size_t i = 0; i < uploads.size(); i++)
-    if (mt_backend_event_wait(t.backend, uploads[i].event, &infos[i], nullptr, 0) != MT_BACKEND_OK) infos[i].state = MT_EVENT_FAILED;
+    if (mt_backend_event_wait(t.backend, uploads[i].event, &infos[i], nullptr, 0) != MT_BACKEND_OK)
+      infos[i].state = MT_EVENT_FAILED;
   std::lock_guard<std::mutex> lock(t.mu);
   std::string failed;
   for (size_t i = 0; i < uploads.size(); i++) {
@@ -84,7 +95,9 @@ bool warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, 
     failed += (failed.empty() ? "" : ", ") + std::to_string(u.expert);
   }
   if (failed.empty()) return true;
-  return fail(err, err_bytes, "tierWarmstart: the upload of layer " + std::to_string(uploads[0].layer) + " expert(s) " + failed + " failed; they stay non-resident");
+  return fail(err, err_bytes,
+              "tierWarmstart: the upload of layer " + std::to_string(uploads[0].layer) + " expert(s) " + failed +
+                  " failed; they stay non-resident");
 }
 
 }  // namespace
@@ -92,7 +105,8 @@ bool warm_finish(mt_tier& t, const std::vector<WarmUpload>& uploads, char* err, 
 
 extern "C" {
 
-mt_tier_warm* mt_tier_warm_issue(mt_tier* t, int32_t layer, const int32_t* experts, int32_t n, int* status, char* err, size_t err_bytes) {
+mt_tier_warm* mt_tier_warm_issue(mt_tier* t, int32_t layer, const int32_t* experts, int32_t n, int* status, char* err,
+                                 size_t err_bytes) {
   if (layer < 0 || layer >= t->n_layer) {
     std::snprintf(err, err_bytes, "tierWarmstart: layer %d: expected 0..%d", layer, t->n_layer - 1);
     *status = MT_TIER_INVALID;

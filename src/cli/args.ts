@@ -62,7 +62,8 @@ export class Args {
     const v = this.values.get(name);
     if (v === undefined) return fallback;
     const n = Number(v);
-    if (v === '' || !Number.isInteger(n) || n < min || n > max) throw new InvalidOptionError(this.flag(name), integerRange(min, max), v);
+    if (v === '' || !Number.isInteger(n) || n < min || n > max)
+      throw new InvalidOptionError(this.flag(name), integerRange(min, max), v);
     return n;
   }
   number(name: string, fallback: number): number {
@@ -123,7 +124,10 @@ export function parseFlags(argv: readonly string[], specs: FlagSpecs, command: s
 /** The spellings of every flag: canonical name -> ['--name', '-n', '--alias']. */
 function spellings(specs: FlagSpecs): Map<string, string[]> {
   return new Map(
-    Object.entries(specs).map(([name, s]) => [name, [`--${name}`, ...(s.short ? [`-${s.short}`] : []), ...(s.aliases ?? []).map((a) => `--${a}`)]]),
+    Object.entries(specs).map(([name, s]) => [
+      name,
+      [`--${name}`, ...(s.short ? [`-${s.short}`] : []), ...(s.aliases ?? []).map((a) => `--${a}`)],
+    ]),
   );
 }
 
@@ -132,7 +136,9 @@ function spellings(specs: FlagSpecs): Map<string, string[]> {
  * number after a flag that takes a value is that value (`--seed=-1`, `-s-1`).
  */
 function joinNegativeValues(argv: readonly string[], specs: FlagSpecs): string[] {
-  const takesValue = new Set([...spellings(specs)].filter(([name]) => specs[name].type === 'string').flatMap(([, s]) => s));
+  const takesValue = new Set(
+    [...spellings(specs)].filter(([name]) => specs[name].type === 'string').flatMap(([, s]) => s),
+  );
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -145,7 +151,12 @@ function joinNegativeValues(argv: readonly string[], specs: FlagSpecs): string[]
   return out;
 }
 
-function usageError(err: Error & { code?: string }, argv: readonly string[], specs: FlagSpecs, command: string): InvalidOptionError {
+function usageError(
+  err: Error & { code?: string },
+  argv: readonly string[],
+  specs: FlagSpecs,
+  command: string,
+): InvalidOptionError {
   const quoted = /'([^']+)'/.exec(err.message)?.[1];
   switch (err.code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
@@ -177,7 +188,10 @@ function typedSpelling(argv: readonly string[], specs: FlagSpecs, long: string):
   const name = specs[long] ? long : Object.keys(specs).find((n) => specs[n].aliases?.includes(long));
   if (name === undefined) return undefined;
   const forms = spellings(specs).get(name)!;
-  return argv.map((a) => a.split('=')[0]).filter((a) => forms.includes(a)).at(-1);
+  return argv
+    .map((a) => a.split('=')[0])
+    .filter((a) => forms.includes(a))
+    .at(-1);
 }
 
 /** "an integer in [1, 64]", "an integer >= 1", or "an integer": what int() accepts, as users read it. */

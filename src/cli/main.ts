@@ -58,6 +58,10 @@ main(process.argv.slice(2)).then(
 
 /** A refusal of the operating system (ENOENT, EACCES, ENOSPC...): the user's to fix, not a bug. */
 function isSystemError(err: unknown): err is NodeJS.ErrnoException {
-  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' &&
-    /^E[A-Z0-9]+$/.test((err as NodeJS.ErrnoException).code!) && typeof (err as NodeJS.ErrnoException).syscall === 'string';
+  return (
+    err instanceof Error &&
+    typeof (err as NodeJS.ErrnoException).code === 'string' &&
+    /^E[A-Z0-9]+$/.test((err as NodeJS.ErrnoException).code!) &&
+    typeof (err as NodeJS.ErrnoException).syscall === 'string'
+  );
 }

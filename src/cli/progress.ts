@@ -8,7 +8,11 @@ import type { Stream } from './completion.js';
 const REDRAW = '\r\x1b[2K'; // to column 0, erase the line
 
 /** A progress printer that writes at most every `intervalMs` (and always at 100 %). */
-export function progressPrinter(sink: Stream, intervalMs = 250, now: () => number = Date.now): (done: number, total: number) => void {
+export function progressPrinter(
+  sink: Stream,
+  intervalMs = 250,
+  now: () => number = Date.now,
+): (done: number, total: number) => void {
   let last = -Infinity;
   return (done, total) => {
     const t = now();

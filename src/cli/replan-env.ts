@@ -15,7 +15,12 @@ export function replanFromEnv(env: Readonly<Record<string, string | undefined>>)
   if (guard !== undefined) out.guard = guard;
   const max = env.MOETIER_PREFILL_REPLAN_MAX;
   if (max !== undefined && max !== '') {
-    if (!/^\d+$/.test(max) || Number(max) < 1) throw new InvalidOptionError('MOETIER_PREFILL_REPLAN_MAX', 'an integer >= 1 (the model\'s experts or more: uncapped)', max);
+    if (!/^\d+$/.test(max) || Number(max) < 1)
+      throw new InvalidOptionError(
+        'MOETIER_PREFILL_REPLAN_MAX',
+        "an integer >= 1 (the model's experts or more: uncapped)",
+        max,
+      );
     out.maxSwapsPerLayer = Number(max);
   }
   return out;

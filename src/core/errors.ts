@@ -24,7 +24,8 @@ export function printable(text: string, max = QUOTED_CHARS_MAX): string {
   const shown = chars.slice(0, max).map((c) => {
     const cp = c.codePointAt(0)!;
     if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return `\\x${cp.toString(16).padStart(2, '0')}`;
-    if (cp === 0x2028 || cp === 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) return `\\u{${cp.toString(16)}}`;
+    if (cp === 0x2028 || cp === 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+      return `\\u{${cp.toString(16)}}`;
     return c;
   });
   return chars.length > max ? `${shown.join('')}... (${chars.length - max} more characters)` : shown.join('');
@@ -35,7 +36,11 @@ export class FileFormatError extends MoetierError {
   readonly file: string;
   readonly where: string;
   constructor(file: string, where: string, expected: string, options?: { cause?: unknown; code?: string }) {
-    super(options?.code ?? 'E_FILE_FORMAT', `${printable(file, 4 * QUOTED_CHARS_MAX)}: ${printable(where)}: expected ${printable(expected, 2 * QUOTED_CHARS_MAX)}`, options);
+    super(
+      options?.code ?? 'E_FILE_FORMAT',
+      `${printable(file, 4 * QUOTED_CHARS_MAX)}: ${printable(where)}: expected ${printable(expected, 2 * QUOTED_CHARS_MAX)}`,
+      options,
+    );
     this.file = file;
     this.where = where;
   }
@@ -53,7 +58,10 @@ export class UnsupportedModelError extends MoetierError {
   readonly file: string;
   readonly where: string;
   constructor(file: string, where: string, expected: string) {
-    super('E_UNSUPPORTED_MODEL', `${printable(file, 4 * QUOTED_CHARS_MAX)}: ${printable(where)}: expected ${printable(expected, 2 * QUOTED_CHARS_MAX)}`);
+    super(
+      'E_UNSUPPORTED_MODEL',
+      `${printable(file, 4 * QUOTED_CHARS_MAX)}: ${printable(where)}: expected ${printable(expected, 2 * QUOTED_CHARS_MAX)}`,
+    );
     this.file = file;
     this.where = where;
   }
@@ -131,7 +139,11 @@ export class ExpertReadError extends MoetierError {
   readonly expert: number;
   /** The file offset of the read that failed. */
   readonly offset: number;
-  constructor(message: string, where: { file: string; layer: number; expert: number; offset: number }, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    where: { file: string; layer: number; expert: number; offset: number },
+    options?: { cause?: unknown },
+  ) {
     super('E_EXPERT_READ', message, options);
     this.file = where.file;
     this.layer = where.layer;
@@ -151,7 +163,11 @@ export class DeviceComputeError extends MoetierError {
   readonly slot: number;
   /** Every slot whose run was in the failed device call (a layer's residents run in one call). */
   readonly slots: readonly number[];
-  constructor(message: string, where: { layer: number; slot: number; slots?: readonly number[] }, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    where: { layer: number; slot: number; slots?: readonly number[] },
+    options?: { cause?: unknown },
+  ) {
     super('E_DEVICE_COMPUTE', message, options);
     this.layer = where.layer;
     this.slot = where.slot;
@@ -163,7 +179,11 @@ export class DeviceComputeError extends MoetierError {
 export class ModelFileChangedError extends MoetierError {
   readonly file: string;
   constructor(file: string, what: string, options?: { cause?: unknown }) {
-    super('E_MODEL_FILE_CHANGED', `${file}: the model file changed under the running engine (${what}); reopen the engine on the file as it is now`, options);
+    super(
+      'E_MODEL_FILE_CHANGED',
+      `${file}: the model file changed under the running engine (${what}); reopen the engine on the file as it is now`,
+      options,
+    );
     this.file = file;
   }
 }
@@ -273,7 +293,10 @@ export class DiskSpaceError extends MoetierError {
   readonly bytesFree: number;
   constructor(path: string, bytesNeeded: number, bytesFree: number) {
     const gb = (n: number): string => `${(n / 1e9).toFixed(2)} GB`;
-    super('E_DISK_SPACE', `${path}: needs ${bytesNeeded} bytes (${gb(bytesNeeded)}) of disk space, ${bytesFree} bytes (${gb(bytesFree)}) are free there; free some space or write it elsewhere`);
+    super(
+      'E_DISK_SPACE',
+      `${path}: needs ${bytesNeeded} bytes (${gb(bytesNeeded)}) of disk space, ${bytesFree} bytes (${gb(bytesFree)}) are free there; free some space or write it elsewhere`,
+    );
     this.path = path;
     this.bytesNeeded = bytesNeeded;
     this.bytesFree = bytesFree;

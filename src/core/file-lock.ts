@@ -11,7 +11,11 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 const sleepMs = (ms: number): void => void Atomics.wait(sleeper, 0, 0, ms);
 
 /** Runs fn under the lock; returns undefined (fn not run) when the lock could not be had in time. */
-export function withFileLock<T>(file: string, fn: () => T, waitMs: number = limits.heatLockWaitMs): { value: T } | undefined {
+export function withFileLock<T>(
+  file: string,
+  fn: () => T,
+  waitMs: number = limits.heatLockWaitMs,
+): { value: T } | undefined {
   const lock = `${file}.lock`;
   const deadline = Date.now() + waitMs;
   for (let attempt = 0; ; attempt++) {
@@ -21,7 +25,11 @@ export function withFileLock<T>(file: string, fn: () => T, waitMs: number = limi
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       if (isStale(lock)) {
-        try { unlinkSync(lock); } catch { /* another waiter removed it first */ }
+        try {
+          unlinkSync(lock);
+        } catch {
+          /* another waiter removed it first */
+        }
         continue;
       }
       if (Date.now() >= deadline) return undefined;
@@ -33,7 +41,11 @@ export function withFileLock<T>(file: string, fn: () => T, waitMs: number = limi
       closeSync(fd);
       return { value: fn() };
     } finally {
-      try { unlinkSync(lock); } catch { /* already gone */ }
+      try {
+        unlinkSync(lock);
+      } catch {
+        /* already gone */
+      }
     }
   }
 }

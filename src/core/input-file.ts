@@ -12,10 +12,15 @@ export function checkInputFile(file: string, flag: string, what: string, maxByte
   try {
     st = statSync(file);
   } catch (err) {
-    throw new InvalidOptionError(flag, `a readable ${what} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`, file);
+    throw new InvalidOptionError(
+      flag,
+      `a readable ${what} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`,
+      file,
+    );
   }
   if (!st.isFile()) throw new InvalidOptionError(flag, `a ${what} (a regular file)`, file);
-  if (st.size > maxBytes) throw new InvalidOptionError(flag, `a ${what} of at most ${maxBytes} bytes (this one has ${st.size})`, file);
+  if (st.size > maxBytes)
+    throw new InvalidOptionError(flag, `a ${what} of at most ${maxBytes} bytes (this one has ${st.size})`, file);
   return st;
 }
 
@@ -30,6 +35,11 @@ export function readChecked(file: string, flag: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new InvalidOptionError(flag, `a readable ${what} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'} reading it)`, file, { cause: err });
+    throw new InvalidOptionError(
+      flag,
+      `a readable ${what} (${(err as NodeJS.ErrnoException).code ?? 'unreadable'} reading it)`,
+      file,
+      { cause: err },
+    );
   }
 }

@@ -36,15 +36,26 @@ function kind(st: Stats): string {
  */
 export function checkOutputPath(file: string, flag: string, inputs: readonly string[] = []): void {
   const dir = statOrUndefined(path.dirname(path.resolve(file)));
-  if (dir === undefined || !dir.isDirectory()) throw new InvalidOptionError(flag, 'a path in an existing directory', file);
+  if (dir === undefined || !dir.isDirectory())
+    throw new InvalidOptionError(flag, 'a path in an existing directory', file);
   const target = statOrUndefined(file);
   if (target === undefined) return;
-  if (!target.isFile()) throw new InvalidOptionError(flag, `a regular file or a new path (this is ${kind(target)}, which it would replace)`, file);
+  if (!target.isFile())
+    throw new InvalidOptionError(
+      flag,
+      `a regular file or a new path (this is ${kind(target)}, which it would replace)`,
+      file,
+    );
   checkNotInput(file, flag, inputs, target);
 }
 
 /** Refuses an output path that is one of `inputs` (the same file by device and inode); one that does not exist yet is none. */
-export function checkNotInput(file: string, flag: string, inputs: readonly string[], target = statOrUndefined(file)): void {
+export function checkNotInput(
+  file: string,
+  flag: string,
+  inputs: readonly string[],
+  target = statOrUndefined(file),
+): void {
   if (target === undefined) return;
   for (const input of inputs) {
     const st = statOrUndefined(input);
@@ -65,7 +76,12 @@ export function checkWritableOutput(file: string, flag: string, inputs: readonly
   try {
     closeSync(openSync(probe, 'wx'));
   } catch (err) {
-    throw new InvalidOptionError(flag, `a path this process can write (${(err as NodeJS.ErrnoException).code ?? 'write failed'} making a file beside it)`, file, { cause: err });
+    throw new InvalidOptionError(
+      flag,
+      `a path this process can write (${(err as NodeJS.ErrnoException).code ?? 'write failed'} making a file beside it)`,
+      file,
+      { cause: err },
+    );
   }
   rmSync(probe, { force: true });
 }
@@ -88,7 +104,12 @@ export function writeFileAtomic(file: string, data: string | Uint8Array, flag = 
     renameSync(tmp, file);
   } catch (err) {
     rmSync(tmp, { force: true });
-    throw new InvalidOptionError(flag, `a path this process can write (${(err as NodeJS.ErrnoException).code ?? 'write failed'} writing it)`, file, { cause: err });
+    throw new InvalidOptionError(
+      flag,
+      `a path this process can write (${(err as NodeJS.ErrnoException).code ?? 'write failed'} writing it)`,
+      file,
+      { cause: err },
+    );
   }
 }
 

@@ -23,7 +23,12 @@ import { MemoryBudgetError, planMemory, type MemoryPlan } from './memory-plan.js
 import { resolvePrefetch } from './prefetch-options.js';
 import { expertContainerBytes } from './tier/experts.js';
 import { resolveTierConfig, wantsTier, type TierConfig, type TierOptions } from './tier/options.js';
-import { resolveShortPrefillTokens, WHOLE_LAYER_PIECE_BYTES, wholeLayerBufferBytes, wholeLayerReachable } from './tier/prefill-path.js';
+import {
+  resolveShortPrefillTokens,
+  WHOLE_LAYER_PIECE_BYTES,
+  wholeLayerBufferBytes,
+  wholeLayerReachable,
+} from './tier/prefill-path.js';
 
 /** What openEngine's options say before the model is read. */
 export interface EngineOptionsChecked {
@@ -50,9 +55,18 @@ export interface EngineConfig {
   tier: TierConfig | undefined;
 }
 
-export function checkEngineOptions(options: TierOptions & { threads?: number; contextTokens?: number; requestQueueDepthMax?: number; requestIdleMs?: number; memoryBudgetBytes?: number }): EngineOptionsChecked {
+export function checkEngineOptions(
+  options: TierOptions & {
+    threads?: number;
+    contextTokens?: number;
+    requestQueueDepthMax?: number;
+    requestIdleMs?: number;
+    memoryBudgetBytes?: number;
+  },
+): EngineOptionsChecked {
   // The library boundary: JavaScript callers can pass anything (null gave an untyped TypeError).
-  if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'an object { model, ... }', options);
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidOptionError('options', 'an object { model, ... }', options);
   const threads = options.threads ?? 2;
   const contextTokens = options.contextTokens ?? limits.contextTokensDefault;
   if (!Number.isInteger(threads) || threads < 1 || threads > limits.threadsMax) {
@@ -63,23 +77,51 @@ export function checkEngineOptions(options: TierOptions & { threads?: number; co
   }
   const queueDepthMax = options.requestQueueDepthMax ?? limits.requestQueueDepthDefault;
   if (!Number.isInteger(queueDepthMax) || queueDepthMax < 0 || queueDepthMax > limits.requestQueueDepthMax) {
-    throw new InvalidOptionError('requestQueueDepthMax', `an integer in [0, ${limits.requestQueueDepthMax}] (requests that may wait behind the running one)`, queueDepthMax);
+    throw new InvalidOptionError(
+      'requestQueueDepthMax',
+      `an integer in [0, ${limits.requestQueueDepthMax}] (requests that may wait behind the running one)`,
+      queueDepthMax,
+    );
   }
   const idleMs = options.requestIdleMs ?? limits.requestIdleMs;
-  if (!Number.isInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1) throw new InvalidOptionError('requestIdleMs', 'an integer number of ms in [1, 2^31 - 1]', idleMs);
+  if (!Number.isInteger(idleMs) || idleMs < 1 || idleMs > 2 ** 31 - 1)
+    throw new InvalidOptionError('requestIdleMs', 'an integer number of ms in [1, 2^31 - 1]', idleMs);
   const budget = options.memoryBudgetBytes;
   // On a cuda backend the slots are device memory: the budget bounds the host's parts, and the
   // device's share is asked for as without a budget (resident or slotsPerLayer).
   const onDevice = options.backend === 'cuda' || options.backend === 'cuda-sim';
   if (budget !== undefined) {
-    if (!Number.isSafeInteger(budget) || budget <= 0) throw new InvalidOptionError('memoryBudgetBytes', 'an integer number of bytes > 0', budget);
-    if (onDevice && !wantsTier(options)) throw new InvalidOptionError('memoryBudgetBytes', `resident or slotsPerLayer beside it on backend "${options.backend}" (the device's slots; the budget bounds host memory)`, budget);
+    if (!Number.isSafeInteger(budget) || budget <= 0)
+      throw new InvalidOptionError('memoryBudgetBytes', 'an integer number of bytes > 0', budget);
+    if (onDevice && !wantsTier(options))
+      throw new InvalidOptionError(
+        'memoryBudgetBytes',
+        `resident or slotsPerLayer beside it on backend "${options.backend}" (the device's slots; the budget bounds host memory)`,
+        budget,
+      );
     if (!onDevice && (wantsTier(options) || options.backend !== undefined)) {
-      throw new InvalidOptionError('memoryBudgetBytes', 'no resident, slotsPerLayer or backend beside it (the plan sets them), except backend "cuda" / "cuda-sim" with resident or slotsPerLayer', budget);
+      throw new InvalidOptionError(
+        'memoryBudgetBytes',
+        'no resident, slotsPerLayer or backend beside it (the plan sets them), except backend "cuda" / "cuda-sim" with resident or slotsPerLayer',
+        budget,
+      );
     }
-    if (options.readsFile !== undefined) throw new InvalidOptionError('readsFile', 'unset beside memoryBudgetBytes (the budget sets it)', options.readsFile);
+    if (options.readsFile !== undefined)
+      throw new InvalidOptionError(
+        'readsFile',
+        'unset beside memoryBudgetBytes (the budget sets it)',
+        options.readsFile,
+      );
   }
-  return { threads, contextTokens, queueDepthMax, idleMs, memoryBudgetBytes: budget, onDevice, readsFromDisk: options.backend === 'disk' || budget !== undefined };
+  return {
+    threads,
+    contextTokens,
+    queueDepthMax,
+    idleMs,
+    memoryBudgetBytes: budget,
+    onDevice,
+    readsFromDisk: options.backend === 'disk' || budget !== undefined,
+  };
 }
 
 /**
@@ -87,26 +129,72 @@ export function checkEngineOptions(options: TierOptions & { threads?: number; co
  * never one of them); routesDigest: a route trace drives the routing (its own default heat file).
  */
 export function resolveEngineConfig(
-  native: NativeBinding, model: LoadedModel, options: TierOptions & { model: string; routesFrom?: string }, checked: EngineOptionsChecked, routesDigest: string | undefined,
+  native: NativeBinding,
+  model: LoadedModel,
+  options: TierOptions & { model: string; routesFrom?: string },
+  checked: EngineOptionsChecked,
+  routesDigest: string | undefined,
 ): EngineConfig {
   const { memoryBudgetBytes: budget, contextTokens, threads } = checked;
-  const planned = budget === undefined ? undefined
-    : checked.onDevice ? { plan: memoryPlanOf(native, model, budget, contextTokens, threads, contextTokens, deviceSlotsAsked(options, model.hparams)), shortPrefillTokens: contextTokens }
-    : planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens);
+  const planned =
+    budget === undefined
+      ? undefined
+      : checked.onDevice
+        ? {
+            plan: memoryPlanOf(
+              native,
+              model,
+              budget,
+              contextTokens,
+              threads,
+              contextTokens,
+              deviceSlotsAsked(options, model.hparams),
+            ),
+            shortPrefillTokens: contextTokens,
+          }
+        : planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens);
   const plan = planned?.plan;
-  const tierOptions: TierOptions = checked.onDevice && plan ? { ...options, readsFile: true }
-    : plan && !plan.holdsEveryExpert ? { ...options, backend: 'disk', slotsPerLayer: plan.slotsPerLayer, shortPrefillTokens: planned!.shortPrefillTokens }
-    : options;
+  const tierOptions: TierOptions =
+    checked.onDevice && plan
+      ? { ...options, readsFile: true }
+      : plan && !plan.holdsEveryExpert
+        ? {
+            ...options,
+            backend: 'disk',
+            slotsPerLayer: plan.slotsPerLayer,
+            shortPrefillTokens: planned!.shortPrefillTokens,
+          }
+        : options;
   // Under a trace the default heat file is the (model, trace) pair's: the model's own stays the router's.
-  const heatName = (): string => modelIdentity(model.file) + (routesDigest !== undefined ? `.routes-${routesDigest}` : '');
-  const tier = wantsTier(tierOptions) ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(heatName())) : undefined;
+  const heatName = (): string =>
+    modelIdentity(model.file) + (routesDigest !== undefined ? `.routes-${routesDigest}` : '');
+  const tier = wantsTier(tierOptions)
+    ? resolveTierConfig(tierOptions, model.hparams, () => defaultHeatPath(heatName()))
+    : undefined;
   // The heat file is written after requests: never over the model or the route trace read.
-  if (typeof tier?.heat === 'string') checkNotInput(tier.heat, 'heat', [options.model, ...(options.routesFrom ? [options.routesFrom] : [])]);
+  if (typeof tier?.heat === 'string')
+    checkNotInput(tier.heat, 'heat', [options.model, ...(options.routesFrom ? [options.routesFrom] : [])]);
   // A memory budget that holds every expert needs no prefetch (nothing is ever read); without any tier it is a mistake.
-  if (!tier && budget === undefined && options.prefetch !== undefined && resolvePrefetch(options.prefetch).mode !== 'off') {
-    throw new InvalidOptionError('prefetch.mode', '"off" without an expert tier (resident, slotsPerLayer or memoryBudgetBytes)', options.prefetch.mode);
+  if (
+    !tier &&
+    budget === undefined &&
+    options.prefetch !== undefined &&
+    resolvePrefetch(options.prefetch).mode !== 'off'
+  ) {
+    throw new InvalidOptionError(
+      'prefetch.mode',
+      '"off" without an expert tier (resident, slotsPerLayer or memoryBudgetBytes)',
+      options.prefetch.mode,
+    );
   }
-  return { threads, contextTokens, queueDepthMax: checked.queueDepthMax, idleMs: checked.idleMs, memoryPlan: plan, tier };
+  return {
+    threads,
+    contextTokens,
+    queueDepthMax: checked.queueDepthMax,
+    idleMs: checked.idleMs,
+    memoryPlan: plan,
+    tier,
+  };
 }
 
 /**
@@ -115,7 +203,8 @@ export function resolveEngineConfig(
  * read, at most one expert's piece (bounded here by the whole expert) and two 4 KiB blocks.
  */
 function ioBounceBytes(expertBytes: number, wholeLayer: boolean): number {
-  const engines = 2, blockBytes = 4096;
+  const engines = 2,
+    blockBytes = 4096;
   // The whole-layer path reads 1 MiB pieces on the tier's engine: a run's first and last bounce.
   const tierPiece = wholeLayer ? Math.max(expertBytes, WHOLE_LAYER_PIECE_BYTES) : expertBytes;
   return IO_QUEUE_DEPTH_DEFAULT * (expertBytes + tierPiece + engines * 2 * blockBytes);
@@ -132,20 +221,27 @@ function ioBounceBytes(expertBytes: number, wholeLayer: boolean): number {
 export const prefillBufferSlotsShareMax = 0.25;
 
 function planWithPrefill(
-  native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number, asked: TierOptions['shortPrefillTokens'],
+  native: NativeBinding,
+  model: LoadedModel,
+  budgetBytes: number,
+  nCtx: number,
+  threads: number,
+  asked: TierOptions['shortPrefillTokens'],
 ): { plan: MemoryPlan; shortPrefillTokens: number } {
   const shortPrefillTokens = resolveShortPrefillTokens(asked, true);
   const withBuffer = () => memoryPlanOf(native, model, budgetBytes, nCtx, threads, shortPrefillTokens);
-  if (typeof asked === 'number' || !wholeLayerReachable(shortPrefillTokens, nCtx)) return { plan: withBuffer(), shortPrefillTokens };
+  if (typeof asked === 'number' || !wholeLayerReachable(shortPrefillTokens, nCtx))
+    return { plan: withBuffer(), shortPrefillTokens };
   const onDemandOnly = memoryPlanOf(native, model, budgetBytes, nCtx, threads, nCtx);
   let plan: MemoryPlan | undefined;
   try {
     plan = withBuffer();
   } catch (err) {
-    if (!(err instanceof MemoryBudgetError)) throw err;  // the buffer alone leaves no slot: on demand only
+    if (!(err instanceof MemoryBudgetError)) throw err; // the buffer alone leaves no slot: on demand only
   }
   const displaced = onDemandOnly.slotsPerLayer - (plan?.slotsPerLayer ?? 0);
-  if (plan && !onDemandOnly.holdsEveryExpert && displaced <= prefillBufferSlotsShareMax * onDemandOnly.slotsPerLayer) return { plan, shortPrefillTokens };
+  if (plan && !onDemandOnly.holdsEveryExpert && displaced <= prefillBufferSlotsShareMax * onDemandOnly.slotsPerLayer)
+    return { plan, shortPrefillTokens };
   return { plan: onDemandOnly, shortPrefillTokens: nCtx };
 }
 
@@ -173,17 +269,34 @@ function deviceSlotsAsked(options: TierOptions, hp: HParams): number {
  * deviceSlotsPerLayer: the slots are on a device (outside the budget), as many as asked.
  */
 function memoryPlanOf(
-  native: NativeBinding, model: LoadedModel, budgetBytes: number, nCtx: number, threads: number, shortPrefillTokens: number, deviceSlotsPerLayer?: number,
+  native: NativeBinding,
+  model: LoadedModel,
+  budgetBytes: number,
+  nCtx: number,
+  threads: number,
+  shortPrefillTokens: number,
+  deviceSlotsPerLayer?: number,
 ): MemoryPlan {
   const hp = model.hparams;
   const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx, threads });
   const expertBytes = expertContainerBytes(model.file, hp);
   // The whole-layer prefill path reads the next layer while this one computes: a second layer buffer.
-  const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx) ? wholeLayerBufferBytes(expertBytes, hp.nExpert) : 0;
+  const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx)
+    ? wholeLayerBufferBytes(expertBytes, hp.nExpert)
+    : 0;
   const input = {
-    budgetBytes, denseBytes: native.modelBytes(model.nativeModel).ownedDense, kvCacheBytes: kvBytes, scratchBytes, prefillBufferBytes,
-    ioBufferBytes: ioBounceBytes(expertBytes, prefillBufferBytes > 0) + (deviceSlotsPerLayer !== undefined ? devicePinnedBytes(native, hp, nCtx) : 0),
-    expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed,
+    budgetBytes,
+    denseBytes: native.modelBytes(model.nativeModel).ownedDense,
+    kvCacheBytes: kvBytes,
+    scratchBytes,
+    prefillBufferBytes,
+    ioBufferBytes:
+      ioBounceBytes(expertBytes, prefillBufferBytes > 0) +
+      (deviceSlotsPerLayer !== undefined ? devicePinnedBytes(native, hp, nCtx) : 0),
+    expertBytes: expertContainerBytes(model.file, hp),
+    nLayer: hp.nLayer,
+    nExpert: hp.nExpert,
+    nExpertUsed: hp.nExpertUsed,
     // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.
     workingSetExperts: Math.min(hp.nExpert, Math.min(nCtx, EVAL_CHUNK_ROWS) * hp.nExpertUsed),
     ...(deviceSlotsPerLayer !== undefined ? { deviceSlotsPerLayer } : {}),
@@ -227,12 +340,24 @@ export function formatConfig(c: EngineConfig): string {
   const lines = [`config: ${c.threads} threads, context ${c.contextTokens} tokens`];
   const t = c.tier;
   if (!t) return `${lines[0]}, no expert tier`;
-  const slots = t.slotsPerLayer.every((n) => n === t.slotsPerLayer[0]) ? `${t.slotsPerLayer[0]}` : t.slotsPerLayer.join(',');
-  lines.push(`  tier        ${t.backend}, ${slots} slots per layer${t.deviceSlots ? ' (device)' : ''}${t.readsFile ? ', misses read from the file' : ''}`);
-  const policy = t.placementPolicy === 'dlfu' ? `dlfu (half-life ${t.dlfu.halfLifeTokens} tokens)` : `lfru, prefill replan ${t.replan.enabled ? `on (at most ${t.replan.maxSwapsPerLayer} swaps per layer)` : 'off'}, guard ${t.replan.guard ? 'on' : 'off'}`;
+  const slots = t.slotsPerLayer.every((n) => n === t.slotsPerLayer[0])
+    ? `${t.slotsPerLayer[0]}`
+    : t.slotsPerLayer.join(',');
+  lines.push(
+    `  tier        ${t.backend}, ${slots} slots per layer${t.deviceSlots ? ' (device)' : ''}${t.readsFile ? ', misses read from the file' : ''}`,
+  );
+  const policy =
+    t.placementPolicy === 'dlfu'
+      ? `dlfu (half-life ${t.dlfu.halfLifeTokens} tokens)`
+      : `lfru, prefill replan ${t.replan.enabled ? `on (at most ${t.replan.maxSwapsPerLayer} swaps per layer)` : 'off'}, guard ${t.replan.guard ? 'on' : 'off'}`;
   lines.push(`  placement   ${policy}`);
-  lines.push(`  prefetch    ${t.prefetch.mode}${t.prefetch.mode === 'off' ? '' : ` (safety ${t.prefetch.safety}, queue ${t.prefetch.queueMax})`}`);
-  if (t.backend === 'disk') lines.push(`  prefill     ${Number.isFinite(t.shortPrefillTokens) ? `prompts up to ${t.shortPrefillTokens} tokens read on demand, longer ones a layer at a time` : 'every prompt reads on demand'}`);
+  lines.push(
+    `  prefetch    ${t.prefetch.mode}${t.prefetch.mode === 'off' ? '' : ` (safety ${t.prefetch.safety}, queue ${t.prefetch.queueMax})`}`,
+  );
+  if (t.backend === 'disk')
+    lines.push(
+      `  prefill     ${Number.isFinite(t.shortPrefillTokens) ? `prompts up to ${t.shortPrefillTokens} tokens read on demand, longer ones a layer at a time` : 'every prompt reads on demand'}`,
+    );
   lines.push(`  heat file   ${t.heat === false ? 'none' : t.heat}`);
   return lines.join('\n');
 }

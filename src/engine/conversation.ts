@@ -103,7 +103,12 @@ export interface ConversationHost {
   /** At least one id, each in the vocabulary (the context's length is the turn's to check). */
   checkIds(ids: readonly number[]): void;
   /** A request placed by `turn`, queued like engine.generate. */
-  run(prompt: string | number[], maxTokens: number, options: GenerateOptions, turn: ContextTurn): AsyncIterable<GeneratedToken>;
+  run(
+    prompt: string | number[],
+    maxTokens: number,
+    options: GenerateOptions,
+    turn: ContextTurn,
+  ): AsyncIterable<GeneratedToken>;
 }
 
 export interface ConversationOptions {
@@ -128,10 +133,14 @@ export class Conversation {
   private closed = false;
   private stats: GenerationStats | undefined;
 
-  constructor(private readonly host: ConversationHost, options: ConversationOptions = {}) {
+  constructor(
+    private readonly host: ConversationHost,
+    options: ConversationOptions = {},
+  ) {
     if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'an object', options);
     const onEvicted = options.onEvicted ?? 'throw';
-    if (onEvicted !== 'throw' && onEvicted !== 'replay') throw new InvalidOptionError('onEvicted', '"throw" or "replay"', onEvicted);
+    if (onEvicted !== 'throw' && onEvicted !== 'replay')
+      throw new InvalidOptionError('onEvicted', '"throw" or "replay"', onEvicted);
     this.onEvicted = onEvicted;
     this.id = host.owner.nextConversation();
   }
@@ -172,7 +181,12 @@ export class Conversation {
 
   /** The same tokens as an RxJS Observable; unsubscribing cancels the turn. */
   generate$(prompt: string | number[], options: GenerateOptions = {}): Observable<GeneratedToken> {
-    return fromCancellable((signal) => this.generate(prompt, { ...options, signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal }));
+    return fromCancellable((signal) =>
+      this.generate(prompt, {
+        ...options,
+        signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
+      }),
+    );
   }
 
   /** Forgets the history: the next turn starts at position 0. */
@@ -238,7 +252,8 @@ export class Conversation {
 
   /** The cache was overwritten: refuse the turn, or let it start again from position 0. */
   private evict(): void {
-    if (this.onEvicted === 'throw') throw new ConversationEvictedError(this.cached, this.host.owner.since(this.epoch), this.host.owner.last);
+    if (this.onEvicted === 'throw')
+      throw new ConversationEvictedError(this.cached, this.host.owner.since(this.epoch), this.host.owner.last);
     this.cached = 0;
   }
 }

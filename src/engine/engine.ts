@@ -34,7 +34,14 @@ import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
 import { createSampler, validateSampling } from './sampler.js';
 import type { GenerateOptions, GeneratedToken } from './generate-options.js';
-import { ContextOwner, Conversation, type ContextTurn, type ConversationHost, type ConversationOptions, type TurnStart } from './conversation.js';
+import {
+  ContextOwner,
+  Conversation,
+  type ContextTurn,
+  type ConversationHost,
+  type ConversationOptions,
+  type TurnStart,
+} from './conversation.js';
 import { rate, type GenerationStats } from './stats.js';
 import { modelName, RequestTrace } from './request-trace.js';
 import { RouteTraceSource, type RequestRoutes } from './routes-from.js';
@@ -129,7 +136,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   let context: NativeContextHandle | undefined;
   try {
     // Before anything runs: a trace of another shape than the model's is refused here.
-    const routes = options.routesFrom === undefined ? undefined : RouteTraceSource.load(options.routesFrom, model.hparams);
+    const routes =
+      options.routesFrom === undefined ? undefined : RouteTraceSource.load(options.routesFrom, model.hparams);
     const config = resolveEngineConfig(native, model, options, basics, routes?.digest);
     context = native.createContext(model.nativeModel, { nCtx: config.contextTokens, threads: config.threads });
     const tier = config.tier ? await EngineTier.create(native, model, context, config.tier) : undefined;
@@ -228,13 +236,16 @@ class NativeEngine implements Engine {
   generate(prompt: string | number[], options: GenerateOptions = {}): AsyncIterable<GeneratedToken> {
     this.checkOpen();
     const maxTokens = this.checkRequest(prompt, options);
-    const promptIds = this.checkTokens(typeof prompt === 'string' ? this.tokenize(prompt, { addBos: options.addBos }) : prompt);
+    const promptIds = this.checkTokens(
+      typeof prompt === 'string' ? this.tokenize(prompt, { addBos: options.addBos }) : prompt,
+    );
     return cancelWhenIdle(this.run(prompt, maxTokens, options, promptIds), this.idleMs);
   }
 
   /** The prompt's type and the options of a request; its maxTokens. */
   private checkRequest(prompt: unknown, options: GenerateOptions): number {
-    if (typeof prompt !== 'string' && !Array.isArray(prompt)) throw new InvalidOptionError('prompt', 'a string or an array of token ids', prompt);
+    if (typeof prompt !== 'string' && !Array.isArray(prompt))
+      throw new InvalidOptionError('prompt', 'a string or an array of token ids', prompt);
     if (typeof options !== 'object' || options === null) throw new InvalidOptionError('options', 'an object', options);
     const maxTokens = options.maxTokens ?? limits.maxTokensDefault;
     if (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > limits.maxTokensMax) {
@@ -243,7 +254,8 @@ class NativeEngine implements Engine {
     validateSampling(options);
     if (options.traceRoutes !== undefined) {
       // Before the first eval: a path that cannot be written, or one of the engine's inputs, fails the request here.
-      if (typeof options.traceRoutes !== 'string' || options.traceRoutes === '') throw new InvalidOptionError('traceRoutes', 'a file path', options.traceRoutes);
+      if (typeof options.traceRoutes !== 'string' || options.traceRoutes === '')
+        throw new InvalidOptionError('traceRoutes', 'a file path', options.traceRoutes);
       checkWritableOutput(options.traceRoutes, 'traceRoutes', this.inputFiles());
     }
     return maxTokens;
@@ -280,7 +292,11 @@ class NativeEngine implements Engine {
   /** Files the engine reads: no output of a request may be one of them (the model, the heat file, the route trace). */
   private inputFiles(): string[] {
     const heat = this.tier?.config.heat;
-    return [this.model.path, ...(typeof heat === 'string' ? [heat] : []), ...(this.routesFrom !== undefined ? [this.routesFrom] : [])];
+    return [
+      this.model.path,
+      ...(typeof heat === 'string' ? [heat] : []),
+      ...(this.routesFrom !== undefined ? [this.routesFrom] : []),
+    ];
   }
 
   conversation(options?: ConversationOptions): Conversation {
@@ -299,7 +315,10 @@ class NativeEngine implements Engine {
 
   generate$(prompt: string | number[], options: GenerateOptions = {}): Observable<GeneratedToken> {
     return fromCancellable((signal) =>
-      this.generate(prompt, { ...options, signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal }),
+      this.generate(prompt, {
+        ...options,
+        signal: options.signal ? AbortSignal.any([options.signal, signal]) : signal,
+      }),
     );
   }
 
@@ -307,7 +326,12 @@ class NativeEngine implements Engine {
    * One request: `place` is the prompt's ids (evaluated at position 0), or a conversation's turn,
    * which says under the queue where its tokens go and hears of each eval and token.
    */
-  private async *run(prompt: string | number[], maxTokens: number, options: GenerateOptions, place: Int32Array | ContextTurn): AsyncGenerator<GeneratedToken> {
+  private async *run(
+    prompt: string | number[],
+    maxTokens: number,
+    options: GenerateOptions,
+    place: Int32Array | ContextTurn,
+  ): AsyncGenerator<GeneratedToken> {
     const started = performance.now();
     const { signal } = options;
     const release = await this.queue.acquire(signal);
@@ -333,9 +357,17 @@ class NativeEngine implements Engine {
       ...(turn && { cachedTokens: start.position, replayedTokens: start.replayedTokens }),
     };
     // The request's routing: for the tier's heat file, and for --trace-routes (neither: not kept).
-    const log = (this.tier && this.tier.config.heat !== false) || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
+    const log =
+      (this.tier && this.tier.config.heat !== false) || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
     // The request's spans and metrics (no-ops without an SDK); the tier's spans hang under its steps.
-    const trace = new RequestTrace({ model: this.name, backend: this.tier?.config.backend, promptTokens: promptIds.length, maxTokens, sampling: options, prompt });
+    const trace = new RequestTrace({
+      model: this.name,
+      backend: this.tier?.config.backend,
+      promptTokens: promptIds.length,
+      maxTokens,
+      sampling: options,
+      prompt,
+    });
     let tierRequest: TierRequest | undefined;
     try {
       // A truncated model file is a typed error here, before the eval could touch a page past its end (SIGBUS).
@@ -353,11 +385,22 @@ class NativeEngine implements Engine {
     let failure: { error: unknown } | undefined;
     let completed = false;
     // With a tier, steps go through its layer-compute actor (placement, route log and traces read its reports).
-    const evaluate = (phase: 'prefill' | 'decode', tokens: Int32Array, position: number, logits: Float32Array): Promise<void> => {
+    const evaluate = (
+      phase: 'prefill' | 'decode',
+      tokens: Int32Array,
+      position: number,
+      logits: Float32Array,
+    ): Promise<void> => {
       const forcedRoutes = routing?.next(phase, tokens.length);
       const untiered = (): Promise<void> => {
         const options = routesOnly?.evalOptions(tokens.length);
-        return this.native.evalAsync(this.context, tokens, position, logits, forcedRoutes ? { ...options, forcedRoutes } : options);
+        return this.native.evalAsync(
+          this.context,
+          tokens,
+          position,
+          logits,
+          forcedRoutes ? { ...options, forcedRoutes } : options,
+        );
       };
       return (tierRequest ? tierRequest.evaluate(phase, tokens, position, logits, forcedRoutes) : untiered()).then(
         () => this.afterEval(),
@@ -440,7 +483,13 @@ class NativeEngine implements Engine {
   }
 
   /** After every request (also an aborted or failed one): the tier's figures, the heat file, the route trace. */
-  private finishTier(request: TierRequest | undefined, log: RouteLog | undefined, stats: GenerationStats, options: GenerateOptions, error: unknown): void {
+  private finishTier(
+    request: TierRequest | undefined,
+    log: RouteLog | undefined,
+    stats: GenerationStats,
+    options: GenerateOptions,
+    error: unknown,
+  ): void {
     if (request) {
       const t = request.finish(error);
       Object.assign(stats, {
@@ -455,12 +504,19 @@ class NativeEngine implements Engine {
         prefillExpertReads: t.prefillExpertReads,
         prefillDistinctExpertsRead: t.prefillDistinctExpertsRead,
         ...(t.replanGuard ? { replanGuard: t.replanGuard } : {}),
-        tier: { hits: t.tier.hits, misses: t.tier.misses, leases: t.tier.leases, slotsUsed: t.tier.slotsUsed, slotsBudget: t.tier.slotsBudget },
+        tier: {
+          hits: t.tier.hits,
+          misses: t.tier.misses,
+          leases: t.tier.leases,
+          slotsUsed: t.tier.slotsUsed,
+          slotsBudget: t.tier.slotsBudget,
+        },
       });
       const heatFileError = log ? this.tier!.mergeHeat(log.rows()) : undefined;
       if (heatFileError) stats.heatFileError = heatFileError;
     }
-    if (log && options.traceRoutes) log.write(options.traceRoutes, this.model.path, undefined, this.traceGeometry(), this.inputFiles());
+    if (log && options.traceRoutes)
+      log.write(options.traceRoutes, this.model.path, undefined, this.traceGeometry(), this.inputFiles());
   }
 
   get prefetchMode(): 'off' | 'observe' | 'enforce' {
@@ -492,23 +548,44 @@ class NativeEngine implements Engine {
     if (!this.tier || !disk) return undefined;
     const denseBytes = this.native.modelBytes(this.model.nativeModel).ownedDense;
     const streamedBytes = this.tier.port.stats().streamEngineBytes ?? 0;
-    return { denseBytes, uploadBytes: disk.bytesRead, streamedBytes, totalBytes: denseBytes + disk.bytesRead + streamedBytes };
+    return {
+      denseBytes,
+      uploadBytes: disk.bytesRead,
+      streamedBytes,
+      totalBytes: denseBytes + disk.bytesRead + streamedBytes,
+    };
   }
 
   calibration$(): Observable<CalibrationSnapshot> {
-    if (!this.tier) throw new InvalidOptionError('calibration$', 'an engine opened with an expert tier (resident or slotsPerLayer)', undefined);
+    if (!this.tier)
+      throw new InvalidOptionError(
+        'calibration$',
+        'an engine opened with an expert tier (resident or slotsPerLayer)',
+        undefined,
+      );
     return this.tier.tracing.calibration.snapshots$();
   }
 
   tune(options: TuneOptions): void {
     this.checkOpen();
-    if (!this.tier) throw new InvalidOptionError('tune', 'an engine opened with an expert tier (resident or slotsPerLayer)', options);
+    if (!this.tier)
+      throw new InvalidOptionError('tune', 'an engine opened with an expert tier (resident or slotsPerLayer)', options);
     if (this.tier.config.placementPolicy === 'dlfu') {
       const lfruOnly = (['lfru', 'prefillReplan'] as const).find((k) => options?.[k] !== undefined);
-      if (lfruOnly) throw new InvalidOptionError(`tune.${lfruOnly}`, 'an engine whose placementPolicy is "lfru" (this one runs "dlfu")', options[lfruOnly]);
+      if (lfruOnly)
+        throw new InvalidOptionError(
+          `tune.${lfruOnly}`,
+          'an engine whose placementPolicy is "lfru" (this one runs "dlfu")',
+          options[lfruOnly],
+        );
     }
     const { lfru, upload, prefillReplan, residentSlotsPerLayer, prefetch } = validateTune(
-      options, this.tier.config.lfru, this.tier.placement.uploadLimits, this.tier.config.replan, this.hparams.nExpert, this.tier.config.prefetch,
+      options,
+      this.tier.config.lfru,
+      this.tier.placement.uploadLimits,
+      this.tier.config.replan,
+      this.hparams.nExpert,
+      this.tier.config.prefetch,
     );
     this.tier.tune(lfru, upload, prefillReplan, prefetch);
     if (residentSlotsPerLayer !== undefined) this.tier.resizeSlots(residentSlotsPerLayer);
@@ -541,7 +618,8 @@ class NativeEngine implements Engine {
   }
 
   private checkTokens(tokens: number[]): Int32Array {
-    if (tokens.length >= this.contextTokens) throw new LimitExceededError('contextTokens', tokens.length + 1, this.contextTokens);
+    if (tokens.length >= this.contextTokens)
+      throw new LimitExceededError('contextTokens', tokens.length + 1, this.contextTokens);
     return Int32Array.from(this.checkIds(tokens));
   }
 
@@ -550,7 +628,8 @@ class NativeEngine implements Engine {
     const nVocab = this.hparams.nVocab;
     if (tokens.length === 0) throw new InvalidOptionError('prompt', 'at least one token', tokens);
     for (const t of tokens) {
-      if (!Number.isInteger(t) || t < 0 || t >= nVocab) throw new InvalidOptionError('prompt', `token ids in [0, ${nVocab})`, t);
+      if (!Number.isInteger(t) || t < 0 || t >= nVocab)
+        throw new InvalidOptionError('prompt', `token ids in [0, ${nVocab})`, t);
     }
     return tokens;
   }

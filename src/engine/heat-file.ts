@@ -51,7 +51,8 @@ export function readHeatFile(file: string, hp: HeatShape): HeatFile | undefined 
   if (!existsSync(file)) return undefined;
   // By type and size before reading: a FIFO would block for ever, /dev/zero would never end.
   const st = checkInputFile(file, 'heat', 'heat file');
-  if (st.size > limits.heatFileBytesMax) throw new FileFormatError(file, 'heat file', `at most ${limits.heatFileBytesMax} bytes, got ${st.size}`);
+  if (st.size > limits.heatFileBytesMax)
+    throw new FileFormatError(file, 'heat file', `at most ${limits.heatFileBytesMax} bytes, got ${st.size}`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
@@ -82,13 +83,18 @@ function checkHeat(file: string, parsed: unknown, hp: HeatShape): HeatFile {
   if (hp.arch !== undefined && heat.arch !== hp.arch) fail('arch', `"${hp.arch}" (this model's architecture)`);
   if (typeof heat.arch !== 'string') fail('arch', 'a string');
   if (heat.layers !== hp.nLayer || heat.experts !== hp.nExpert) {
-    throw new InvalidOptionError('heat', `a version-${HEAT_FILE_VERSION} heat file for ${hp.nLayer} layers x ${hp.nExpert} experts`, file);
+    throw new InvalidOptionError(
+      'heat',
+      `a version-${HEAT_FILE_VERSION} heat file for ${hp.nLayer} layers x ${hp.nExpert} experts`,
+      file,
+    );
   }
   if (!count(heat.routedPairs)) fail('routedPairs', 'an integer >= 0');
   const counts = heat.counts;
   if (!Array.isArray(counts) || counts.length !== hp.nLayer) fail('counts', `${hp.nLayer} rows`);
   (counts as unknown[]).forEach((row, l) => {
-    if (!Array.isArray(row) || row.length !== hp.nExpert || !row.every(count)) fail(`counts[${l}]`, `${hp.nExpert} integers >= 0`);
+    if (!Array.isArray(row) || row.length !== hp.nExpert || !row.every(count))
+      fail(`counts[${l}]`, `${hp.nExpert} integers >= 0`);
   });
   return heat as unknown as HeatFile;
 }
@@ -119,8 +125,14 @@ export function writeHeatFile(file: string, heat: HeatFile): void {
  * that merge at once each add their counts (a plain read-merge-rename lets one run's write drop
  * another's). Returns false when the lock could not be had in time (the counts are not added).
  */
-export function mergeIntoHeatFile(file: string, hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>,
-  routes: readonly (readonly (readonly number[])[])[]): boolean {
+export function mergeIntoHeatFile(
+  file: string,
+  hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>,
+  routes: readonly (readonly (readonly number[])[])[],
+): boolean {
   ensureDir(path.dirname(file), 'heat');
-  return withFileLock(file, () => writeHeatFile(file, addRoutes(readHeatFile(file, hp) ?? emptyHeat(hp), routes))) !== undefined;
+  return (
+    withFileLock(file, () => writeHeatFile(file, addRoutes(readHeatFile(file, hp) ?? emptyHeat(hp), routes))) !==
+    undefined
+  );
 }

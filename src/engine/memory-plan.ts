@@ -52,7 +52,15 @@ export interface MemoryPlanInput {
 export interface MemoryPlan {
   budgetBytes: number;
   /** slots: host memory only (0 when the slots are in device memory: deviceSlotsPerLayer). */
-  parts: { dense: number; kvCache: number; scratch: number; ioBuffers: number; workingSet: number; prefillBuffer: number; slots: number };
+  parts: {
+    dense: number;
+    kvCache: number;
+    scratch: number;
+    ioBuffers: number;
+    workingSet: number;
+    prefillBuffer: number;
+    slots: number;
+  };
   /** Expert slots per layer (the same on every layer), 0..nExpert; on a device, as asked. */
   slotsPerLayer: number;
   slotStrideBytes: number;
@@ -69,8 +77,13 @@ export class MemoryBudgetError extends MoetierError {
   readonly budgetBytes: number;
   readonly minimumBytes: number;
   constructor(budgetBytes: number, minimumBytes: number, parts: Record<string, number>) {
-    const list = Object.entries(parts).map(([k, v]) => `${k} ${formatBytes(v)}`).join(' + ');
-    super('E_MEMORY_BUDGET', `memory budget ${formatBytes(budgetBytes)} is below what the engine needs at least: ${list} = ${formatBytes(minimumBytes)}`);
+    const list = Object.entries(parts)
+      .map(([k, v]) => `${k} ${formatBytes(v)}`)
+      .join(' + ');
+    super(
+      'E_MEMORY_BUDGET',
+      `memory budget ${formatBytes(budgetBytes)} is below what the engine needs at least: ${list} = ${formatBytes(minimumBytes)}`,
+    );
     this.budgetBytes = budgetBytes;
     this.minimumBytes = minimumBytes;
   }
@@ -84,13 +97,29 @@ export function slotStride(expertBytes: number): number {
 export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const stride = slotStride(input.expertBytes);
   const workingSet = (input.workingSetExperts ?? input.nExpertUsed) * stride;
-  const fixed = { dense: input.denseBytes, kvCache: input.kvCacheBytes, scratch: input.scratchBytes, ioBuffers: input.ioBufferBytes, workingSet, prefillBuffer: input.prefillBufferBytes ?? 0 };
-  const minimum = fixed.dense + fixed.kvCache + fixed.scratch + fixed.ioBuffers + fixed.workingSet + fixed.prefillBuffer;
+  const fixed = {
+    dense: input.denseBytes,
+    kvCache: input.kvCacheBytes,
+    scratch: input.scratchBytes,
+    ioBuffers: input.ioBufferBytes,
+    workingSet,
+    prefillBuffer: input.prefillBufferBytes ?? 0,
+  };
+  const minimum =
+    fixed.dense + fixed.kvCache + fixed.scratch + fixed.ioBuffers + fixed.workingSet + fixed.prefillBuffer;
   if (input.budgetBytes < minimum) throw new MemoryBudgetError(input.budgetBytes, minimum, fixed);
   const room = input.budgetBytes - minimum;
   if (input.deviceSlotsPerLayer !== undefined) {
     const slotsPerLayer = input.deviceSlotsPerLayer;
-    return { budgetBytes: input.budgetBytes, parts: { ...fixed, slots: 0 }, slotsPerLayer, slotStrideBytes: stride, holdsEveryExpert: slotsPerLayer === input.nExpert, slotsOnDevice: true, unusedBytes: room };
+    return {
+      budgetBytes: input.budgetBytes,
+      parts: { ...fixed, slots: 0 },
+      slotsPerLayer,
+      slotStrideBytes: stride,
+      holdsEveryExpert: slotsPerLayer === input.nExpert,
+      slotsOnDevice: true,
+      unusedBytes: room,
+    };
   }
   const slotsPerLayer = Math.min(input.nExpert, Math.floor(room / (stride * input.nLayer)));
   const slots = slotsPerLayer * input.nLayer * stride;
@@ -114,7 +143,8 @@ const units: Record<string, number> = { '': 1, K: 1024, M: 1024 ** 2, G: 1024 **
 export function parseByteSize(option: string, text: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$/i.exec(text);
   const bytes = m ? Math.floor(Number(m[1]) * units[m[2].toUpperCase()]) : Number.NaN;
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new InvalidOptionError(option, 'a byte size such as 1.5G, 800M or 64K (binary units)', text);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0)
+    throw new InvalidOptionError(option, 'a byte size such as 1.5G, 800M or 64K (binary units)', text);
   return bytes;
 }
 
@@ -133,8 +163,12 @@ export function formatBytes(bytes: number): string {
 }
 
 /** A model's dense and expert bytes from its tensor table: routed experts are the ffn_*_exps tensors. */
-export function modelBytes(tensors: Iterable<{ name: string; byteLength: number }>): { denseBytes: number; expertTensorBytes: number } {
-  let denseBytes = 0, expertTensorBytes = 0;
+export function modelBytes(tensors: Iterable<{ name: string; byteLength: number }>): {
+  denseBytes: number;
+  expertTensorBytes: number;
+} {
+  let denseBytes = 0,
+    expertTensorBytes = 0;
   for (const t of tensors) {
     if (/\.ffn_(gate|up|down)_exps\.weight$/.test(t.name)) expertTensorBytes += t.byteLength;
     else denseBytes += t.byteLength;

@@ -34,26 +34,50 @@ export interface PrefetchOptions {
 export type PrefetchConfig = Required<Omit<PrefetchOptions, 'candidates'>> & Pick<PrefetchOptions, 'candidates'>;
 
 export const prefetchDefaults: PrefetchConfig = {
-  mode: 'off', safety: TRANSFER_WINDOW_DEFAULTS.safety, windowBytesMax: TRANSFER_WINDOW_DEFAULTS.windowBytesMax, queueMax: TIER_PREFETCH_QUEUE_MAX,
+  mode: 'off',
+  safety: TRANSFER_WINDOW_DEFAULTS.safety,
+  windowBytesMax: TRANSFER_WINDOW_DEFAULTS.windowBytesMax,
+  queueMax: TIER_PREFETCH_QUEUE_MAX,
 };
 
 /** The options over `base` (the defaults, or the config a tune changes), checked as a whole. */
-export function resolvePrefetch(o: PrefetchOptions | undefined, base: PrefetchConfig = prefetchDefaults, name = 'prefetch'): PrefetchConfig {
+export function resolvePrefetch(
+  o: PrefetchOptions | undefined,
+  base: PrefetchConfig = prefetchDefaults,
+  name = 'prefetch',
+): PrefetchConfig {
   if (o === undefined) return base;
   if (o === null || typeof o !== 'object') throw new InvalidOptionError(name, 'an object', o);
   if ('inflightBytesMax' in o) {
-    throw new InvalidOptionError(`${name}.inflightBytesMax`, 'unset: prefetches share the one gate\'s budget, upload.inflightBytesMax (tune: uploadInflightBytesMax)', (o as { inflightBytesMax?: unknown }).inflightBytesMax);
+    throw new InvalidOptionError(
+      `${name}.inflightBytesMax`,
+      "unset: prefetches share the one gate's budget, upload.inflightBytesMax (tune: uploadInflightBytesMax)",
+      (o as { inflightBytesMax?: unknown }).inflightBytesMax,
+    );
   }
-  for (const key of Object.keys(o)) if (!(key in prefetchDefaults) && key !== 'candidates') throw new InvalidOptionError(`${name}.${key}`, `one of ${[...Object.keys(prefetchDefaults), 'candidates'].join(', ')}`, key);
+  for (const key of Object.keys(o))
+    if (!(key in prefetchDefaults) && key !== 'candidates')
+      throw new InvalidOptionError(
+        `${name}.${key}`,
+        `one of ${[...Object.keys(prefetchDefaults), 'candidates'].join(', ')}`,
+        key,
+      );
   const next = { ...base, ...o } as PrefetchConfig;
-  if (next.mode !== 'off' && next.mode !== 'observe' && next.mode !== 'enforce') throw new InvalidOptionError(`${name}.mode`, '"off", "observe" or "enforce"', next.mode);
-  if (typeof next.safety !== 'number' || !(next.safety > 0 && next.safety <= 1)) throw new InvalidOptionError(`${name}.safety`, 'a number in (0, 1]', next.safety);
-  if (!Number.isSafeInteger(next.windowBytesMax) || next.windowBytesMax < 1) throw new InvalidOptionError(`${name}.windowBytesMax`, 'an integer number of bytes >= 1', next.windowBytesMax);
+  if (next.mode !== 'off' && next.mode !== 'observe' && next.mode !== 'enforce')
+    throw new InvalidOptionError(`${name}.mode`, '"off", "observe" or "enforce"', next.mode);
+  if (typeof next.safety !== 'number' || !(next.safety > 0 && next.safety <= 1))
+    throw new InvalidOptionError(`${name}.safety`, 'a number in (0, 1]', next.safety);
+  if (!Number.isSafeInteger(next.windowBytesMax) || next.windowBytesMax < 1)
+    throw new InvalidOptionError(`${name}.windowBytesMax`, 'an integer number of bytes >= 1', next.windowBytesMax);
   if (!Number.isInteger(next.queueMax) || next.queueMax < 1 || next.queueMax > TIER_PREFETCH_QUEUE_MAX) {
     throw new InvalidOptionError(`${name}.queueMax`, `an integer in [1, ${TIER_PREFETCH_QUEUE_MAX}]`, next.queueMax);
   }
   if (next.candidates !== undefined && !(Number.isInteger(next.candidates) && next.candidates >= 1)) {
-    throw new InvalidOptionError(`${name}.candidates`, 'an integer >= 1 (predicted experts per layer a prefetch may read)', next.candidates);
+    throw new InvalidOptionError(
+      `${name}.candidates`,
+      'an integer >= 1 (predicted experts per layer a prefetch may read)',
+      next.candidates,
+    );
   }
   return Object.freeze(next);
 }

@@ -20,7 +20,8 @@ export class RequestQueue {
   /** Resolves with a release function once every earlier request has released. */
   /** unbounded: admitted past the depth (the engine's close, which must never be refused). */
   async acquire(signal?: AbortSignal, options: { unbounded?: boolean } = {}): Promise<() => void> {
-    if (!options.unbounded && this.admitted > this.depthMax) throw new LimitExceededError('requestQueueDepthMax', this.admitted, this.depthMax);
+    if (!options.unbounded && this.admitted > this.depthMax)
+      throw new LimitExceededError('requestQueueDepthMax', this.admitted, this.depthMax);
     this.admitted++;
     let release!: () => void;
     const mine = new Promise<void>((resolve) => (release = resolve));

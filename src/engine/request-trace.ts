@@ -85,9 +85,16 @@ export class RequestTrace {
   private steps: Step[] = [];
   private text = '';
 
-  constructor(private readonly info: RequestTraceInfo, tracer: Tracer = moetierTracer()) {
+  constructor(
+    private readonly info: RequestTraceInfo,
+    tracer: Tracer = moetierTracer(),
+  ) {
     this.tracer = tracer;
-    this.metricAttributes = { [GenAiNames.operationName]: genAiOperation, [GenAiNames.requestModel]: info.model, ...(info.backend ? { [AttrNames.backend]: info.backend } : {}) };
+    this.metricAttributes = {
+      [GenAiNames.operationName]: genAiOperation,
+      [GenAiNames.requestModel]: info.model,
+      ...(info.backend ? { [AttrNames.backend]: info.backend } : {}),
+    };
     this.span = startSpan(tracer, SpanNames.request, this.requestAttributes());
     this.context = trace.setSpan(context.active(), this.span);
     this.recording = this.span.isRecording();
@@ -96,7 +103,11 @@ export class RequestTrace {
 
   private requestAttributes(): Attributes {
     const { info } = this;
-    const a: Attributes = { ...this.metricAttributes, [GenAiNames.requestMaxTokens]: info.maxTokens, [GenAiNames.usageInputTokens]: info.promptTokens };
+    const a: Attributes = {
+      ...this.metricAttributes,
+      [GenAiNames.requestMaxTokens]: info.maxTokens,
+      [GenAiNames.usageInputTokens]: info.promptTokens,
+    };
     if (info.sampling.temperature !== undefined) a[GenAiNames.requestTemperature] = info.sampling.temperature;
     if (info.sampling.topK) a[GenAiNames.requestTopK] = info.sampling.topK;
     if (info.sampling.topP !== undefined && info.sampling.topP < 1) a[GenAiNames.requestTopP] = info.sampling.topP;
@@ -147,7 +158,15 @@ export class RequestTrace {
   private contextOf(name: string, step: Step): Context {
     if (step.context) return step.context;
     if (step.endNs !== 0n) return this.build(name, step);
-    step.live = this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, startTime: clockBridge().toHrTime(step.startNs), attributes: stepAttributes(name, step) }, this.context);
+    step.live = this.tracer.startSpan(
+      name,
+      {
+        kind: SpanKind.INTERNAL,
+        startTime: clockBridge().toHrTime(step.startNs),
+        attributes: stepAttributes(name, step),
+      },
+      this.context,
+    );
     step.context = trace.setSpan(this.context, step.live);
     return step.context;
   }
@@ -160,7 +179,14 @@ export class RequestTrace {
       return step.context!;
     }
     if (step.context) return step.context;
-    const spanContext = recordTimedSpan(this.tracer, name, step.startNs, step.endNs, stepAttributes(name, step), this.context);
+    const spanContext = recordTimedSpan(
+      this.tracer,
+      name,
+      step.startNs,
+      step.endNs,
+      stepAttributes(name, step),
+      this.context,
+    );
     step.context = trace.setSpanContext(this.context, spanContext);
     return step.context;
   }
@@ -169,7 +195,15 @@ export class RequestTrace {
   private flush(): void {
     const running = this.steps.filter((s) => s.endNs === 0n);
     for (const s of this.steps) {
-      if (s.endNs !== 0n && !s.context) recordTimedSpan(this.tracer, SpanNames.decodeStep, s.startNs, s.endNs, stepAttributes(SpanNames.decodeStep, s), this.context);
+      if (s.endNs !== 0n && !s.context)
+        recordTimedSpan(
+          this.tracer,
+          SpanNames.decodeStep,
+          s.startNs,
+          s.endNs,
+          stepAttributes(SpanNames.decodeStep, s),
+          this.context,
+        );
     }
     this.steps = running;
   }
@@ -180,12 +214,26 @@ export class RequestTrace {
       for (const s of this.steps) if (s.endNs === 0n) s.endNs = process.hrtime.bigint(); // a step its evaluation's throw left open
       if (this.prefill && this.prefill.endNs === 0n) this.endPrefill();
       this.flush();
-      this.span.setAttributes({ [GenAiNames.usageOutputTokens]: stats.generatedTokens, [GenAiNames.responseFinishReasons]: [stats.finishReason] });
-      if (error !== undefined) this.span.setAttribute(GenAiNames.errorType, error instanceof Error ? error.name : typeof error);
-      if (this.captureContent) this.span.setAttributes(contentAttributes(this.info.prompt, this.text, stats.finishReason));
+      this.span.setAttributes({
+        [GenAiNames.usageOutputTokens]: stats.generatedTokens,
+        [GenAiNames.responseFinishReasons]: [stats.finishReason],
+      });
+      if (error !== undefined)
+        this.span.setAttribute(GenAiNames.errorType, error instanceof Error ? error.name : typeof error);
+      if (this.captureContent)
+        this.span.setAttributes(contentAttributes(this.info.prompt, this.text, stats.finishReason));
     }
     endSpan(this.span, error);
-    if (error === undefined) metrics.record({ ttftMs: stats.ttftMs, msPerToken: stats.msPerToken, promptTokens: stats.promptTokens, generatedTokens: stats.generatedTokens }, this.metricAttributes);
+    if (error === undefined)
+      metrics.record(
+        {
+          ttftMs: stats.ttftMs,
+          msPerToken: stats.msPerToken,
+          promptTokens: stats.promptTokens,
+          generatedTokens: stats.generatedTokens,
+        },
+        this.metricAttributes,
+      );
   }
 }
 
@@ -199,6 +247,8 @@ function contentAttributes(prompt: string | number[], text: string, finishReason
   const input = typeof prompt === 'string' ? prompt : JSON.stringify(prompt);
   return {
     [GenAiNames.inputMessages]: JSON.stringify([{ role: 'user', parts: part(input) }]),
-    [GenAiNames.outputMessages]: JSON.stringify([{ role: 'assistant', parts: part(text), finish_reason: finishReason }]),
+    [GenAiNames.outputMessages]: JSON.stringify([
+      { role: 'assistant', parts: part(text), finish_reason: finishReason },
+    ]),
   };
 }

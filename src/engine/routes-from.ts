@@ -56,7 +56,8 @@ export class RouteTraceSource {
 
   /** Reads and checks a trace for a model of this shape; throws before anything runs. */
   static load(file: string, hp: Pick<HParams, 'nLayer' | 'nExpert' | 'nExpertUsed'>): RouteTraceSource {
-    if (typeof file !== 'string' || file.length === 0) throw new InvalidOptionError('routesFrom', 'a route trace file path', file);
+    if (typeof file !== 'string' || file.length === 0)
+      throw new InvalidOptionError('routesFrom', 'a route trace file path', file);
     checkTraceFile(file);
     // The loader asks for the expert count only for a headerless file (../shared/traces/): its ids
     // are then read up to the format's limit and checked against the model's count here, so a trace
@@ -73,7 +74,11 @@ export class RouteTraceSource {
     const rowIds = hp.nLayer * hp.nExpertUsed;
     const rows = traces.map((t) => ({ prefill: flatten(t.prefill, rowIds), decode: flatten(t.decode, rowIds) }));
     const hash = createHash('sha256');
-    for (const r of rows) hash.update(`${r.prefill.length},${r.decode.length};`).update(new Uint8Array(r.prefill.buffer)).update(new Uint8Array(r.decode.buffer));
+    for (const r of rows)
+      hash
+        .update(`${r.prefill.length},${r.decode.length};`)
+        .update(new Uint8Array(r.prefill.buffer))
+        .update(new Uint8Array(r.decode.buffer));
     return new RouteTraceSource(file, rows, rowIds, hash.digest('hex').slice(0, 16));
   }
 
@@ -122,11 +127,19 @@ function checkTraceFile(file: string): void {
 function checkShape(file: string, t: Trace, model: RouteShape, headerless: boolean): void {
   // A headerless trace says no expert count: its largest id + 1 bounds it.
   let maxId = -1;
-  if (headerless) for (const s of [...t.prefill, ...t.decode]) for (const ids of s.layers) for (const e of ids) maxId = Math.max(maxId, e);
-  const trace: RouteShape = { layers: t.header.layers, experts: headerless ? maxId + 1 : t.header.experts, topK: t.header.topK };
+  if (headerless)
+    for (const s of [...t.prefill, ...t.decode])
+      for (const ids of s.layers) for (const e of ids) maxId = Math.max(maxId, e);
+  const trace: RouteShape = {
+    layers: t.header.layers,
+    experts: headerless ? maxId + 1 : t.header.experts,
+    topK: t.header.topK,
+  };
   const experts = headerless ? trace.experts <= model.experts : trace.experts === model.experts;
-  if (trace.layers !== model.layers || trace.topK !== model.topK || !experts) throw new RouteTraceMismatchError(file, trace, model, headerless);
-  if (t.prefill.length + t.decode.length === 0) throw new TraceFormatError(file, 1, `prompt ${t.header.promptId ?? t.header.model}`, 'at least one route row');
+  if (trace.layers !== model.layers || trace.topK !== model.topK || !experts)
+    throw new RouteTraceMismatchError(file, trace, model, headerless);
+  if (t.prefill.length + t.decode.length === 0)
+    throw new TraceFormatError(file, 1, `prompt ${t.header.promptId ?? t.header.model}`, 'at least one route row');
 }
 
 /** Steps' [layer][k] ids, in step order, as one [rows][layer][k] array. */

@@ -25,10 +25,12 @@ export interface Sampler {
 
 export function validateSampling(options: SamplingOptions): Required<SamplingOptions> {
   const { temperature = 0, topK = 0, topP = 1, seed = 0 } = options;
-  if (!Number.isFinite(temperature) || temperature < 0) throw new InvalidOptionError('temperature', 'a finite number >= 0', temperature);
+  if (!Number.isFinite(temperature) || temperature < 0)
+    throw new InvalidOptionError('temperature', 'a finite number >= 0', temperature);
   if (!Number.isInteger(topK) || topK < 0) throw new InvalidOptionError('topK', 'an integer >= 0', topK);
   if (!Number.isFinite(topP) || topP <= 0 || topP > 1) throw new InvalidOptionError('topP', 'a number in (0, 1]', topP);
-  if (!Number.isInteger(seed) || seed < 0 || seed > SEED_MAX) throw new InvalidOptionError('seed', `an integer in [0, ${SEED_MAX}]`, seed);
+  if (!Number.isInteger(seed) || seed < 0 || seed > SEED_MAX)
+    throw new InvalidOptionError('seed', `an integer in [0, ${SEED_MAX}]`, seed);
   return { temperature, topK, topP, seed };
 }
 

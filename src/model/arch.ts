@@ -72,4 +72,7 @@ export const ARCH_FLAGS = {
   qwen2moe: { ropeType: 'neox', qkNorm: 'none', normTopK: false, attnBias: true, sharedExpert: true },
   olmoe: { ropeType: 'neox', qkNorm: 'full', normTopK: false, attnBias: false, sharedExpert: false },
   llama: { ropeType: 'norm', qkNorm: 'none', normTopK: true, attnBias: false, sharedExpert: false },
-} as const satisfies Record<HParams['arch'], Pick<HParams, 'ropeType' | 'qkNorm' | 'normTopK' | 'attnBias' | 'sharedExpert'>>;
+} as const satisfies Record<
+  HParams['arch'],
+  Pick<HParams, 'ropeType' | 'qkNorm' | 'normTopK' | 'attnBias' | 'sharedExpert'>
+>;

@@ -7,7 +7,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from '../core/cache-dir.js';
 import { ensureDir } from '../core/output-file.js';
-import { GENERATOR_VERSION, checkSynthOptions, writeSynthModel, type ProgressFn, type SynthOptions } from '../synth/generate.js';
+import {
+  GENERATOR_VERSION,
+  checkSynthOptions,
+  writeSynthModel,
+  type ProgressFn,
+  type SynthOptions,
+} from '../synth/generate.js';
 
 export function modelCacheDir(): string {
   return cacheDir();

@@ -47,10 +47,18 @@ export function applyChatTemplate(file: GgufFile, messages: ChatMessage[], optio
   } catch (error) {
     if (error instanceof UnsupportedModelError) throw error;
     // Templates reject message sequences they do not support (raise_exception): the caller's input.
-    throw new InvalidOptionError('messages', `messages that the model's chat template accepts (${(error as Error).message})`, messages.map((m) => m.role));
+    throw new InvalidOptionError(
+      'messages',
+      `messages that the model's chat template accepts (${(error as Error).message})`,
+      messages.map((m) => m.role),
+    );
   }
   if (text.length > limits.chatTemplateOutputCharsMax) {
-    throw new UnsupportedModelError(file.path, `key ${KEY}`, `a template whose output stays within ${limits.chatTemplateOutputCharsMax} characters, got ${text.length}`);
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${KEY}`,
+      `a template whose output stays within ${limits.chatTemplateOutputCharsMax} characters, got ${text.length}`,
+    );
   }
   return text;
 }
@@ -65,12 +73,20 @@ function boundedRange(file: string): (start: number, stop?: number, step?: numbe
   return (start, stop, step = 1) => {
     const [from, to] = stop === undefined ? [0, start] : [start, stop];
     if (![from, to, step].every(Number.isFinite) || step === 0) {
-      throw new UnsupportedModelError(file, `key ${KEY}`, `range() over finite numbers with a non-zero step, got range(${from}, ${to}, ${step})`);
+      throw new UnsupportedModelError(
+        file,
+        `key ${KEY}`,
+        `range() over finite numbers with a non-zero step, got range(${from}, ${to}, ${step})`,
+      );
     }
     const count = Math.max(0, Math.ceil((to - from) / step));
     made += count;
     if (made > limits.chatTemplateRangeItemsMax) {
-      throw new UnsupportedModelError(file, `key ${KEY}`, `a template whose range() calls make at most ${limits.chatTemplateRangeItemsMax} items in all, got ${made}`);
+      throw new UnsupportedModelError(
+        file,
+        `key ${KEY}`,
+        `a template whose range() calls make at most ${limits.chatTemplateRangeItemsMax} items in all, got ${made}`,
+      );
     }
     return Array.from({ length: count }, (_, i) => from + i * step);
   };
@@ -80,14 +96,22 @@ function templateOf(file: GgufFile): Template {
   const cached = compiled.get(file);
   if (cached !== undefined) return cached;
   if (!file.metadata.has(KEY)) {
-    throw new UnsupportedModelError(file.path, `key ${KEY}`, 'a chat template in the model file; without one, pass a raw prompt');
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${KEY}`,
+      'a chat template in the model file; without one, pass a raw prompt',
+    );
   }
   const source = metaString(file, KEY);
   let template: Template;
   try {
     template = new Template(source);
   } catch (error) {
-    throw new UnsupportedModelError(file.path, `key ${KEY}`, `a Jinja template @huggingface/jinja can parse (${(error as Error).message})`);
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${KEY}`,
+      `a Jinja template @huggingface/jinja can parse (${(error as Error).message})`,
+    );
   }
   renameIdentifier(template.parsed, 'range', BOUNDED_RANGE);
   compiled.set(file, template);
@@ -107,7 +131,8 @@ function renameIdentifier(node: unknown, from: string, to: string, seen = new Se
 }
 
 function checkMessages(messages: unknown): asserts messages is ChatMessage[] {
-  if (!Array.isArray(messages) || messages.length === 0) throw new InvalidOptionError('messages', 'a non-empty array of { role, content }', messages);
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw new InvalidOptionError('messages', 'a non-empty array of { role, content }', messages);
   messages.forEach((m, i) => {
     if (typeof m !== 'object' || m === null || typeof m.role !== 'string' || typeof m.content !== 'string') {
       throw new InvalidOptionError(`messages[${i}]`, '{ role: string, content: string }', m);

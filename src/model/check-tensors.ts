@@ -21,7 +21,8 @@ export function significantDims(dims: readonly number[]): number[] {
 }
 
 export function sameDims(a: readonly number[], b: readonly number[]): boolean {
-  const x = significantDims(a), y = significantDims(b);
+  const x = significantDims(a),
+    y = significantDims(b);
   return x.length === y.length && x.every((d, i) => d === y[i]);
 }
 
@@ -32,14 +33,24 @@ export function checkTensors(file: GgufFile, hp: HParams): void {
     const info = file.tensors.get(spec.name);
     const dims = `[${spec.dims.join(', ')}]`;
     if (info === undefined) {
-      throw new GgufFormatError(file.path, `tensor ${spec.name}`, `a tensor of dims ${dims}, which ${hp.arch} needs, but it is missing`);
+      throw new GgufFormatError(
+        file.path,
+        `tensor ${spec.name}`,
+        `a tensor of dims ${dims}, which ${hp.arch} needs, but it is missing`,
+      );
     }
     if (!sameDims(info.dims, spec.dims)) {
-      throw new GgufFormatError(file.path, `tensor ${spec.name}`, `dims ${dims} (from the hyper-parameters), got [${info.dims.join(', ')}]`);
+      throw new GgufFormatError(
+        file.path,
+        `tensor ${spec.name}`,
+        `dims ${dims} (from the hyper-parameters), got [${info.dims.join(', ')}]`,
+      );
     }
     if ((spec.role === 'norm' || spec.role === 'bias') && info.type !== 'F32') {
       // The shared-expert gate is a norm-like vector to the forward pass; a [n, 1] one could be quantized.
-      const what = spec.name.endsWith('ffn_gate_inp_shexp.weight') ? 'the shared-expert gate (a quantized gate is not computed)' : `a 1-D ${spec.role}`;
+      const what = spec.name.endsWith('ffn_gate_inp_shexp.weight')
+        ? 'the shared-expert gate (a quantized gate is not computed)'
+        : `a 1-D ${spec.role}`;
       throw new UnsupportedModelError(file.path, `tensor ${spec.name}`, `type F32 for ${what}, got ${info.type}`);
     }
   }
@@ -56,10 +67,13 @@ function refuseSplitExperts(file: GgufFile, hp: HParams): void {
     for (const part of ['gate', 'up', 'down']) {
       const name = `blk.${l}.ffn_${part}.0.weight`;
       if (!file.tensors.has(name)) continue;
-      throw new UnsupportedModelError(file.path, `tensor ${name}`,
+      throw new UnsupportedModelError(
+        file.path,
+        `tensor ${name}`,
         `merged expert tensors (blk.N.ffn_gate_exps.weight [${hp.nEmbd}, ${hp.nFfExp}, ${hp.nExpert}] and its up / down), but this file ` +
-        'stores one tensor per expert (blk.N.ffn_gate.E.weight, the layout of older Mixtral conversions), which moetier does not read: ' +
-        're-convert the model with a current llama.cpp convert_hf_to_gguf.py');
+          'stores one tensor per expert (blk.N.ffn_gate.E.weight, the layout of older Mixtral conversions), which moetier does not read: ' +
+          're-convert the model with a current llama.cpp convert_hf_to_gguf.py',
+      );
     }
   }
 }
@@ -74,7 +88,11 @@ function refuseUnusedOptional(file: GgufFile, hp: HParams): void {
   for (let l = 0; l < hp.nLayer; l++) {
     const name = `blk.${l}.attn_output.bias`;
     if (file.tensors.has(name)) {
-      throw new UnsupportedModelError(file.path, `tensor ${name}`, 'no attention-output bias (moetier does not add one; llama.cpp would)');
+      throw new UnsupportedModelError(
+        file.path,
+        `tensor ${name}`,
+        'no attention-output bias (moetier does not add one; llama.cpp would)',
+      );
     }
   }
 }

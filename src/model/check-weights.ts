@@ -12,8 +12,15 @@ import { GGML_BLOCK, type GgmlTypeName, type GgufFile, type TensorInfo } from '.
 
 /** Byte offsets of the f16 scales inside one block of each block type (ggml-common.h layouts). */
 export const BLOCK_F16_SCALES: Partial<Record<GgmlTypeName, readonly number[]>> = {
-  Q8_0: [0], Q4_0: [0], Q5_0: [0], Q5_1: [0, 2],
-  Q2_K: [80, 82], Q3_K: [108], Q4_K: [0, 2], Q5_K: [0, 2], Q6_K: [208],
+  Q8_0: [0],
+  Q4_0: [0],
+  Q5_0: [0],
+  Q5_1: [0, 2],
+  Q2_K: [80, 82],
+  Q3_K: [108],
+  Q4_K: [0, 2],
+  Q5_K: [0, 2],
+  Q6_K: [208],
 };
 
 export interface NonFiniteWeight {
@@ -55,7 +62,10 @@ class TensorChunks {
     let done = 0;
     while (done < length) {
       const n = readSync(this.fd, out, done, length - done, offset + done);
-      if (n === 0) throw new Error(`check-weights: ${this.file.path} ended at byte ${offset + done}, inside a tensor (the file changed?)`);
+      if (n === 0)
+        throw new Error(
+          `check-weights: ${this.file.path} ended at byte ${offset + done}, inside a tensor (the file changed?)`,
+        );
       done += n;
     }
     return new DataView(out.buffer, out.byteOffset, length);
@@ -72,7 +82,9 @@ function scanTensor(reader: TensorChunks, t: TensorInfo): Omit<NonFiniteWeight, 
   const unit: NonFiniteWeight['unit'] = float ? 'element' : 'block scale';
   // Chunks hold whole values: a multiple of the stride.
   const chunk = Math.floor(TensorChunks.chunkBytes / stride) * stride;
-  let first = -1, count = 0, index = 0;
+  let first = -1,
+    count = 0,
+    index = 0;
   for (let start = 0; start + stride <= t.byteLength; start += chunk) {
     const view = reader.read(t.offset + start, Math.min(chunk, t.byteLength - start));
     const nonFinite = valueTest(view, t.type);

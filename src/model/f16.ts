@@ -70,4 +70,3 @@ export function bf16ToF32(b: number): number {
   u32Scratch[0] = (b & 0xffff) << 16;
   return f32Scratch[0];
 }
-

@@ -67,8 +67,11 @@ export function readHParams(file: GgufFile): HParams {
 function readArch(file: GgufFile): Arch {
   const arch = metaString(file, 'general.architecture');
   if (!(SUPPORTED_ARCHS as string[]).includes(arch)) {
-    throw new UnsupportedModelError(file.path, 'key general.architecture',
-      `one of ${SUPPORTED_ARCHS.join(', ')} (llama only with experts, e.g. Mixtral), got ${JSON.stringify(arch)}`);
+    throw new UnsupportedModelError(
+      file.path,
+      'key general.architecture',
+      `one of ${SUPPORTED_ARCHS.join(', ')} (llama only with experts, e.g. Mixtral), got ${JSON.stringify(arch)}`,
+    );
   }
   return arch as Arch;
 }
@@ -77,8 +80,11 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
   const k = (name: string): string => `${arch}.${name}`;
   const dim = (name: string, fallback?: number): number => metaUint(file, k(name), { min: 1, max: DIM_MAX, fallback });
   if (arch === 'llama' && metaUint(file, k('expert_count'), { fallback: 0 }) === 0) {
-    throw new UnsupportedModelError(file.path, `key ${k('expert_count')}`,
-      'a value > 0: moetier runs Mixture-of-Experts models only, and this llama model is dense');
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${k('expert_count')}`,
+      'a value > 0: moetier runs Mixture-of-Experts models only, and this llama model is dense',
+    );
   }
   const nLayer = dim('block_count');
   const perLayer = (name: string, fallback?: number): number => layerUniform(file, k(name), nLayer, fallback);
@@ -111,22 +117,33 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
 }
 
 /** Expert and shared-expert widths, sized as each arch's load_arch_tensors sizes them (see the table above). */
-function ffnWidths(file: GgufFile, arch: Arch, nLayer: number, nExpertUsed: number): Pick<HParams, 'nFfExp' | 'nFfShexp'> {
+function ffnWidths(
+  file: GgufFile,
+  arch: Arch,
+  nLayer: number,
+  nExpertUsed: number,
+): Pick<HParams, 'nFfExp' | 'nFfShexp'> {
   const k = (name: string): string => `${arch}.${name}`;
   const dim = (name: string, fallback?: number): number => metaUint(file, k(name), { min: 1, max: DIM_MAX, fallback });
   const hasFf = file.metadata.has(k('feed_forward_length'));
   const nFf = (): number => layerUniform(file, k('feed_forward_length'), nLayer);
   if (arch === 'olmoe' || arch === 'llama') {
     if (arch === 'llama' && metaUint(file, k('expert_shared_feed_forward_length'), { fallback: 0 }) > 0) {
-      throw new UnsupportedModelError(file.path, `key ${k('expert_shared_feed_forward_length')}`,
-        'none for llama (a value > 0 means Granite-style shared experts, which moetier does not compute)');
+      throw new UnsupportedModelError(
+        file.path,
+        `key ${k('expert_shared_feed_forward_length')}`,
+        'none for llama (a value > 0 means Granite-style shared experts, which moetier does not compute)',
+      );
     }
     return { nFfExp: nFf(), nFfShexp: 0 };
   }
   const fromFf = (what: string): number => {
     if (!hasFf) {
-      throw new GgufFormatError(file.path, `key ${k(what)}`,
-        `an unsigned integer from 1 to ${DIM_MAX} (or ${k('feed_forward_length')}, from which llama.cpp derives it), but both keys are missing`);
+      throw new GgufFormatError(
+        file.path,
+        `key ${k(what)}`,
+        `an unsigned integer from 1 to ${DIM_MAX} (or ${k('feed_forward_length')}, from which llama.cpp derives it), but both keys are missing`,
+      );
     }
     return nFf();
   };
@@ -134,8 +151,11 @@ function ffnWidths(file: GgufFile, arch: Arch, nLayer: number, nExpertUsed: numb
     ? dim('expert_feed_forward_length')
     : Math.floor(fromFf('expert_feed_forward_length') / nExpertUsed);
   if (nFfExp < 1) {
-    throw new GgufFormatError(file.path, `key ${k('feed_forward_length')}`,
-      `at least expert_used_count ${nExpertUsed} (the expert width defaults to feed_forward_length / expert_used_count)`);
+    throw new GgufFormatError(
+      file.path,
+      `key ${k('feed_forward_length')}`,
+      `at least expert_used_count ${nExpertUsed} (the expert width defaults to feed_forward_length / expert_used_count)`,
+    );
   }
   if (!ARCH_FLAGS[arch].sharedExpert) return { nFfExp, nFfShexp: 0 };
   const nFfShexp = file.metadata.has(k('expert_shared_feed_forward_length'))
@@ -151,10 +171,21 @@ function ffnWidths(file: GgufFile, arch: Arch, nLayer: number, nExpertUsed: numb
 function layerUniform(file: GgufFile, key: string, nLayer: number, fallback?: number): number {
   const value = file.metadata.get(key);
   if (!Array.isArray(value)) return metaUint(file, key, { min: 1, max: DIM_MAX, fallback });
-  const ok = value.length === nLayer && value.every((v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= DIM_MAX);
-  if (!ok) throw new GgufFormatError(file.path, `key ${key}`, `an unsigned integer from 1 to ${DIM_MAX}, or an array of ${nLayer} of them (one per layer)`);
+  const ok =
+    value.length === nLayer &&
+    value.every((v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= DIM_MAX);
+  if (!ok)
+    throw new GgufFormatError(
+      file.path,
+      `key ${key}`,
+      `an unsigned integer from 1 to ${DIM_MAX}, or an array of ${nLayer} of them (one per layer)`,
+    );
   if (value.some((v) => v !== value[0])) {
-    throw new UnsupportedModelError(file.path, `key ${key}`, `the same value for every layer (layers of different shapes are not implemented), got [${value.join(', ')}]`);
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${key}`,
+      `the same value for every layer (layers of different shapes are not implemented), got [${value.join(', ')}]`,
+    );
   }
   return value[0] as number;
 }
@@ -164,18 +195,28 @@ function checkConsistency(file: GgufFile, hp: HParams): void {
   const fail = (where: string, expected: string): never => {
     throw new GgufFormatError(file.path, where, expected);
   };
-  if (hp.nHead % hp.nHeadKv !== 0) fail(k('attention.head_count_kv'), `a divisor of head_count ${hp.nHead}, got ${hp.nHeadKv}`);
-  if (hp.headDim < 2 || hp.headDim % 2 !== 0) fail(k('attention.key_length'), `an even head dim (rope rotates pairs), got ${hp.headDim}`);
+  if (hp.nHead % hp.nHeadKv !== 0)
+    fail(k('attention.head_count_kv'), `a divisor of head_count ${hp.nHead}, got ${hp.nHeadKv}`);
+  if (hp.headDim < 2 || hp.headDim % 2 !== 0)
+    fail(k('attention.key_length'), `an even head dim (rope rotates pairs), got ${hp.headDim}`);
   checkRope(file, hp);
   // llama.cpp defaults value_length to embedding_length / head_count, not to key_length.
   const valueLength = file.metadata.get(`${hp.arch}.attention.value_length`) ?? Math.floor(hp.nEmbd / hp.nHead);
   if (valueLength !== hp.headDim) {
-    const shown = file.metadata.has(`${hp.arch}.attention.value_length`) ? String(valueLength) : `${String(valueLength)} (the default, embedding_length / head_count)`;
-    throw new UnsupportedModelError(file.path, k('attention.value_length'), `the key length ${hp.headDim}, got ${shown}`);
+    const shown = file.metadata.has(`${hp.arch}.attention.value_length`)
+      ? String(valueLength)
+      : `${String(valueLength)} (the default, embedding_length / head_count)`;
+    throw new UnsupportedModelError(
+      file.path,
+      k('attention.value_length'),
+      `the key length ${hp.headDim}, got ${shown}`,
+    );
   }
-  if (hp.nExpertUsed > hp.nExpert) fail(k('expert_used_count'), `at most expert_count ${hp.nExpert}, got ${hp.nExpertUsed}`);
+  if (hp.nExpertUsed > hp.nExpert)
+    fail(k('expert_used_count'), `at most expert_count ${hp.nExpert}, got ${hp.nExpertUsed}`);
   // Each layer needs a dozen tensors: a block count beyond the tensor count is corrupt (and would make us loop).
-  if (hp.nLayer > file.tensors.size) fail(k('block_count'), `at most the tensor count ${file.tensors.size}, got ${hp.nLayer}`);
+  if (hp.nLayer > file.tensors.size)
+    fail(k('block_count'), `at most the tensor count ${file.tensors.size}, got ${hp.nLayer}`);
   const tokens = file.metadata.get('tokenizer.ggml.tokens');
   if (Array.isArray(tokens) && tokens.length !== hp.nVocab) {
     fail('key tokenizer.ggml.tokens', `one token per row of token_embd.weight (${hp.nVocab}), got ${tokens.length}`);
@@ -187,23 +228,45 @@ function checkRope(file: GgufFile, hp: HParams): void {
   const key = (name: string): string => `${hp.arch}.${name}`;
   const ropeDims = file.metadata.get(key('rope.dimension_count'));
   if (ropeDims !== undefined) {
-    if (typeof ropeDims !== 'number' || !Number.isInteger(ropeDims) || ropeDims < 2 || ropeDims > hp.headDim || ropeDims % 2 !== 0) {
-      throw new GgufFormatError(file.path, `key ${key('rope.dimension_count')}`, `an even integer in [2, head dim ${hp.headDim}], got ${String(ropeDims)}`);
+    if (
+      typeof ropeDims !== 'number' ||
+      !Number.isInteger(ropeDims) ||
+      ropeDims < 2 ||
+      ropeDims > hp.headDim ||
+      ropeDims % 2 !== 0
+    ) {
+      throw new GgufFormatError(
+        file.path,
+        `key ${key('rope.dimension_count')}`,
+        `an even integer in [2, head dim ${hp.headDim}], got ${String(ropeDims)}`,
+      );
     }
     if (ropeDims !== hp.headDim) {
-      throw new UnsupportedModelError(file.path, `key ${key('rope.dimension_count')}`,
-        `the head dim ${hp.headDim} (partial rotary embeddings are not implemented), got ${String(ropeDims)}`);
+      throw new UnsupportedModelError(
+        file.path,
+        `key ${key('rope.dimension_count')}`,
+        `the head dim ${hp.headDim} (partial rotary embeddings are not implemented), got ${String(ropeDims)}`,
+      );
     }
   }
   // llama.cpp: type "linear" by default; freq_scale = 1 / factor, or 1 when the factor is 0 (absent).
   const type = metaString(file, key('rope.scaling.type'), 'linear');
-  const factorKey = file.metadata.has(key('rope.scaling.factor')) ? key('rope.scaling.factor') : key('rope.scale_linear');
+  const factorKey = file.metadata.has(key('rope.scaling.factor'))
+    ? key('rope.scaling.factor')
+    : key('rope.scale_linear');
   const factor = metaFloat(file, factorKey, { fallback: 0 });
   if (type !== 'none' && factor !== 0 && factor !== 1) {
-    throw new UnsupportedModelError(file.path, `key ${factorKey}`,
-      `no rope scaling (absent, 0 or 1, or rope.scaling.type none): scaled rope (${type}) is not implemented, got ${factor}`);
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${factorKey}`,
+      `no rope scaling (absent, 0 or 1, or rope.scaling.type none): scaled rope (${type}) is not implemented, got ${factor}`,
+    );
   }
   if (file.tensors.has('rope_freqs.weight')) {
-    throw new UnsupportedModelError(file.path, 'tensor rope_freqs.weight', 'no per-frequency rope factors (llama3-style rope scaling is not implemented)');
+    throw new UnsupportedModelError(
+      file.path,
+      'tensor rope_freqs.weight',
+      'no per-frequency rope factors (llama3-style rope scaling is not implemented)',
+    );
   }
 }

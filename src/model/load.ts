@@ -28,8 +28,10 @@ export interface LoadedModel {
  * weights nor (with the disk backend) the experts.
  */
 export function loadModel(native: NativeBinding, path: string, options: { fromDisk?: boolean } = {}): LoadedModel {
-  if (typeof path !== 'string' || path.length === 0) throw new InvalidOptionError('model', 'a path to a .gguf file', path);
-  if (!existsSync(path) || !statSync(path).isFile()) throw new InvalidOptionError('model', 'an existing .gguf file', path);
+  if (typeof path !== 'string' || path.length === 0)
+    throw new InvalidOptionError('model', 'a path to a .gguf file', path);
+  if (!existsSync(path) || !statSync(path).isFile())
+    throw new InvalidOptionError('model', 'an existing .gguf file', path);
   let mapped: { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number };
   try {
     mapped = options.fromDisk ? native.mapFile(path, { access: 'random' }) : native.mapFile(path);
@@ -40,12 +42,23 @@ export function loadModel(native: NativeBinding, path: string, options: { fromDi
     const file = parseGguf(new Uint8Array(mapped.buffer), path, mapped.size);
     const hparams = readHParams(file);
     const tokenizer = createTokenizer(file);
-    const tensors = [...file.tensors.values()].map((t) => ({ name: t.name, typeId: GGML_TYPE[t.type], dims: t.dims, offset: t.offset }));
+    const tensors = [...file.tensors.values()].map((t) => ({
+      name: t.name,
+      typeId: GGML_TYPE[t.type],
+      dims: t.dims,
+      offset: t.offset,
+    }));
     let nativeModel: NativeModelHandle;
     try {
-      nativeModel = native.createModel(mapped.handle, { hparams, tensors, ...(options.fromDisk ? { ownDense: true } : {}) });
+      nativeModel = native.createModel(mapped.handle, {
+        hparams,
+        tensors,
+        ...(options.fromDisk ? { ownDense: true } : {}),
+      });
     } catch (err) {
-      throw new NativeError(`${path}: the native forward pass refused the model: ${(err as Error).message}`, { cause: err });
+      throw new NativeError(`${path}: the native forward pass refused the model: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     return { path, file, hparams, tokenizer, mapping: mapped.handle, nativeModel, pin: pinModelFile(path, mapped.fd) };
   } catch (err) {

@@ -30,7 +30,11 @@ export interface PinnedModelFile {
 export function pinModelFile(path: string, fd: number): PinnedModelFile {
   const st = fstatSync(fd, { bigint: true });
   const procPath = `/proc/self/fd/${fd}`;
-  return { path, readerPath: existsSync(procPath) ? procPath : path, identity: { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs } };
+  return {
+    path,
+    readerPath: existsSync(procPath) ? procPath : path,
+    identity: { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs },
+  };
 }
 
 /**
@@ -42,12 +46,18 @@ export function pinModelFile(path: string, fd: number): PinnedModelFile {
 export function checkModelFile(pin: PinnedModelFile, cause?: unknown, mappingFaults = 0): void {
   const options = cause === undefined ? undefined : { cause };
   const st = statSync(pin.readerPath, { bigint: true });
-  if (st.dev !== pin.identity.dev || st.ino !== pin.identity.ino) throw new ModelFileChangedError(pin.path, 'another file is at its path now', options);
+  if (st.dev !== pin.identity.dev || st.ino !== pin.identity.ino)
+    throw new ModelFileChangedError(pin.path, 'another file is at its path now', options);
   if (st.size !== pin.identity.size) {
     throw new ModelFileChangedError(pin.path, `its size went from ${pin.identity.size} to ${st.size} bytes`, options);
   }
-  if (st.mtimeNs !== pin.identity.mtimeNs) throw new ModelFileChangedError(pin.path, 'it was written to in place since the engine opened it', options);
+  if (st.mtimeNs !== pin.identity.mtimeNs)
+    throw new ModelFileChangedError(pin.path, 'it was written to in place since the engine opened it', options);
   if (mappingFaults > 0) {
-    throw new ModelFileChangedError(pin.path, `it was cut short while the engine read it (${mappingFaults} read(s) past its end returned zeros)`, options);
+    throw new ModelFileChangedError(
+      pin.path,
+      `it was cut short while the engine read it (${mappingFaults} read(s) past its end returned zeros)`,
+      options,
+    );
   }
 }

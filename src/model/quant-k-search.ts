@@ -37,8 +37,18 @@ export interface ScaleMin {
  * weighted least squares for scale and min at each, and keeps the best.
  */
 export function fitScaleMin(
-  x: Float32Array, xo: number, n: number, nmax: number, weights: Float32Array,
-  L: Uint8Array, lo: number, laux: Uint8Array, rmin: number, rdelta: number, nstep: number, useMad: boolean,
+  x: Float32Array,
+  xo: number,
+  n: number,
+  nmax: number,
+  weights: Float32Array,
+  L: Uint8Array,
+  lo: number,
+  laux: Uint8Array,
+  rmin: number,
+  rdelta: number,
+  nstep: number,
+  useMad: boolean,
 ): ScaleMin {
   let min = x[xo];
   let max = x[xo];
@@ -64,7 +74,9 @@ export function fitScaleMin(
   for (let step = 0; step <= nstep; step++) {
     // min is the best fit so far: later spacings are measured from it, as ggml does
     iscale = f(f(f(rmin + f(rdelta * step)) + nmax) / f(max - min));
-    let sumL = 0, sumL2 = 0, sumXL = 0;
+    let sumL = 0,
+      sumL2 = 0,
+      sumXL = 0;
     for (let i = 0; i < n; i++) {
       const l = clamp(nearestInt(f(iscale * f(x[xo + i] - min))), 0, nmax);
       laux[i] = l;
@@ -94,8 +106,15 @@ export function fitScaleMin(
 
 /** sum w (scale L + min - x)^2, or sum w |scale L + min - x| with useMad, accumulated in f32. */
 function weightedError(
-  x: Float32Array, xo: number, n: number, weights: Float32Array, scale: number, min: number,
-  levels: Uint8Array, at: number, useMad: boolean,
+  x: Float32Array,
+  xo: number,
+  n: number,
+  weights: Float32Array,
+  scale: number,
+  min: number,
+  levels: Uint8Array,
+  at: number,
+  useMad: boolean,
 ): number {
   let sum = 0;
   for (let i = 0; i < n; i++) {
@@ -111,8 +130,16 @@ function weightedError(
  * (max: the signed element of largest |x|), tries the 18 spacings -(nmax + 0.1 is) / max
  * (is = -9..9, not 0) and keeps the one with the largest sumlx^2 / suml2. L holds l + nmax.
  */
-export function fitSymmetricScale(x: Float32Array, xo: number, n: number, nmax: number, L: Uint8Array, lo: number): number {
-  let max = 0, amax = 0;
+export function fitSymmetricScale(
+  x: Float32Array,
+  xo: number,
+  n: number,
+  nmax: number,
+  L: Uint8Array,
+  lo: number,
+): number {
+  let max = 0,
+    amax = 0;
   for (let i = 0; i < n; i++) {
     const ax = Math.abs(x[xo + i]);
     if (ax > amax) {
@@ -125,7 +152,8 @@ export function fitSymmetricScale(x: Float32Array, xo: number, n: number, nmax: 
     return 0;
   }
   const sums = (iscale: number): [number, number] => {
-    let sumlx = 0, suml2 = 0;
+    let sumlx = 0,
+      suml2 = 0;
     for (let i = 0; i < n; i++) {
       const v = x[xo + i];
       const l = clamp(nearestInt(f(iscale * v)), -nmax, nmax - 1);
@@ -162,7 +190,8 @@ export function fitSymmetricScale(x: Float32Array, xo: number, n: number, nmax: 
  * (weights x^2). L holds l + nmax; returns sumlx / suml2.
  */
 export function fitQ3Scale(x: Float32Array, xo: number, n: number, nmax: number, L: Int8Array, lo: number): number {
-  let max = 0, amax = 0;
+  let max = 0,
+    amax = 0;
   for (let i = 0; i < n; i++) {
     const ax = Math.abs(x[xo + i]);
     if (ax > amax) {
@@ -175,7 +204,8 @@ export function fitQ3Scale(x: Float32Array, xo: number, n: number, nmax: number,
     return 0;
   }
   const iscale = f(-nmax / max);
-  let sumlx = 0, suml2 = 0;
+  let sumlx = 0,
+    suml2 = 0;
   for (let i = 0; i < n; i++) {
     const v = x[xo + i];
     const l = clamp(nearestInt(f(iscale * v)), -nmax, nmax - 1);

@@ -62,7 +62,14 @@ export function scaleQ3K(bytes: Uint8Array, o: number, s: number): number {
 
 // ---------------------------------------------------------------- dequantisation
 
-export function dequantKRow(type: KQuantName, bytes: Uint8Array, offset: number, cols: number, out: Float32Array, outOffset: number): void {
+export function dequantKRow(
+  type: KQuantName,
+  bytes: Uint8Array,
+  offset: number,
+  cols: number,
+  out: Float32Array,
+  outOffset: number,
+): void {
   const size = K_BLOCK_BYTES[type];
   const dequantBlock = DEQUANT_BLOCK[type];
   for (let b = 0; b < cols / QK_K; b++) dequantBlock(bytes, offset + b * size, out, outOffset + b * QK_K);
@@ -121,7 +128,9 @@ const DEQUANT_BLOCK: Record<KQuantName, DequantBlock> = {
   Q6_K(bytes, o, out, y) {
     const d = f16At(bytes, o + 208);
     for (let e = 0; e < QK_K; e++) {
-      const h = e >> 7, g = (e >> 5) & 3, l = e & 31;
+      const h = e >> 7,
+        g = (e >> 5) & 3,
+        l = e & 31;
       const low = (bytes[o + 64 * h + l + 32 * (g & 1)] >> (4 * (g >> 1))) & 0x0f;
       const high = (bytes[o + 128 + 32 * h + l] >> (2 * g)) & 3;
       const sc = (bytes[o + 192 + (e >> 4)] << 24) >> 24; // int8
@@ -132,7 +141,14 @@ const DEQUANT_BLOCK: Record<KQuantName, DequantBlock> = {
 
 // ---------------------------------------------------------------- quantisation
 
-export function quantizeKRow(type: KQuantName, src: Float32Array, srcOffset: number, cols: number, dst: Uint8Array, dstOffset: number): void {
+export function quantizeKRow(
+  type: KQuantName,
+  src: Float32Array,
+  srcOffset: number,
+  cols: number,
+  dst: Uint8Array,
+  dstOffset: number,
+): void {
   const size = K_BLOCK_BYTES[type];
   const quantBlock = QUANT_BLOCK[type];
   for (let b = 0; b < cols / QK_K; b++) {
@@ -161,7 +177,8 @@ function quantBlockQ2_K(x: Float32Array, s: number, dst: Uint8Array, o: number):
   const weights = new Float32Array(16);
   const scales = new Float32Array(16);
   const mins = new Float32Array(16);
-  let maxScale = 0, maxMin = 0;
+  let maxScale = 0,
+    maxMin = 0;
   for (let j = 0; j < 16; j++) {
     for (let l = 0; l < 16; l++) weights[l] = Math.abs(x[s + 16 * j + l]);
     const fit = fitScaleMin(x, s + 16 * j, 16, 3, weights, L, 16 * j, laux, f(-0.5), f(0.1), 15, true);
@@ -171,7 +188,8 @@ function quantBlockQ2_K(x: Float32Array, s: number, dst: Uint8Array, o: number):
     if (fit.minNeg > maxMin) maxMin = fit.minNeg;
   }
   const q4scale = 15;
-  let d = 0, dmin = 0;
+  let d = 0,
+    dmin = 0;
   if (maxScale > 0) {
     const iscale = f(q4scale / maxScale);
     for (let j = 0; j < 16; j++) dst[o + j] = nearestInt(f(iscale * scales[j])) & 0xff;
@@ -190,7 +208,8 @@ function quantBlockQ2_K(x: Float32Array, s: number, dst: Uint8Array, o: number):
     const dl = f(d * (dst[o + j] & 0x0f));
     if (dl === 0) continue;
     const ml = f(dmin * (dst[o + j] >> 4));
-    for (let i = 0; i < 16; i++) L[16 * j + i] = Math.max(0, Math.min(3, nearestInt(f(f(x[s + 16 * j + i] + ml) / dl))));
+    for (let i = 0; i < 16; i++)
+      L[16 * j + i] = Math.max(0, Math.min(3, nearestInt(f(f(x[s + 16 * j + i] + ml) / dl))));
   }
   pack2Bit(L, dst, o + 16);
 }
@@ -199,7 +218,8 @@ function quantBlockQ2_K(x: Float32Array, s: number, dst: Uint8Array, o: number):
 function quantBlockQ3_K(x: Float32Array, s: number, dst: Uint8Array, o: number): void {
   const L = new Int8Array(QK_K);
   const scales = new Float32Array(16);
-  let maxScale = 0, amax = 0;
+  let maxScale = 0,
+    amax = 0;
   for (let j = 0; j < 16; j++) {
     scales[j] = fitQ3Scale(x, s + 16 * j, 16, 4, L, 16 * j);
     const a = Math.abs(scales[j]);
@@ -247,15 +267,17 @@ function quantBlockQ45_K(bits: 4 | 5, x: Float32Array, s: number, dst: Uint8Arra
   const weights = new Float32Array(32);
   const scales = new Float32Array(8);
   const mins = new Float32Array(8);
-  let maxScale = 0, maxMin = 0;
+  let maxScale = 0,
+    maxMin = 0;
   for (let j = 0; j < 8; j++) {
     let sumX2 = 0;
     for (let l = 0; l < 32; l++) sumX2 = f(sumX2 + f(x[s + 32 * j + l] * x[s + 32 * j + l]));
     const avX = f(Math.sqrt(f(sumX2 / 32)));
     for (let l = 0; l < 32; l++) weights[l] = f(avX + Math.abs(x[s + 32 * j + l]));
-    const fit = bits === 4
-      ? fitScaleMin(x, s + 32 * j, 32, nmax, weights, L, 32 * j, laux, -1, f(0.1), 20, false)
-      : fitScaleMin(x, s + 32 * j, 32, nmax, weights, L, 32 * j, laux, f(-0.5), f(0.1), 15, false);
+    const fit =
+      bits === 4
+        ? fitScaleMin(x, s + 32 * j, 32, nmax, weights, L, 32 * j, laux, -1, f(0.1), 20, false)
+        : fitScaleMin(x, s + 32 * j, 32, nmax, weights, L, 32 * j, laux, f(-0.5), f(0.1), 15, false);
     scales[j] = fit.scale;
     mins[j] = fit.minNeg;
     if (fit.scale > maxScale) maxScale = fit.scale;
@@ -283,7 +305,8 @@ function quantBlockQ45_K(bits: 4 | 5, x: Float32Array, s: number, dst: Uint8Arra
     const dl = f(d * ls);
     if (dl === 0) continue;
     const ml = f(dmin * lm);
-    for (let i = 0; i < 32; i++) L[32 * j + i] = Math.max(0, Math.min(nmax, nearestInt(f(f(x[s + 32 * j + i] + ml) / dl))));
+    for (let i = 0; i < 32; i++)
+      L[32 * j + i] = Math.max(0, Math.min(nmax, nearestInt(f(f(x[s + 32 * j + i] + ml) / dl))));
   }
   const qs = o + (bits === 4 ? 16 : 48);
   for (let e = 0; e < QK_K; e++) {
@@ -297,7 +320,8 @@ function quantBlockQ45_K(bits: 4 | 5, x: Float32Array, s: number, dst: Uint8Arra
 function quantBlockQ6_K(x: Float32Array, s: number, dst: Uint8Array, o: number): void {
   const L = new Uint8Array(QK_K);
   const scales = new Float32Array(16);
-  let maxScale = 0, maxAbsScale = 0;
+  let maxScale = 0,
+    maxAbsScale = 0;
   for (let j = 0; j < 16; j++) {
     scales[j] = fitSymmetricScale(x, s + 16 * j, 16, 32, L, 16 * j);
     const a = Math.abs(scales[j]);
@@ -313,10 +337,13 @@ function quantBlockQ6_K(x: Float32Array, s: number, dst: Uint8Array, o: number):
   for (let j = 0; j < 16; j++) {
     const dl = f(d * ((dst[o + 192 + j] << 24) >> 24));
     if (dl === 0) continue;
-    for (let i = 0; i < 16; i++) L[16 * j + i] = Math.max(-32, Math.min(31, nearestInt(f(x[s + 16 * j + i] / dl)))) + 32;
+    for (let i = 0; i < 16; i++)
+      L[16 * j + i] = Math.max(-32, Math.min(31, nearestInt(f(x[s + 16 * j + i] / dl)))) + 32;
   }
   for (let e = 0; e < QK_K; e++) {
-    const h = e >> 7, g = (e >> 5) & 3, l = e & 31;
+    const h = e >> 7,
+      g = (e >> 5) & 3,
+      l = e & 31;
     dst[o + 64 * h + l + 32 * (g & 1)] |= (L[e] & 0x0f) << (4 * (g >> 1));
     dst[o + 128 + 32 * h + l] |= (L[e] >> 4) << (2 * g);
   }

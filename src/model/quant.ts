@@ -42,7 +42,10 @@ export function dequantizeRow(
   outOffset = 0,
 ): void {
   const size = rowBytes(type, cols);
-  assert(offset >= 0 && offset + size <= bytes.length, `${type} row at ${offset} (+${size}) is outside ${bytes.length} bytes`);
+  assert(
+    offset >= 0 && offset + size <= bytes.length,
+    `${type} row at ${offset} (+${size}) is outside ${bytes.length} bytes`,
+  );
   assert(outOffset + cols <= out.length, `output of ${out.length} cannot take ${cols} elements at ${outOffset}`);
   switch (type) {
     case 'F32':
@@ -100,13 +103,21 @@ function dequantQ4_0(bytes: Uint8Array, offset: number, cols: number, out: Float
 }
 
 /** Q5_0: q = low nibble | qh bit << 4, value (q - 16) d. Q5_1: value q d + m (ggml: x*d + m). */
-function dequantQ5(type: 'Q5_0' | 'Q5_1', bytes: Uint8Array, offset: number, cols: number, out: Float32Array, outOffset: number): void {
+function dequantQ5(
+  type: 'Q5_0' | 'Q5_1',
+  bytes: Uint8Array,
+  offset: number,
+  cols: number,
+  out: Float32Array,
+  outOffset: number,
+): void {
   const size = type === 'Q5_0' ? 22 : 24;
   const head = type === 'Q5_0' ? 2 : 4; // qh follows d (and m)
   for (let b = 0, o = offset; b < cols / QK; b++, o += size) {
     const d = F16_TABLE[bytes[o] | (bytes[o + 1] << 8)];
     const m = type === 'Q5_1' ? F16_TABLE[bytes[o + 2] | (bytes[o + 3] << 8)] : 0;
-    const qh = (bytes[o + head] | (bytes[o + head + 1] << 8) | (bytes[o + head + 2] << 16) | (bytes[o + head + 3] << 24)) >>> 0;
+    const qh =
+      (bytes[o + head] | (bytes[o + head + 1] << 8) | (bytes[o + head + 2] << 16) | (bytes[o + head + 3] << 24)) >>> 0;
     const base = outOffset + b * QK;
     for (let j = 0; j < QK / 2; j++) {
       const byte = bytes[o + head + 4 + j];
@@ -227,7 +238,8 @@ function packQ5(levels: Uint8Array, dst: Uint8Array, qh: number, qs: number): vo
 
 /** ggml quantize_row_q5_0_ref: d = max / -16 (max: signed element of largest |x|), q = min(31, trunc(x / d + 16.5)). */
 function quantBlockQ5_0(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
-  let amax = 0, max = 0;
+  let amax = 0,
+    max = 0;
   for (let j = 0; j < QK; j++) {
     const v = src[s + j];
     if (amax < Math.abs(v)) {
@@ -246,7 +258,8 @@ function quantBlockQ5_0(src: Float32Array, s: number, dst: Uint8Array, o: number
 
 /** ggml quantize_row_q5_1_ref: d = (max - min) / 31, m = min, q = trunc((x - min) / d + 0.5). */
 function quantBlockQ5_1(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
-  let min = Infinity, max = -Infinity;
+  let min = Infinity,
+    max = -Infinity;
   for (let j = 0; j < QK; j++) {
     const v = src[s + j];
     if (v < min) min = v;
@@ -257,6 +270,7 @@ function quantBlockQ5_1(src: Float32Array, s: number, dst: Uint8Array, o: number
   writeU16(dst, o, f32ToF16(d));
   writeU16(dst, o + 2, f32ToF16(min));
   const levels = new Uint8Array(QK);
-  for (let j = 0; j < QK; j++) levels[j] = Math.trunc(Math.fround(Math.fround(Math.fround(src[s + j] - min) * id) + 0.5)) & 0xff;
+  for (let j = 0; j < QK; j++)
+    levels[j] = Math.trunc(Math.fround(Math.fround(Math.fround(src[s + j] - min) * id) + 0.5)) & 0xff;
   packQ5(levels, dst, o + 4, o + 8);
 }

@@ -14,7 +14,12 @@
  * ('not-built', 'load-failed', 'no-driver', 'no-device'); its residents are computed with
  * runExpert (its memory is not host-visible: read() is refused with 'unsupported').
  */
-import { DeviceUnavailableError, InvalidOptionError, MoetierError, type DeviceUnavailableReason } from '../core/errors.js';
+import {
+  DeviceUnavailableError,
+  InvalidOptionError,
+  MoetierError,
+  type DeviceUnavailableReason,
+} from '../core/errors.js';
 import {
   loadNative,
   type NativeBackendConfig,
@@ -51,7 +56,15 @@ export interface UploadOptions {
 }
 
 /** Why the backend refused (mt_backend_status_name), plus 'transfer': an upload's event failed. */
-export type BackendFailure = 'budget' | 'busy' | 'no-overwrite' | 'state' | 'no-memory' | 'unsupported' | 'closed' | 'transfer';
+export type BackendFailure =
+  | 'budget'
+  | 'busy'
+  | 'no-overwrite'
+  | 'state'
+  | 'no-memory'
+  | 'unsupported'
+  | 'closed'
+  | 'transfer';
 
 /** A refused backend verb or a failed transfer; `code` is E_BACKEND_<REASON>. */
 export class BackendError extends MoetierError {
@@ -62,7 +75,15 @@ export class BackendError extends MoetierError {
   }
 }
 
-const failures: ReadonlySet<string> = new Set<BackendFailure>(['budget', 'busy', 'no-overwrite', 'state', 'no-memory', 'unsupported', 'closed']);
+const failures: ReadonlySet<string> = new Set<BackendFailure>([
+  'budget',
+  'busy',
+  'no-overwrite',
+  'state',
+  'no-memory',
+  'unsupported',
+  'closed',
+]);
 
 /** Runs a native verb; a native error with a known backendStatus becomes a BackendError. */
 function guard<T>(verb: () => T): T {
@@ -73,7 +94,12 @@ function guard<T>(verb: () => T): T {
   }
 }
 
-const unavailableReasons: ReadonlySet<string> = new Set<DeviceUnavailableReason>(['not-built', 'load-failed', 'no-driver', 'no-device']);
+const unavailableReasons: ReadonlySet<string> = new Set<DeviceUnavailableReason>([
+  'not-built',
+  'load-failed',
+  'no-driver',
+  'no-device',
+]);
 
 function typed(err: unknown): unknown {
   const unavailable = (err as { deviceUnavailable?: unknown } | null)?.deviceUnavailable;
@@ -96,12 +122,25 @@ function checkConfig(kind: BackendKind, c: BackendConfig): void {
   if (!Number.isSafeInteger(c.budgetBytes) || c.budgetBytes <= 0) {
     throw new InvalidOptionError('backend.budgetBytes', 'an integer number of bytes > 0', c.budgetBytes);
   }
-  if (kind === 'disk' && c.file === undefined) throw new InvalidOptionError('backend.file', 'the mapped model file (mapFile) for the disk backend', c.file);
-  if (kind === 'cuda-sim' && c.simDeviceBytes !== undefined && (!Number.isSafeInteger(c.simDeviceBytes) || c.simDeviceBytes < 0)) {
-    throw new InvalidOptionError('backend.simDeviceBytes', 'an integer number of bytes >= 0 (0: 1 GiB)', c.simDeviceBytes);
+  if (kind === 'disk' && c.file === undefined)
+    throw new InvalidOptionError('backend.file', 'the mapped model file (mapFile) for the disk backend', c.file);
+  if (
+    kind === 'cuda-sim' &&
+    c.simDeviceBytes !== undefined &&
+    (!Number.isSafeInteger(c.simDeviceBytes) || c.simDeviceBytes < 0)
+  ) {
+    throw new InvalidOptionError(
+      'backend.simDeviceBytes',
+      'an integer number of bytes >= 0 (0: 1 GiB)',
+      c.simDeviceBytes,
+    );
   }
   if (c.file !== undefined && kind !== 'disk' && kind !== 'cuda' && kind !== 'cuda-sim') {
-    throw new InvalidOptionError('backend.file', 'a backend kind that reads its uploads from the file (disk, cuda, cuda-sim)', kind);
+    throw new InvalidOptionError(
+      'backend.file',
+      'a backend kind that reads its uploads from the file (disk, cuda, cuda-sim)',
+      kind,
+    );
   }
   if (kind === 'cuda-sim') checkFailAfter(c);
   if (kind !== 'fake') return;
@@ -114,7 +153,11 @@ function checkConfig(kind: BackendKind, c: BackendConfig): void {
 function checkFailAfter(c: BackendConfig): void {
   const failAfter = c.failTransferAfterBytes ?? 0;
   if (!Number.isSafeInteger(failAfter) || failAfter < 0) {
-    throw new InvalidOptionError('backend.failTransferAfterBytes', 'an integer number of bytes >= 0 (0: never)', failAfter);
+    throw new InvalidOptionError(
+      'backend.failTransferAfterBytes',
+      'an integer number of bytes >= 0 (0: never)',
+      failAfter,
+    );
   }
 }
 
@@ -134,7 +177,11 @@ export class Backend {
     if (!kinds.has(kind)) throw new InvalidOptionError('backend', '"cpu", "fake", "disk", "cuda" or "cuda-sim"', kind);
     checkConfig(kind, config);
     const native = loadNative();
-    return new Backend(kind, native, guard(() => native.createBackend(kind, config)));
+    return new Backend(
+      kind,
+      native,
+      guard(() => native.createBackend(kind, config)),
+    );
   }
 
   /** A named fake-device configuration (the numbers live in the native header). */
@@ -159,7 +206,9 @@ export class Backend {
    */
   upload(slot: number, sources: ArrayBufferView | ArrayBufferView[], options: UploadOptions = {}): number {
     const list = Array.isArray(sources) ? sources : [sources];
-    return guard(() => this.native.upload(this.h, slot, list, options.overwrite ?? false, options.label ?? 0, options.keepAlive));
+    return guard(() =>
+      this.native.upload(this.h, slot, list, options.overwrite ?? false, options.label ?? 0, options.keepAlive),
+    );
   }
 
   get overwriteSupported(): boolean {
@@ -197,7 +246,10 @@ export class Backend {
   async waitUploaded(event: number): Promise<BackendEvent> {
     const e = await this.wait(event);
     if (e.state === 'failed') {
-      throw new BackendError('transfer', `upload into slot ${e.slot} failed after part of its ${e.bytes} bytes; the slot is invalid: free it and upload again`);
+      throw new BackendError(
+        'transfer',
+        `upload into slot ${e.slot} failed after part of its ${e.bytes} bytes; the slot is invalid: free it and upload again`,
+      );
     }
     return e;
   }

@@ -249,7 +249,10 @@ export interface NativeBackendVerbs {
   diskHold(b: NativeBackendHandle, hold: boolean): void;
   /** cuda / cuda-sim: y = Down (silu(Gate x) * (Up x)) from a valid, leased slot, on the device; refused ('unsupported') by the host kinds. */
   runExpert(b: NativeBackendHandle, slot: number, args: NativeExpertArgs): void;
-  runExperts(b: NativeBackendHandle, runs: ReadonlyArray<{ slot: number; args: NativeExpertArgs }>): { startNs: number; endNs: number };
+  runExperts(
+    b: NativeBackendHandle,
+    runs: ReadonlyArray<{ slot: number; args: NativeExpertArgs }>,
+  ): { startNs: number; endNs: number };
   /** Test only (cuda / cuda-sim): copies a slot's bytes back from the device; returns the bytes copied. */
   cudaSlotRead(b: NativeBackendHandle, slot: number, out: Uint8Array): number;
   cudaLimits(): NativeCudaLimits;
@@ -386,20 +389,34 @@ export interface NativePolicyVerbs {
    * A prefetch queue and its exact-route ledger in a handle (include/mt_prefetch_ledger.h: the state
    * machine the tier's prefetch runs), for `moetier replay --prefetch` (src/tiers/prefetch-ledger.ts).
    */
-  prefetchLedgerCreate(layers: number, experts: number, queueLengthMax: number, inflightBytesMax: number): { readonly prefetchLedger: unknown };
+  prefetchLedgerCreate(
+    layers: number,
+    experts: number,
+    queueLengthMax: number,
+    inflightBytesMax: number,
+  ): { readonly prefetchLedger: unknown };
   /**
    * One event at atMs. admit(layer, expert, bytes): the task's id, or its refusal; begin(generation): the
    * queued tasks it cancelled; issue, complete, fail, cancel, drop(id): '', or 'wrong-state' (nothing
    * changed); route(layer, expert, bytes, resident 0 | 1) and evict(layer, expert): the outcome.
    */
-  prefetchLedgerEvent(ledger: { readonly prefetchLedger: unknown }, event: string, atMs: number, ...args: number[]): number | string;
+  prefetchLedgerEvent(
+    ledger: { readonly prefetchLedger: unknown },
+    event: string,
+    atMs: number,
+    ...args: number[]
+  ): number | string;
   /**
    * tallies(layer, -1: all): [count, bytes] per tally (mt_prefetch_ledger.h order), then lateMs; task(id):
    * [layer, expert, bytes, generation, admittedMs, state, flags], empty when none; queue(): the queued ids,
    * oldest first; live(layer, expert): [id] or empty; state(): [generation, queueLength, inflightBytes,
    * outstandingBytes, landedUnrouted].
    */
-  prefetchLedgerRead(ledger: { readonly prefetchLedger: unknown }, what: 'tallies' | 'task' | 'queue' | 'live' | 'state', ...args: number[]): Float64Array;
+  prefetchLedgerRead(
+    ledger: { readonly prefetchLedger: unknown },
+    what: 'tallies' | 'task' | 'queue' | 'live' | 'state',
+    ...args: number[]
+  ): Float64Array;
 }
 
 /** One class's ledger at the gate (mt_tier.h mt_tier_gate_class), since the tier's creation. */
@@ -432,7 +449,13 @@ export interface NativeTierVerbs {
      * when one can take it, else into scratch for its call), never computed from the mapping. streamFailAfterBytes: tests
      * only, the streamed read that takes the bytes read past it fails.
      */
-    options: { slotsPerLayer: number[]; hostCopies?: Uint8Array; hostCopyOffsets?: Int32Array; streamFile?: MappedFileHandle; streamFailAfterBytes?: number },
+    options: {
+      slotsPerLayer: number[];
+      hostCopies?: Uint8Array;
+      hostCopyOffsets?: Int32Array;
+      streamFile?: MappedFileHandle;
+      streamFailAfterBytes?: number;
+    },
   ): NativeTierHandle;
   /** Bytes of one expert in the container type / as a Q8_0 host copy. */
   tierExpertBytes(tier: NativeTierHandle): { container: number; hostCopy: number };
@@ -442,8 +465,19 @@ export interface NativeTierVerbs {
    * Queues a swap issued right after `layer` next finishes computing: 0, or a negative code. With
    * issueNow, a layer that is not being computed has its queue issued at once: 1.
    */
-  tierRequestSwap(tier: NativeTierHandle, layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
-  tierPoll(tier: NativeTierHandle): { uploads: NativeTierUpload[]; evicted: Array<{ layer: number; expert: number }>; reads: NativeTierRead[] };
+  tierRequestSwap(
+    tier: NativeTierHandle,
+    layer: number,
+    victim: number,
+    newcomer: number,
+    taskId: number,
+    options?: { issueNow?: boolean },
+  ): number;
+  tierPoll(tier: NativeTierHandle): {
+    uploads: NativeTierUpload[];
+    evicted: Array<{ layer: number; expert: number }>;
+    reads: NativeTierRead[];
+  };
   /**
    * Between evals: the tier's eviction policy (mt_tier.h mt_tier_set_policy: decayed LFU, decided at
    * the moment a slot is needed). off: no eviction at need; evict: an admitted miss or a prefetch
@@ -460,9 +494,20 @@ export interface NativeTierVerbs {
    * prediction may start reading ([nLayer]), and the cap on prefetch bytes in flight (the rest wait in
    * the tier's queue); budget and cap are not needed for off.
    */
-  tierSetPrefetch(tier: NativeTierHandle, mode: 'off' | 'observe' | 'enforce', predictK: number, budget?: Int32Array, queueMax?: number): void;
+  tierSetPrefetch(
+    tier: NativeTierHandle,
+    mode: 'off' | 'observe' | 'enforce',
+    predictK: number,
+    budget?: Int32Array,
+    queueMax?: number,
+  ): void;
   /** Any time: the one gate's budget (bytes and transfers in flight at once) and the most swaps it holds queued (mt_tier.h mt_tier_set_gate). */
-  tierSetGate(tier: NativeTierHandle, inflightBytesMax: number, inflightTransfersMax: number, queueDepthMax: number): void;
+  tierSetGate(
+    tier: NativeTierHandle,
+    inflightBytesMax: number,
+    inflightTransfersMax: number,
+    queueDepthMax: number,
+  ): void;
   /** Between evals: the swaps still queued at the gate are dropped (a request ended); how many. */
   tierCancelSwaps(tier: NativeTierHandle): number;
   /** The one gate alone: its budget, in flight now, ledger by class (cheaper than tierStats). */
@@ -484,7 +529,13 @@ export interface NativeTierVerbs {
   /** Waits for in-flight uploads; releases every lease and slot. */
   freeTier(tier: NativeTierHandle): void;
   /** Writes the expert's gate|up|down as Q8_0 rows back to back at dstOffset. */
-  requantizeExpertToQ8(model: NativeModelHandle, layer: number, expert: number, dst: Uint8Array, dstOffset: number): void;
+  requantizeExpertToQ8(
+    model: NativeModelHandle,
+    layer: number,
+    expert: number,
+    dst: Uint8Array,
+    dstOffset: number,
+  ): void;
 }
 
 /** A read engine's options (native/include/mt_io.h, mt_io_config). */
@@ -560,13 +611,28 @@ export interface NativeSynthVerbs {
   /** src [rows * cols] -> dst [rows * rowBytes], on the calling thread (tests). */
   quantizeRows(typeId: number, src: Float32Array, rows: number, cols: number, dst: Uint8Array): void;
   /** The same off the event loop, rows split over `threads` threads; src and dst are held (leave them alone) until it settles. */
-  quantizeRowsAsync(typeId: number, src: Float32Array, rows: number, cols: number, dst: Uint8Array, threads: number): Promise<void>;
+  quantizeRowsAsync(
+    typeId: number,
+    src: Float32Array,
+    rows: number,
+    cols: number,
+    dst: Uint8Array,
+    threads: number,
+  ): Promise<void>;
   /**
    * Rows drawn from an sfc32 stream as src/synth/prng.ts Rng.fillUniform draws them (state: its words a, b, c, d;
    * value = the step as int32 * scale) and quantised to typeId into dst, off the event loop on `threads` threads;
    * state is advanced past the rows when it resolves. The same bytes as fillUniform + quantizeRow, for any thread count.
    */
-  synthUniformAsync(state: Int32Array, scale: number, typeId: number, rows: number, cols: number, dst: Uint8Array, threads: number): Promise<void>;
+  synthUniformAsync(
+    state: Int32Array,
+    scale: number,
+    typeId: number,
+    rows: number,
+    cols: number,
+    dst: Uint8Array,
+    threads: number,
+  ): Promise<void>;
 }
 
 /**
@@ -590,13 +656,13 @@ export interface NativeBinding extends NativeBackendVerbs, NativeTierVerbs, Nati
    * reads zeros and counts in mappedFaults instead of ending the process with SIGBUS (false only
    * where the embedder owns SIGBUS).
    */
-  mapFile(filePath: string, options?: { access?: 'normal' | 'random' }): { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number; guarded: boolean };
+  mapFile(
+    filePath: string,
+    options?: { access?: 'normal' | 'random' },
+  ): { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number; guarded: boolean };
   unmapFile(handle: MappedFileHandle): void;
   /** Reads past the end of the truncated file that the SIGBUS guard answered with zeros: non-zero, the mapping is no longer the file. */
   mappedFaults(handle: MappedFileHandle): number;
-
-
-
 
   /** A model over a mapped file: validates every tensor's extent against the mapping. */
   createModel(file: MappedFileHandle, desc: NativeModelDesc): NativeModelHandle;
@@ -606,7 +672,10 @@ export interface NativeBinding extends NativeBackendVerbs, NativeTierVerbs, Nati
    */
   modelBytes(model: NativeModelHandle): { ownedDense: number; hostCopyExpert: number };
   /** What createContext would allocate for these options, without allocating: the f32 KV cache and the rest (scratch). */
-  contextBytes(model: NativeModelHandle, options: { nCtx: number; threads: number }): { kvBytes: number; scratchBytes: number };
+  contextBytes(
+    model: NativeModelHandle,
+    options: { nCtx: number; threads: number },
+  ): { kvBytes: number; scratchBytes: number };
   /** A KV cache of nCtx tokens and a pool of `threads` compute threads. */
   createContext(model: NativeModelHandle, options: { nCtx: number; threads: number }): NativeContextHandle;
   /** Run tokens at positions [pos, pos + n) off the event loop; logits for the last row (or all). */
@@ -619,7 +688,6 @@ export interface NativeBinding extends NativeBackendVerbs, NativeTierVerbs, Nati
   ): Promise<void>;
   freeContext(ctx: NativeContextHandle): void;
   freeModel(model: NativeModelHandle): void;
-
 }
 
 export const ISA = { scalar: 0, avx2: 1, avx512vnni: 2 } as const;
@@ -641,7 +709,9 @@ export function loadNative(): NativeBinding {
   if (override !== undefined && override !== '') {
     found = path.resolve(override);
     if (!existsSync(found)) {
-      throw new NativeError(`MOETIER_ADDON=${override}: no such addon file (for the debug build run \`npm run build:native:debug\`)`);
+      throw new NativeError(
+        `MOETIER_ADDON=${override}: no such addon file (for the debug build run \`npm run build:native:debug\`)`,
+      );
     }
   } else {
     const here = path.dirname(fileURLToPath(import.meta.url));
@@ -652,13 +722,18 @@ export function loadNative(): NativeBinding {
     ];
     found = candidates.find((p) => existsSync(p));
     if (!found) {
-      throw new NativeError(`native addon not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``);
+      throw new NativeError(
+        `native addon not built (looked in ${candidates.join(', ')}); run \`npm run build:native\``,
+      );
     }
   }
   const require = createRequire(import.meta.url);
   const binding = require(found) as NativeBinding;
   const mismatches = constantMismatches(binding.constants);
-  if (mismatches.length > 0) throw new NativeError(`${found}: the addon and TypeScript disagree (${mismatches.join('; ')}): a stale build; run \`npm run build\``);
+  if (mismatches.length > 0)
+    throw new NativeError(
+      `${found}: the addon and TypeScript disagree (${mismatches.join('; ')}): a stale build; run \`npm run build\``,
+    );
   cached = binding;
   return cached;
 }

@@ -20,7 +20,11 @@ export const TIER_REPORTS_MAX = 4096;
 export const TIER_PREFETCH_QUEUE_MAX = 64;
 
 /** The one gate's default budget (mt_tier.h MT_TIER_GATE_*): bytes and transfers in flight at once, swaps queued at most. */
-export const TIER_GATE_DEFAULTS = { inflightBytesMax: 512 * 1024 * 1024, inflightTransfersMax: 8, queueDepthMax: 4096 } as const;
+export const TIER_GATE_DEFAULTS = {
+  inflightBytesMax: 512 * 1024 * 1024,
+  inflightTransfersMax: 8,
+  queueDepthMax: 4096,
+} as const;
 
 /** Reads a read engine keeps in flight by default (mt_io.h MT_IO_QUEUE_DEPTH_DEFAULT): each holds one bounce buffer. */
 export const IO_QUEUE_DEPTH_DEFAULT = 8;
@@ -41,12 +45,20 @@ export interface NativeConstants {
 }
 
 export const expectedNativeConstants: NativeConstants = {
-  layerStatsFields: LAYER_STAT_FIELDS, slotAlignBytes: SLOT_ALIGN_BYTES, tierReportsMax: TIER_REPORTS_MAX, evalChunkRows: EVAL_CHUNK_ROWS, ioQueueDepthDefault: IO_QUEUE_DEPTH_DEFAULT,
+  layerStatsFields: LAYER_STAT_FIELDS,
+  slotAlignBytes: SLOT_ALIGN_BYTES,
+  tierReportsMax: TIER_REPORTS_MAX,
+  evalChunkRows: EVAL_CHUNK_ROWS,
+  ioQueueDepthDefault: IO_QUEUE_DEPTH_DEFAULT,
   tierPrefetchQueueMax: TIER_PREFETCH_QUEUE_MAX,
-  tierGateBytesDefault: TIER_GATE_DEFAULTS.inflightBytesMax, tierGateTransfersDefault: TIER_GATE_DEFAULTS.inflightTransfersMax, tierGateQueueDefault: TIER_GATE_DEFAULTS.queueDepthMax,
+  tierGateBytesDefault: TIER_GATE_DEFAULTS.inflightBytesMax,
+  tierGateTransfersDefault: TIER_GATE_DEFAULTS.inflightTransfersMax,
+  tierGateQueueDefault: TIER_GATE_DEFAULTS.queueDepthMax,
 };
 
 /** The names whose values differ between the addon and this build of TypeScript (empty: they agree). */
 export function constantMismatches(native: Partial<NativeConstants> | undefined): string[] {
-  return (Object.keys(expectedNativeConstants) as Array<keyof NativeConstants>).filter((k) => native?.[k] !== expectedNativeConstants[k]).map((k) => `${k}: addon ${native?.[k]}, TypeScript ${expectedNativeConstants[k]}`);
+  return (Object.keys(expectedNativeConstants) as Array<keyof NativeConstants>)
+    .filter((k) => native?.[k] !== expectedNativeConstants[k])
+    .map((k) => `${k}: addon ${native?.[k]}, TypeScript ${expectedNativeConstants[k]}`);
 }

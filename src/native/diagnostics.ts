@@ -5,7 +5,20 @@
  * never imports this file (tests/unit/import-rules.test.ts). One addon: loadDiagnostics() is
  * loadNative()'s object, typed with these verbs too.
  */
-import { loadNative, type NativeIoInfo, type NativeIoOptions, type NativeIoStats, type NativeBackendHandle, type NativeBinding, type NativeContextHandle, type NativeEvalOptions, type NativeForwardOps, type NativeIoHandle, type NativePoolHandle, type MappedFileHandle } from './binding.js';
+import {
+  loadNative,
+  type NativeIoInfo,
+  type NativeIoOptions,
+  type NativeIoStats,
+  type NativeBackendHandle,
+  type NativeBinding,
+  type NativeContextHandle,
+  type NativeEvalOptions,
+  type NativeForwardOps,
+  type NativeIoHandle,
+  type NativePoolHandle,
+  type MappedFileHandle,
+} from './binding.js';
 
 /** The read engine (native/addon/io.cc over native/include/mt_io.h): byte ranges of one file into memory, asynchronously. */
 export interface NativeIoVerbs {
@@ -18,7 +31,14 @@ export interface NativeIoVerbs {
    * referenced until the read settles. aligned: offset, bytes and dst's address must be multiples of
    * ioStats().alignmentBytes (refused otherwise; never bounced).
    */
-  ioRead(io: NativeIoHandle, offset: number, bytes: number, dst: Uint8Array, dstOffset: number, options?: { label?: number; aligned?: boolean }): number;
+  ioRead(
+    io: NativeIoHandle,
+    offset: number,
+    bytes: number,
+    dst: Uint8Array,
+    dstOffset: number,
+    options?: { label?: number; aligned?: boolean },
+  ): number;
   ioQuery(io: NativeIoHandle, id: number): NativeIoInfo;
   /** Settles when the read is done or failed (a failed read resolves, with state 'failed'). */
   ioWait(io: NativeIoHandle, id: number): Promise<NativeIoInfo>;
@@ -35,11 +55,15 @@ export interface NativeIoVerbs {
    * Benches: the engine's own loop keeps queueDepth reads of `bytes` in flight over `offsets`, into
    * buffers it owns (page-aligned plus dstMisalignBytes); latencyNs per read (end - issued), in offsets order.
    */
-  ioProbe(io: NativeIoHandle, offsets: Float64Array, bytes: number, options?: { dstMisalignBytes?: number }): Promise<{ wallNs: number; latencyNs: Float64Array; failed: number; firstFailure: string }>;
+  ioProbe(
+    io: NativeIoHandle,
+    offsets: Float64Array,
+    bytes: number,
+    options?: { dstMisalignBytes?: number },
+  ): Promise<{ wallNs: number; latencyNs: Float64Array; failed: number; firstFailure: string }>;
   /** A zeroed Uint8Array over native memory aligned to alignBytes (a power of two, 8 .. 1 MiB): dst for aligned reads. */
   allocAligned(bytes: number, alignBytes: number): Uint8Array;
 }
-
 
 export interface NativeDiagnostics extends NativeIoVerbs {
   /** Where the cuda kind looks for libmoetier_cuda.so: the loaded addon's directory. */
@@ -54,7 +78,11 @@ export interface NativeDiagnostics extends NativeIoVerbs {
   /** The file's clean pages leave the page cache (fdatasync + posix_fadvise DONTNEED): a cold start for one file. */
   dropFileCache(path: string): void;
   /** Pages of [offset, offset + length) of the mapped file that the page cache holds (mincore); the whole file by default. */
-  mappedResidency(handle: MappedFileHandle, offset?: number, length?: number): { pages: number; resident: number; pageBytes: number };
+  mappedResidency(
+    handle: MappedFileHandle,
+    offset?: number,
+    length?: number,
+  ): { pages: number; resident: number; pageBytes: number };
   /** Kernel path control (tests and benches). */
   isaBest(): number;
   isaActive(): number;
@@ -67,13 +95,29 @@ export interface NativeDiagnostics extends NativeIoVerbs {
   /** y = W x for a whole matrix W [rows, cols] of typeId, on the calling thread. */
   matvec(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, y: Float32Array): void;
   /** Y [n, rows] = X [n, cols] W^T. */
-  matmul(typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, n: number, y: Float32Array): void;
+  matmul(
+    typeId: number,
+    weights: Uint8Array,
+    rows: number,
+    cols: number,
+    x: Float32Array,
+    n: number,
+    y: Float32Array,
+  ): void;
   dequantRow(typeId: number, row: Uint8Array, cols: number, out: Float32Array): void;
   /** A compute pool of `threads` (the caller is thread 0); idle workers spin `spinUs` (default 500: an engine's gap between decode steps) before sleeping. */
   createPool(threads: number, spinUs?: number): NativePoolHandle;
   freePool(pool: NativePoolHandle): void;
   /** matvec / matmul with rows split over the pool's threads (tests and benches). */
-  poolMatvec(pool: NativePoolHandle, typeId: number, weights: Uint8Array, rows: number, cols: number, x: Float32Array, y: Float32Array): void;
+  poolMatvec(
+    pool: NativePoolHandle,
+    typeId: number,
+    weights: Uint8Array,
+    rows: number,
+    cols: number,
+    x: Float32Array,
+    y: Float32Array,
+  ): void;
   poolMatmul(
     pool: NativePoolHandle,
     typeId: number,
@@ -113,7 +157,13 @@ export interface NativeDiagnostics extends NativeIoVerbs {
   /** Streaming read bandwidth (GB/s, 1e9 B/s) over a fresh `bytes` buffer with `threads` threads; blocks ~0.3 s (benches). */
   measureReadBandwidth(bytes: number, threads: number): number;
   /** Same as evalAsync on the calling thread (benchmarks, worker threads). */
-  evalSync(ctx: NativeContextHandle, tokens: Int32Array, pos: number, logits: Float32Array, options?: NativeEvalOptions): void;
+  evalSync(
+    ctx: NativeContextHandle,
+    tokens: Int32Array,
+    pos: number,
+    logits: Float32Array,
+    options?: NativeEvalOptions,
+  ): void;
   /** The forward pass's elementwise ops on f32 arrays (tests compare each with plain TypeScript). */
   forwardOps: NativeForwardOps;
 }

@@ -37,7 +37,11 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
   const values = Array.from({ length: hp.nLayer }, () => new Float32Array(nCtx * kvDim));
   let position = 0;
 
-  function evalRow(token: number, pos: number, forced?: readonly (readonly number[])[]): { logits: Float32Array; routes: number[][] } {
+  function evalRow(
+    token: number,
+    pos: number,
+    forced?: readonly (readonly number[])[],
+  ): { logits: Float32Array; routes: number[][] } {
     if (!Number.isInteger(token) || token < 0 || token >= hp.nVocab) {
       throw new InvalidOptionError('token', `an id in [0, ${hp.nVocab})`, token);
     }
@@ -118,12 +122,26 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     const total = hp.normTopK || forced ? chosen.reduce((s, e) => s + probs[e], 0) : 1;
     const sum = new Float32Array(hp.nEmbd);
     for (const expert of chosen) {
-      const y = expertFfn(h, p + 'ffn_gate_exps.weight', p + 'ffn_up_exps.weight', p + 'ffn_down_exps.weight', hp.nFfExp, expert);
+      const y = expertFfn(
+        h,
+        p + 'ffn_gate_exps.weight',
+        p + 'ffn_up_exps.weight',
+        p + 'ffn_down_exps.weight',
+        hp.nFfExp,
+        expert,
+      );
       const weight = probs[expert] / total;
       for (let i = 0; i < hp.nEmbd; i++) sum[i] += weight * y[i];
     }
     if (hp.sharedExpert) {
-      const y = expertFfn(h, p + 'ffn_gate_shexp.weight', p + 'ffn_up_shexp.weight', p + 'ffn_down_shexp.weight', hp.nFfShexp, 0);
+      const y = expertFfn(
+        h,
+        p + 'ffn_gate_shexp.weight',
+        p + 'ffn_up_shexp.weight',
+        p + 'ffn_down_shexp.weight',
+        hp.nFfShexp,
+        0,
+      );
       const gateWeights = w.get(p + 'ffn_gate_inp_shexp.weight');
       let gate = 0;
       for (let i = 0; i < hp.nEmbd; i++) gate += gateWeights[i] * h[i];
@@ -135,7 +153,14 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
   }
 
   /** Down [nEmbd, nFf] @ (silu(Gate [nFf, nEmbd] @ h) * (Up [nFf, nEmbd] @ h)); expert e's rows start at e * nFf. */
-  function expertFfn(h: Float32Array, gate: string, up: string, down: string, nFf: number, expert: number): Float32Array {
+  function expertFfn(
+    h: Float32Array,
+    gate: string,
+    up: string,
+    down: string,
+    nFf: number,
+    expert: number,
+  ): Float32Array {
     const g = matVec(w.get(gate), nFf, hp.nEmbd, h, expert * nFf);
     const u = matVec(w.get(up), nFf, hp.nEmbd, h, expert * nFf);
     const act = new Float32Array(nFf);
@@ -148,7 +173,8 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
       return position;
     },
     eval(tokens: number[], forcedRoutes?: readonly (readonly (readonly number[])[])[]): ReferenceEval {
-      if (position + tokens.length > nCtx) throw new LimitExceededError('contextTokens', position + tokens.length, nCtx);
+      if (position + tokens.length > nCtx)
+        throw new LimitExceededError('contextTokens', position + tokens.length, nCtx);
       const result: ReferenceEval = { logits: [], routes: [] };
       for (const [i, token] of tokens.entries()) {
         const row = evalRow(token, position++, forcedRoutes?.[i]);

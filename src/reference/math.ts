@@ -4,7 +4,12 @@
  */
 
 /** out = x / sqrt(mean(x^2) + eps) * w */
-export function rmsNorm(x: Float32Array, w: Float32Array, eps: number, out: Float32Array = new Float32Array(x.length)): Float32Array {
+export function rmsNorm(
+  x: Float32Array,
+  w: Float32Array,
+  eps: number,
+  out: Float32Array = new Float32Array(x.length),
+): Float32Array {
   let sumSquares = 0;
   for (let i = 0; i < x.length; i++) sumSquares += x[i] * x[i];
   const scale = 1 / Math.sqrt(sumSquares / x.length + eps);
@@ -48,7 +53,14 @@ export function sigmoid(z: number): number {
  * Rotary position embedding of one head vector (length headDim) in place at position pos.
  * 'norm' rotates adjacent pairs (2i, 2i+1); 'neox' rotates (i, i + headDim/2).
  */
-export function rope(v: Float32Array, offset: number, headDim: number, pos: number, base: number, type: 'norm' | 'neox'): void {
+export function rope(
+  v: Float32Array,
+  offset: number,
+  headDim: number,
+  pos: number,
+  base: number,
+  type: 'norm' | 'neox',
+): void {
   const half = headDim / 2;
   for (let i = 0; i < half; i++) {
     const theta = pos * Math.pow(base, (-2 * i) / headDim);

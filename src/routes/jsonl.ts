@@ -22,8 +22,17 @@ export const traceLimits = { layersMax: 1024, expertsMax: 65536, topKMax: 256 } 
 export function headerLine(h: TraceHeader): string {
   const { model, layers, experts, topK, rankOrder, promptId, prompt, geometry } = h;
   return JSON.stringify({
-    type: 'header', format: traceFormatName, version: traceFormatVersion,
-    model, layers, experts, topK, rankOrder, promptId, prompt, geometry,
+    type: 'header',
+    format: traceFormatName,
+    version: traceFormatVersion,
+    model,
+    layers,
+    experts,
+    topK,
+    rankOrder,
+    promptId,
+    prompt,
+    geometry,
   });
 }
 
@@ -106,7 +115,12 @@ function intField(rec: Json, key: string, min: number, max: number, file: string
 
 function readHeader(rec: Json, file: string, line: number): TraceHeader {
   if (rec.format !== traceFormatName || rec.version !== traceFormatVersion) {
-    throw new TraceFormatError(file, line, 'header format/version', `"${traceFormatName}" version ${traceFormatVersion}`);
+    throw new TraceFormatError(
+      file,
+      line,
+      'header format/version',
+      `"${traceFormatName}" version ${traceFormatVersion}`,
+    );
   }
   if (typeof rec.model !== 'string' || rec.model === '') {
     throw new TraceFormatError(file, line, 'field "model"', 'a non-empty string');
@@ -123,11 +137,13 @@ function readHeader(rec: Json, file: string, line: number): TraceHeader {
 
 /** The optional header field "geometry": { hidden, expertFfn, expertType }. */
 function readGeometry(v: unknown, file: string, line: number): TraceGeometry {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new TraceFormatError(file, line, 'field "geometry"', 'an object { hidden, expertFfn, expertType }');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new TraceFormatError(file, line, 'field "geometry"', 'an object { hidden, expertFfn, expertType }');
   const g = v as Json;
   const hidden = intField(g, 'hidden', 1, 1 << 20, file, line);
   const expertFfn = intField(g, 'expertFfn', 1, 1 << 20, file, line);
-  if (typeof g.expertType !== 'string' || !/^[A-Z0-9_]{2,12}$/.test(g.expertType)) throw new TraceFormatError(file, line, 'field "geometry.expertType"', 'a GGML type name such as Q8_0');
+  if (typeof g.expertType !== 'string' || !/^[A-Z0-9_]{2,12}$/.test(g.expertType))
+    throw new TraceFormatError(file, line, 'field "geometry.expertType"', 'a GGML type name such as Q8_0');
   return { hidden, expertFfn, expertType: g.expertType };
 }
 
@@ -149,7 +165,10 @@ export function checkExperts(v: unknown, h: TraceHeader, file: string, line: num
 class Assembler {
   private readonly steps = { prefill: new Map<number, RouteStep>(), decode: new Map<number, RouteStep>() };
   private readonly lastLine = new Map<RouteStep, number>();
-  constructor(private readonly file: string, private readonly header: TraceHeader) {}
+  constructor(
+    private readonly file: string,
+    private readonly header: TraceHeader,
+  ) {}
 
   add(rec: Json, line: number): void {
     const { file, header: h } = this;
@@ -170,7 +189,12 @@ class Assembler {
     if (rec.token !== undefined) {
       const token = intField(rec, 'token', 0, Number.MAX_SAFE_INTEGER, file, line);
       if (s.token !== undefined && s.token !== token) {
-        throw new TraceFormatError(file, line, 'field "token"', `the same token id as step ${step}'s other records (${s.token})`);
+        throw new TraceFormatError(
+          file,
+          line,
+          'field "token"',
+          `the same token id as step ${step}'s other records (${s.token})`,
+        );
       }
       s.token = token;
     }
@@ -192,8 +216,8 @@ class Assembler {
   }
 
   private addProbs(s: RouteStep, layer: number, v: unknown, line: number): void {
-    const ok = Array.isArray(v) && v.length === this.header.topK
-      && v.every((p) => typeof p === 'number' && p >= 0 && p <= 1);
+    const ok =
+      Array.isArray(v) && v.length === this.header.topK && v.every((p) => typeof p === 'number' && p >= 0 && p <= 1);
     if (!ok) throw new TraceFormatError(this.file, line, 'probs', `${this.header.topK} numbers in [0, 1]`);
     s.probs ??= new Array<number[]>(this.header.layers);
     s.probs[layer] = v as number[];
@@ -205,10 +229,20 @@ class Assembler {
       for (let l = 0; l < this.header.layers; l++) {
         if (s.layers[l] === undefined) {
           const line = this.lastLine.get(s) ?? 0;
-          throw new TraceFormatError(this.file, line, `${phase} step ${s.step}`, `a record for every layer (layer ${l} missing)`);
+          throw new TraceFormatError(
+            this.file,
+            line,
+            `${phase} step ${s.step}`,
+            `a record for every layer (layer ${l} missing)`,
+          );
         }
         if (s.probs && s.probs[l] === undefined) {
-          throw new TraceFormatError(this.file, this.lastLine.get(s) ?? 0, `${phase} step ${s.step} layer ${l}`, 'probs on every layer of a step, or none');
+          throw new TraceFormatError(
+            this.file,
+            this.lastLine.get(s) ?? 0,
+            `${phase} step ${s.step} layer ${l}`,
+            'probs on every layer of a step, or none',
+          );
         }
       }
     }

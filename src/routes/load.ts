@@ -20,7 +20,12 @@ export function readTraces(file: string, opts: LoadOptions): Trace[] {
   const model = opts.model ?? path.basename(file).split('.')[0];
   const experts = opts.expertsOf(model);
   if (experts === undefined) {
-    throw new TraceFormatError(file, 1, `model "${model}"`, 'a known model name (give --model) for a file without header');
+    throw new TraceFormatError(
+      file,
+      1,
+      `model "${model}"`,
+      'a known model name (give --model) for a file without header',
+    );
   }
   return [parseSharedDecodeTrace(text, file, { model, experts })];
 }
@@ -28,7 +33,8 @@ export function readTraces(file: string, opts: LoadOptions): Trace[] {
 /** The file's text, refused by type and size before reading (a FIFO blocks for ever, /dev/zero never ends). */
 function readTraceText(file: string): string {
   const st = checkInputFile(file, '--trace', 'trace file');
-  if (st.size > limits.traceFileBytesMax) throw new TraceFormatError(file, 1, 'file size', `at most ${limits.traceFileBytesMax} bytes, got ${st.size}`);
+  if (st.size > limits.traceFileBytesMax)
+    throw new TraceFormatError(file, 1, 'file size', `at most ${limits.traceFileBytesMax} bytes, got ${st.size}`);
   return readChecked(file, '--trace', 'trace file');
 }
 

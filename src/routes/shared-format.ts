@@ -29,7 +29,13 @@ export function parseSharedDecodeTrace(text: string, file: string, info: SharedT
     if (layers === 0) {
       layers = ls.length;
       topK = Array.isArray(ls[0]) ? ls[0].length : 0;
-      if (topK < 1 || topK > info.experts) throw new TraceFormatError(file, line, 'field "layers"', `1 to ${info.experts} expert ids per layer (the first layer has ${topK})`);
+      if (topK < 1 || topK > info.experts)
+        throw new TraceFormatError(
+          file,
+          line,
+          'field "layers"',
+          `1 to ${info.experts} expert ids per layer (the first layer has ${topK})`,
+        );
     }
     if (ls.length !== layers) {
       throw new TraceFormatError(file, line, 'field "layers"', `${layers} layers like the first line`);

@@ -26,7 +26,13 @@ export interface LayerRouteStats {
 }
 
 export const STAT_FIELDS: readonly (keyof LayerRouteStats)[] = [
-  'entropy', 'top16Share', 'topQuarterShare', 'reuse', 'reuseOverChance', 'window16Share', 'window64Share',
+  'entropy',
+  'top16Share',
+  'topQuarterShare',
+  'reuse',
+  'reuseOverChance',
+  'window16Share',
+  'window64Share',
 ];
 
 /** The statistics of one layer's steps; `experts` is E, `topK` the picks per step. */

@@ -25,7 +25,12 @@ export interface SynthOptions {
   routing?: RoutingKind;
 }
 
-export const SYNTH_DEFAULTS: Required<Omit<SynthOptions, 'preset'>> = { arch: 'qwen3moe', quant: 'q8_0', seed: 1, routing: 'realistic' };
+export const SYNTH_DEFAULTS: Required<Omit<SynthOptions, 'preset'>> = {
+  arch: 'qwen3moe',
+  quant: 'q8_0',
+  seed: 1,
+  routing: 'realistic',
+};
 
 export interface SynthModel {
   options: SynthOptions;
@@ -37,7 +42,13 @@ export interface SynthModel {
 }
 
 /** Checks options from the CLI or the API; throws InvalidOptionError naming the option. */
-export function checkSynthOptions(raw: { preset?: unknown; arch?: unknown; quant?: unknown; seed?: unknown; routing?: unknown }): Required<SynthOptions> {
+export function checkSynthOptions(raw: {
+  preset?: unknown;
+  arch?: unknown;
+  quant?: unknown;
+  seed?: unknown;
+  routing?: unknown;
+}): Required<SynthOptions> {
   const oneOf = <T extends string>(name: string, allowed: readonly T[], value: unknown): T => {
     if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
       throw new InvalidOptionError(name, `one of ${allowed.join(' | ')}`, value);
@@ -60,18 +71,39 @@ export function checkSynthOptions(raw: { preset?: unknown; arch?: unknown; quant
 /** Everything but the tensor bytes, which the tensor sources produce on demand. */
 export function buildSynthModel(options: SynthOptions): SynthModel {
   const hparams = presetHParams(options.preset, options.arch);
-  const vocab = buildVocab(options.arch === 'llama' ? 'llama' : 'gpt2', hparams.nVocab, PRESETS[options.preset].nTopics, options.seed);
+  const vocab = buildVocab(
+    options.arch === 'llama' ? 'llama' : 'gpt2',
+    hparams.nVocab,
+    PRESETS[options.preset].nTopics,
+    options.seed,
+  );
   const routing = options.routing ?? SYNTH_DEFAULTS.routing;
   const plant = new PlantedModel(hparams, vocab, options.seed, routing);
   const name = `moetier-synth-${options.preset}-${options.arch}-${options.quant}-s${options.seed}${routing === 'planted' ? '-planted' : ''}`;
-  return { options, hparams, vocab, plant, metadata: synthMetadata(hparams, vocab, name), tensors: synthTensors(plant, options.quant) };
+  return {
+    options,
+    hparams,
+    vocab,
+    plant,
+    metadata: synthMetadata(hparams, vocab, name),
+    tensors: synthTensors(plant, options.quant),
+  };
 }
 
 export type ProgressFn = (bytesWritten: number, bytesTotal: number) => void;
 
 /** Writes the model to `path` (via a unique temporary file beside it, renamed when complete). */
-export async function writeSynthModel(options: SynthOptions, path: string, onProgress?: ProgressFn, signal?: AbortSignal): Promise<SynthModel> {
+export async function writeSynthModel(
+  options: SynthOptions,
+  path: string,
+  onProgress?: ProgressFn,
+  signal?: AbortSignal,
+): Promise<SynthModel> {
   const model = buildSynthModel(options);
-  await writeGguf(path, model.metadata, synthTensorSources(model.plant, model.tensors), { alignment: 32, onProgress, ...(signal ? { signal } : {}) });
+  await writeGguf(path, model.metadata, synthTensorSources(model.plant, model.tensors), {
+    alignment: 32,
+    onProgress,
+    ...(signal ? { signal } : {}),
+  });
   return model;
 }

@@ -30,11 +30,20 @@ export class PlantedModel {
   private readonly routerParts = new Map<number, ReturnType<typeof realisticRouterWeights>>();
   private readonly attentionMaps = new Map<number, Float32Array[]>();
 
-  constructor(readonly hp: HParams, readonly vocab: SynthVocab, readonly seed: number, readonly routing: RoutingKind) {
+  constructor(
+    readonly hp: HParams,
+    readonly vocab: SynthVocab,
+    readonly seed: number,
+    readonly routing: RoutingKind,
+  ) {
     this.centroids = orthonormal(vocab.cycles.length, hp.nEmbd, new Rng(seed, 'centroids'));
-    this.preferred = Array.from({ length: hp.nLayer }, (_, l) => preferredSets(hp, vocab.cycles.length, new Rng(seed, `preferred:${l}`)));
+    this.preferred = Array.from({ length: hp.nLayer }, (_, l) =>
+      preferredSets(hp, vocab.cycles.length, new Rng(seed, `preferred:${l}`)),
+    );
     const realistic = routing === 'realistic';
-    this.contextDirs = realistic ? orthonormal(REALISTIC.contextDims, hp.nEmbd, new Rng(seed, 'context-dirs'), this.centroids) : [];
+    this.contextDirs = realistic
+      ? orthonormal(REALISTIC.contextDims, hp.nEmbd, new Rng(seed, 'context-dirs'), this.centroids)
+      : [];
     if (realistic) this.context = new ContextField(hp.nVocab, vocab.cycles, seed);
     this.embedNorm = Math.hypot(PLANT.topicWeight, PLANT.tokenWeight, realistic ? REALISTIC.contextWeight : 0);
   }

@@ -20,7 +20,11 @@ const prompt = (name: string, topic: string, text: string): BuiltinPrompt => ({
   words: text.split(' '),
 });
 
-export const DEMO_PROMPT = prompt('demo', 'music', 'the band will play a song on the guitar and the piano with a melody');
+export const DEMO_PROMPT = prompt(
+  'demo',
+  'music',
+  'the band will play a song on the guitar and the piano with a melody',
+);
 
 export const PARITY_PROMPTS: readonly BuiltinPrompt[] = [
   prompt('parity-ocean', 'ocean', 'the captain and the crew sail the ship across the sea to the harbor'),
@@ -57,7 +61,8 @@ export function promptText(p: BuiltinPrompt, model: TokenizerModel): string {
 export function longTopicPrompt(topic: number, length: number, seed: number): BuiltinPrompt {
   const t = TOPICS[topic];
   if (!t) throw new RangeError(`longTopicPrompt: topic: expected 0..${TOPICS.length - 1}, got ${topic}`);
-  if (!Number.isInteger(length) || length < 1) throw new RangeError(`longTopicPrompt: length: expected an integer >= 1, got ${length}`);
+  if (!Number.isInteger(length) || length < 1)
+    throw new RangeError(`longTopicPrompt: length: expected an integer >= 1, got ${length}`);
   const rng = mulberry32(seed * 977 + topic);
   const words: string[] = [];
   for (let i = 0; i < length; i++) {

@@ -18,18 +18,39 @@ export type PlainQuantName = 'q8_0' | 'q4_0' | 'f16' | 'bf16' | 'f32';
 export type KMixName = 'q2_k' | 'q3_k_m' | 'q4_k_m' | 'q5_k_m' | 'q6_k';
 export type QuantName = PlainQuantName | KMixName;
 
-export const PLAIN_QUANT_TYPE: Record<PlainQuantName, GgmlTypeName> = { q8_0: 'Q8_0', q4_0: 'Q4_0', f16: 'F16', bf16: 'BF16', f32: 'F32' };
+export const PLAIN_QUANT_TYPE: Record<PlainQuantName, GgmlTypeName> = {
+  q8_0: 'Q8_0',
+  q4_0: 'Q4_0',
+  f16: 'F16',
+  bf16: 'BF16',
+  f32: 'F32',
+};
 export const K_MIX_NAMES: readonly KMixName[] = ['q2_k', 'q3_k_m', 'q4_k_m', 'q5_k_m', 'q6_k'];
-export const QUANT_NAMES: readonly QuantName[] = [...(Object.keys(PLAIN_QUANT_TYPE) as PlainQuantName[]), ...K_MIX_NAMES];
+export const QUANT_NAMES: readonly QuantName[] = [
+  ...(Object.keys(PLAIN_QUANT_TYPE) as PlainQuantName[]),
+  ...K_MIX_NAMES,
+];
 
 /** llama_ftype_get_default_type: the type of every tensor no rule changes. */
-const MIX_DEFAULT: Record<KMixName, GgmlTypeName> = { q2_k: 'Q2_K', q3_k_m: 'Q3_K', q4_k_m: 'Q4_K', q5_k_m: 'Q5_K', q6_k: 'Q6_K' };
+const MIX_DEFAULT: Record<KMixName, GgmlTypeName> = {
+  q2_k: 'Q2_K',
+  q3_k_m: 'Q3_K',
+  q4_k_m: 'Q4_K',
+  q5_k_m: 'Q5_K',
+  q6_k: 'Q6_K',
+};
 
 /**
  * tensor_type_fallback: a row that is not a whole number of the type's blocks (dims[0] % 256 for
  * the k-quants) falls back to a 32-element type, and to F16 if that does not fit either.
  */
-const FALLBACK: Partial<Record<GgmlTypeName, GgmlTypeName>> = { Q2_K: 'Q4_0', Q3_K: 'Q4_0', Q4_K: 'Q5_0', Q5_K: 'Q5_1', Q6_K: 'Q8_0' };
+const FALLBACK: Partial<Record<GgmlTypeName, GgmlTypeName>> = {
+  Q2_K: 'Q4_0',
+  Q3_K: 'Q4_0',
+  Q4_K: 'Q5_0',
+  Q5_K: 'Q5_1',
+  Q6_K: 'Q8_0',
+};
 
 export function isKMix(quant: QuantName): quant is KMixName {
   return (K_MIX_NAMES as readonly string[]).includes(quant);
@@ -48,8 +69,12 @@ export function tensorQuantType(quant: QuantName, spec: TensorSpec, hp: HParams)
  * 1-D tensors (norms, biases, qwen2moe's ffn_gate_inp_shexp [nEmbd]) are never quantised.
  */
 function allowsQuantization(spec: TensorSpec): boolean {
-  return spec.dims.length >= 2 && spec.name.endsWith('weight') && !spec.name.includes('_norm.weight')
-    && !spec.name.includes('ffn_gate_inp.weight');
+  return (
+    spec.dims.length >= 2 &&
+    spec.name.endsWith('weight') &&
+    !spec.name.includes('_norm.weight') &&
+    !spec.name.includes('ffn_gate_inp.weight')
+  );
 }
 
 /** llama_tensor_get_type_impl's use_more_bits: the first and last eighth of the layers and every third between. */

@@ -81,7 +81,12 @@ export function attentionContextMaps(seed: number, layer: number, qDim: number):
 }
 
 /** Per-layer router weights of the realistic parts: topic[t][e] and context[j][e], standard normal. */
-export function realisticRouterWeights(seed: number, layer: number, topics: number, experts: number): { topic: Float32Array[]; context: Float32Array[] } {
+export function realisticRouterWeights(
+  seed: number,
+  layer: number,
+  topics: number,
+  experts: number,
+): { topic: Float32Array[]; context: Float32Array[] } {
   const rng = new Rng(seed, `router-parts:${layer}`);
   const normals = (n: number): Float32Array => {
     const v = new Float32Array(n);

@@ -44,7 +44,8 @@ const SPM_SPACE = '\u2581'; // ▁
 
 /** GPT-2 byte -> printable unicode character (printable Latin-1 bytes map to themselves). */
 export function gpt2ByteToUnicode(): string[] {
-  const printable = (b: number): boolean => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  const printable = (b: number): boolean =>
+    (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   const out: string[] = [];
   let next = 256;
   for (let b = 0; b < 256; b++) out.push(String.fromCharCode(printable(b) ? b : next++));
@@ -60,7 +61,10 @@ class Builder {
   readonly wordTopic = new Map<number, number>(); // word token -> topic (-1: function word)
   readonly wordToken = new Map<string, number>();
 
-  constructor(readonly model: TokenizerModel, readonly space: string) {}
+  constructor(
+    readonly model: TokenizerModel,
+    readonly space: string,
+  ) {}
 
   add(text: string, type: number, score = 0): number {
     assert(!this.index.has(text), `duplicate token ${text}`);
@@ -134,7 +138,10 @@ export function buildVocab(model: TokenizerModel, nVocab: number, nTopics: numbe
   const { b, bosId, eosId } = baseTokens(model);
   for (let t = 0; t < nTopics; t++) for (const word of TOPICS[t].words) b.addWord(word, t);
   for (const word of FUNCTION_WORDS) b.addWord(word, -1);
-  assert(b.tokens.length <= nVocab, `vocabulary of ${nVocab} cannot hold the ${b.tokens.length} tokens of the real words`);
+  assert(
+    b.tokens.length <= nVocab,
+    `vocabulary of ${nVocab} cannot hold the ${b.tokens.length} tokens of the real words`,
+  );
 
   const rng = new Rng(seed, 'pseudo-words');
   let dealt = 0;
@@ -144,7 +151,8 @@ export function buildVocab(model: TokenizerModel, nVocab: number, nTopics: numbe
     b.addWord(word, dealt++ % nTopics);
   }
   // Practically never: pad with unused tokens rather than loop without end.
-  for (let i = 0; b.tokens.length < nVocab; i++) b.add(model === 'gpt2' ? `<|unused_${i}|>` : `<unused_${i}>`, TOKEN_TYPE.unused);
+  for (let i = 0; b.tokens.length < nVocab; i++)
+    b.add(model === 'gpt2' ? `<|unused_${i}|>` : `<unused_${i}>`, TOKEN_TYPE.unused);
   return finish(b, nTopics, bosId, eosId);
 }
 

@@ -46,22 +46,40 @@ export function nativeWriter(threads = availableParallelism()): NativeWriter | {
 }
 
 /** `tensors` (synthTensors of `plant`) as the writer's sources: made by the addon where it has the verbs, else the tensors themselves. */
-export function synthTensorSources(plant: PlantedModel, tensors: readonly SynthTensor[], writer = nativeWriter()): GgufTensorSource[] {
+export function synthTensorSources(
+  plant: PlantedModel,
+  tensors: readonly SynthTensor[],
+  writer = nativeWriter(),
+): GgufTensorSource[] {
   return 'verbs' in writer ? nativeTensorSources(plant, tensors, writer) : [...tensors];
 }
 
 /** `tensors` (synthTensors of `plant`) as writer sources whose bytes the addon makes. */
-export function nativeTensorSources(plant: PlantedModel, tensors: readonly SynthTensor[], writer: NativeWriter): GgufTensorSource[] {
+export function nativeTensorSources(
+  plant: PlantedModel,
+  tensors: readonly SynthTensor[],
+  writer: NativeWriter,
+): GgufTensorSource[] {
   const specs = new Map(expectedTensors(plant.hp).map((spec) => [spec.name, spec]));
   return tensors.map((t) => {
     const spec = specs.get(t.name);
     if (spec === undefined) return t;
-    return { name: t.name, type: t.type, dims: t.dims, data: () => nativeTensorBytes(t.type, t.dims, rowFiller(spec, plant), writer) };
+    return {
+      name: t.name,
+      type: t.type,
+      dims: t.dims,
+      data: () => nativeTensorBytes(t.type, t.dims, rowFiller(spec, plant), writer),
+    };
   });
 }
 
 /** The bytes of a tensor [dims[0] columns, the rest rows] of `type` whose rows `fill` gives. */
-export async function nativeTensorBytes(type: GgmlTypeName, dims: readonly number[], fill: RowFill, writer: NativeWriter): Promise<Uint8Array> {
+export async function nativeTensorBytes(
+  type: GgmlTypeName,
+  dims: readonly number[],
+  fill: RowFill,
+  writer: NativeWriter,
+): Promise<Uint8Array> {
   const cols = dims[0];
   const rows = dims.slice(1).reduce((a, b) => a * b, 1);
   const bytes = new Uint8Array(rows * rowBytes(type, cols));
@@ -70,12 +88,23 @@ export async function nativeTensorBytes(type: GgmlTypeName, dims: readonly numbe
     // Rng.fillUniform's scale, the same double: the native stream gives the same floats.
     const { rng, sd } = fill.uniform;
     const state = rng.state();
-    await writer.verbs.synthUniformAsync(state, (Math.sqrt(3) * sd) / 2147483648, typeId, rows, cols, bytes, writer.threads);
+    await writer.verbs.synthUniformAsync(
+      state,
+      (Math.sqrt(3) * sd) / 2147483648,
+      typeId,
+      rows,
+      cols,
+      bytes,
+      writer.threads,
+    );
     rng.setState(state);
     return bytes;
   }
   const chunkRows = Math.max(1, Math.floor(FILL_CHUNK_FLOATS / cols));
-  const buffers = [new Float32Array(Math.min(rows, chunkRows) * cols), new Float32Array(rows > chunkRows ? chunkRows * cols : 0)];
+  const buffers = [
+    new Float32Array(Math.min(rows, chunkRows) * cols),
+    new Float32Array(rows > chunkRows ? chunkRows * cols : 0),
+  ];
   const stride = rowBytes(type, cols);
   let quantizing: Promise<void> = Promise.resolve();
   try {
@@ -84,7 +113,14 @@ export async function nativeTensorBytes(type: GgmlTypeName, dims: readonly numbe
       const buffer = buffers[k].subarray(0, n * cols);
       for (let r = 0; r < n; r++) fill(r0 + r, buffer.subarray(r * cols, (r + 1) * cols));
       await quantizing; // the other buffer's chunk: done before this one starts, and before that buffer fills again
-      quantizing = writer.verbs.quantizeRowsAsync(typeId, buffer, n, cols, bytes.subarray(r0 * stride, (r0 + n) * stride), writer.threads);
+      quantizing = writer.verbs.quantizeRowsAsync(
+        typeId,
+        buffer,
+        n,
+        cols,
+        bytes.subarray(r0 * stride, (r0 + n) * stride),
+        writer.threads,
+      );
     }
   } catch (error) {
     await quantizing.catch(() => undefined); // a filler that threw: no quantisation left running unobserved

@@ -51,7 +51,8 @@ function tensorBytes(spec: TensorSpec, type: GgmlTypeName, fill: RowFill): Uint8
 export function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
   const hp = plant.hp;
   const rng = new Rng(plant.seed, spec.name);
-  const uniform = (sd: number): RowFill => Object.assign((_row: number, out: Float32Array) => rng.fillUniform(out, sd), { uniform: { rng, sd } });
+  const uniform = (sd: number): RowFill =>
+    Object.assign((_row: number, out: Float32Array) => rng.fillUniform(out, sd), { uniform: { rng, sd } });
   const unit = 1 / Math.sqrt(hp.nEmbd);
   const layered = /^blk\.(\d+)\.(.+)$/.exec(spec.name);
   const kind = layered ? layered[2] : spec.name;

@@ -45,7 +45,11 @@ export function sampleClockAnchor(): ClockAnchor {
     const nowMs = performance.now();
     const after = process.hrtime.bigint();
     const widthNs = after - before;
-    if (!best || widthNs < best.widthNs) best = { anchor: { monotonicNs: before + widthNs / 2n, epochNs: msToNs(performance.timeOrigin) + msToNs(nowMs) }, widthNs };
+    if (!best || widthNs < best.widthNs)
+      best = {
+        anchor: { monotonicNs: before + widthNs / 2n, epochNs: msToNs(performance.timeOrigin) + msToNs(nowMs) },
+        widthNs,
+      };
   }
   return best!.anchor;
 }

@@ -8,7 +8,14 @@
  * stays a no-op. So the instruments are looked up again whenever the global provider changed
  * (an app may start its SDK after opening the engine).
  */
-import { metrics, type Attributes, type Counter, type Histogram, type Meter, type MeterProvider } from '@opentelemetry/api';
+import {
+  metrics,
+  type Attributes,
+  type Counter,
+  type Histogram,
+  type Meter,
+  type MeterProvider,
+} from '@opentelemetry/api';
 import { AttrNames, GenAiNames, instrumentationScope, MetricSpecs, type MetricSpec } from '../../otel/semconv.js';
 
 /** The tier's figures for one finished request. */
@@ -20,7 +27,14 @@ export interface RequestTierStats {
   uploads: number;
   uploadBytes: number;
   /** With prefetch observe / enforce: the request's route outcomes by bytes, and the waits of late prefetches. */
-  prefetch?: { coveredBytes: number; lateBytes: number; uncoveredBytes: number; wastedBytes: number; lateMs: number; coverage: number | null };
+  prefetch?: {
+    coveredBytes: number;
+    lateBytes: number;
+    uncoveredBytes: number;
+    wastedBytes: number;
+    lateMs: number;
+    coverage: number | null;
+  };
 }
 
 /** Every request's figures (with or without a tier). */
@@ -90,7 +104,8 @@ export class RequestMetrics extends ProviderInstruments<TierInstruments> {
     const p = stats.prefetch;
     if (!p) return;
     const outcomes = { covered: p.coveredBytes, late: p.lateBytes, uncovered: p.uncoveredBytes, wasted: p.wastedBytes };
-    for (const [outcome, bytes] of Object.entries(outcomes)) if (bytes > 0) m.prefetchIo.add(bytes, { ...attributes, [AttrNames.prefetchOutcome]: outcome });
+    for (const [outcome, bytes] of Object.entries(outcomes))
+      if (bytes > 0) m.prefetchIo.add(bytes, { ...attributes, [AttrNames.prefetchOutcome]: outcome });
     if (p.lateMs > 0) m.prefetchLateTime.add(p.lateMs / 1000, attributes);
     if (p.coverage !== null) observe(m.prefetchCoverage, p.coverage, attributes);
   }

@@ -29,7 +29,12 @@ export interface CostParams {
 }
 
 export const costDefaults: CostParams = {
-  h2dGBps: 25, transferFixedUs: 330, deviceMemGBps: 448, deviceCallFixedUs: 10, hostMemGBps: 20, hostCallFixedUs: 5,
+  h2dGBps: 25,
+  transferFixedUs: 330,
+  deviceMemGBps: 448,
+  deviceCallFixedUs: 10,
+  hostMemGBps: 20,
+  hostCallFixedUs: 5,
 };
 
 export interface UnitCosts {
@@ -63,8 +68,11 @@ export interface PhaseCounts {
 /** Estimated MoE time of a phase in ms. */
 export function phaseMs(c: PhaseCounts, u: UnitCosts): number {
   const hostCalls = c.missCalls - c.streamedCalls;
-  const us = c.residentCalls * u.deviceUs + hostCalls * u.hostUs
-    + c.streamedCalls * (u.transferUs + u.deviceUs) + c.extraUploads * u.transferUs;
+  const us =
+    c.residentCalls * u.deviceUs +
+    hostCalls * u.hostUs +
+    c.streamedCalls * (u.transferUs + u.deviceUs) +
+    c.extraUploads * u.transferUs;
   return us / 1000;
 }
 
@@ -75,7 +83,11 @@ export function parseCostOverrides(text: string): CostParams {
     const [k, v] = part.split('=');
     const n = Number(v);
     if (!(k in costDefaults) || !Number.isFinite(n) || n < 0 || (k.endsWith('GBps') && n === 0)) {
-      throw new InvalidOptionError('--cost', `key=value with key one of ${Object.keys(costDefaults).join(', ')} and a number >= 0 (> 0 for GBps)`, part);
+      throw new InvalidOptionError(
+        '--cost',
+        `key=value with key one of ${Object.keys(costDefaults).join(', ')} and a number >= 0 (> 0 for GBps)`,
+        part,
+      );
     }
     out[k as keyof CostParams] = n;
   }

@@ -37,21 +37,39 @@ export interface ModelGeometry {
 
 export const geometries: readonly ModelGeometry[] = [
   {
-    name: 'qwen3-30b-a3b-q4k', aliases: ['qwen3-30b-a3b', 'qwen3moe'],
-    layers: 48, experts: 128, topK: 8, hidden: 2048, expertFfn: 768,
-    deviceQuant: quants.Q4_K, hostQuant: quants.INT8_G32,
+    name: 'qwen3-30b-a3b-q4k',
+    aliases: ['qwen3-30b-a3b', 'qwen3moe'],
+    layers: 48,
+    experts: 128,
+    topK: 8,
+    hidden: 2048,
+    expertFfn: 768,
+    deviceQuant: quants.Q4_K,
+    hostQuant: quants.INT8_G32,
     note: 'every expert matrix at Q4_K (a Q4_K_M file keeps some down matrices at Q6_K: slightly larger)',
   },
   {
-    name: 'olmoe-1b-7b-q4k', aliases: ['olmoe-1b-7b', 'olmoe'],
-    layers: 16, experts: 64, topK: 8, hidden: 2048, expertFfn: 1024,
-    deviceQuant: quants.Q4_K, hostQuant: quants.INT8_G32,
+    name: 'olmoe-1b-7b-q4k',
+    aliases: ['olmoe-1b-7b', 'olmoe'],
+    layers: 16,
+    experts: 64,
+    topK: 8,
+    hidden: 2048,
+    expertFfn: 1024,
+    deviceQuant: quants.Q4_K,
+    hostQuant: quants.INT8_G32,
     note: 'assumed Q4_K like the Qwen3 geometry, so the two compare',
   },
   {
-    name: 'moe-35b-a3b-int4', aliases: ['35b-a3b', 'moe-35b-a3b'],
-    layers: 40, experts: 256, topK: 8, hidden: 2048, expertFfn: 512,
-    deviceQuant: quants.INT4_G32, hostQuant: quants.INT8_G32,
+    name: 'moe-35b-a3b-int4',
+    aliases: ['35b-a3b', 'moe-35b-a3b'],
+    layers: 40,
+    experts: 256,
+    topK: 8,
+    hidden: 2048,
+    expertFfn: 512,
+    deviceQuant: quants.INT4_G32,
+    hostQuant: quants.INT8_G32,
     note: 'a 256-expert 35B-A3B class model at int4 with an f16 scale per 32 weights',
   },
 ];
@@ -99,13 +117,27 @@ const ggmlQuants: Record<string, Quant> = {
  * for a model with no named geometry (a synthetic preset, a model given by the user). undefined
  * when the header has none or names a type this table does not know.
  */
-export function geometryFromTrace(h: { model: string; layers: number; experts: number; topK: number; geometry?: { hidden: number; expertFfn: number; expertType: string } }): ModelGeometry | undefined {
+export function geometryFromTrace(h: {
+  model: string;
+  layers: number;
+  experts: number;
+  topK: number;
+  geometry?: { hidden: number; expertFfn: number; expertType: string };
+}): ModelGeometry | undefined {
   const g = h.geometry;
   const deviceQuant = g ? ggmlQuants[g.expertType] : undefined;
   if (!g || !deviceQuant) return undefined;
   return {
-    name: h.model, aliases: [], layers: h.layers, experts: h.experts, topK: h.topK, hidden: g.hidden, expertFfn: g.expertFfn,
-    deviceQuant, hostQuant: quants.INT8_G32, note: "from the trace's header (the recording engine's model)",
+    name: h.model,
+    aliases: [],
+    layers: h.layers,
+    experts: h.experts,
+    topK: h.topK,
+    hidden: g.hidden,
+    expertFfn: g.expertFfn,
+    deviceQuant,
+    hostQuant: quants.INT8_G32,
+    note: "from the trace's header (the recording engine's model)",
   };
 }
 

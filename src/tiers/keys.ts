@@ -7,9 +7,7 @@ export interface ExpertKey {
   expert: number;
 }
 
-export type Decision =
-  | { kind: 'fill'; expert: ExpertKey }
-  | { kind: 'swap'; victim: ExpertKey; newcomer: ExpertKey };
+export type Decision = { kind: 'fill'; expert: ExpertKey } | { kind: 'swap'; victim: ExpertKey; newcomer: ExpertKey };
 
 /** Per-layer: each layer owns `slots` device slots. Global: `slots` shared by all layers. */
 export type Budget = { scope: 'layer'; slots: number } | { scope: 'global'; slots: number };

@@ -62,13 +62,22 @@ export function runLab(traces: readonly Trace[], o: LabOptions): ReplayRow[] {
 /** --geometry, else the trace's model by name, else the geometry its header carries; of the trace's shape. */
 export function labGeometry(trace: Trace, geometry?: string): ModelGeometry {
   const fromHeader = geometry || geometryByName(trace.header.model) ? undefined : geometryFromTrace(trace.header);
-  const g = fromHeader ?? requireGeometry(geometry ?? trace.header.model, geometry ? '--geometry' : `--geometry (trace model "${trace.header.model}" is not known and its header carries no geometry)`);
+  const g =
+    fromHeader ??
+    requireGeometry(
+      geometry ?? trace.header.model,
+      geometry
+        ? '--geometry'
+        : `--geometry (trace model "${trace.header.model}" is not known and its header carries no geometry)`,
+    );
   // The byte and cost figures come from g: a trace of another shape would be priced as a model it is not.
   // ...and its top-k: a trace routing 7 or 9 experts per row is not a replay of a top-8 model.
   if (trace.header.layers !== g.layers || trace.header.experts !== g.experts || trace.header.topK !== g.topK) {
-    throw new InvalidOptionError(geometry ? '--geometry' : '--trace',
+    throw new InvalidOptionError(
+      geometry ? '--geometry' : '--trace',
       `a trace of ${g.name}'s shape (${g.layers} layers x ${g.experts} experts, top-${g.topK}), got ${trace.header.layers} x ${trace.header.experts}, top-${trace.header.topK} in ${trace.header.model}`,
-      geometry ?? trace.header.model);
+      geometry ?? trace.header.model,
+    );
   }
   return g;
 }
@@ -79,15 +88,27 @@ export function labGeometry(trace: Trace, geometry?: string): ModelGeometry {
  * the replay feed a policy the same events: it replays an engine trace through this.)
  */
 export function labScenario(
-  trace: Trace, o: Pick<LabOptions, 'scope' | 'start' | 'heatFromPrefix' | 'prefillFromPrefix' | 'heat' | 'prefill' | 'prefillPermute' | 'scoreFrom'>, slotsPerLayer: number,
+  trace: Trace,
+  o: Pick<
+    LabOptions,
+    'scope' | 'start' | 'heatFromPrefix' | 'prefillFromPrefix' | 'heat' | 'prefill' | 'prefillPermute' | 'scoreFrom'
+  >,
+  slotsPerLayer: number,
 ): Scenario {
   const b = slotsPerLayer;
   if (!Number.isInteger(b) || b < 1 || b > trace.header.experts) {
     throw new InvalidOptionError('--budget', `integers in [1, ${trace.header.experts}] (slots per layer)`, b);
   }
-  const budget: Budget = o.scope === 'layer' ? { scope: 'layer', slots: b } : { scope: 'global', slots: b * trace.header.layers };
+  const budget: Budget =
+    o.scope === 'layer' ? { scope: 'layer', slots: b } : { scope: 'global', slots: b * trace.header.layers };
   return buildScenario(trace, {
-    budget, start: o.start, heatFromPrefix: o.heatFromPrefix, prefillFromPrefix: o.prefillFromPrefix,
-    heat: o.heat, prefill: o.prefill, prefillPermute: o.prefillPermute, scoreFrom: o.scoreFrom,
+    budget,
+    start: o.start,
+    heatFromPrefix: o.heatFromPrefix,
+    prefillFromPrefix: o.prefillFromPrefix,
+    heat: o.heat,
+    prefill: o.prefill,
+    prefillPermute: o.prefillPermute,
+    scoreFrom: o.scoreFrom,
   });
 }

@@ -32,7 +32,11 @@ export function layerHitRates(policy: Policy, steps: readonly RouteStep[], o: La
     prefill: [],
     decode: [...steps],
   };
-  const sc = buildScenario(trace, { budget: { scope: 'layer', slots: o.slots }, start: 'empty', scoreFrom: o.scoreFrom });
+  const sc = buildScenario(trace, {
+    budget: { scope: 'layer', slots: o.slots },
+    start: 'empty',
+    scoreFrom: o.scoreFrom,
+  });
   const hits = new Array<number>(layers).fill(0);
   const routed = new Array<number>(layers).fill(0);
   let token = 0;

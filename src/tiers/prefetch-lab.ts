@@ -35,13 +35,22 @@ export function runPrefetchLab(traces: readonly Trace[], o: PrefetchLabOptions):
   const rows: PrefetchRow[] = [];
   for (const trace of traces) {
     const g = labGeometry(trace, o.geometry);
-    const timing: TimingModel = o.timing === 'cost'
-      ? timingFromCost(g, o.cost ?? costDefaults)
-      : timingFromSnapshot(o.timing.file, o.timing.json, trace.header.layers);
+    const timing: TimingModel =
+      o.timing === 'cost'
+        ? timingFromCost(g, o.cost ?? costDefaults)
+        : timingFromSnapshot(o.timing.file, o.timing.json, trace.header.layers);
     for (const b of o.budgets) {
       const sc = labScenario(trace, o, b);
       for (const mode of o.modes) {
-        const r = replayPrefetch(sc, { mode, timing, expertBytes: expertBytes(g), recall: o.recall, seed: o.seed, window: o.window, queueLengthMax: o.queueLengthMax });
+        const r = replayPrefetch(sc, {
+          mode,
+          timing,
+          expertBytes: expertBytes(g),
+          recall: o.recall,
+          seed: o.seed,
+          window: o.window,
+          queueLengthMax: o.queueLengthMax,
+        });
         rows.push(toPrefetchRow(sc, g, r, { recall: o.recall, seed: o.seed, timing, window: o.window }));
       }
     }

@@ -47,8 +47,22 @@ export const PREFETCH_LEDGER_LIMITS: PrefetchLedgerLimits = {
 };
 
 export const TALLY_NAMES = [
-  'admitted', 'refusedQueueFull', 'refusedBytesFull', 'refusedDuplicate', 'issued', 'completed', 'failed', 'cancelled',
-  'dropped', 'retired', 'routed', 'resident', 'covered', 'late', 'uncovered', 'wasted',
+  'admitted',
+  'refusedQueueFull',
+  'refusedBytesFull',
+  'refusedDuplicate',
+  'issued',
+  'completed',
+  'failed',
+  'cancelled',
+  'dropped',
+  'retired',
+  'routed',
+  'resident',
+  'covered',
+  'late',
+  'uncovered',
+  'wasted',
 ] as const;
 export type TallyName = (typeof TALLY_NAMES)[number];
 export type Tallies = Record<TallyName, { count: number; bytes: number }> & { lateMs: number };
@@ -87,35 +101,72 @@ export class PrefetchLedger {
   private readonly handle: NativePrefetchLedger;
   private lastMs = -Infinity;
 
-  constructor(readonly layers: number, readonly experts: number, readonly limits: PrefetchLedgerLimits = PREFETCH_LEDGER_LIMITS) {
-    for (const [name, v] of [['layers', layers], ['experts', experts], ['limits.queueLengthMax', limits.queueLengthMax]] as const) {
-      if (!Number.isSafeInteger(v) || v < 1) throw new InvalidOptionError(`prefetchLedger.${name}`, 'an integer >= 1', v);
+  constructor(
+    readonly layers: number,
+    readonly experts: number,
+    readonly limits: PrefetchLedgerLimits = PREFETCH_LEDGER_LIMITS,
+  ) {
+    for (const [name, v] of [
+      ['layers', layers],
+      ['experts', experts],
+      ['limits.queueLengthMax', limits.queueLengthMax],
+    ] as const) {
+      if (!Number.isSafeInteger(v) || v < 1)
+        throw new InvalidOptionError(`prefetchLedger.${name}`, 'an integer >= 1', v);
     }
     if (!Number.isSafeInteger(limits.inflightBytesMax) || limits.inflightBytesMax < 1) {
-      throw new InvalidOptionError('prefetchLedger.limits.inflightBytesMax', 'an integer number of bytes >= 1', limits.inflightBytesMax);
+      throw new InvalidOptionError(
+        'prefetchLedger.limits.inflightBytesMax',
+        'an integer number of bytes >= 1',
+        limits.inflightBytesMax,
+      );
     }
     this.handle = this.native.prefetchLedgerCreate(layers, experts, limits.queueLengthMax, limits.inflightBytesMax);
   }
 
-  get generation(): number { return this.state()[0]; }
-  get queueLength(): number { return this.state()[1]; }
+  get generation(): number {
+    return this.state()[0];
+  }
+  get queueLength(): number {
+    return this.state()[1];
+  }
   /** Bytes of issued tasks not yet landed or failed. */
-  get inflightBytes(): number { return this.state()[2]; }
+  get inflightBytes(): number {
+    return this.state()[2];
+  }
   /** Bytes admitted and not retired: queued + in flight (what the limit and the window count). */
-  get outstandingBytes(): number { return this.state()[3]; }
-  tallies(): Tallies { return this.readTallies(-1); }
+  get outstandingBytes(): number {
+    return this.state()[3];
+  }
+  tallies(): Tallies {
+    return this.readTallies(-1);
+  }
   layerTallies(layer: number): Tallies {
     this.checkKey(layer, 0);
     return this.readTallies(layer);
   }
   task(id: number): Readonly<PrefetchTask> | undefined {
-    const r = Number.isSafeInteger(id) && id >= 1 ? this.native.prefetchLedgerRead(this.handle, 'task', id) : new Float64Array(0);
+    const r =
+      Number.isSafeInteger(id) && id >= 1
+        ? this.native.prefetchLedgerRead(this.handle, 'task', id)
+        : new Float64Array(0);
     if (r.length === 0) return undefined;
     const [layer, expert, bytes, generation, admittedMs, state, flags] = r;
     const name = TASK_STATES[state];
     assert(name !== 'free', `prefetch task ${id} was admitted`);
     const retired = name !== 'queued' && name !== 'issued';
-    return { id, layer, expert, bytes, generation, admittedMs, state: name, awaited: (flags & TASK_AWAITED) !== 0, evicted: (flags & TASK_EVICTED) !== 0, retired };
+    return {
+      id,
+      layer,
+      expert,
+      bytes,
+      generation,
+      admittedMs,
+      state: name,
+      awaited: (flags & TASK_AWAITED) !== 0,
+      evicted: (flags & TASK_EVICTED) !== 0,
+      retired,
+    };
   }
   /** The queued tasks, oldest first (the order a lane issues them in). */
   queued(): readonly Readonly<PrefetchTask>[] {
@@ -127,13 +178,19 @@ export class PrefetchLedger {
     return id === undefined ? undefined : this.task(id);
   }
   /** Landed prefetches not yet routed or evicted (neither covered nor wasted yet). */
-  landedUnrouted(): number { return this.state()[4]; }
+  landedUnrouted(): number {
+    return this.state()[4];
+  }
 
   /** A new step: the queued tasks of older generations are cancelled (returned: how many). */
   beginStep(generation: number, atMs: number): number {
     const now = this.generation;
     if (!Number.isSafeInteger(generation) || generation < now) {
-      throw new InvalidOptionError('prefetchLedger.beginStep generation', `an integer >= ${now} (generations never go back)`, generation);
+      throw new InvalidOptionError(
+        'prefetchLedger.beginStep generation',
+        `an integer >= ${now} (generations never go back)`,
+        generation,
+      );
     }
     return this.event('begin', atMs, generation) as number;
   }
@@ -141,18 +198,29 @@ export class PrefetchLedger {
   /** Queues a read of (layer, expert); undefined when refused (counted): a duplicate or no room under the limits. */
   admit(layer: number, expert: number, bytes: number, atMs: number): number | undefined {
     this.checkKey(layer, expert);
-    if (!Number.isSafeInteger(bytes) || bytes < 1) throw new InvalidOptionError('prefetchLedger.admit bytes', 'an integer >= 1', bytes);
+    if (!Number.isSafeInteger(bytes) || bytes < 1)
+      throw new InvalidOptionError('prefetchLedger.admit bytes', 'an integer >= 1', bytes);
     const id = this.event('admit', atMs, layer, expert, bytes);
     return typeof id === 'number' ? id : undefined;
   }
 
-  issue(id: number, atMs: number): void { this.end('issue', id, atMs, 'queued'); }
-  cancel(id: number, atMs: number): void { this.end('cancel', id, atMs, 'queued'); }
+  issue(id: number, atMs: number): void {
+    this.end('issue', id, atMs, 'queued');
+  }
+  cancel(id: number, atMs: number): void {
+    this.end('cancel', id, atMs, 'queued');
+  }
   /** A queued task no slot could take when its turn came: it ends unread. */
-  drop(id: number, atMs: number): void { this.end('drop', id, atMs, 'queued'); }
-  complete(id: number, atMs: number): void { this.end('complete', id, atMs, 'issued'); }
+  drop(id: number, atMs: number): void {
+    this.end('drop', id, atMs, 'queued');
+  }
+  complete(id: number, atMs: number): void {
+    this.end('complete', id, atMs, 'issued');
+  }
   /** A failed read: its bytes retire; a route waiting on it now needs a demand read (uncovered). */
-  fail(id: number, atMs: number): void { this.end('fail', id, atMs, 'issued'); }
+  fail(id: number, atMs: number): void {
+    this.end('fail', id, atMs, 'issued');
+  }
 
   /**
    * (layer, expert) is routed now; `resident`: it holds a slot by other means. A queued read it
@@ -161,7 +229,10 @@ export class PrefetchLedger {
   route(layer: number, expert: number, bytes: number, atMs: number, resident: boolean): RouteOutcome {
     this.checkKey(layer, expert);
     const outcome = this.event('route', atMs, layer, expert, bytes, resident ? 1 : 0);
-    assert(outcome === 'covered' || outcome === 'awaiting' || outcome === 'uncovered' || outcome === 'resident', `a route's outcome, not ${outcome}`);
+    assert(
+      outcome === 'covered' || outcome === 'awaiting' || outcome === 'uncovered' || outcome === 'resident',
+      `a route's outcome, not ${outcome}`,
+    );
     return outcome;
   }
 
@@ -178,22 +249,33 @@ export class PrefetchLedger {
   }
 
   private event(event: string, atMs: number, ...args: number[]): number | string {
-    if (!Number.isFinite(atMs) || atMs < this.lastMs) throw new InvalidOptionError('prefetchLedger atMs', `a finite time >= ${this.lastMs} ms (time never goes back)`, atMs);
+    if (!Number.isFinite(atMs) || atMs < this.lastMs)
+      throw new InvalidOptionError(
+        'prefetchLedger atMs',
+        `a finite time >= ${this.lastMs} ms (time never goes back)`,
+        atMs,
+      );
     this.lastMs = atMs;
     return this.native.prefetchLedgerEvent(this.handle, event, atMs, ...args);
   }
 
-  private state(): Float64Array { return this.native.prefetchLedgerRead(this.handle, 'state'); }
+  private state(): Float64Array {
+    return this.native.prefetchLedgerRead(this.handle, 'state');
+  }
 
   private readTallies(layer: number): Tallies {
     const r = this.native.prefetchLedgerRead(this.handle, 'tallies', layer);
     const t = { lateMs: r[2 * TALLY_NAMES.length] } as Tallies;
-    TALLY_NAMES.forEach((n, i) => { t[n] = { count: r[2 * i], bytes: r[2 * i + 1] }; });
+    TALLY_NAMES.forEach((n, i) => {
+      t[n] = { count: r[2 * i], bytes: r[2 * i + 1] };
+    });
     return t;
   }
 
   private checkKey(layer: number, expert: number): void {
-    if (!Number.isInteger(layer) || layer < 0 || layer >= this.layers) throw new InvalidOptionError('prefetchLedger layer', `an integer in [0, ${this.layers})`, layer);
-    if (!Number.isInteger(expert) || expert < 0 || expert >= this.experts) throw new InvalidOptionError('prefetchLedger expert', `an integer in [0, ${this.experts})`, expert);
+    if (!Number.isInteger(layer) || layer < 0 || layer >= this.layers)
+      throw new InvalidOptionError('prefetchLedger layer', `an integer in [0, ${this.layers})`, layer);
+    if (!Number.isInteger(expert) || expert < 0 || expert >= this.experts)
+      throw new InvalidOptionError('prefetchLedger expert', `an integer in [0, ${this.experts})`, expert);
   }
 }

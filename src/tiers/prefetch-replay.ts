@@ -72,8 +72,10 @@ const EPOCH_NS = 1e9;
 const ns = (ms: number): number => EPOCH_NS + Math.round(ms * 1e6);
 
 export function replayPrefetch(sc: Scenario, o: PrefetchReplayOptions): PrefetchReplayResult {
-  if (!(o.recall >= 0 && o.recall <= 1)) throw new InvalidOptionError('prefetch recall', 'a number in [0, 1]', o.recall);
-  if (o.timing.computeMs.length !== sc.layers) throw new InvalidOptionError('timing', `compute times for ${sc.layers} layers`, o.timing.computeMs.length);
+  if (!(o.recall >= 0 && o.recall <= 1))
+    throw new InvalidOptionError('prefetch recall', 'a number in [0, 1]', o.recall);
+  if (o.timing.computeMs.length !== sc.layers)
+    throw new InvalidOptionError('timing', `compute times for ${sc.layers} layers`, o.timing.computeMs.length);
   const sim = new Sim(sc, o);
   sc.decode.forEach((step, t) => sim.token(step, t));
   return sim.finish();
@@ -101,11 +103,17 @@ class Sim {
   private uploads: StepUpload[] = [];
   private readonly layerStats: Float64Array;
 
-  constructor(private readonly sc: Scenario, private readonly o: PrefetchReplayOptions) {
+  constructor(
+    private readonly sc: Scenario,
+    private readonly o: PrefetchReplayOptions,
+  ) {
     this.res = sc.start;
     this.lastUse = Array.from({ length: sc.layers }, () => new Float64Array(sc.experts).fill(-1));
     const d = PREFETCH_LEDGER_LIMITS;
-    this.ledger = new PrefetchLedger(sc.layers, sc.experts, { queueLengthMax: o.queueLengthMax ?? d.queueLengthMax, inflightBytesMax: o.window.inflightBytesMax ?? d.inflightBytesMax });
+    this.ledger = new PrefetchLedger(sc.layers, sc.experts, {
+      queueLengthMax: o.queueLengthMax ?? d.queueLengthMax,
+      inflightBytesMax: o.window.inflightBytesMax ?? d.inflightBytesMax,
+    });
     this.rng = mulberry32(o.seed);
     this.track = o.mode !== 'off'; // off counts nothing, as the engine's tier
     this.snapshot = initialCalibration({ alpha: CALIBRATION_DEFAULTS.alpha, nLayer: sc.layers });
@@ -116,8 +124,17 @@ class Sim {
     this.settle(this.now);
     if (this.track) this.ledger.beginStep(t, this.now);
     for (let l = 0; l < this.sc.layers; l++) this.layer(step, l);
-    const timing = { kind: 'step' as const, invocation: 1, layerStats: this.layerStats, uploads: this.uploads, traced: false };
-    this.snapshot = calibrateStep(this.snapshot, timing, { alpha: CALIBRATION_DEFAULTS.alpha, nLayer: this.sc.layers }).snapshot;
+    const timing = {
+      kind: 'step' as const,
+      invocation: 1,
+      layerStats: this.layerStats,
+      uploads: this.uploads,
+      traced: false,
+    };
+    this.snapshot = calibrateStep(this.snapshot, timing, {
+      alpha: CALIBRATION_DEFAULTS.alpha,
+      nLayer: this.sc.layers,
+    }).snapshot;
     this.uploads = [];
   }
 
@@ -130,10 +147,18 @@ class Sim {
     assert(this.ledger.outstandingBytes === 0, 'the prefetch replay drains every read');
     const ledger = this.ledger.tallies();
     return {
-      mode: this.o.mode, tokens: this.sc.decode.length, decodeMs, stallMs: this.stallMs, routed: this.routed,
-      demandReads: this.demandReads, prefetchReads: ledger.issued.count, ledger, landedUnrouted: this.ledger.landedUnrouted(),
+      mode: this.o.mode,
+      tokens: this.sc.decode.length,
+      decodeMs,
+      stallMs: this.stallMs,
+      routed: this.routed,
+      demandReads: this.demandReads,
+      prefetchReads: ledger.issued.count,
+      ledger,
+      landedUnrouted: this.ledger.landedUnrouted(),
       layers: Array.from({ length: this.sc.layers }, (_, l) => this.ledger.layerTallies(l)),
-      wouldIssue: this.wouldIssue, wouldCover: this.wouldCover,
+      wouldIssue: this.wouldIssue,
+      wouldCover: this.wouldCover,
     };
   }
 
@@ -177,14 +202,24 @@ class Sim {
     // Observe has nothing in flight; queue wait 0 as the engine's placement passes it.
     const window = transferWindowBytes(this.snapshot, l, enforce ? this.ledger.outstandingBytes : 0, 0, this.o.window);
     const scores = rankScores(prediction);
-    const admission = packPrefetch(prediction.map((expert, i) => {
-      const state = this.ledger.liveTask(next, expert)?.state;
-      return { expert, score: scores[i], bytes: this.o.expertBytes, resident: isResident(this.res, next, expert), inflight: state === 'queued' || state === 'issued' };
-    }), window);
+    const admission = packPrefetch(
+      prediction.map((expert, i) => {
+        const state = this.ledger.liveTask(next, expert)?.state;
+        return {
+          expert,
+          score: scores[i],
+          bytes: this.o.expertBytes,
+          resident: isResident(this.res, next, expert),
+          inflight: state === 'queued' || state === 'issued',
+        };
+      }),
+      window,
+    );
     this.predicted.set(next, prediction);
     for (const e of admission.admitted) {
       if (enforce) this.ledger.admit(next, e, this.o.expertBytes, this.now);
-      else if (!this.observed.has(next * this.sc.experts + e)) (this.observed.add(next * this.sc.experts + e), this.wouldIssue++);
+      else if (!this.observed.has(next * this.sc.experts + e))
+        (this.observed.add(next * this.sc.experts + e), this.wouldIssue++);
     }
   }
 
@@ -219,7 +254,14 @@ class Sim {
     const start = Math.max(at, this.laneFreeAt);
     const end = start + readMs(this.o.timing, this.o.expertBytes);
     this.laneFreeAt = end;
-    this.uploads.push({ layer, bytes: this.o.expertBytes, ok: true, issuedNs: ns(start), startNs: ns(start + this.o.timing.transferFixedMs), endNs: ns(end) });
+    this.uploads.push({
+      layer,
+      bytes: this.o.expertBytes,
+      ok: true,
+      issuedNs: ns(start),
+      startNs: ns(start + this.o.timing.transferFixedMs),
+      endNs: ns(end),
+    });
     return end;
   }
 

@@ -47,8 +47,14 @@ export function timingFromCost(g: ModelGeometry, p: CostParams): TimingModel {
  */
 export function steadyWindowExperts(t: TimingModel, bytes: number, limits: TransferWindowLimits): number[] {
   const snapshot: CalibrationSnapshot = {
-    invocation: 0, bandwidthBytesPerSEwma: t.bandwidthBytesPerS, transferFixedMsEwma: t.transferFixedMs, computeMsEwma: [...t.computeMs],
-    deviceComputeMsEwma: t.computeMs.map(() => undefined), samplesAccepted: 0, samplesRejected: 0, samplesStale: 0,
+    invocation: 0,
+    bandwidthBytesPerSEwma: t.bandwidthBytesPerS,
+    transferFixedMsEwma: t.transferFixedMs,
+    computeMsEwma: [...t.computeMs],
+    deviceComputeMsEwma: t.computeMs.map(() => undefined),
+    samplesAccepted: 0,
+    samplesRejected: 0,
+    samplesStale: 0,
   };
   return t.computeMs.map((_, l) => prefetchCount(transferWindowBytes(snapshot, l, 0, 0, limits), bytes));
 }
@@ -58,15 +64,28 @@ const positive = (x: unknown): x is number => typeof x === 'number' && Number.is
 /** A snapshot's figures as a timing model for a trace of `layers` layers; every figure must be measured. */
 export function timingFromSnapshot(file: string, json: unknown, layers: number): TimingModel {
   const s = json as Partial<CalibrationSnapshot> | null;
-  if (s === null || typeof s !== 'object' || Array.isArray(s)) throw new FileFormatError(file, 'the top level', 'a calibration snapshot object (engine.calibration$())');
+  if (s === null || typeof s !== 'object' || Array.isArray(s))
+    throw new FileFormatError(file, 'the top level', 'a calibration snapshot object (engine.calibration$())');
   const compute = s.computeMsEwma;
   if (!Array.isArray(compute) || compute.length !== layers) {
-    throw new FileFormatError(file, 'computeMsEwma', `an array of ${layers} numbers (one per layer of the trace), got ${Array.isArray(compute) ? compute.length : typeof compute}`);
+    throw new FileFormatError(
+      file,
+      'computeMsEwma',
+      `an array of ${layers} numbers (one per layer of the trace), got ${Array.isArray(compute) ? compute.length : typeof compute}`,
+    );
   }
   const unmeasured = compute.findIndex((x) => !positive(x));
-  if (unmeasured >= 0) throw new FileFormatError(file, `computeMsEwma[${unmeasured}]`, 'a measured compute time in ms > 0');
-  if (!positive(s.bandwidthBytesPerSEwma)) throw new FileFormatError(file, 'bandwidthBytesPerSEwma', 'a measured bandwidth in bytes/s > 0');
+  if (unmeasured >= 0)
+    throw new FileFormatError(file, `computeMsEwma[${unmeasured}]`, 'a measured compute time in ms > 0');
+  if (!positive(s.bandwidthBytesPerSEwma))
+    throw new FileFormatError(file, 'bandwidthBytesPerSEwma', 'a measured bandwidth in bytes/s > 0');
   const fixed = s.transferFixedMsEwma;
-  if (typeof fixed !== 'number' || !Number.isFinite(fixed) || fixed < 0) throw new FileFormatError(file, 'transferFixedMsEwma', 'a measured fixed cost in ms >= 0');
-  return { source: file, computeMs: compute as number[], bandwidthBytesPerS: s.bandwidthBytesPerSEwma, transferFixedMs: fixed };
+  if (typeof fixed !== 'number' || !Number.isFinite(fixed) || fixed < 0)
+    throw new FileFormatError(file, 'transferFixedMsEwma', 'a measured fixed cost in ms >= 0');
+  return {
+    source: file,
+    computeMs: compute as number[],
+    bandwidthBytesPerS: s.bandwidthBytesPerSEwma,
+    transferFixedMs: fixed,
+  };
 }

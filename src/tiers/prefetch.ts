@@ -44,7 +44,10 @@ export function prefetchCount(windowBytes: number | undefined, expertBytes: numb
   return expertBytes > 0 ? Math.floor(Math.max(0, windowBytes) / expertBytes) : 0;
 }
 
-export function packPrefetch(candidates: readonly PrefetchCandidate[], windowBytes: number | undefined): PrefetchAdmission {
+export function packPrefetch(
+  candidates: readonly PrefetchCandidate[],
+  windowBytes: number | undefined,
+): PrefetchAdmission {
   const order = candidates.map((c, i) => ({ c, i })).sort((a, b) => b.c.score - a.c.score || a.i - b.i);
   const out: PrefetchAdmission = { admitted: [], bytes: 0, free: [], unknownCost: 0, noRoom: 0 };
   const cold = windowBytes === undefined;

@@ -53,12 +53,18 @@ function guardOf(state: unknown): GuardSummary | undefined {
 }
 
 export type ReplayObserver = (
-  event: TierEvent | { kind: 'init' }, before: Residency, decisions: readonly Decision[], after: Residency,
+  event: TierEvent | { kind: 'init' },
+  before: Residency,
+  decisions: readonly Decision[],
+  after: Residency,
 ) => void;
 
 export function replay(policy: Policy, sc: Scenario, offload: Offload, observe?: ReplayObserver): ReplayCounts {
   const ctx = {
-    layers: sc.layers, experts: sc.experts, start: sc.start, heat: sc.heat,
+    layers: sc.layers,
+    experts: sc.experts,
+    start: sc.start,
+    heat: sc.heat,
     future: policy.offline ? sc.decode : undefined,
   };
   let { state, decisions } = policy.init(ctx);
@@ -66,8 +72,15 @@ export function replay(policy: Policy, sc: Scenario, offload: Offload, observe?:
   checkSame(state.residency, res, decisions, 'init');
   observe?.({ kind: 'init' }, sc.start, decisions, res);
   const c: ReplayCounts = {
-    tokens: sc.decode.length - sc.scoreFrom, routed: 0, hits: 0, misses: 0, uploads: 0, aheadUploads: 0,
-    fills: 0, swaps: 0, setupUploads: decisions.length,
+    tokens: sc.decode.length - sc.scoreFrom,
+    routed: 0,
+    hits: 0,
+    misses: 0,
+    uploads: 0,
+    aheadUploads: 0,
+    fills: 0,
+    swaps: 0,
+    setupUploads: decisions.length,
     decode: { residentCalls: 0, missCalls: 0, streamedCalls: 0, extraUploads: 0 },
   };
   const run = (ev: TierEvent): readonly Decision[] => {
@@ -111,7 +124,11 @@ export function replay(policy: Policy, sc: Scenario, offload: Offload, observe?:
   finishDecode(c, offload);
   return c;
 
-  function count(acc: ReplayCounts, ds: readonly Decision[], servesMiss: (k: { layer: number; expert: number }) => boolean): void {
+  function count(
+    acc: ReplayCounts,
+    ds: readonly Decision[],
+    servesMiss: (k: { layer: number; expert: number }) => boolean,
+  ): void {
     for (const d of ds) {
       const newcomer = d.kind === 'fill' ? d.expert : d.newcomer;
       if (d.kind === 'fill') acc.fills++;
@@ -138,8 +155,10 @@ function checkSame(own: Residency, mine: Residency, ds: readonly Decision[], whe
   assert(own.total === mine.total, `${where}: policy residency total ${own.total} = replay's ${mine.total}`);
   for (const d of ds) {
     for (const k of d.kind === 'fill' ? [d.expert] : [d.victim, d.newcomer]) {
-      assert(own.resident[k.layer][k.expert] === mine.resident[k.layer][k.expert],
-        `${where}: policy and replay agree on ${k.layer}/${k.expert}`);
+      assert(
+        own.resident[k.layer][k.expert] === mine.resident[k.layer][k.expert],
+        `${where}: policy and replay agree on ${k.layer}/${k.expert}`,
+      );
     }
   }
 }

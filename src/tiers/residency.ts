@@ -88,7 +88,10 @@ export function applyDecisions(r: Residency, decisions: readonly Decision[]): Re
       const { victim: v, newcomer: n } = d;
       check(v);
       check(n);
-      assert(r.budget.scope === 'global' || v.layer === n.layer, `swap ${v.layer}/${v.expert} -> ${n.layer}/${n.expert}: same layer under a per-layer budget`);
+      assert(
+        r.budget.scope === 'global' || v.layer === n.layer,
+        `swap ${v.layer}/${v.expert} -> ${n.layer}/${n.expert}: same layer under a per-layer budget`,
+      );
       const vr = row(v.layer);
       assert(vr[v.expert] === 1, `swap victim ${v.layer}/${v.expert} resident`);
       vr[v.expert] = 0;

@@ -60,17 +60,25 @@ export function traceRouteStats(trace: Trace): TraceRouteStats {
 function phaseStats(phase: Phase, steps: readonly RouteStep[], experts: number, topK: number): PhaseStats {
   const nLayer = steps[0].layers.length;
   const scored = steps.length > HIT_RATE_WARMUP_STEPS;
-  const rates = (policy: Policy): (number | null)[][] => slotsAtShares(experts).map((slots) => {
-    if (!scored) return new Array<number | null>(nLayer).fill(null);
-    return layerHitRates(policy, steps, { experts, topK, slots, scoreFrom: HIT_RATE_WARMUP_STEPS });
-  });
+  const rates = (policy: Policy): (number | null)[][] =>
+    slotsAtShares(experts).map((slots) => {
+      if (!scored) return new Array<number | null>(nLayer).fill(null);
+      return layerHitRates(policy, steps, { experts, topK, slots, scoreFrom: HIT_RATE_WARMUP_STEPS });
+    });
   const lruRates = rates(lru);
   const beladyRates = rates(belady);
-  const layers = Array.from({ length: nLayer }, (_, l): LayerRow => ({
-    ...layerRouteStats(steps.map((s) => s.layers[l]), experts, topK),
-    lruHitRate: lruRates.map((r) => r[l]),
-    beladyHitRate: beladyRates.map((r) => r[l]),
-  }));
+  const layers = Array.from(
+    { length: nLayer },
+    (_, l): LayerRow => ({
+      ...layerRouteStats(
+        steps.map((s) => s.layers[l]),
+        experts,
+        topK,
+      ),
+      lruHitRate: lruRates.map((r) => r[l]),
+      beladyHitRate: beladyRates.map((r) => r[l]),
+    }),
+  );
   return { phase, steps: steps.length, layers, mean: meanRow(layers) };
 }
 
@@ -86,7 +94,10 @@ export function meanRow(rows: readonly LayerRow[]): LayerRow {
 }
 
 /** The mean over traces of their layer means, per phase (traces without the phase left out). */
-export function pooledPhase(all: readonly TraceRouteStats[], phase: Phase): { traces: number; mean: LayerRow } | undefined {
+export function pooledPhase(
+  all: readonly TraceRouteStats[],
+  phase: Phase,
+): { traces: number; mean: LayerRow } | undefined {
   const means = all.map((t) => t[phase]?.mean).filter((m): m is LayerRow => m !== undefined);
   return means.length === 0 ? undefined : { traces: means.length, mean: meanRow(means) };
 }

@@ -66,8 +66,14 @@ export function buildScenario(trace: Trace, o: ScenarioOptions): Scenario {
   };
   const heatN = prefixOk(o.heatFromPrefix, '--heat-from-prefix');
   const prefillN = prefixOk(o.prefillFromPrefix, '--prefill-from-prefix');
-  if (o.heat && heatN > 0) throw new InvalidOptionError('--heat', 'a heat file or --heat-from-prefix, not both', 'both');
-  if (o.prefill && prefillN > 0) throw new InvalidOptionError('--prefill-from', 'another trace\'s prefill or --prefill-from-prefix, not both', 'both');
+  if (o.heat && heatN > 0)
+    throw new InvalidOptionError('--heat', 'a heat file or --heat-from-prefix, not both', 'both');
+  if (o.prefill && prefillN > 0)
+    throw new InvalidOptionError(
+      '--prefill-from',
+      "another trace's prefill or --prefill-from-prefix, not both",
+      'both',
+    );
   if (o.heat) checkShape(o.heat, layers, experts, '--heat');
   if (o.prefill) checkShape(o.prefill, layers, experts, '--prefill-from');
   const heat = o.heat ?? (heatN > 0 ? routeCounts(trace.decode.slice(0, heatN), layers, experts) : undefined);
@@ -75,7 +81,12 @@ export function buildScenario(trace: Trace, o: ScenarioOptions): Scenario {
   if (prefillN > 0) prefill = routeCounts(trace.decode.slice(0, prefillN), layers, experts);
   else if (!prefill && trace.prefill.length > 0) prefill = routeCounts(trace.prefill, layers, experts);
   if (o.prefillPermute !== undefined) {
-    if (!prefill) throw new InvalidOptionError('--prefill-permute', 'a prefill to permute (prefill rows in the trace, --prefill-from or --prefill-from-prefix)', o.prefillPermute);
+    if (!prefill)
+      throw new InvalidOptionError(
+        '--prefill-permute',
+        'a prefill to permute (prefill rows in the trace, --prefill-from or --prefill-from-prefix)',
+        o.prefillPermute,
+      );
     prefill = permuteCounts(prefill, o.prefillPermute);
   }
   const startKind = o.start ?? (heat ? 'heat' : 'ids');
@@ -83,18 +94,36 @@ export function buildScenario(trace: Trace, o: ScenarioOptions): Scenario {
   const decode = trace.decode.slice(skippedTokens).map((s) => s.layers);
   const scoreFrom = o.scoreFrom ?? 0;
   if (!Number.isInteger(scoreFrom) || scoreFrom < 0 || scoreFrom >= decode.length) {
-    throw new InvalidOptionError('--score-from', `an integer in [0, ${decode.length - 1}] (decode tokens replayed after the prefixes)`, o.scoreFrom);
+    throw new InvalidOptionError(
+      '--score-from',
+      `an integer in [0, ${decode.length - 1}] (decode tokens replayed after the prefixes)`,
+      o.scoreFrom,
+    );
   }
   return {
-    source: trace.source, model, layers, experts, topK, budget: o.budget, startKind,
+    source: trace.source,
+    model,
+    layers,
+    experts,
+    topK,
+    budget: o.budget,
+    startKind,
     start: startResidency(startKind, layers, experts, o.budget, heat),
-    heat, prefill, decode, skippedTokens, scoreFrom,
+    heat,
+    prefill,
+    decode,
+    skippedTokens,
+    scoreFrom,
   };
 }
 
 function checkShape(t: HeatTable, layers: number, experts: number, option: string): void {
   if (t.length !== layers || t.some((row) => row.length !== experts)) {
-    throw new InvalidOptionError(option, `counts of the trace's shape (${layers} layers x ${experts} experts)`, `${t.length} x ${t[0]?.length ?? 0}`);
+    throw new InvalidOptionError(
+      option,
+      `counts of the trace's shape (${layers} layers x ${experts} experts)`,
+      `${t.length} x ${t[0]?.length ?? 0}`,
+    );
   }
 }
 

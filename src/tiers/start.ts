@@ -19,7 +19,11 @@ export function hottestFirst(row: readonly number[]): number[] {
 }
 
 export function startResidency(
-  kind: StartKind, layers: number, experts: number, budget: Budget, heat?: HeatTable,
+  kind: StartKind,
+  layers: number,
+  experts: number,
+  budget: Budget,
+  heat?: HeatTable,
 ): Residency {
   if (kind === 'empty') return emptyResidency(layers, experts, budget);
   if (budget.scope === 'layer' && budget.slots > experts) {
@@ -31,11 +35,19 @@ export function startResidency(
   if (kind === 'ids') {
     const per = (l: number): number =>
       budget.scope === 'layer' ? budget.slots : Math.floor(budget.slots / layers) + (l < budget.slots % layers ? 1 : 0);
-    return residencyOf(experts, budget, Array.from({ length: layers }, (_, l) => range(per(l))));
+    return residencyOf(
+      experts,
+      budget,
+      Array.from({ length: layers }, (_, l) => range(per(l))),
+    );
   }
   if (!heat) throw new InvalidOptionError('start', 'a heat table for start "heat" (give --heat-from-prefix)', kind);
   if (budget.scope === 'layer') {
-    return residencyOf(experts, budget, heat.map((row) => hottestFirst(row).slice(0, budget.slots)));
+    return residencyOf(
+      experts,
+      budget,
+      heat.map((row) => hottestFirst(row).slice(0, budget.slots)),
+    );
   }
   const pairs: [number, number, number][] = [];
   heat.forEach((row, l) => row.forEach((c, e) => pairs.push([c, l, e])));

@@ -23,7 +23,11 @@ export interface TransferWindowLimits {
 }
 
 /** The in-flight default is the tier gate's (every upload into a slot shares it: mt_tier.h MT_TIER_GATE_BYTES_DEFAULT). */
-export const TRANSFER_WINDOW_DEFAULTS: Required<TransferWindowLimits> = { safety: 0.8, windowBytesMax: 256 * 1024 * 1024, inflightBytesMax: TIER_GATE_DEFAULTS.inflightBytesMax };
+export const TRANSFER_WINDOW_DEFAULTS: Required<TransferWindowLimits> = {
+  safety: 0.8,
+  windowBytesMax: 256 * 1024 * 1024,
+  inflightBytesMax: TIER_GATE_DEFAULTS.inflightBytesMax,
+};
 
 /**
  * Bytes a speculative transfer may start while layer `layer` computes:
@@ -39,7 +43,8 @@ export function transferWindowBytes(
   limits: TransferWindowLimits = TRANSFER_WINDOW_DEFAULTS,
 ): number | undefined {
   const compute = state.computeMsEwma[layer];
-  if (compute === undefined || state.bandwidthBytesPerSEwma === undefined || state.transferFixedMsEwma === undefined) return undefined;
+  if (compute === undefined || state.bandwidthBytesPerSEwma === undefined || state.transferFixedMsEwma === undefined)
+    return undefined;
   const windowMs = Math.max(0, limits.safety * compute - queueWaitMs - state.transferFixedMsEwma);
   const windowBytes = (state.bandwidthBytesPerSEwma * windowMs) / 1000;
   const inflightRoom = (limits.inflightBytesMax ?? TRANSFER_WINDOW_DEFAULTS.inflightBytesMax) - inflightBytes;

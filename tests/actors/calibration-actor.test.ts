@@ -16,7 +16,13 @@ const nLayer = 2;
 const ms = 1e6;
 
 /** A step whose layer l computed for computeMs[l] ms, starting at 1 s. */
-function step(invocation: number, computeMs: number[], uploads: StepTimings['uploads'] = [], traced = false, traceContext = context.active()): StepTimings {
+function step(
+  invocation: number,
+  computeMs: number[],
+  uploads: StepTimings['uploads'] = [],
+  traced = false,
+  traceContext = context.active(),
+): StepTimings {
   const ls = new Float64Array(nLayer * F);
   computeMs.forEach((c, l) => {
     ls[l * F] = 1e9 + l * 10 * ms;
@@ -38,11 +44,23 @@ describe('calibration actor', () => {
     const { bus, actor } = setup();
     const seen = firstValueFrom(actor.snapshots$().pipe(toArray()));
     bus.publish(step(1, [4, 8]));
-    bus.publish(step(1, [2, 8], [{ layer: 0, bytes: 1e6, ok: true, issuedNs: 5e9, startNs: 5e9 + 0.5 * ms, endNs: 5e9 + 1.5 * ms }]));
+    bus.publish(
+      step(
+        1,
+        [2, 8],
+        [{ layer: 0, bytes: 1e6, ok: true, issuedNs: 5e9, startNs: 5e9 + 0.5 * ms, endNs: 5e9 + 1.5 * ms }],
+      ),
+    );
     // A step of an older request is stale: counted, no update.
     bus.publish(step(0, [100, 100]));
     // Uploads that failed are no samples.
-    bus.publish({ kind: 'step', invocation: 1, layerStats: undefined, uploads: [{ layer: 1, bytes: 5, ok: false, issuedNs: 1, startNs: 2, endNs: 3 }], traced: false });
+    bus.publish({
+      kind: 'step',
+      invocation: 1,
+      layerStats: undefined,
+      uploads: [{ layer: 1, bytes: 5, ok: false, issuedNs: 1, startNs: 2, endNs: 3 }],
+      traced: false,
+    });
     expect(actor.updates).toBe(2);
     // The next update carries the stale count.
     bus.publish(step(1, [3, 8]));
@@ -84,7 +102,11 @@ describe('calibration actor', () => {
 
   it('a throw while tracing is thrown to the step that folded it; the actor keeps folding', () => {
     const boom = new Error('exporter broke');
-    const throwing = { startSpan: () => { throw boom; } } as unknown as Tracer;
+    const throwing = {
+      startSpan: () => {
+        throw boom;
+      },
+    } as unknown as Tracer;
     const { bus, actor } = setup(throwing);
     expect(() => bus.publish(step(1, [1, 1], [], true))).toThrow(boom);
     bus.publish(step(1, [3, 3], [], false));

@@ -1,14 +1,32 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { calibrate, calibrateStep, initialCalibration, stepSamples } from '../../src/actors/calibration/logic.js';
-import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings } from '../../src/actors/calibration/messages.js';
+import {
+  STEP_LAYER_FIELDS,
+  type CalibrationMessage,
+  type CalibrationSnapshot,
+  type StepTimings,
+} from '../../src/actors/calibration/messages.js';
 import { mulberry32, randomInt, type Rng } from '../../src/core/prng.js';
 import { transferWindowBytes } from '../../src/tiers/transfer-window.js';
 
 const config = { alpha: 0.2, nLayer: 2 };
-const run = (messages: CalibrationMessage[]) => messages.reduce((s, m) => calibrate(s, m, config), initialCalibration(config));
-const transfer = (bytes: number, issuedNs: number, startNs: number, endNs: number, invocation = 1): CalibrationMessage => ({
-  kind: 'transfer', invocation, layer: 0, bytes, issuedNs, startNs, endNs,
+const run = (messages: CalibrationMessage[]) =>
+  messages.reduce((s, m) => calibrate(s, m, config), initialCalibration(config));
+const transfer = (
+  bytes: number,
+  issuedNs: number,
+  startNs: number,
+  endNs: number,
+  invocation = 1,
+): CalibrationMessage => ({
+  kind: 'transfer',
+  invocation,
+  layer: 0,
+  bytes,
+  issuedNs,
+  startNs,
+  endNs,
 });
 
 describe('calibration logic', () => {
@@ -86,7 +104,9 @@ describe('calibration logic', () => {
     expect(snapshot.computeMsEwma).toEqual([2, 4]);
     expect(snapshot.deviceComputeMsEwma).toEqual([undefined, 1.5]);
     expect(accepted).toBe(3);
-    expect(stepSamples(step).filter((m) => m.kind === 'device-compute')).toEqual([{ kind: 'device-compute', invocation: 1, layer: 1, startNs: 4_000_000, endNs: 5_500_000 }]);
+    expect(stepSamples(step).filter((m) => m.kind === 'device-compute')).toEqual([
+      { kind: 'device-compute', invocation: 1, layer: 1, startNs: 4_000_000, endNs: 5_500_000 },
+    ]);
   });
 
   it('refuses a bad configuration', () => {
@@ -112,7 +132,14 @@ function randomStep(rng: Rng, nLayer: number): StepTimings {
   const uploads = Array.from({ length: randomInt(rng, 0, 3) }, () => {
     const issuedNs = randomInt(rng, 1, 1e9);
     const startNs = issuedNs + (rng() < 0.1 ? -10 : randomInt(rng, 0, 1e5));
-    return { layer: randomInt(rng, -1, nLayer), bytes: rng() < 0.1 ? 0 : randomInt(rng, 1, 1e7), ok: rng() < 0.85, issuedNs, startNs, endNs: startNs + (rng() < 0.1 ? 0 : randomInt(rng, 1, 1e7)) };
+    return {
+      layer: randomInt(rng, -1, nLayer),
+      bytes: rng() < 0.1 ? 0 : randomInt(rng, 1, 1e7),
+      ok: rng() < 0.85,
+      issuedNs,
+      startNs,
+      endNs: startNs + (rng() < 0.1 ? 0 : randomInt(rng, 1, 1e7)),
+    };
   });
   return { kind: 'step', invocation: randomInt(rng, 1, 3), layerStats: ls, uploads, traced: false };
 }

@@ -27,7 +27,11 @@ describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild 
   it('writes the same Q8_0 copies as the main thread, publishes their offsets, frees residents', async () => {
     const actor = new Int8RebuildActor(model.pin, 4, 8, 6, copyBytes, { inflightMax: 2 });
     try {
-      const experts = [{ layer: 0, expert: 1 }, { layer: 2, expert: 5 }, { layer: 3, expert: 7 }];
+      const experts = [
+        { layer: 0, expert: 1 },
+        { layer: 2, expert: 5 },
+        { layer: 3, expert: 7 },
+      ];
       actor.send({ kind: 'evicted', experts });
       await actor.whenIdle();
       expect(actor.counts.built).toBe(3);
@@ -47,12 +51,17 @@ describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild 
   });
 
   it('a worker failure rejects settled() once with a typed error, even when it ended before anyone awaited it', async () => {
-    const actor = new Int8RebuildActor({ ...model.pin, readerPath: `${file}.missing` }, 4, 8, 2, copyBytes, { inflightMax: 1 });
+    const actor = new Int8RebuildActor({ ...model.pin, readerPath: `${file}.missing` }, 4, 8, 2, copyBytes, {
+      inflightMax: 1,
+    });
     try {
       actor.send({ kind: 'evicted', experts: [{ layer: 0, expert: 0 }] });
       await actor.whenIdle(); // ended, unawaited: no unhandled rejection, and not idle for a step
       expect(actor.idle).toBe(false);
-      const failure = await actor.settled().then(() => undefined, (e: unknown) => e as Error);
+      const failure = await actor.settled().then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
       expect(failure).toMatchObject({ code: 'E_NATIVE' });
       expect(failure!.message).toContain('int8-rebuild worker failed on expert 0/0');
       expect(actor.idle).toBe(true);
@@ -90,7 +99,10 @@ describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild 
     const second = new Int8RebuildActor(victim.pin, 4, 8, 2, copyBytes, { inflightMax: 1 });
     try {
       second.send({ kind: 'evicted', experts: [{ layer: 3, expert: 7 }] });
-      const failure = await second.settled().then(() => undefined, (e: unknown) => e as Error);
+      const failure = await second.settled().then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
       expect(failure).toBeInstanceOf(ModelFileChangedError);
       expect(failure!.message).toContain(`its size went from ${size} to ${Math.floor(size / 2)} bytes`);
     } finally {
@@ -102,4 +114,3 @@ describe.runIf(typeof native.requantizeExpertToQ8 === 'function')('int8-rebuild 
     }
   });
 });
-

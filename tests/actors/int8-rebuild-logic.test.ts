@@ -12,8 +12,13 @@ describe('int8-rebuild logic', () => {
     const offsets = start.map((e) => (e.kind === 'rebuild' ? e.task.offset : -1));
     expect(new Set(offsets).size).toBe(2);
     const done = stepInt8Rebuild(s, { kind: 'done', layer: 0, expert: 1, ok: true });
-    expect(done).toEqual([{ kind: 'publish', layer: 0, expert: 1, offset: offsets[0] }, { kind: 'rebuild', task: { layer: 1, expert: 3, offset: 200 } }]);
-    expect(stepInt8Rebuild(s, { kind: 'resident', experts: [k(0, 1)] })).toEqual([{ kind: 'unpublish', layer: 0, expert: 1 }]);
+    expect(done).toEqual([
+      { kind: 'publish', layer: 0, expert: 1, offset: offsets[0] },
+      { kind: 'rebuild', task: { layer: 1, expert: 3, offset: 200 } },
+    ]);
+    expect(stepInt8Rebuild(s, { kind: 'resident', experts: [k(0, 1)] })).toEqual([
+      { kind: 'unpublish', layer: 0, expert: 1 },
+    ]);
     expect(s.published[1]).toBe(-1);
     expect(s.freeBlocks).toContain(offsets[0]);
     expect(s.counts).toMatchObject({ built: 1, freed: 1 });

@@ -5,7 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LayerComputeActor } from '../../src/actors/layer-compute/actor.js';
-import { moeNs, nextRingSlot, routedExperts, routesLength, stepRingSlots } from '../../src/actors/layer-compute/logic.js';
+import {
+  moeNs,
+  nextRingSlot,
+  routedExperts,
+  routesLength,
+  stepRingSlots,
+} from '../../src/actors/layer-compute/logic.js';
 import { LAYER_STAT_FIELDS, type LayerStepReport } from '../../src/actors/layer-compute/messages.js';
 import { loadModel, type LoadedModel } from '../../src/model/load.js';
 import { loadNative, type NativeContextHandle } from '../../src/native/binding.js';
@@ -29,7 +35,12 @@ afterAll(() => {
 
 describe('layer-compute logic', () => {
   it('cycles ring slots, sizes routes, sums MoE time, views a token-layer route', () => {
-    expect([nextRingSlot(undefined), nextRingSlot(0), nextRingSlot(stepRingSlots - 2), nextRingSlot(stepRingSlots - 1)]).toEqual([0, 1, stepRingSlots - 1, 0]);
+    expect([
+      nextRingSlot(undefined),
+      nextRingSlot(0),
+      nextRingSlot(stepRingSlots - 2),
+      nextRingSlot(stepRingSlots - 1),
+    ]).toEqual([0, 1, stepRingSlots - 1, 0]);
     const shape = { nLayer: 2, k: 3 };
     expect(routesLength(shape, 4)).toBe(24);
     const stats = new Float64Array(2 * LAYER_STAT_FIELDS);
@@ -42,14 +53,19 @@ describe('layer-compute logic', () => {
 });
 
 describe('layer-compute actor', () => {
-  it('returns each step\'s routes and layer timing (the step\'s next stage reads them); decode steps cycle the ring and keep their reports readable', async () => {
+  it("returns each step's routes and layer timing (the step's next stage reads them); decode steps cycle the ring and keep their reports readable", async () => {
     const hp = model.hparams;
     const actor = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
     const seen: LayerStepReport[] = [];
-    const copy = (r: LayerStepReport) => (seen.push({ ...r, routes: r.routes.slice(), layerStats: r.layerStats.slice() }), r);
+    const copy = (r: LayerStepReport) => (
+      seen.push({ ...r, routes: r.routes.slice(), layerStats: r.layerStats.slice() }),
+      r
+    );
     const logits = new Float32Array(hp.nVocab);
     const prompt = Int32Array.from([1, 5, 9, 13]);
-    const prefill = copy(await actor.evaluate({ kind: 'evaluate', phase: 'prefill', tokens: prompt, position: 0, logits }));
+    const prefill = copy(
+      await actor.evaluate({ kind: 'evaluate', phase: 'prefill', tokens: prompt, position: 0, logits }),
+    );
     expect(seen).toHaveLength(1);
     expect(prefill.slot).toBe(-1);
     expect(prefill.firstToken).toBe(1);
@@ -71,12 +87,17 @@ describe('layer-compute actor', () => {
     const decodes: LayerStepReport[] = [];
     for (let i = 0; i < stepRingSlots + 2; i++) {
       token[0] = 7 + i;
-      decodes.push(copy(await actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 4 + i, logits })));
+      decodes.push(
+        copy(await actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 4 + i, logits })),
+      );
     }
     expect(decodes.map((d) => d.slot)).toEqual(Array.from({ length: stepRingSlots + 2 }, (_, i) => i % stepRingSlots));
     expect(decodes.map((d) => d.firstToken)).toEqual(Array.from({ length: stepRingSlots + 2 }, (_, i) => 7 + i));
     expect(actor.last).toBe(decodes.at(-1));
-    expect(seen.map((r) => [r.phase, r.position, r.nTokens])).toEqual([['prefill', 0, 4], ...decodes.map((d) => ['decode', d.position, 1])]);
+    expect(seen.map((r) => [r.phase, r.position, r.nTokens])).toEqual([
+      ['prefill', 0, 4],
+      ...decodes.map((d) => ['decode', d.position, 1]),
+    ]);
     // Each decode report read in place equals what it held at its step, for the last
     // stepRingSlots steps (the older ones' slots were written again), and the prefill's buffers
     // were never touched by a decode step.
@@ -87,6 +108,8 @@ describe('layer-compute actor', () => {
     expect(Array.from(prefill.routes)).toEqual(Array.from(seen[0].routes));
     expect(decodes[0].routes).toBe(decodes[stepRingSlots].routes); // the same slot's view, reused
     actor.close();
-    await expect(actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 30, logits })).rejects.toThrow(/no step after close/);
+    await expect(
+      actor.evaluate({ kind: 'evaluate', phase: 'decode', tokens: token, position: 30, logits }),
+    ).rejects.toThrow(/no step after close/);
   });
 });

@@ -11,14 +11,27 @@ import { SWAP_QUEUE_FULL, SWAP_STARTED, UPLOAD_QUEUE_DEFAULTS } from '../../src/
 import type { UploadTask } from '../../src/actors/upload-queue/messages.js';
 import type { NativeGateStats } from '../../src/native/binding.js';
 
-const task = (id: number, extra: Partial<UploadTask> = {}): UploadTask => ({ id, layer: 0, expert: id, victimExpert: 0, bytes: 100, ...extra });
+const task = (id: number, extra: Partial<UploadTask> = {}): UploadTask => ({
+  id,
+  layer: 0,
+  expert: id,
+  victimExpert: 0,
+  bytes: 100,
+  ...extra,
+});
 
 /** A gate that answers the codes it is told to, and records every call. */
 class RecordingGate implements GatePort {
   answers: number[] = [];
   calls: string[] = [];
   inflightBytes = 0;
-  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number {
+  requestSwap(
+    layer: number,
+    victim: number,
+    newcomer: number,
+    taskId: number,
+    options?: { issueNow?: boolean },
+  ): number {
     this.calls.push(`swap ${layer} ${victim}->${newcomer} #${taskId}${options?.issueNow ? ' now' : ''}`);
     return this.answers.shift() ?? 0;
   }
@@ -31,22 +44,42 @@ class RecordingGate implements GatePort {
   }
   gate(): NativeGateStats {
     const l = { issued: 0, completed: 0, failed: 0, refused: 0, cancelled: 0 };
-    return { inflightBytesMax: 1, inflightTransfersMax: 1, queueDepthMax: 1, inflightBytes: this.inflightBytes, inflightTransfers: 0, swapsQueued: 0, byClass: { miss: l, prefetch: l, swap: l, warm: l } };
+    return {
+      inflightBytesMax: 1,
+      inflightTransfersMax: 1,
+      queueDepthMax: 1,
+      inflightBytes: this.inflightBytes,
+      inflightTransfers: 0,
+      swapsQueued: 0,
+      byClass: { miss: l, prefetch: l, swap: l, warm: l },
+    };
   }
 }
 
-describe('upload-queue actor (the gate\'s face)', () => {
+describe("upload-queue actor (the gate's face)", () => {
   it('sends each message to the gate at once and returns what it answered', () => {
     const gate = new RecordingGate();
     const actor = new UploadQueueActor(gate, { inflightTransfersMax: 2 });
-    expect(gate.calls).toEqual([`gate ${UPLOAD_QUEUE_DEFAULTS.inflightBytesMax} 2 ${UPLOAD_QUEUE_DEFAULTS.queueDepthMax}`]);
+    expect(gate.calls).toEqual([
+      `gate ${UPLOAD_QUEUE_DEFAULTS.inflightBytesMax} 2 ${UPLOAD_QUEUE_DEFAULTS.queueDepthMax}`,
+    ]);
     gate.answers = [0, SWAP_STARTED, SWAP_QUEUE_FULL, -2];
     expect(actor.send({ kind: 'enqueue', task: task(1) }).map((e) => e.kind)).toEqual(['queued']);
     expect(actor.send({ kind: 'enqueue', task: task(2, { issueNow: true }) }).map((e) => e.kind)).toEqual(['started']);
-    expect(actor.send({ kind: 'enqueue', task: task(3) })).toMatchObject([{ kind: 'dropped', reason: 'queue-full', code: SWAP_QUEUE_FULL }]);
-    expect(actor.send({ kind: 'enqueue', task: task(4) })).toMatchObject([{ kind: 'dropped', reason: 'refused', code: -2 }]);
+    expect(actor.send({ kind: 'enqueue', task: task(3) })).toMatchObject([
+      { kind: 'dropped', reason: 'queue-full', code: SWAP_QUEUE_FULL },
+    ]);
+    expect(actor.send({ kind: 'enqueue', task: task(4) })).toMatchObject([
+      { kind: 'dropped', reason: 'refused', code: -2 },
+    ]);
     expect(actor.send({ kind: 'cancelQueued' })).toEqual([{ kind: 'cancelled', count: 3 }]);
-    expect(gate.calls.slice(1)).toEqual(['swap 0 0->1 #1', 'swap 0 0->2 #2 now', 'swap 0 0->3 #3', 'swap 0 0->4 #4', 'cancel']);
+    expect(gate.calls.slice(1)).toEqual([
+      'swap 0 0->1 #1',
+      'swap 0 0->2 #2 now',
+      'swap 0 0->3 #3',
+      'swap 0 0->4 #4',
+      'cancel',
+    ]);
     // What is in flight is the gate's, read when asked.
     gate.inflightBytes = 777;
     expect(actor.state.inflightBytes).toBe(777);
@@ -61,6 +94,8 @@ describe('upload-queue actor (the gate\'s face)', () => {
     expect(gate.calls).toHaveLength(1);
     actor.send({ kind: 'tune', limits: { inflightBytesMax: 2000 } });
     expect(actor.limits.inflightBytesMax).toBe(2000);
-    expect(gate.calls.at(-1)).toBe(`gate 2000 ${UPLOAD_QUEUE_DEFAULTS.inflightTransfersMax} ${UPLOAD_QUEUE_DEFAULTS.queueDepthMax}`);
+    expect(gate.calls.at(-1)).toBe(
+      `gate 2000 ${UPLOAD_QUEUE_DEFAULTS.inflightTransfersMax} ${UPLOAD_QUEUE_DEFAULTS.queueDepthMax}`,
+    );
   });
 });

@@ -10,7 +10,9 @@ import { describe, expect, it } from 'vitest';
 describe('bench-device on cuda-sim (a dry run of the GPU bench)', () => {
   it('prints one JSON summary: uploads all done, the 37 % run repeatable, logits equal to CPU-only', () => {
     const r = spawnSync('node', ['bench/device/bench-device.mjs'], {
-      encoding: 'utf8', timeout: 120_000, env: { ...process.env, MOETIER_DEVICE_BACKEND: 'cuda-sim', MOETIER_DEVICE_PRESET: 'tiny' },
+      encoding: 'utf8',
+      timeout: 120_000,
+      env: { ...process.env, MOETIER_DEVICE_BACKEND: 'cuda-sim', MOETIER_DEVICE_PRESET: 'tiny' },
     });
     expect(r.status, r.stderr).toBe(0);
     const s = JSON.parse(r.stdout.trim().split('\n').pop()!);

@@ -15,7 +15,8 @@ describe.skipIf(why !== undefined)(`memory cgroup for benchmarks${why ? ` (skipp
   it('charges a child to the group and kills one that passes the limit', () => {
     const group = createMemoryCgroup('moetier-test', 300 * MiB);
     try {
-      const alloc = (mib: number) => `const a = []; for (let i = 0; i < ${mib}; i++) a.push(Buffer.alloc(${MiB}, 1)); console.log('held', a.length)`;
+      const alloc = (mib: number) =>
+        `const a = []; for (let i = 0; i < ${mib}; i++) a.push(Buffer.alloc(${MiB}, 1)); console.log('held', a.length)`;
       const [cmd, args] = cgroupCommand(group, [process.execPath, '-e', alloc(100)]);
       const ok = spawnSync(cmd, args, { encoding: 'utf8' });
       expect(ok.status, ok.stderr).toBe(0);

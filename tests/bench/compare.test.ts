@@ -38,22 +38,40 @@ describe('compareCase', () => {
     expect(verdict.divergence).toBeUndefined();
   });
 
-  it('on divergence reports the step and both engines\' top-2 there', async () => {
-    const llamaTop2 = [[{ id: 0, logit: 0 }, { id: 1, logit: -1 }], [{ id: 2, logit: 0 }, { id: 1, logit: -0.01 }]];
+  it("on divergence reports the step and both engines' top-2 there", async () => {
+    const llamaTop2 = [
+      [
+        { id: 0, logit: 0 },
+        { id: 1, logit: -1 },
+      ],
+      [
+        { id: 2, logit: 0 },
+        { id: 1, logit: -0.01 },
+      ],
+    ];
     const asked: number[] = [];
     const verdict = await compareCase(
       { tokens: [0, 1, 2], firstLogits },
       { tokens: [0, 2, 2], stoppedAtEog: false, firstLogits, top2: llamaTop2 },
       async (step: number) => {
         asked.push(step);
-        return [{ id: 1, logit: 0 }, { id: 2, logit: -0.02 }];
+        return [
+          { id: 1, logit: 0 },
+          { id: 2, logit: -0.02 },
+        ];
       },
     );
     expect(verdict.identical).toBe(false);
     expect(asked).toEqual([1]);
     expect(verdict.divergence).toEqual({
       step: 1,
-      moetier: { token: 1, top2: [{ id: 1, logit: 0 }, { id: 2, logit: -0.02 }] },
+      moetier: {
+        token: 1,
+        top2: [
+          { id: 1, logit: 0 },
+          { id: 2, logit: -0.02 },
+        ],
+      },
       llamaCpp: { token: 2, top2: llamaTop2[1] },
     });
   });

@@ -60,7 +60,11 @@ describe('device bundle', () => {
       const copy = mkdtempSync(path.join(os.tmpdir(), 'moetier-remote-tree-'));
       spawnSync('mkdir', ['-p', path.join(copy, 'bench/device')]);
       spawnSync('cp', ['bench/device/remote.sh', path.join(copy, 'bench/device/')]);
-      const r = spawnSync('bash', [path.join(copy, 'bench/device/remote.sh')], { encoding: 'utf8', env: { ...process.env, OUT: out }, timeout: 20_000 });
+      const r = spawnSync('bash', [path.join(copy, 'bench/device/remote.sh')], {
+        encoding: 'utf8',
+        env: { ...process.env, OUT: out },
+        timeout: 20_000,
+      });
       rmSync(copy, { recursive: true, force: true });
       expect(r.status).toBe(3);
       expect(r.stderr).toContain('npm run device-bundle');

@@ -26,7 +26,10 @@ describe.skipIf(hasGpu)('device-check without a GPU', () => {
   });
 
   it('refuses an unknown flag with exit 2 before any work', () => {
-    const r = spawnSync('node', ['bench/device/device-check.mjs', '--frobnicate'], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync('node', ['bench/device/device-check.mjs', '--frobnicate'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('--frobnicate');
   });

@@ -17,7 +17,13 @@ describe('logits from llama.cpp probabilities', () => {
   });
 
   it('leaves an underflowed probability unknown (-Infinity) and skips it in the diff', () => {
-    const shifted = logitsFromProbabilities(new Map([[0, 1], [1, 0], [2, 1e-20]]));
+    const shifted = logitsFromProbabilities(
+      new Map([
+        [0, 1],
+        [1, 0],
+        [2, 1e-20],
+      ]),
+    );
     expect(shifted[1]).toBe(-Infinity);
     const diff = maxAbsDiff(shifted, Float64Array.from([0, -3, Math.log(1e-20) + 0.5]));
     expect(diff.compared).toBe(2);
@@ -40,11 +46,17 @@ describe('logits from llama.cpp probabilities', () => {
 
 describe('topK', () => {
   it('returns the largest entries in descending order', () => {
-    expect(topK([0.1, 3, -2, 5, 4], 2)).toEqual([{ id: 3, logit: 5 }, { id: 4, logit: 4 }]);
+    expect(topK([0.1, 3, -2, 5, 4], 2)).toEqual([
+      { id: 3, logit: 5 },
+      { id: 4, logit: 4 },
+    ]);
   });
 
-  it('breaks ties toward the lower id, like both engines\' argmax', () => {
-    expect(topK([1, 9, 9, 2], 2)).toEqual([{ id: 1, logit: 9 }, { id: 2, logit: 9 }]);
+  it("breaks ties toward the lower id, like both engines' argmax", () => {
+    expect(topK([1, 9, 9, 2], 2)).toEqual([
+      { id: 1, logit: 9 },
+      { id: 2, logit: 9 },
+    ]);
   });
 
   it('ignores unknown entries', () => {

@@ -52,7 +52,9 @@ describe('bench results', () => {
       writeResults(resultsTarget(true, base), 'tier', '{"local":false}\n');
       updateReadme(resultsTarget(true, base), 'tier', 'new table');
       expect(readFileSync(path.join(scratch, 'results', 'tier.json'), 'utf8')).toBe('{"local":false}\n');
-      expect(readFileSync(readme, 'utf8')).toContain('<!-- tier-results:begin -->\nnew table\n<!-- tier-results:end -->');
+      expect(readFileSync(readme, 'utf8')).toContain(
+        '<!-- tier-results:begin -->\nnew table\n<!-- tier-results:end -->',
+      );
     } finally {
       process.stderr.write = quiet.write;
     }
@@ -60,7 +62,20 @@ describe('bench results', () => {
 });
 
 describe('bench scripts', () => {
-  const scripts = ['run', 'decode', 'tier', 'replan', 'parity', 'kernels', 'threads', 'forward-smoke', 'disk-probe', 'disk-uploads', 'predict', 'routing'];
+  const scripts = [
+    'run',
+    'decode',
+    'tier',
+    'replan',
+    'parity',
+    'kernels',
+    'threads',
+    'forward-smoke',
+    'disk-probe',
+    'disk-uploads',
+    'predict',
+    'routing',
+  ];
   const node = (args: string[]) => spawnSync(process.execPath, args, { cwd: repo, encoding: 'utf8', timeout: 30_000 });
 
   it.each(scripts)('%s.mjs --help prints its usage and exits 0', (name) => {
@@ -71,7 +86,11 @@ describe('bench scripts', () => {
   });
 
   it('refuse an unknown flag with exit code 2, naming it', () => {
-    for (const args of [['bench/replan.mjs', '--bogus'], ['bench/kernels.mjs', '--bogus'], ['bench/run.mjs', 'tier', '--bogus']]) {
+    for (const args of [
+      ['bench/replan.mjs', '--bogus'],
+      ['bench/kernels.mjs', '--bogus'],
+      ['bench/run.mjs', 'tier', '--bogus'],
+    ]) {
       const r = node(args);
       expect({ args, status: r.status }).toEqual({ args, status: 2 });
       expect(r.stderr).toContain('option --bogus');

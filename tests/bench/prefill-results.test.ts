@@ -15,13 +15,19 @@ interface Results {
 
 describe('the prefill crossover', () => {
   it('is the largest prompt length up to which on demand is never slower, over the committed rounds, and auto is it', () => {
-    const results = JSON.parse(readFileSync(new URL('../../bench/results/prefill.json', import.meta.url), 'utf8')) as Results;
+    const results = JSON.parse(
+      readFileSync(new URL('../../bench/results/prefill.json', import.meta.url), 'utf8'),
+    ) as Results;
     expect(crossoverTokens(crossoverOf(results.crossRuns))).toBe(results.measuredCrossover);
     expect(SHORT_PREFILL_TOKENS_AUTO).toBe(results.measuredCrossover);
   });
 
   it('stops at the first length where whole layers win', () => {
-    const at = (len: number, onDemandTtftMs: number, wholeLayerTtftMs: number) => ({ len, onDemandTtftMs, wholeLayerTtftMs });
+    const at = (len: number, onDemandTtftMs: number, wholeLayerTtftMs: number) => ({
+      len,
+      onDemandTtftMs,
+      wholeLayerTtftMs,
+    });
     expect(crossoverTokens([at(16, 1, 2), at(32, 3, 2), at(64, 1, 2)])).toBe(16);
     expect(crossoverTokens([at(64, 1, 2), at(16, 1, 2), at(32, 1, 2)])).toBe(64);
     expect(crossoverTokens([at(16, 3, 2)])).toBe(0);

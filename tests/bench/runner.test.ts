@@ -9,15 +9,27 @@ import { runLlamaCpp } from '../../bench/llamacpp/runner.mjs';
 import { writeReadmeTable } from '../../bench/lib/readme.mjs';
 
 describe('llama.cpp child runner', () => {
-  const request = (modelPath: string) => ({ modelPath, threads: 1, maxTokens: 1, logitsMode: 'none', runs: [{ promptTokens: [1] }] });
+  const request = (modelPath: string) => ({
+    modelPath,
+    threads: 1,
+    maxTokens: 1,
+    logitsMode: 'none',
+    runs: [{ promptTokens: [1] }],
+  });
 
   it('turns a failing child into a PeerRunError that names the model', async () => {
     const missing = path.join(tmpdir(), 'moetier-bench-no-such-model.gguf');
-    await expect(runLlamaCpp(request(missing))).rejects.toMatchObject({ name: 'PeerRunError', code: 'E_PEER_RUN', modelPath: missing });
+    await expect(runLlamaCpp(request(missing))).rejects.toMatchObject({
+      name: 'PeerRunError',
+      code: 'E_PEER_RUN',
+      modelPath: missing,
+    });
   });
 
   it('kills a child that does not answer in time', async () => {
-    await expect(runLlamaCpp(request('/dev/null'), { timeoutMs: 1 })).rejects.toThrow(/no reply within 1 ms; the child was killed/);
+    await expect(runLlamaCpp(request('/dev/null'), { timeoutMs: 1 })).rejects.toThrow(
+      /no reply within 1 ms; the child was killed/,
+    );
   });
 });
 
@@ -26,12 +38,25 @@ describe('README results table', () => {
   const results = {
     date: '2025-01-02T00:00:00.000Z',
     config: { rounds: 3, promptTokens: 128, maxTokens: 64 },
-    cases: [{
-      preset: 'medium', quant: 'q8_0', moetierDecodeTokPerS: 80, moetierDecodeThreads: 2, llamaCppDecodeTokPerS: 60,
-      llamaCppDecodeThreads: 1, decodeRatio: 80 / 60, moetierPrefillTokPerS: 300, llamaCppPrefillTokPerS: 270, prefillRatio: 300 / 270,
-      medians: { moetier: medians, llamaCpp: medians }, weightBytesPerToken: 189e6, readBandwidthGBPerS: { 1: 30, 2: 48 },
-      bandwidthBoundTokPerS: 48e9 / 189e6, bandwidthSource: 'native measureReadBandwidth',
-    }],
+    cases: [
+      {
+        preset: 'medium',
+        quant: 'q8_0',
+        moetierDecodeTokPerS: 80,
+        moetierDecodeThreads: 2,
+        llamaCppDecodeTokPerS: 60,
+        llamaCppDecodeThreads: 1,
+        decodeRatio: 80 / 60,
+        moetierPrefillTokPerS: 300,
+        llamaCppPrefillTokPerS: 270,
+        prefillRatio: 300 / 270,
+        medians: { moetier: medians, llamaCpp: medians },
+        weightBytesPerToken: 189e6,
+        readBandwidthGBPerS: { 1: 30, 2: 48 },
+        bandwidthBoundTokPerS: 48e9 / 189e6,
+        bandwidthSource: 'native measureReadBandwidth',
+      },
+    ],
   };
 
   it('rewrites only the text between its markers', () => {
@@ -42,7 +67,9 @@ describe('README results table', () => {
     expect(text.startsWith('intro\n<!-- decode-results:begin -->\n')).toBe(true);
     expect(text.endsWith('<!-- decode-results:end -->\noutro\n')).toBe(true);
     expect(text).not.toContain('old table');
-    expect(text).toContain('| medium q8_0 | 80.0 (2T) | 60.0 (1T) | 1.33 | 300.0 | 270.0 | 1.11 | 60.0 / 40.0 | 60.0 / 40.0 | 189.0 | 30.0 / 48.0 | 254.0 |');
+    expect(text).toContain(
+      '| medium q8_0 | 80.0 (2T) | 60.0 (1T) | 1.33 | 300.0 | 270.0 | 1.11 | 60.0 / 40.0 | 60.0 / 40.0 | 189.0 | 30.0 / 48.0 | 254.0 |',
+    );
   });
 
   it('refuses a README without the markers', () => {
@@ -58,7 +85,10 @@ describe('README parity table', () => {
     const { parityTable } = await import('../../bench/lib/readme.mjs');
     const base = { preset: 'tiny', arch: 'olmoe', quant: 'q8_0', tokenizationIdentical: true };
     const table = parityTable({
-      allTokensIdentical: false, maxTokens: 64, threads: 1, seed: 1,
+      allTokensIdentical: false,
+      maxTokens: 64,
+      threads: 1,
+      seed: 1,
       cases: [
         { ...base, identical: true, maxAbsLogitDiff: 0.02, minStepMargin: 7.5 },
         { ...base, identical: false, maxAbsLogitDiff: 0.09, minStepMargin: 6.25 },
@@ -74,21 +104,42 @@ describe('README decode table on a busy machine', () => {
     // @ts-expect-error plain .mjs bench module without declarations
     const { decodeTable } = await import('../../bench/lib/readme.mjs');
     const base = { date: '2025-01-02T00:00:00.000Z', config: { rounds: 1, promptTokens: 8, maxTokens: 8 }, cases: [] };
-    expect(decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [0.4], loadAverageAtEnd: [0.9] } })).not.toContain('Contended');
-    expect(decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [7.3], loadAverageAtEnd: [5.9] } })).toContain('load average up to 7.3');
+    expect(
+      decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [0.4], loadAverageAtEnd: [0.9] } }),
+    ).not.toContain('Contended');
+    expect(
+      decodeTable({ ...base, machine: { cpus: 2, loadAverageAtStart: [7.3], loadAverageAtEnd: [5.9] } }),
+    ).toContain('load average up to 7.3');
   });
 
-  it('gives each engine\'s fraction of the bandwidth bound in the last column', async () => {
+  it("gives each engine's fraction of the bandwidth bound in the last column", async () => {
     // @ts-expect-error plain .mjs bench module without declarations
     const { decodeTable } = await import('../../bench/lib/readme.mjs');
     const perThreads = { 1: { decodeTokPerS: 40 }, 2: { decodeTokPerS: 50 } };
     const c = {
-      preset: 'medium', quant: 'q4_k_m', moetierDecodeTokPerS: 50, moetierDecodeThreads: 2, llamaCppDecodeTokPerS: 25, llamaCppDecodeThreads: 2,
-      decodeRatio: 2, moetierPrefillTokPerS: 100, llamaCppPrefillTokPerS: 80, prefillRatio: 1.25,
-      medians: { moetier: perThreads, llamaCpp: perThreads }, weightBytesPerToken: 1e7, readBandwidthGBPerS: { 1: 1, 2: 1 },
-      bandwidthBoundTokPerS: 100, moetierBoundFraction: 0.5, llamaCppBoundFraction: 0.25,
+      preset: 'medium',
+      quant: 'q4_k_m',
+      moetierDecodeTokPerS: 50,
+      moetierDecodeThreads: 2,
+      llamaCppDecodeTokPerS: 25,
+      llamaCppDecodeThreads: 2,
+      decodeRatio: 2,
+      moetierPrefillTokPerS: 100,
+      llamaCppPrefillTokPerS: 80,
+      prefillRatio: 1.25,
+      medians: { moetier: perThreads, llamaCpp: perThreads },
+      weightBytesPerToken: 1e7,
+      readBandwidthGBPerS: { 1: 1, 2: 1 },
+      bandwidthBoundTokPerS: 100,
+      moetierBoundFraction: 0.5,
+      llamaCppBoundFraction: 0.25,
     };
-    const table = decodeTable({ date: '2025-01-02T00:00:00.000Z', config: { rounds: 1, promptTokens: 8, maxTokens: 8 }, machine: {}, cases: [c] });
+    const table = decodeTable({
+      date: '2025-01-02T00:00:00.000Z',
+      config: { rounds: 1, promptTokens: 8, maxTokens: 8 },
+      machine: {},
+      cases: [c],
+    });
     expect(table).toContain('| fraction of bound moetier / llama.cpp |');
     expect(table).toMatch(/\| medium q4_k_m \| 50\.0 \(2T\) \|.*\| 100\.0 \| 0\.50 \/ 0\.25 \|$/m);
   });

@@ -15,10 +15,12 @@ describe('tensorBytes', () => {
     expect(tensorBytes({ name: 'c', ggmlType: F32, dims: [10n] })).toBe(40);
   });
 
-  it('sizes the k-quants from the engine\'s table: 144 bytes per 256 for Q4_K, 210 for Q6_K', () => {
+  it("sizes the k-quants from the engine's table: 144 bytes per 256 for Q4_K, 210 for Q6_K", () => {
     expect(tensorBytes({ name: 'k4', ggmlType: 12, dims: [512, 3] })).toBe(2 * 144 * 3);
     expect(tensorBytes({ name: 'k6', ggmlType: 14, dims: [256, 2] })).toBe(210 * 2);
-    expect(() => tensorBytes({ name: 'k6bad', ggmlType: 14, dims: [32, 2] })).toThrow(/k6bad: row length 32 is not a multiple of 256/);
+    expect(() => tensorBytes({ name: 'k6bad', ggmlType: 14, dims: [32, 2] })).toThrow(
+      /k6bad: row length 32 is not a multiple of 256/,
+    );
   });
 
   it('refuses a type it cannot size (Q4_1, which moetier does not read)', () => {
@@ -62,7 +64,9 @@ describe('decodeBytesPerToken', () => {
   });
 
   it('refuses a tensor it cannot place', () => {
-    expect(() => decodeBytesPerToken([{ name: 'blk.0.mystery.weight', ggmlType: F32, dims: [4] }], hp)).toThrow(/mystery/);
+    expect(() => decodeBytesPerToken([{ name: 'blk.0.mystery.weight', ggmlType: F32, dims: [4] }], hp)).toThrow(
+      /mystery/,
+    );
   });
 });
 

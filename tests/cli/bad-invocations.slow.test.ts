@@ -85,8 +85,14 @@ describe('bad invocations', () => {
     const wrong = results.filter((r) => {
       const lines = r.stderr.trimEnd().split('\n');
       const usage = r.stderr.includes('usage: moetier');
-      return r.code !== r.want || /\n\s+at /.test(r.stderr) || (!usage && (lines.length !== 1 || !lines[0].startsWith('moetier: ')));
+      return (
+        r.code !== r.want ||
+        /\n\s+at /.test(r.stderr) ||
+        (!usage && (lines.length !== 1 || !lines[0].startsWith('moetier: ')))
+      );
     });
-    expect(wrong.map((r) => `${r.args.join(' ')} -> exit ${r.code} (want ${r.want}): ${r.stderr.slice(0, 300)}`)).toEqual([]);
+    expect(
+      wrong.map((r) => `${r.args.join(' ')} -> exit ${r.code} (want ${r.want}): ${r.stderr.slice(0, 300)}`),
+    ).toEqual([]);
   }, 240_000);
 });

@@ -28,17 +28,58 @@ describe('moetier CLI', () => {
   it('--version prints the package version', () => {
     const r = cli(['--version']);
     expect(r.status).toBe(0);
-    expect(r.stdout.trim()).toBe((JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version);
+    expect(r.stdout.trim()).toBe(
+      (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version,
+    );
   });
 
   it('takes the short flags llama-cli users type; the text goes to stdout, the statistics to stderr', () => {
-    const longRun = cli(['run', '--model', model, '--prompt', 'red green blue', '--max-tokens', '5', '--threads', '1', '--ctx', '64',
-      '--temperature', '0.9', '--top-k', '4', '--top-p', '0.9', '--seed', '7', '--json']);
+    const longRun = cli([
+      'run',
+      '--model',
+      model,
+      '--prompt',
+      'red green blue',
+      '--max-tokens',
+      '5',
+      '--threads',
+      '1',
+      '--ctx',
+      '64',
+      '--temperature',
+      '0.9',
+      '--top-k',
+      '4',
+      '--top-p',
+      '0.9',
+      '--seed',
+      '7',
+      '--json',
+    ]);
     expect(longRun.status, longRun.stderr).toBe(0);
     const long = JSON.parse(longRun.stdout) as { text: string; generatedTokens: number };
     expect(long.generatedTokens).toBe(5);
-    const short = cli(['run', '-m', model, '-p', 'red green blue', '-n', '5', '-t', '1', '-c', '64',
-      '--temp', '0.9', '--top-k', '4', '--top-p', '0.9', '-s', '7']);
+    const short = cli([
+      'run',
+      '-m',
+      model,
+      '-p',
+      'red green blue',
+      '-n',
+      '5',
+      '-t',
+      '1',
+      '-c',
+      '64',
+      '--temp',
+      '0.9',
+      '--top-k',
+      '4',
+      '--top-p',
+      '0.9',
+      '-s',
+      '7',
+    ]);
     expect(short.status, short.stderr).toBe(0);
     expect(short.stdout).toBe(long.text); // only the text: `> out.txt` keeps nothing else
     expect(short.stderr).toMatch(/generated 5 .*\nTTFT [\d.]+ ms \| prefill [\d.]+ tok\/s \| decode [\d.]+ tok\/s/);

@@ -42,8 +42,29 @@ afterAll(async () => {
 // A tier run: thousands of spans (layer computes), several batches in flight when the run ends.
 const run = (endpoint: string, extra: Record<string, string> = {}): Promise<SpawnedCli> =>
   spawnCli(
-    ['run', '--model', model, '--prompt', 'red green blue', '-n', '48', '--threads', '1', '--ctx', '128', '--slots-per-layer', '2', '--heat', 'none'],
-    cleanOtelEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TIMEOUT: String(timeoutMs), ...extra }),
+    [
+      'run',
+      '--model',
+      model,
+      '--prompt',
+      'red green blue',
+      '-n',
+      '48',
+      '--threads',
+      '1',
+      '--ctx',
+      '128',
+      '--slots-per-layer',
+      '2',
+      '--heat',
+      'none',
+    ],
+    cleanOtelEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+      OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json',
+      OTEL_EXPORTER_OTLP_TIMEOUT: String(timeoutMs),
+      ...extra,
+    }),
   );
 
 const reportLines = (stderr: string): string[] => stderr.split('\n').filter((l) => l.includes('OpenTelemetry export'));

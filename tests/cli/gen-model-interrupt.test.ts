@@ -17,10 +17,15 @@ describe('Ctrl-C during moetier gen-model', () => {
   it('exits 130 and leaves neither the model nor its temporary file', async () => {
     const out = path.join(dir, 'small.gguf');
     // The small preset takes ~2 s to write here: the SIGINT comes once its temporary file exists.
-    const child = spawn(process.execPath, [cliMain, 'gen-model', '--preset', 'small', '--out', out], { env: cleanOtelEnv({}), stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [cliMain, 'gen-model', '--preset', 'small', '--out', out], {
+      env: cleanOtelEnv({}),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
-    const closed = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
+    const closed = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('close', (status, signal) => resolve({ status, signal })),
+    );
     let sent = false;
     const started = Date.now();
     while (!sent && child.exitCode === null && Date.now() - started < 60_000) {

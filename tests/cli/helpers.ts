@@ -41,7 +41,11 @@ export interface SpawnedCli extends CliResult {
  * runCli without blocking this process (servers the test runs keep answering), timed;
  * `onStdout` sees the output as it comes (to send a signal mid-run).
  */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv, onStdout?: (soFar: string, child: ChildProcess) => void): Promise<SpawnedCli> {
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  onStdout?: (soFar: string, child: ChildProcess) => void,
+): Promise<SpawnedCli> {
   const started = performance.now();
   const child = spawn(process.execPath, [cliMain, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -53,6 +57,8 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv, onStdout?: (soF
   child.stderr!.on('data', (d: Buffer) => void (stderr += d.toString()));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr, wallMs: performance.now() - started }));
+    child.on('close', (status, signal) =>
+      resolve({ status, signal, stdout, stderr, wallMs: performance.now() - started }),
+    );
   });
 }

@@ -23,7 +23,25 @@ describe('Ctrl-C during moetier run', () => {
     const heat = path.join(dir, 'heat.json');
     let sent = false;
     // 30000 tokens would take ~15 s here: the SIGINT comes once the first 200 characters have streamed.
-    const args = ['run', '--model', model, '--prompt', 'red green blue', '-n', '30000', '--ctx', '32768', '--threads', '1', '--resident', '0.5', '--heat', heat, '--trace-file', traceFile];
+    const args = [
+      'run',
+      '--model',
+      model,
+      '--prompt',
+      'red green blue',
+      '-n',
+      '30000',
+      '--ctx',
+      '32768',
+      '--threads',
+      '1',
+      '--resident',
+      '0.5',
+      '--heat',
+      heat,
+      '--trace-file',
+      traceFile,
+    ];
     const r = await spawnCli(args, cleanOtelEnv({}), (out, child) => {
       if (!sent && out.length > 200) {
         sent = true;
@@ -36,7 +54,11 @@ describe('Ctrl-C during moetier run', () => {
     expect(r.wallMs).toBeLessThan(10_000);
     expect(r.stderr).toMatch(/moetier: interrupted/);
 
-    const events = JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents as { name: string; ph: string; args?: Record<string, unknown> }[];
+    const events = JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents as {
+      name: string;
+      ph: string;
+      args?: Record<string, unknown>;
+    }[];
     const request = events.filter((e) => e.ph === 'X' && e.name === SpanNames.request);
     expect(request).toHaveLength(1);
     expect(request[0].args!['gen_ai.response.finish_reasons']).toEqual(['aborted']);

@@ -31,14 +31,20 @@ function chmodTree(root: string, dirMode: number, fileMode: number): void {
 }
 
 function listTree(root: string): string[] {
-  return readdirSync(root, { recursive: true }).map(String).filter((p) => !p.startsWith('node_modules')).sort();
+  return readdirSync(root, { recursive: true })
+    .map(String)
+    .filter((p) => !p.startsWith('node_modules'))
+    .sort();
 }
 
 beforeAll(async () => {
   chmodSync(dir, 0o755); // mkdtemp makes 0700; `nobody` must reach the model and the package
   cpSync(path.join(repoRoot, 'dist'), path.join(pkg, 'dist'), { recursive: true });
   mkdirSync(path.join(pkg, 'native', 'build', 'Release'), { recursive: true });
-  cpSync(path.join(repoRoot, 'native', 'build', 'Release', 'moetier.node'), path.join(pkg, 'native', 'build', 'Release', 'moetier.node'));
+  cpSync(
+    path.join(repoRoot, 'native', 'build', 'Release', 'moetier.node'),
+    path.join(pkg, 'native', 'build', 'Release', 'moetier.node'),
+  );
   cpSync(path.join(repoRoot, 'package.json'), path.join(pkg, 'package.json'));
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(pkg, 'node_modules'));
   await writeSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant: 'q8_0', seed: 1 }, model);

@@ -45,11 +45,30 @@ async function run(args: string[]): Promise<{ json: Record<string, unknown>; std
 }
 
 describe('moetier run --routes-from', () => {
-  it('says it is a simulation, reports the trace in --json, and --trace-routes writes back the trace\'s decode rows', async () => {
+  it("says it is a simulation, reports the trace in --json, and --trace-routes writes back the trace's decode rows", async () => {
     const { file, rows } = writeShared('cli.decode.jsonl', 20);
     const out = path.join(dir, 'cli.routes.jsonl');
-    const { json, stderr } = await run(['-m', model, '-p', 'red green blue', '-n', '9', '-t', '1', '-c', '64', '--slots-per-layer', '4', '--heat', 'none',
-      '--routes-from', file, '--trace-routes', out, '--json']);
+    const { json, stderr } = await run([
+      '-m',
+      model,
+      '-p',
+      'red green blue',
+      '-n',
+      '9',
+      '-t',
+      '1',
+      '-c',
+      '64',
+      '--slots-per-layer',
+      '4',
+      '--heat',
+      'none',
+      '--routes-from',
+      file,
+      '--trace-routes',
+      out,
+      '--json',
+    ]);
     expect(stderr).toMatch(/simulation: routing from .*cli\.decode\.jsonl, not the router/);
     expect(json.routesFrom).toBe(file);
     expect(json.tokens).toHaveLength(9);
@@ -64,8 +83,12 @@ describe('moetier run --routes-from', () => {
     const wrong = writeShared('three.decode.jsonl', 4, 3).file;
     const e = await refusal([...base, '--routes-from', wrong]);
     expect(e.option).toBe('--routes-from');
-    expect(e.message).toMatch(/^option --routes-from: expected a route trace of the model's shape \(4 layers x 8 experts, top-2\), got ".*three\.decode\.jsonl: 3 layers x expert ids up to 7, top-2"/);
-    expect((await refusal([...base, '--routes-from', path.join(dir, 'absent.jsonl')])).message).toMatch(/^option --routes-from: expected a readable route trace file \(ENOENT\)/);
+    expect(e.message).toMatch(
+      /^option --routes-from: expected a route trace of the model's shape \(4 layers x 8 experts, top-2\), got ".*three\.decode\.jsonl: 3 layers x expert ids up to 7, top-2"/,
+    );
+    expect((await refusal([...base, '--routes-from', path.join(dir, 'absent.jsonl')])).message).toMatch(
+      /^option --routes-from: expected a readable route trace file \(ENOENT\)/,
+    );
     const { file } = writeShared('kept.decode.jsonl', 4);
     expect((await refusal([...base, '--routes-from', file, '--trace-routes', file])).option).toBe('--trace-routes');
   });

@@ -41,7 +41,8 @@ const KIND = process.env.MOETIER_DEVICE === 'cuda-sim' ? 'cuda-sim' : 'cuda';
 const KERNEL_TOLERANCE = 1e-3;
 
 function relativeError(actual: Float32Array, expected: Float32Array): number {
-  let worst = 0, scale = 0;
+  let worst = 0,
+    scale = 0;
   for (let i = 0; i < expected.length; i++) {
     worst = Math.max(worst, Math.abs(actual[i] - expected[i]));
     scale = Math.max(scale, Math.abs(expected[i]));
@@ -124,13 +125,30 @@ describe('cuda: events on CLOCK_MONOTONIC', () => {
 });
 
 describe('cuda: run_expert against the CPU kernels', () => {
-  const nEmbd = 256, nFf = 512;
-  const types: GgmlTypeName[] = ['Q8_0', 'Q4_0', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'F32', 'F16', 'BF16'];
+  const nEmbd = 256,
+    nFf = 512;
+  const types: GgmlTypeName[] = [
+    'Q8_0',
+    'Q4_0',
+    'Q5_0',
+    'Q5_1',
+    'Q2_K',
+    'Q3_K',
+    'Q4_K',
+    'Q5_K',
+    'Q6_K',
+    'F32',
+    'F16',
+    'BF16',
+  ];
   for (const type of types) {
     it(`${type}: 1 and 7 rows within ${KERNEL_TOLERANCE}, the same bits twice`, () =>
       withCuda(64 * MiB, async (b) => {
         const e = expertPieces(type, nEmbd, nFf, 17);
-        const slot = b.reserve(1, e.pieces.reduce((n, p) => n + p.length, 0));
+        const slot = b.reserve(
+          1,
+          e.pieces.reduce((n, p) => n + p.length, 0),
+        );
         await b.waitUploaded(b.upload(slot, e.pieces));
         const lease = b.lease(slot);
         try {
@@ -140,7 +158,19 @@ describe('cuda: run_expert against the CPU kernels', () => {
             const run = () => {
               const y = new Float32Array(count * nEmbd);
               const id = GGML_TYPE[type];
-              b.runExpert(slot, { x, y, count, gateType: id, upType: id, downType: id, gateBytes: e.gateBytes, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf });
+              b.runExpert(slot, {
+                x,
+                y,
+                count,
+                gateType: id,
+                upType: id,
+                downType: id,
+                gateBytes: e.gateBytes,
+                upBytes: e.gateBytes,
+                downBytes: e.downBytes,
+                nEmbd,
+                nFf,
+              });
               return y;
             };
             const y = run();
@@ -156,12 +186,16 @@ describe('cuda: run_expert against the CPU kernels', () => {
 });
 
 describe('cuda: run_experts (a layer in one call)', () => {
-  const nEmbd = 256, nFf = 512;
+  const nEmbd = 256,
+    nFf = 512;
   it("gives each run what run_expert gives, bit for bit, and the device's span inside the call", () =>
     withCuda(64 * MiB, async (b) => {
       const types: GgmlTypeName[] = ['Q4_0', 'Q8_0', 'Q4_K', 'Q6_K'];
       const experts = types.map((type, i) => expertPieces(type, nEmbd, nFf, 30 + i));
-      const first = b.reserve(types.length, Math.max(...experts.map((e) => e.pieces.reduce((n, p) => n + p.length, 0))));
+      const first = b.reserve(
+        types.length,
+        Math.max(...experts.map((e) => e.pieces.reduce((n, p) => n + p.length, 0))),
+      );
       for (let i = 0; i < types.length; i++) await b.waitUploaded(b.upload(first + i, experts[i].pieces));
       const leases = types.map((_, i) => b.lease(first + i));
       try {
@@ -171,7 +205,22 @@ describe('cuda: run_experts (a layer in one call)', () => {
           const id = GGML_TYPE[type];
           const x = Float32Array.from({ length: count * nEmbd }, () => rng() * 2 - 1);
           const e = experts[i];
-          return { slot: first + i, args: { x, y: new Float32Array(count * nEmbd), count, gateType: id, upType: id, downType: id, gateBytes: e.gateBytes, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf } };
+          return {
+            slot: first + i,
+            args: {
+              x,
+              y: new Float32Array(count * nEmbd),
+              count,
+              gateType: id,
+              upType: id,
+              downType: id,
+              gateBytes: e.gateBytes,
+              upBytes: e.gateBytes,
+              downBytes: e.downBytes,
+              nEmbd,
+              nFf,
+            },
+          };
         });
         const before = process.hrtime.bigint();
         const span = b.runExperts(runs);
@@ -198,7 +247,12 @@ describe('cuda: generation', () => {
       const e = await openEngine({ model, threads: 8, contextTokens: 256, heat: false, backend: KIND, resident: 0.37 });
       try {
         const tokens: number[] = [];
-        for await (const t of e.generate(e.tokenize('one two three four five six seven eight'), { maxTokens: 64, temperature: 0, stopAtEos: false })) tokens.push(t.id);
+        for await (const t of e.generate(e.tokenize('one two three four five six seven eight'), {
+          maxTokens: 64,
+          temperature: 0,
+          stopAtEos: false,
+        }))
+          tokens.push(t.id);
         expect(e.lastStats!.decodeHitRate).toBeGreaterThan(0);
         return tokens;
       } finally {

@@ -27,7 +27,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const boundBeyondPlainUs = 20;
 
 beforeAll(() => {
-  const r = runCli(['gen-model', '--preset', 'small', '--quant', 'q8_0', '--out', model], { env: cleanOtelEnv(), timeout: 120_000 });
+  const r = runCli(['gen-model', '--preset', 'small', '--quant', 'q8_0', '--out', model], {
+    env: cleanOtelEnv(),
+    timeout: 120_000,
+  });
   expect(r.status, r.stderr).toBe(0);
 }, 180_000);
 
@@ -36,8 +39,21 @@ describe('a swap at a layer boundary', () => {
     const tries: string[] = [];
     for (let attempt = 0; attempt < 3; attempt++) {
       const trace = path.join(dir, `trace-${attempt}.json`);
-      const args = ['run', '-m', model, '-p', 'one two three four five six seven eight nine ten', '-n', '32', '--resident', '0.37'];
-      const r = runCli([...args, '--heat', 'none', '--prefill-replan', '--trace-file', trace, '--json'], { env: cleanOtelEnv(), timeout: 120_000 });
+      const args = [
+        'run',
+        '-m',
+        model,
+        '-p',
+        'one two three four five six seven eight nine ten',
+        '-n',
+        '32',
+        '--resident',
+        '0.37',
+      ];
+      const r = runCli([...args, '--heat', 'none', '--prefill-replan', '--trace-file', trace, '--json'], {
+        env: cleanOtelEnv(),
+        timeout: 120_000,
+      });
       expect(r.status, r.stderr).toBe(0);
       const spans = traceSpans(JSON.parse(readFileSync(trace, 'utf8')));
       const gaps = boundaryGaps(spans);
@@ -45,8 +61,11 @@ describe('a swap at a layer boundary', () => {
       expect(gaps.swap.length).toBeGreaterThanOrEqual(5);
       expect(gaps.plain.length).toBeGreaterThan(100);
       expect(uploadOverlap(spans).overlapCompute).toBeGreaterThan(0);
-      const swap = median(gaps.swap), plain = median(gaps.plain);
-      tries.push(`swap-boundary median ${swap.toFixed(1)} us, elsewhere ${plain.toFixed(1)} us (${gaps.swap.length} / ${gaps.plain.length} gaps)`);
+      const swap = median(gaps.swap),
+        plain = median(gaps.plain);
+      tries.push(
+        `swap-boundary median ${swap.toFixed(1)} us, elsewhere ${plain.toFixed(1)} us (${gaps.swap.length} / ${gaps.plain.length} gaps)`,
+      );
       if (swap <= plain + boundBeyondPlainUs) break;
     }
     const last = tries[tries.length - 1];

@@ -10,7 +10,12 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastValueFrom, toArray } from 'rxjs';
-import { ContextFullError, ConversationEvictedError, InvalidOptionError, RequestAbortedError } from '../../src/core/errors.js';
+import {
+  ContextFullError,
+  ConversationEvictedError,
+  InvalidOptionError,
+  RequestAbortedError,
+} from '../../src/core/errors.js';
 import { openEngine, type Engine, type GenerateOptions } from '../../src/engine/engine.js';
 import type { Conversation } from '../../src/engine/conversation.js';
 import { loadNative } from '../../src/native/binding.js';
@@ -22,7 +27,11 @@ afterEach(() => void vi.restoreAllMocks());
 
 const greedy = (maxTokens: number): GenerateOptions => ({ maxTokens, stopAtEos: false });
 
-async function turn(conversation: Conversation, prompt: string | number[], options: GenerateOptions = greedy(6)): Promise<number[]> {
+async function turn(
+  conversation: Conversation,
+  prompt: string | number[],
+  options: GenerateOptions = greedy(6),
+): Promise<number[]> {
   const ids: number[] = [];
   for await (const t of conversation.generate(prompt, options)) ids.push(t.id);
   return ids;
@@ -103,12 +112,23 @@ for (const [name, tierOptions] of [
       // Evals: the pending token and prompt 2 at the position after the cached ones, then one row per decode step.
       const cached = p1.length + a.length - 1;
       expect(evals[0]).toEqual({ tokens: [a.at(-1)!, ...p2], position: cached });
-      expect(evals.slice(1)).toEqual(b.slice(0, -1).map((id, i) => ({ tokens: [id], position: cached + 1 + p2.length + i })));
+      expect(evals.slice(1)).toEqual(
+        b.slice(0, -1).map((id, i) => ({ tokens: [id], position: cached + 1 + p2.length + i })),
+      );
       const stats = conversation.lastStats!;
-      expect(stats).toMatchObject({ promptTokens: 1 + p2.length, cachedTokens: cached, replayedTokens: 0, generatedTokens: 6, finishReason: 'length' });
+      expect(stats).toMatchObject({
+        promptTokens: 1 + p2.length,
+        cachedTokens: cached,
+        replayedTokens: 0,
+        generatedTokens: 6,
+        finishReason: 'length',
+      });
       expect(engine.lastStats).toBe(stats);
       // Turn 2's prefill took the path its own few tokens ask for (whole layers only when every prefill does).
-      if (tier) expect(stats.prefillPathCalls?.wholeLayer.every((n) => n === ('shortPrefillTokens' in tierOptions ? 1 : 0))).toBe(true);
+      if (tier)
+        expect(
+          stats.prefillPathCalls?.wholeLayer.every((n) => n === ('shortPrefillTokens' in tierOptions ? 1 : 0)),
+        ).toBe(true);
     });
 
     it('turn 3 continues the same cache (string prompts: no BOS after the first turn)', async () => {
@@ -124,7 +144,10 @@ for (const [name, tierOptions] of [
       expect(conversation.tokens).toEqual([...p1, ...a, ...p2, ...b, ...p3, ...c]);
       expect(c).toEqual(await collect(reference, [...p1, ...a, ...p2, ...b, ...p3], greedy(6)));
       await expectHistoryLogits(evals.logits[0], [...p1, ...a, ...p2, ...b, ...p3]);
-      expect(conversation.lastStats).toMatchObject({ promptTokens: 1 + p3.length, cachedTokens: p1.length + a.length + p2.length + b.length - 1 });
+      expect(conversation.lastStats).toMatchObject({
+        promptTokens: 1 + p3.length,
+        cachedTokens: p1.length + a.length + p2.length + b.length - 1,
+      });
     });
   });
 }
@@ -147,7 +170,14 @@ describe('conversation limits, eviction and failures', () => {
     const fits = contextTokens - before.cached - (1 + p2.length); // cached + new + maxTokens = contextTokens
     const refused = await turn(conversation, p2, greedy(fits + 1)).catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(ContextFullError);
-    expect(refused).toMatchObject({ code: 'E_CONTEXT_FULL', limit: 'contextTokens', cachedTokens: before.cached, newTokens: 1 + p2.length, maxTokens: fits + 1, contextTokens });
+    expect(refused).toMatchObject({
+      code: 'E_CONTEXT_FULL',
+      limit: 'contextTokens',
+      cachedTokens: before.cached,
+      newTokens: 1 + p2.length,
+      maxTokens: fits + 1,
+      contextTokens,
+    });
     expect((refused as Error).message).toContain(`> contextTokens ${contextTokens}`);
     expect(evals).toHaveLength(0);
     expect(conversation.tokens).toEqual(before.tokens);
@@ -168,7 +198,7 @@ describe('conversation limits, eviction and failures', () => {
     await expect(turn(conversation, [p2[0]!], greedy(1))).rejects.toBeInstanceOf(ContextFullError);
   });
 
-  it("turns started together run one after the other, each after the one before it", async () => {
+  it('turns started together run one after the other, each after the one before it', async () => {
     const together = engine.conversation();
     const [a, b] = await Promise.all([turn(together, text1), turn(together, text2)]);
     const apart = engine.conversation();
@@ -178,7 +208,11 @@ describe('conversation limits, eviction and failures', () => {
   it('a first turn longer than the context is a ContextFullError too', async () => {
     const conversation = engine.conversation();
     const evals = recordEvals();
-    await expect(turn(conversation, new Array(60).fill(1), greedy(5))).rejects.toMatchObject({ code: 'E_CONTEXT_FULL', cachedTokens: 0, newTokens: 60 });
+    await expect(turn(conversation, new Array(60).fill(1), greedy(5))).rejects.toMatchObject({
+      code: 'E_CONTEXT_FULL',
+      cachedTokens: 0,
+      newTokens: 60,
+    });
     expect(evals).toHaveLength(0);
     expect(conversation.tokens).toEqual([]);
   });
@@ -197,7 +231,12 @@ describe('conversation limits, eviction and failures', () => {
     const evals = recordEvals();
     const err = await turn(conversation, p2).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConversationEvictedError);
-    expect(err).toMatchObject({ code: 'E_CONVERSATION_EVICTED', lostTokens: cached, requestsSince: 1, lastRequest: 'engine.generate' });
+    expect(err).toMatchObject({
+      code: 'E_CONVERSATION_EVICTED',
+      lostTokens: cached,
+      requestsSince: 1,
+      lastRequest: 'engine.generate',
+    });
     expect(evals).toHaveLength(0);
     expect(conversation.tokens).toEqual(history);
     await expect(turn(conversation, p2)).rejects.toBeInstanceOf(ConversationEvictedError); // stays evicted: explicit, never silent
@@ -213,7 +252,10 @@ describe('conversation limits, eviction and failures', () => {
     const second = engine.conversation();
     await turn(first, text1);
     await turn(second, text2);
-    await expect(turn(first, text3)).rejects.toMatchObject({ lastRequest: `conversation ${second.id}`, requestsSince: 1 });
+    await expect(turn(first, text3)).rejects.toMatchObject({
+      lastRequest: `conversation ${second.id}`,
+      requestsSince: 1,
+    });
     await expect(turn(second, text3)).resolves.toHaveLength(6); // its own turns keep its cache
     await engine.logits(engine.tokenize(text1));
     await collect(engine, text1, greedy(2));
@@ -232,7 +274,11 @@ describe('conversation limits, eviction and failures', () => {
     expect(b).toEqual(await collect(reference, [...p1, ...a, ...p2], greedy(6)));
     expect(evals[0]).toEqual({ tokens: [...p1, ...a, ...p2], position: 0 });
     expect(conversation.cachedTokens).toBe(p1.length + a.length + p2.length + b.length - 1);
-    expect(conversation.lastStats).toMatchObject({ promptTokens: p1.length + a.length + p2.length, cachedTokens: 0, replayedTokens: p1.length + a.length });
+    expect(conversation.lastStats).toMatchObject({
+      promptTokens: p1.length + a.length + p2.length,
+      cachedTokens: 0,
+      replayedTokens: p1.length + a.length,
+    });
     expect(() => engine.conversation({ onEvicted: 'drop' as 'throw' })).toThrow(InvalidOptionError);
   });
 

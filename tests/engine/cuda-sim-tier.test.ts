@@ -43,7 +43,14 @@ describe('tier on cuda-sim: residents computed by the backend', () => {
   ];
   it.each(cases)('%s: the tokens of the engine without a tier', async (_name, quant, o) => {
     const m = models[quant];
-    const e = await openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', ...o });
+    const e = await openEngine({
+      model: m.path,
+      threads: 2,
+      contextTokens: 128,
+      heat: false,
+      backend: 'cuda-sim',
+      ...o,
+    });
     try {
       expect(await collect(e, m.prompt, { maxTokens, stopAtEos: false })).toEqual(m.reference);
       const stats = e.lastStats!;
@@ -58,7 +65,14 @@ describe('tier on cuda-sim: residents computed by the backend', () => {
   it('the same tokens on a second engine (the remote path is deterministic)', async () => {
     const m = models.q8_0;
     const run = async () => {
-      const e = await openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 3 });
+      const e = await openEngine({
+        model: m.path,
+        threads: 2,
+        contextTokens: 128,
+        heat: false,
+        backend: 'cuda-sim',
+        slotsPerLayer: 3,
+      });
       try {
         return await collect(e, m.prompt, { maxTokens, stopAtEos: false });
       } finally {
@@ -79,7 +93,14 @@ describe("each layer's device share, from the compute stream's events", () => {
     trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
     let snapshot: CalibrationSnapshot | undefined;
     try {
-      const e = await openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 4 });
+      const e = await openEngine({
+        model: m.path,
+        threads: 2,
+        contextTokens: 128,
+        heat: false,
+        backend: 'cuda-sim',
+        slotsPerLayer: 4,
+      });
       const sub = e.calibration$().subscribe((s) => (snapshot = s));
       try {
         expect(await collect(e, m.prompt, { maxTokens, stopAtEos: false })).toEqual(m.reference);
@@ -91,7 +112,9 @@ describe("each layer's device share, from the compute stream's events", () => {
       trace.disable();
     }
     const spans = exporter.getFinishedSpans();
-    const layers = new Map(spans.filter((x) => x.name === SpanNames.layerCompute).map((x) => [x.spanContext().spanId, x]));
+    const layers = new Map(
+      spans.filter((x) => x.name === SpanNames.layerCompute).map((x) => [x.spanContext().spanId, x]),
+    );
     const devices = spans.filter((x) => x.name === SpanNames.layerDevice);
     expect(devices.length).toBeGreaterThan(maxTokens); // residents ran on the device in most layer calls
     for (const d of devices) {
@@ -139,13 +162,18 @@ describe('the real cuda kind without a GPU', () => {
   it('openEngine with backend cuda is refused with DeviceUnavailableError, nothing left mapped', async () => {
     const m = models.q8_0;
     const error = await openEngine({ model: m.path, threads: 1, heat: false, backend: 'cuda', slotsPerLayer: 2 }).then(
-      async (e) => { await e.close(); return undefined; },
+      async (e) => {
+        await e.close();
+        return undefined;
+      },
       (err: unknown) => err,
     );
     if (error === undefined) return; // a machine with a device: the kind opened (tests/device covers it)
     expect(error).toBeInstanceOf(DeviceUnavailableError);
     expect(['not-built', 'load-failed', 'no-driver', 'no-device']).toContain((error as DeviceUnavailableError).reason);
-    const maps = readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.endsWith(m.path));
+    const maps = readFileSync('/proc/self/maps', 'utf8')
+      .split('\n')
+      .filter((l) => l.endsWith(m.path));
     expect(maps).toHaveLength(0);
   });
 });
@@ -156,9 +184,14 @@ describe('a failed device run', () => {
     // Every expert resident (no swap uploads after the warmstart), so the failing copy is a
     // resident's rows on their way to run_expert: 4 layers x 8 experts x 6528 bytes are warmstart.
     const warmstart = 4 * 8 * 6528;
-    const e = await withTierFaults({ transferAfterBytes: warmstart + 5_000 }, () => openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 8 }));
+    const e = await withTierFaults({ transferAfterBytes: warmstart + 5_000 }, () =>
+      openEngine({ model: m.path, threads: 2, contextTokens: 128, heat: false, backend: 'cuda-sim', slotsPerLayer: 8 }),
+    );
     try {
-      const err = await collect(e, m.prompt, { maxTokens, stopAtEos: false }).then(() => undefined, (x: unknown) => x);
+      const err = await collect(e, m.prompt, { maxTokens, stopAtEos: false }).then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(err).toBeInstanceOf(DeviceComputeError);
       const d = err as DeviceComputeError;
       expect(d.code).toBe('E_DEVICE_COMPUTE');
@@ -179,7 +212,25 @@ describe('a failed device run', () => {
   it('takes no fault injection from the options: the old spellings are refused by name', async () => {
     const m = models.q8_0;
     // Fault injection is no option (fault-injection.ts): the old spellings are refused by name, not passed on.
-    await expect(openEngine({ model: m.path, threads: 1, heat: false, slotsPerLayer: 2, backend: 'disk', disk: { failTransferAfterBytes: 10 } as never })).rejects.toThrow(/disk.failTransferAfterBytes: expected admitMisses/);
-    await expect(openEngine({ model: m.path, threads: 1, heat: false, slotsPerLayer: 2, backend: 'fake', fake: { failTransferAfterBytes: 10 } as never })).rejects.toThrow(/fake.failTransferAfterBytes/);
+    await expect(
+      openEngine({
+        model: m.path,
+        threads: 1,
+        heat: false,
+        slotsPerLayer: 2,
+        backend: 'disk',
+        disk: { failTransferAfterBytes: 10 } as never,
+      }),
+    ).rejects.toThrow(/disk.failTransferAfterBytes: expected admitMisses/);
+    await expect(
+      openEngine({
+        model: m.path,
+        threads: 1,
+        heat: false,
+        slotsPerLayer: 2,
+        backend: 'fake',
+        fake: { failTransferAfterBytes: 10 } as never,
+      }),
+    ).rejects.toThrow(/fake.failTransferAfterBytes/);
   });
 });

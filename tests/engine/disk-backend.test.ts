@@ -45,9 +45,11 @@ const lingerMax = (pages: number) => Math.max(4, Math.ceil(pages * 0.05));
 /** Page-cache pages strictly inside the model's tensors (the header's pages left out). */
 function tensorPagesResident(m: LoadedModel): { pages: number; resident: number } {
   const page = native.mappedResidency(m.mapping, 0, 0).pageBytes;
-  let pages = 0, resident = 0;
+  let pages = 0,
+    resident = 0;
   for (const t of m.file.tensors.values()) {
-    const from = Math.ceil(t.offset / page) * page, to = Math.floor((t.offset + t.byteLength) / page) * page;
+    const from = Math.ceil(t.offset / page) * page,
+      to = Math.floor((t.offset + t.byteLength) / page) * page;
     if (to <= from) continue;
     const r = native.mappedResidency(m.mapping, from, to - from);
     pages += r.pages;
@@ -57,9 +59,16 @@ function tensorPagesResident(m: LoadedModel): { pages: number; resident: number 
 }
 
 describe('disk backend in the engine', () => {
-  it('every expert resident: the plain engine\'s tokens, and the model\'s tensors out of the page cache', async () => {
+  it("every expert resident: the plain engine's tokens, and the model's tensors out of the page cache", async () => {
     native.dropFileCache(model);
-    const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 8 });
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 128,
+      heat: false,
+      backend: 'disk',
+      slotsPerLayer: 8,
+    });
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
       const { pages, resident } = tensorPagesResident(loadedOf(engine));
@@ -73,39 +82,62 @@ describe('disk backend in the engine', () => {
   });
 
   it.each([
-    ['admitted into the slot of the policy\'s coldest resident not running then (admitMisses, the default)', true],
+    ["admitted into the slot of the policy's coldest resident not running then (admitMisses, the default)", true],
     ['streamed into scratch for their call unless a free slot or queued swap takes them (admitMisses false)', false],
-  ])('fewer slots than experts: each miss is read from the file once before it runs, %s; the tokens and the page cache are unchanged', async (_, admitMisses) => {
-    native.dropFileCache(model);
-    const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 }, disk: { admitMisses } });
-    try {
-      expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
-      const s = engine.tierStats()!;
-      expect(s.misses).toBeGreaterThan(0);
-      expect(s.lazyMisses).toBe(0); // no miss computed from the mapping
-      // Decode rows: one per routed miss, and each miss read once (into a slot, or into scratch).
-      expect(s.admittedReads! + s.streamedReads!).toBeLessThanOrEqual(s.misses);
-      if (admitMisses) expect(s.admittedReads!).toBeGreaterThan(s.streamedReads!);
-      else expect(s.streamedReads).toBeGreaterThan(0);
-      expect(s.streamFailures).toBe(0);
-      expect(engine.lastStats!.failedUploads).toBe(0);
-      const { pages, resident } = tensorPagesResident(loadedOf(engine));
-      expect(resident).toBeLessThanOrEqual(lingerMax(pages));
-    } finally {
-      await engine.close();
-    }
-  });
+  ])(
+    'fewer slots than experts: each miss is read from the file once before it runs, %s; the tokens and the page cache are unchanged',
+    async (_, admitMisses) => {
+      native.dropFileCache(model);
+      const engine = await openEngine({
+        model,
+        threads: 1,
+        contextTokens: 128,
+        heat: false,
+        backend: 'disk',
+        slotsPerLayer: 2,
+        lfru: { tickTokens: 2 },
+        disk: { admitMisses },
+      });
+      try {
+        expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
+        const s = engine.tierStats()!;
+        expect(s.misses).toBeGreaterThan(0);
+        expect(s.lazyMisses).toBe(0); // no miss computed from the mapping
+        // Decode rows: one per routed miss, and each miss read once (into a slot, or into scratch).
+        expect(s.admittedReads! + s.streamedReads!).toBeLessThanOrEqual(s.misses);
+        if (admitMisses) expect(s.admittedReads!).toBeGreaterThan(s.streamedReads!);
+        else expect(s.streamedReads).toBeGreaterThan(0);
+        expect(s.streamFailures).toBe(0);
+        expect(engine.lastStats!.failedUploads).toBe(0);
+        const { pages, resident } = tensorPagesResident(loadedOf(engine));
+        expect(resident).toBeLessThanOrEqual(lingerMax(pages));
+      } finally {
+        await engine.close();
+      }
+    },
+  );
 });
 
 describe('a failed expert read', () => {
   it('fails the request with ExpertReadError naming the file, layer, expert and offset; the engine stays usable', async () => {
-    const engine = await withTierFaults({ streamedReadAfterBytes: 40_000 }, () => openEngine({
-      model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 },
-      disk: { admitMisses: false }, // misses streamed: the injected read (fault-injection.ts) is one of them
-    }));
+    const engine = await withTierFaults({ streamedReadAfterBytes: 40_000 }, () =>
+      openEngine({
+        model,
+        threads: 1,
+        contextTokens: 128,
+        heat: false,
+        backend: 'disk',
+        slotsPerLayer: 2,
+        lfru: { tickTokens: 2 },
+        disk: { admitMisses: false }, // misses streamed: the injected read (fault-injection.ts) is one of them
+      }),
+    );
     try {
       const hp = loadedOf(engine).hparams;
-      const err = await collect(engine, prompt, { maxTokens, stopAtEos: false }).then(() => undefined, (e: unknown) => e);
+      const err = await collect(engine, prompt, { maxTokens, stopAtEos: false }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(ExpertReadError);
       const e = err as ExpertReadError;
       expect(e.code).toBe('E_EXPERT_READ');
@@ -130,7 +162,15 @@ describe('disk backend over a Q4_0 container', () => {
   it('keeps no host copies (their arena would hold every non-resident expert): misses are read from the file; the tokens unchanged', async () => {
     const q4 = await tinyModel(dir, 'q4_0', 11);
     const { prompt: p4, reference: ref4 } = await referenceRun(q4, 'one two three four five six seven', maxTokens);
-    const engine = await openEngine({ model: q4, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, lfru: { tickTokens: 2 } });
+    const engine = await openEngine({
+      model: q4,
+      threads: 1,
+      contextTokens: 128,
+      heat: false,
+      backend: 'disk',
+      slotsPerLayer: 2,
+      lfru: { tickTokens: 2 },
+    });
     try {
       expect(await collect(engine, p4, { maxTokens, stopAtEos: false })).toEqual(ref4);
       const s = engine.tierStats()!;

@@ -26,7 +26,11 @@ let model: string;
 beforeAll(async () => {
   model = await tinyModel(dir, 'q8_0', 17);
   receiver = await startOtlpReceiver();
-  restoreEnv = useOtelEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'moetier-disk-test', OTEL_METRICS_EXPORTER: 'none' });
+  restoreEnv = useOtelEnv({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_SERVICE_NAME: 'moetier-disk-test',
+    OTEL_METRICS_EXPORTER: 'none',
+  });
 });
 afterAll(async () => {
   restoreEnv();
@@ -40,7 +44,14 @@ describe('disk tier tracing', () => {
   it(`exports a span per expert read, inside its layer's compute span, and calibrates from the reads${onTmpfs ? ' (buffered reads: tmpfs)' : ''}`, async () => {
     const traceFile = path.join(dir, 'trace.json');
     const telemetry = startTelemetry({ traceFile });
-    const engine = await openEngine({ model, threads: 1, contextTokens: 128, backend: 'disk', slotsPerLayer: 1, heat: false });
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 128,
+      backend: 'disk',
+      slotsPerLayer: 1,
+      heat: false,
+    });
     // One slot a layer: a call's first miss is admitted into it (evicting by dlfu), its others are streamed.
     let stats;
     let calibration: CalibrationSnapshot | undefined;
@@ -70,7 +81,11 @@ describe('disk tier tracing', () => {
       expect(num(r, AttrNames.readQueueWait)).toBeGreaterThanOrEqual(0);
     }
     // A streamed read is issued at its layer's bind and waited for before the layer ends.
-    const inside = streamed.filter((r) => computes.some((c) => num(c, AttrNames.layer) === num(r, AttrNames.layer) && c.startNs <= r.startNs && r.endNs <= c.endNs));
+    const inside = streamed.filter((r) =>
+      computes.some(
+        (c) => num(c, AttrNames.layer) === num(r, AttrNames.layer) && c.startNs <= r.startNs && r.endNs <= c.endNs,
+      ),
+    );
     expect(inside.length).toBe(streamed.length);
     expect(calibration?.bandwidthBytesPerSEwma).toBeGreaterThan(0);
     const events = JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents as { name: string; ph: string }[];

@@ -58,13 +58,24 @@ await new Promise((r) => setTimeout(r, 100));
 gc();
 console.log(JSON.stringify({ growth: process.memoryUsage().rss - rss, threadsBefore, threadsAfter, errors: [...errors] }));
 `;
-  const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 240_000 });
+  const out = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
   return JSON.parse(out.trim().split('\n').at(-1)!) as Outcome;
 }
 
 describe('failed opens, in a fresh process', () => {
   it('on the disk tier, refused after the model loaded, give their owned dense weights back', () => {
-    const r = failingOpens({ model: small, threads: 1, contextTokens: 64, heat: false, backend: 'disk', slotsPerLayer: 2, prefetch: { mode: 'bogus' } });
+    const r = failingOpens({
+      model: small,
+      threads: 1,
+      contextTokens: 64,
+      heat: false,
+      backend: 'disk',
+      slotsPerLayer: 2,
+      prefetch: { mode: 'bogus' },
+    });
     expect(r.errors).toEqual(['InvalidOptionError']);
     expect(r.growth, `${(r.growth / MiB).toFixed(1)} MiB over 60 failed opens`).toBeLessThan(24 * MiB);
   }, 240_000);

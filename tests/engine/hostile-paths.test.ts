@@ -82,13 +82,17 @@ describe('paths the library writes', () => {
 });
 
 describe('a write or read the system refuses', () => {
-  it('is the option\'s error, named, before any work: a traceRoutes in a folder no process may write, a --trace that fails to read', async () => {
+  it("is the option's error, named, before any work: a traceRoutes in a folder no process may write, a --trace that fails to read", async () => {
     // sysfs takes no new file, even from root: EACCES (it was a raw errno after every token).
     const engine = await openEngine({ model, threads: 1, contextTokens: 64 });
     try {
-      const err = await caught(() => engine.generate('the ship', { maxTokens: 2, traceRoutes: '/sys/moetier-routes.jsonl' }));
+      const err = await caught(() =>
+        engine.generate('the ship', { maxTokens: 2, traceRoutes: '/sys/moetier-routes.jsonl' }),
+      );
       expect(err).toBeInstanceOf(InvalidOptionError);
-      expect((err as Error).message).toMatch(/option traceRoutes: expected a path this process can write \(EACCES making a file beside it\)/);
+      expect((err as Error).message).toMatch(
+        /option traceRoutes: expected a path this process can write \(EACCES making a file beside it\)/,
+      );
       expect(engine.lastStats).toBeUndefined(); // no request ran
     } finally {
       await engine.close();
@@ -116,14 +120,30 @@ describe('paths the CLI reads', () => {
 
 describe('a failed warm start', () => {
   it('fails the open with an ExpertReadError naming the expert, its offset and what became of the open', async () => {
-    const err = await caught(() => withTierFaults({ transferAfterBytes: 1 }, () => openEngine({ model, threads: 1, contextTokens: 64, slotsPerLayer: 2, heat: false, backend: 'fake', fake: { overwriteSupported: false } })));
+    const err = await caught(() =>
+      withTierFaults({ transferAfterBytes: 1 }, () =>
+        openEngine({
+          model,
+          threads: 1,
+          contextTokens: 64,
+          slotsPerLayer: 2,
+          heat: false,
+          backend: 'fake',
+          fake: { overwriteSupported: false },
+        }),
+      ),
+    );
     expect(err).toBeInstanceOf(ExpertReadError);
     const e = err as ExpertReadError;
     expect(e.file).toBe(model);
     expect(e.layer).toBe(0);
     expect(e.expert).toBeGreaterThanOrEqual(0);
     expect(e.offset).toBeGreaterThan(0);
-    expect(e.message).toMatch(new RegExp(`layer 0 expert ${e.expert} \\(at offset ${e.offset}\\).*the open failed and released what it had made`));
+    expect(e.message).toMatch(
+      new RegExp(
+        `layer 0 expert ${e.expert} \\(at offset ${e.offset}\\).*the open failed and released what it had made`,
+      ),
+    );
   });
 });
 

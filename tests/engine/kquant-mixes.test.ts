@@ -20,7 +20,13 @@ describe.each(K_MIX_NAMES)('tiny qwen3moe %s', (quant) => {
     const model = join(dir, `tiny-${quant}.gguf`);
     await writeSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant, seed: 1 }, model);
     const run = async (slots?: number) => {
-      const e = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, ...(slots ? { slotsPerLayer: slots } : {}) });
+      const e = await openEngine({
+        model,
+        threads: 1,
+        contextTokens: 128,
+        heat: false,
+        ...(slots ? { slotsPerLayer: slots } : {}),
+      });
       try {
         const ids = await collect(e, 'the ship will sail across the sea', { maxTokens: 16, stopAtEos: false });
         // q2_k's fallbacks make every expert matrix Q4_0 (Q2_K and Q3_K fall back to Q4_0): exact

@@ -21,7 +21,18 @@ import { collect, tempDir } from './tier-helpers.js';
 const { dir, cleanup } = tempDir('moetier-kquant-tier-');
 afterAll(cleanup);
 /** Every row a multiple of 256 (real k-quants, no fallback types), 8 layers for use_more_bits. */
-const hp: HParams = { ...presetHParams('tiny', 'qwen3moe'), nEmbd: 256, nLayer: 8, nExpert: 8, nExpertUsed: 2, nFfExp: 256, nHead: 4, nHeadKv: 2, headDim: 64, nVocab: 1024 };
+const hp: HParams = {
+  ...presetHParams('tiny', 'qwen3moe'),
+  nEmbd: 256,
+  nLayer: 8,
+  nExpert: 8,
+  nExpertUsed: 2,
+  nFfExp: 256,
+  nHead: 4,
+  nHeadKv: 2,
+  headDim: 64,
+  nVocab: 1024,
+};
 const model = join(dir, 'q4_k_m.gguf');
 const maxTokens = 24;
 let reference: number[];
@@ -29,7 +40,12 @@ let prompt: number[];
 
 beforeAll(async () => {
   const vocab = buildVocab('gpt2', hp.nVocab, 4, 1);
-  await writeGguf(model, synthMetadata(hp, vocab, 'kquant-tier'), synthTensors(new PlantedModel(hp, vocab, 1, 'planted'), 'q4_k_m'), { alignment: 32 });
+  await writeGguf(
+    model,
+    synthMetadata(hp, vocab, 'kquant-tier'),
+    synthTensors(new PlantedModel(hp, vocab, 1, 'planted'), 'q4_k_m'),
+    { alignment: 32 },
+  );
   const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
   try {
     prompt = plain.tokenize('the ship will sail across the sea and the rocket will launch');
@@ -43,12 +59,20 @@ describe('tier on a Q4_K_M mix', () => {
   it('the mix gives layers of two expert sizes (Q6_K down where use_more_bits holds)', async () => {
     const e = await openEngine({ model, threads: 1, contextTokens: 128, slotsPerLayer: 2, heat: false });
     try {
-      const { file, hparams } = (e as unknown as { model: { file: Parameters<typeof expertContainerBytes>[0]; hparams: HParams } }).model;
-      const downTypes = new Set(Array.from({ length: hparams.nLayer }, (_, l) => file.tensors.get(`blk.${l}.ffn_down_exps.weight`)!.type));
+      const { file, hparams } = (
+        e as unknown as { model: { file: Parameters<typeof expertContainerBytes>[0]; hparams: HParams } }
+      ).model;
+      const downTypes = new Set(
+        Array.from({ length: hparams.nLayer }, (_, l) => file.tensors.get(`blk.${l}.ffn_down_exps.weight`)!.type),
+      );
       expect([...downTypes].sort()).toEqual(['Q4_K', 'Q6_K']);
       // The slot size is the largest layer's expert, and the layers do differ.
       const perLayer = Array.from({ length: hparams.nLayer }, (_, l) =>
-        ['gate', 'up', 'down'].reduce((sum, m) => sum + file.tensors.get(`blk.${l}.ffn_${m}_exps.weight`)!.byteLength / hparams.nExpert, 0));
+        ['gate', 'up', 'down'].reduce(
+          (sum, m) => sum + file.tensors.get(`blk.${l}.ffn_${m}_exps.weight`)!.byteLength / hparams.nExpert,
+          0,
+        ),
+      );
       expect(new Set(perLayer).size).toBeGreaterThan(1);
       expect(expertContainerBytes(file, hparams)).toBe(Math.max(...perLayer));
       expect(e.hostCopies()).toBeUndefined(); // no host copies: misses read the container

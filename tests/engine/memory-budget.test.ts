@@ -22,7 +22,8 @@ beforeAll(async () => {
   ({ prompt, reference } = await referenceRun(model, 'one two three four five', maxTokens));
 });
 
-const open = (memoryBudgetBytes: number) => openEngine({ model, threads: 1, contextTokens: 64, heat: false, memoryBudgetBytes });
+const open = (memoryBudgetBytes: number) =>
+  openEngine({ model, threads: 1, contextTokens: 64, heat: false, memoryBudgetBytes });
 
 describe('memory budget', () => {
   it('plans the slots that fit, runs them on the disk tier, and keeps the tokens for every budget', async () => {
@@ -36,7 +37,13 @@ describe('memory budget', () => {
     } finally {
       await whole.close();
     }
-    const fixed = plan.parts.dense + plan.parts.kvCache + plan.parts.scratch + plan.parts.ioBuffers + plan.parts.workingSet + plan.parts.prefillBuffer;
+    const fixed =
+      plan.parts.dense +
+      plan.parts.kvCache +
+      plan.parts.scratch +
+      plan.parts.ioBuffers +
+      plan.parts.workingSet +
+      plan.parts.prefillBuffer;
     const perLayerSlot = 4 * plan.slotStrideBytes; // 4 layers
     for (const slots of [1, 3, 6]) {
       const engine = await open(fixed + slots * perLayerSlot);
@@ -57,11 +64,14 @@ describe('memory budget', () => {
   it('refuses a bad value and tier options beside it', async () => {
     await expect(open(0)).rejects.toThrow(InvalidOptionError);
     await expect(open(1.5)).rejects.toThrow(InvalidOptionError);
-    await expect(openEngine({ model, memoryBudgetBytes: 1 << 30, slotsPerLayer: 2 })).rejects.toThrow(/memoryBudgetBytes/);
+    await expect(openEngine({ model, memoryBudgetBytes: 1 << 30, slotsPerLayer: 2 })).rejects.toThrow(
+      /memoryBudgetBytes/,
+    );
   });
 });
 
-const openSim = (o: Partial<EngineOptions>) => openEngine({ model, threads: 1, contextTokens: 64, heat: false, backend: 'cuda-sim', ...o });
+const openSim = (o: Partial<EngineOptions>) =>
+  openEngine({ model, threads: 1, contextTokens: 64, heat: false, backend: 'cuda-sim', ...o });
 
 /**
  * On a cuda backend (here cuda-sim, the cuda host code on the simulated runtime) the slots are
@@ -105,10 +115,18 @@ describe('memory budget on cuda-sim', () => {
   });
 
   it('refuses a budget without the device share, enforce prefetch, shortPrefillTokens and readsFile beside it', async () => {
-    await expect(openSim({ memoryBudgetBytes: 1 << 30 })).rejects.toThrow(/resident or slotsPerLayer beside it on backend "cuda-sim"/);
-    await expect(openSim({ slotsPerLayer: 2, memoryBudgetBytes: 1 << 30, prefetch: { mode: 'enforce' } })).rejects.toThrow(InvalidOptionError);
-    await expect(openSim({ slotsPerLayer: 2, memoryBudgetBytes: 1 << 30, shortPrefillTokens: 4 })).rejects.toThrow(/shortPrefillTokens/);
-    await expect(openSim({ slotsPerLayer: 2, memoryBudgetBytes: 1 << 30, readsFile: true })).rejects.toThrow(/readsFile/);
+    await expect(openSim({ memoryBudgetBytes: 1 << 30 })).rejects.toThrow(
+      /resident or slotsPerLayer beside it on backend "cuda-sim"/,
+    );
+    await expect(
+      openSim({ slotsPerLayer: 2, memoryBudgetBytes: 1 << 30, prefetch: { mode: 'enforce' } }),
+    ).rejects.toThrow(InvalidOptionError);
+    await expect(openSim({ slotsPerLayer: 2, memoryBudgetBytes: 1 << 30, shortPrefillTokens: 4 })).rejects.toThrow(
+      /shortPrefillTokens/,
+    );
+    await expect(openSim({ slotsPerLayer: 2, memoryBudgetBytes: 1 << 30, readsFile: true })).rejects.toThrow(
+      /readsFile/,
+    );
     await expect(openEngine({ model, heat: false, slotsPerLayer: 2, readsFile: true })).rejects.toThrow(/readsFile/); // the cpu backend copies from the mapping
   });
 

@@ -106,7 +106,10 @@ let model: ModelFacts;
 beforeAll(() => {
   // In a child process: generating in this one would leave its freed buffers in this process's allocator.
   const file = path.join(dir, 'small-q8_0.gguf');
-  const r = runCli(['gen-model', '--preset', 'small', '--quant', 'q8_0', '--out', file], { env: cleanOtelEnv(), timeout: 120_000 });
+  const r = runCli(['gen-model', '--preset', 'small', '--quant', 'q8_0', '--out', file], {
+    env: cleanOtelEnv(),
+    timeout: 120_000,
+  });
   expect(r.status, r.stderr).toBe(0);
   const mapped = native.mapFile(file);
   try {
@@ -114,7 +117,10 @@ beforeAll(() => {
     const pageBytes = native.mappedResidency(mapped.handle, 0, 0).pageBytes;
     const expertPageRanges = tensors
       .filter((t) => /\.ffn_(gate|up|down)_exps\.weight$/.test(t.name))
-      .map((t): [number, number] => [Math.ceil(t.offset / pageBytes) * pageBytes, Math.floor((t.offset + t.byteLength) / pageBytes) * pageBytes])
+      .map((t): [number, number] => [
+        Math.ceil(t.offset / pageBytes) * pageBytes,
+        Math.floor((t.offset + t.byteLength) / pageBytes) * pageBytes,
+      ])
       .filter(([from, to]) => to > from);
     model = {
       path: file,
@@ -151,7 +157,11 @@ interface Sample {
 /** /proc/self/smaps_rollup (about 1 KB: read every few ms, it leaves little garbage) and V8's heap. */
 function sampleProcess(): Sample {
   const kB = smapsFields(readFileSync('/proc/self/smaps_rollup', 'utf8'));
-  return { rssBytes: kB.Rss * 1024, anonBytes: kB.Anonymous * 1024, heapBytes: v8.getHeapStatistics().total_physical_size };
+  return {
+    rssBytes: kB.Rss * 1024,
+    anonBytes: kB.Anonymous * 1024,
+    heapBytes: v8.getHeapStatistics().total_physical_size,
+  };
 }
 
 function smapsFields(text: string): Record<string, number> {
@@ -204,11 +214,20 @@ async function measuredRun(memoryBudgetBytes: number | undefined): Promise<RunFi
   try {
     gc();
     const baseline = sampleProcess();
-    const peak = { engineRssBytes: 0, anonBytes: 0, fileBackedBytes: 0, heapBytes: 0, pageCacheBytes: 0, expertPageCacheBytes: 0 };
+    const peak = {
+      engineRssBytes: 0,
+      anonBytes: 0,
+      fileBackedBytes: 0,
+      heapBytes: 0,
+      pageCacheBytes: 0,
+      expertPageCacheBytes: 0,
+    };
     let samples = 0;
     const sample = (): void => {
       const s = sampleProcess();
-      const rss = s.rssBytes - baseline.rssBytes, anon = s.anonBytes - baseline.anonBytes, heap = s.heapBytes - baseline.heapBytes;
+      const rss = s.rssBytes - baseline.rssBytes,
+        anon = s.anonBytes - baseline.anonBytes,
+        heap = s.heapBytes - baseline.heapBytes;
       const cached = pageCachePages(probe.handle);
       peak.engineRssBytes = Math.max(peak.engineRssBytes, rss - heap);
       peak.anonBytes = Math.max(peak.anonBytes, anon);
@@ -229,7 +248,14 @@ async function measuredRun(memoryBudgetBytes: number | undefined): Promise<RunFi
         sample();
       }
       sample();
-      return { ...peak, modelMappedBytes: modelMappedBytes(), samples, tokens, plan: engine.memoryPlan, stats: engine.tierStats() };
+      return {
+        ...peak,
+        modelMappedBytes: modelMappedBytes(),
+        samples,
+        tokens,
+        plan: engine.memoryPlan,
+        stats: engine.tierStats(),
+      };
     } finally {
       clearInterval(timer);
       await engine.close();
@@ -240,8 +266,10 @@ async function measuredRun(memoryBudgetBytes: number | undefined): Promise<RunFi
 }
 
 function describeRun(f: RunFigures): string {
-  return `engine RSS peak ${mib(f.engineRssBytes)} (peaks: anonymous ${mib(f.anonBytes)}, file-backed ${mib(f.fileBackedBytes)}, V8 heap ${mib(f.heapBytes)}), ` +
-    `model mapped ${mib(f.modelMappedBytes)}, page cache peak ${mib(f.pageCacheBytes)} (experts ${mib(f.expertPageCacheBytes)}); ${f.samples} samples over ${f.tokens} tokens`;
+  return (
+    `engine RSS peak ${mib(f.engineRssBytes)} (peaks: anonymous ${mib(f.anonBytes)}, file-backed ${mib(f.fileBackedBytes)}, V8 heap ${mib(f.heapBytes)}), ` +
+    `model mapped ${mib(f.modelMappedBytes)}, page cache peak ${mib(f.pageCacheBytes)} (experts ${mib(f.expertPageCacheBytes)}); ${f.samples} samples over ${f.tokens} tokens`
+  );
 }
 
 describe('memory kept within the budget', () => {
@@ -298,13 +326,16 @@ describe('memory kept within the budget', () => {
    * nExpertUsed) experts, what memoryPlanOf reserves), or free the old one before growing. Once
    * fixed, this test fails: make it a plain `it` then.
    */
-  const onGlibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime !== undefined &&
-    !Object.keys(process.env).some((k) => k.startsWith('MALLOC_')); // glibc's tunables would change the threshold
+  const onGlibc =
+    (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime !==
+      undefined && !Object.keys(process.env).some((k) => k.startsWith('MALLOC_')); // glibc's tunables would change the threshold
   let afterLargeFree: { peak: number; tokens: number; streamedReads: number } | undefined;
-  it.runIf(onGlibc)('a budget in a fresh process whose allocator has seen a large free: measured (the bound is checked below)', () => {
-    const dist = (file: string): string => JSON.stringify(path.join(repoRoot, 'dist/src', file));
-    // The same measure as measuredRun (RSS growth less V8's heap growth), in a fresh node (the built package).
-    const script = `
+  it.runIf(onGlibc)(
+    'a budget in a fresh process whose allocator has seen a large free: measured (the bound is checked below)',
+    () => {
+      const dist = (file: string): string => JSON.stringify(path.join(repoRoot, 'dist/src', file));
+      // The same measure as measuredRun (RSS growth less V8's heap growth), in a fresh node (the built package).
+      const script = `
 import { readFileSync } from 'node:fs';
 import v8 from 'node:v8';
 import { openEngine } from ${dist('engine/engine.js')};
@@ -331,14 +362,22 @@ clearInterval(timer);
 const streamedReads = engine.tierStats().streamedReads + engine.tierStats().admittedReads;
 await engine.close();
 console.log(JSON.stringify({ peak, tokens, streamedReads }));`;
-    const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000, env: cleanOtelEnv() });
-    expect(r.status, r.stderr).toBe(0);
-    const run = JSON.parse(r.stdout) as { peak: number; tokens: number; streamedReads: number };
-    console.log(`after a large free: engine RSS peak ${mib(run.peak)} against the budget ${mib(budgetBytes())} (bound ${mib(bounds().engineRssBytes)}), ${run.streamedReads} misses read`);
-    expect(run.tokens).toBe(maxTokens);
-    expect(run.streamedReads).toBeGreaterThan(0);
-    afterLargeFree = run;
-  }, 120_000);
+      const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 120_000,
+        env: cleanOtelEnv(),
+      });
+      expect(r.status, r.stderr).toBe(0);
+      const run = JSON.parse(r.stdout) as { peak: number; tokens: number; streamedReads: number };
+      console.log(
+        `after a large free: engine RSS peak ${mib(run.peak)} against the budget ${mib(budgetBytes())} (bound ${mib(bounds().engineRssBytes)}), ${run.streamedReads} misses read`,
+      );
+      expect(run.tokens).toBe(maxTokens);
+      expect(run.streamedReads).toBeGreaterThan(0);
+      afterLargeFree = run;
+    },
+    120_000,
+  );
 
   // Apart from the run above, so that only the bound can make this one fail (a failed run fails the test above).
   // It failed while the stream scratch grew step by step through malloc (glibc kept each freed size resident).

@@ -18,7 +18,10 @@ beforeAll(async () => {
 });
 afterAll(cleanup);
 
-const mappingsOf = (file: string): number => readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.endsWith(file)).length;
+const mappingsOf = (file: string): number =>
+  readFileSync('/proc/self/maps', 'utf8')
+    .split('\n')
+    .filter((l) => l.endsWith(file)).length;
 const rssMb = (): number => process.memoryUsage().rss / 2 ** 20;
 
 describe('openEngine failures', () => {
@@ -30,7 +33,8 @@ describe('openEngine failures', () => {
       ['a bad prefillReplan', { resident: 0.5, prefillReplan: { enabled: true, maxSwapsPerLayer: -1 } }],
     ];
     // Warm up (allocator pools, JIT), then measure.
-    for (const [, extra] of kinds) await expect(openEngine({ model, heat: false, ...extra })).rejects.toBeInstanceOf(InvalidOptionError);
+    for (const [, extra] of kinds)
+      await expect(openEngine({ model, heat: false, ...extra })).rejects.toBeInstanceOf(InvalidOptionError);
     const rssBefore = rssMb();
     for (const [name, extra] of kinds) {
       for (let i = 0; i < 200; i++) {
@@ -44,7 +48,9 @@ describe('openEngine failures', () => {
 
   it('validates requestQueueDepthMax: 0 lets none wait, -1, NaN and 1.5 are refused', async () => {
     for (const bad of [-1, Number.NaN, 1.5]) {
-      await expect(openEngine({ model, requestQueueDepthMax: bad })).rejects.toThrow(/option requestQueueDepthMax: expected an integer in \[0, 65536\]/);
+      await expect(openEngine({ model, requestQueueDepthMax: bad })).rejects.toThrow(
+        /option requestQueueDepthMax: expected an integer in \[0, 65536\]/,
+      );
     }
     expect(mappingsOf(model)).toBe(0);
     const engine = await openEngine({ model, requestQueueDepthMax: 0 });
@@ -84,7 +90,9 @@ describe('the model file under a running engine', () => {
       truncateSync(cut, 4096);
       const it = second.generate('red green', { maxTokens: 4 })[Symbol.asyncIterator]();
       await expect(it.next()).rejects.toBeInstanceOf(ModelFileChangedError);
-      await expect(second.logits([1, 2])).rejects.toThrow(/the model file changed under the running engine \(its size went from \d+ to 4096 bytes\)/);
+      await expect(second.logits([1, 2])).rejects.toThrow(
+        /the model file changed under the running engine \(its size went from \d+ to 4096 bytes\)/,
+      );
     } finally {
       await second.close();
     }
@@ -97,7 +105,9 @@ describe('close and dropped iterators', () => {
     const running = engine.generate('red green', { maxTokens: 3 })[Symbol.asyncIterator]();
     await running.next();
     const waiting = engine.generate('blue', { maxTokens: 2 })[Symbol.asyncIterator]();
-    const waitingDone = (async () => { for (let r = await waiting.next(); !r.done; r = await waiting.next()); })();
+    const waitingDone = (async () => {
+      for (let r = await waiting.next(); !r.done; r = await waiting.next());
+    })();
     await new Promise((r) => setTimeout(r, 10)); // the queue is full now: one runs, one waits
     const first = engine.close();
     const second = engine.close();
@@ -145,7 +155,10 @@ describe('non-finite logits', () => {
     const engine = await openEngine({ model: poisoned, threads: 1 });
     try {
       const it = engine.generate('red green', { maxTokens: 4 })[Symbol.asyncIterator]();
-      const err = await it.next().then(() => undefined, (e: unknown) => e);
+      const err = await it.next().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(NonFiniteLogitsError);
       expect((err as NonFiniteLogitsError).position).toBe(0);
       expect((err as Error).message).toMatch(/a non-finite value \(NaN\) at token position \d+, vocabulary id \d+/);

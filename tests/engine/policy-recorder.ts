@@ -41,7 +41,11 @@ export function idsOf(r: Residency): number[][] {
   return r.resident.map((_, l) => residentIds(r, l));
 }
 
-export function recording<S extends { residency: Residency }>(policy: Policy<S>, params: object, into: PolicyLog): Policy<S> {
+export function recording<S extends { residency: Residency }>(
+  policy: Policy<S>,
+  params: object,
+  into: PolicyLog,
+): Policy<S> {
   const p = { ...params } as Record<string, number>;
   return {
     name: policy.name,
@@ -49,13 +53,23 @@ export function recording<S extends { residency: Residency }>(policy: Policy<S>,
     offline: policy.offline,
     init(ctx) {
       const r = policy.init(ctx);
-      into.inits.push({ layers: ctx.layers, experts: ctx.experts, start: idsOf(ctx.start), heat: ctx.heat?.map((row) => Array.from(row)) });
+      into.inits.push({
+        layers: ctx.layers,
+        experts: ctx.experts,
+        start: idsOf(ctx.start),
+        heat: ctx.heat?.map((row) => Array.from(row)),
+      });
       return r;
     },
     step(s, event) {
       const before = idsOf(s.residency);
       const r = policy.step(s, event);
-      into.steps.push({ event: structuredClone(event), before, decisions: structuredClone([...r.decisions]), params: p });
+      into.steps.push({
+        event: structuredClone(event),
+        before,
+        decisions: structuredClone([...r.decisions]),
+        params: p,
+      });
       return r;
     },
   };

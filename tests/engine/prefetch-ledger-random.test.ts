@@ -20,7 +20,8 @@ describe('the prefetch ledger over random draws', () => {
   it('holds its invariants and the plain tokens in every draw', async () => {
     const rng = mulberry32(20261202);
     const pick = (n: number) => Math.floor(rng() * n);
-    let issued = 0, cancelled = 0;
+    let issued = 0,
+      cancelled = 0;
     for (const seed of [3, 11, 29]) {
       const model = await tinyModel(dir, 'q8_0', seed);
       const { prompt, reference } = await referenceRun(model, promptText, maxTokens);
@@ -37,7 +38,12 @@ describe('the prefetch ledger over random draws', () => {
         const fake = backend === 'fake' ? { fake: { computeBytesPerS: [3e7, 1e9, 448e9][pick(3)] } } : {};
         // The one gate's budget, shared with every other upload into a slot (misses first).
         const upload = { inflightBytesMax: (windowExperts + pick(3)) * expertBytes };
-        const r = await runPrefetch(model, prompt, { backend, prefetch, upload, lfru: { tickTokens: 1 + pick(8) }, ...fake }, 1 + pick(6));
+        const r = await runPrefetch(
+          model,
+          prompt,
+          { backend, prefetch, upload, lfru: { tickTokens: 1 + pick(8) }, ...fake },
+          1 + pick(6),
+        );
         const where = JSON.stringify({ seed, backend, prefetch, upload });
         expect(r.tokens, where).toEqual(reference);
         expect(ledgerViolations(r.report), where).toEqual([]);

@@ -26,11 +26,17 @@ beforeAll(async () => {
 describe('the prefetch ledger', () => {
   it('waits, cancels and refuses under a two-expert cap and a one-task queue; every byte retires once', async () => {
     // A slow compute clock (a wide window) beside 330 us per upload: a layer's prefetches are still in flight when the next layer predicts.
-    const r = await runPrefetch(model, prompt, {
-      backend: 'fake', fake: { computeBytesPerS: 3e7 },
-      upload: { inflightBytesMax: 2 * expertBytes }, // the one gate's budget: every upload counts, misses first
-      prefetch: { mode: 'enforce', windowBytesMax: 2 * expertBytes, queueMax: 1 },
-    }, 1);
+    const r = await runPrefetch(
+      model,
+      prompt,
+      {
+        backend: 'fake',
+        fake: { computeBytesPerS: 3e7 },
+        upload: { inflightBytesMax: 2 * expertBytes }, // the one gate's budget: every upload counts, misses first
+        prefetch: { mode: 'enforce', windowBytesMax: 2 * expertBytes, queueMax: 1 },
+      },
+      1,
+    );
     expect(r.tokens).toEqual(reference);
     const p = r.report;
     expect(p.expertBytes).toBe(expertBytes);
@@ -46,18 +52,22 @@ describe('the prefetch ledger', () => {
     const warmstart = 4 * 3 * expertBytes; // 4 layers x 3 slots
     // No overwrite: every upload is free-then-upload, so a failure is final (an in-place one is retried at the boundary).
     const fake = { overwriteSupported: false };
-    const r = await withTierFaults({ transferAfterBytes: warmstart + 5 * expertBytes }, () => runPrefetch(model, prompt, { backend: 'fake', fake, ...noSwaps, prefetch: { mode: 'enforce' } }));
+    const r = await withTierFaults({ transferAfterBytes: warmstart + 5 * expertBytes }, () =>
+      runPrefetch(model, prompt, { backend: 'fake', fake, ...noSwaps, prefetch: { mode: 'enforce' } }),
+    );
     expect(r.tokens).toEqual(reference);
     expect(r.report.failed).toBe(1);
     expect(ledgerViolations(r.report)).toEqual([]);
   });
 
-  it('on the disk tier a failed read is the request\'s failure only when it was the request\'s own read: never wrong tokens', async () => {
+  it("on the disk tier a failed read is the request's failure only when it was the request's own read: never wrong tokens", async () => {
     const warmstart = 4 * 3 * expertBytes;
     let survived = 0;
     for (let k = 1; k <= 10; k++) {
       try {
-        const r = await withTierFaults({ transferAfterBytes: warmstart + k * expertBytes }, () => runPrefetch(model, prompt, { backend: 'disk', ...noSwaps, prefetch: { mode: 'enforce' } }));
+        const r = await withTierFaults({ transferAfterBytes: warmstart + k * expertBytes }, () =>
+          runPrefetch(model, prompt, { backend: 'disk', ...noSwaps, prefetch: { mode: 'enforce' } }),
+        );
         expect(r.tokens).toEqual(reference);
         expect(ledgerViolations(r.report)).toEqual([]);
         // The failed read was a prefetch (retried in place at its boundary) or an earlier one a run waited on (read again).

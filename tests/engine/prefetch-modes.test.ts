@@ -32,7 +32,11 @@ describe.each(['disk', 'cpu', 'fake'] as const)('prefetch on the %s tier', (back
     expect(Object.values(counts).every((v) => v === 0)).toBe(true); // no prediction was even made
     expect(coverage).toBeNull();
     expect(precision).toBeNull();
-    expect(Object.values(byLayer).flat().every((v) => v === 0)).toBe(true);
+    expect(
+      Object.values(byLayer)
+        .flat()
+        .every((v) => v === 0),
+    ).toBe(true);
     expect(observe.report.queued + observe.report.issued).toBe(0);
     expect(observe.report.wouldIssue).toBeGreaterThan(0);
     expect(observe.report.wouldCover).toBeLessThanOrEqual(observe.report.wouldIssue);
@@ -51,17 +55,32 @@ describe.each(['disk', 'cpu', 'fake'] as const)('prefetch on the %s tier', (back
 describe('prefetch settings', () => {
   it('are refused by name, and nothing opens', async () => {
     const open = (o: object) => openEngine({ model, threads: 1, slotsPerLayer: 3, heat: false, ...o });
-    await expect(openEngine({ model, threads: 1, prefetch: { mode: 'enforce' } })).rejects.toThrow(/option prefetch\.mode: expected "off" without an expert tier/);
+    await expect(openEngine({ model, threads: 1, prefetch: { mode: 'enforce' } })).rejects.toThrow(
+      /option prefetch\.mode: expected "off" without an expert tier/,
+    );
     await expect(open({ backend: 'disk', prefetch: { mode: 'on' } })).rejects.toThrow(InvalidOptionError);
-    await expect(open({ prefetch: { mode: 'enforce', queueMax: 65 } })).rejects.toThrow(/prefetch\.queueMax: expected an integer in \[1, 64\]/);
+    await expect(open({ prefetch: { mode: 'enforce', queueMax: 65 } })).rejects.toThrow(
+      /prefetch\.queueMax: expected an integer in \[1, 64\]/,
+    );
     await expect(open({ prefetch: { mode: 'enforce', depth: 2 } })).rejects.toThrow(/prefetch\.depth/);
     await expect(open({ prefetch: { mode: 'enforce', safety: 0 } })).rejects.toThrow(/prefetch\.safety/);
-    await expect(open({ prefetch: { mode: 'enforce', candidates: 9 } })).rejects.toThrow(/prefetch\.candidates: expected an integer in \[1, 8\]/);
-    await expect(open({ backend: 'disk', disk: { admitMisses: false }, prefetch: { mode: 'enforce' } })).rejects.toThrow(/prefetch\.mode: expected "off" or "observe" with disk\.admitMisses false/);
+    await expect(open({ prefetch: { mode: 'enforce', candidates: 9 } })).rejects.toThrow(
+      /prefetch\.candidates: expected an integer in \[1, 8\]/,
+    );
+    await expect(
+      open({ backend: 'disk', disk: { admitMisses: false }, prefetch: { mode: 'enforce' } }),
+    ).rejects.toThrow(/prefetch\.mode: expected "off" or "observe" with disk\.admitMisses false/);
   });
 
   it('a tune turns it on and off between requests, and a bad tune changes nothing', async () => {
-    const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'fake', slotsPerLayer: 3 });
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 128,
+      heat: false,
+      backend: 'fake',
+      slotsPerLayer: 3,
+    });
     try {
       expect(engine.prefetchMode).toBe('off');
       expect(() => engine.tune({ prefetch: { mode: 'sometimes' as never } })).toThrow(/tune\.prefetch\.mode/);

@@ -32,11 +32,19 @@ afterAll(() => {
   cleanup();
 });
 
-interface TraceEvent { name: string; ph: string; ts: number; args?: Record<string, unknown> }
+interface TraceEvent {
+  name: string;
+  ph: string;
+  ts: number;
+  args?: Record<string, unknown>;
+}
 
 let runs = 0;
 /** The request's transfers in start order: "kind layer/expert bytes". */
-async function transfers(options: Partial<EngineOptions>, ordered: boolean): Promise<{ tokens: number[]; sequence: string[] }> {
+async function transfers(
+  options: Partial<EngineOptions>,
+  ordered: boolean,
+): Promise<{ tokens: number[]; sequence: string[] }> {
   const traceFile = path.join(dir, `trace-${runs++}.json`);
   const telemetry = startTelemetry({ traceFile });
   let tokens: number[];
@@ -45,7 +53,9 @@ async function transfers(options: Partial<EngineOptions>, ordered: boolean): Pro
   } finally {
     await telemetry.shutdown();
   }
-  const events = (JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents as TraceEvent[]).filter((e) => e.ph === 'X' && (e.name === SpanNames.upload || e.name === SpanNames.expertRead));
+  const events = (JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents as TraceEvent[]).filter(
+    (e) => e.ph === 'X' && (e.name === SpanNames.upload || e.name === SpanNames.expertRead),
+  );
   events.sort((a, b) => a.ts - b.ts);
   const sequence = events.map((e) => {
     const a = e.args ?? {};
@@ -74,7 +84,11 @@ function expectSameTransfers(actual: string[], expected: string[], ordered: bool
 describe.each([
   // Upload limits no swap reaches: the policy's swaps are issued as decided, never held back by an
   // upload that has not settled yet (the fake card's copies run on a real thread), so their order is the policy's.
-  ['fake', { backend: 'fake', lfru: { tickTokens: 2 }, upload: { inflightTransfersMax: 4096, inflightBytesMax: 2 ** 40 } }, true],
+  [
+    'fake',
+    { backend: 'fake', lfru: { tickTokens: 2 }, upload: { inflightTransfersMax: 4096, inflightBytesMax: 2 ** 40 } },
+    true,
+  ],
   ['disk', { backend: 'disk', lfru: { tickTokens: 100000 } }, false],
 ] as const)('prefetch off on the %s tier', (_name, base, ordered) => {
   it('makes the same transfers as no prefetch at all, and observe makes them too; enforce adds its own reads', async () => {

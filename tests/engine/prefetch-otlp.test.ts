@@ -18,7 +18,11 @@ let model: string;
 beforeAll(async () => {
   model = await tinyModel(dir, 'q8_0', 29);
   receiver = await startOtlpReceiver();
-  restoreEnv = useOtelEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'moetier-prefetch-test', OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json' });
+  restoreEnv = useOtelEnv({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_SERVICE_NAME: 'moetier-prefetch-test',
+    OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json',
+  });
 });
 afterAll(async () => {
   restoreEnv();
@@ -47,7 +51,9 @@ describe('prefetch telemetry', () => {
     const coverage = receiver.metrics.find((m) => m.name === MetricSpecs.prefetchCoverage.name)!;
     expect(coverage.points[0]).toMatchObject({ count: 1, sum: report.coverage });
     const spans = await receiver.waitForSpans((s) => s.some((x) => x.name === SpanNames.request));
-    const prefetchReads = spans.filter((s) => s.name === SpanNames.expertRead && s.attributes[AttrNames.readMode] === 'prefetch');
+    const prefetchReads = spans.filter(
+      (s) => s.name === SpanNames.expertRead && s.attributes[AttrNames.readMode] === 'prefetch',
+    );
     expect(prefetchReads.length).toBeGreaterThan(0);
     expect(prefetchReads.length).toBeLessThanOrEqual(report.issued); // the prefill's mark does not reset the ledger
   });

@@ -21,7 +21,15 @@ beforeAll(async () => {
 });
 
 async function run(options: Partial<EngineOptions>) {
-  const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, backend: 'disk', slotsPerLayer: 2, ...options });
+  const engine = await openEngine({
+    model,
+    threads: 1,
+    contextTokens: 128,
+    heat: false,
+    backend: 'disk',
+    slotsPerLayer: 2,
+    ...options,
+  });
   try {
     const tokens = await collect(engine, prompt, { maxTokens, stopAtEos: false });
     return { tokens, stats: engine.lastStats!, tier: engine.tierStats()! };
@@ -39,8 +47,14 @@ describe('prefill paths on the disk tier', () => {
     expect(whole.stats.prefillPath).toBe('whole-layer');
     const nLayer = onDemand.stats.prefillPathCalls!.onDemand.length;
     // Each layer of the one-chunk prefill took the one path asked for, never the other.
-    expect(onDemand.stats.prefillPathCalls).toEqual({ onDemand: new Array(nLayer).fill(1), wholeLayer: new Array(nLayer).fill(0) });
-    expect(whole.stats.prefillPathCalls).toEqual({ onDemand: new Array(nLayer).fill(0), wholeLayer: new Array(nLayer).fill(1) });
+    expect(onDemand.stats.prefillPathCalls).toEqual({
+      onDemand: new Array(nLayer).fill(1),
+      wholeLayer: new Array(nLayer).fill(0),
+    });
+    expect(whole.stats.prefillPathCalls).toEqual({
+      onDemand: new Array(nLayer).fill(0),
+      wholeLayer: new Array(nLayer).fill(1),
+    });
     // On demand reads what the prompt routes to, once; whole layers read every expert without a slot
     // (2 of 8 per layer are resident from the start, and nothing can evict them during the prefill).
     expect(onDemand.stats.prefillExpertReads).toBe(onDemand.stats.prefillDistinctExpertsRead);
@@ -53,7 +67,15 @@ describe('prefill paths on the disk tier', () => {
   });
 
   it('0 reads whole layers for every prompt, and a prompt longer than a chunk reads each layer once (its chunks run layer by layer)', async () => {
-    const engine = await openEngine({ model, threads: 1, contextTokens: 640, heat: false, backend: 'disk', slotsPerLayer: 2, shortPrefillTokens: 0 });
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 640,
+      heat: false,
+      backend: 'disk',
+      slotsPerLayer: 2,
+      shortPrefillTokens: 0,
+    });
     try {
       const long = Array.from({ length: 300 }, (_, i) => prompt[i % prompt.length]); // two chunks of rows (256 + 44)
       const plain = await openEngine({ model, threads: 1, contextTokens: 640 });
@@ -69,7 +91,15 @@ describe('prefill paths on the disk tier', () => {
   });
 
   it('on demand, a prompt longer than a chunk reads each routed miss once too: the same tokens', async () => {
-    const engine = await openEngine({ model, threads: 1, contextTokens: 640, heat: false, backend: 'disk', slotsPerLayer: 1, shortPrefillTokens: 1000 });
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 640,
+      heat: false,
+      backend: 'disk',
+      slotsPerLayer: 1,
+      shortPrefillTokens: 1000,
+    });
     try {
       const long = Array.from({ length: 300 }, (_, i) => (prompt[i % prompt.length] + 7 * (i % 5)) % 2000);
       const plain = await openEngine({ model, threads: 1, contextTokens: 640 });
@@ -85,19 +115,40 @@ describe('prefill paths on the disk tier', () => {
     }
   });
 
-  it("a memory budget with auto drops the whole-layer buffer where it would displace over a quarter of the slots; a number keeps it", async () => {
+  it('a memory budget with auto drops the whole-layer buffer where it would displace over a quarter of the slots; a number keeps it', async () => {
     const long = Array.from({ length: 40 }, (_, i) => prompt[i % prompt.length]);
     // The fixed parts of a plan with and without the buffer (the whole-layer path also bounces larger pieces).
     const fixedOf = async (shortPrefillTokens: number) => {
-      const probe = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, memoryBudgetBytes: 1 << 30, shortPrefillTokens });
+      const probe = await openEngine({
+        model,
+        threads: 1,
+        contextTokens: 128,
+        heat: false,
+        memoryBudgetBytes: 1 << 30,
+        shortPrefillTokens,
+      });
       const { parts, slotStrideBytes } = probe.memoryPlan!;
       await probe.close();
-      return { fixed: parts.dense + parts.kvCache + parts.scratch + parts.ioBuffers + parts.workingSet + parts.prefillBuffer, stride: slotStrideBytes };
+      return {
+        fixed: parts.dense + parts.kvCache + parts.scratch + parts.ioBuffers + parts.workingSet + parts.prefillBuffer,
+        stride: slotStrideBytes,
+      };
     };
-    const onDemand = await fixedOf(1000), whole = await fixedOf(0);
+    const onDemand = await fixedOf(1000),
+      whole = await fixedOf(0);
     // Room for 3 slots per layer: without the buffer for auto (with it, the buffer, a whole tiny layer, would take more than 3), with it for 0.
-    for (const [asked, buffer, path, fixed] of [['auto', false, 'on-demand', onDemand.fixed], [0, true, 'whole-layer', whole.fixed]] as const) {
-      const engine = await openEngine({ model, threads: 1, contextTokens: 128, heat: false, memoryBudgetBytes: fixed + 3 * 4 * onDemand.stride, shortPrefillTokens: asked });
+    for (const [asked, buffer, path, fixed] of [
+      ['auto', false, 'on-demand', onDemand.fixed],
+      [0, true, 'whole-layer', whole.fixed],
+    ] as const) {
+      const engine = await openEngine({
+        model,
+        threads: 1,
+        contextTokens: 128,
+        heat: false,
+        memoryBudgetBytes: fixed + 3 * 4 * onDemand.stride,
+        shortPrefillTokens: asked,
+      });
       try {
         expect(engine.memoryPlan!.parts.prefillBuffer > 0).toBe(buffer);
         expect(engine.memoryPlan!.slotsPerLayer).toBe(3);
@@ -110,8 +161,12 @@ describe('prefill paths on the disk tier', () => {
   });
 
   it('refuses a bad shortPrefillTokens by name, and one off the disk tier', async () => {
-    await expect(run({ shortPrefillTokens: -1 })).rejects.toThrow(/option shortPrefillTokens: expected an integer >= 0/);
+    await expect(run({ shortPrefillTokens: -1 })).rejects.toThrow(
+      /option shortPrefillTokens: expected an integer >= 0/,
+    );
     await expect(run({ shortPrefillTokens: 1.5 })).rejects.toThrow(InvalidOptionError);
-    await expect(run({ backend: 'cpu', shortPrefillTokens: 4 })).rejects.toThrow(/shortPrefillTokens: expected unset without the disk tier/);
+    await expect(run({ backend: 'cpu', shortPrefillTokens: 4 })).rejects.toThrow(
+      /shortPrefillTokens: expected unset without the disk tier/,
+    );
   });
 });

@@ -41,11 +41,17 @@ async function tokensOf(model: string): Promise<number[]> {
   }
 }
 
-const mappingsOf = (file: string): number => readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l.endsWith(file)).length;
+const mappingsOf = (file: string): number =>
+  readFileSync('/proc/self/maps', 'utf8')
+    .split('\n')
+    .filter((l) => l.endsWith(file)).length;
 
 async function refusal(model: string): Promise<Error> {
   const error = await openEngine({ model, threads: 1, heat: false }).then(
-    async (engine) => { await engine.close(); return undefined; },
+    async (engine) => {
+      await engine.close();
+      return undefined;
+    },
     (e: unknown) => e as Error,
   );
   if (error === undefined) throw new Error(`expected openEngine to refuse ${model}`);
@@ -61,7 +67,7 @@ const DEFAULTED: Record<Arch, string[]> = {
   llama: ['rope.freq_base', 'rope.dimension_count', 'vocab_size'],
 };
 
-describe('real-file layouts generate the synthetic model\'s tokens', () => {
+describe("real-file layouts generate the synthetic model's tokens", () => {
   for (const arch of ['olmoe', 'qwen2moe', 'qwen3moe', 'llama'] as Arch[]) {
     it(`${arch}: the converter's keys, then every optional key absent`, async () => {
       const model = tinySynth(arch);
@@ -88,10 +94,14 @@ describe('real-file layouts generate the synthetic model\'s tokens', () => {
   it('qwen2moe: the shared-expert gate as [nEmbd] and as [nEmbd, 1] computes the same', async () => {
     const model = tinySynth('qwen2moe');
     const flat = await writeConverted(model, path.join(dir, 'qwen2moe-flat.gguf'), {
-      tensors: (ts) => ts.map((t) => (t.name.endsWith('ffn_gate_inp_shexp.weight') ? { ...t, dims: [model.hparams.nEmbd] } : t)),
+      tensors: (ts) =>
+        ts.map((t) => (t.name.endsWith('ffn_gate_inp_shexp.weight') ? { ...t, dims: [model.hparams.nEmbd] } : t)),
     });
     const column = await writeConverted(model, path.join(dir, 'qwen2moe-column.gguf'));
-    expect(convertedTensors(model).find((t) => t.name === 'blk.0.ffn_gate_inp_shexp.weight')?.dims).toEqual([model.hparams.nEmbd, 1]);
+    expect(convertedTensors(model).find((t) => t.name === 'blk.0.ffn_gate_inp_shexp.weight')?.dims).toEqual([
+      model.hparams.nEmbd,
+      1,
+    ]);
     expect(await tokensOf(column)).toEqual(await tokensOf(flat));
   }, 60_000);
 
@@ -104,7 +114,10 @@ describe('real-file layouts generate the synthetic model\'s tokens', () => {
     expect(parsed.tensors.get('output.weight')?.type).toBe('Q6_K');
     expect(parsed.tensors.get('blk.0.ffn_up_exps.weight')?.type).toBe('Q4_0');
     const prompt = [5, 17, 3, 90, 42, 7];
-    const reference = createReferenceSession({ hparams: readHParams(parsed), tensors: parsed.tensors, bytes: parsed.bytes }, 32).eval(prompt).logits;
+    const reference = createReferenceSession(
+      { hparams: readHParams(parsed), tensors: parsed.tensors, bytes: parsed.bytes },
+      32,
+    ).eval(prompt).logits;
     const engine = await openEngine({ model: file, threads: 1, contextTokens: 64, heat: false });
     let plain: number[];
     try {
@@ -132,20 +145,25 @@ describe('what the engine cannot compute is refused by name', () => {
     const model = tinySynth('llama');
     const { nExpert } = model.hparams;
     const file = await writeConverted(model, path.join(dir, 'mixtral-split.gguf'), {
-      tensors: (ts) => ts.flatMap((t) => {
-        const m = /^blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight$/.exec(t.name);
-        if (!m) return [t];
-        const bytes = t.data();
-        const each = bytes.length / nExpert;
-        return Array.from({ length: nExpert }, (_, e) => ({
-          name: `blk.${m[1]}.ffn_${m[2]}.${e}.weight`, type: t.type, dims: t.dims.slice(0, 2),
-          data: () => bytes.subarray(e * each, (e + 1) * each),
-        }));
-      }),
+      tensors: (ts) =>
+        ts.flatMap((t) => {
+          const m = /^blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight$/.exec(t.name);
+          if (!m) return [t];
+          const bytes = t.data();
+          const each = bytes.length / nExpert;
+          return Array.from({ length: nExpert }, (_, e) => ({
+            name: `blk.${m[1]}.ffn_${m[2]}.${e}.weight`,
+            type: t.type,
+            dims: t.dims.slice(0, 2),
+            data: () => bytes.subarray(e * each, (e + 1) * each),
+          }));
+        }),
     });
     const error = await refusal(file);
     expect(error).toBeInstanceOf(UnsupportedModelError);
-    expect(error.message).toContain('tensor blk.0.ffn_gate.0.weight: expected merged expert tensors (blk.N.ffn_gate_exps.weight');
+    expect(error.message).toContain(
+      'tensor blk.0.ffn_gate.0.weight: expected merged expert tensors (blk.N.ffn_gate_exps.weight',
+    );
     expect(error.message).toContain('one tensor per expert');
   }, 60_000);
 
@@ -161,13 +179,30 @@ describe('what the engine cannot compute is refused by name', () => {
 
 /** A 256-wide qwen3moe in plain Q4_0 whose output.weight is the same f32 head quantised to Q6_K. */
 async function writeQ4_0WithQ6KOutput(file: string): Promise<string> {
-  const hp: HParams = { ...presetHParams('tiny', 'qwen3moe'), nEmbd: 256, nLayer: 2, nExpert: 8, nExpertUsed: 2, nFfExp: 256, nHead: 4, nHeadKv: 2, headDim: 64, nVocab: 1024 };
+  const hp: HParams = {
+    ...presetHParams('tiny', 'qwen3moe'),
+    nEmbd: 256,
+    nLayer: 2,
+    nExpert: 8,
+    nExpertUsed: 2,
+    nFfExp: 256,
+    nHead: 4,
+    nHeadKv: 2,
+    headDim: 64,
+    nVocab: 1024,
+  };
   const vocab = buildVocab('gpt2', hp.nVocab, 4, 1);
   const plant = new PlantedModel(hp, vocab, 1, 'planted');
   const f32Head = synthTensors(plant, 'f32').find((t) => t.name === 'output.weight')!;
-  const tensors = synthTensors(plant, 'q4_0').map((t) => (t.name !== 'output.weight' ? t : {
-    ...t, type: 'Q6_K' as const, data: () => requantize(f32Head.data(), t.dims[0], 'Q6_K'),
-  }));
+  const tensors = synthTensors(plant, 'q4_0').map((t) =>
+    t.name !== 'output.weight'
+      ? t
+      : {
+          ...t,
+          type: 'Q6_K' as const,
+          data: () => requantize(f32Head.data(), t.dims[0], 'Q6_K'),
+        },
+  );
   await writeGguf(file, synthMetadata(hp, vocab, 'q4_0-q6k-output'), tensors, { alignment: 32 });
   return file;
 }

@@ -68,7 +68,7 @@ describe('realistic routing on the small preset (6 prompts x 64 greedy tokens)',
     expect(lru50).toBeLessThanOrEqual(0.88);
   });
 
-  it('keeps the text: each decode walks its topic\'s word cycle from the prompt\'s last word', () => {
+  it("keeps the text: each decode walks its topic's word cycle from the prompt's last word", () => {
     const { vocab } = buildSynthModel({ preset: 'small', arch: 'qwen3moe', quant: 'q8_0', seed: 1 });
     for (const seq of realistic.ids) {
       expect(seq).toHaveLength(65);
@@ -77,12 +77,13 @@ describe('realistic routing on the small preset (6 prompts x 64 greedy tokens)',
     expect(realistic.texts[0]).toMatch(/^ anchor coral reef/); // after "... to the harbor"
   });
 
-  it('planted routing still locks a decode into one topic\'s experts', async () => {
+  it("planted routing still locks a decode into one topic's experts", async () => {
     const planted = await decodeStats('planted');
     expect(planted.stats.mean.topQuarterShare).toBeGreaterThan(0.95);
     expect(planted.stats.mean.window16Share).toBeLessThan(0.3);
     // the same words come out: routing moves expert outputs, which the planted LM head barely reads
     expect(planted.texts.slice(0, 2).map((t) => t.split(' ').slice(0, 4).join(' '))).toEqual(
-      realistic.texts.slice(0, 2).map((t) => t.split(' ').slice(0, 4).join(' ')));
+      realistic.texts.slice(0, 2).map((t) => t.split(' ').slice(0, 4).join(' ')),
+    );
   }, 120_000);
 });

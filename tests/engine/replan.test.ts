@@ -27,18 +27,32 @@ const decodeTokens = 24;
 
 beforeAll(async () => {
   model = await tinyModel(dir, 'q4_0', 13);
-    // A long prompt that mixes topics: its routing disagrees with a cold start's experts 0..1.
-  ({ prompt, reference } = await referenceRun(model, 'the ship will sail across the sea and we compile the function to debug the program then the rocket will launch into orbit around the moon with a song on the guitar', decodeTokens));
+  // A long prompt that mixes topics: its routing disagrees with a cold start's experts 0..1.
+  ({ prompt, reference } = await referenceRun(
+    model,
+    'the ship will sail across the sea and we compile the function to debug the program then the rocket will launch into orbit around the moon with a song on the guitar',
+    decodeTokens,
+  ));
 });
 
 const options = (o: Partial<EngineOptions> = {}): EngineOptions => ({
-  model, threads: 1, contextTokens: 128, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 4 }, ...o,
+  model,
+  threads: 1,
+  contextTokens: 128,
+  slotsPerLayer: 2,
+  heat: false,
+  lfru: { tickTokens: 4 },
+  ...o,
 });
 
 describe('prefill replan settings', () => {
   it('default off, cap 24, guard on; explicit options; bad values name the setting', () => {
     expect(resolvePrefillReplan(undefined, 128)).toEqual({ enabled: false, maxSwapsPerLayer: 24, guard: true });
-    expect(resolvePrefillReplan({ enabled: true, maxSwapsPerLayer: 12 }, 128)).toEqual({ enabled: true, maxSwapsPerLayer: 12, guard: true });
+    expect(resolvePrefillReplan({ enabled: true, maxSwapsPerLayer: 12 }, 128)).toEqual({
+      enabled: true,
+      maxSwapsPerLayer: 12,
+      guard: true,
+    });
     expect(() => resolvePrefillReplan({ guard: 1 as never }, 128)).toThrow(/prefillReplan.guard/);
     expect(() => resolvePrefillReplan({ gaurd: false } as never, 128)).toThrow(/prefillReplan.gaurd/);
     expect(resolvePrefillReplan({ maxSwapsPerLayer: 1000 }, 128).maxSwapsPerLayer).toBe(128); // uncapped
@@ -48,14 +62,19 @@ describe('prefill replan settings', () => {
     expect(() => resolvePrefillReplan({ enabled: 'on' as never }, 128)).toThrow(/prefillReplan.enabled/);
   });
 
-  it('the variables are the CLI\'s (the library reads none); bad values name the variable', () => {
-    expect(replanFromEnv({ MOETIER_PREFILL_REPLAN: '1', MOETIER_PREFILL_REPLAN_MAX: '12' })).toEqual({ enabled: true, maxSwapsPerLayer: 12 });
+  it("the variables are the CLI's (the library reads none); bad values name the variable", () => {
+    expect(replanFromEnv({ MOETIER_PREFILL_REPLAN: '1', MOETIER_PREFILL_REPLAN_MAX: '12' })).toEqual({
+      enabled: true,
+      maxSwapsPerLayer: 12,
+    });
     expect(replanFromEnv({ MOETIER_REPLAN_GUARD: '0' })).toEqual({ guard: false });
     expect(replanFromEnv({ MOETIER_PREFILL_REPLAN: '' })).toEqual({});
     expect(() => replanFromEnv({ MOETIER_REPLAN_GUARD: 'off' })).toThrow(/MOETIER_REPLAN_GUARD/);
     expect(() => replanFromEnv({ MOETIER_PREFILL_REPLAN: 'yes' })).toThrow(/MOETIER_PREFILL_REPLAN/);
     expect(() => replanFromEnv({ MOETIER_PREFILL_REPLAN_MAX: '1.5' })).toThrow(/MOETIER_PREFILL_REPLAN_MAX/);
-    const source = readFileSync(path.resolve(import.meta.dirname, '../../src/engine/tier/replan-options.ts'), 'utf8') + readFileSync(path.resolve(import.meta.dirname, '../../src/engine/tier/options.ts'), 'utf8');
+    const source =
+      readFileSync(path.resolve(import.meta.dirname, '../../src/engine/tier/replan-options.ts'), 'utf8') +
+      readFileSync(path.resolve(import.meta.dirname, '../../src/engine/tier/options.ts'), 'utf8');
     expect(source).not.toContain('process.env');
   });
 });
@@ -119,7 +138,9 @@ describe.each(['cpu', 'fake'] as const)('prefill replan on the %s backend', (bac
 
 describe('prefill replan fallbacks (fake backend)', () => {
   it('overwrite refused: the swaps land by free-then-upload; tokens unchanged', async () => {
-    const engine = await openEngine(options({ backend: 'fake', fake: { overwriteSupported: false }, prefillReplan: { enabled: true } }));
+    const engine = await openEngine(
+      options({ backend: 'fake', fake: { overwriteSupported: false }, prefillReplan: { enabled: true } }),
+    );
     try {
       const r = await request(engine);
       expect(r.ids).toEqual(reference);
@@ -135,10 +156,14 @@ describe('prefill replan fallbacks (fake backend)', () => {
     // The warmstart moves 4 layers x 2 experts; the limit falls inside the first replan swap.
     const file = parseGguf(readFileSync(model), model);
     const bytes = expertContainerBytes(file, readHParams(file));
-    const engine = await withTierFaults({ transferAfterBytes: 8 * bytes + Math.floor(bytes / 2) }, () => openEngine(options({
-      backend: 'fake',
-      prefillReplan: { enabled: true },
-    })));
+    const engine = await withTierFaults({ transferAfterBytes: 8 * bytes + Math.floor(bytes / 2) }, () =>
+      openEngine(
+        options({
+          backend: 'fake',
+          prefillReplan: { enabled: true },
+        }),
+      ),
+    );
     try {
       const r = await request(engine);
       expect(r.ids).toEqual(reference);
@@ -155,7 +180,9 @@ describe('engine.tune prefillReplan', () => {
   it('switches replan on live (next prefill), validates, and changes nothing on a bad value', async () => {
     const engine = await openEngine(options({ backend: 'cpu' }));
     try {
-      expect(() => engine.tune({ prefillReplan: { maxSwapsPerLayer: 0 } })).toThrow(/tune.prefillReplan.maxSwapsPerLayer/);
+      expect(() => engine.tune({ prefillReplan: { maxSwapsPerLayer: 0 } })).toThrow(
+        /tune.prefillReplan.maxSwapsPerLayer/,
+      );
       expect(() => engine.tune({ prefillReplan: { enabled: 1 as never } })).toThrow(/tune.prefillReplan.enabled/);
       const before = await request(engine);
       expect(before.tier.layerHookCalls ?? 0).toBe(0);

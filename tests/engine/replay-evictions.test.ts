@@ -36,7 +36,11 @@ const slotsPerLayer = 2;
 
 beforeAll(async () => {
   model = await tinyModel(dir, 'q8_0', 13);
-  ({ prompt, reference } = await referenceRun(model, 'the ship will sail across the sea and we compile the function to debug the program then the rocket will launch', maxTokens));
+  ({ prompt, reference } = await referenceRun(
+    model,
+    'the ship will sail across the sea and we compile the function to debug the program then the rocket will launch',
+    maxTokens,
+  ));
 });
 
 type Pair = { victim: number; newcomer: number };
@@ -45,7 +49,10 @@ type Pair = { victim: number; newcomer: number };
 function recordUploads(): { uploads: TierUpload[]; spy: { mockRestore(): void } } {
   const uploads: TierUpload[] = [];
   const settle = TierPlacement.prototype.settle;
-  const spy = vi.spyOn(TierPlacement.prototype, 'settle').mockImplementation(function (this: TierPlacement, poll: TierPoll) {
+  const spy = vi.spyOn(TierPlacement.prototype, 'settle').mockImplementation(function (
+    this: TierPlacement,
+    poll: TierPoll,
+  ) {
     uploads.push(...poll.uploads);
     return settle.call(this, poll);
   });
@@ -54,7 +61,16 @@ function recordUploads(): { uploads: TierUpload[]; spy: { mockRestore(): void } 
 
 /** Per layer, the replay's swaps in decision order (and no fill: every slot starts full). */
 function replayedSwaps(file: string, layers: number): Pair[][] {
-  const { files, lab } = parseReplayArgs(['--trace', file, '--budget', String(slotsPerLayer), '--policy', 'dlfu', '--offload', 'hostless']);
+  const { files, lab } = parseReplayArgs([
+    '--trace',
+    file,
+    '--budget',
+    String(slotsPerLayer),
+    '--policy',
+    'dlfu',
+    '--offload',
+    'hostless',
+  ]);
   const [trace] = loadTraceFiles(files);
   const out: Pair[][] = Array.from({ length: layers }, () => []);
   replay(policyByName('dlfu')!, labScenario(trace, lab, lab.budgets[0]), lab.offload, (event, _before, decisions) => {
@@ -79,11 +95,19 @@ function engineSwaps(uploads: readonly TierUpload[], layers: number): Pair[][] {
   return out;
 }
 
-describe.each(['disk'] as const)('the %s tier\'s evictions at need', (backend) => {
-  it('are the replay\'s dlfu decisions on the engine\'s route trace, one for one', async () => {
+describe.each(['disk'] as const)("the %s tier's evictions at need", (backend) => {
+  it("are the replay's dlfu decisions on the engine's route trace, one for one", async () => {
     const file = path.join(dir, `routes-${backend}.jsonl`);
     const { uploads, spy } = recordUploads();
-    const engine = await openEngine({ model, backend, threads: 1, contextTokens: 128, slotsPerLayer, heat: false, placementPolicy: 'dlfu' });
+    const engine = await openEngine({
+      model,
+      backend,
+      threads: 1,
+      contextTokens: 128,
+      slotsPerLayer,
+      heat: false,
+      placementPolicy: 'dlfu',
+    });
     const layers = engine.hparams.nLayer;
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false, traceRoutes: file })).toEqual(reference);
@@ -106,7 +130,15 @@ describe('the cpu tier (host copies, mode keep)', () => {
     // there (the replay applies each decision at once). The disk tier's admitted reads land
     // within their own layer call, so there the two agree exactly (above).
     const { uploads, spy } = recordUploads();
-    const engine = await openEngine({ model, backend: 'cpu', threads: 1, contextTokens: 128, slotsPerLayer, heat: false, placementPolicy: 'dlfu' });
+    const engine = await openEngine({
+      model,
+      backend: 'cpu',
+      threads: 1,
+      contextTokens: 128,
+      slotsPerLayer,
+      heat: false,
+      placementPolicy: 'dlfu',
+    });
     try {
       expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
       expect(engine.lastStats!.failedUploads).toBe(0);

@@ -29,12 +29,17 @@ afterEach(async () => {
 
 async function tracedRun(env: Record<string, string>, engineOptions: Record<string, unknown> = {}) {
   receiver = await startOtlpReceiver();
-  restoreEnv = useOtelEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json', ...env });
+  restoreEnv = useOtelEnv({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json',
+    ...env,
+  });
   const telemetry = startTelemetry();
   const engine = await openEngine({ model, threads: 1, contextTokens: 128, ...engineOptions });
   let text = '';
   try {
-    for await (const t of engine.generate(prompt, { maxTokens: 20, stopAtEos: false, temperature: 0.5, seed: 3 })) text += t.text;
+    for await (const t of engine.generate(prompt, { maxTokens: 20, stopAtEos: false, temperature: 0.5, seed: 3 }))
+      text += t.text;
   } finally {
     await engine.close();
   }
@@ -65,7 +70,9 @@ describe('request tracing over OTLP', () => {
       [GenAiNames.responseFinishReasons]: ['length'],
     });
     // Steps in order, one per position after the prompt, inside the request and after the prefill.
-    expect(steps.map((s) => s.attributes[AttrNames.tokenIndex])).toEqual(Array.from({ length: 19 }, (_, i) => stats.promptTokens + i));
+    expect(steps.map((s) => s.attributes[AttrNames.tokenIndex])).toEqual(
+      Array.from({ length: 19 }, (_, i) => stats.promptTokens + i),
+    );
     for (const s of [...prefill, ...steps]) {
       expect(s.parentSpanId).toBe(request.spanId);
       expect(s.startNs >= request.startNs && s.endNs <= request.endNs && s.endNs > s.startNs).toBe(true);
@@ -84,10 +91,19 @@ describe('request tracing over OTLP', () => {
     const metric = (name: string) => metrics.find((m) => m.name === name)!;
     const model = request.attributes[GenAiNames.requestModel];
     expect(metric(MetricSpecs.timeToFirstToken.name).points).toEqual([
-      { sum: expect.closeTo(stats.ttftMs / 1000, 6), count: 1, attributes: { [GenAiNames.operationName]: 'text_completion', [GenAiNames.requestModel]: model } },
+      {
+        sum: expect.closeTo(stats.ttftMs / 1000, 6),
+        count: 1,
+        attributes: { [GenAiNames.operationName]: 'text_completion', [GenAiNames.requestModel]: model },
+      },
     ]);
-    expect(metric(MetricSpecs.timePerOutputToken.name).points[0]).toMatchObject({ sum: expect.closeTo(stats.msPerToken / 1000, 6), count: 1 });
-    const usage = Object.fromEntries(metric(MetricSpecs.tokenUsage.name).points.map((p) => [p.attributes[GenAiNames.tokenType], p.sum]));
+    expect(metric(MetricSpecs.timePerOutputToken.name).points[0]).toMatchObject({
+      sum: expect.closeTo(stats.msPerToken / 1000, 6),
+      count: 1,
+    });
+    const usage = Object.fromEntries(
+      metric(MetricSpecs.tokenUsage.name).points.map((p) => [p.attributes[GenAiNames.tokenType], p.sum]),
+    );
     expect(usage).toEqual({ input: stats.promptTokens, output: 20 });
     expect(metrics.find((m) => m.name === MetricSpecs.decodeHitRatio.name)).toBeUndefined(); // a tier's figure
   });
@@ -95,7 +111,9 @@ describe('request tracing over OTLP', () => {
   it('puts the prompt and the completion in gen_ai.input/output.messages only when content capture is on', async () => {
     const { spans, text } = await tracedRun({ OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' });
     const request = spans.find((s) => s.name === SpanNames.request)!;
-    expect(JSON.parse(request.attributes[GenAiNames.inputMessages] as string)).toEqual([{ role: 'user', parts: [{ type: 'text', content: prompt }] }]);
+    expect(JSON.parse(request.attributes[GenAiNames.inputMessages] as string)).toEqual([
+      { role: 'user', parts: [{ type: 'text', content: prompt }] },
+    ]);
     expect(JSON.parse(request.attributes[GenAiNames.outputMessages] as string)).toEqual([
       { role: 'assistant', parts: [{ type: 'text', content: text }], finish_reason: 'length' },
     ]);
@@ -105,7 +123,9 @@ describe('request tracing over OTLP', () => {
     const { spans, stats, engine } = await tracedRun({}, { slotsPerLayer: 2, heat: false, lfru: { tickTokens: 1 } });
     const request = spans.find((s) => s.name === SpanNames.request)!;
     expect(request.attributes[AttrNames.backend]).toBe('cpu');
-    const stepIds = new Set(spans.filter((s) => s.name === SpanNames.decodeStep || s.name === SpanNames.prefill).map((s) => s.spanId));
+    const stepIds = new Set(
+      spans.filter((s) => s.name === SpanNames.decodeStep || s.name === SpanNames.prefill).map((s) => s.spanId),
+    );
     const computes = spans.filter((s) => s.name === SpanNames.layerCompute);
     expect(computes.length).toBeGreaterThanOrEqual(4 * stats.generatedTokens);
     expect(computes.every((c) => stepIds.has(c.parentSpanId))).toBe(true);
@@ -116,7 +136,11 @@ describe('request tracing over OTLP', () => {
     expect(rebuilds.length).toBeLessThanOrEqual(engine.hostCopies()!.built);
     for (const r of rebuilds) {
       expect(r.parentSpanId).toBe(request.spanId);
-      expect(r.attributes).toEqual({ [AttrNames.layer]: expect.any(Number), [AttrNames.expert]: expect.any(Number), [AttrNames.rebuildSize]: expect.any(Number) });
+      expect(r.attributes).toEqual({
+        [AttrNames.layer]: expect.any(Number),
+        [AttrNames.expert]: expect.any(Number),
+        [AttrNames.rebuildSize]: expect.any(Number),
+      });
       expect(r.attributes[AttrNames.rebuildSize] as number).toBeGreaterThan(0);
       expect(r.endNs > r.startNs).toBe(true);
     }

@@ -46,14 +46,23 @@ function rows(n: number, seed: number): Rows {
 /** The shared traces' format (../shared/traces/): no header, no prefill, ids sorted. */
 function writeShared(name: string, decode: Rows): string {
   const file = path.join(dir, name);
-  writeFileSync(file, decode.map((layers, i) => JSON.stringify({ tok: i + 1, layers: layers.map((ids) => [...ids].sort((x, y) => x - y)) })).join('\n') + '\n');
+  writeFileSync(
+    file,
+    decode
+      .map((layers, i) => JSON.stringify({ tok: i + 1, layers: layers.map((ids) => [...ids].sort((x, y) => x - y)) }))
+      .join('\n') + '\n',
+  );
   return file;
 }
 
 const stepsOf = (r: Rows): RouteStep[] => r.map((layers, step) => ({ step, layers }));
 
 /** The engine's own format: one prompt per entry. */
-function writeOurs(name: string, prompts: Array<{ prefill: Rows; decode: Rows }>, header: Partial<Trace['header']> = {}): string {
+function writeOurs(
+  name: string,
+  prompts: Array<{ prefill: Rows; decode: Rows }>,
+  header: Partial<Trace['header']> = {},
+): string {
   const file = path.join(dir, name);
   const traces: Trace[] = prompts.map((p, i) => ({
     source: file,
@@ -78,7 +87,7 @@ const prompt = 'one two three four five six seven eight nine';
 const maxTokens = 12; // 11 decode evals
 
 describe('routesFrom', () => {
-  it('records the trace\'s routes: decode row t (wrapping at the end), prompt rows from the decode rows without prefill rows', async () => {
+  it("records the trace's routes: decode row t (wrapping at the end), prompt rows from the decode rows without prefill rows", async () => {
     const decode = rows(5, 11);
     const trace = writeShared('five.decode.jsonl', decode);
     const out = path.join(dir, 'five.routes.jsonl');
@@ -97,7 +106,7 @@ describe('routesFrom', () => {
     }
   });
 
-  it('runs a prompt on the trace\'s prefill rows (wrapping), and gives each request the file\'s next prompt', async () => {
+  it("runs a prompt on the trace's prefill rows (wrapping), and gives each request the file's next prompt", async () => {
     const p0 = { prefill: rows(3, 21), decode: rows(4, 22) };
     const p1 = { prefill: rows(2, 31), decode: rows(20, 32) };
     const trace = writeOurs('two.jsonl', [p0, p1]);
@@ -117,18 +126,35 @@ describe('routesFrom', () => {
   });
 
   /** Slots 0..3 on every layer (no heat: the first ids), no LFRU tick, no replan guard, no miss admitted (disk): residency never moves. */
-  const fixedTier: Partial<EngineOptions> = { slotsPerLayer: 4, heat: false, lfru: { tickTokens: 1_000_000 }, prefillReplan: { guard: false }, disk: { admitMisses: false } };
+  const fixedTier: Partial<EngineOptions> = {
+    slotsPerLayer: 4,
+    heat: false,
+    lfru: { tickTokens: 1_000_000 },
+    prefillReplan: { guard: false },
+    disk: { admitMisses: false },
+  };
   const hitsOf = (r: Rows) => r.flat(2).filter((e) => e < 4).length;
 
   for (const backend of ['cpu', 'disk'] as const) {
     it(`${backend} tier: the hits and misses are the trace's (an id < 4 is resident)${backend === 'disk' ? ', each miss one read of one expert' : ''}`, async () => {
       // A trace that stays on the residents, and one that mostly leaves them: the hit rates must follow.
-      for (const [name, decode] of [['warm', rows(16, 41).map((layers) => layers.map(([a, b]) => [a % 4, a % 4 === b % 4 ? (b + 1) % 4 : b % 4]))], ['mixed', rows(16, 42)]] as const) {
+      for (const [name, decode] of [
+        ['warm', rows(16, 41).map((layers) => layers.map(([a, b]) => [a % 4, a % 4 === b % 4 ? (b + 1) % 4 : b % 4]))],
+        ['mixed', rows(16, 42)],
+      ] as const) {
         const trace = writeShared(`${backend}-${name}.decode.jsonl`, decode);
         const out = path.join(dir, `${backend}-${name}.routes.jsonl`);
         // The disk tier's prompt reads its routed misses on demand (a longer prompt would read whole layers, whatever it routes to).
         const onDemand = backend === 'disk' ? { shortPrefillTokens: 64 } : {};
-        const engine = await openEngine({ model, threads: 1, contextTokens: 64, routesFrom: trace, backend, ...fixedTier, ...onDemand });
+        const engine = await openEngine({
+          model,
+          threads: 1,
+          contextTokens: 64,
+          routesFrom: trace,
+          backend,
+          ...fixedTier,
+          ...onDemand,
+        });
         try {
           const ids = engine.tokenize(prompt);
           await collect(engine, ids, { maxTokens, stopAtEos: false, traceRoutes: out });
@@ -144,8 +170,11 @@ describe('routesFrom', () => {
           expect(s.uploads).toBe(0);
           if (backend === 'disk') {
             // The prompt reads each layer's distinct routed misses once (on demand), each decode miss is one read.
-            const expertBytes = (engine as unknown as { tier: { port: { expertBytes: { container: number } } } }).tier.port.expertBytes.container;
-            const prefillMisses = prefillRows[0].map((_, l) => new Set(prefillRows.flatMap((r) => r[l]).filter((e) => e >= 4)).size).reduce((x, y) => x + y, 0);
+            const expertBytes = (engine as unknown as { tier: { port: { expertBytes: { container: number } } } }).tier
+              .port.expertBytes.container;
+            const prefillMisses = prefillRows[0]
+              .map((_, l) => new Set(prefillRows.flatMap((r) => r[l]).filter((e) => e >= 4)).size)
+              .reduce((x, y) => x + y, 0);
             const decodeMisses = decodeRows.flat(2).filter((e) => e >= 4).length;
             // The decode's reads since the request's stats mark; the file reads since the engine opened (the prompt's too).
             expect(engine.tierStats()!.streamedReads).toBe(decodeMisses);
@@ -158,18 +187,50 @@ describe('routesFrom', () => {
     });
   }
 
-  it('refuses a trace of another shape than the model\'s when the engine opens, before anything runs', async () => {
+  it("refuses a trace of another shape than the model's when the engine opens, before anything runs", async () => {
     const heat = path.join(dir, 'refused.heat.json');
     const cases: Array<[string, string, RegExp]> = [
-      [writeShared('three-layers.decode.jsonl', rows(4, 51).map((l) => l.slice(0, 3))), 'layers', /3 layers x expert ids up to \d, top-2/],
-      [writeShared('top3.decode.jsonl', rows(4, 52).map((ls) => ls.map(([a, b]) => [a, b, [0, 1, 2].find((x) => x !== a && x !== b)!]))), 'topK', /4 layers x expert ids up to \d, top-3/],
-      [writeShared('big.decode.jsonl', rows(4, 53).map((ls) => ls.map(([a]) => [a, 12]))), 'experts', /expert ids up to 12/],
-      [writeOurs('sixteen.jsonl', [{ prefill: [], decode: rows(4, 54) }], { experts: 16 }), 'experts', /4 layers x 16 experts, top-2/],
+      [
+        writeShared(
+          'three-layers.decode.jsonl',
+          rows(4, 51).map((l) => l.slice(0, 3)),
+        ),
+        'layers',
+        /3 layers x expert ids up to \d, top-2/,
+      ],
+      [
+        writeShared(
+          'top3.decode.jsonl',
+          rows(4, 52).map((ls) => ls.map(([a, b]) => [a, b, [0, 1, 2].find((x) => x !== a && x !== b)!])),
+        ),
+        'topK',
+        /4 layers x expert ids up to \d, top-3/,
+      ],
+      [
+        writeShared(
+          'big.decode.jsonl',
+          rows(4, 53).map((ls) => ls.map(([a]) => [a, 12])),
+        ),
+        'experts',
+        /expert ids up to 12/,
+      ],
+      [
+        writeOurs('sixteen.jsonl', [{ prefill: [], decode: rows(4, 54) }], { experts: 16 }),
+        'experts',
+        /4 layers x 16 experts, top-2/,
+      ],
       ['/work/shared/traces/olmoe-1b-7b.decode.jsonl', 'layers', /16 layers x expert ids up to 63, top-8/],
     ];
     for (const [trace, what, message] of cases) {
       if (!existsSync(trace)) continue; // the shared folder is outside the repository
-      const err = await openEngine({ model, threads: 1, contextTokens: 64, routesFrom: trace, slotsPerLayer: 4, heat }).then(
+      const err = await openEngine({
+        model,
+        threads: 1,
+        contextTokens: 64,
+        routesFrom: trace,
+        slotsPerLayer: 4,
+        heat,
+      }).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -187,20 +248,28 @@ describe('routesFrom', () => {
     expect((missing as InvalidOptionError).option).toBe('routesFrom');
   });
 
-  it('merges into a heat file of its own (the model and the trace), not the model\'s', async () => {
+  it("merges into a heat file of its own (the model and the trace), not the model's", async () => {
     const previous = process.env.MOETIER_CACHE_DIR;
     process.env.MOETIER_CACHE_DIR = path.join(dir, 'cache');
     try {
       const trace = writeShared('heat.decode.jsonl', rows(6, 71));
       for (const routesFrom of [trace, undefined]) {
-        const engine = await openEngine({ model, threads: 1, contextTokens: 64, slotsPerLayer: 4, ...(routesFrom ? { routesFrom } : {}) });
+        const engine = await openEngine({
+          model,
+          threads: 1,
+          contextTokens: 64,
+          slotsPerLayer: 4,
+          ...(routesFrom ? { routesFrom } : {}),
+        });
         try {
           await collect(engine, prompt, { maxTokens: 3 });
         } finally {
           await engine.close();
         }
       }
-      const files = readdirSync(path.join(dir, 'cache', 'heat')).filter((f) => f.endsWith('.heat.json')).sort();
+      const files = readdirSync(path.join(dir, 'cache', 'heat'))
+        .filter((f) => f.endsWith('.heat.json'))
+        .sort();
       expect(files).toHaveLength(2);
       const [own, traced] = files; // '<identity>.heat.json' sorts before '<identity>.routes-<digest>.heat.json'
       expect(traced).toMatch(new RegExp(`^${own.replace(/\.heat\.json$/, '')}\\.routes-[0-9a-f]{16}\\.heat\\.json$`));
@@ -210,7 +279,7 @@ describe('routesFrom', () => {
     }
   });
 
-  it('a trace of the model\'s shape and the same prompt give the same tokens run after run (the tier does not change them)', async () => {
+  it("a trace of the model's shape and the same prompt give the same tokens run after run (the tier does not change them)", async () => {
     const trace = writeShared('same.decode.jsonl', rows(7, 61));
     const runs: number[][] = [];
     for (const tier of [{}, fixedTier, { slotsPerLayer: 2, heat: false }] as Partial<EngineOptions>[]) {

@@ -29,7 +29,14 @@ beforeAll(async () => {
   ({ prompt, reference } = await referenceRun(model, 'one two three four five six seven', decodeTokens));
 });
 
-const options = (o: Partial<EngineOptions>): EngineOptions => ({ model, threads: 1, contextTokens: 128, heat: false, lfru: { tickTokens: 2 }, ...o });
+const options = (o: Partial<EngineOptions>): EngineOptions => ({
+  model,
+  threads: 1,
+  contextTokens: 128,
+  heat: false,
+  lfru: { tickTokens: 2 },
+  ...o,
+});
 
 /** The engine's placement: private in the engine, read here to see the policy's own tick count. */
 function placementOf(engine: Engine): TierPlacement {
@@ -87,7 +94,7 @@ describe('deferred decode work', () => {
     expect(await collect(engine, prompt, { maxTokens: decodeTokens, stopAtEos: false })).toEqual(reference);
   });
 
-  it('a throw in the last evaluated step\'s tick still fails the request', async () => {
+  it("a throw in the last evaluated step's tick still fails the request", async () => {
     const placement = placementOf(engine);
     const boom = new Error('last tick failed');
     const original = placement.tick;

@@ -15,20 +15,33 @@ export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
  * A tiny qwen3moe model: 4 layers x 8 experts, top-2. Planted routing for the tests that count on a
  * prompt's decode staying within its topic's experts (which experts a short prompt reads, replan swaps).
  */
-export async function tinyModel(dir: string, quant: 'q8_0' | 'q4_0' = 'q8_0', seed = 7, routing: RoutingKind = 'realistic'): Promise<string> {
+export async function tinyModel(
+  dir: string,
+  quant: 'q8_0' | 'q4_0' = 'q8_0',
+  seed = 7,
+  routing: RoutingKind = 'realistic',
+): Promise<string> {
   const file = path.join(dir, `tiny-${quant}-${seed}-${routing}.gguf`);
   await writeSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant, seed, routing }, file);
   return file;
 }
 
-export async function collect(engine: Engine, prompt: string | number[], options: GenerateOptions = {}): Promise<number[]> {
+export async function collect(
+  engine: Engine,
+  prompt: string | number[],
+  options: GenerateOptions = {},
+): Promise<number[]> {
   const ids: number[] = [];
   for await (const t of engine.generate(prompt, options)) ids.push(t.id);
   return ids;
 }
 
 /** The prompt's ids and the tokens an engine without a tier generates from them: what every tier run must reproduce. */
-export async function referenceRun(model: string, text: string, maxTokens: number): Promise<{ prompt: number[]; reference: number[] }> {
+export async function referenceRun(
+  model: string,
+  text: string,
+  maxTokens: number,
+): Promise<{ prompt: number[]; reference: number[] }> {
   const plain = await openEngine({ model, threads: 1, contextTokens: 128 });
   try {
     const prompt = plain.tokenize(text);

@@ -39,7 +39,10 @@ describe.each(['q8_0', 'q4_0'] as const)('token invariance over random budgets (
       };
       const engine = await openEngine({ model, contextTokens: 96, heat: false, ...config });
       try {
-        expect({ config, tokens: await collect(engine, prompt, { maxTokens: steps, stopAtEos: false }) }).toEqual({ config, tokens: reference });
+        expect({ config, tokens: await collect(engine, prompt, { maxTokens: steps, stopAtEos: false }) }).toEqual({
+          config,
+          tokens: reference,
+        });
         const s = engine.lastStats!;
         swapped += s.uploads!;
         expect(s.tier!.leases).toBe(0);
@@ -62,11 +65,19 @@ describe('host int8 copies (native tier, Q4_0 container)', () => {
     } finally {
       await plain.close();
     }
-    const engine = await openEngine({ model, threads: 1, contextTokens: 96, heat: false, slotsPerLayer: 3, lfru: { tickTokens: 2 } });
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 96,
+      heat: false,
+      slotsPerLayer: 3,
+      lfru: { tickTokens: 2 },
+    });
     try {
       expect(await collect(engine, prompt, { maxTokens: steps, stopAtEos: false })).toEqual(reference);
       const settled = async () => {
-        for (let i = 0; i < 200 && engine.hostCopies()!.published !== 4 * (8 - 3); i++) await new Promise((r) => setTimeout(r, 25));
+        for (let i = 0; i < 200 && engine.hostCopies()!.published !== 4 * (8 - 3); i++)
+          await new Promise((r) => setTimeout(r, 25));
       };
       await settled();
       const firstUploads = engine.lastStats!.uploads!;

@@ -22,7 +22,11 @@ let model: string;
 beforeAll(async () => {
   model = await tinyModel(dir, 'q8_0', 13);
   receiver = await startOtlpReceiver();
-  restoreEnv = useOtelEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'moetier-tier-test', OTEL_METRICS_EXPORTER: 'none' });
+  restoreEnv = useOtelEnv({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_SERVICE_NAME: 'moetier-tier-test',
+    OTEL_METRICS_EXPORTER: 'none',
+  });
 });
 afterAll(async () => {
   restoreEnv();
@@ -42,7 +46,16 @@ describe('tier tracing over OTLP (native tier, fake backend)', () => {
     // fixed cost, then its bytes at 25 GB/s) move while the next layer computes, as a real model's
     // would on a GPU. With the preset's 330 us fixed cost, a tiny layer ends before the bytes start.
     const fake = { transferFixedUs: 5, computeBytesPerS: 2e8 };
-    const engine = await openEngine({ model, threads: 1, contextTokens: 128, backend: 'fake', fake, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 1 } });
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 128,
+      backend: 'fake',
+      fake,
+      slotsPerLayer: 2,
+      heat: false,
+      lfru: { tickTokens: 1 },
+    });
     try {
       await collect(engine, 'red green blue red green blue yellow', { maxTokens: 24, stopAtEos: false });
       expect(engine.lastStats!.uploads).toBeGreaterThan(0);
@@ -65,17 +78,25 @@ describe('tier tracing over OTLP (native tier, fake backend)', () => {
       expect(s.parentSpanId).toBe(request.spanId);
     }
     // Layer computes hang under the engine's prefill and decode-step spans, the step of their token.
-    const steps = new Map(spans.filter((s) => s.name === SpanNames.prefill || s.name === SpanNames.decodeStep).map((s) => [s.spanId, s]));
+    const steps = new Map(
+      spans.filter((s) => s.name === SpanNames.prefill || s.name === SpanNames.decodeStep).map((s) => [s.spanId, s]),
+    );
     expect(spans.filter((s) => s.name === SpanNames.decodeStep)).toHaveLength(engine.lastStats!.generatedTokens - 1);
     for (const c of computes) {
       const step = steps.get(c.parentSpanId)!;
       expect(step.parentSpanId).toBe(request.spanId);
       if (c.attributes[AttrNames.phase] === 'prefill') expect(step.name).toBe(SpanNames.prefill);
-      else expect([step.name, step.attributes[AttrNames.tokenIndex]]).toEqual([SpanNames.decodeStep, c.attributes[AttrNames.tokenIndex]]);
+      else
+        expect([step.name, step.attributes[AttrNames.tokenIndex]]).toEqual([
+          SpanNames.decodeStep,
+          c.attributes[AttrNames.tokenIndex],
+        ]);
     }
     const decode = computes.filter((c) => c.attributes[AttrNames.phase] === 'decode');
     expect(decode.every((c) => num(c, AttrNames.expertHits) + num(c, AttrNames.expertMisses) === 2)).toBe(true); // top-2, one token
-    const overlapping = uploads.filter((u) => computes.some((c) => num(c, AttrNames.layer) === num(u, AttrNames.layer) + 1 && overlaps(u, c)));
+    const overlapping = uploads.filter((u) =>
+      computes.some((c) => num(c, AttrNames.layer) === num(u, AttrNames.layer) + 1 && overlaps(u, c)),
+    );
     expect(overlapping.length).toBeGreaterThan(0);
     // The fake's virtual stamps are moved onto the request's timeline: every step lies after its start.
     for (const c of computes) expect(c.startNs >= request.startNs).toBe(true);
@@ -91,15 +112,43 @@ describe('tier tracing over OTLP (native tier, fake backend)', () => {
     const spy = vi.spyOn(console, 'log').mockImplementation((s: string) => void lines.push(s));
     const err = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     try {
-      const args = ['--model', model, '--prompt', 'red green blue', '-n', '12', '--json', '--threads', '1', '--ctx', '64'];
-      expect(await runCommand.run([...args, '--backend', 'fake', '--slots-per-layer', '2', '--heat', 'none', '--trace-file', traceFile])).toBe(0);
+      const args = [
+        '--model',
+        model,
+        '--prompt',
+        'red green blue',
+        '-n',
+        '12',
+        '--json',
+        '--threads',
+        '1',
+        '--ctx',
+        '64',
+      ];
+      expect(
+        await runCommand.run([
+          ...args,
+          '--backend',
+          'fake',
+          '--slots-per-layer',
+          '2',
+          '--heat',
+          'none',
+          '--trace-file',
+          traceFile,
+        ]),
+      ).toBe(0);
     } finally {
       spy.mockRestore();
       err.mockRestore();
       restore();
     }
     const out = JSON.parse(lines.at(-1)!) as { generatedTokens: number };
-    const events = JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents as { name: string; ph: string; args?: Record<string, unknown> }[];
+    const events = JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents as {
+      name: string;
+      ph: string;
+      args?: Record<string, unknown>;
+    }[];
     const layers = events.filter((e) => e.ph === 'X' && e.name === SpanNames.layerCompute);
     expect(layers.length).toBeGreaterThanOrEqual(4 * (out.generatedTokens - 1));
     expect(events.filter((e) => e.ph === 'X' && e.name === SpanNames.request)).toHaveLength(1);

@@ -28,7 +28,15 @@ beforeAll(async () => {
 });
 
 const tierOf = (engine: Engine) => (engine as unknown as { tier: { placement: TierPlacement; port: TierPort } }).tier;
-const options = (o: Partial<EngineOptions> = {}): EngineOptions => ({ model, threads: 1, contextTokens: 128, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 2 }, ...o });
+const options = (o: Partial<EngineOptions> = {}): EngineOptions => ({
+  model,
+  threads: 1,
+  contextTokens: 128,
+  slotsPerLayer: 2,
+  heat: false,
+  lfru: { tickTokens: 2 },
+  ...o,
+});
 
 function expectWithinBudget(engine: Engine, slots?: number): void {
   const s = engine.tierStats()!;
@@ -55,7 +63,8 @@ async function tunedRun(engine: Engine, at: Record<number, number> = {}, maxToke
 }
 
 async function hostCopiesSettled(engine: Engine, published: number): Promise<void> {
-  for (let i = 0; i < 200 && engine.hostCopies()!.published !== published; i++) await new Promise((r) => setTimeout(r, 25));
+  for (let i = 0; i < 200 && engine.hostCopies()!.published !== published; i++)
+    await new Promise((r) => setTimeout(r, 25));
   expect(engine.hostCopies()!.published).toBe(published);
 }
 
@@ -111,7 +120,9 @@ describe('tune residentSlotsPerLayer: choices and refusals', () => {
       const hottest = Array.from({ length: nLayer }, (_, l) => tier.placement.hottestOutside(l, 2));
       engine.tune({ residentSlotsPerLayer: 3 });
       await tunedRun(engine, {}, 1);
-      expect(residentSets(tier.port)).toEqual(order.map((ids, l) => [ids.at(-1)!, ...hottest[l]].sort((a, b) => a - b)));
+      expect(residentSets(tier.port)).toEqual(
+        order.map((ids, l) => [ids.at(-1)!, ...hottest[l]].sort((a, b) => a - b)),
+      );
     } finally {
       await engine.close();
     }

@@ -21,7 +21,9 @@ async function runJson(args: string[]): Promise<Record<string, unknown>> {
   const lines: string[] = [];
   const spy = vi.spyOn(console, 'log').mockImplementation((s: string) => void lines.push(s));
   try {
-    expect(await runCommand.run(['--model', model, '--prompt', prompt, '--json', '--threads', '1', '--ctx', '128', ...args])).toBe(0);
+    expect(
+      await runCommand.run(['--model', model, '--prompt', prompt, '--json', '--threads', '1', '--ctx', '128', ...args]),
+    ).toBe(0);
   } finally {
     spy.mockRestore();
   }
@@ -43,7 +45,8 @@ describe('moetier run with an expert tier', () => {
     expect(full.decodeHitRate).toBe(1);
     expect(full.prefillHitRate).toBe(1);
     expect(full.uploads).toBe(0); // nothing to swap when every expert is resident
-    for (const key of ['msPerToken', 'ttftMs', 'uploads', 'uploadBytes', 'moeMsPerToken', 'decodeTokPerS']) expect(partial).toHaveProperty(key);
+    for (const key of ['msPerToken', 'ttftMs', 'uploads', 'uploadBytes', 'moeMsPerToken', 'decodeTokPerS'])
+      expect(partial).toHaveProperty(key);
     expect(partial.msPerToken).toBeGreaterThan(0);
     expect(none).not.toHaveProperty('decodeHitRate');
   });
@@ -91,7 +94,11 @@ describe('moetier run with an expert tier', () => {
     await expect(openEngine({ model, resident: 1.5 })).rejects.toBeInstanceOf(InvalidOptionError);
     await expect(openEngine({ model, slotsPerLayer: 9 })).rejects.toMatchObject({ option: 'slotsPerLayer' });
     await expect(openEngine({ model, resident: 0.5, slotsPerLayer: 2 })).rejects.toBeInstanceOf(InvalidOptionError);
-    await expect(openEngine({ model, resident: 0.5, backend: 'gpu' as 'cpu' })).rejects.toMatchObject({ option: 'backend' });
-    await expect(runCommand.run(['--model', model, '--prompt', 'x', '--backend', 'tpu'])).rejects.toMatchObject({ option: '--backend' });
+    await expect(openEngine({ model, resident: 0.5, backend: 'gpu' as 'cpu' })).rejects.toMatchObject({
+      option: 'backend',
+    });
+    await expect(runCommand.run(['--model', model, '--prompt', 'x', '--backend', 'tpu'])).rejects.toMatchObject({
+      option: '--backend',
+    });
   });
 });

@@ -15,7 +15,12 @@ const swap: Decision = { kind: 'swap', victim: { layer: 0, expert: 1 }, newcomer
 function request(fail: { eval?: boolean; tick?: boolean } = {}) {
   const calls: string[] = [];
   const none = { uploads: [], evicted: [], reads: [] };
-  const port = { resetStats: () => undefined, poll: () => (calls.push('settle'), none), readsMisses: true, stats: () => ({}) };
+  const port = {
+    resetStats: () => undefined,
+    poll: () => (calls.push('settle'), none),
+    readsMisses: true,
+    stats: () => ({}),
+  };
   const placement = {
     replanEnabled: false,
     inflightTransfers: 0,
@@ -33,7 +38,15 @@ function request(fail: { eval?: boolean; tick?: boolean } = {}) {
     evaluate: async (step: { position: number }): Promise<LayerStepReport> => {
       calls.push('evaluate');
       if (fail.eval) throw boom;
-      return { phase: 'decode', position: step.position, nTokens: 1, firstToken: 1, routes: new Int32Array(0), layerStats: new Float64Array(0), slot: 0 };
+      return {
+        phase: 'decode',
+        position: step.position,
+        nTokens: 1,
+        firstToken: 1,
+        routes: new Int32Array(0),
+        layerStats: new Float64Array(0),
+        slot: 0,
+      };
     },
   };
   const r = new TierRequest(port as never, placement as never, compute as never);
@@ -46,7 +59,18 @@ describe('a tier request step', () => {
     const { calls, step } = request();
     await step(5);
     await step(6);
-    expect(calls).toEqual(['evaluate', 'settle', 'observe', 'decide', 'issue 1', 'evaluate', 'settle', 'observe', 'decide', 'issue 1']);
+    expect(calls).toEqual([
+      'evaluate',
+      'settle',
+      'observe',
+      'decide',
+      'issue 1',
+      'evaluate',
+      'settle',
+      'observe',
+      'decide',
+      'issue 1',
+    ]);
   });
 
   it('a throw in a stage rejects the step; the stages after it do not run', async () => {

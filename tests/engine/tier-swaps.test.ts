@@ -38,7 +38,13 @@ beforeAll(async () => {
 });
 
 const tierOptions = (o: Partial<EngineOptions> = {}): EngineOptions => ({
-  model, threads: 1, contextTokens: 128, slotsPerLayer: 2, heat: false, lfru: { tickTokens: 2 }, ...o,
+  model,
+  threads: 1,
+  contextTokens: 128,
+  slotsPerLayer: 2,
+  heat: false,
+  lfru: { tickTokens: 2 },
+  ...o,
 });
 
 describe.each(['cpu', 'fake'] as const)('the LFRU tick on the %s backend', (backend) => {
@@ -64,7 +70,11 @@ describe.each(['cpu', 'fake'] as const)('the LFRU tick on the %s backend', (back
     await expect(
       (async () => {
         let n = 0;
-        for await (const _ of engine.generate(prompt, { maxTokens: decodeTokens, stopAtEos: false, signal: controller.signal })) {
+        for await (const _ of engine.generate(prompt, {
+          maxTokens: decodeTokens,
+          stopAtEos: false,
+          signal: controller.signal,
+        })) {
           if (++n === 20) controller.abort();
         }
       })(),
@@ -79,7 +89,8 @@ describe.each(['cpu', 'fake'] as const)('the LFRU tick on the %s backend', (back
     await expect(
       (async () => {
         let n = 0;
-        for await (const _ of engine.generate(prompt, { maxTokens: decodeTokens, stopAtEos: false })) if (++n === 9) throw boom;
+        for await (const _ of engine.generate(prompt, { maxTokens: decodeTokens, stopAtEos: false }))
+          if (++n === 9) throw boom;
       })(),
     ).rejects.toBe(boom);
     expectClean(engine);
@@ -92,7 +103,9 @@ describe('failures and tuning', () => {
     const gguf = parseGguf(new Uint8Array(readFileSync(model)), model);
     const hp = readHParams(gguf);
     const warmstartBytes = hp.nLayer * 2 * expertContainerBytes(gguf, hp);
-    const engine = await withTierFaults({ transferAfterBytes: warmstartBytes + 100 }, () => openEngine(tierOptions({ backend: 'fake' })));
+    const engine = await withTierFaults({ transferAfterBytes: warmstartBytes + 100 }, () =>
+      openEngine(tierOptions({ backend: 'fake' })),
+    );
     try {
       expect(await checkedRun(engine)).toEqual(reference);
       const s = engine.lastStats!;

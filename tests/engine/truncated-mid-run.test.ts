@@ -65,7 +65,10 @@ try { for await (const _ of engine.generate('Again', request)); } catch (err) { 
 await engine.close();
 console.log(JSON.stringify({ reference, yielded, error, next, closed: true }));
 `;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return JSON.parse(out.trim().split('\n').at(-1)!) as Outcome;
 }
 
@@ -90,6 +93,8 @@ describe('the model file truncated mid-request', () => {
   }, 120_000);
 
   it('with the simulated device (cuda-sim, resident 0.5), whose uploads read the mapping: the same', () => {
-    expectTypedAndAlive(cutMidRun('cuda-sim', { threads: 1, contextTokens: 64, backend: 'cuda-sim', resident: 0.5, heat: false }));
+    expectTypedAndAlive(
+      cutMidRun('cuda-sim', { threads: 1, contextTokens: 64, backend: 'cuda-sim', resident: 0.5, heat: false }),
+    );
   }, 120_000);
 });

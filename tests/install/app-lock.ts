@@ -14,7 +14,11 @@ interface LockEntry {
   [key: string]: unknown;
 }
 
-export function appLockfile(repoLockFile: string, tarball: { spec: string; integrity: string }, pkg: LockEntry): object {
+export function appLockfile(
+  repoLockFile: string,
+  tarball: { spec: string; integrity: string },
+  pkg: LockEntry,
+): object {
   const lock = JSON.parse(readFileSync(repoLockFile, 'utf8')) as { packages: Record<string, LockEntry> };
   const packages: Record<string, LockEntry> = {};
   // Node's lookup: the dependency's own node_modules first, then each folder above it.

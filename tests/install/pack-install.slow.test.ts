@@ -22,9 +22,19 @@ let installLog = '';
 
 /** The caller's environment without npm's run-script variables (npm test sets npm_config_*), downloads pointed at a closed port. */
 function childEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && !k.startsWith('OTEL_')));
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && !k.startsWith('OTEL_')),
+  );
   const closed = 'http://127.0.0.1:9';
-  return { ...env, HTTP_PROXY: closed, HTTPS_PROXY: closed, http_proxy: closed, https_proxy: closed, NO_PROXY: '', no_proxy: '' };
+  return {
+    ...env,
+    HTTP_PROXY: closed,
+    HTTPS_PROXY: closed,
+    http_proxy: closed,
+    https_proxy: closed,
+    NO_PROXY: '',
+    no_proxy: '',
+  };
 }
 
 function run(cmd: string, args: string[], cwd: string): { code: number | null; stdout: string; stderr: string } {
@@ -33,14 +43,27 @@ function run(cmd: string, args: string[], cwd: string): { code: number | null; s
 }
 
 beforeAll(async () => {
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: repo, env: childEnv(), encoding: 'utf8' }))[0];
+  const packed = JSON.parse(
+    execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
+      cwd: repo,
+      env: childEnv(),
+      encoding: 'utf8',
+    }),
+  )[0];
   packedFiles = packed.files.map((f: { path: string }) => f.path);
   const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8'));
   const { name, version, license, dependencies, peerDependencies, peerDependenciesMeta, bin, engines } = pkg;
   const spec = `file:../${packed.filename}`;
   mkdirSync(app);
-  writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module', dependencies: { moetier: spec } }));
-  const lock = appLockfile(path.join(repo, 'package-lock.json'), { spec, integrity: packed.integrity }, { name, version, license, dependencies, peerDependencies, peerDependenciesMeta, bin, engines });
+  writeFileSync(
+    path.join(app, 'package.json'),
+    JSON.stringify({ name: 'app', private: true, type: 'module', dependencies: { moetier: spec } }),
+  );
+  const lock = appLockfile(
+    path.join(repo, 'package-lock.json'),
+    { spec, integrity: packed.integrity },
+    { name, version, license, dependencies, peerDependencies, peerDependenciesMeta, bin, engines },
+  );
   writeFileSync(path.join(app, 'package-lock.json'), JSON.stringify(lock));
   const install = run('npm', ['ci', '--offline', '--no-audit', '--no-fund', '--foreground-scripts'], app);
   installLog = install.stdout + install.stderr;
@@ -56,8 +79,14 @@ describe('npm pack -> install into a fresh app -> generate', () => {
     expect(packedFiles).toContain('native/CMakeLists.txt');
     expect(packedFiles).toContain('native/package.json'); // napi_versions: cmake-js builds against node-api-headers
     expect(packedFiles).toContain('scripts/install.mjs');
-    expect(packedFiles.filter((f) => /^(tests|bench|\.cache|\.ci|docs)\/|^native\/build(-debug)?\/|\.(js|ts)\.map$|\.gguf$|\.heat\.json$/.test(f))).toEqual([]);
-    expect(packedFiles.every((f) => /^(dist\/(src|otel)|native|scripts)\/|^(package\.json|README\.md|LICENSE)$/.test(f))).toBe(true);
+    expect(
+      packedFiles.filter((f) =>
+        /^(tests|bench|\.cache|\.ci|docs)\/|^native\/build(-debug)?\/|\.(js|ts)\.map$|\.gguf$|\.heat\.json$/.test(f),
+      ),
+    ).toEqual([]);
+    expect(
+      packedFiles.every((f) => /^(dist\/(src|otel)|native|scripts)\/|^(package\.json|README\.md|LICENSE)$/.test(f)),
+    ).toBe(true);
   });
 
   it('built the addon on install from its dependencies, downloading nothing, and left the OpenTelemetry SDK out', () => {
@@ -92,7 +121,11 @@ console.log(JSON.stringify(ids));`,
       await here.close();
     }
     // Only the exported entry points: the package's insides are not importable by path.
-    const deep = run(process.execPath, ['--input-type=module', '-e', "await import('moetier/dist/src/engine/engine.js')"], app);
+    const deep = run(
+      process.execPath,
+      ['--input-type=module', '-e', "await import('moetier/dist/src/engine/engine.js')"],
+      app,
+    );
     expect(deep.stderr).toMatch(/ERR_PACKAGE_PATH_NOT_EXPORTED/);
   });
 
@@ -117,7 +150,15 @@ void wrong;
     writeFileSync(
       path.join(app, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', types: ['node'], typeRoots: [path.join(repo, 'node_modules/@types')] },
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          types: ['node'],
+          typeRoots: [path.join(repo, 'node_modules/@types')],
+        },
         files: ['check.ts'],
       }),
     );
@@ -132,12 +173,22 @@ void wrong;
     const plain = run(bin, ['run', '--model', model, '--prompt', 'red', '-n', '3', '--json'], app);
     expect(plain.code).toBe(0);
     expect(JSON.parse(plain.stdout.trim().split('\n').at(-1)!).generatedTokens).toBe(3);
-    const traced = run(bin, ['run', '--model', model, '--prompt', 'red', '-n', '3', '--trace-file', path.join(dir, 't.json')], app);
+    const traced = run(
+      bin,
+      ['run', '--model', model, '--prompt', 'red', '-n', '3', '--trace-file', path.join(dir, 't.json')],
+      app,
+    );
     expect(traced.code).toBe(1);
-    expect(traced.stderr).toMatch(/trace file .* needs the OpenTelemetry SDK, which is not installed \(@opentelemetry\/[a-z-]+ not found\): npm install @opentelemetry\/sdk-node /);
+    expect(traced.stderr).toMatch(
+      /trace file .* needs the OpenTelemetry SDK, which is not installed \(@opentelemetry\/[a-z-]+ not found\): npm install @opentelemetry\/sdk-node /,
+    );
     const lib = run(
       process.execPath,
-      ['--input-type=module', '-e', "const o = await import('moetier/otel'); const t = await o.loadTelemetry(); console.log(t.active); await o.loadTelemetry({ traceFile: 'x.json' }).catch((e) => console.log(e.code));"],
+      [
+        '--input-type=module',
+        '-e',
+        "const o = await import('moetier/otel'); const t = await o.loadTelemetry(); console.log(t.active); await o.loadTelemetry({ traceFile: 'x.json' }).catch((e) => console.log(e.code));",
+      ],
       app,
     );
     expect(lib.stdout.trim().split('\n')).toEqual(['false', 'E_TELEMETRY_UNAVAILABLE']);

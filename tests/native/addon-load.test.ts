@@ -16,9 +16,15 @@ describe('MOETIER_ADDON', () => {
     const release = path.resolve(import.meta.dirname, '../../native/build/Release/moetier.node');
     const script = `const { loadNative } = await import(${JSON.stringify(binding)}); try { console.log(loadNative().version()); } catch (e) { console.log(e.code, e.message); }`;
     const load = (addon: string) =>
-      spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, MOETIER_ADDON: addon } }).stdout.trim();
+      spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { ...process.env, MOETIER_ADDON: addon },
+      }).stdout.trim();
     expect(load(release)).toMatch(/^\d+\.\d+\.\d+$/);
-    expect(load('no/such/moetier.node')).toBe('E_NATIVE MOETIER_ADDON=no/such/moetier.node: no such addon file (for the debug build run `npm run build:native:debug`)');
+    expect(load('no/such/moetier.node')).toBe(
+      'E_NATIVE MOETIER_ADDON=no/such/moetier.node: no such addon file (for the debug build run `npm run build:native:debug`)',
+    );
   });
 });
 

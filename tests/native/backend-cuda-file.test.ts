@@ -54,10 +54,17 @@ describe('cuda-sim given the model file: uploads read the file into the staging 
       // Three pieces of expert 2 (unaligned to the disk's blocks: GGUF aligns to 32 bytes).
       const pieces = [0, 1, 2].map((t) => m.view(t * 4 * pieceBytes + 2 * pieceBytes + 32, pieceBytes));
       await b.waitUploaded(b.upload(slot, pieces));
-      expect(Buffer.compare(readBack(b, slot, 3 * pieceBytes), concat(pieces.map((p) => m.content.subarray(p.byteOffset, p.byteOffset + p.length))))).toBe(0);
+      expect(
+        Buffer.compare(
+          readBack(b, slot, 3 * pieceBytes),
+          concat(pieces.map((p) => m.content.subarray(p.byteOffset, p.byteOffset + p.length))),
+        ),
+      ).toBe(0);
       const whole = m.view(3 * pieceBytes * 4, big);
       await b.waitUploaded(b.upload(slot + 1, [whole]));
-      expect(Buffer.compare(readBack(b, slot + 1, big), m.content.subarray(whole.byteOffset, whole.byteOffset + big))).toBe(0);
+      expect(
+        Buffer.compare(readBack(b, slot + 1, big), m.content.subarray(whole.byteOffset, whole.byteOffset + big)),
+      ).toBe(0);
       // Read from the file, not through the mapping (a page may linger in another CPU's LRU: a few at most).
       expect(native.mappedResidency(m.mapped.handle).resident).toBeLessThanOrEqual(4);
       expect(b.stats()).toMatchObject({ uploadsDone: 2, uploadsFailed: 0 });
@@ -71,7 +78,11 @@ describe('cuda-sim given the model file: uploads read the file into the staging 
     const chunk = limits.stagingBufferBytes;
     const m = modelFile('b.bin', 4 * chunk);
     // The second chunk's read fails 1000 bytes in: the first chunk reached the slot.
-    const b = Backend.create('cuda-sim', { budgetBytes: 8 * chunk, file: m.mapped.handle, failTransferAfterBytes: chunk + 1000 });
+    const b = Backend.create('cuda-sim', {
+      budgetBytes: 8 * chunk,
+      file: m.mapped.handle,
+      failTransferAfterBytes: chunk + 1000,
+    });
     try {
       const slot = b.reserve(2, 2 * chunk);
       const failed = await b.wait(b.upload(slot, [m.view(0, 2 * chunk)]));

@@ -28,7 +28,8 @@ function createCuda(): { backend?: Backend; error?: unknown } {
 
 describe('cuda backend: refusal where it cannot run', () => {
   it('looks for its library next to the loaded addon', () => {
-    const addon = process.env.MOETIER_ADDON || path.resolve(import.meta.dirname, '../../native/build/Release/moetier.node');
+    const addon =
+      process.env.MOETIER_ADDON || path.resolve(import.meta.dirname, '../../native/build/Release/moetier.node');
     const library = native.cudaLibraryPath();
     expect(path.basename(library)).toBe('libmoetier_cuda.so');
     expect(realpathSync(path.dirname(library))).toBe(realpathSync(path.dirname(path.resolve(addon))));
@@ -58,7 +59,8 @@ describe('cuda backend: refusal where it cannot run', () => {
   });
 });
 
-const loadedAddon = process.env.MOETIER_ADDON || path.resolve(import.meta.dirname, '../../native/build/Release/moetier.node');
+const loadedAddon =
+  process.env.MOETIER_ADDON || path.resolve(import.meta.dirname, '../../native/build/Release/moetier.node');
 const backendModule = path.resolve(import.meta.dirname, '../../dist/src/native/backend.js');
 const compiler = ['cc', 'gcc', 'clang'].find((c) => spawnSync(c, ['--version']).status === 0);
 
@@ -86,7 +88,10 @@ catch (e) { console.log(JSON.stringify({ name: e.constructor.name, reason: e.rea
 function stubLibrary(loadStatus: number): (libraryPath: string) => void {
   return (libraryPath) => {
     const source = `${libraryPath}.c`;
-    writeFileSync(source, `struct mt_cuda_runtime; int mt_cuda_runtime_load(struct mt_cuda_runtime* out) { (void)out; return ${loadStatus}; }\n`);
+    writeFileSync(
+      source,
+      `struct mt_cuda_runtime; int mt_cuda_runtime_load(struct mt_cuda_runtime* out) { (void)out; return ${loadStatus}; }\n`,
+    );
     const r = spawnSync(compiler!, ['-shared', '-fPIC', source, '-o', libraryPath], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
   };
@@ -99,12 +104,15 @@ describe('cuda backend: the loader refuses each missing piece by name', () => {
     expect(r.message).toMatch(/libmoetier_cuda\.so failed to load: .*libmoetier_cuda\.so/);
   });
 
-  it.skipIf(compiler === undefined)('a runtime that cannot start: no-driver (35) or no-device (100), with the error named', () => {
-    const driver = refusalBeside(stubLibrary(35));
-    expect(driver).toMatchObject({ name: 'DeviceUnavailableError', reason: 'no-driver' });
-    expect(driver.message).toContain('cudaErrorInsufficientDriver 35');
-    const device = refusalBeside(stubLibrary(100));
-    expect(device).toMatchObject({ name: 'DeviceUnavailableError', reason: 'no-device' });
-    expect(device.message).toContain('cudaErrorNoDevice 100');
-  });
+  it.skipIf(compiler === undefined)(
+    'a runtime that cannot start: no-driver (35) or no-device (100), with the error named',
+    () => {
+      const driver = refusalBeside(stubLibrary(35));
+      expect(driver).toMatchObject({ name: 'DeviceUnavailableError', reason: 'no-driver' });
+      expect(driver.message).toContain('cudaErrorInsufficientDriver 35');
+      const device = refusalBeside(stubLibrary(100));
+      expect(device).toMatchObject({ name: 'DeviceUnavailableError', reason: 'no-device' });
+      expect(device.message).toContain('cudaErrorNoDevice 100');
+    },
+  );
 });

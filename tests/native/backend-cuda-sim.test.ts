@@ -60,7 +60,10 @@ describe('cuda-sim: uploads through the staging ring', () => {
     const b = sim();
     const bytes = ringBytes + limits.stagingBufferBytes + 12_345; // more chunks than buffers, an odd tail
     const slot = b.reserve(1, bytes);
-    const pieces = [pattern(limits.stagingBufferBytes * 2 + 7, 11), pattern(bytes - (limits.stagingBufferBytes * 2 + 7), 12)];
+    const pieces = [
+      pattern(limits.stagingBufferBytes * 2 + 7, 11),
+      pattern(bytes - (limits.stagingBufferBytes * 2 + 7), 12),
+    ];
     await b.waitUploaded(b.upload(slot, pieces));
     expect(firstDifference(readBack(b, slot, bytes), concat(pieces))).toBe(-1);
   });
@@ -93,7 +96,9 @@ describe('cuda-sim: uploads through the staging ring', () => {
     const slot = b.reserve(1, bytes);
     const src = pattern(bytes, 41);
     const ev = b.upload(slot, src);
-    await expect(b.waitUploaded(ev)).rejects.toSatisfy((err: unknown) => err instanceof BackendError && err.reason === 'transfer');
+    await expect(b.waitUploaded(ev)).rejects.toSatisfy(
+      (err: unknown) => err instanceof BackendError && err.reason === 'transfer',
+    );
     expect(b.query(ev).state).toBe('failed');
     expect(b.slotState(slot)).toBe('invalid');
     expectBackendError(() => b.lease(slot), 'state');
@@ -111,7 +116,9 @@ describe('cuda-sim: uploads through the staging ring', () => {
     const bytes = 3 * limits.stagingBufferBytes;
     const first = b.reserve(2, bytes);
     const ev = b.upload(first, pattern(bytes, 45));
-    await expect(b.waitUploaded(ev)).rejects.toSatisfy((err: unknown) => err instanceof BackendError && err.reason === 'transfer');
+    await expect(b.waitUploaded(ev)).rejects.toSatisfy(
+      (err: unknown) => err instanceof BackendError && err.reason === 'transfer',
+    );
     expect(b.slotState(first)).toBe('invalid');
     // CUDA's asynchronous errors are sticky: the staging buffers' events report it to the next upload too.
     const next = await b.wait(b.upload(first + 1, pattern(bytes, 46)));
@@ -172,9 +179,13 @@ describe('cuda-sim: event times and compute markers', () => {
     await b.waitUploaded(b.upload(first, pattern(MiB, 80)));
     await new Promise((resolve) => setTimeout(resolve, 4_100)); // past the clock's refresh age (cuda_clock.h kBaseRefreshNs)
     const before = process.hrtime.bigint();
-    const [upload, marker] = await Promise.all([b.waitUploaded(b.upload(first + 1, pattern(MiB, 81))), b.wait(b.recordCompute(9, 0))]);
+    const [upload, marker] = await Promise.all([
+      b.waitUploaded(b.upload(first + 1, pattern(MiB, 81))),
+      b.wait(b.recordCompute(9, 0)),
+    ]);
     const after = process.hrtime.bigint();
-    for (const e of [upload, marker]) expect(e.startNs >= before && e.endNs >= e.startNs && e.endNs <= after).toBe(true);
+    for (const e of [upload, marker])
+      expect(e.startNs >= before && e.endNs >= e.startNs && e.endNs <= after).toBe(true);
     expect(firstDifference(readBack(b, first + 1, MiB), pattern(MiB, 81))).toBe(-1);
   });
 
@@ -199,7 +210,8 @@ describe('cuda-sim: event times and compute markers', () => {
 });
 
 describe('cuda-sim: run_expert', () => {
-  const nEmbd = 64, nFf = 96;
+  const nEmbd = 64,
+    nFf = 96;
   for (const type of ['Q8_0', 'Q4_0'] as const) {
     for (const count of [1, 3]) {
       it(`computes a ${type} expert for ${count} row(s) exactly as the CPU kernels do`, async () => {
@@ -211,7 +223,19 @@ describe('cuda-sim: run_expert', () => {
         const rng = mulberry32(99 + count);
         const x = Float32Array.from({ length: count * nEmbd }, () => rng() * 2 - 1);
         const y = new Float32Array(count * nEmbd);
-        const args = { x, y, count, gateType: GGML_TYPE[type], upType: GGML_TYPE[type], downType: GGML_TYPE[type], gateBytes: e.gateBytes, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf };
+        const args = {
+          x,
+          y,
+          count,
+          gateType: GGML_TYPE[type],
+          upType: GGML_TYPE[type],
+          downType: GGML_TYPE[type],
+          gateBytes: e.gateBytes,
+          upBytes: e.gateBytes,
+          downBytes: e.downBytes,
+          nEmbd,
+          nFf,
+        };
         expectBackendError(() => b.runExpert(slot, args), 'state'); // not leased
         const lease = b.lease(slot);
         b.runExpert(slot, args);
@@ -226,11 +250,27 @@ describe('cuda-sim: run_expert', () => {
   it('refuses args whose byte sizes do not match the shapes, and host kinds refuse run_expert', async () => {
     const b = sim();
     const e = expertPieces('Q8_0', nEmbd, nFf, 5);
-    const slot = b.reserve(1, e.pieces.reduce((n, p) => n + p.length, 0));
+    const slot = b.reserve(
+      1,
+      e.pieces.reduce((n, p) => n + p.length, 0),
+    );
     await b.waitUploaded(b.upload(slot, e.pieces));
     const lease = b.lease(slot);
-    const x = new Float32Array(nEmbd), y = new Float32Array(nEmbd);
-    const args = { x, y, count: 1, gateType: GGML_TYPE.Q8_0, upType: GGML_TYPE.Q8_0, downType: GGML_TYPE.Q8_0, gateBytes: e.gateBytes - 34, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf };
+    const x = new Float32Array(nEmbd),
+      y = new Float32Array(nEmbd);
+    const args = {
+      x,
+      y,
+      count: 1,
+      gateType: GGML_TYPE.Q8_0,
+      upType: GGML_TYPE.Q8_0,
+      downType: GGML_TYPE.Q8_0,
+      gateBytes: e.gateBytes - 34,
+      upBytes: e.gateBytes,
+      downBytes: e.downBytes,
+      nEmbd,
+      nFf,
+    };
     expect(() => b.runExpert(slot, args)).toThrow(/gate_bytes/);
     b.release(lease);
     const cpu = Backend.create('cpu', { budgetBytes: 1 << 16 });
@@ -244,10 +284,20 @@ describe('cuda-sim: run_expert', () => {
 });
 
 describe('cuda-sim: run_experts (a layer in one device call)', () => {
-  const nEmbd = 64, nFf = 96;
+  const nEmbd = 64,
+    nFf = 96;
   const argsOf = (e: ReturnType<typeof expertPieces>, type: 'Q8_0' | 'Q4_0', x: Float32Array, count: number) => ({
-    x, y: new Float32Array(count * nEmbd), count, gateType: GGML_TYPE[type], upType: GGML_TYPE[type], downType: GGML_TYPE[type],
-    gateBytes: e.gateBytes, upBytes: e.gateBytes, downBytes: e.downBytes, nEmbd, nFf,
+    x,
+    y: new Float32Array(count * nEmbd),
+    count,
+    gateType: GGML_TYPE[type],
+    upType: GGML_TYPE[type],
+    downType: GGML_TYPE[type],
+    gateBytes: e.gateBytes,
+    upBytes: e.gateBytes,
+    downBytes: e.downBytes,
+    nEmbd,
+    nFf,
   });
 
   it("gives each run the CPU kernels' bits (mixed types and row counts), and the device's span inside the call on the monotonic clock", async () => {
@@ -259,7 +309,15 @@ describe('cuda-sim: run_experts (a layer in one device call)', () => {
     for (let i = 0; i < types.length; i++) await b.waitUploaded(b.upload(first + i, experts[i].pieces));
     const rng = mulberry32(7);
     const counts = [1, 4, 2];
-    const runs = types.map((type, i) => ({ slot: first + i, args: argsOf(experts[i], type, Float32Array.from({ length: counts[i] * nEmbd }, () => rng() * 2 - 1), counts[i]) }));
+    const runs = types.map((type, i) => ({
+      slot: first + i,
+      args: argsOf(
+        experts[i],
+        type,
+        Float32Array.from({ length: counts[i] * nEmbd }, () => rng() * 2 - 1),
+        counts[i],
+      ),
+    }));
     expectBackendError(() => b.runExperts(runs), 'state'); // none leased
     const leases = runs.map((r) => b.lease(r.slot));
     const before = Number(process.hrtime.bigint());
@@ -282,7 +340,10 @@ describe('cuda-sim: run_experts (a layer in one device call)', () => {
   it('refuses past its limits (runs, rows in all) and an unleased run among leased ones, writing no y', async () => {
     const b = sim();
     const e = expertPieces('Q8_0', nEmbd, nFf, 50);
-    const slot = b.reserve(2, e.pieces.reduce((n, p) => n + p.length, 0));
+    const slot = b.reserve(
+      2,
+      e.pieces.reduce((n, p) => n + p.length, 0),
+    );
     await b.waitUploaded(b.upload(slot, e.pieces));
     await b.waitUploaded(b.upload(slot + 1, e.pieces));
     const lease = b.lease(slot);

@@ -46,8 +46,10 @@ function modelFile(name: string, folder = dir) {
   writeFileSync(file, content);
   native.dropFileCache(file);
   const mapped = native.mapFile(file, { access: 'random' });
-  const views = (expert: number) => [0, 1, 2].map((t) => new Uint8Array(mapped.buffer, t * 65536 + expert * 16384, 16384));
-  const expected = (expert: number) => concat([0, 1, 2].map((t) => content.subarray(t * 65536 + expert * 16384, t * 65536 + (expert + 1) * 16384)));
+  const views = (expert: number) =>
+    [0, 1, 2].map((t) => new Uint8Array(mapped.buffer, t * 65536 + expert * 16384, 16384));
+  const expected = (expert: number) =>
+    concat([0, 1, 2].map((t) => content.subarray(t * 65536 + expert * 16384, t * 65536 + (expert + 1) * 16384)));
   return { file, content, mapped, views, expected };
 }
 
@@ -64,14 +66,17 @@ function expectSlot(b: Backend, slot: number, expected: Uint8Array): void {
 }
 
 describe('disk backend', () => {
-  it('reads an expert\'s pieces from the file into the slot, leaving the mapping out of the page cache', async () => {
+  it("reads an expert's pieces from the file into the slot, leaving the mapping out of the page cache", async () => {
     const m = modelFile('a.bin');
     const b = Backend.create('disk', { budgetBytes: 1 << 20, file: m.mapped.handle });
     try {
       const slot = b.reserve(2, 3 * 16384);
       await b.waitUploaded(b.upload(slot, m.views(2)));
       await b.waitUploaded(b.upload(slot + 1, m.views(1)));
-      for (const [s, e] of [[slot, 2], [slot + 1, 1]]) {
+      for (const [s, e] of [
+        [slot, 2],
+        [slot + 1, 1],
+      ]) {
         const out = new Uint8Array(3 * 16384);
         b.read(s, out);
         expect(out).toEqual(m.expected(e));
@@ -82,7 +87,13 @@ describe('disk backend', () => {
       expect(b.stats()).toMatchObject({ uploadsDone: 2, uploadsFailed: 0, bytesUploaded: 2 * 3 * 16384 });
       // One read per piece, through the engine the machine offers, O_DIRECT where the filesystem allows it.
       const disk = diskStats(b);
-      expect(disk).toMatchObject({ direct: opensDirect(m.file), queueDepth: native.ioLimits.queueDepthDefault, readsIssued: 6, readsFailed: 0, bytesRead: 6 * 16384 });
+      expect(disk).toMatchObject({
+        direct: opensDirect(m.file),
+        queueDepth: native.ioLimits.queueDepthDefault,
+        readsIssued: 6,
+        readsFailed: 0,
+        bytesRead: 6 * 16384,
+      });
       expect(['uring', 'threads']).toContain(disk.engine);
       expect(disk).toMatchObject({ readsInFlight: 0, readsQueued: 0, uploadsWaiting: 0 });
     } finally {
@@ -106,7 +117,11 @@ describe('disk backend', () => {
       expect(out).toEqual(m.expected(3));
       // The engine's injected failure: the second piece's read fails 3616 bytes in; the failed
       // upload counts the bytes that landed (its first and third pieces whole).
-      expect(b.stats()).toMatchObject({ uploadsDone: 1, uploadsFailed: 1, bytesUploaded: 16384 + (20000 - 16384) + 16384 + 3 * 16384 });
+      expect(b.stats()).toMatchObject({
+        uploadsDone: 1,
+        uploadsFailed: 1,
+        bytesUploaded: 16384 + (20000 - 16384) + 16384 + 3 * 16384,
+      });
       expect(diskStats(b)).toMatchObject({ readsIssued: 6, readsFailed: 1 });
     } finally {
       b.destroy();
@@ -114,7 +129,7 @@ describe('disk backend', () => {
     }
   });
 
-  it('fails an upload of bytes that are not the model file\'s', async () => {
+  it("fails an upload of bytes that are not the model file's", async () => {
     const m = modelFile('c.bin');
     const b = Backend.create('disk', { budgetBytes: 1 << 20, file: m.mapped.handle });
     try {
@@ -126,7 +141,7 @@ describe('disk backend', () => {
     }
   });
 
-  it('issues every piece\'s read with its upload: uploads issued back to back are at the disk together', async () => {
+  it("issues every piece's read with its upload: uploads issued back to back are at the disk together", async () => {
     const m = modelFile('d.bin');
     const b = Backend.create('disk', { budgetBytes: 1 << 20, file: m.mapped.handle });
     try {
@@ -158,7 +173,7 @@ describe('disk backend', () => {
     }
   });
 
-  it('keeps uploads past the engine\'s queue waiting in the backend, in order, and lands them all', async () => {
+  it("keeps uploads past the engine's queue waiting in the backend, in order, and lands them all", async () => {
     const m = modelFile('e.bin');
     const n = Math.floor(readsOutstandingMax / 3) + 20;
     const b = Backend.create('disk', { budgetBytes: n * 64, file: m.mapped.handle });
@@ -166,9 +181,15 @@ describe('disk backend', () => {
       // n slots of three 16-byte pieces: 3n reads, more than the backend hands the engine at once.
       const first = b.reserve(n, 48);
       const piece = (i: number, t: number) => new Uint8Array(m.mapped.buffer, t * 65536 + i * 16, 16);
-      const expected = (i: number) => concat([0, 1, 2].map((t) => m.content.subarray(t * 65536 + i * 16, t * 65536 + i * 16 + 16)));
+      const expected = (i: number) =>
+        concat([0, 1, 2].map((t) => m.content.subarray(t * 65536 + i * 16, t * 65536 + i * 16 + 16)));
       b.holdDiskReads(true);
-      const events = Array.from({ length: n }, (_, i) => b.upload(first + i, [0, 1, 2].map((t) => piece(i, t))));
+      const events = Array.from({ length: n }, (_, i) =>
+        b.upload(
+          first + i,
+          [0, 1, 2].map((t) => piece(i, t)),
+        ),
+      );
       const issued = Math.floor(readsOutstandingMax / 3);
       expect(diskStats(b)).toMatchObject({ readsQueued: 3 * issued, uploadsWaiting: n - issued });
       b.holdDiskReads(false);
@@ -218,7 +239,9 @@ describe('disk backend', () => {
 
   // A filesystem that refuses O_DIRECT: /dev/shm where tmpfs does (kernels before 6.6), or the folder
   // MOETIER_TEST_BUFFERED_DIR names (e.g. a ramfs mount: mount -t ramfs none /mnt/ramfs).
-  const bufferedDir = [process.env.MOETIER_TEST_BUFFERED_DIR, '/dev/shm'].find((d) => d !== undefined && d !== '' && refusesDirect(d));
+  const bufferedDir = [process.env.MOETIER_TEST_BUFFERED_DIR, '/dev/shm'].find(
+    (d) => d !== undefined && d !== '' && refusesDirect(d),
+  );
   it.skipIf(bufferedDir === undefined)(
     `reads buffered where the filesystem refuses O_DIRECT${bufferedDir === undefined ? ' (skipped: /dev/shm takes O_DIRECT here and MOETIER_TEST_BUFFERED_DIR names no folder that refuses it)' : ''}`,
     async () => {

@@ -21,7 +21,8 @@ afterEach(() => {
 
 // The header's formulas, in ns.
 const fixedNs = (c: { transferFixedUs: number } = base): bigint => BigInt(Math.round(c.transferFixedUs * 1000));
-const moveNs = (bytes: number, c: { bandwidthBytesPerS: number } = base): bigint => BigInt(Math.round((bytes * 1e9) / c.bandwidthBytesPerS));
+const moveNs = (bytes: number, c: { bandwidthBytesPerS: number } = base): bigint =>
+  BigInt(Math.round((bytes * 1e9) / c.bandwidthBytesPerS));
 /** An upload issued when the queue and the compute clock allow `at`: [start, end] (the fixed cost before start). */
 const uploadAt = (at: bigint, bytes: number): [bigint, bigint] => [at + fixedNs(), at + fixedNs() + moveNs(bytes)];
 const computeNs = (bytes: number): bigint => BigInt(Math.round((bytes * 1e9) / base.computeBytesPerS));
@@ -63,7 +64,13 @@ describe('fake backend: the virtual clock', () => {
     // Issued after compute moved past the queue's end: it starts at the compute clock (plus its fixed cost).
     expect([e[7].startNs, e[7].endNs]).toEqual(uploadAt(c3, 20_000));
     // The bytes alone between start and end: the configured bandwidth, exactly (to the rounded ns).
-    for (const [i, bytes] of [[0, 40_000], [1, 17_001], [5, 33_333], [7, 20_000]] as const) expect(e[i].endNs - e[i].startNs).toBe(moveNs(bytes));
+    for (const [i, bytes] of [
+      [0, 40_000],
+      [1, 17_001],
+      [5, 33_333],
+      [7, 20_000],
+    ] as const)
+      expect(e[i].endNs - e[i].startNs).toBe(moveNs(bytes));
     expect(e.map((x) => x.state).every((s) => s === 'done')).toBe(true);
     expect(e.map((x) => x.label)).toEqual([1, 2, 100, 101, 102, 3, 103, 4]);
   });
@@ -89,7 +96,12 @@ describe('fake backend: the virtual clock', () => {
 
   it('has the consumer-8gb preset: 25 GB/s, 330 us per transfer, 8 GiB of slots', async () => {
     const p = Backend.preset('consumer-8gb');
-    expect(p).toMatchObject({ bandwidthBytesPerS: 25e9, transferFixedUs: 330, budgetBytes: 8 * 2 ** 30, overwriteSupported: true });
+    expect(p).toMatchObject({
+      bandwidthBytesPerS: 25e9,
+      transferFixedUs: 330,
+      budgetBytes: 8 * 2 ** 30,
+      overwriteSupported: true,
+    });
     const b = fake({ ...p, budgetBytes: 1 << 20 });
     const slot = b.reserve(1, 1 << 20);
     const e = await b.wait(b.upload(slot, new Uint8Array(1 << 20)));
@@ -130,7 +142,8 @@ describe('fake backend: refusals and their fallback', () => {
   it('fails a transfer half-way: failed event, invalid slot, partial bytes; the fallback then succeeds', async () => {
     const b = fake({ failTransferAfterBytes: 6000 });
     const slot = b.reserve(2, 4096);
-    const s0 = pattern(4096, 1), s1 = [pattern(2000, 2), pattern(2096, 3)];
+    const s0 = pattern(4096, 1),
+      s1 = [pattern(2000, 2), pattern(2096, 3)];
     await b.waitUploaded(b.upload(slot, s0)); // 4096 bytes: under the limit
     const ev = b.upload(slot + 1, s1);
     const e = await b.wait(ev);
@@ -168,7 +181,8 @@ describe('fake backend: refusals and their fallback', () => {
 describe('fake backend: a seeded random walk over the slot table', () => {
   it('refuses exactly what the slot rules say, and ends with no lease', async () => {
     const b = fake({ overwriteSupported: false, failTransferAfterBytes: 10_500 }); // the 11th upload fails half-way
-    const n = 6, size = 1000;
+    const n = 6,
+      size = 1000;
     b.reserve(n, size);
     type Model = { state: 'empty' | 'valid' | 'invalid'; leases: number[]; seed: number };
     const model: Model[] = Array.from({ length: n }, () => ({ state: 'empty', leases: [], seed: 0 }));
@@ -176,10 +190,13 @@ describe('fake backend: a seeded random walk over the slot table', () => {
     const rand = (k: number): number => ((x = (x * 1103515245 + 12345) >>> 0) >>> 8) % k;
     let failedSeen = 0;
     for (let step = 0; step < 400; step++) {
-      const slot = rand(n), m = model[slot], op = rand(5);
+      const slot = rand(n),
+        m = model[slot],
+        op = rand(5);
       if (op === 0) {
         const overwrite = rand(2) === 1;
-        const expected = m.leases.length > 0 ? 'busy' : m.state === 'empty' ? null : overwrite ? 'no-overwrite' : 'state';
+        const expected =
+          m.leases.length > 0 ? 'busy' : m.state === 'empty' ? null : overwrite ? 'no-overwrite' : 'state';
         if (expected) {
           expectBackendError(() => b.upload(slot, pattern(size, step), { overwrite }), expected);
           continue;

@@ -34,4 +34,3 @@ export function expectBackendError(fn: () => unknown, reason: BackendError['reas
   }
   throw new Error(`expected a BackendError (${reason})`);
 }
-

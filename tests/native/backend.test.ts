@@ -24,7 +24,9 @@ afterEach(() => {
 describe('cpu backend: uploads', () => {
   it('copies the pieces back to back into the slot; the event is stamped on process.hrtime', async () => {
     const b = cpu(1 << 20);
-    const gate = pattern(3000, 1), up = pattern(3000, 2), down = pattern(2500, 3);
+    const gate = pattern(3000, 1),
+      up = pattern(3000, 2),
+      down = pattern(2500, 3);
     const slot = b.reserve(4, 8500) + 2;
     const before = process.hrtime.bigint();
     const ev = b.upload(slot, [gate, up, down], { label: 7 });
@@ -62,11 +64,14 @@ describe('cpu backend: uploads', () => {
     try {
       const b = cpu(1 << 16);
       const slot = b.reserve(1, 3 * 1024);
-      const expert = 2, views = [0, 1, 2].map((t) => new Uint8Array(mapped.buffer, t * 4096 + expert * 1024, 1024));
+      const expert = 2,
+        views = [0, 1, 2].map((t) => new Uint8Array(mapped.buffer, t * 4096 + expert * 1024, 1024));
       await b.waitUploaded(b.upload(slot, views, { keepAlive: mapped.handle }));
       const out = new Uint8Array(3 * 1024);
       b.read(slot, out);
-      expect(out).toEqual(concat([0, 1, 2].map((t) => content.subarray(t * 4096 + expert * 1024, t * 4096 + (expert + 1) * 1024))));
+      expect(out).toEqual(
+        concat([0, 1, 2].map((t) => content.subarray(t * 4096 + expert * 1024, t * 4096 + (expert + 1) * 1024))),
+      );
       expect(b.stats().sourcesHeld).toBe(0);
     } finally {
       native.unmapFile(mapped.handle);
@@ -75,9 +80,11 @@ describe('cpu backend: uploads', () => {
   });
 
   it('returns at once and copies on its own thread while the caller spins', () => {
-    const slotBytes = 8 << 20, n = 4;
+    const slotBytes = 8 << 20,
+      n = 4;
     const sources = Array.from({ length: n }, (_, i) => {
-      const tile = pattern(1 << 16, i + 1), big = new Uint8Array(slotBytes);
+      const tile = pattern(1 << 16, i + 1),
+        big = new Uint8Array(slotBytes);
       for (let at = 0; at < slotBytes; at += tile.length) big.set(tile, at);
       return big;
     });
@@ -179,7 +186,9 @@ describe('cpu backend: budget and slots', () => {
   it('refuses a bad config with the option named', () => {
     expect(() => Backend.create('cpu', { budgetBytes: 0 })).toThrow(InvalidOptionError);
     expect(() => Backend.create('cpu', { budgetBytes: 1.5 })).toThrow(/backend.budgetBytes/);
-    expect(() => Backend.create('gpu' as 'cpu', { budgetBytes: 1 })).toThrow(/"cpu", "fake", "disk", "cuda" or "cuda-sim"/);
+    expect(() => Backend.create('gpu' as 'cpu', { budgetBytes: 1 })).toThrow(
+      /"cpu", "fake", "disk", "cuda" or "cuda-sim"/,
+    );
   });
 });
 
@@ -187,23 +196,26 @@ describe('cpu backend: discard', () => {
   /** Resident memory of this process, bytes (Linux: /proc/self/statm). */
   const rssBytes = (): number => Number(readFileSync('/proc/self/statm', 'utf8').split(' ')[1]) * 4096;
 
-  it.runIf(process.platform === 'linux')('gives an empty slot\'s pages back; the slot stays reserved and takes an upload again', async () => {
-    const slotBytes = 64 << 20;
-    const b = cpu(2 * slotBytes);
-    const slot = b.reserve(2, slotBytes); // the arena is touched at reserve: resident
-    const before = rssBytes();
-    b.discard(slot);
-    const after = rssBytes();
-    expect(before - after).toBeGreaterThan(48 << 20);
-    // Still usable: an upload faults the pages in again and lands.
-    const src = new Uint8Array(slotBytes);
-    src.set(pattern(1 << 16, 9), slotBytes - (1 << 16));
-    expect((await b.wait(b.upload(slot, src))).state).toBe('done');
-    const out = new Uint8Array(slotBytes);
-    b.read(slot, out);
-    expect(Buffer.compare(out, src)).toBe(0);
-    expect(b.slotState(slot + 1)).toBe('empty'); // the neighbour untouched
-  });
+  it.runIf(process.platform === 'linux')(
+    "gives an empty slot's pages back; the slot stays reserved and takes an upload again",
+    async () => {
+      const slotBytes = 64 << 20;
+      const b = cpu(2 * slotBytes);
+      const slot = b.reserve(2, slotBytes); // the arena is touched at reserve: resident
+      const before = rssBytes();
+      b.discard(slot);
+      const after = rssBytes();
+      expect(before - after).toBeGreaterThan(48 << 20);
+      // Still usable: an upload faults the pages in again and lands.
+      const src = new Uint8Array(slotBytes);
+      src.set(pattern(1 << 16, 9), slotBytes - (1 << 16));
+      expect((await b.wait(b.upload(slot, src))).state).toBe('done');
+      const out = new Uint8Array(slotBytes);
+      b.read(slot, out);
+      expect(Buffer.compare(out, src)).toBe(0);
+      expect(b.slotState(slot + 1)).toBe('empty'); // the neighbour untouched
+    },
+  );
 
   it('refuses a slot that holds bytes, or a bad id, with nothing changed', async () => {
     const b = cpu(1 << 20);
@@ -224,7 +236,8 @@ describe('cpu backend: leases', () => {
     const slot = b.reserve(2, 1024);
     expectBackendError(() => b.lease(slot), 'state'); // empty
     await b.waitUploaded(b.upload(slot, pattern(1024, 1)));
-    const l1 = b.lease(slot), l2 = b.lease(slot);
+    const l1 = b.lease(slot),
+      l2 = b.lease(slot);
     expect(b.leaseCount(slot)).toBe(2);
     expect(b.leaseCount()).toBe(2);
     expectBackendError(() => b.upload(slot, pattern(1024, 2), { overwrite: true }), 'busy');

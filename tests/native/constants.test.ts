@@ -12,7 +12,9 @@ describe('shared constants', () => {
     expect(STEP_LAYER_FIELDS).toBe(LAYER_STAT_FIELDS); // one owner: the calibration reads the same fact
   });
   it('a stale addon is named field by field', () => {
-    expect(constantMismatches({ ...expectedNativeConstants, layerStatsFields: 7 })).toEqual([`layerStatsFields: addon 7, TypeScript ${LAYER_STAT_FIELDS}`]);
+    expect(constantMismatches({ ...expectedNativeConstants, layerStatsFields: 7 })).toEqual([
+      `layerStatsFields: addon 7, TypeScript ${LAYER_STAT_FIELDS}`,
+    ]);
     expect(constantMismatches(undefined)).toHaveLength(Object.keys(expectedNativeConstants).length);
   });
 });

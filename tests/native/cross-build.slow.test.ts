@@ -23,15 +23,26 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const crossCxx = 'aarch64-linux-gnu-g++';
 const flags = ['-std=c++17', '-O2', '-ffp-contract=off', `-I${native}/include`, `-I${native}/cpu`];
-const digestSources = ['tools/kernel_digest.cc', 'cpu/isa.cc', 'cpu/isa_verify.cc', 'cpu/quant_rows.cc', 'cpu/kernels_scalar.cc'].map(
-  (f) => path.join(native, f),
-);
-const x86Simd = readdirSync(path.join(native, 'cpu')).filter((f) => /^kernels_avx.*\.cc$/.test(f)).map((f) => path.join(native, 'cpu', f));
+const digestSources = [
+  'tools/kernel_digest.cc',
+  'cpu/isa.cc',
+  'cpu/isa_verify.cc',
+  'cpu/quant_rows.cc',
+  'cpu/kernels_scalar.cc',
+].map((f) => path.join(native, f));
+const x86Simd = readdirSync(path.join(native, 'cpu'))
+  .filter((f) => /^kernels_avx.*\.cc$/.test(f))
+  .map((f) => path.join(native, 'cpu', f));
 
 function digest(cxx: string, out: string, extra: string[], run: string[] = []): Map<string, string> {
   execFileSync(cxx, [...flags, ...extra, '-o', out, ...digestSources], { stdio: 'pipe' });
   const text = execFileSync(run[0] ?? out, run.length ? [...run.slice(1), out] : [], { encoding: 'utf8' });
-  return new Map(text.trim().split('\n').map((line) => line.split(' ') as [string, string]));
+  return new Map(
+    text
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' ') as [string, string]),
+  );
 }
 
 const isX86 = process.arch === 'x64' || process.arch === 'ia32';
@@ -51,29 +62,52 @@ describe('kernel bits across paths and machines', () => {
     // busy 2-core machine, beside the rest of the suite, they took 150 s once.
   }, 300_000);
 
-  it.skipIf(!has(crossCxx))('native/ compiles for arm64 without the x86 SIMD files', () => {
-    const require = createRequire(import.meta.url);
-    const napi = (require('node-api-headers') as { include_dir: string }).include_dir;
-    const addonApi = (require('node-addon-api') as { include_dir: string }).include_dir;
-    const dirs = ['addon', 'cpu', 'backend', 'cpu_backend', 'fake', 'tier', 'io'];
-    const sources = dirs.flatMap((d) => readdirSync(path.join(native, d)).filter((f) => f.endsWith('.cc')).map((f) => path.join(native, d, f)));
-    const portable = sources.filter((f) => !x86Simd.includes(f));
-    expect(portable.length).toBeGreaterThan(20);
-    const args = ['-std=c++17', '-fsyntax-only', '-Wall', '-Wextra', '-Werror', '-ffp-contract=off', '-DNAPI_VERSION=8',
-      '-DNAPI_DISABLE_CPP_EXCEPTIONS', `-I${napi}`, `-I${path.resolve(root, addonApi)}`, `-I${native}/include`];
-    // Two at a time: the machines this runs on have two cores.
-    const failures: string[] = [];
-    for (let i = 0; i < portable.length; i += 2) {
-      const batch = portable.slice(i, i + 2).map((f) => spawnSync(crossCxx, [...args, f], { encoding: 'utf8' }));
-      batch.forEach((r, k) => r.status !== 0 && failures.push(`${portable[i + k]}: ${r.stderr.slice(0, 400)}`));
-    }
-    expect(failures).toEqual([]);
-  }, 300_000);
+  it.skipIf(!has(crossCxx))(
+    'native/ compiles for arm64 without the x86 SIMD files',
+    () => {
+      const require = createRequire(import.meta.url);
+      const napi = (require('node-api-headers') as { include_dir: string }).include_dir;
+      const addonApi = (require('node-addon-api') as { include_dir: string }).include_dir;
+      const dirs = ['addon', 'cpu', 'backend', 'cpu_backend', 'fake', 'tier', 'io'];
+      const sources = dirs.flatMap((d) =>
+        readdirSync(path.join(native, d))
+          .filter((f) => f.endsWith('.cc'))
+          .map((f) => path.join(native, d, f)),
+      );
+      const portable = sources.filter((f) => !x86Simd.includes(f));
+      expect(portable.length).toBeGreaterThan(20);
+      const args = [
+        '-std=c++17',
+        '-fsyntax-only',
+        '-Wall',
+        '-Wextra',
+        '-Werror',
+        '-ffp-contract=off',
+        '-DNAPI_VERSION=8',
+        '-DNAPI_DISABLE_CPP_EXCEPTIONS',
+        `-I${napi}`,
+        `-I${path.resolve(root, addonApi)}`,
+        `-I${native}/include`,
+      ];
+      // Two at a time: the machines this runs on have two cores.
+      const failures: string[] = [];
+      for (let i = 0; i < portable.length; i += 2) {
+        const batch = portable.slice(i, i + 2).map((f) => spawnSync(crossCxx, [...args, f], { encoding: 'utf8' }));
+        batch.forEach((r, k) => r.status !== 0 && failures.push(`${portable[i + k]}: ${r.stderr.slice(0, 400)}`));
+      }
+      expect(failures).toEqual([]);
+    },
+    300_000,
+  );
 
-  it.skipIf(!has(crossCxx) || !has('qemu-aarch64'))('the arm64 scalar path gives the x86 digest (under qemu-aarch64)', () => {
-    const arm = digest(crossCxx, path.join(work, 'digest-arm64'), ['-static'], ['qemu-aarch64']);
-    expect([...arm.keys()]).toEqual(['scalar']);
-    if (hostScalar) expect(arm.get('scalar')).toBe(hostScalar);
-    else expect(arm.get('scalar')).toMatch(/^[0-9a-f]{16}$/);
-  }, 120_000);
+  it.skipIf(!has(crossCxx) || !has('qemu-aarch64'))(
+    'the arm64 scalar path gives the x86 digest (under qemu-aarch64)',
+    () => {
+      const arm = digest(crossCxx, path.join(work, 'digest-arm64'), ['-static'], ['qemu-aarch64']);
+      expect([...arm.keys()]).toEqual(['scalar']);
+      if (hostScalar) expect(arm.get('scalar')).toBe(hostScalar);
+      else expect(arm.get('scalar')).toMatch(/^[0-9a-f]{16}$/);
+    },
+    120_000,
+  );
 });

@@ -10,7 +10,12 @@ import { loadDiagnostics } from '../../src/native/diagnostics.js';
 
 const native = loadDiagnostics();
 
-export function expertPieces(type: GgmlTypeName, nEmbd: number, nFf: number, seed: number): { pieces: Uint8Array[]; gateBytes: number; downBytes: number } {
+export function expertPieces(
+  type: GgmlTypeName,
+  nEmbd: number,
+  nFf: number,
+  seed: number,
+): { pieces: Uint8Array[]; gateBytes: number; downBytes: number } {
   const rng = mulberry32(seed);
   const matrix = (rows: number, cols: number): Uint8Array => {
     const f = Float32Array.from({ length: rows * cols }, () => rng() * 2 - 1);
@@ -18,11 +23,20 @@ export function expertPieces(type: GgmlTypeName, nEmbd: number, nFf: number, see
     for (let r = 0; r < rows; r++) quantizeRow(type, f, r * cols, cols, out, r * rowBytes(type, cols));
     return out;
   };
-  const gate = matrix(nFf, nEmbd), up = matrix(nFf, nEmbd), down = matrix(nEmbd, nFf);
+  const gate = matrix(nFf, nEmbd),
+    up = matrix(nFf, nEmbd),
+    down = matrix(nEmbd, nFf);
   return { pieces: [gate, up, down], gateBytes: gate.length, downBytes: down.length };
 }
 
-export function cpuExpert(typeId: number, pieces: Uint8Array[], nEmbd: number, nFf: number, x: Float32Array, count: number): Float32Array {
+export function cpuExpert(
+  typeId: number,
+  pieces: Uint8Array[],
+  nEmbd: number,
+  nFf: number,
+  x: Float32Array,
+  count: number,
+): Float32Array {
   const project = (w: Uint8Array, rows: number, cols: number, v: Float32Array): Float32Array => {
     const y = new Float32Array(count * rows);
     if (count === 1) native.matvec(typeId, w, rows, cols, v, y);

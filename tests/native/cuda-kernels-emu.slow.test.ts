@@ -17,11 +17,31 @@ const scratch = mkdtempSync(path.join(os.tmpdir(), 'moetier-cuda-emu-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('the device kernels on the host warp emulator', () => {
-  it('quantise activations, multiply and run whole experts with the CPU scalar kernels\' bits, every type, count 1 and 7', () => {
+  it("quantise activations, multiply and run whole experts with the CPU scalar kernels' bits, every type, count 1 and 7", () => {
     const exe = path.join(scratch, 'emu_check');
-    const sources = ['cuda/kernels/emu/emu_check.cc', 'cuda/kernels/check/reference.cc', 'cpu/quant_rows.cc', 'cpu/kernels_scalar.cc'];
-    execFileSync('g++', ['-std=c++17', '-O2', '-ffp-contract=off', '-DMT_CUDA_EMU', '-pthread', `-I${native}/include`, `-I${native}/cpu`,
-      `-I${native}/cuda/kernels`, '-o', exe, ...sources.map((f) => path.join(native, f))], { stdio: 'pipe' });
+    const sources = [
+      'cuda/kernels/emu/emu_check.cc',
+      'cuda/kernels/check/reference.cc',
+      'cpu/quant_rows.cc',
+      'cpu/kernels_scalar.cc',
+    ];
+    execFileSync(
+      'g++',
+      [
+        '-std=c++17',
+        '-O2',
+        '-ffp-contract=off',
+        '-DMT_CUDA_EMU',
+        '-pthread',
+        `-I${native}/include`,
+        `-I${native}/cpu`,
+        `-I${native}/cuda/kernels`,
+        '-o',
+        exe,
+        ...sources.map((f) => path.join(native, f)),
+      ],
+      { stdio: 'pipe' },
+    );
     const r = spawnSync(exe, [], { encoding: 'utf8', timeout: 240_000 });
     const lines = r.stdout.trim().split('\n');
     expect(lines.filter((l) => /: activations same, products same$/.test(l))).toHaveLength(24);

@@ -55,37 +55,47 @@ describe('libmoetier_cuda.so', () => {
     }
   }, 240_000);
 
-  it.skipIf(builtDirs.length === 0 || !has('nm') || !has('readelf'))('exports mt_cuda_runtime_load only and does not need libcudart', () => {
-    for (const dir of builtDirs) {
-      const so = path.join(dir, library);
-      const nm = spawnSync('nm', ['-D', '--defined-only', so], { encoding: 'utf8' });
-      expect(nm.status).toBe(0);
-      const exported = nm.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/).pop());
-      expect(exported).toEqual(['mt_cuda_runtime_load']);
-      const needed = spawnSync('readelf', ['-d', so], { encoding: 'utf8' }).stdout;
-      expect(needed).toMatch(/NEEDED/);
-      expect(needed).not.toMatch(/libcudart/);
-    }
-  });
-
-  it.skipIf(builtDirs.length === 0)(`moetier_cuda_check says ${gpuPresent ? 'pass' : 'no-device (exit 2)'} on this machine`, () => {
-    for (const dir of builtDirs) {
-      const r = spawnSync(path.join(dir, 'moetier_cuda_check'), [], { encoding: 'utf8', timeout: 300_000 });
-      const lines = r.stdout.trim().split('\n');
-      expect(lines.length, r.stderr).toBe(1);
-      const report = JSON.parse(lines[0]) as { verdict: string; message?: string; cases: { pass: boolean }[] };
-      if (!gpuPresent) {
-        expect(report.verdict).toBe('no-device');
-        // cudart's own reason (no driver, no device), through the table's error_string
-        expect(report.message).toMatch(/\w+/);
-        expect(report.cases).toEqual([]);
-        expect(r.status).toBe(2);
-      } else {
-        expect(report.verdict, lines[0]).toBe('pass');
-        expect(report.cases.length).toBeGreaterThanOrEqual(28);
-        expect(report.cases.every((c) => c.pass)).toBe(true);
-        expect(r.status).toBe(0);
+  it.skipIf(builtDirs.length === 0 || !has('nm') || !has('readelf'))(
+    'exports mt_cuda_runtime_load only and does not need libcudart',
+    () => {
+      for (const dir of builtDirs) {
+        const so = path.join(dir, library);
+        const nm = spawnSync('nm', ['-D', '--defined-only', so], { encoding: 'utf8' });
+        expect(nm.status).toBe(0);
+        const exported = nm.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/).pop());
+        expect(exported).toEqual(['mt_cuda_runtime_load']);
+        const needed = spawnSync('readelf', ['-d', so], { encoding: 'utf8' }).stdout;
+        expect(needed).toMatch(/NEEDED/);
+        expect(needed).not.toMatch(/libcudart/);
       }
-    }
-  }, 600_000);
+    },
+  );
+
+  it.skipIf(builtDirs.length === 0)(
+    `moetier_cuda_check says ${gpuPresent ? 'pass' : 'no-device (exit 2)'} on this machine`,
+    () => {
+      for (const dir of builtDirs) {
+        const r = spawnSync(path.join(dir, 'moetier_cuda_check'), [], { encoding: 'utf8', timeout: 300_000 });
+        const lines = r.stdout.trim().split('\n');
+        expect(lines.length, r.stderr).toBe(1);
+        const report = JSON.parse(lines[0]) as { verdict: string; message?: string; cases: { pass: boolean }[] };
+        if (!gpuPresent) {
+          expect(report.verdict).toBe('no-device');
+          // cudart's own reason (no driver, no device), through the table's error_string
+          expect(report.message).toMatch(/\w+/);
+          expect(report.cases).toEqual([]);
+          expect(r.status).toBe(2);
+        } else {
+          expect(report.verdict, lines[0]).toBe('pass');
+          expect(report.cases.length).toBeGreaterThanOrEqual(28);
+          expect(report.cases.every((c) => c.pass)).toBe(true);
+          expect(r.status).toBe(0);
+        }
+      }
+    },
+    600_000,
+  );
 });

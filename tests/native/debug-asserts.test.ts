@@ -38,7 +38,11 @@ describe.runIf(known)('native debug asserts', () => {
       console.log('upload', (await n.eventWait(b, event)).state);
       n.debugBackendRecomplete(b, event);
       console.log('survived a second completion');`;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000, env: process.env });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: process.env,
+    });
     expect(r.stdout).toContain('upload done');
     expect(r.stdout).not.toContain('survived');
     expect(r.signal).toBe('SIGABRT');
@@ -47,29 +51,35 @@ describe.runIf(known)('native debug asserts', () => {
     );
   });
 
-  it.runIf(expectAsserts)('turn a C++ exception in the eval worker into a rejection with code MT_INTERNAL', async () => {
-    const m = tinyModel('Q8_0');
-    const ctx = native.createContext(m.handle, { nCtx: 16, threads: 1 });
-    const logits = new Float32Array(m.model.hparams.nVocab);
-    try {
-      process.env.MOETIER_DEBUG_EVAL_THROW = '1';
-      let err: unknown;
+  it.runIf(expectAsserts)(
+    'turn a C++ exception in the eval worker into a rejection with code MT_INTERNAL',
+    async () => {
+      const m = tinyModel('Q8_0');
+      const ctx = native.createContext(m.handle, { nCtx: 16, threads: 1 });
+      const logits = new Float32Array(m.model.hparams.nVocab);
       try {
+        process.env.MOETIER_DEBUG_EVAL_THROW = '1';
+        let err: unknown;
+        try {
+          await native.evalAsync(ctx, Int32Array.of(1, 2), 0, logits);
+        } catch (e) {
+          err = e;
+        } finally {
+          delete process.env.MOETIER_DEBUG_EVAL_THROW;
+        }
+        expect(err).toBeInstanceOf(Error);
+        expect(err).toMatchObject({
+          code: 'MT_INTERNAL',
+          message: 'eval: internal error: thrown on purpose (MOETIER_DEBUG_EVAL_THROW)',
+        });
+        expect(typedEvalError(err, 0)).toBeInstanceOf(NativeError);
+        // The context was released: the next eval runs.
         await native.evalAsync(ctx, Int32Array.of(1, 2), 0, logits);
-      } catch (e) {
-        err = e;
+        expect(logits.some((x) => x !== 0)).toBe(true);
       } finally {
-        delete process.env.MOETIER_DEBUG_EVAL_THROW;
+        native.freeContext(ctx);
+        m.close();
       }
-      expect(err).toBeInstanceOf(Error);
-      expect(err).toMatchObject({ code: 'MT_INTERNAL', message: 'eval: internal error: thrown on purpose (MOETIER_DEBUG_EVAL_THROW)' });
-      expect(typedEvalError(err, 0)).toBeInstanceOf(NativeError);
-      // The context was released: the next eval runs.
-      await native.evalAsync(ctx, Int32Array.of(1, 2), 0, logits);
-      expect(logits.some((x) => x !== 0)).toBe(true);
-    } finally {
-      native.freeContext(ctx);
-      m.close();
-    }
-  });
+    },
+  );
 });

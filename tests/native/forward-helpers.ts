@@ -23,12 +23,21 @@ export interface MappedModel {
 export function descOf(model: RandomModel): NativeModelDesc {
   return {
     hparams: model.hparams,
-    tensors: Array.from(model.tensors.values(), (t) => ({ name: t.name, typeId: GGML_TYPE[t.type], dims: t.dims, offset: t.offset })),
+    tensors: Array.from(model.tensors.values(), (t) => ({
+      name: t.name,
+      typeId: GGML_TYPE[t.type],
+      dims: t.dims,
+      offset: t.offset,
+    })),
   };
 }
 
 /** mutate (optional) edits the model's bytes before they are written, e.g. to plant a NaN weight. */
-export function mapModel(hparams: HParams, options: Parameters<typeof buildRandomModel>[1], mutate?: (model: RandomModel) => void): MappedModel {
+export function mapModel(
+  hparams: HParams,
+  options: Parameters<typeof buildRandomModel>[1],
+  mutate?: (model: RandomModel) => void,
+): MappedModel {
   const model = buildRandomModel(hparams, options);
   mutate?.(model);
   const dir = mkdtempSync(path.join(tmpdir(), 'moetier-forward-'));

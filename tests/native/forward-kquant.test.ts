@@ -35,13 +35,18 @@ function logitsOf(m: MappedModel, prompt: number[]): Float32Array {
 
 describe('native forward with k-quant experts', () => {
   const cases: Array<[KName, KName]> = [
-    ['Q4_K', 'Q6_K'], ['Q2_K', 'Q3_K'], ['Q5_K', 'Q5_K'], ['Q6_K', 'Q4_K'],
+    ['Q4_K', 'Q6_K'],
+    ['Q2_K', 'Q3_K'],
+    ['Q5_K', 'Q5_K'],
+    ['Q6_K', 'Q4_K'],
     // Q5_0 / Q5_1: 32-element blocks, Q8_0-style activations. (Measured vs the twin: 1.4% for
     // Q5_0 / Q5_0 and Q5_1 / Q5_1, 1.8% for Q4_K / Q5_0, but 5.2% and 5.4% for the mixed
     // Q5_0 / Q5_1 and Q5_1 / Q5_0 of these random weights, over the 5% heuristic, as Q4_K / Q6_K's
     // 3.9% is near it; the kernels' own bounds are checked in kernels-q5.test.ts, and the
     // mixed pair's placement-independence in tier-kquant.test.ts.)
-    ['Q5_0', 'Q5_0'], ['Q5_1', 'Q5_1'], ['Q4_K', 'Q5_0'],
+    ['Q5_0', 'Q5_0'],
+    ['Q5_1', 'Q5_1'],
+    ['Q4_K', 'Q5_0'],
   ];
   it.each(cases)('gate/up %s, down %s: the same bits on every path, close to the F32 twin', (gateUp, down) => {
     const { kquant, f32 } = kquantModels(gateUp, down);
@@ -55,7 +60,10 @@ describe('native forward with k-quant experts', () => {
       for (const isa of PATHS) {
         native.isaSet(isa);
         const y = logitsOf(kquant, rows);
-        expect(Buffer.from(y.buffer).equals(Buffer.from(ref.buffer)), `${native.isaName(isa)} rows=${rows.length}`).toBe(true);
+        expect(
+          Buffer.from(y.buffer).equals(Buffer.from(ref.buffer)),
+          `${native.isaName(isa)} rows=${rows.length}`,
+        ).toBe(true);
       }
     }
     native.isaSet(native.isaBest());

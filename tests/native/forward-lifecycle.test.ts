@@ -16,7 +16,11 @@ afterAll(() => {
   q8.close();
 });
 
-function run(model: MappedModel, tokens: number[], options: { threads?: number; nCtx?: number; pos?: number } = {}): Float32Array {
+function run(
+  model: MappedModel,
+  tokens: number[],
+  options: { threads?: number; nCtx?: number; pos?: number } = {},
+): Float32Array {
   const ctx = native.createContext(model.handle, { nCtx: options.nCtx ?? 32, threads: options.threads ?? 2 });
   try {
     const logits = new Float32Array(tokens.length * model.model.hparams.nVocab);
@@ -77,16 +81,24 @@ describe('native forward: refusals', () => {
 
   it('refuses positions past nCtx, bad token ids and short outputs', () => {
     expect(() => native.evalSync(ctx, Int32Array.of(1, 2, 3), 6, logits)).toThrow(/nCtx 8 \(got pos 6 \+ 3 tokens\)/);
-    expect(() => native.evalSync(ctx, Int32Array.of(1, hp.nVocab), 0, logits)).toThrow(/tokens\[1\]: expected a token id in \[0, 96\)/);
+    expect(() => native.evalSync(ctx, Int32Array.of(1, hp.nVocab), 0, logits)).toThrow(
+      /tokens\[1\]: expected a token id in \[0, 96\)/,
+    );
     expect(() => native.evalSync(ctx, Int32Array.of(-1), 0, logits)).toThrow(/tokens\[0\]/);
-    expect(() => native.evalSync(ctx, Int32Array.of(1, 2), 0, logits, { allLogits: true })).toThrow(/logits: expected room for 192/);
-    expect(() => native.evalSync(ctx, Int32Array.of(1), 0, logits, { routes: new Int32Array(1) })).toThrow(/routes: expected room/);
+    expect(() => native.evalSync(ctx, Int32Array.of(1, 2), 0, logits, { allLogits: true })).toThrow(
+      /logits: expected room for 192/,
+    );
+    expect(() => native.evalSync(ctx, Int32Array.of(1), 0, logits, { routes: new Int32Array(1) })).toThrow(
+      /routes: expected room/,
+    );
     expect(() => native.evalSync(ctx, new Int32Array(0), 0, logits)).toThrow(/at least one token/);
   });
 
   it('refuses a second evalAsync while one runs, and freeing a running context', async () => {
     const first = native.evalAsync(ctx, Int32Array.of(1, 2, 3, 4), 0, logits);
-    await expect(native.evalAsync(ctx, Int32Array.of(5), 4, new Float32Array(hp.nVocab))).rejects.toThrow(/already running/);
+    await expect(native.evalAsync(ctx, Int32Array.of(5), 4, new Float32Array(hp.nVocab))).rejects.toThrow(
+      /already running/,
+    );
     expect(() => native.freeContext(ctx)).toThrow(/await it first/);
     await first;
     await expect(native.evalAsync(ctx, Int32Array.of(1), 8, logits)).rejects.toThrow(/nCtx/);
@@ -96,7 +108,9 @@ describe('native forward: refusals', () => {
     const desc = descOf(m.model);
     const file = m.file;
     const without = { ...desc, tensors: desc.tensors.filter((t) => t.name !== 'blk.1.ffn_up_exps.weight') };
-    expect(() => native.createModel(file, without)).toThrow(/blk\.1\.ffn_up_exps\.weight: expected a tensor of dims \[64, 32, 8\] \(missing\)/);
+    expect(() => native.createModel(file, without)).toThrow(
+      /blk\.1\.ffn_up_exps\.weight: expected a tensor of dims \[64, 32, 8\] \(missing\)/,
+    );
     const edit = (name: string, change: object) => ({
       ...desc,
       tensors: desc.tensors.map((t) => (t.name === name ? { ...t, ...change } : t)),
@@ -110,9 +124,15 @@ describe('native forward: refusals', () => {
     expect(() => native.createModel(file, edit('blk.0.attn_norm.weight', { typeId: GGML_TYPE.Q8_0 }))).toThrow(
       /attn_norm\.weight: expected type F32, F16 or BF16/,
     );
-    expect(() => native.createModel(file, edit('blk.0.attn_q.weight', { typeId: 77 }))).toThrow(/attn_q\.weight: expected type F32/);
-    expect(() => native.createModel(file, { ...desc, hparams: { ...hp, nHeadKv: 3 } })).toThrow(/nHead a multiple of nHeadKv/);
-    expect(() => native.createModel(file, { ...desc, hparams: { ...hp, ropeType: 'yarn' as 'neox' } })).toThrow(/ropeType: expected/);
+    expect(() => native.createModel(file, edit('blk.0.attn_q.weight', { typeId: 77 }))).toThrow(
+      /attn_q\.weight: expected type F32/,
+    );
+    expect(() => native.createModel(file, { ...desc, hparams: { ...hp, nHeadKv: 3 } })).toThrow(
+      /nHead a multiple of nHeadKv/,
+    );
+    expect(() => native.createModel(file, { ...desc, hparams: { ...hp, ropeType: 'yarn' as 'neox' } })).toThrow(
+      /ropeType: expected/,
+    );
   });
 
   it('refuses wrong handles, bad context options and freeing a model that has contexts', () => {
@@ -156,9 +176,9 @@ describe('native forward: non-finite logits', () => {
     });
     const ctx = native.createContext(overflow.handle, { nCtx: 32, threads: 1 });
     try {
-      expect(() => native.evalSync(ctx, Int32Array.from([4, 5]), 0, new Float32Array(2 * hp.nVocab), { allLogits: true })).toThrow(
-        new RegExp(`non-finite value \\((inf|NaN)\\) at token position 0, vocabulary id ${id}:`),
-      );
+      expect(() =>
+        native.evalSync(ctx, Int32Array.from([4, 5]), 0, new Float32Array(2 * hp.nVocab), { allLogits: true }),
+      ).toThrow(new RegExp(`non-finite value \\((inf|NaN)\\) at token position 0, vocabulary id ${id}:`));
     } finally {
       native.freeContext(ctx);
       overflow.close();
@@ -166,4 +186,3 @@ describe('native forward: non-finite logits', () => {
     expect(run(m, [4, 5]).every(Number.isFinite)).toBe(true);
   });
 });
-

@@ -37,7 +37,11 @@ afterAll(() => opened.forEach((m) => m.close()));
 
 function open(arch: Arch, type: GgmlTypeName, tiedOutput = false, seed = 3): MappedModel {
   const allExperts = type === 'Q8_0' || type === 'Q4_0';
-  const m = mapModel(tinyHParams(arch, { tiedOutput, ...(allExperts ? { nExpertUsed: 8 } : {}) }), { type, seed, routerScale: allExperts ? 1 : 8 });
+  const m = mapModel(tinyHParams(arch, { tiedOutput, ...(allExperts ? { nExpertUsed: 8 } : {}) }), {
+    type,
+    seed,
+    routerScale: allExperts ? 1 : 8,
+  });
   opened.push(m);
   return m;
 }
@@ -57,7 +61,12 @@ describe('native forward vs reference', () => {
       onTestFinished(() => native.freeContext(ctx));
       const reference = createReferenceSession(m.model, nCtx);
       const perRow = hp.nLayer * hp.nExpertUsed;
-      const rows: Array<{ logits: Float32Array; expected: Float32Array; routes: number[]; expectedRoutes: number[][] }> = [];
+      const rows: Array<{
+        logits: Float32Array;
+        expected: Float32Array;
+        routes: number[];
+        expectedRoutes: number[][];
+      }> = [];
 
       const prompt = [5, 17, 3, 90, 42, 0];
       const logits = new Float32Array(prompt.length * hp.nVocab);
@@ -78,12 +87,20 @@ describe('native forward vs reference', () => {
         const rowRoutes = new Int32Array(perRow);
         await native.evalAsync(ctx, Int32Array.of(token), pos++, row, { routes: rowRoutes });
         const step = reference.eval([token]);
-        rows.push({ logits: row, expected: step.logits[0], routes: Array.from(rowRoutes), expectedRoutes: step.routes[0] });
+        rows.push({
+          logits: row,
+          expected: step.logits[0],
+          routes: Array.from(rowRoutes),
+          expectedRoutes: step.routes[0],
+        });
       }
 
       for (const row of rows) {
         if (exact) expect(row.routes).toEqual(row.expectedRoutes.flat());
-        else expect(sortedPerLayer(row.routes, hp.nExpertUsed)).toEqual(row.expectedRoutes.map((ids) => [...ids].sort((x, y) => x - y)));
+        else
+          expect(sortedPerLayer(row.routes, hp.nExpertUsed)).toEqual(
+            row.expectedRoutes.map((ids) => [...ids].sort((x, y) => x - y)),
+          );
         expect(relativeError(row.logits, row.expected)).toBeLessThan(exact ? 1e-4 : 5e-2);
       }
     });

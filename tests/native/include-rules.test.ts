@@ -93,22 +93,27 @@ describe('native include rules', () => {
   });
 
   it('the tier names no backend kind: device compute goes through the interface', () => {
-    const kinds = read('tier').flatMap(({ file, text }) => includesOf(file, text).filter((i) => /mt_backend_(cuda|disk)|cuda_|disk_/.test(i.name)));
+    const kinds = read('tier').flatMap(({ file, text }) =>
+      includesOf(file, text).filter((i) => /mt_backend_(cuda|disk)|cuda_|disk_/.test(i.name)),
+    );
     expect(kinds).toEqual([]);
     expect(read('tier').some(({ text }) => text.includes('mt_backend_interface('))).toBe(true);
   });
 
   it('fails on a reach into another folder: each kind of violation is caught', () => {
-    const probe = (dir: string, line: string) => violations(dir, [{ file: `${dir}/probe.cc`, text: `// probe\n${line}\n` }], internal);
-    expect(probe('addon', '#include "../cpu/ops_elementwise.h"')).toEqual(['native/addon/probe.cc:2: #include "../cpu/ops_elementwise.h"']);
+    const probe = (dir: string, line: string) =>
+      violations(dir, [{ file: `${dir}/probe.cc`, text: `// probe\n${line}\n` }], internal);
+    expect(probe('addon', '#include "../cpu/ops_elementwise.h"')).toEqual([
+      'native/addon/probe.cc:2: #include "../cpu/ops_elementwise.h"',
+    ]);
     expect(probe('addon', '#include "../cpu/x.h"')).toHaveLength(1);
     expect(probe('addon', '#include "../backend/backend.h"')).toHaveLength(1);
     expect(probe('tier', '#include "../cuda/mt_backend_cuda.h"')).toHaveLength(1);
     expect(probe('tier', '#  include "cuda/cuda_backend.h"')).toHaveLength(1);
-    expect(probe('addon', '#include "tier.h"')).toHaveLength(1);  // another folder's header by bare name
-    expect(probe('tier', '#include "errors.h"')).toHaveLength(1);  // the addon's, not the tier's
+    expect(probe('addon', '#include "tier.h"')).toHaveLength(1); // another folder's header by bare name
+    expect(probe('tier', '#include "errors.h"')).toHaveLength(1); // the addon's, not the tier's
     expect(probe('addon', '#include <../cpu/pool.h>')).toHaveLength(1);
-    expect(probe('addon', '#include <backend.h>')).toHaveLength(1);  // an internal header by the angled form
+    expect(probe('addon', '#include <backend.h>')).toHaveLength(1); // an internal header by the angled form
     // What the rules allow.
     expect(probe('addon', '#include "mt_backend.h"')).toEqual([]);
     expect(probe('addon', '#include "errors.h"')).toEqual([]);

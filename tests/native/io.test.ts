@@ -6,7 +6,16 @@
  * debug build too (vitest.config.ts), where the engine's MT_ASSERT invariants are live.
  * No timing assertions: speed lives in bench/disk-probe.mjs.
  */
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -68,7 +77,8 @@ function randomInts(seed: number): (n: number) => number {
   return (n) => Math.floor(rng() * n);
 }
 
-const same = (a: Uint8Array, b: Uint8Array): boolean => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+const same = (a: Uint8Array, b: Uint8Array): boolean =>
+  Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
 interface Range {
   offset: number;
@@ -100,10 +110,20 @@ async function readAll(io: NativeIoHandle, list: Range[], dst: Uint8Array): Prom
   const infos = await Promise.all(ids.map((id) => native.ioWait(io, id)));
   list.forEach((g, i) => {
     const info = infos[i];
-    expect(info, `range ${i}`).toMatchObject({ state: 'done', error: 0, reason: '', label: i, offset: g.offset, bytes: g.bytes, bytesRead: g.bytes });
+    expect(info, `range ${i}`).toMatchObject({
+      state: 'done',
+      error: 0,
+      reason: '',
+      label: i,
+      offset: g.offset,
+      bytes: g.bytes,
+      bytesRead: g.bytes,
+    });
     expect(info.issuedNs <= info.startNs && info.startNs <= info.endNs).toBe(true);
     const got = dst.subarray(slots[i] + g.dstOffset, slots[i] + g.dstOffset + g.bytes);
-    expect(same(got, content.subarray(g.offset, g.offset + g.bytes)), `range ${i}: [${g.offset}, +${g.bytes})`).toBe(true);
+    expect(same(got, content.subarray(g.offset, g.offset + g.bytes)), `range ${i}: [${g.offset}, +${g.bytes})`).toBe(
+      true,
+    );
   });
   return infos;
 }
@@ -114,28 +134,43 @@ function dstFor(list: Range[], shared: boolean): Uint8Array {
 }
 
 describe('read engine: the same bytes as a plain read', () => {
-  const cases = engines.flatMap((engine) => modes.flatMap((d) => [1, 4, 32].map((queueDepth) => ({ engine, direct: d, queueDepth }))));
-  it.each(cases)('$engine, direct $direct, queue depth $queueDepth: 60 random ranges', async ({ engine, direct: d, queueDepth }) => {
-    const io = open({ engine, direct: d, queueDepth });
-    const list = ranges(queueDepth * 31 + (d ? 1 : 2) + (engine === 'uring' ? 100 : 200), 60);
-    const dst = dstFor(list, queueDepth === 4);
-    const infos = await readAll(io, list, dst);
-    const stats = native.ioStats(io);
-    expect(stats).toMatchObject({ engine, queueDepth, direct: d, readsIssued: 60, readsDone: 60, readsFailed: 0, readsInFlight: 0, readsQueued: 0, dstsHeld: 0 });
-    expect(stats.bytesRead).toBe(list.reduce((n, g) => n + g.bytes, 0));
-    // Direct: the unaligned ones bounced (nearly all of random ranges), through at most one buffer per read in flight.
-    expect(stats.readsBounced).toBe(infos.filter((i) => i.bounced).length);
-    if (d) {
-      expect(stats.alignmentBytes).toBeGreaterThanOrEqual(512);
-      expect(stats.alignmentSource).not.toBe('none');
-      expect(stats.readsBounced).toBeGreaterThan(50);
-      expect(stats.bounceBytes).toBeGreaterThan(0);
-      expect(stats.bounceBytes).toBeLessThanOrEqual(queueDepth * (300_000 + 2 * 4096));
-    } else {
-      expect(stats).toMatchObject({ alignmentBytes: 1, alignmentSource: 'none', readsBounced: 0, bounceBytes: 0 });
-    }
-    destroy(io);
-  });
+  const cases = engines.flatMap((engine) =>
+    modes.flatMap((d) => [1, 4, 32].map((queueDepth) => ({ engine, direct: d, queueDepth }))),
+  );
+  it.each(cases)(
+    '$engine, direct $direct, queue depth $queueDepth: 60 random ranges',
+    async ({ engine, direct: d, queueDepth }) => {
+      const io = open({ engine, direct: d, queueDepth });
+      const list = ranges(queueDepth * 31 + (d ? 1 : 2) + (engine === 'uring' ? 100 : 200), 60);
+      const dst = dstFor(list, queueDepth === 4);
+      const infos = await readAll(io, list, dst);
+      const stats = native.ioStats(io);
+      expect(stats).toMatchObject({
+        engine,
+        queueDepth,
+        direct: d,
+        readsIssued: 60,
+        readsDone: 60,
+        readsFailed: 0,
+        readsInFlight: 0,
+        readsQueued: 0,
+        dstsHeld: 0,
+      });
+      expect(stats.bytesRead).toBe(list.reduce((n, g) => n + g.bytes, 0));
+      // Direct: the unaligned ones bounced (nearly all of random ranges), through at most one buffer per read in flight.
+      expect(stats.readsBounced).toBe(infos.filter((i) => i.bounced).length);
+      if (d) {
+        expect(stats.alignmentBytes).toBeGreaterThanOrEqual(512);
+        expect(stats.alignmentSource).not.toBe('none');
+        expect(stats.readsBounced).toBeGreaterThan(50);
+        expect(stats.bounceBytes).toBeGreaterThan(0);
+        expect(stats.bounceBytes).toBeLessThanOrEqual(queueDepth * (300_000 + 2 * 4096));
+      } else {
+        expect(stats).toMatchObject({ alignmentBytes: 1, alignmentSource: 'none', readsBounced: 0, bounceBytes: 0 });
+      }
+      destroy(io);
+    },
+  );
 
   it.each(engines.flatMap((engine) => modes.map((d) => ({ engine, direct: d }))))(
     '$engine, direct $direct: a read longer than one syscall takes is continued from where it stopped (short-read path)',
@@ -148,27 +183,34 @@ describe('read engine: the same bytes as a plain read', () => {
     },
   );
 
-  it.runIf(direct)('an aligned read goes straight into aligned dst memory; the aligned verb refuses anything else', async () => {
-    for (const engine of engines) {
-      const io = open({ engine, direct: true, queueDepth: 2 });
-      const align = native.ioStats(io).alignmentBytes;
-      const dst = native.allocAligned(16 * align, 4096);
-      const offset = 3 * align;
-      const info = await native.ioWait(io, native.ioRead(io, offset, 16 * align, dst, 0, { aligned: true }));
-      expect(info).toMatchObject({ state: 'done', bounced: false, bytesRead: 16 * align });
-      expect(same(dst, content.subarray(offset, offset + 16 * align))).toBe(true);
-      // The plain verb sees the same alignment and does not bounce either.
-      expect((await native.ioWait(io, native.ioRead(io, offset, align, dst, 0))).bounced).toBe(false);
-      expect(native.ioStats(io).readsBounced).toBe(0);
-      for (const [o, n, at] of [[offset + 32, align, 0], [offset, align + 32, 0], [offset, align, 32]]) {
-        const err = refusal(() => native.ioRead(io, o, n, dst, at, { aligned: true }));
-        expect(err).toBeInstanceOf(RangeError);
-        expect(err).toMatchObject({ code: 'MT_BAD_ARGUMENT', ioStatus: 'invalid' });
-        expect(err.message).toMatch(new RegExp(`expected multiples of the alignment, ${align} bytes`));
+  it.runIf(direct)(
+    'an aligned read goes straight into aligned dst memory; the aligned verb refuses anything else',
+    async () => {
+      for (const engine of engines) {
+        const io = open({ engine, direct: true, queueDepth: 2 });
+        const align = native.ioStats(io).alignmentBytes;
+        const dst = native.allocAligned(16 * align, 4096);
+        const offset = 3 * align;
+        const info = await native.ioWait(io, native.ioRead(io, offset, 16 * align, dst, 0, { aligned: true }));
+        expect(info).toMatchObject({ state: 'done', bounced: false, bytesRead: 16 * align });
+        expect(same(dst, content.subarray(offset, offset + 16 * align))).toBe(true);
+        // The plain verb sees the same alignment and does not bounce either.
+        expect((await native.ioWait(io, native.ioRead(io, offset, align, dst, 0))).bounced).toBe(false);
+        expect(native.ioStats(io).readsBounced).toBe(0);
+        for (const [o, n, at] of [
+          [offset + 32, align, 0],
+          [offset, align + 32, 0],
+          [offset, align, 32],
+        ]) {
+          const err = refusal(() => native.ioRead(io, o, n, dst, at, { aligned: true }));
+          expect(err).toBeInstanceOf(RangeError);
+          expect(err).toMatchObject({ code: 'MT_BAD_ARGUMENT', ioStatus: 'invalid' });
+          expect(err.message).toMatch(new RegExp(`expected multiples of the alignment, ${align} bytes`));
+        }
+        destroy(io);
       }
-      destroy(io);
-    }
-  });
+    },
+  );
 
   it('auto takes io_uring where the kernel offers it; the caller may close its fd at once, even of a deleted file', async () => {
     const scratch = path.join(dir, 'deleted.bin');
@@ -188,66 +230,95 @@ describe('read engine: the same bytes as a plain read', () => {
 describe('read engine: failures settle with a reason and leave the engine usable', () => {
   const kinds = engines.flatMap((engine) => modes.map((d) => ({ engine, direct: d })));
 
-  it.each(kinds)('$engine, direct $direct: a read past the end of the file fails, naming the offset and the bytes', async ({ engine, direct: d }) => {
-    const io = open({ engine, direct: d, queueDepth: 2 });
-    const dst = new Uint8Array(10_000);
-    const tail = await native.ioWait(io, native.ioRead(io, fileBytes - 100, 1000, dst, 0));
-    expect(tail).toMatchObject({ state: 'failed', errorName: 'ENODATA', bytesRead: 100 });
-    expect(tail.error).toBeGreaterThan(0);
-    expect(tail.reason).toBe(`short read at offset ${fileBytes - 100}: got 100 of 1000 bytes (end of file)`);
-    expect(same(dst.subarray(0, 100), content.subarray(fileBytes - 100))).toBe(true);
-    const beyond = await native.ioWait(io, native.ioRead(io, fileBytes + 4096, 512, dst, 0));
-    expect(beyond).toMatchObject({ state: 'failed', errorName: 'ENODATA', bytesRead: 0, reason: `short read at offset ${fileBytes + 4096}: got 0 of 512 bytes (end of file)` });
-    // The next reads work.
-    const list = ranges(5, 8);
-    await readAll(io, list, dstFor(list, false));
-    expect(native.ioStats(io)).toMatchObject({ readsFailed: 2, readsDone: 8 });
-    destroy(io);
-  });
+  it.each(kinds)(
+    '$engine, direct $direct: a read past the end of the file fails, naming the offset and the bytes',
+    async ({ engine, direct: d }) => {
+      const io = open({ engine, direct: d, queueDepth: 2 });
+      const dst = new Uint8Array(10_000);
+      const tail = await native.ioWait(io, native.ioRead(io, fileBytes - 100, 1000, dst, 0));
+      expect(tail).toMatchObject({ state: 'failed', errorName: 'ENODATA', bytesRead: 100 });
+      expect(tail.error).toBeGreaterThan(0);
+      expect(tail.reason).toBe(`short read at offset ${fileBytes - 100}: got 100 of 1000 bytes (end of file)`);
+      expect(same(dst.subarray(0, 100), content.subarray(fileBytes - 100))).toBe(true);
+      const beyond = await native.ioWait(io, native.ioRead(io, fileBytes + 4096, 512, dst, 0));
+      expect(beyond).toMatchObject({
+        state: 'failed',
+        errorName: 'ENODATA',
+        bytesRead: 0,
+        reason: `short read at offset ${fileBytes + 4096}: got 0 of 512 bytes (end of file)`,
+      });
+      // The next reads work.
+      const list = ranges(5, 8);
+      await readAll(io, list, dstFor(list, false));
+      expect(native.ioStats(io)).toMatchObject({ readsFailed: 2, readsDone: 8 });
+      destroy(io);
+    },
+  );
 
-  it.each(kinds)('$engine, direct $direct: an injected failure fails one read half-way (its first bytes landed), once', async ({ engine, direct: d }) => {
-    const io = open({ engine, direct: d, queueDepth: 1, failAfterBytes: 250_000 });
-    const offsets = [1000, 300_000, 777_777, 1_500_000];
-    const dsts = offsets.map(() => new Uint8Array(100_000));
-    const infos = await Promise.all(offsets.map((o, i) => native.ioWait(io, native.ioRead(io, o, 100_000, dsts[i], 0))));
-    expect(infos.map((i) => i.state)).toEqual(['done', 'done', 'failed', 'done']);
-    expect(infos[2]).toMatchObject({ errorName: 'EIO', bytesRead: 50_000, reason: 'injected failure at offset 777777: got 50000 of 100000 bytes' });
-    expect(same(dsts[2].subarray(0, 50_000), content.subarray(777_777, 777_777 + 50_000))).toBe(true);
-    for (const i of [0, 1, 3]) expect(same(dsts[i], content.subarray(offsets[i], offsets[i] + 100_000))).toBe(true);
-    expect(native.ioStats(io)).toMatchObject({ readsDone: 3, readsFailed: 1, bytesRead: 350_000 });
-    destroy(io);
-  });
+  it.each(kinds)(
+    '$engine, direct $direct: an injected failure fails one read half-way (its first bytes landed), once',
+    async ({ engine, direct: d }) => {
+      const io = open({ engine, direct: d, queueDepth: 1, failAfterBytes: 250_000 });
+      const offsets = [1000, 300_000, 777_777, 1_500_000];
+      const dsts = offsets.map(() => new Uint8Array(100_000));
+      const infos = await Promise.all(
+        offsets.map((o, i) => native.ioWait(io, native.ioRead(io, o, 100_000, dsts[i], 0))),
+      );
+      expect(infos.map((i) => i.state)).toEqual(['done', 'done', 'failed', 'done']);
+      expect(infos[2]).toMatchObject({
+        errorName: 'EIO',
+        bytesRead: 50_000,
+        reason: 'injected failure at offset 777777: got 50000 of 100000 bytes',
+      });
+      expect(same(dsts[2].subarray(0, 50_000), content.subarray(777_777, 777_777 + 50_000))).toBe(true);
+      for (const i of [0, 1, 3]) expect(same(dsts[i], content.subarray(offsets[i], offsets[i] + 100_000))).toBe(true);
+      expect(native.ioStats(io)).toMatchObject({ readsDone: 3, readsFailed: 1, bytesRead: 350_000 });
+      destroy(io);
+    },
+  );
 
-  it.each(kinds)('$engine, direct $direct: cancel fails queued reads at once; a read in flight runs to its end', async ({ engine, direct: d }) => {
-    const io = open({ engine, direct: d, queueDepth: 1 });
-    const dst = new Uint8Array(40 * 65_536);
-    const slice = (i: number) => dst.subarray(i * 65_536, (i + 1) * 65_536);
-    const expected = (i: number) => content.subarray(i * 100_003, i * 100_003 + 65_536);
-    const first = native.ioRead(io, 0, 65_536, dst, 0);
-    await native.ioWait(io, first);
-    native.ioHold(io, true); // the rest stays queued until released
-    const ids = [first, ...Array.from({ length: 39 }, (_, k) => native.ioRead(io, (k + 1) * 100_003, 65_536, dst, (k + 1) * 65_536))];
-    expect(native.ioStats(io)).toMatchObject({ readsQueued: 39, readsInFlight: 0 });
-    for (const id of ids.slice(20)) native.ioCancel(io, id);
-    native.ioHold(io, false);
-    const infos = await Promise.all(ids.map((id) => native.ioWait(io, id)));
-    expect(infos.map((i) => i.state)).toEqual([...Array(20).fill('done'), ...Array(20).fill('failed')]);
-    for (const i of infos.slice(20)) {
-      expect(i).toMatchObject({ errorName: 'ECANCELED', bytesRead: 0, startNs: 0n });
-      expect(i.reason).toBe(`cancelled before it started (offset ${i.offset}, 65536 bytes)`);
-    }
-    for (let i = 0; i < 20; i++) expect(same(slice(i), expected(i)), `read ${i}`).toBe(true);
-    expect(native.ioStats(io)).toMatchObject({ readsDone: 20, readsFailed: 20, readsCancelled: 20, readsInFlight: 0, readsQueued: 0 });
-    native.ioCancel(io, ids[0]); // a finished read: left as it is
-    expect(native.ioQuery(io, ids[0]).state).toBe('done');
-    // A read in flight when cancelled is not recalled: it lands.
-    const flying = native.ioRead(io, 5 * 100_003, 65_536, dst, 0);
-    native.ioCancel(io, flying);
-    const last = await native.ioWait(io, flying);
-    if (last.startNs > 0n) expect(last).toMatchObject({ state: 'done', bytesRead: 65_536 });
-    else expect(last).toMatchObject({ state: 'failed', errorName: 'ECANCELED' }); // a thread that had not yet taken it
-    destroy(io);
-  });
+  it.each(kinds)(
+    '$engine, direct $direct: cancel fails queued reads at once; a read in flight runs to its end',
+    async ({ engine, direct: d }) => {
+      const io = open({ engine, direct: d, queueDepth: 1 });
+      const dst = new Uint8Array(40 * 65_536);
+      const slice = (i: number) => dst.subarray(i * 65_536, (i + 1) * 65_536);
+      const expected = (i: number) => content.subarray(i * 100_003, i * 100_003 + 65_536);
+      const first = native.ioRead(io, 0, 65_536, dst, 0);
+      await native.ioWait(io, first);
+      native.ioHold(io, true); // the rest stays queued until released
+      const ids = [
+        first,
+        ...Array.from({ length: 39 }, (_, k) => native.ioRead(io, (k + 1) * 100_003, 65_536, dst, (k + 1) * 65_536)),
+      ];
+      expect(native.ioStats(io)).toMatchObject({ readsQueued: 39, readsInFlight: 0 });
+      for (const id of ids.slice(20)) native.ioCancel(io, id);
+      native.ioHold(io, false);
+      const infos = await Promise.all(ids.map((id) => native.ioWait(io, id)));
+      expect(infos.map((i) => i.state)).toEqual([...Array(20).fill('done'), ...Array(20).fill('failed')]);
+      for (const i of infos.slice(20)) {
+        expect(i).toMatchObject({ errorName: 'ECANCELED', bytesRead: 0, startNs: 0n });
+        expect(i.reason).toBe(`cancelled before it started (offset ${i.offset}, 65536 bytes)`);
+      }
+      for (let i = 0; i < 20; i++) expect(same(slice(i), expected(i)), `read ${i}`).toBe(true);
+      expect(native.ioStats(io)).toMatchObject({
+        readsDone: 20,
+        readsFailed: 20,
+        readsCancelled: 20,
+        readsInFlight: 0,
+        readsQueued: 0,
+      });
+      native.ioCancel(io, ids[0]); // a finished read: left as it is
+      expect(native.ioQuery(io, ids[0]).state).toBe('done');
+      // A read in flight when cancelled is not recalled: it lands.
+      const flying = native.ioRead(io, 5 * 100_003, 65_536, dst, 0);
+      native.ioCancel(io, flying);
+      const last = await native.ioWait(io, flying);
+      if (last.startNs > 0n) expect(last).toMatchObject({ state: 'done', bytesRead: 65_536 });
+      else expect(last).toMatchObject({ state: 'failed', errorName: 'ECANCELED' }); // a thread that had not yet taken it
+      destroy(io);
+    },
+  );
 });
 
 describe('read engine: teardown and limits', () => {
@@ -283,14 +354,18 @@ describe('read engine: teardown and limits', () => {
     const io = open({ engine: 'threads', direct, queueDepth: 1 });
     const dst = new Uint8Array(4096);
     native.ioHold(io, true);
-    const ids = Array.from({ length: native.ioLimits.queuedMax }, (_, i) => native.ioRead(io, (i % 1500) * 4096, 4096, dst, 0));
+    const ids = Array.from({ length: native.ioLimits.queuedMax }, (_, i) =>
+      native.ioRead(io, (i % 1500) * 4096, 4096, dst, 0),
+    );
     const busy = refusal(() => native.ioRead(io, 0, 4096, dst, 0));
     expect(busy).toBeInstanceOf(Error);
     expect(busy).toMatchObject({ code: 'MT_BUSY', ioStatus: 'busy' });
     expect(busy.message).toBe('ioRead: mt_io_read: 4096 reads queued already: wait for some first');
     for (const id of ids.slice(10)) native.ioCancel(io, id);
     native.ioHold(io, false);
-    expect((await Promise.all(ids.map((id) => native.ioWait(io, id)))).filter((i) => i.state === 'done').length).toBe(10);
+    expect((await Promise.all(ids.map((id) => native.ioWait(io, id)))).filter((i) => i.state === 'done').length).toBe(
+      10,
+    );
 
     const expectRefused = (fn: () => unknown, cls: ErrorConstructor, code: string, message: RegExp) => {
       const err = refusal(fn);
@@ -298,26 +373,76 @@ describe('read engine: teardown and limits', () => {
       expect(err.code).toBe(code);
       expect(err.message).toMatch(message);
     };
-    expectRefused(() => native.ioRead(io, 0, 0, dst, 0), RangeError, 'MT_BAD_ARGUMENT', /bytes: expected 1 to 1073741824, got 0/);
-    expectRefused(() => native.ioRead(io, 0, 10, new Uint16Array(8) as never, 0), TypeError, 'MT_BAD_ARGUMENT', /dst: expected a Uint8Array/);
-    expectRefused(() => native.ioRead(io, 0, 10, dst, 4090), RangeError, 'MT_BAD_ARGUMENT', /dstOffset 4090 \+ bytes 10: expected to fit in dst \(4096 bytes\)/);
-    expectRefused(() => native.ioRead(io, -1, 10, dst, 0), RangeError, 'MT_BAD_ARGUMENT', /offset: expected an integer/);
-    expectRefused(() => native.ioQuery(io, 999_999), RangeError, 'MT_BAD_ARGUMENT', /read 999999: unknown \(never issued\)/);
+    expectRefused(
+      () => native.ioRead(io, 0, 0, dst, 0),
+      RangeError,
+      'MT_BAD_ARGUMENT',
+      /bytes: expected 1 to 1073741824, got 0/,
+    );
+    expectRefused(
+      () => native.ioRead(io, 0, 10, new Uint16Array(8) as never, 0),
+      TypeError,
+      'MT_BAD_ARGUMENT',
+      /dst: expected a Uint8Array/,
+    );
+    expectRefused(
+      () => native.ioRead(io, 0, 10, dst, 4090),
+      RangeError,
+      'MT_BAD_ARGUMENT',
+      /dstOffset 4090 \+ bytes 10: expected to fit in dst \(4096 bytes\)/,
+    );
+    expectRefused(
+      () => native.ioRead(io, -1, 10, dst, 0),
+      RangeError,
+      'MT_BAD_ARGUMENT',
+      /offset: expected an integer/,
+    );
+    expectRefused(
+      () => native.ioQuery(io, 999_999),
+      RangeError,
+      'MT_BAD_ARGUMENT',
+      /read 999999: unknown \(never issued\)/,
+    );
     const waited = await native.ioWait(io, 999_999).catch((e: unknown) => e);
     expect(waited).toBeInstanceOf(RangeError);
     expect(waited).toMatchObject({ code: 'MT_BAD_ARGUMENT' });
     for (const queueDepth of [0, 65])
-      expectRefused(() => native.createIo(file, { queueDepth }), RangeError, 'MT_BAD_ARGUMENT', new RegExp(`queue_depth: expected 1 to 64, got ${queueDepth}`));
-    expectRefused(() => native.createIo(file, { engine: 'spdk' as never }), TypeError, 'MT_BAD_ARGUMENT', /engine: expected "auto", "uring" or "threads"/);
+      expectRefused(
+        () => native.createIo(file, { queueDepth }),
+        RangeError,
+        'MT_BAD_ARGUMENT',
+        new RegExp(`queue_depth: expected 1 to 64, got ${queueDepth}`),
+      );
+    expectRefused(
+      () => native.createIo(file, { engine: 'spdk' as never }),
+      TypeError,
+      'MT_BAD_ARGUMENT',
+      /engine: expected "auto", "uring" or "threads"/,
+    );
     const fd = openSync(file, 'r');
     closeSync(fd);
-    expectRefused(() => native.createIo(fd), RangeError, 'MT_BAD_ARGUMENT', new RegExp(`fd ${fd}: expected an open file descriptor \\(EBADF`));
-    expectRefused(() => native.createIo(dir), RangeError, 'MT_BAD_ARGUMENT', /expected a regular file or a block device/);
+    expectRefused(
+      () => native.createIo(fd),
+      RangeError,
+      'MT_BAD_ARGUMENT',
+      new RegExp(`fd ${fd}: expected an open file descriptor \\(EBADF`),
+    );
+    expectRefused(
+      () => native.createIo(dir),
+      RangeError,
+      'MT_BAD_ARGUMENT',
+      /expected a regular file or a block device/,
+    );
     expectRefused(() => native.createIo(path.join(dir, 'missing.bin')), Error, 'MT_IO', /cannot open/);
     // Another kind of handle is refused, not read as an engine.
     const backend = native.createBackend('cpu', { budgetBytes: 1 << 16 });
     try {
-      expectRefused(() => native.ioStats(backend as never), TypeError, 'MT_BAD_ARGUMENT', /expected a read engine handle/);
+      expectRefused(
+        () => native.ioStats(backend as never),
+        TypeError,
+        'MT_BAD_ARGUMENT',
+        /expected a read engine handle/,
+      );
       expectRefused(() => native.backendStats(io as never), TypeError, 'MT_BAD_ARGUMENT', /expected a backend handle/);
     } finally {
       native.destroyBackend(backend);
@@ -346,7 +471,10 @@ describe('read engine: teardown and limits', () => {
       expect(p.latencyNs.every((ns) => ns > 0 && ns <= p.wallNs)).toBe(true);
       expect(native.ioStats(io)).toMatchObject({ readsDone: 24, readsBounced: direct ? 24 : 0 });
       const past = await native.ioProbe(io, Float64Array.of(fileBytes - 10), 100);
-      expect(past).toMatchObject({ failed: 1, firstFailure: `short read at offset ${fileBytes - 10}: got 10 of 100 bytes (end of file)` });
+      expect(past).toMatchObject({
+        failed: 1,
+        firstFailure: `short read at offset ${fileBytes - 10}: got 10 of 100 bytes (end of file)`,
+      });
       destroy(io);
     }
   });

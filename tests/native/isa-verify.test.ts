@@ -12,7 +12,8 @@ describe('ISA self-check', () => {
     expect(native.isaBest()).toBe(bestVerified);
     expect(native.isaActive()).toBeLessThanOrEqual(bestVerified);
     // A SIMD path failing its self-check is a kernel bug the dispatcher routes around: say so loudly.
-    if (bestVerified < native.isaDetected()) console.warn(`kernel path ${native.isaName(native.isaDetected())} failed its self-check`);
+    if (bestVerified < native.isaDetected())
+      console.warn(`kernel path ${native.isaName(native.isaDetected())} failed its self-check`);
   });
 
   it('notices a disagreement (the check can fail)', () => {

@@ -5,7 +5,14 @@ import { loadDiagnostics } from '../../src/native/diagnostics.js';
 const native = loadDiagnostics();
 
 /** W [rows, cols] (typeId blocks) @ x [cols] -> [rows], on `isa`. */
-export function matvecOn(isa: number, typeId: number, w: Uint8Array, rows: number, cols: number, x: Float32Array): Float32Array {
+export function matvecOn(
+  isa: number,
+  typeId: number,
+  w: Uint8Array,
+  rows: number,
+  cols: number,
+  x: Float32Array,
+): Float32Array {
   expect(native.isaSet(isa)).toBe(true);
   const y = new Float32Array(rows);
   native.matvec(typeId, w, rows, cols, x, y);
@@ -13,7 +20,15 @@ export function matvecOn(isa: number, typeId: number, w: Uint8Array, rows: numbe
 }
 
 /** W [rows, cols] @ X [n, cols] -> [n, rows], on `isa`. */
-export function matmulOn(isa: number, typeId: number, w: Uint8Array, rows: number, cols: number, x: Float32Array, n: number): Float32Array {
+export function matmulOn(
+  isa: number,
+  typeId: number,
+  w: Uint8Array,
+  rows: number,
+  cols: number,
+  x: Float32Array,
+  n: number,
+): Float32Array {
   expect(native.isaSet(isa)).toBe(true);
   const y = new Float32Array(n * rows);
   native.matmul(typeId, w, rows, cols, x, n, y);
@@ -21,6 +36,7 @@ export function matmulOn(isa: number, typeId: number, w: Uint8Array, rows: numbe
 }
 
 export function sameBits(a: Float32Array, b: Float32Array): boolean {
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length), ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length),
+    ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
   return ua.length === ub.length && ua.every((v, i) => v === ub[i]);
 }

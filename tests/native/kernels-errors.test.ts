@@ -30,7 +30,8 @@ describe('kernel verbs refuse bad input', () => {
   });
 
   it('unsupported type ids', () => {
-    for (const typeId of [3, 9, 15, 99]) { // Q4_1, Q8_1, Q8_K and none (6 and 7, Q5_0 / Q5_1, are supported)
+    for (const typeId of [3, 9, 15, 99]) {
+      // Q4_1, Q8_1, Q8_K and none (6 and 7, Q5_0 / Q5_1, are supported)
       expect(() => native.matvec(typeId, w, 3, 64, x, y)).toThrow(/typeId: expected one of/);
       expect(() => native.dequantRow(typeId, w, 64, new Float32Array(64))).toThrow(RangeError);
     }
@@ -38,11 +39,13 @@ describe('kernel verbs refuse bad input', () => {
   });
 
   it('cols not a multiple of the block size', () => {
-    for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0, 6, 7]) { // 6, 7: Q5_0, Q5_1
+    for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0, 6, 7]) {
+      // 6, 7: Q5_0, Q5_1
       expect(() => native.matvec(type, w, 3, 48, new Float32Array(48), y)).toThrow(/cols: expected a multiple of 32/);
       expect(() => native.dequantRow(type, w, 31, new Float32Array(31))).toThrow(/multiple of 32/);
     }
-    for (const typeId of [10, 11, 12, 13, 14]) { // Q2_K..Q6_K: 256-element super-blocks
+    for (const typeId of [10, 11, 12, 13, 14]) {
+      // Q2_K..Q6_K: 256-element super-blocks
       expect(() => native.matvec(typeId, w, 3, 64, x, y)).toThrow(/cols: expected a multiple of 256/);
       expect(() => native.dequantRow(typeId, w, 128, new Float32Array(128))).toThrow(/multiple of 256/);
     }
@@ -58,7 +61,9 @@ describe('kernel verbs refuse bad input', () => {
     expect(() => (native.matvec as (...a: unknown[]) => void)(Q8, w, 3)).toThrow(/cols: expected a number/);
     expect(() => native.isaSet(7)).toThrow(RangeError);
     // Sizes whose byte counts would overflow are refused before any arithmetic on them.
-    expect(() => native.matvec(GGML_TYPE.F32, w, 2 ** 31, 2 ** 31, x, y)).toThrow(/cols: expected an integer in \[1, 268435456\]/);
+    expect(() => native.matvec(GGML_TYPE.F32, w, 2 ** 31, 2 ** 31, x, y)).toThrow(
+      /cols: expected an integer in \[1, 268435456\]/,
+    );
     expect(() => native.measureReadBandwidth(2 ** 52, 1)).toThrow(/bytes/);
   });
 });

@@ -84,48 +84,63 @@ function decodeBlock(type: KType, blk: Uint8Array, out: Decoded, at: number): vo
     out.q[at + e] = q;
     out.min[at + e] = dmin * m;
   };
-  if (type === 'Q2_K') { // scales[16] | qs[64]; 128-element halves, 4 shifts x 32
+  if (type === 'Q2_K') {
+    // scales[16] | qs[64]; 128-element halves, 4 shifts x 32
     let e = 0;
-    for (let n = 0; n < 2; n++) for (let shift = 0; shift < 8; shift += 2) for (let l = 0; l < 32; l++, e++) {
-      const sc = blk[e >> 4];
-      put(e, sc & 15, (blk[16 + 32 * n + l] >> shift) & 3, sc >> 4);
-    }
-  } else if (type === 'Q3_K') { // hmask[32] | qs[64] | scales[12]
+    for (let n = 0; n < 2; n++)
+      for (let shift = 0; shift < 8; shift += 2)
+        for (let l = 0; l < 32; l++, e++) {
+          const sc = blk[e >> 4];
+          put(e, sc & 15, (blk[16 + 32 * n + l] >> shift) & 3, sc >> 4);
+        }
+  } else if (type === 'Q3_K') {
+    // hmask[32] | qs[64] | scales[12]
     const s = blk.subarray(96, 108);
-    const scale = (k: number): number => ((k < 8 ? s[k] & 15 : s[k - 8] >> 4) | (((s[8 + (k % 4)] >> (2 * Math.floor(k / 4))) & 3) << 4)) - 32;
-    let e = 0, bit = 0;
-    for (let n = 0; n < 2; n++) for (let shift = 0; shift < 8; shift += 2, bit++) for (let l = 0; l < 32; l++, e++) {
-      const lo = (blk[32 + 32 * n + l] >> shift) & 3;
-      put(e, scale(e >> 4), lo - ((blk[l] >> bit) & 1 ? 0 : 4), 0);
-    }
-  } else if (type === 'Q4_K' || type === 'Q5_K') { // d | dmin | scales[12] | (qh[32]) | qs[128]
+    const scale = (k: number): number =>
+      ((k < 8 ? s[k] & 15 : s[k - 8] >> 4) | (((s[8 + (k % 4)] >> (2 * Math.floor(k / 4))) & 3) << 4)) - 32;
+    let e = 0,
+      bit = 0;
+    for (let n = 0; n < 2; n++)
+      for (let shift = 0; shift < 8; shift += 2, bit++)
+        for (let l = 0; l < 32; l++, e++) {
+          const lo = (blk[32 + 32 * n + l] >> shift) & 3;
+          put(e, scale(e >> 4), lo - ((blk[l] >> bit) & 1 ? 0 : 4), 0);
+        }
+  } else if (type === 'Q4_K' || type === 'Q5_K') {
+    // d | dmin | scales[12] | (qh[32]) | qs[128]
     const s = blk.subarray(4, 16);
     const scaleMin = (j: number): [number, number] =>
-      j < 4 ? [s[j] & 63, s[j + 4] & 63] : [(s[j + 4] & 15) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4)];
+      j < 4
+        ? [s[j] & 63, s[j + 4] & 63]
+        : [(s[j + 4] & 15) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4)];
     const qs = type === 'Q4_K' ? 16 : 48;
-    for (let c = 0; c < 4; c++) for (let half = 0; half < 2; half++) {
-      const sub = 2 * c + half;
-      const [sc, m] = scaleMin(sub);
+    for (let c = 0; c < 4; c++)
+      for (let half = 0; half < 2; half++) {
+        const sub = 2 * c + half;
+        const [sc, m] = scaleMin(sub);
+        for (let l = 0; l < 32; l++) {
+          let q = (blk[qs + 32 * c + l] >> (4 * half)) & 15;
+          if (type === 'Q5_K' && (blk[16 + l] >> sub) & 1) q += 16;
+          put(32 * sub + l, sc, q, m);
+        }
+      }
+  } else {
+    // Q6_K: ql[128] | qh[64] | int8 scales[16] | d
+    for (let n = 0; n < 2; n++)
       for (let l = 0; l < 32; l++) {
-        let q = (blk[qs + 32 * c + l] >> (4 * half)) & 15;
-        if (type === 'Q5_K' && (blk[16 + l] >> sub) & 1) q += 16;
-        put(32 * sub + l, sc, q, m);
+        const ql = 64 * n,
+          qh = blk[128 + 32 * n + l];
+        const qs = [
+          (blk[ql + l] & 15) | ((qh & 3) << 4),
+          (blk[ql + 32 + l] & 15) | (((qh >> 2) & 3) << 4),
+          (blk[ql + l] >> 4) | (((qh >> 4) & 3) << 4),
+          (blk[ql + 32 + l] >> 4) | (((qh >> 6) & 3) << 4),
+        ];
+        for (let p = 0; p < 4; p++) {
+          const e = 128 * n + 32 * p + l;
+          put(e, view.getInt8(192 + (e >> 4)), qs[p] - 32, 0);
+        }
       }
-    }
-  } else { // Q6_K: ql[128] | qh[64] | int8 scales[16] | d
-    for (let n = 0; n < 2; n++) for (let l = 0; l < 32; l++) {
-      const ql = 64 * n, qh = blk[128 + 32 * n + l];
-      const qs = [
-        (blk[ql + l] & 15) | ((qh & 3) << 4),
-        (blk[ql + 32 + l] & 15) | (((qh >> 2) & 3) << 4),
-        (blk[ql + l] >> 4) | (((qh >> 4) & 3) << 4),
-        (blk[ql + 32 + l] >> 4) | (((qh >> 6) & 3) << 4),
-      ];
-      for (let p = 0; p < 4; p++) {
-        const e = 128 * n + 32 * p + l;
-        put(e, view.getInt8(192 + (e >> 4)), qs[p] - 32, 0);
-      }
-    }
   }
 }
 
@@ -142,7 +157,13 @@ function randomX(n: number, seed: number): Float32Array {
 }
 
 /** Per-row f64 reference and bound (see the header comment). */
-function bounds(type: KType, w: Uint8Array, rows: number, cols: number, x: Float32Array): { ref: number; tol: number }[] {
+function bounds(
+  type: KType,
+  w: Uint8Array,
+  rows: number,
+  cols: number,
+  x: Float32Array,
+): { ref: number; tol: number }[] {
   const e = new Float64Array(cols);
   for (let b = 0; b < cols / 256; b++) {
     let amax = 0;
@@ -152,7 +173,9 @@ function bounds(type: KType, w: Uint8Array, rows: number, cols: number, x: Float
   const rowBytes = (cols / 256) * K[type].bytes;
   return Array.from({ length: rows }, (_, r) => {
     const dec = decodeRow(type, w.subarray(r * rowBytes, (r + 1) * rowBytes), cols);
-    let ref = 0, actErr = 0, s = 0;
+    let ref = 0,
+      actErr = 0,
+      s = 0;
     for (let i = 0; i < cols; i++) {
       const wi = dec.scale[i] * dec.q[i] - dec.min[i];
       ref += wi * x[i];
@@ -164,7 +187,7 @@ function bounds(type: KType, w: Uint8Array, rows: number, cols: number, x: Float
 }
 
 describe.each(KTYPES)('%s', (type) => {
-  it('dequantRow gives this file\'s decoder exactly ((d sc) q - dmin m in f32 steps)', () => {
+  it("dequantRow gives this file's decoder exactly ((d sc) q - dmin m in f32 steps)", () => {
     for (const cols of [256, 768]) {
       const row = randomBlocks(type, 1, cols, 3 + cols);
       const out = new Float32Array(cols);
@@ -188,29 +211,39 @@ describe.each(KTYPES)('%s', (type) => {
         for (const isa of PATHS) {
           const y = matvecOn(isa, K[type].id, w, rows, cols, x);
           b.forEach(({ ref, tol }, r) =>
-            expect(Math.abs(y[r] - ref), `${native.isaName(isa)} rows=${rows} cols=${cols} r=${r}`).toBeLessThanOrEqual(tol));
+            expect(Math.abs(y[r] - ref), `${native.isaName(isa)} rows=${rows} cols=${cols} r=${r}`).toBeLessThanOrEqual(
+              tol,
+            ),
+          );
         }
       }
     }
   });
 
-  it.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))('path %s: matvec and matmul give the scalar bits', (_name, isa) => {
-    for (const cols of [256, 768, 2304, 4352]) {
-      for (const rows of [1, 3, 9]) {
-        const w = randomBlocks(type, rows, cols, 7 * rows + cols);
-        for (const n of [1, 3, 8, 11]) { // 8, 11: the SIMD matmul's 8-row tiles and a short tail
-          const x = randomX(n * cols, n * 31 + cols);
-          const ref = matmulOn(ISA.scalar, K[type].id, w, rows, cols, x, n);
-          const y = matmulOn(isa, K[type].id, w, rows, cols, x, n);
-          expect(sameBits(y, ref), `matmul rows=${rows} cols=${cols} n=${n}`).toBe(true);
-          for (let i = 0; i < n; i++) {
-            const yi = matvecOn(isa, K[type].id, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
-            expect(sameBits(yi, ref.subarray(i * rows, (i + 1) * rows)), `matvec rows=${rows} cols=${cols} i=${i}`).toBe(true);
+  it.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))(
+    'path %s: matvec and matmul give the scalar bits',
+    (_name, isa) => {
+      for (const cols of [256, 768, 2304, 4352]) {
+        for (const rows of [1, 3, 9]) {
+          const w = randomBlocks(type, rows, cols, 7 * rows + cols);
+          for (const n of [1, 3, 8, 11]) {
+            // 8, 11: the SIMD matmul's 8-row tiles and a short tail
+            const x = randomX(n * cols, n * 31 + cols);
+            const ref = matmulOn(ISA.scalar, K[type].id, w, rows, cols, x, n);
+            const y = matmulOn(isa, K[type].id, w, rows, cols, x, n);
+            expect(sameBits(y, ref), `matmul rows=${rows} cols=${cols} n=${n}`).toBe(true);
+            for (let i = 0; i < n; i++) {
+              const yi = matvecOn(isa, K[type].id, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
+              expect(
+                sameBits(yi, ref.subarray(i * rows, (i + 1) * rows)),
+                `matvec rows=${rows} cols=${cols} i=${i}`,
+              ).toBe(true);
+            }
           }
         }
       }
-    }
-  });
+    },
+  );
 
   it('keeps NaN and inf in the activations non-finite on every path', () => {
     const cols = 512;
@@ -218,7 +251,8 @@ describe.each(KTYPES)('%s', (type) => {
     for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
       const x = randomX(cols, 9);
       x[300] = bad; // super-block 1
-      for (const isa of PATHS) expect(Array.from(matvecOn(isa, K[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
+      for (const isa of PATHS)
+        expect(Array.from(matvecOn(isa, K[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
     }
   });
 });
@@ -230,7 +264,8 @@ describe('k-quant activations', () => {
       const w = randomBlocks(type, 4, cols, 17);
       for (const x of [new Float32Array(cols), randomX(cols, 4).map((v) => v * 1e30)]) {
         const ref = matvecOn(ISA.scalar, K[type].id, w, 4, cols, x);
-        for (const isa of PATHS) expect(sameBits(matvecOn(isa, K[type].id, w, 4, cols, x), ref), `${type} ${native.isaName(isa)}`).toBe(true);
+        for (const isa of PATHS)
+          expect(sameBits(matvecOn(isa, K[type].id, w, 4, cols, x), ref), `${type} ${native.isaName(isa)}`).toBe(true);
       }
     }
   });

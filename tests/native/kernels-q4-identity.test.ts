@@ -83,7 +83,9 @@ describe.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))('path %s'
 
   it.each(['Q4_0', 'Q8_0'] as const)('%s: a row gives the same bits whichever rows it is computed with', (type) => {
     native.isaSet(isa);
-    const rows = 27, cols = 256, n = 5;
+    const rows = 27,
+      cols = 256,
+      n = 5;
     const rowBytes = (cols / 32) * (type === 'Q4_0' ? 18 : 34);
     const q4 = randomQ4(rows, cols, 4242);
     const w = type === 'Q4_0' ? q4 : q8CopyOf(q4);
@@ -93,7 +95,13 @@ describe.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))('path %s'
     const fullMat = new Float32Array(n * rows);
     native.matmul(GGML_TYPE[type], w, rows, cols, x, n, fullMat);
     // Rows [k, k + m): the groups and tiles start at another row and end in other tails.
-    for (const [k, m] of [[1, 26], [3, 9], [5, 1], [8, 8], [19, 8]]) {
+    for (const [k, m] of [
+      [1, 26],
+      [3, 9],
+      [5, 1],
+      [8, 8],
+      [19, 8],
+    ]) {
       const sub = w.subarray(k * rowBytes, (k + m) * rowBytes);
       const y = new Float32Array(m);
       native.matvec(GGML_TYPE[type], sub, m, cols, x.subarray(0, cols), y);
@@ -101,7 +109,9 @@ describe.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))('path %s'
       const Y = new Float32Array(n * m);
       native.matmul(GGML_TYPE[type], sub, m, cols, x, n, Y);
       for (let i = 0; i < n; i++)
-        expect(bits(Y.subarray(i * m, (i + 1) * m)), `matmul rows ${k}..${k + m} i=${i}`).toEqual(bits(fullMat.subarray(i * rows + k, i * rows + k + m)));
+        expect(bits(Y.subarray(i * m, (i + 1) * m)), `matmul rows ${k}..${k + m} i=${i}`).toEqual(
+          bits(fullMat.subarray(i * rows + k, i * rows + k + m)),
+        );
     }
   });
 });

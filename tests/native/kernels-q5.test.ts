@@ -98,7 +98,13 @@ function randomX(n: number, seed: number): Float32Array {
 }
 
 /** Per-row f64 reference and bound (see the header comment). */
-function bounds(type: Q5Type, w: Uint8Array, rows: number, cols: number, x: Float32Array): { ref: number; tol: number }[] {
+function bounds(
+  type: Q5Type,
+  w: Uint8Array,
+  rows: number,
+  cols: number,
+  x: Float32Array,
+): { ref: number; tol: number }[] {
   const e = new Float64Array(cols);
   for (let b = 0; b < cols / 32; b++) {
     let amax = 0;
@@ -109,7 +115,9 @@ function bounds(type: Q5Type, w: Uint8Array, rows: number, cols: number, x: Floa
   const rowBytes = (cols / 32) * Q5[type].bytes;
   return Array.from({ length: rows }, (_, r) => {
     const dec = decodeRow(type, w.subarray(r * rowBytes, (r + 1) * rowBytes), cols);
-    let ref = 0, actErr = 0, s = 0;
+    let ref = 0,
+      actErr = 0,
+      s = 0;
     for (let i = 0; i < cols; i++) {
       const wi = dec.d[i] * dec.q[i] + dec.m[i];
       ref += wi * x[i];
@@ -128,8 +136,8 @@ describe('Q5_0 and its exact Q8_0 copy', () => {
       const rows = 5;
       const w = randomBlocks('Q5_0', rows, cols, 41 + cols);
       const dec = decodeRow('Q5_0', w, rows * cols);
-      const q8 = new Uint8Array((rows * cols / 32) * 34);
-      for (let b = 0; b < rows * cols / 32; b++) {
+      const q8 = new Uint8Array(((rows * cols) / 32) * 34);
+      for (let b = 0; b < (rows * cols) / 32; b++) {
         q8[34 * b] = w[22 * b];
         q8[34 * b + 1] = w[22 * b + 1];
         for (let j = 0; j < 32; j++) q8[34 * b + 2 + j] = dec.q[32 * b + j] & 0xff;
@@ -138,7 +146,8 @@ describe('Q5_0 and its exact Q8_0 copy', () => {
         const x = randomX(n * cols, 5 * n + cols);
         for (const isa of PATHS) {
           expect(native.isaSet(isa)).toBe(true);
-          const y5 = new Float32Array(n * rows), y8 = new Float32Array(n * rows);
+          const y5 = new Float32Array(n * rows),
+            y8 = new Float32Array(n * rows);
           native.matmul(6, w, rows, cols, x, n, y5);
           native.matmul(8, q8, rows, cols, x, n, y8);
           expect(sameBits(y5, y8), `${native.isaName(isa)} cols=${cols} n=${n}`).toBe(true);
@@ -149,14 +158,16 @@ describe('Q5_0 and its exact Q8_0 copy', () => {
 });
 
 describe.each(TYPES)('%s', (type) => {
-  it('dequantRow gives this file\'s decoder exactly ((code - 16) d, or code d + m, in f32 steps)', () => {
+  it("dequantRow gives this file's decoder exactly ((code - 16) d, or code d + m, in f32 steps)", () => {
     for (const cols of [32, 288]) {
       const row = randomBlocks(type, 1, cols, 3 + cols);
       const out = new Float32Array(cols);
       native.dequantRow(Q5[type].id, row, cols, out);
       const dec = decodeRow(type, row, cols);
       const f = Math.fround;
-      const want = Array.from({ length: cols }, (_, i) => (type === 'Q5_0' ? f(dec.q[i] * dec.d[i]) : f(f(dec.q[i] * dec.d[i]) + dec.m[i])));
+      const want = Array.from({ length: cols }, (_, i) =>
+        type === 'Q5_0' ? f(dec.q[i] * dec.d[i]) : f(f(dec.q[i] * dec.d[i]) + dec.m[i]),
+      );
       expect(Array.from(out)).toEqual(want);
     }
   });
@@ -170,29 +181,38 @@ describe.each(TYPES)('%s', (type) => {
         for (const isa of PATHS) {
           const y = matvecOn(isa, Q5[type].id, w, rows, cols, x);
           b.forEach(({ ref, tol }, r) =>
-            expect(Math.abs(y[r] - ref), `${native.isaName(isa)} rows=${rows} cols=${cols} r=${r}`).toBeLessThanOrEqual(tol));
+            expect(Math.abs(y[r] - ref), `${native.isaName(isa)} rows=${rows} cols=${cols} r=${r}`).toBeLessThanOrEqual(
+              tol,
+            ),
+          );
         }
       }
     }
   });
 
-  it.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))('path %s: matvec and matmul give the scalar bits', (_name, isa) => {
-    for (const cols of COLS) {
-      for (const rows of [1, 3, 9]) {
-        const w = randomBlocks(type, rows, cols, 7 * rows + cols);
-        for (const n of [1, 3, 8, 11]) {
-          const x = randomX(n * cols, n * 31 + cols);
-          const ref = matmulOn(ISA.scalar, Q5[type].id, w, rows, cols, x, n);
-          const y = matmulOn(isa, Q5[type].id, w, rows, cols, x, n);
-          expect(sameBits(y, ref), `matmul rows=${rows} cols=${cols} n=${n}`).toBe(true);
-          for (let i = 0; i < n; i++) {
-            const yi = matvecOn(isa, Q5[type].id, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
-            expect(sameBits(yi, ref.subarray(i * rows, (i + 1) * rows)), `matvec rows=${rows} cols=${cols} i=${i}`).toBe(true);
+  it.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))(
+    'path %s: matvec and matmul give the scalar bits',
+    (_name, isa) => {
+      for (const cols of COLS) {
+        for (const rows of [1, 3, 9]) {
+          const w = randomBlocks(type, rows, cols, 7 * rows + cols);
+          for (const n of [1, 3, 8, 11]) {
+            const x = randomX(n * cols, n * 31 + cols);
+            const ref = matmulOn(ISA.scalar, Q5[type].id, w, rows, cols, x, n);
+            const y = matmulOn(isa, Q5[type].id, w, rows, cols, x, n);
+            expect(sameBits(y, ref), `matmul rows=${rows} cols=${cols} n=${n}`).toBe(true);
+            for (let i = 0; i < n; i++) {
+              const yi = matvecOn(isa, Q5[type].id, w, rows, cols, x.subarray(i * cols, (i + 1) * cols));
+              expect(
+                sameBits(yi, ref.subarray(i * rows, (i + 1) * rows)),
+                `matvec rows=${rows} cols=${cols} i=${i}`,
+              ).toBe(true);
+            }
           }
         }
       }
-    }
-  });
+    },
+  );
 
   it('keeps NaN and inf in the activations non-finite on every path', () => {
     const cols = 288;
@@ -200,10 +220,12 @@ describe.each(TYPES)('%s', (type) => {
     for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
       const x = randomX(cols, 9);
       x[270] = bad; // block 8: the short last group
-      for (const isa of PATHS) expect(Array.from(matvecOn(isa, Q5[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
+      for (const isa of PATHS)
+        expect(Array.from(matvecOn(isa, Q5[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
       x[270] = 0.5;
       x[40] = bad; // block 1: a full group
-      for (const isa of PATHS) expect(Array.from(matvecOn(isa, Q5[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
+      for (const isa of PATHS)
+        expect(Array.from(matvecOn(isa, Q5[type].id, w, 2, cols, x)).every(Number.isNaN)).toBe(true);
     }
   });
 
@@ -212,7 +234,8 @@ describe.each(TYPES)('%s', (type) => {
     const w = randomBlocks(type, 4, cols, 17);
     for (const x of [new Float32Array(cols), randomX(cols, 4).map((v) => v * 3e-6)]) {
       const ref = matvecOn(ISA.scalar, Q5[type].id, w, 4, cols, x);
-      for (const isa of PATHS) expect(sameBits(matvecOn(isa, Q5[type].id, w, 4, cols, x), ref), native.isaName(isa)).toBe(true);
+      for (const isa of PATHS)
+        expect(sameBits(matvecOn(isa, Q5[type].id, w, 4, cols, x), ref), native.isaName(isa)).toBe(true);
     }
   });
 });

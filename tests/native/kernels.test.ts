@@ -51,7 +51,8 @@ function roundF16(x: number): number {
   if (x === 0) return 0;
   const exp = Math.max(Math.floor(Math.log2(Math.abs(x))), -14);
   const ulp = 2 ** (exp - 10);
-  const q = x / ulp, f = Math.floor(q);
+  const q = x / ulp,
+    f = Math.floor(q);
   const r = q - f > 0.5 || (q - f === 0.5 && f % 2 === 1) ? f + 1 : f;
   return r * ulp;
 }
@@ -141,7 +142,9 @@ function reference(type: GgmlTypeName, w: Uint8Array, rows: number, cols: number
   const rowBytes = (cols / GGML_BLOCK[type].elements) * GGML_BLOCK[type].bytes;
   return Array.from({ length: rows }, (_, r) => {
     const wr = dequantRef(type, w.subarray(r * rowBytes, (r + 1) * rowBytes), cols);
-    let ref = 0, actErr = 0, s = 0;
+    let ref = 0,
+      actErr = 0,
+      s = 0;
     for (let i = 0; i < cols; i++) {
       ref += wr[i] * x[i];
       actErr += Math.abs(wr[i]) * e[i];
@@ -282,13 +285,15 @@ describe('ISA control', () => {
 
 describe('typed arrays over shared and offset memory', () => {
   it('reads SharedArrayBuffer views at a 2-byte offset (GGUF rows are only 2-byte aligned)', () => {
-    const rows = 5, cols = 64;
+    const rows = 5,
+      cols = 64;
     const w = randomWeights('Q8_0', rows, cols, 5);
     const shared = new Uint8Array(new SharedArrayBuffer(w.length + 2), 2, w.length);
     shared.set(w);
     const xShared = new Float32Array(new SharedArrayBuffer(4 * (cols + 4)), 16, cols);
     xShared.set(randomX(cols, 3));
-    const y = new Float32Array(rows), yShared = new Float32Array(new SharedArrayBuffer(4 * rows));
+    const y = new Float32Array(rows),
+      yShared = new Float32Array(new SharedArrayBuffer(4 * rows));
     native.matvec(GGML_TYPE.Q8_0, w, rows, cols, Float32Array.from(xShared), y);
     native.matvec(GGML_TYPE.Q8_0, shared, rows, cols, xShared, yShared);
     expect(Array.from(yShared)).toEqual(Array.from(y));

@@ -30,7 +30,6 @@ const KQ = {
 const blockElements = (type: KName): number => (type === 'Q5_0' || type === 'Q5_1' ? 32 : 256);
 export type KName = keyof typeof KQ;
 
-
 /** A normal f16 near v (mantissa truncated), of v's sign. */
 function f16Bits(v: number): number {
   const a = Math.abs(v);
@@ -42,15 +41,23 @@ function f16Bits(v: number): number {
 function randomBlocks(type: KName, rows: number, cols: number, seed: number): Uint8Array {
   const next = mulberry32(seed);
   const { bytes, scales, d, minScale } = KQ[type];
-  const out = new Uint8Array((rows * cols / blockElements(type)) * bytes);
+  const out = new Uint8Array(((rows * cols) / blockElements(type)) * bytes);
   for (let i = 0; i < out.length; i++) out[i] = Math.floor(next() * 256);
   const bits = [f16Bits(d), f16Bits(d * minScale)];
   for (let b = 0; b < out.length; b += bytes)
-    scales.forEach((at, k) => { out[b + at] = bits[k] & 0xff; out[b + at + 1] = bits[k] >> 8; });
+    scales.forEach((at, k) => {
+      out[b + at] = bits[k] & 0xff;
+      out[b + at + 1] = bits[k] >> 8;
+    });
   return out;
 }
 
-interface Tensor { name: string; typeId: number; dims: number[]; data: Uint8Array }
+interface Tensor {
+  name: string;
+  typeId: number;
+  dims: number[];
+  data: Uint8Array;
+}
 
 /** Tensors laid out back to back (32-byte aligned), written, mapped and opened natively. */
 function open(hp: HParams, tensors: Tensor[]): MappedModel {
@@ -68,9 +75,12 @@ function open(hp: HParams, tensors: Tensor[]): MappedModel {
   writeFileSync(file, bytes);
   const mapped = native.mapFile(file);
   rmSync(dir, { recursive: true });
-  const desc: NativeModelDesc = { hparams: hp, tensors: placed.map((t) => ({ name: t.name, typeId: t.typeId, dims: t.dims, offset: t.offset })) };
+  const desc: NativeModelDesc = {
+    hparams: hp,
+    tensors: placed.map((t) => ({ name: t.name, typeId: t.typeId, dims: t.dims, offset: t.offset })),
+  };
   const handle = native.createModel(mapped.handle, desc);
-  const model: RandomModel = { hparams: hp, tensors: new Map(), bytes };  // descOf-free: the desc above names the types
+  const model: RandomModel = { hparams: hp, tensors: new Map(), bytes }; // descOf-free: the desc above names the types
   return {
     model,
     file: mapped.handle,
@@ -84,10 +94,15 @@ function open(hp: HParams, tensors: Tensor[]): MappedModel {
 }
 
 /** The k-quant model and its F32 twin (experts dequantised), both opened (qwen3moe, 256-wide). */
-export function kquantModels(gateUp: KName, down: KName, overrides: Partial<HParams> = {}): { kquant: MappedModel; f32: MappedModel } {
+export function kquantModels(
+  gateUp: KName,
+  down: KName,
+  overrides: Partial<HParams> = {},
+): { kquant: MappedModel; f32: MappedModel } {
   const hp = tinyHParams('qwen3moe', { nEmbd: 256, nFfExp: 256, nLayer: 2, ...overrides });
   const base = buildRandomModel(hp, { type: 'F32', seed: 3 });
-  const kq: Tensor[] = [], f32: Tensor[] = [];
+  const kq: Tensor[] = [],
+    f32: Tensor[] = [];
   let seed = 11;
   for (const t of base.tensors.values()) {
     const data = base.bytes.subarray(t.offset, t.offset + t.byteLength);
@@ -98,14 +113,20 @@ export function kquantModels(gateUp: KName, down: KName, overrides: Partial<HPar
       continue;
     }
     const type = expert[1] === 'down' ? down : gateUp;
-    const cols = t.dims[0], rows = t.dims.slice(1).reduce((a, b) => a * b, 1);
+    const cols = t.dims[0],
+      rows = t.dims.slice(1).reduce((a, b) => a * b, 1);
     const blocks = randomBlocks(type, rows, cols, seed++);
     const values = new Float32Array(rows * cols);
     const rowBytes = (cols / blockElements(type)) * KQ[type].bytes;
-    for (let r = 0; r < rows; r++) native.dequantRow(KQ[type].id, blocks.subarray(r * rowBytes, (r + 1) * rowBytes), cols, values.subarray(r * cols, (r + 1) * cols));
+    for (let r = 0; r < rows; r++)
+      native.dequantRow(
+        KQ[type].id,
+        blocks.subarray(r * rowBytes, (r + 1) * rowBytes),
+        cols,
+        values.subarray(r * cols, (r + 1) * cols),
+      );
     kq.push({ name: t.name, typeId: KQ[type].id, dims: t.dims, data: blocks });
     f32.push({ name: t.name, typeId: GGML_TYPE.F32, dims: t.dims, data: new Uint8Array(values.buffer) });
   }
   return { kquant: open(hp, kq), f32: open(hp, f32) };
 }
-

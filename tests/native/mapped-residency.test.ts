@@ -29,11 +29,16 @@ describe('mappedResidency and dropFileCache', () => {
       expect(cold.resident).toBeLessThanOrEqual(4); // a page may linger in another CPU's LRU cache, beyond DONTNEED's reach
       // Touch 8 pages in the middle; the kernel may read some ahead, never fewer.
       const bytes = new Uint8Array(buffer);
-      const page = cold.pageBytes, first = 100;
+      const page = cold.pageBytes,
+        first = 100;
       let sum = 0;
       for (let p = first; p < first + 8; p++) sum += bytes[p * page];
       expect(sum).toBe(8 * 7);
-      expect(native.mappedResidency(handle, first * page, 8 * page)).toEqual({ pages: 8, resident: 8, pageBytes: page });
+      expect(native.mappedResidency(handle, first * page, 8 * page)).toEqual({
+        pages: 8,
+        resident: 8,
+        pageBytes: page,
+      });
       expect(native.mappedResidency(handle).resident).toBeGreaterThanOrEqual(8);
       // Ranges: partial pages count whole, an empty range has none, out of the mapping is refused.
       expect(native.mappedResidency(handle, 1, page).pages).toBe(2);

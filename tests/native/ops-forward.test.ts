@@ -71,7 +71,12 @@ describe('native forward ops', () => {
   }
 
   it('softmax matches exp(x - max) / sum and survives large logits', () => {
-    for (const [n, scale] of [[1, 1], [5, 1], [128, 30], [300, 1000]] as const) {
+    for (const [n, scale] of [
+      [1, 1],
+      [5, 1],
+      [128, 30],
+      [300, 1000],
+    ] as const) {
       const x = randomArray(n, n * 3, scale);
       const expected = softmax64(x);
       ops.softmax(x);
@@ -91,7 +96,9 @@ describe('native forward ops', () => {
   it('topK: the k largest in descending order, ties to the lower index', () => {
     const p = randomArray(128, 21);
     for (const k of [1, 2, 8, 128]) {
-      const expected = Array.from(p.keys()).sort((a, b) => p[b] - p[a] || a - b).slice(0, k);
+      const expected = Array.from(p.keys())
+        .sort((a, b) => p[b] - p[a] || a - b)
+        .slice(0, k);
       expect(Array.from(ops.topK(p, k))).toEqual(expected);
     }
     const ties = Float32Array.from([0.1, 0.5, 0.2, 0.5, 0.5, 0.05]);
@@ -101,7 +108,11 @@ describe('native forward ops', () => {
   });
 
   it('attention with grouped KV heads: softmax(q . k / sqrt(hd)) weights the values', () => {
-    for (const [nHead, nHeadKv, nKv] of [[4, 2, 1], [12, 4, 37], [3, 3, 5]]) {
+    for (const [nHead, nHeadKv, nKv] of [
+      [4, 2, 1],
+      [12, 4, 37],
+      [3, 3, 5],
+    ]) {
       const hd = 16;
       const kvDim = nHeadKv * hd;
       const q = randomArray(nHead * hd, nKv);
@@ -116,7 +127,8 @@ describe('native forward ops', () => {
           return s / Math.sqrt(hd);
         });
         const a = softmax64(scores);
-        for (let j = 0; j < nKv; j++) for (let d = 0; d < hd; d++) expected[h * hd + d] += a[j] * values[j * kvDim + kvOff + d];
+        for (let j = 0; j < nKv; j++)
+          for (let d = 0; d < hd; d++) expected[h * hd + d] += a[j] * values[j * kvDim + kvOff + d];
       }
       const out = new Float32Array(nHead * hd);
       ops.attention(q, keys, values, nHead, nHeadKv, hd, nKv, out);
@@ -125,9 +137,9 @@ describe('native forward ops', () => {
   });
 
   it('refuses arrays too short for the shapes it is given', () => {
-    expect(() => ops.attention(new Float32Array(8), new Float32Array(8), new Float32Array(8), 4, 2, 16, 1, new Float32Array(64))).toThrow(
-      TypeError,
-    );
+    expect(() =>
+      ops.attention(new Float32Array(8), new Float32Array(8), new Float32Array(8), 4, 2, 16, 1, new Float32Array(64)),
+    ).toThrow(TypeError);
     expect(() => ops.topK(new Float32Array(3), 4)).toThrow(/topK/);
     expect(() => ops.rmsNorm(new Float32Array(8), new Float32Array(4), 1e-6, new Float32Array(8))).toThrow(/rmsNorm/);
   });

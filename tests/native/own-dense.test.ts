@@ -33,18 +33,28 @@ function open(ownDense: boolean) {
   const { handle, buffer } = native.mapFile(file, { access: 'random' });
   const gguf = parseGguf(new Uint8Array(buffer), file);
   const hparams = readHParams(gguf);
-  const tensors = [...gguf.tensors.values()].map((t) => ({ name: t.name, typeId: GGML_TYPE[t.type], dims: t.dims, offset: t.offset }));
+  const tensors = [...gguf.tensors.values()].map((t) => ({
+    name: t.name,
+    typeId: GGML_TYPE[t.type],
+    dims: t.dims,
+    offset: t.offset,
+  }));
   const model = native.createModel(handle, { hparams, tensors, ownDense });
   return { handle, gguf, hparams, model };
 }
 
 /** Resident pages strictly inside the dense tensors (pages shared with an expert or the header left out). */
-function denseResident(handle: MappedFileHandle, gguf: ReturnType<typeof parseGguf>): { pages: number; resident: number } {
+function denseResident(
+  handle: MappedFileHandle,
+  gguf: ReturnType<typeof parseGguf>,
+): { pages: number; resident: number } {
   const page = native.mappedResidency(handle, 0, 0).pageBytes;
-  let pages = 0, resident = 0;
+  let pages = 0,
+    resident = 0;
   for (const t of gguf.tensors.values()) {
     if (isExpert(t.name)) continue;
-    const from = Math.ceil(t.offset / page) * page, to = Math.floor((t.offset + t.byteLength) / page) * page;
+    const from = Math.ceil(t.offset / page) * page,
+      to = Math.floor((t.offset + t.byteLength) / page) * page;
     if (to <= from) continue;
     const r = native.mappedResidency(handle, from, to - from);
     pages += r.pages;
@@ -70,7 +80,9 @@ describe('ownDense', () => {
     expect(loaded.pages).toBeGreaterThan(0);
     // (A page may linger in another CPU's LRU cache, where DONTNEED cannot drop it: a few at most.)
     expect(loaded.resident).toBeLessThanOrEqual(Math.max(4, Math.ceil(loaded.pages * 0.05)));
-    const denseBytes = [...owned.gguf.tensors.values()].filter((t) => !isExpert(t.name)).reduce((s, t) => s + t.byteLength, 0);
+    const denseBytes = [...owned.gguf.tensors.values()]
+      .filter((t) => !isExpert(t.name))
+      .reduce((s, t) => s + t.byteLength, 0);
     expect(native.modelBytes(owned.model).ownedDense).toBe(denseBytes);
     const before = run(owned);
     // The file's output norm changes under both: a model computing from the mapping sees it,

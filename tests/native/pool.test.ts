@@ -33,7 +33,12 @@ describe('native pool', () => {
   });
 
   it('runs every chunk of a chunked job exactly once, interleaved with run-on-every-thread jobs', () => {
-    for (const [threads, spinUs, jobs] of [[2, 200, 2000], [2, 0, 500], [3, 0, 200], [3, 100, 200]]) {
+    for (const [threads, spinUs, jobs] of [
+      [2, 200, 2000],
+      [2, 0, 500],
+      [3, 0, 200],
+      [3, 100, 200],
+    ]) {
       const pool = native.createPool(threads, spinUs);
       const r = native.poolCheck(pool, jobs, 0, 37);
       native.freePool(pool);
@@ -79,19 +84,23 @@ describe('native pool', () => {
   });
 
   it('splits matvec and matmul rows over threads with the same result as one thread', () => {
-    const rows = 37, cols = 128, n = 6;
+    const rows = 37,
+      cols = 128,
+      n = 6;
     const w = new Uint8Array(rows * (cols / 32) * 34);
     for (let b = 0; b < w.length; b += 34) {
       w.set([0x00, 0x24], b); // d = 2^-6 (f16 0x2400)
       for (let j = 2; j < 34; j++) w[b + j] = (b * 7 + j * 13) & 0xff;
     }
     const x = Float32Array.from({ length: n * cols }, (_, i) => Math.sin(i));
-    const one = new Float32Array(n * rows), two = new Float32Array(n * rows);
+    const one = new Float32Array(n * rows),
+      two = new Float32Array(n * rows);
     const pool = native.createPool(2);
     native.matmul(GGML_TYPE.Q8_0, w, rows, cols, x, n, one);
     native.poolMatmul(pool, GGML_TYPE.Q8_0, w, rows, cols, x, n, two);
     expect(Array.from(two)).toEqual(Array.from(one));
-    const y1 = new Float32Array(rows), y2 = new Float32Array(rows);
+    const y1 = new Float32Array(rows),
+      y2 = new Float32Array(rows);
     native.matvec(GGML_TYPE.Q8_0, w, rows, cols, x.subarray(0, cols), y1);
     native.poolMatvec(pool, GGML_TYPE.Q8_0, w, rows, cols, x.subarray(0, cols), y2);
     expect(Array.from(y2)).toEqual(Array.from(y1));

@@ -64,9 +64,15 @@ describe('route prediction from the residual stream', () => {
     try {
       const logits = new Float32Array(hp.nVocab);
       const predicted = new Int32Array(hp.nLayer * hp.nExpert);
-      expect(() => native.evalSync(ctx, Int32Array.of(1, 2), 0, logits, { predicted, predictK: 2 })).toThrow(/one-token eval/);
-      expect(() => native.evalSync(ctx, Int32Array.of(1), 0, logits, { predicted, predictK: hp.nExpert + 1 })).toThrow(/predictK in \[1, /);
-      expect(() => native.evalSync(ctx, Int32Array.of(1), 0, logits, { predicted: new Int32Array(1), predictK: 2 })).toThrow(/room for/);
+      expect(() => native.evalSync(ctx, Int32Array.of(1, 2), 0, logits, { predicted, predictK: 2 })).toThrow(
+        /one-token eval/,
+      );
+      expect(() => native.evalSync(ctx, Int32Array.of(1), 0, logits, { predicted, predictK: hp.nExpert + 1 })).toThrow(
+        /predictK in \[1, /,
+      );
+      expect(() =>
+        native.evalSync(ctx, Int32Array.of(1), 0, logits, { predicted: new Int32Array(1), predictK: 2 }),
+      ).toThrow(/room for/);
     } finally {
       native.freeContext(ctx);
       m.close();

@@ -19,7 +19,20 @@ import { Rng } from '../../src/synth/prng.js';
 const native = loadDiagnostics();
 const verbs = native as unknown as NativeSynthVerbs;
 const PATHS = Object.values(ISA).filter((isa) => isa <= native.isaBest());
-const TYPES: GgmlTypeName[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];
+const TYPES: GgmlTypeName[] = [
+  'F32',
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q5_0',
+  'Q5_1',
+  'Q2_K',
+  'Q3_K',
+  'Q4_K',
+  'Q5_K',
+  'Q6_K',
+];
 
 afterEach(() => {
   native.isaSet(native.isaBest());
@@ -36,7 +49,7 @@ function testRows(cols: number, seed: number): Float32Array {
       const values = [
         v,
         v * 0.02,
-        i % 64 < 32 ? 0 : (rng.uniform() < 0.7 ? 0 : v), // whole zero sub-blocks, and sparse ones
+        i % 64 < 32 ? 0 : rng.uniform() < 0.7 ? 0 : v, // whole zero sub-blocks, and sparse ones
         Math.abs(v) + 1,
         -Math.abs(v) * 1e-3,
         i % 37 === 0 ? 80 * v : v * 1e-3,
@@ -51,7 +64,8 @@ function testRows(cols: number, seed: number): Float32Array {
 }
 
 function reference(type: GgmlTypeName, x: Float32Array, cols: number): Uint8Array {
-  const rows = x.length / cols, stride = rowBytes(type, cols);
+  const rows = x.length / cols,
+    stride = rowBytes(type, cols);
   const out = new Uint8Array(rows * stride);
   for (let r = 0; r < rows; r++) quantizeRow(type, x, r * cols, cols, out, r * stride);
   return out;
@@ -64,7 +78,7 @@ function firstDifference(a: Uint8Array, b: Uint8Array): number {
 }
 
 describe('native quantizeRows', () => {
-  it('writes src/model/quant.ts\'s bytes for every type on every kernel path', () => {
+  it("writes src/model/quant.ts's bytes for every type on every kernel path", () => {
     const cols = 1024; // 4 k-quant super-blocks: 32 Q4_K sub-blocks (two 16-lane groups) and 64 Q6_K ones
     for (const seed of [1, 2]) {
       const x = testRows(cols, seed);
@@ -74,13 +88,18 @@ describe('native quantizeRows', () => {
           expect(native.isaSet(isa)).toBe(true);
           const got = new Uint8Array(want.length);
           verbs.quantizeRows(GGML_TYPE[type], x, x.length / cols, cols, got);
-          expect({ type, isa, seed, firstDifference: firstDifference(got, want) }).toEqual({ type, isa, seed, firstDifference: -1 });
+          expect({ type, isa, seed, firstDifference: firstDifference(got, want) }).toEqual({
+            type,
+            isa,
+            seed,
+            firstDifference: -1,
+          });
         }
       }
     }
   });
 
-  it('pads a last lane group short of the path\'s width: one super-block per row (8 Q4_K sub-blocks on 16 lanes)', () => {
+  it("pads a last lane group short of the path's width: one super-block per row (8 Q4_K sub-blocks on 16 lanes)", () => {
     const cols = 256;
     const x = testRows(cols, 3);
     for (const type of ['Q4_K', 'Q5_K', 'Q6_K'] as const) {
@@ -96,14 +115,20 @@ describe('native quantizeRows', () => {
 
   it('refuses a type that cannot hold the rows, and arrays of the wrong size, naming the argument', () => {
     const x = new Float32Array(100);
-    expect(() => verbs.quantizeRows(GGML_TYPE.Q4_K, x, 1, 100, new Uint8Array(1000))).toThrow(/typeId 12 cannot hold rows of 100 elements/);
-    expect(() => verbs.quantizeRows(GGML_TYPE.Q8_0, new Float32Array(64), 1, 64, new Uint8Array(67))).toThrow(/dst: expected 68 elements, got 67/);
-    expect(() => verbs.quantizeRows(GGML_TYPE.Q8_0, new Float32Array(63), 1, 64, new Uint8Array(68))).toThrow(/src: expected 64 elements/);
+    expect(() => verbs.quantizeRows(GGML_TYPE.Q4_K, x, 1, 100, new Uint8Array(1000))).toThrow(
+      /typeId 12 cannot hold rows of 100 elements/,
+    );
+    expect(() => verbs.quantizeRows(GGML_TYPE.Q8_0, new Float32Array(64), 1, 64, new Uint8Array(67))).toThrow(
+      /dst: expected 68 elements, got 67/,
+    );
+    expect(() => verbs.quantizeRows(GGML_TYPE.Q8_0, new Float32Array(63), 1, 64, new Uint8Array(68))).toThrow(
+      /src: expected 64 elements/,
+    );
   });
 });
 
 describe('native quantizeRowsAsync', () => {
-  it('gives quantizeRows\'s bytes for 1 and 3 threads', async () => {
+  it("gives quantizeRows's bytes for 1 and 3 threads", async () => {
     const cols = 512;
     const x = new Float32Array(200 * cols);
     new Rng(5, 'async').fillUniform(x, 0.05);
@@ -119,14 +144,18 @@ describe('native quantizeRowsAsync', () => {
   });
 
   it('rejects (does not throw) on a bad argument', async () => {
-    await expect(verbs.quantizeRowsAsync(GGML_TYPE.Q8_0, new Float32Array(32), 1, 32, new Uint8Array(34), 0)).rejects.toThrow(/threads/);
+    await expect(
+      verbs.quantizeRowsAsync(GGML_TYPE.Q8_0, new Float32Array(32), 1, 32, new Uint8Array(34), 0),
+    ).rejects.toThrow(/threads/);
   });
 });
 
 describe('native synthUniformAsync', () => {
-  it('draws Rng.fillUniform\'s stream and quantises it as quantizeRow does, for 1 and 2 threads', async () => {
+  it("draws Rng.fillUniform's stream and quantises it as quantizeRow does, for 1 and 2 threads", async () => {
     // 4 Mi floats fill one native buffer: 17000 rows of 256 span two buffers and a short third.
-    const cols = 256, rows = 17000, sd = 0.03;
+    const cols = 256,
+      rows = 17000,
+      sd = 0.03;
     const floats = new Float32Array(rows * cols);
     const jsRng = new Rng(9, 'blk.0.ffn_up_exps.weight');
     jsRng.fillUniform(floats, sd);
@@ -137,8 +166,20 @@ describe('native synthUniformAsync', () => {
         const rng = new Rng(9, 'blk.0.ffn_up_exps.weight');
         const state = rng.state();
         const got = new Uint8Array(want.length);
-        await verbs.synthUniformAsync(state, (Math.sqrt(3) * sd) / 2147483648, GGML_TYPE[type], rows, cols, got, threads);
-        expect({ type, threads, firstDifference: firstDifference(got, want) }).toEqual({ type, threads, firstDifference: -1 });
+        await verbs.synthUniformAsync(
+          state,
+          (Math.sqrt(3) * sd) / 2147483648,
+          GGML_TYPE[type],
+          rows,
+          cols,
+          got,
+          threads,
+        );
+        expect({ type, threads, firstDifference: firstDifference(got, want) }).toEqual({
+          type,
+          threads,
+          firstDifference: -1,
+        });
         rng.setState(state);
         expect(rng.uniform()).toBe(after);
       }
@@ -146,14 +187,19 @@ describe('native synthUniformAsync', () => {
   });
 
   it('k-quant rows: the same bytes as the TypeScript path', async () => {
-    const cols = 768, rows = 24, sd = 1 / Math.sqrt(768);
+    const cols = 768,
+      rows = 24,
+      sd = 1 / Math.sqrt(768);
     const floats = new Float32Array(rows * cols);
     new Rng(4, 'k').fillUniform(floats, sd);
     for (const type of ['Q4_K', 'Q5_K', 'Q6_K', 'Q3_K', 'Q2_K'] as const) {
       const state = new Rng(4, 'k').state();
       const got = new Uint8Array(rows * rowBytes(type, cols));
       await verbs.synthUniformAsync(state, (Math.sqrt(3) * sd) / 2147483648, GGML_TYPE[type], rows, cols, got, 2);
-      expect({ type, firstDifference: firstDifference(got, reference(type, floats, cols)) }).toEqual({ type, firstDifference: -1 });
+      expect({ type, firstDifference: firstDifference(got, reference(type, floats, cols)) }).toEqual({
+        type,
+        firstDifference: -1,
+      });
     }
   });
 });

@@ -39,7 +39,13 @@ describe('SIGBUS on a truncated mapping', () => {
     const r = runModule(script);
     expect(r.signal, r.stderr).toBeNull();
     expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout.trim()) as { guarded: boolean; before: number; nonZero: number; head: number; faults: number };
+    const out = JSON.parse(r.stdout.trim()) as {
+      guarded: boolean;
+      before: number;
+      nonZero: number;
+      head: number;
+      faults: number;
+    };
     expect(out.guarded).toBe(true);
     expect(out.before, 'pages past 8 KiB held data before the truncation').toBeGreaterThan(0);
     expect(out.nonZero, 'bytes past the new end read after it').toBe(0);

@@ -50,7 +50,9 @@ describe('tier invariants', () => {
     // A host copy offset past the arena: the eval fails with a message naming it, and leaves no lease.
     const saved = Int32Array.from(arena.hostCopyOffsets);
     for (let i = 0; i < saved.length; i++) Atomics.store(arena.hostCopyOffsets, i, arena.hostCopies.length);
-    await expect(native.evalAsync(ctx, Int32Array.of(4), 3, logits)).rejects.toThrow(/hostCopyOffsets\[\d+\] \(layer 0, expert \d\)/);
+    await expect(native.evalAsync(ctx, Int32Array.of(4), 3, logits)).rejects.toThrow(
+      /hostCopyOffsets\[\d+\] \(layer 0, expert \d\)/,
+    );
     expect(() => native.evalSync(ctx, Int32Array.of(4), 3, logits)).toThrow(/hostCopyOffsets/);
     expect(native.leaseCount(backend)).toBe(0);
     expect(native.tierStats(tier).leases).toBe(0);
@@ -100,7 +102,8 @@ describe('tier invariants', () => {
       expect(native.tierRequestSwap(tier, 0, 0, 39, 99)).toBe(TIER_SWAP_CODES.notResident);
       await native.evalAsync(ctx, Int32Array.of(1), 0, new Float32Array(big.model.hparams.nVocab));
       const late: number[] = [];
-      for (let i = 0; i < 500 && late.length < 20; i++, await new Promise((r) => setTimeout(r, 2))) late.push(...native.tierPoll(tier).uploads.map((u) => u.taskId));
+      for (let i = 0; i < 500 && late.length < 20; i++, await new Promise((r) => setTimeout(r, 2)))
+        late.push(...native.tierPoll(tier).uploads.map((u) => u.taskId));
       expect(late.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
       expect(native.tierStats(tier).slotsUsed[0]).toBe(20);
     } finally {
@@ -125,9 +128,15 @@ describe('tier refusals', () => {
       expect(() => native.createTier(ctx, backend, { slotsPerLayer: [1, -1, 1] })).toThrow(/slotsPerLayer\[1\]/);
       expect(() => native.createTier(ctx, backend, { slotsPerLayer: [1, 9, 1] })).toThrow(/slotsPerLayer\[1\]/);
       expect(() => native.createTier(ctx, backend, { slotsPerLayer: [1, 1.5, 1] })).toThrow(/slotsPerLayer\[1\]/);
-      expect(() => native.createTier(ctx, backend, { slotsPerLayer: slots, hostCopies: new Uint8Array(8) })).toThrow(/both or neither/);
+      expect(() => native.createTier(ctx, backend, { slotsPerLayer: slots, hostCopies: new Uint8Array(8) })).toThrow(
+        /both or neither/,
+      );
       expect(() =>
-        native.createTier(ctx, backend, { slotsPerLayer: slots, hostCopies: new Uint8Array(8), hostCopyOffsets: new Int32Array(3) }),
+        native.createTier(ctx, backend, {
+          slotsPerLayer: slots,
+          hostCopies: new Uint8Array(8),
+          hostCopyOffsets: new Int32Array(3),
+        }),
       ).toThrow(/nLayer x nExpert/);
       const tiny = native.createBackend('cpu', { budgetBytes: 4096 });
       expect(() => native.createTier(ctx, tiny, { slotsPerLayer: Array(hp.nLayer).fill(8) })).toThrow(/budget/);
@@ -147,7 +156,9 @@ describe('tier refusals', () => {
     const fctx = native.createContext(f32.handle, { nCtx: 8, threads: 1 });
     const fb = cpuBackend();
     const offsets = new Int32Array(hp.nLayer * hp.nExpert).fill(-1);
-    expect(() => native.createTier(fctx, fb, { slotsPerLayer: slots, hostCopies: new Uint8Array(8), hostCopyOffsets: offsets })).toThrow(/Q4_0 \/ Q8_0/);
+    expect(() =>
+      native.createTier(fctx, fb, { slotsPerLayer: slots, hostCopies: new Uint8Array(8), hostCopyOffsets: offsets }),
+    ).toThrow(/Q4_0 \/ Q8_0/);
     expect(() => native.requantizeExpertToQ8(f32.handle, 0, 0, new Uint8Array(1 << 16), 0)).toThrow(/not Q4_0/);
     native.freeContext(fctx);
     native.destroyBackend(fb);
@@ -156,7 +167,14 @@ describe('tier refusals', () => {
   it('the other verbs refuse bad arguments', async () => {
     const t = setup();
     try {
-      for (const [layer, victim, newcomer, task] of [[-1, 0, 1, 0], [3, 0, 1, 0], [0, 8, 1, 0], [0, 0, -1, 0], [0, 0, 1, 0.5], [0.5, 0, 1, 0]])
+      for (const [layer, victim, newcomer, task] of [
+        [-1, 0, 1, 0],
+        [3, 0, 1, 0],
+        [0, 8, 1, 0],
+        [0, 0, -1, 0],
+        [0, 0, 1, 0.5],
+        [0.5, 0, 1, 0],
+      ])
         expect(() => native.tierRequestSwap(t.tier, layer, victim, newcomer, task)).toThrow(RangeError);
       expect(() => native.tierStats(t.ctx as never)).toThrow(TypeError);
       await expect(native.tierWarmstart(t.tier, 5, range(1))).rejects.toThrow(RangeError);
@@ -172,8 +190,14 @@ describe('tier refusals', () => {
       expect(() => native.requantizeExpertToQ8(m.handle, 3, 0, new Uint8Array(need), 0)).toThrow(RangeError);
       expect(() => native.requantizeExpertToQ8(m.handle, 0, 0, new Float32Array(need) as never, 0)).toThrow(TypeError);
       expect(() => native.requantizeExpertToQ8(t.ctx as never, 0, 0, new Uint8Array(need), 0)).toThrow(TypeError);
-      expect(() => native.evalSync(t.ctx, Int32Array.of(1), 0, new Float32Array(hp.nVocab), { layerStats: new Float64Array(5) })).toThrow(/layerStats/);
-      expect(() => native.evalSync(t.ctx, Int32Array.of(1), 0, new Float32Array(hp.nVocab), { layerStats: new Float32Array(18) as never })).toThrow(/Float64Array/);
+      expect(() =>
+        native.evalSync(t.ctx, Int32Array.of(1), 0, new Float32Array(hp.nVocab), { layerStats: new Float64Array(5) }),
+      ).toThrow(/layerStats/);
+      expect(() =>
+        native.evalSync(t.ctx, Int32Array.of(1), 0, new Float32Array(hp.nVocab), {
+          layerStats: new Float32Array(18) as never,
+        }),
+      ).toThrow(/Float64Array/);
       const running = native.evalAsync(t.ctx, Int32Array.of(1), 0, new Float32Array(hp.nVocab));
       expect(() => native.freeTier(t.tier)).toThrow(/eval is running/);
       await running;

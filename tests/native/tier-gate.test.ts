@@ -13,7 +13,9 @@ const SLOTS = 3;
 afterAll(() => m.close());
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const STARTED = 1, QUEUED = 0, QUEUE_FULL = -4;
+const STARTED = 1,
+  QUEUED = 0,
+  QUEUE_FULL = -4;
 
 async function setup() {
   const backend = cpuBackend();
@@ -32,13 +34,20 @@ async function setup() {
   return { backend, ctx, tier, settle, free };
 }
 
-describe('the tier\'s one gate', () => {
+describe("the tier's one gate", () => {
   it('counts the warm start, holds swaps past its budget in order, refuses past its queue, cancels on request', async () => {
     const { tier, settle, free } = await setup();
     try {
       const bytes = native.tierExpertBytes(tier).container;
       let g = native.tierGate(tier);
-      expect(g).toMatchObject({ inflightBytesMax: 512 * 2 ** 20, inflightTransfersMax: 8, queueDepthMax: 4096, inflightBytes: 0, inflightTransfers: 0, swapsQueued: 0 });
+      expect(g).toMatchObject({
+        inflightBytesMax: 512 * 2 ** 20,
+        inflightTransfersMax: 8,
+        queueDepthMax: 4096,
+        inflightBytes: 0,
+        inflightTransfers: 0,
+        swapsQueued: 0,
+      });
       expect(g.byClass.warm).toMatchObject({ issued: hp.nLayer * SLOTS, completed: hp.nLayer * SLOTS, failed: 0 });
 
       native.tierSetGate(tier, 1 << 30, 1, 2); // one transfer at a time, two swaps queued at most
@@ -90,7 +99,8 @@ describe('the tier\'s one gate', () => {
       native.tierSetGate(tier, 1 << 30, 1, 4096);
       let peak = 0;
       const steps = await greedyRun(m, ctx, 6, async (s) => {
-        if (s === 0) for (let l = 0; l < hp.nLayer; l++) expect(native.tierRequestSwap(tier, l, 0, 5, 100 + l)).toBe(QUEUED);
+        if (s === 0)
+          for (let l = 0; l < hp.nLayer; l++) expect(native.tierRequestSwap(tier, l, 0, 5, 100 + l)).toBe(QUEUED);
         peak = Math.max(peak, native.tierGate(tier).inflightTransfers);
         await settle();
       });

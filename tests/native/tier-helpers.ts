@@ -3,7 +3,13 @@
  * logits bytes, routes and layer stats, and host copies built with the requantize verb.
  */
 import type { GgmlTypeName, HParams } from '../../src/model/types.js';
-import type { NativeBackendConfig, NativeBackendHandle, NativeBinding, NativeContextHandle, NativeTierHandle } from '../../src/native/binding.js';
+import type {
+  NativeBackendConfig,
+  NativeBackendHandle,
+  NativeBinding,
+  NativeContextHandle,
+  NativeTierHandle,
+} from '../../src/native/binding.js';
 import type { NativeDiagnostics } from '../../src/native/diagnostics.js';
 import { LAYER_STAT_FIELDS } from '../../src/native/constants.js';
 import { tinyHParams } from '../fixtures/random-model.js';
@@ -71,7 +77,11 @@ export async function greedyRun(
 }
 
 /** Host copies of every expert (SharedArrayBuffer arena, offsets -1 where `skip` says so). */
-export function buildHostCopies(m: MappedModel, tier: NativeTierHandle, skip: (layer: number, expert: number) => boolean = () => false) {
+export function buildHostCopies(
+  m: MappedModel,
+  tier: NativeTierHandle,
+  skip: (layer: number, expert: number) => boolean = () => false,
+) {
   const hp = m.model.hparams;
   const bytes = native.tierExpertBytes(tier).hostCopy;
   const hostCopies = new Uint8Array(new SharedArrayBuffer(bytes * hp.nLayer * hp.nExpert));

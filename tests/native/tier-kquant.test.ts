@@ -57,20 +57,27 @@ async function run(m: MappedModel, slots: number | undefined): Promise<Step[]> {
 
 describe('tier with k-quant experts: results do not depend on placement', () => {
   const isas = [ISA.scalar, ISA.avx2, ISA.avx512vnni].filter((isa) => isa <= native.isaBest());
-  const pairs: Array<[KName, KName]> = [['Q4_K', 'Q6_K'], ['Q5_0', 'Q5_1']];
-  for (const isa of isas) for (const [gateUp, down] of pairs) {
-    it(`${gateUp} / ${down}, ${native.isaName(isa)}: budgets 0, 3 and 8 of 8 equal no tier`, async () => {
-      native.isaSet(isa);
-      const m = model(gateUp, down);
-      const expected = await run(m, undefined);
-      for (const slots of [0, 3, 8]) {
-        const steps = await run(m, slots);
-        expect(steps.map((s) => s.token)).toEqual(expected.map((s) => s.token));
-        steps.forEach((s, i) => {
-          expect(Buffer.from(s.logits.buffer).equals(Buffer.from(expected[i].logits.buffer)), `slots=${slots} step=${i}`).toBe(true);
-          expect(Array.from(s.routes)).toEqual(Array.from(expected[i].routes));
-        });
-      }
-    });
-  }
+  const pairs: Array<[KName, KName]> = [
+    ['Q4_K', 'Q6_K'],
+    ['Q5_0', 'Q5_1'],
+  ];
+  for (const isa of isas)
+    for (const [gateUp, down] of pairs) {
+      it(`${gateUp} / ${down}, ${native.isaName(isa)}: budgets 0, 3 and 8 of 8 equal no tier`, async () => {
+        native.isaSet(isa);
+        const m = model(gateUp, down);
+        const expected = await run(m, undefined);
+        for (const slots of [0, 3, 8]) {
+          const steps = await run(m, slots);
+          expect(steps.map((s) => s.token)).toEqual(expected.map((s) => s.token));
+          steps.forEach((s, i) => {
+            expect(
+              Buffer.from(s.logits.buffer).equals(Buffer.from(expected[i].logits.buffer)),
+              `slots=${slots} step=${i}`,
+            ).toBe(true);
+            expect(Array.from(s.routes)).toEqual(Array.from(expected[i].routes));
+          });
+        }
+      });
+    }
 });

@@ -33,11 +33,17 @@ describe('the tier runs the native ledger', () => {
   it('under a two-expert gate and a one-task queue every end happens, and the ledger agrees with the tier at each', async () => {
     for (const backend of ['fake', 'disk'] as const) {
       const fake = backend === 'fake' ? { fake: { computeBytesPerS: 3e7 } } : {};
-      const r = await runPrefetch(model, prompt, {
-        backend, ...fake,
-        upload: { inflightBytesMax: 2 * expertBytes },
-        prefetch: { mode: 'enforce', windowBytesMax: 2 * expertBytes, queueMax: 1 },
-      }, 1);
+      const r = await runPrefetch(
+        model,
+        prompt,
+        {
+          backend,
+          ...fake,
+          upload: { inflightBytesMax: 2 * expertBytes },
+          prefetch: { mode: 'enforce', windowBytesMax: 2 * expertBytes, queueMax: 1 },
+        },
+        1,
+      );
       expect(r.tokens, backend).toEqual(reference);
       expect(ledgerViolations(r.report), backend).toEqual([]);
       expect(r.report.issued, backend).toBeGreaterThan(0);
@@ -61,12 +67,27 @@ describe('the replay runs the native ledger', () => {
       expect(l.route(1, 2, 100, 2, true)).toBe('awaiting');
       l.complete(a, 5);
       expect(l.beginStep(1, 5)).toBe(1);
-      expect(events.mock.calls.map((c) => c[1])).toEqual(['admit', 'admit', 'admit', 'issue', 'route', 'complete', 'begin']);
+      expect(events.mock.calls.map((c) => c[1])).toEqual([
+        'admit',
+        'admit',
+        'admit',
+        'issue',
+        'route',
+        'complete',
+        'begin',
+      ]);
       // The figures are the native ledger's, read back: nothing is counted in TypeScript.
       reads.mockClear();
       const t = l.tallies();
       expect(reads.mock.calls.map((c) => c[1])).toEqual(['tallies']);
-      expect([t.admitted.count, t.refusedQueueFull.count, t.issued.count, t.late.count, t.lateMs, t.cancelled.count]).toEqual([2, 1, 1, 1, 3, 1]);
+      expect([
+        t.admitted.count,
+        t.refusedQueueFull.count,
+        t.issued.count,
+        t.late.count,
+        t.lateMs,
+        t.cancelled.count,
+      ]).toEqual([2, 1, 1, 1, 3, 1]);
       expect(t.retired.bytes).toBe(200);
     } finally {
       events.mockRestore();
@@ -75,14 +96,20 @@ describe('the replay runs the native ledger', () => {
   });
 
   it('the transitions are written once: native/policy/prefetch_ledger.cc defines them, the tier and the addon call them', () => {
-    const verbs = ['admit', 'begin', 'issue', 'cancel', 'drop', 'complete', 'fail', 'route', 'evict'].map((v) => `mt_prefetch_${v}`);
+    const verbs = ['admit', 'begin', 'issue', 'cancel', 'drop', 'complete', 'fail', 'route', 'evict'].map(
+      (v) => `mt_prefetch_${v}`,
+    );
     const definers = (dir: string) =>
-      readdirSync(path.join(root, dir)).filter((n) => n.endsWith('.cc')).filter((n) =>
-        verbs.some((v) => new RegExp(`int32_t ${v}\\(`).test(readFileSync(path.join(root, dir, n), 'utf8'))));
+      readdirSync(path.join(root, dir))
+        .filter((n) => n.endsWith('.cc'))
+        .filter((n) =>
+          verbs.some((v) => new RegExp(`int32_t ${v}\\(`).test(readFileSync(path.join(root, dir, n), 'utf8'))),
+        );
     expect(definers('native/policy')).toEqual(['prefetch_ledger.cc']);
     for (const d of ['native/tier', 'native/addon']) expect(definers(d), d).toEqual([]);
     const tier = readFileSync(path.join(root, 'native/tier/tier_prefetch.cc'), 'utf8');
-    for (const v of verbs.filter((v) => v !== 'mt_prefetch_cancel' && v !== 'mt_prefetch_drop')) expect(tier, v).toContain(`${v}(`);
+    for (const v of verbs.filter((v) => v !== 'mt_prefetch_cancel' && v !== 'mt_prefetch_drop'))
+      expect(tier, v).toContain(`${v}(`);
     expect(tier).toMatch(/mt_prefetch_cancel\b/);
     expect(tier).toMatch(/mt_prefetch_drop\b/);
     // No second ledger in TypeScript: the replay's face keeps no task map, queue array or tally sums.

@@ -21,7 +21,8 @@ function pairs(counts: Int32Array, resident: (e: number) => boolean, cap: number
   const victims = ids.filter(resident).sort((a, b) => counts[a] - counts[b] || a - b);
   const newcomers = ids.filter((e) => !resident(e)).sort((a, b) => counts[b] - counts[a] || a - b);
   const out: Array<[number, number]> = [];
-  for (let i = 0; i < Math.min(victims.length, newcomers.length, cap) && counts[newcomers[i]] > counts[victims[i]]; i++) out.push([victims[i], newcomers[i]]);
+  for (let i = 0; i < Math.min(victims.length, newcomers.length, cap) && counts[newcomers[i]] > counts[victims[i]]; i++)
+    out.push([victims[i], newcomers[i]]);
   return out;
 }
 
@@ -34,7 +35,7 @@ describe('onLayerRouted', () => {
   const hp = m.model.hparams;
   afterAll(() => m.close());
 
-  it('posts every layer\'s counts (they match the routes) before the eval settles; its cost is counted', async () => {
+  it("posts every layer's counts (they match the routes) before the eval settles; its cost is counted", async () => {
     const ctx = native.createContext(m.handle, { nCtx: 64, threads: 2 });
     const backend = cpuBackend();
     const tier = native.createTier(ctx, backend, { slotsPerLayer: Array(hp.nLayer).fill(SLOTS) });
@@ -49,7 +50,8 @@ describe('onLayerRouted', () => {
       expect(seen.map((s) => s.layer)).toEqual(Array.from(range(hp.nLayer)));
       for (const { layer, counts } of seen) {
         const expected = new Array<number>(hp.nExpert).fill(0);
-        for (let t = 0; t < tokens.length; t++) for (let k = 0; k < hp.nExpertUsed; k++) expected[routes[(t * hp.nLayer + layer) * hp.nExpertUsed + k]]++;
+        for (let t = 0; t < tokens.length; t++)
+          for (let k = 0; k < hp.nExpertUsed; k++) expected[routes[(t * hp.nLayer + layer) * hp.nExpertUsed + k]]++;
         expect(counts).toEqual(expected);
       }
       const stats = native.tierStats(tier);
@@ -72,8 +74,16 @@ describe('onLayerRouted', () => {
     const tier = native.createTier(ctx, backend, { slotsPerLayer: Array(hp.nLayer).fill(SLOTS) });
     try {
       expect(() => native.evalSync(ctx, tokens, 0, logits, { onLayerRouted: () => {} })).toThrow(/needs evalAsync/);
-      await expect(native.evalAsync(ctx, tokens, 0, logits, { onLayerRouted: 5 as never })).rejects.toThrow(/must be a function/);
-      await expect(native.evalAsync(ctx, tokens, 0, logits, { onLayerRouted: () => { throw new Error('hook broke'); } })).rejects.toThrow('hook broke');
+      await expect(native.evalAsync(ctx, tokens, 0, logits, { onLayerRouted: 5 as never })).rejects.toThrow(
+        /must be a function/,
+      );
+      await expect(
+        native.evalAsync(ctx, tokens, 0, logits, {
+          onLayerRouted: () => {
+            throw new Error('hook broke');
+          },
+        }),
+      ).rejects.toThrow('hook broke');
       await native.evalAsync(ctx, tokens, 0, logits); // the context is usable again
       expect(native.tierStats(tier).leases).toBe(0);
     } finally {
@@ -105,7 +115,8 @@ describe('tierRequestSwap issueNow', () => {
       await native.evalAsync(ctx, Int32Array.of(3), 0, new Float32Array(hp.nVocab));
       // The boundary hands the queued swap to the tier's issuer thread: it is issued soon after.
       const late: number[] = [];
-      for (let i = 0; i < 200 && late.length === 0; i++, await sleep(2)) late.push(...native.tierPoll(tier).uploads.map((u) => u.taskId));
+      for (let i = 0; i < 200 && late.length === 0; i++, await sleep(2))
+        late.push(...native.tierPoll(tier).uploads.map((u) => u.taskId));
       expect(late).toEqual([2]);
       expect(native.tierStats(tier).swapsIssuedByIssuer).toBe(1);
       await native.evalAsync(ctx, Int32Array.of(4), 1, new Float32Array(hp.nVocab)); // promotes both
@@ -143,7 +154,8 @@ describe('tierRequestSwap issueNow', () => {
       };
       // greedyRun's own evals carry no hook: route every eval through one that does.
       const evalAsync = native.evalAsync;
-      (native as { evalAsync: typeof evalAsync }).evalAsync = (c: NativeContextHandle, t, p, l, o) => evalAsync(c, t, p, l, { ...o, onLayerRouted: (layer) => churn(layer) });
+      (native as { evalAsync: typeof evalAsync }).evalAsync = (c: NativeContextHandle, t, p, l, o) =>
+        evalAsync(c, t, p, l, { ...o, onLayerRouted: (layer) => churn(layer) });
       let steps;
       try {
         steps = await greedyRun(m, ctx, 8, async () => {
@@ -155,7 +167,9 @@ describe('tierRequestSwap issueNow', () => {
       }
       expect(started).toBeGreaterThan(0);
       expect(steps.map((s) => s.token)).toEqual(expected.map((s) => s.token));
-      steps.forEach((s, i) => expect(Buffer.from(s.logits.buffer).equals(Buffer.from(expected[i].logits.buffer))).toBe(true));
+      steps.forEach((s, i) =>
+        expect(Buffer.from(s.logits.buffer).equals(Buffer.from(expected[i].logits.buffer))).toBe(true),
+      );
       expect(native.tierStats(tier).leases).toBe(0);
       native.tierStats(tier).slotsUsed.forEach((used) => expect(used).toBeLessThanOrEqual(SLOTS));
     } finally {
@@ -169,11 +183,14 @@ describe('tierRequestSwap issueNow', () => {
 describe('prefill replan timing (fake backend, virtual clock)', () => {
   // Layers heavy enough (a 256-row prefill through 256 x 512 experts on one thread: tens of ms
   // each) that the JS thread answers a layer's counts while the next layer is still computing.
-  const m = mapModel(tinyHParams('qwen3moe', { nLayer: 4, nEmbd: 256, nFfExp: 512, nHead: 4, nHeadKv: 2, headDim: 64 }), {
-    type: 'Q8_0',
-    seed: 9,
-    routerScale: 8,
-  });
+  const m = mapModel(
+    tinyHParams('qwen3moe', { nLayer: 4, nEmbd: 256, nFfExp: 512, nHead: 4, nHeadKv: 2, headDim: 64 }),
+    {
+      type: 'Q8_0',
+      seed: 9,
+      routerScale: 8,
+    },
+  );
   const hp = m.model.hparams;
   afterAll(() => m.close());
 
@@ -187,7 +204,9 @@ describe('prefill replan timing (fake backend, virtual clock)', () => {
       layerStats,
       onLayerRouted: (layer, counts) => {
         for (const [victim, newcomer] of pairs(counts, (e) => residency[layer * hp.nExpert + e] >= 0, 2)) {
-          expect(native.tierRequestSwap(tier, layer, victim, newcomer, task, { issueNow: true })).toBeGreaterThanOrEqual(0);
+          expect(
+            native.tierRequestSwap(tier, layer, victim, newcomer, task, { issueNow: true }),
+          ).toBeGreaterThanOrEqual(0);
           requested.set(task++, layer);
         }
       },

@@ -22,7 +22,11 @@ function setup(slots: number, extra: { streamFailAfterBytes?: number } = {}) {
   const hp = m.model.hparams;
   const ctx: NativeContextHandle = native.createContext(m.handle, { nCtx: 64, threads: 1 });
   const backend: NativeBackendHandle = native.createBackend('disk', { budgetBytes: 1 << 24, file: m.file });
-  const tier: NativeTierHandle = native.createTier(ctx, backend, { slotsPerLayer: Array(hp.nLayer).fill(slots), streamFile: m.file, ...extra });
+  const tier: NativeTierHandle = native.createTier(ctx, backend, {
+    slotsPerLayer: Array(hp.nLayer).fill(slots),
+    streamFile: m.file,
+    ...extra,
+  });
   open.push(() => {
     native.freeTier(tier);
     native.destroyBackend(backend);
@@ -44,7 +48,8 @@ async function plainRun(m: MappedModel): Promise<Step[]> {
 
 const bits = (steps: Step[]) => steps.map((s) => Array.from(s.logits));
 // hits + misses of every layer: fields 4 and 5.
-const routedRows = (steps: Step[]) => steps.reduce((n, s) => n + s.stats.reduce((a, v, i) => (i % F === 4 || i % F === 5 ? a + v : a), 0), 0);
+const routedRows = (steps: Step[]) =>
+  steps.reduce((n, s) => n + s.stats.reduce((a, v, i) => (i % F === 4 || i % F === 5 ? a + v : a), 0), 0);
 
 describe('admit before run (disk tier)', () => {
   it('room for every expert: each miss is read once into a free slot before it runs, and then every row is resident', async () => {
@@ -83,7 +88,7 @@ describe('admit before run (disk tier)', () => {
     expect(s.lazyMisses).toBe(0);
   });
 
-  it('with the tier\'s policy on (evict), a miss evicts the lowest-scored resident its call does not run and stays: fewer streamed reads, the same bits', async () => {
+  it("with the tier's policy on (evict), a miss evicts the lowest-scored resident its call does not run and stays: fewer streamed reads, the same bits", async () => {
     const hp = tinyModel('Q8_0').model.hparams;
     const plainModel = setup(2);
     const plain = await plainRun(plainModel.m);
@@ -107,7 +112,9 @@ describe('admit before run (disk tier)', () => {
     expect(() => native.tierSetPolicy(tier, 'evict', 0)).toThrow(/halfLifeTokens in \[1, /);
     expect(() => native.tierSetPolicy(tier, 'sometimes' as never, 16)).toThrow(/mode 'off', 'evict' or 'keep'/);
     expect(() => native.tierSetPolicy(tier, 'keep', 16, new Float64Array(3))).toThrow(/nLayer x nExpert/);
-    expect(() => native.tierSetPolicy(tier, 'keep', 16, new Float64Array(hp.nLayer * hp.nExpert).fill(-1))).toThrow(/finite counts >= 0/);
+    expect(() => native.tierSetPolicy(tier, 'keep', 16, new Float64Array(hp.nLayer * hp.nExpert).fill(-1))).toThrow(
+      /finite counts >= 0/,
+    );
   });
 
   it('a read failing half-way fails the eval, naming the file, layer, expert and offset; the next eval runs with the same bits', async () => {

@@ -55,7 +55,15 @@ async function swapRun(backend: NativeBackendHandle, decode: number) {
     });
     drain();
     const container = native.tierExpertBytes(tier).container;
-    return { steps, uploads, evicted, before, after: native.tierExpertStates(tier).slots, stats: native.tierStats(tier), container };
+    return {
+      steps,
+      uploads,
+      evicted,
+      before,
+      after: native.tierExpertStates(tier).slots,
+      stats: native.tierStats(tier),
+      container,
+    };
   } finally {
     native.freeTier(tier);
     native.freeContext(ctx);
@@ -64,9 +72,13 @@ async function swapRun(backend: NativeBackendHandle, decode: number) {
 
 function expectLanded(r: Awaited<ReturnType<typeof swapRun>>, expected: Step[]): void {
   expect(r.steps.map((s) => s.token)).toEqual(expected.map((s) => s.token));
-  r.steps.forEach((s, i) => expect(Buffer.from(s.logits.buffer).equals(Buffer.from(expected[i].logits.buffer))).toBe(true));
+  r.steps.forEach((s, i) =>
+    expect(Buffer.from(s.logits.buffer).equals(Buffer.from(expected[i].logits.buffer))).toBe(true),
+  );
   // Each upload reported once, every one landed, in the victim's slot.
-  expect(r.uploads.map((u) => u.taskId).sort()).toEqual([...range(hp.nLayer)].flatMap((l) => [100 + l, 200 + l]).sort());
+  expect(r.uploads.map((u) => u.taskId).sort()).toEqual(
+    [...range(hp.nLayer)].flatMap((l) => [100 + l, 200 + l]).sort(),
+  );
   for (const u of r.uploads) {
     expect(u.ok).toBe(true);
     expect(u.bytes).toBe(r.container);
@@ -76,7 +88,9 @@ function expectLanded(r: Awaited<ReturnType<typeof swapRun>>, expected: Step[]):
     expect(r.after[u.layer * hp.nExpert + u.expert]).toBe(r.before[u.layer * hp.nExpert + u.victim]);
     expect(r.after[u.layer * hp.nExpert + u.victim]).toBe(-1);
   }
-  expect(r.evicted.map((e) => `${e.layer}:${e.expert}`).sort()).toEqual([...range(hp.nLayer)].flatMap((l) => [`${l}:0`, `${l}:1`]).sort());
+  expect(r.evicted.map((e) => `${e.layer}:${e.expert}`).sort()).toEqual(
+    [...range(hp.nLayer)].flatMap((l) => [`${l}:0`, `${l}:1`]).sort(),
+  );
   // The newcomers compute from slots in the last steps: every layer's pairs to 5 or 6 are hits.
   const last = r.steps[r.steps.length - 1];
   for (let l = 0; l < hp.nLayer; l++) {
@@ -108,7 +122,7 @@ describe('tier swaps', () => {
 
   it('fake failing a transfer half-way: that swap is retried as free-then-upload and lands', async () => {
     const expected = await baseline(6);
-    const container = (await (async () => {
+    const container = await (async () => {
       const ctx = native.createContext(m.handle, { nCtx: 8, threads: 1 });
       const b = cpuBackend();
       const t = native.createTier(ctx, b, { slotsPerLayer: Array(hp.nLayer).fill(0) });
@@ -117,7 +131,7 @@ describe('tier swaps', () => {
       native.freeContext(ctx);
       native.destroyBackend(b);
       return bytes;
-    })());
+    })();
     const warmBytes = hp.nLayer * SLOTS * container;
     const backend = fakeBackend({ failTransferAfterBytes: warmBytes + container / 2 });
     const r = await swapRun(backend, 6);

@@ -35,7 +35,11 @@ async function baseline(m: MappedModel): Promise<Step[]> {
 }
 
 /** A run with a tier of `slots` per layer, the first `slots` experts of each layer resident. */
-async function tiered(m: MappedModel, slots: number, hostCopies: boolean): Promise<{ steps: Step[]; stats: ReturnType<typeof native.tierStats> }> {
+async function tiered(
+  m: MappedModel,
+  slots: number,
+  hostCopies: boolean,
+): Promise<{ steps: Step[]; stats: ReturnType<typeof native.tierStats> }> {
   const hp = m.model.hparams;
   const ctx = native.createContext(m.handle, { nCtx: 32, threads: 2 });
   const backend = cpuBackend();
@@ -91,7 +95,10 @@ describe('tier: results do not depend on placement (cpu backend)', () => {
     const gate = m.model.tensors.get('blk.1.ffn_gate_exps.weight')!;
     const rowBytes = (gate.byteLength / hp.nExpert / hp.nFfExp) | 0;
     const expert = 6;
-    const q4 = m.model.bytes.subarray(gate.offset + expert * hp.nFfExp * rowBytes, gate.offset + (expert + 1) * hp.nFfExp * rowBytes);
+    const q4 = m.model.bytes.subarray(
+      gate.offset + expert * hp.nFfExp * rowBytes,
+      gate.offset + (expert + 1) * hp.nFfExp * rowBytes,
+    );
     const copy = new Uint8Array(65536);
     native.requantizeExpertToQ8(m.handle, 1, expert, copy, 0);
     const q8 = copy.subarray(0, hp.nFfExp * (hp.nEmbd / 32) * 34); // gate rows come first

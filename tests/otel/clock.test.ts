@@ -71,6 +71,8 @@ describe('clock bridge (CLOCK_MONOTONIC ns -> OTel HrTime)', () => {
     expect(msToNs(1_718_000_000_123)).toBe(1_718_000_000_123_000_000n);
     const origin = performance.timeOrigin;
     // The fraction rounds to the nearest ns (a fraction of x.5 ns may go either way in float).
-    expect(Math.abs(Number(msToNs(origin) - BigInt(Math.trunc(origin)) * 1_000_000n) - (origin % 1) * 1e6)).toBeLessThanOrEqual(0.5 + 1e-6);
+    expect(
+      Math.abs(Number(msToNs(origin) - BigInt(Math.trunc(origin)) * 1_000_000n) - (origin % 1) * 1e6),
+    ).toBeLessThanOrEqual(0.5 + 1e-6);
   });
 });

@@ -52,12 +52,39 @@ describe('OTLP/HTTP export over loopback', () => {
       await sleep(2);
       const t0 = process.hrtime.bigint() - 1_000_000n; // 1 ms ago: inside the request span
       const us = (n: number) => t0 + BigInt(n) * 1000n;
-      recordTimedSpan(tracer, SpanNames.layerCompute, us(0), us(200), layerComputeAttributes({ layer, phase: 'decode', tokenIndex: 42, hits: 6, misses: 2 }));
-      recordTimedSpan(tracer, SpanNames.layerCompute, us(200), us(500), layerComputeAttributes({ layer: layer + 1, phase: 'decode', tokenIndex: 42, hits: 7, misses: 1 }));
-      recordTimedSpan(tracer, SpanNames.upload, us(120), us(380), uploadAttributes({ layer, expert: 17, bytes: 3_407_872, inPlace: true }));
+      recordTimedSpan(
+        tracer,
+        SpanNames.layerCompute,
+        us(0),
+        us(200),
+        layerComputeAttributes({ layer, phase: 'decode', tokenIndex: 42, hits: 6, misses: 2 }),
+      );
+      recordTimedSpan(
+        tracer,
+        SpanNames.layerCompute,
+        us(200),
+        us(500),
+        layerComputeAttributes({ layer: layer + 1, phase: 'decode', tokenIndex: 42, hits: 7, misses: 1 }),
+      );
+      recordTimedSpan(
+        tracer,
+        SpanNames.upload,
+        us(120),
+        us(380),
+        uploadAttributes({ layer, expert: 17, bytes: 3_407_872, inPlace: true }),
+      );
     });
-    new RequestMetrics().record({ decodeHitRate: 0.62, prefillHitRate: 0.41, moeMsPerToken: 7.5, uploads: 3, uploadBytes: 10_223_616 });
-    new GenAiMetrics().record({ ttftMs: 350, msPerToken: 12, promptTokens: 11, generatedTokens: 5 }, { 'gen_ai.request.model': 'm' });
+    new RequestMetrics().record({
+      decodeHitRate: 0.62,
+      prefillHitRate: 0.41,
+      moeMsPerToken: 7.5,
+      uploads: 3,
+      uploadBytes: 10_223_616,
+    });
+    new GenAiMetrics().record(
+      { ttftMs: 350, msPerToken: 12, promptTokens: 11, generatedTokens: 5 },
+      { 'gen_ai.request.model': 'm' },
+    );
 
     const report = await telemetry.shutdown();
     expect(report.flushed).toBe(true);
@@ -66,8 +93,12 @@ describe('OTLP/HTTP export over loopback', () => {
 
     const spans = await receiver.waitForSpans((s) => s.length >= 4);
     const request = spans.find((s) => s.name === SpanNames.request)!;
-    const computeNext = spans.find((s) => s.name === SpanNames.layerCompute && s.attributes[AttrNames.layer] === layer + 1)!;
-    const computeThis = spans.find((s) => s.name === SpanNames.layerCompute && s.attributes[AttrNames.layer] === layer)!;
+    const computeNext = spans.find(
+      (s) => s.name === SpanNames.layerCompute && s.attributes[AttrNames.layer] === layer + 1,
+    )!;
+    const computeThis = spans.find(
+      (s) => s.name === SpanNames.layerCompute && s.attributes[AttrNames.layer] === layer,
+    )!;
     const upload = spans.find((s) => s.name === SpanNames.upload)!;
     expect(request.resource['service.name']).toBe('moetier-test');
     expect(upload.scope).toBe('moetier');
@@ -78,7 +109,12 @@ describe('OTLP/HTTP export over loopback', () => {
       [AttrNames.expertHits]: 7,
       [AttrNames.expertMisses]: 1,
     });
-    expect(upload.attributes).toEqual({ [AttrNames.layer]: layer, [AttrNames.expert]: 17, [AttrNames.uploadSize]: 3_407_872, [AttrNames.uploadInPlace]: true });
+    expect(upload.attributes).toEqual({
+      [AttrNames.layer]: layer,
+      [AttrNames.expert]: 17,
+      [AttrNames.uploadSize]: 3_407_872,
+      [AttrNames.uploadInPlace]: true,
+    });
 
     // The overlap the tier must show, and exact nanoseconds through the clock bridge and the wire.
     expect(overlaps(upload, computeNext)).toBe(true);
@@ -96,11 +132,20 @@ describe('OTLP/HTTP export over loopback', () => {
 
     const metric = (name: string) => receiver.metrics.find((m) => m.name === name);
     expect(metric(MetricSpecs.decodeHitRatio.name)?.points[0]).toMatchObject({ sum: 0.62, count: 1 });
-    expect(metric(MetricSpecs.timeToFirstToken.name)).toMatchObject({ unit: 's', points: [{ sum: 0.35, count: 1, attributes: { 'gen_ai.request.model': 'm' } }] });
-    expect(metric(MetricSpecs.timePerOutputToken.name)).toMatchObject({ unit: 's', points: [{ sum: 0.012, count: 1 }] });
+    expect(metric(MetricSpecs.timeToFirstToken.name)).toMatchObject({
+      unit: 's',
+      points: [{ sum: 0.35, count: 1, attributes: { 'gen_ai.request.model': 'm' } }],
+    });
+    expect(metric(MetricSpecs.timePerOutputToken.name)).toMatchObject({
+      unit: 's',
+      points: [{ sum: 0.012, count: 1 }],
+    });
     const usage = metric(MetricSpecs.tokenUsage.name)!;
     expect(usage.unit).toBe('{token}');
-    expect(Object.fromEntries(usage.points.map((p) => [p.attributes['gen_ai.token.type'], p.sum]))).toEqual({ input: 11, output: 5 });
+    expect(Object.fromEntries(usage.points.map((p) => [p.attributes['gen_ai.token.type'], p.sum]))).toEqual({
+      input: 11,
+      output: 5,
+    });
     expect(metric(MetricSpecs.uploadIo.name)).toMatchObject({ unit: 'By', points: [{ sum: 10_223_616 }] });
     expect(metric(MetricSpecs.uploads.name)?.points[0].sum).toBe(3);
   });
@@ -132,7 +177,9 @@ describe('OTLP/HTTP export over loopback', () => {
     expect(report.flushed === false || (report.otlp?.failedBatches ?? 0) > 0).toBe(true);
     expect(report.traceFile).toEqual({ file: traceFile, spans: 1, droppedSpans: 0 });
     const events = JSON.parse(readFileSync(traceFile, 'utf8')).traceEvents;
-    expect(events.filter((e: { ph: string }) => e.ph === 'X').map((e: { name: string }) => e.name)).toEqual([SpanNames.rebuild]);
+    expect(events.filter((e: { ph: string }) => e.ph === 'X').map((e: { name: string }) => e.name)).toEqual([
+      SpanNames.rebuild,
+    ]);
     expect(trace.getTracer('x').startSpan('after shutdown').isRecording()).toBe(false);
   });
 });

@@ -77,7 +77,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     async waitForSpans(done, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;
       while (!done(spans)) {
-        if (Date.now() > deadline) throw new Error(`OTLP receiver: condition not met after ${timeoutMs} ms (${spans.length} spans)`);
+        if (Date.now() > deadline)
+          throw new Error(`OTLP receiver: condition not met after ${timeoutMs} ms (${spans.length} spans)`);
         await new Promise((r) => setTimeout(r, 10));
       }
       return spans;

@@ -95,6 +95,11 @@ describe('trace context in actor messages', () => {
     expect(extractContext({ traceparent: 'garbage' })).toBe(ROOT_CONTEXT);
     expect(extractContext({ traceparent: `00-${'0'.repeat(32)}-${'1'.repeat(16)}-01` })).toBe(ROOT_CONTEXT);
     const sc = parseTraceparent(`00-${'a'.repeat(32)}-${'b'.repeat(16)}-00`);
-    expect(sc).toMatchObject({ traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: TraceFlags.NONE, isRemote: true });
+    expect(sc).toMatchObject({
+      traceId: 'a'.repeat(32),
+      spanId: 'b'.repeat(16),
+      traceFlags: TraceFlags.NONE,
+      isRemote: true,
+    });
   });
 });

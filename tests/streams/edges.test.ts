@@ -27,7 +27,9 @@ describe('token edge (async iterable -> Observable)', () => {
 
   it('an error of the source is the stream error', async () => {
     const log: string[] = [];
-    await expect(firstValueFrom(fromCancellable(source(log, new Error('E_NATIVE'))).pipe(toArray()))).rejects.toThrow('E_NATIVE');
+    await expect(firstValueFrom(fromCancellable(source(log, new Error('E_NATIVE'))).pipe(toArray()))).rejects.toThrow(
+      'E_NATIVE',
+    );
     expect(log).toEqual(['finally']);
   });
 

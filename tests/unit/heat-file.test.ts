@@ -14,9 +14,23 @@ describe('heat file', () => {
   it('merges routes across requests and round-trips through disk', () => {
     const file = path.join(dir, 'sub', 'm.heat.json');
     expect(readHeatFile(file, hp)).toBeUndefined();
-    let heat = addRoutes(emptyHeat(hp), [[[0, 1], [3, 2]], [[0, 2], [3, 1]]]);
+    let heat = addRoutes(emptyHeat(hp), [
+      [
+        [0, 1],
+        [3, 2],
+      ],
+      [
+        [0, 2],
+        [3, 1],
+      ],
+    ]);
     writeHeatFile(file, heat);
-    heat = addRoutes(readHeatFile(file, hp)!, [[[0, 3], [1, 2]]]);
+    heat = addRoutes(readHeatFile(file, hp)!, [
+      [
+        [0, 3],
+        [1, 2],
+      ],
+    ]);
     writeHeatFile(file, heat);
     const back = readHeatFile(file, hp)!;
     expect(back.counts).toEqual([
@@ -42,8 +56,26 @@ describe('heat file', () => {
       [{ ...good, routedPairs: '12' }, /heat file routedPairs: expected an integer >= 0/],
       [{ ...good, routedPairs: 1.5 }, /routedPairs/],
       [{ ...good, arch: 'olmoe' }, /heat file arch: expected "qwen3moe"/],
-      [{ ...good, counts: [[0, 0, 0, 0], [0, 0, 0]] }, /heat file counts\[1\]: expected 4 integers >= 0/],
-      [{ ...good, counts: [[0, 0, -1, 0], [0, 0, 0, 0]] }, /counts\[0\]/],
+      [
+        {
+          ...good,
+          counts: [
+            [0, 0, 0, 0],
+            [0, 0, 0],
+          ],
+        },
+        /heat file counts\[1\]: expected 4 integers >= 0/,
+      ],
+      [
+        {
+          ...good,
+          counts: [
+            [0, 0, -1, 0],
+            [0, 0, 0, 0],
+          ],
+        },
+        /counts\[0\]/,
+      ],
       [{ ...good, version: 2 }, /heat file version: expected 1/],
     ];
     cases.forEach(([value, message], i) => {

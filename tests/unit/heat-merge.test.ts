@@ -28,7 +28,9 @@ for (let r = 0; r < 25; r++) {
 
 function run(file: string, id: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ['--input-type=module', '-e', child, file, String(id)], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const p = spawn(process.execPath, ['--input-type=module', '-e', child, file, String(id)], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     p.on('error', reject);
     p.on('exit', (code) => resolve(code ?? -1));
   });

@@ -81,21 +81,32 @@ describe('import rules', () => {
       for (const spec of specs) {
         const target = resolveLocal(file, spec) ?? spec;
         if (target.startsWith('tests/')) violations.push(`${file} imports tests: ${spec}`);
-        if (spec.endsWith('.node') || (spec.includes('native/build') && file !== 'src/native/binding.ts')) violations.push(`${file} loads the addon`);
-        if (file.startsWith('src/reference/') && target.startsWith('src/native/')) violations.push(`${file}: the reference must not use native code`);
+        if (spec.endsWith('.node') || (spec.includes('native/build') && file !== 'src/native/binding.ts'))
+          violations.push(`${file} loads the addon`);
+        if (file.startsWith('src/reference/') && target.startsWith('src/native/'))
+          violations.push(`${file}: the reference must not use native code`);
         // The one door: src/native/policy.ts, the policy's pure native verbs (the code the tier runs at need).
-        if (file.startsWith('src/tiers/') && ((target.startsWith('src/native/') && !['src/native/policy.ts', 'src/native/constants.ts'].includes(target)) || spec.startsWith('node:'))) {
+        if (
+          file.startsWith('src/tiers/') &&
+          ((target.startsWith('src/native/') &&
+            !['src/native/policy.ts', 'src/native/constants.ts'].includes(target)) ||
+            spec.startsWith('node:'))
+        ) {
           violations.push(`${file}: policies are pure (no native, no node: I/O): ${spec}`);
         }
-        if (file.startsWith('src/streams/') && target.startsWith('src/native/')) violations.push(`${file}: streams do not reach into kernels`);
+        if (file.startsWith('src/streams/') && target.startsWith('src/native/'))
+          violations.push(`${file}: streams do not reach into kernels`);
         // The diagnostics verbs (src/native/diagnostics.ts) are for tests and benches: the library names none.
-        if (target === 'src/native/diagnostics.ts' && file !== 'src/native/diagnostics.ts') violations.push(`${file}: the library calls no diagnostics verb (${spec})`);
+        if (target === 'src/native/diagnostics.ts' && file !== 'src/native/diagnostics.ts')
+          violations.push(`${file}: the library calls no diagnostics verb (${spec})`);
         // One way: engine -> actors -> pure logic (src/tiers, the actors' logic.ts / messages.ts, src/model, src/core).
         const layerOf = (f: string) => f.split('/').slice(0, 2).join('/');
-        if (file.startsWith('src/actors/') && ['src/engine', 'src/streams', 'src/cli'].includes(layerOf(target))) violations.push(`${file}: actors do not import upward (${spec})`);
+        if (file.startsWith('src/actors/') && ['src/engine', 'src/streams', 'src/cli'].includes(layerOf(target)))
+          violations.push(`${file}: actors do not import upward (${spec})`);
         if (['src/tiers', 'src/model', 'src/core', 'src/routes'].includes(layerOf(file))) {
           const actorHandle = target.startsWith('src/actors/') && !/\/(logic|messages)\.ts$/.test(target);
-          if (actorHandle || ['src/engine', 'src/streams', 'src/cli'].includes(layerOf(target))) violations.push(`${file}: pure logic imports no actor, engine or CLI (${spec})`);
+          if (actorHandle || ['src/engine', 'src/streams', 'src/cli'].includes(layerOf(target)))
+            violations.push(`${file}: pure logic imports no actor, engine or CLI (${spec})`);
         }
         if (file.startsWith('src/') && spec.startsWith('@opentelemetry/') && spec !== '@opentelemetry/api') {
           violations.push(`${file}: libraries trace through @opentelemetry/api only (${spec})`);
@@ -114,7 +125,8 @@ describe('import rules', () => {
       for (const spec of staticImportsOf(file)) {
         const target = resolveLocal(file, spec);
         if (target && graph.has(target)) visit(target, [...trail, file]);
-        else if (spec.startsWith('@opentelemetry/') && spec !== '@opentelemetry/api') sdk.push(`${[...trail, file].join(' -> ')} -> ${spec}`);
+        else if (spec.startsWith('@opentelemetry/') && spec !== '@opentelemetry/api')
+          sdk.push(`${[...trail, file].join(' -> ')} -> ${spec}`);
       }
     };
     for (const entry of ['src/index.ts', 'src/cli/main.ts', 'otel/index.ts']) visit(entry, []);
@@ -131,9 +143,14 @@ describe('native include rules', () => {
     const abs = path.join(root, 'native', dir);
     return readdirSync(abs)
       .filter((n) => /\.(cc|h)$/.test(n))
-      .flatMap((n) => [...readFileSync(path.join(abs, n), 'utf8').matchAll(/#include\s+"([^"]+)"/g)].map((m) => ({ file: `native/${dir}/${n}`, include: m[1] })));
+      .flatMap((n) =>
+        [...readFileSync(path.join(abs, n), 'utf8').matchAll(/#include\s+"([^"]+)"/g)].map((m) => ({
+          file: `native/${dir}/${n}`,
+          include: m[1],
+        })),
+      );
   }
-  it('the forward pass includes nothing of the tier, the tier nothing of the forward pass, the addon only the tier\'s header', () => {
+  it("the forward pass includes nothing of the tier, the tier nothing of the forward pass, the addon only the tier's header", () => {
     const bad = [
       ...nativeIncludes('cpu').filter((i) => i.include.includes('tier/')),
       ...nativeIncludes('tier').filter((i) => i.include.includes('cpu/')),

@@ -6,7 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadNative } from '../../src/native/binding.js';
 import { loadModel, type LoadedModel } from '../../src/model/load.js';
-import { autoBudget, MemoryBudgetError, modelBytes, parseByteSize, planMemory, slotStride, type MemoryPlanInput } from '../../src/engine/memory-plan.js';
+import {
+  autoBudget,
+  MemoryBudgetError,
+  modelBytes,
+  parseByteSize,
+  planMemory,
+  slotStride,
+  type MemoryPlanInput,
+} from '../../src/engine/memory-plan.js';
 import { expertContainerBytes } from '../../src/engine/tier/experts.js';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { tempDir, tinyModel } from '../engine/tier-helpers.js';
@@ -19,20 +27,34 @@ let input: Omit<MemoryPlanInput, 'budgetBytes'>;
 beforeAll(async () => {
   model = loadModel(native, await tinyModel(dir));
   const hp = model.hparams;
-  const { denseBytes } = modelBytes([...model.file.tensors.entries()].map(([name, t]) => ({ name, byteLength: t.byteLength })));
+  const { denseBytes } = modelBytes(
+    [...model.file.tensors.entries()].map(([name, t]) => ({ name, byteLength: t.byteLength })),
+  );
   const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx: 128, threads: 1 });
-  input = { denseBytes, kvCacheBytes: kvBytes, scratchBytes, ioBufferBytes: 4 << 20, expertBytes: expertContainerBytes(model.file, hp), nLayer: hp.nLayer, nExpert: hp.nExpert, nExpertUsed: hp.nExpertUsed };
+  input = {
+    denseBytes,
+    kvCacheBytes: kvBytes,
+    scratchBytes,
+    ioBufferBytes: 4 << 20,
+    expertBytes: expertContainerBytes(model.file, hp),
+    nLayer: hp.nLayer,
+    nExpert: hp.nExpert,
+    nExpertUsed: hp.nExpertUsed,
+  };
 });
 afterAll(cleanup);
 
-const fixedOf = (i: Omit<MemoryPlanInput, 'budgetBytes'>) => i.denseBytes + i.kvCacheBytes + i.scratchBytes + i.ioBufferBytes + i.nExpertUsed * slotStride(i.expertBytes);
+const fixedOf = (i: Omit<MemoryPlanInput, 'budgetBytes'>) =>
+  i.denseBytes + i.kvCacheBytes + i.scratchBytes + i.ioBufferBytes + i.nExpertUsed * slotStride(i.expertBytes);
 
 describe('memory plan', () => {
   it('counts the KV cache as the context allocates it, and the dense tensors apart from the experts', () => {
     const hp = model.hparams;
     expect(input.kvCacheBytes).toBe(2 * hp.nLayer * 128 * hp.nHeadKv * hp.headDim * 4);
     expect(input.scratchBytes).toBeGreaterThan(0);
-    const { denseBytes, expertTensorBytes } = modelBytes([...model.file.tensors.entries()].map(([name, t]) => ({ name, byteLength: t.byteLength })));
+    const { denseBytes, expertTensorBytes } = modelBytes(
+      [...model.file.tensors.entries()].map(([name, t]) => ({ name, byteLength: t.byteLength })),
+    );
     expect(expertTensorBytes).toBe(hp.nLayer * hp.nExpert * input.expertBytes);
     expect(denseBytes).toBeGreaterThan(0);
   });
@@ -51,13 +73,16 @@ describe('memory plan', () => {
   it('between the two, slots follow the room left, evenly over the layers', () => {
     const stride = slotStride(input.expertBytes);
     for (const perLayer of [0, 1, 3, input.nExpert - 1]) {
-      const plan = planMemory({ ...input, budgetBytes: fixedOf(input) + perLayer * input.nLayer * stride + stride - 1 });
+      const plan = planMemory({
+        ...input,
+        budgetBytes: fixedOf(input) + perLayer * input.nLayer * stride + stride - 1,
+      });
       expect(plan.slotsPerLayer).toBe(perLayer);
       expect(plan.holdsEveryExpert).toBe(false);
     }
   });
 
-  it('refuses a budget below the fixed parts and one layer\'s working set, with the numbers', () => {
+  it("refuses a budget below the fixed parts and one layer's working set, with the numbers", () => {
     const minimum = fixedOf(input);
     expect(() => planMemory({ ...input, budgetBytes: minimum - 1 })).toThrow(MemoryBudgetError);
     try {

@@ -44,4 +44,3 @@ describe('RequestQueue', () => {
     expect(queue.depth).toBe(0);
   });
 });
-

@@ -33,7 +33,9 @@ describe('sampler', () => {
 
   it('takes 32-bit seeds only: 2^32 would silently be seed 0, -1 seed 2^32 - 1', () => {
     for (const seed of [-1, 2 ** 32, 2 ** 53, 0.5]) {
-      expect(() => createSampler({ temperature: 1, seed })).toThrow(/option seed: expected an integer in \[0, 4294967295\]/);
+      expect(() => createSampler({ temperature: 1, seed })).toThrow(
+        /option seed: expected an integer in \[0, 4294967295\]/,
+      );
     }
     expect(() => createSampler({ temperature: 1, seed: 2 ** 32 - 1 })).not.toThrow();
   });

@@ -8,7 +8,8 @@ namespace mt {
 namespace {
 
 // The interface's optional run_experts entry (include/mt_backend.h): this kind is the one that sets it.
-int run_experts_entry(mt_backend* b, const mt_backend_run* runs, int32_t n, mt_backend_span* span, char* err, size_t err_bytes) {
+int run_experts_entry(mt_backend* b, const mt_backend_run* runs, int32_t n, mt_backend_span* span, char* err,
+                      size_t err_bytes) {
   return static_cast<CudaBackend*>(b)->run_experts(runs, n, span, err, err_bytes);
 }
 
@@ -48,7 +49,8 @@ int CudaBackend::init(char* err, size_t err_bytes) {
   if (has_model_file(config)) {
     std::string why;
     io_ = open_model_file_engine(config, &direct_, &why);
-    if (io_ == nullptr) return fail(err, err_bytes, MT_BACKEND_INVALID, "create: the read engine over the model file: " + why);
+    if (io_ == nullptr)
+      return fail(err, err_bytes, MT_BACKEND_INVALID, "create: the read engine over the model file: " + why);
   }
   if (int rc = rt_.stream_create(&upload_stream_)) return failed("stream_create (upload)", rc);
   if (int rc = rt_.stream_create(&compute_stream_)) return failed("stream_create (compute)", rc);
@@ -59,7 +61,8 @@ int CudaBackend::init(char* err, size_t err_bytes) {
   }
   if (int rc = clock_->start(upload_stream_)) return failed("the clock's base event", rc);
   for (StagingBuffer& b : ring_) {
-    if (int rc = rt_.host_alloc_pinned(&b.host, kStagingBufferBytes)) return b.host = nullptr, failed("host_alloc_pinned (staging)", rc);
+    if (int rc = rt_.host_alloc_pinned(&b.host, kStagingBufferBytes))
+      return b.host = nullptr, failed("host_alloc_pinned (staging)", rc);
     if (int rc = rt_.event_create(&b.done)) return b.done = nullptr, failed("event_create (staging)", rc);
   }
   if (int rc = rt_.event_create(&span_start_)) return span_start_ = nullptr, failed("event_create (compute span)", rc);
@@ -125,7 +128,8 @@ bool CudaBackend::settle_read(StagingBuffer& b) {
   if (!b.reading) return true;
   b.reading = false;
   mt_io_info info{};
-  const bool ok = mt_io_wait(io_, b.read, &info, nullptr, 0) == MT_IO_OK && info.state == MT_IO_DONE && info.bytes_read == info.bytes;
+  const bool ok = mt_io_wait(io_, b.read, &info, nullptr, 0) == MT_IO_OK && info.state == MT_IO_DONE &&
+                  info.bytes_read == info.bytes;
   if (!direct_) drop_cached_range(io_, info.file_offset, info.bytes_read);
   return ok;
 }
@@ -174,11 +178,14 @@ void CudaBackend::issue(const UploadJob& job) {
     if (ok) ok = send(buffer(sent), chunks_[sent]);
     if (ok) at += chunks_[sent++].n;
   }
-  for (size_t k = sent; k < filled; k++) settle_read(buffer(k));  // after a failure: no read may outlive its buffer's turn
+  for (size_t k = sent; k < filled; k++)
+    settle_read(buffer(k));  // after a failure: no read may outlive its buffer's turn
   next_buffer_ = int((size_t(next_buffer_) + filled) % kStagingBuffers);
   MT_ASSERT(!ok || at == job.bytes, "an upload that issued every chunk issued all its bytes");
   if (end != nullptr && rt_.event_record(end, upload_stream_) == MT_CUDA_SUCCESS) {
-    upload_waiter_->add(end, [this, job, ok, at, start, end, base](int rc) { finish_upload(job, ok && rc == MT_CUDA_SUCCESS, at, start, end, *base); });
+    upload_waiter_->add(end, [this, job, ok, at, start, end, base](int rc) {
+      finish_upload(job, ok && rc == MT_CUDA_SUCCESS, at, start, end, *base);
+    });
     return;
   }
   // No end event to wait for: the stream itself is waited for (its copies write into the slot).
@@ -186,7 +193,8 @@ void CudaBackend::issue(const UploadJob& job) {
   finish_upload(job, false, at, start, end, *base);
 }
 
-void CudaBackend::finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end, const ClockBase& base) {
+void CudaBackend::finish_upload(UploadJob job, bool ok, uint64_t landed, void* start, void* end,
+                                const ClockBase& base) {
   const int64_t start_ns = clock_->time_of(base, start);
   const int64_t span = clock_->span_ns(start, end);  // the duration at elapsed_ms's best precision
   int64_t end_ns = span >= 0 ? start_ns + span : clock_->time_of(base, end);

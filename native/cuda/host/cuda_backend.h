@@ -39,7 +39,8 @@ namespace mt {
 constexpr int kStagingBuffers = MT_BACKEND_CUDA_STAGING_BUFFERS;
 constexpr size_t kStagingBufferBytes = MT_BACKEND_CUDA_STAGING_BUFFER_BYTES;
 static_assert(kStagingBuffers >= 2, "the ring needs two buffers to fill one while the other is copied");
-static_assert(kStagingBufferBytes > 0 && kStagingBufferBytes % kSlotAlignBytes == 0, "chunks keep the slot's alignment");
+static_assert(kStagingBufferBytes > 0 && kStagingBufferBytes % kSlotAlignBytes == 0,
+              "chunks keep the slot's alignment");
 
 // "cudaErrorNoDevice (no CUDA-capable device is detected)": the error's name and the runtime's string.
 std::string cuda_error_text(const mt_cuda_runtime* rt, int error);
@@ -57,7 +58,9 @@ class CudaBackend : public mt_backend {
   int64_t compute_stamp(uint64_t work_bytes) override;
   bool record_compute(mt_event_id event) override;
   void drain() override;
-  bool overwrite_supported() const override { return config.kind != MT_BACKEND_CUDA_SIM || config.overwrite_supported != 0; }
+  bool overwrite_supported() const override {
+    return config.kind != MT_BACKEND_CUDA_SIM || config.overwrite_supported != 0;
+  }
   bool host_visible() const override { return false; }
   int run_expert(int32_t slot, const void* args, char* err, size_t err_bytes) override;
   int run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err, size_t err_bytes);
@@ -65,11 +68,11 @@ class CudaBackend : public mt_backend {
 
  private:
   struct StagingBuffer {
-    void* host = nullptr;   // pinned
-    void* done = nullptr;   // recorded after the copy out of it
-    bool pending = false;   // done was recorded and not yet waited for
-    mt_io_id read = 0;      // file mode: the read filling it
-    bool reading = false;   // read was issued and not yet waited for
+    void* host = nullptr;  // pinned
+    void* done = nullptr;  // recorded after the copy out of it
+    bool pending = false;  // done was recorded and not yet waited for
+    mt_io_id read = 0;     // file mode: the read filling it
+    bool reading = false;  // read was issued and not yet waited for
   };
   // One chunk of an upload: where it lands in the slot, where it comes from (in the mapping).
   struct Chunk {
@@ -99,17 +102,17 @@ class CudaBackend : public mt_backend {
   void* compute_stream_ = nullptr;
   std::unique_ptr<DeviceClock> clock_;
   StagingBuffer ring_[kStagingBuffers];
-  int next_buffer_ = 0;  // the staging thread's alone
+  int next_buffer_ = 0;        // the staging thread's alone
   std::vector<Chunk> chunks_;  // the staging thread's alone: the upload being issued
-  mt_io* io_ = nullptr;  // file mode: the read engine over the model file (model_file.h)
+  mt_io* io_ = nullptr;        // file mode: the read engine over the model file (model_file.h)
   bool direct_ = false;
 
   WorkQueue<UploadJob> queue_;  // the staging queue
 
   std::mutex compute_mu_;
   DeviceBuffer x_dev_, y_dev_, scratch_dev_;
-  DeviceBuffer x_pinned_, y_pinned_;       // host side of run_experts' two copies (pinned: truly async)
-  void* span_start_ = nullptr;              // run_experts' two events on the compute stream
+  DeviceBuffer x_pinned_, y_pinned_;  // host side of run_experts' two copies (pinned: truly async)
+  void* span_start_ = nullptr;        // run_experts' two events on the compute stream
   void* span_end_ = nullptr;
 
   std::unique_ptr<EventWaiter> upload_waiter_, compute_waiter_;

@@ -47,7 +47,9 @@ ClockBasePtr DeviceClock::calibrate(void* stream, int* rc) const {
   int64_t best_round = INT64_MAX, best_ns = 0;
   for (int i = 0; i < kBaseTries && best_round > kBaseRoundGoodNs; i++) {
     const int64_t t0 = mt_monotonic_ns();
-    if ((*rc = rt_.event_record(candidate, stream)) != MT_CUDA_SUCCESS || (*rc = rt_.event_synchronize(candidate)) != MT_CUDA_SUCCESS) break;
+    if ((*rc = rt_.event_record(candidate, stream)) != MT_CUDA_SUCCESS ||
+        (*rc = rt_.event_synchronize(candidate)) != MT_CUDA_SUCCESS)
+      break;
     const int64_t t1 = mt_monotonic_ns();
     if (t1 - t0 < best_round) best_round = t1 - t0, best_ns = t1, std::swap(best, candidate);
   }
@@ -66,7 +68,8 @@ ClockBasePtr DeviceClock::calibrate(void* stream, int* rc) const {
 
 int64_t DeviceClock::span_ns(void* a, void* b) const {
   float ms = 0;
-  if (a == nullptr || b == nullptr || rt_.event_elapsed_ms(&ms, a, b) != MT_CUDA_SUCCESS || !std::isfinite(ms)) return -1;
+  if (a == nullptr || b == nullptr || rt_.event_elapsed_ms(&ms, a, b) != MT_CUDA_SUCCESS || !std::isfinite(ms))
+    return -1;
   return std::llround(double(ms) * 1e6);
 }
 

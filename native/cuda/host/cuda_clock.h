@@ -51,8 +51,8 @@ class DeviceClock {
 
   const mt_cuda_runtime& rt_;
   void* stream_ = nullptr;
-  mutable std::mutex mu_;    // base_ only; held for a copy or a swap, never across a runtime call
-  std::mutex refresh_mu_;    // one refresh at a time
+  mutable std::mutex mu_;  // base_ only; held for a copy or a swap, never across a runtime call
+  std::mutex refresh_mu_;  // one refresh at a time
   ClockBasePtr base_;
 };
 

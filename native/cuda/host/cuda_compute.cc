@@ -47,17 +47,22 @@ int CudaBackend::grow(DeviceBuffer& buf, size_t bytes, bool pinned) {
 }
 
 // The slot's device pointer if compute may read it: valid and (for run_expert) leased. Takes mu.
-int CudaBackend::slot_for_compute(int32_t slot, bool need_lease, const char* verb, uint8_t** data, char* err, size_t err_bytes) {
+int CudaBackend::slot_for_compute(int32_t slot, bool need_lease, const char* verb, uint8_t** data, char* err,
+                                  size_t err_bytes) {
   std::lock_guard<std::mutex> lock(mu);
   if (closed) return fail(err, err_bytes, MT_BACKEND_CLOSED, std::string(verb) + ": the backend is closed");
   if (slot < 0 || size_t(slot) >= slots.size())
     return fail(err, err_bytes, MT_BACKEND_INVALID,
-                std::string(verb) + ": slot " + std::to_string(slot) + ": expected a slot id in [0, " + std::to_string(slots.size()) + ")");
+                std::string(verb) + ": slot " + std::to_string(slot) + ": expected a slot id in [0, " +
+                    std::to_string(slots.size()) + ")");
   const Slot& s = slots[size_t(slot)];
   if (need_lease && (s.state != MT_SLOT_VALID || s.leases == 0))
     return fail(err, err_bytes, MT_BACKEND_STATE,
-                std::string(verb) + ": slot " + std::to_string(slot) + " must be valid and leased (lease it first: uploads into it are then refused)");
-  if (s.state == MT_SLOT_UPLOADING) return fail(err, err_bytes, MT_BACKEND_BUSY, std::string(verb) + ": slot " + std::to_string(slot) + " has an upload in flight");
+                std::string(verb) + ": slot " + std::to_string(slot) +
+                    " must be valid and leased (lease it first: uploads into it are then refused)");
+  if (s.state == MT_SLOT_UPLOADING)
+    return fail(err, err_bytes, MT_BACKEND_BUSY,
+                std::string(verb) + ": slot " + std::to_string(slot) + " has an upload in flight");
   *data = s.data;
   return MT_BACKEND_OK;
 }
@@ -69,14 +74,19 @@ std::string expert_args_problem(const mt_backend_cuda_expert_args* a, const mt_c
   if (a == nullptr) return "args is null";
   if (a->x == nullptr || a->y == nullptr) return "x and y: expected host arrays";
   if (a->count < 1 || a->count > MT_BACKEND_CUDA_EXPERT_ROWS_MAX)
-    return "count: expected 1 to " + std::to_string(MT_BACKEND_CUDA_EXPERT_ROWS_MAX) + ", got " + std::to_string(a->count);
+    return "count: expected 1 to " + std::to_string(MT_BACKEND_CUDA_EXPERT_ROWS_MAX) + ", got " +
+           std::to_string(a->count);
   if (a->n_embd < 1 || a->n_ff < 1) return "n_embd and n_ff: expected > 0";
   for (int t : {a->gate_type, a->up_type, a->down_type})
-    if (!mt_type_supported(t) || !rt.type_supported(t)) return "type " + std::to_string(t) + " is not supported by the device's expert kernel";
-  if (a->gate_bytes != uint64_t(a->n_ff) * mt_row_bytes(a->gate_type, a->n_embd) || a->up_bytes != uint64_t(a->n_ff) * mt_row_bytes(a->up_type, a->n_embd) ||
+    if (!mt_type_supported(t) || !rt.type_supported(t))
+      return "type " + std::to_string(t) + " is not supported by the device's expert kernel";
+  if (a->gate_bytes != uint64_t(a->n_ff) * mt_row_bytes(a->gate_type, a->n_embd) ||
+      a->up_bytes != uint64_t(a->n_ff) * mt_row_bytes(a->up_type, a->n_embd) ||
       a->down_bytes != uint64_t(a->n_embd) * mt_row_bytes(a->down_type, a->n_ff))
-    return "gate_bytes / up_bytes / down_bytes: expected n_ff rows of n_embd (gate, up) and n_embd rows of n_ff (down) in their types";
-  if (a->gate_bytes + a->up_bytes + a->down_bytes > slot_bytes) return "gate + up + down bytes exceed the slot's " + std::to_string(slot_bytes);
+    return "gate_bytes / up_bytes / down_bytes: expected n_ff rows of n_embd (gate, up) and n_embd rows of n_ff (down) "
+           "in their types";
+  if (a->gate_bytes + a->up_bytes + a->down_bytes > slot_bytes)
+    return "gate + up + down bytes exceed the slot's " + std::to_string(slot_bytes);
   return "";
 }
 
@@ -112,9 +122,12 @@ int CudaBackend::queue_runs(const mt_backend_cuda_run* runs, int32_t n, uint8_t*
   return rt_.event_record(span_end_, compute_stream_);
 }
 
-int CudaBackend::run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err, size_t err_bytes) {
+int CudaBackend::run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_backend_cuda_span* span, char* err,
+                             size_t err_bytes) {
   if (runs == nullptr || n < 1 || n > MT_BACKEND_CUDA_RUNS_MAX)
-    return fail(err, err_bytes, MT_BACKEND_INVALID, "run_experts: expected 1 to " + std::to_string(MT_BACKEND_CUDA_RUNS_MAX) + " runs, got " + std::to_string(n));
+    return fail(
+        err, err_bytes, MT_BACKEND_INVALID,
+        "run_experts: expected 1 to " + std::to_string(MT_BACKEND_CUDA_RUNS_MAX) + " runs, got " + std::to_string(n));
   uint64_t slot_size = 0;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -131,13 +144,16 @@ int CudaBackend::run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_back
     if (!problem.empty()) return fail(err, err_bytes, MT_BACKEND_INVALID, verb + ": " + problem);
     rows += a.count;
     total_bytes += size_t(a.count) * size_t(a.n_embd) * sizeof(float);
-    scratch_bytes = std::max(scratch_bytes, rt_.expert_scratch_bytes(a.gate_type, a.up_type, a.down_type, a.n_embd, a.n_ff, a.count));
+    scratch_bytes = std::max(scratch_bytes,
+                             rt_.expert_scratch_bytes(a.gate_type, a.up_type, a.down_type, a.n_embd, a.n_ff, a.count));
   }
   if (rows > MT_BACKEND_CUDA_EXPERT_ROWS_MAX)
     return fail(err, err_bytes, MT_BACKEND_INVALID,
-                "run_experts: " + std::to_string(rows) + " rows in all, at most " + std::to_string(MT_BACKEND_CUDA_EXPERT_ROWS_MAX) + " (split the runs)");
+                "run_experts: " + std::to_string(rows) + " rows in all, at most " +
+                    std::to_string(MT_BACKEND_CUDA_EXPERT_ROWS_MAX) + " (split the runs)");
   std::lock_guard<std::mutex> lock(compute_mu_);  // the buffers below, the span events and the stream's order
-  for (auto [buf, bytes] : {std::pair<DeviceBuffer*, size_t>{&x_dev_, total_bytes}, {&y_dev_, total_bytes}, {&scratch_dev_, scratch_bytes}})
+  for (auto [buf, bytes] :
+       {std::pair<DeviceBuffer*, size_t>{&x_dev_, total_bytes}, {&y_dev_, total_bytes}, {&scratch_dev_, scratch_bytes}})
     if (int rc = grow(*buf, bytes, false)) return device_failure("run_experts", rc, err, err_bytes);
   for (DeviceBuffer* buf : {&x_pinned_, &y_pinned_})
     if (int rc = grow(*buf, total_bytes, true)) return device_failure("run_experts", rc, err, err_bytes);
@@ -149,7 +165,8 @@ int CudaBackend::run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_back
   }
   const ClockBasePtr base = clock_->base();  // before the start event: each event is timed against a base older than it
   int rc = queue_runs(runs, n, data, total_bytes);
-  const int sync = rt_.stream_synchronize(compute_stream_);  // also after a failure: nothing queued may outlive the buffers' use
+  const int sync =
+      rt_.stream_synchronize(compute_stream_);  // also after a failure: nothing queued may outlive the buffers' use
   if (rc == MT_CUDA_SUCCESS) rc = sync;
   if (rc != MT_CUDA_SUCCESS) return device_failure(n == 1 ? "run_expert" : "run_experts", rc, err, err_bytes);
   at = 0;
@@ -158,7 +175,8 @@ int CudaBackend::run_experts(const mt_backend_cuda_run* runs, int32_t n, mt_back
     std::memcpy(runs[i].args.y, static_cast<const uint8_t*>(y_pinned_.ptr) + at, bytes);
     at += bytes;
   }
-  if (span != nullptr) *span = mt_backend_cuda_span{clock_->time_of(*base, span_start_), clock_->time_of(*base, span_end_)};
+  if (span != nullptr)
+    *span = mt_backend_cuda_span{clock_->time_of(*base, span_start_), clock_->time_of(*base, span_end_)};
   clock_->refresh();  // holds compute_mu_ only: a compute-only workload keeps its base fresh too
   return MT_BACKEND_OK;
 }

@@ -32,7 +32,7 @@ class EventWaiter {
   }
   const mt_cuda_runtime& rt_;
   WorkQueue<std::pair<void*, Then>> queue_;  // its lock is never held while a continuation runs
-  std::thread thread_;  // last: starts once the members above exist
+  std::thread thread_;                       // last: starts once the members above exist
 };
 
 }  // namespace mt

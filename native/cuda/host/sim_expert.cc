@@ -35,13 +35,16 @@ size_t scratch_total(int gate_type, int up_type, int down_type, int64_t n_embd, 
 // W rows times `count` prepared rows, as the forward pass's project() does: matvec for one row,
 // else the grouped matmul, so the sums run in the CPU backend's order.
 void project(int type, const void* w, int64_t cols, int64_t rows, const uint8_t* acts, int32_t count, float* y) {
-  if (count == 1) mt_matvec_rows(type, w, cols, acts, y, 0, rows);
-  else mt_matmul_rows(type, w, cols, acts, count, y, rows, 0, rows);
+  if (count == 1)
+    mt_matvec_rows(type, w, cols, acts, y, 0, rows);
+  else
+    mt_matmul_rows(type, w, cols, acts, count, y, rows, 0, rows);
 }
 
 void prepare_rows(int type, const float* x, int64_t cols, int32_t count, uint8_t* acts) {
   const size_t stride = mt_act_row_bytes(type, cols);
-  for (int32_t i = 0; i < count; i++) mt_act_prepare(type, x + size_t(i) * size_t(cols), cols, acts + size_t(i) * stride);
+  for (int32_t i = 0; i < count; i++)
+    mt_act_prepare(type, x + size_t(i) * size_t(cols), cols, acts + size_t(i) * stride);
 }
 
 }  // namespace
@@ -61,7 +64,8 @@ void sim_expert_ffn(const mt_cuda_expert_args& a) {
   project(a.down_type, gate + a.gate_bytes + a.up_bytes, a.n_ff, a.n_embd, scratch + s.act_down, a.count, a.y);
 }
 
-size_t sim_expert_scratch_bytes(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff, int32_t count) {
+size_t sim_expert_scratch_bytes(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff,
+                                int32_t count) {
   return scratch_total(gate_type, up_type, down_type, n_embd, n_ff, count);
 }
 

@@ -50,14 +50,22 @@ int device_name(int, char* out, size_t out_bytes) {
 }
 const char* error_string(int error) {
   switch (error) {
-    case 0: return "no error";
-    case kInvalidValue: return "invalid argument";
-    case MT_CUDA_ERROR_MEMORY_ALLOCATION: return "out of memory (simulated device)";
-    case MT_CUDA_ERROR_INSUFFICIENT_DRIVER: return "CUDA driver version is insufficient for CUDA runtime version";
-    case MT_CUDA_ERROR_NO_DEVICE: return "no CUDA-capable device is detected (simulated)";
-    case kInvalidResourceHandle: return "invalid resource handle";
-    case MT_CUDA_ERROR_NOT_READY: return "device not ready";
-    default: return "unspecified launch failure (simulated copy failure)";
+    case 0:
+      return "no error";
+    case kInvalidValue:
+      return "invalid argument";
+    case MT_CUDA_ERROR_MEMORY_ALLOCATION:
+      return "out of memory (simulated device)";
+    case MT_CUDA_ERROR_INSUFFICIENT_DRIVER:
+      return "CUDA driver version is insufficient for CUDA runtime version";
+    case MT_CUDA_ERROR_NO_DEVICE:
+      return "no CUDA-capable device is detected (simulated)";
+    case kInvalidResourceHandle:
+      return "invalid resource handle";
+    case MT_CUDA_ERROR_NOT_READY:
+      return "device not ready";
+    default:
+      return "unspecified launch failure (simulated copy failure)";
   }
 }
 int stream_synchronize(void* s) {
@@ -135,7 +143,8 @@ int expert_ffn(const mt_cuda_expert_args* args, void* s) {
   if (args == nullptr || args->count < 1 || args->n_embd < 1 || args->n_ff < 1) return kInvalidValue;
   for (int t : {args->gate_type, args->up_type, args->down_type})
     if (!mt_type_supported(t)) return kInvalidValue;
-  if (args->scratch_bytes < sim_expert_scratch_bytes(args->gate_type, args->up_type, args->down_type, args->n_embd, args->n_ff, args->count))
+  if (args->scratch_bytes <
+      sim_expert_scratch_bytes(args->gate_type, args->up_type, args->down_type, args->n_embd, args->n_ff, args->count))
     return kInvalidValue;
   const mt_cuda_expert_args a = *args;  // the caller's struct may be gone when the stream runs it
   static_cast<SimStream*>(s)->enqueue([a] { sim_expert_ffn(a); });
@@ -247,7 +256,8 @@ struct Bound {
     t.device_malloc = device_malloc, t.device_free = device_free;
     t.host_alloc_pinned = host_alloc_pinned, t.host_free_pinned = host_free_pinned;
     t.stream_create = stream_create, t.stream_destroy = stream_destroy, t.stream_synchronize = stream_synchronize;
-    t.stream_wait_event = stream_wait_event, t.memcpy_h2d_async = memcpy_h2d_async, t.memcpy_d2h_async = memcpy_d2h_async;
+    t.stream_wait_event = stream_wait_event, t.memcpy_h2d_async = memcpy_h2d_async,
+    t.memcpy_d2h_async = memcpy_d2h_async;
     t.event_create = event_create, t.event_destroy = event_destroy, t.event_record = event_record;
     t.event_query = event_query, t.event_synchronize = event_synchronize, t.event_elapsed_ms = event_elapsed_ms;
     t.type_supported = type_supported, t.expert_scratch_bytes = sim_expert_scratch_bytes, t.expert_ffn = expert_ffn;
@@ -292,8 +302,10 @@ void sim_runtime_release(const mt_cuda_runtime& table) {
     SimDevice& d = devices()[i];
     std::lock_guard<std::mutex> dl(d.mu);
     // A backend frees all it allocated before it gives its device back: anything left is a leak.
-    MT_ASSERT(d.allocations.empty() && d.used_bytes == 0, "a destroyed cuda-sim backend left no device memory allocated");
-    MT_ASSERT(d.pinned == 0 && d.streams == 0 && d.events == 0, "a destroyed cuda-sim backend left no pinned buffer, stream or event");
+    MT_ASSERT(d.allocations.empty() && d.used_bytes == 0,
+              "a destroyed cuda-sim backend left no device memory allocated");
+    MT_ASSERT(d.pinned == 0 && d.streams == 0 && d.events == 0,
+              "a destroyed cuda-sim backend left no pinned buffer, stream or event");
     d.in_use = false;
     return;
   }

@@ -17,9 +17,9 @@ constexpr uint64_t kSimDeviceBytesDefault = uint64_t(1) << 30;
 
 struct SimFaults {
   uint64_t device_bytes = kSimDeviceBytesDefault;  // device allocations past this fail (error 2)
-  uint64_t fail_copy_after_bytes = 0;               // 0: never; else the h2d copy crossing it fails (once)
-  bool async_copy_fault = false;                    // the failing copy is accepted and its error turns up, sticky, in later events
-  bool no_device = false;                           // get_device_count reports error 100
+  uint64_t fail_copy_after_bytes = 0;              // 0: never; else the h2d copy crossing it fails (once)
+  bool async_copy_fault = false;  // the failing copy is accepted and its error turns up, sticky, in later events
+  bool no_device = false;         // get_device_count reports error 100
 };
 
 // Fills *out with a free instance's table; -1 if all kSimDevicesMax are taken.

@@ -20,8 +20,20 @@ constexpr int kRowsPerBlock = 4;  // warps per thread block: one output row each
 constexpr int kGroupRows = 8;     // activation rows one pass of the grouped form carries in registers
 
 // The CPU's type ids (mt_kernels.h enum mt_type).
-enum Type { F32 = 0, F16 = 1, Q4_0 = 2, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10, Q3_K = 11, Q4_K = 12,
-            Q5_K = 13, Q6_K = 14, BF16 = 30 };
+enum Type {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  BF16 = 30
+};
 
 // Prepared activations (kernels_internal.h): Q8_0 groups of 8 blocks of 32 and Q8_K blocks of 256,
 // both 320 bytes.

@@ -20,8 +20,10 @@ cudaError_t matmul_any(int type, const MatmulArgs& a, cudaStream_t s) {
 
 cudaError_t launch(const Step& st, cudaStream_t s) {
   switch (st.kind) {
-    case Step::kPrepare: return act_prepare(st.type, st.x, st.cols, st.ldx, st.mm.count, st.act, s);
-    case Step::kMatmul: return matmul_any(st.type, st.mm, s);
+    case Step::kPrepare:
+      return act_prepare(st.type, st.x, st.cols, st.ldx, st.mm.count, st.act, s);
+    case Step::kMatmul:
+      return matmul_any(st.type, st.mm, s);
     case Step::kSwiglu:
       swiglu_kernel<<<(unsigned)((st.n + 255) / 256), 256, 0, s>>>(st.g, st.u, st.n);
       return cudaGetLastError();

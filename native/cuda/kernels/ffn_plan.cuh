@@ -23,8 +23,8 @@ struct Layout {
 };
 
 inline bool shapes_valid(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff, int32_t count) {
-  return type_known(gate_type) && type_known(up_type) && type_known(down_type) && n_embd > 0 && n_ff > 0 &&
-         count > 0 && row_bytes(gate_type, n_embd) && row_bytes(up_type, n_embd) && row_bytes(down_type, n_ff);
+  return type_known(gate_type) && type_known(up_type) && type_known(down_type) && n_embd > 0 && n_ff > 0 && count > 0 &&
+         row_bytes(gate_type, n_embd) && row_bytes(up_type, n_embd) && row_bytes(down_type, n_ff);
 }
 
 inline Layout layout_for(int gate_type, int up_type, int down_type, int64_t n_embd, int64_t n_ff, int32_t count) {
@@ -99,8 +99,8 @@ inline int plan_expert_ffn(const mt_cuda_expert_args& a, Step* steps) {
   if (l.act_gate_bytes) steps[n++] = prepare_step(a.gate_type, a.x, E, a.count, base + l.act_gate);
   if (l.act_up_bytes) steps[n++] = prepare_step(a.up_type, a.x, E, a.count, base + l.act_up);
   steps[n++] = matmul_step(a.gate_type, {slot, F, E, gate_acts, (int64_t)act_row_bytes(a.gate_type, E), a.count, g, F});
-  steps[n++] = matmul_step(a.up_type, {slot + a.gate_bytes, F, E, up_acts, (int64_t)act_row_bytes(a.up_type, E),
-                                       a.count, u, F});
+  steps[n++] =
+      matmul_step(a.up_type, {slot + a.gate_bytes, F, E, up_acts, (int64_t)act_row_bytes(a.up_type, E), a.count, u, F});
   Step sw = {};
   sw.kind = Step::kSwiglu, sw.g = g, sw.u = u, sw.n = (int64_t)a.count * F;
   steps[n++] = sw;
@@ -112,6 +112,8 @@ inline int plan_expert_ffn(const mt_cuda_expert_args& a, Step* steps) {
 
 // g = silu(g) * u, silu(z) = z / (1 + e^-z): ops_elementwise.cc's swiglu. On the device expf is
 // within 2 ulp of e^z (the CPU's libm within 1): the one place the device may differ from the CPU.
-__device__ __forceinline__ void swiglu_at(float* g, const float* u, int64_t i) { g[i] = g[i] / (1.0f + expf(-g[i])) * u[i]; }
+__device__ __forceinline__ void swiglu_at(float* g, const float* u, int64_t i) {
+  g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
 
 }  // namespace mtc

@@ -14,12 +14,12 @@
 namespace mtc {
 
 struct MatmulArgs {
-  const uint8_t* W;      // rows x row_bytes(type, cols)
+  const uint8_t* W;  // rows x row_bytes(type, cols)
   int64_t rows, cols;
-  const uint8_t* acts;   // count prepared rows (f32 rows for float weights)
-  int64_t act_stride;    // bytes between prepared rows
+  const uint8_t* acts;  // count prepared rows (f32 rows for float weights)
+  int64_t act_stride;   // bytes between prepared rows
   int count;
-  float* Y;              // Y[i * ldy + r]
+  float* Y;  // Y[i * ldy + r]
   int64_t ldy;
 };
 

@@ -15,7 +15,7 @@ __device__ __forceinline__ float weight_at(const uint8_t* row, int64_t i) {
 }
 
 template <int T, int NR>
-__global__ void __launch_bounds__(kRowsPerBlock * kWarp) matmul_float_kernel(MatmulArgs a) {
+__global__ void __launch_bounds__(kRowsPerBlock* kWarp) matmul_float_kernel(MatmulArgs a) {
   const int64_t r = (int64_t)blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
   if (r >= a.rows) return;  // warp-uniform
   const int lane = threadIdx.x % kWarp;

@@ -12,13 +12,21 @@ namespace mtc {
 namespace kq {
 
 template <int T>
-__host__ __device__ constexpr int kq_bytes() { return T == Q2_K ? 84 : T == Q3_K ? 110 : T == Q4_K ? 144 : T == Q5_K ? 176 : 210; }
+__host__ __device__ constexpr int kq_bytes() {
+  return T == Q2_K ? 84 : T == Q3_K ? 110 : T == Q4_K ? 144 : T == Q5_K ? 176 : 210;
+}
 template <int T>
-__host__ __device__ constexpr int kq_d_at() { return T == Q2_K ? 80 : T == Q3_K ? 108 : T == Q6_K ? 208 : 0; }
+__host__ __device__ constexpr int kq_d_at() {
+  return T == Q2_K ? 80 : T == Q3_K ? 108 : T == Q6_K ? 208 : 0;
+}
 template <int T>
-__host__ __device__ constexpr int kq_dmin_at() { return T == Q2_K ? 82 : 2; }
+__host__ __device__ constexpr int kq_dmin_at() {
+  return T == Q2_K ? 82 : 2;
+}
 template <int T>
-__host__ __device__ constexpr bool kq_has_min() { return T == Q2_K || T == Q4_K || T == Q5_K; }
+__host__ __device__ constexpr bool kq_has_min() {
+  return T == Q2_K || T == Q4_K || T == Q5_K;
+}
 
 // Integer scale and min of 16-element sub-block k (mt_kquant_scales).
 template <int T>
@@ -67,7 +75,7 @@ __device__ __forceinline__ int kq_code(const uint8_t* blk, int e) {
 }
 
 struct SubBlock {
-  int q[4];       // the 16 codes, four per int
+  int q[4];  // the 16 codes, four per int
   int sc, m;
   float d, dmin;  // the super-block's f16 scales
 };
@@ -130,8 +138,9 @@ __device__ __forceinline__ void dot_rows(const MatmulArgs& a, const uint8_t* wro
 }
 
 template <int T, int NR>
-__global__ void __launch_bounds__(kRowsPerBlock * kWarp) matmul_kq_kernel(MatmulArgs a) {
-  block_rows<NR>(a, (a.cols / kQKK) * kq_bytes<T>(), [&](const uint8_t* wrow, int i0, float* acc) { dot_rows<T, NR>(a, wrow, i0, acc); });
+__global__ void __launch_bounds__(kRowsPerBlock* kWarp) matmul_kq_kernel(MatmulArgs a) {
+  block_rows<NR>(a, (a.cols / kQKK) * kq_bytes<T>(),
+                 [&](const uint8_t* wrow, int i0, float* acc) { dot_rows<T, NR>(a, wrow, i0, acc); });
 }
 
 }  // namespace kq

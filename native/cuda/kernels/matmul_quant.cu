@@ -8,19 +8,30 @@ using namespace q32;
 
 template <int T>
 void launch(const MatmulArgs& a, cudaStream_t s) {
-  if (a.count == 1) matmul_q32_kernel<T, 1><<<matmul_grid(a.rows), kRowsPerBlock * kWarp, 0, s>>>(a);
-  else matmul_q32_kernel<T, kGroupRows><<<matmul_grid(a.rows), kRowsPerBlock * kWarp, 0, s>>>(a);
+  if (a.count == 1)
+    matmul_q32_kernel<T, 1><<<matmul_grid(a.rows), kRowsPerBlock * kWarp, 0, s>>>(a);
+  else
+    matmul_q32_kernel<T, kGroupRows><<<matmul_grid(a.rows), kRowsPerBlock * kWarp, 0, s>>>(a);
 }
 
 }  // namespace
 
 bool matmul_quant32(int type, const MatmulArgs& a, cudaStream_t s) {
   switch (type) {
-    case Q8_0: launch<Q8_0>(a, s); return true;
-    case Q4_0: launch<Q4_0>(a, s); return true;
-    case Q5_0: launch<Q5_0>(a, s); return true;
-    case Q5_1: launch<Q5_1>(a, s); return true;
-    default: return false;
+    case Q8_0:
+      launch<Q8_0>(a, s);
+      return true;
+    case Q4_0:
+      launch<Q4_0>(a, s);
+      return true;
+    case Q5_0:
+      launch<Q5_0>(a, s);
+      return true;
+    case Q5_1:
+      launch<Q5_1>(a, s);
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -10,8 +10,8 @@ namespace mtc {
 namespace q32 {
 
 struct Block32 {
-  int q[8];      // codes of elements 4i .. 4i + 3 (Q5_1: unsigned 0..31, else signed)
-  float d, m;    // scale and, for Q5_1, min
+  int q[8];    // codes of elements 4i .. 4i + 3 (Q5_1: unsigned 0..31, else signed)
+  float d, m;  // scale and, for Q5_1, min
 };
 
 template <int T>
@@ -45,7 +45,9 @@ __device__ __forceinline__ void decode32(const uint8_t* blk, Block32& o) {
 }
 
 template <int T>
-__host__ __device__ constexpr int bytes32() { return T == Q8_0 ? 34 : T == Q4_0 ? 18 : T == Q5_0 ? 22 : 24; }
+__host__ __device__ constexpr int bytes32() {
+  return T == Q8_0 ? 34 : T == Q4_0 ? 18 : T == Q5_0 ? 22 : 24;
+}
 
 // Row r's dot with NR activation rows starting at i0, in lanes 0..7's accumulators acc[].
 template <int T, int NR>
@@ -90,8 +92,9 @@ __device__ __forceinline__ void dot_rows(const MatmulArgs& a, const uint8_t* wro
 }
 
 template <int T, int NR>
-__global__ void __launch_bounds__(kRowsPerBlock * kWarp) matmul_q32_kernel(MatmulArgs a) {
-  block_rows<NR>(a, (a.cols / kQK) * bytes32<T>(), [&](const uint8_t* wrow, int i0, float* acc) { dot_rows<T, NR>(a, wrow, i0, acc); });
+__global__ void __launch_bounds__(kRowsPerBlock* kWarp) matmul_q32_kernel(MatmulArgs a) {
+  block_rows<NR>(a, (a.cols / kQK) * bytes32<T>(),
+                 [&](const uint8_t* wrow, int i0, float* acc) { dot_rows<T, NR>(a, wrow, i0, acc); });
 }
 
 }  // namespace q32

@@ -55,7 +55,9 @@ int event_destroy(void* event) { return cudaEventDestroy(as_event(event)); }
 int event_record(void* event, void* stream) { return cudaEventRecord(as_event(event), as_stream(stream)); }
 int event_query(void* event) { return cudaEventQuery(as_event(event)); }  // cudaErrorNotReady is 600
 int event_synchronize(void* event) { return cudaEventSynchronize(as_event(event)); }
-int event_elapsed_ms(float* ms, void* start, void* end) { return cudaEventElapsedTime(ms, as_event(start), as_event(end)); }
+int event_elapsed_ms(float* ms, void* start, void* end) {
+  return cudaEventElapsedTime(ms, as_event(start), as_event(end));
+}
 
 int type_supported(int type) { return mtc::type_supported(type) ? 1 : 0; }
 int expert_ffn(const mt_cuda_expert_args* args, void* stream) {

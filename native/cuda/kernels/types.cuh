@@ -26,18 +26,31 @@ inline ActKind act_kind(int t) {
 // Bytes of one block and elements per block (floats: one element "block").
 inline int block_bytes(int t) {
   switch (t) {
-    case F32: return 4;
-    case F16: case BF16: return 2;
-    case Q8_0: return 34;
-    case Q4_0: return 18;
-    case Q5_0: return 22;
-    case Q5_1: return 24;
-    case Q2_K: return 84;
-    case Q3_K: return 110;
-    case Q4_K: return 144;
-    case Q5_K: return 176;
-    case Q6_K: return 210;
-    default: return 0;
+    case F32:
+      return 4;
+    case F16:
+    case BF16:
+      return 2;
+    case Q8_0:
+      return 34;
+    case Q4_0:
+      return 18;
+    case Q5_0:
+      return 22;
+    case Q5_1:
+      return 24;
+    case Q2_K:
+      return 84;
+    case Q3_K:
+      return 110;
+    case Q4_K:
+      return 144;
+    case Q5_K:
+      return 176;
+    case Q6_K:
+      return 210;
+    default:
+      return 0;
   }
 }
 inline int block_elems(int t) { return is_quant32(t) ? kQK : is_kquant(t) ? kQKK : 1; }
@@ -52,9 +65,12 @@ inline size_t row_bytes(int t, int64_t cols) {
 inline size_t act_row_bytes(int t, int64_t cols) {
   if (!type_known(t) || cols < 0 || cols % block_elems(t)) return 0;
   switch (act_kind(t)) {
-    case kActQ8: return (size_t)((cols / kQK + kGroupBlocks - 1) / kGroupBlocks) * kActGroupBytes;
-    case kActQ8K: return (size_t)(cols / kQKK) * kActKBytes;
-    default: return (size_t)cols * sizeof(float);
+    case kActQ8:
+      return (size_t)((cols / kQK + kGroupBlocks - 1) / kGroupBlocks) * kActGroupBytes;
+    case kActQ8K:
+      return (size_t)(cols / kQKK) * kActKBytes;
+    default:
+      return (size_t)cols * sizeof(float);
   }
 }
 

@@ -53,7 +53,8 @@ export class CalibrationActor {
       const startNs = step.traced ? process.hrtime.bigint() : 0n;
       const { snapshot, accepted } = calibrateStep(this.current, step, this.config);
       this.current = snapshot; // stale and rejected counts move even when nothing was accepted
-      if (accepted > 0) this.record({ snapshot, accepted, step, startNs, endNs: step.traced ? process.hrtime.bigint() : 0n });
+      if (accepted > 0)
+        this.record({ snapshot, accepted, step, startNs, endNs: step.traced ? process.hrtime.bigint() : 0n });
     }
   }
 
@@ -67,13 +68,22 @@ export class CalibrationActor {
     this.published.next(u.snapshot);
     if (!u.step.traced) return;
     const c = u.snapshot;
-    recordTimedSpan(this.tracer(), SpanNames.calibrationUpdate, u.startNs, u.endNs, calibrationAttributes({
-      bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
-      fixedCostMs: c.transferFixedMsEwma ?? 0,
-      layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
-      ...(c.deviceComputeMsEwma.some((x) => x !== undefined) ? { deviceComputeMs: c.deviceComputeMsEwma.map((x) => x ?? 0) } : {}),
-      samples: u.accepted,
-    }), u.step.traceContext);
+    recordTimedSpan(
+      this.tracer(),
+      SpanNames.calibrationUpdate,
+      u.startNs,
+      u.endNs,
+      calibrationAttributes({
+        bandwidthBytesPerS: c.bandwidthBytesPerSEwma ?? 0,
+        fixedCostMs: c.transferFixedMsEwma ?? 0,
+        layerComputeMs: c.computeMsEwma.map((x) => x ?? 0),
+        ...(c.deviceComputeMsEwma.some((x) => x !== undefined)
+          ? { deviceComputeMs: c.deviceComputeMsEwma.map((x) => x ?? 0) }
+          : {}),
+        samples: u.accepted,
+      }),
+      u.step.traceContext,
+    );
   }
 }
 

@@ -5,7 +5,13 @@
  * The transfer window an overlap-aware prefetch may fill from these estimates: src/tiers/transfer-window.ts.
  */
 import { InvalidOptionError } from '../../core/errors.js';
-import { STEP_LAYER_FIELDS, type CalibrationMessage, type CalibrationSnapshot, type StepTimings, type TransferSample } from './messages.js';
+import {
+  STEP_LAYER_FIELDS,
+  type CalibrationMessage,
+  type CalibrationSnapshot,
+  type StepTimings,
+  type TransferSample,
+} from './messages.js';
 
 export interface CalibrationConfig {
   /** EWMA weight of a new sample (public default 0.2). */
@@ -16,8 +22,10 @@ export interface CalibrationConfig {
 export const CALIBRATION_DEFAULTS = { alpha: 0.2 } as const;
 
 export function initialCalibration(config: CalibrationConfig): CalibrationSnapshot {
-  if (!(config.alpha > 0 && config.alpha <= 1)) throw new InvalidOptionError('calibration.alpha', 'a number in (0, 1]', config.alpha);
-  if (!Number.isInteger(config.nLayer) || config.nLayer < 1) throw new InvalidOptionError('calibration.nLayer', 'an integer >= 1', config.nLayer);
+  if (!(config.alpha > 0 && config.alpha <= 1))
+    throw new InvalidOptionError('calibration.alpha', 'a number in (0, 1]', config.alpha);
+  if (!Number.isInteger(config.nLayer) || config.nLayer < 1)
+    throw new InvalidOptionError('calibration.nLayer', 'an integer >= 1', config.nLayer);
   return {
     invocation: 0,
     bandwidthBytesPerSEwma: undefined,
@@ -35,14 +43,19 @@ export function ewma(old: number | undefined, sample: number, alpha: number): nu
 }
 
 /** Returns the next snapshot; never mutates `state`. */
-export function calibrate(state: CalibrationSnapshot, message: CalibrationMessage, config: CalibrationConfig): CalibrationSnapshot {
+export function calibrate(
+  state: CalibrationSnapshot,
+  message: CalibrationMessage,
+  config: CalibrationConfig,
+): CalibrationSnapshot {
   if (message.kind === 'invocation') {
     return message.invocation > state.invocation ? { ...state, invocation: message.invocation } : state;
   }
   const fold = startFold(state, state.invocation);
   const current = message.invocation === state.invocation;
   if (message.kind === 'compute') foldCompute(fold, current, message.layer, message.startNs, message.endNs, config);
-  else if (message.kind === 'device-compute') foldCompute(fold, current, message.layer, message.startNs, message.endNs, config, 'device');
+  else if (message.kind === 'device-compute')
+    foldCompute(fold, current, message.layer, message.startNs, message.endNs, config, 'device');
   else foldTransfer(fold, current, message, config);
   return fold.next;
 }
@@ -64,7 +77,15 @@ function startFold(state: CalibrationSnapshot, invocation: number): Fold {
 }
 
 /** A layer's window ('layer', into computeMsEwma) or its device share ('device', into deviceComputeMsEwma). */
-function foldCompute(f: Fold, current: boolean, layer: number, startNs: number, endNs: number, config: CalibrationConfig, where: 'layer' | 'device' = 'layer'): void {
+function foldCompute(
+  f: Fold,
+  current: boolean,
+  layer: number,
+  startNs: number,
+  endNs: number,
+  config: CalibrationConfig,
+  where: 'layer' | 'device' = 'layer',
+): void {
   if (!current || layer < 0 || layer >= config.nLayer) {
     f.next.samplesStale++;
     return;
@@ -90,7 +111,12 @@ function foldCompute(f: Fold, current: boolean, layer: number, startNs: number, 
   f.next.samplesAccepted++;
 }
 
-function foldTransfer(f: Fold, current: boolean, t: Omit<TransferSample, 'kind' | 'invocation'>, config: CalibrationConfig): void {
+function foldTransfer(
+  f: Fold,
+  current: boolean,
+  t: Omit<TransferSample, 'kind' | 'invocation'>,
+  config: CalibrationConfig,
+): void {
   if (!current || t.layer < 0 || t.layer >= config.nLayer) {
     f.next.samplesStale++;
     return;
@@ -113,7 +139,11 @@ function foldTransfer(f: Fold, current: boolean, t: Omit<TransferSample, 'kind' 
  * on the event loop after decode steps, between two evaluations, where a token waits for it.
  * Returns the next snapshot (never mutates `state`) and how many samples were accepted.
  */
-export function calibrateStep(state: CalibrationSnapshot, step: StepTimings, config: CalibrationConfig): { snapshot: CalibrationSnapshot; accepted: number } {
+export function calibrateStep(
+  state: CalibrationSnapshot,
+  step: StepTimings,
+  config: CalibrationConfig,
+): { snapshot: CalibrationSnapshot; accepted: number } {
   const invocation = Math.max(state.invocation, step.invocation);
   const fold = startFold(state, invocation);
   const current = step.invocation === invocation;
@@ -142,13 +172,23 @@ export function stepSamples(step: StepTimings): CalibrationMessage[] {
       const startNs = Math.round(ls[at]);
       const endNs = Math.round(ls[at + 1]);
       // A layer the step did not time (0 stamps, or an end before its start) gives no sample.
-      if (endNs >= startNs && startNs > 0) out.push({ kind: 'compute', invocation: step.invocation, layer: l, startNs, endNs });
+      if (endNs >= startNs && startNs > 0)
+        out.push({ kind: 'compute', invocation: step.invocation, layer: l, startNs, endNs });
       const device = deviceSpan(ls, at);
       if (device) out.push({ kind: 'device-compute', invocation: step.invocation, layer: l, ...device });
     }
   }
   for (const u of step.uploads) {
-    if (u.ok) out.push({ kind: 'transfer', invocation: step.invocation, layer: u.layer, bytes: u.bytes, issuedNs: u.issuedNs, startNs: u.startNs, endNs: u.endNs });
+    if (u.ok)
+      out.push({
+        kind: 'transfer',
+        invocation: step.invocation,
+        layer: u.layer,
+        bytes: u.bytes,
+        issuedNs: u.issuedNs,
+        startNs: u.startNs,
+        endNs: u.endNs,
+      });
   }
   return out;
 }

@@ -26,9 +26,15 @@ import type { RebuildJob } from './worker.js';
 /** The worker as compiled JavaScript: next to this module (dist/), or in dist/ when running from src/ (tests). */
 export function rebuildWorkerFile(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path.join(here, 'worker.js'), path.resolve(here, '../../../dist/src/actors/int8-rebuild/worker.js')];
+  const candidates = [
+    path.join(here, 'worker.js'),
+    path.resolve(here, '../../../dist/src/actors/int8-rebuild/worker.js'),
+  ];
   const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new NativeError(`int8-rebuild worker not built (looked in ${candidates.join(', ')}); run \`npm run build:ts\``);
+  if (!found)
+    throw new NativeError(
+      `int8-rebuild worker not built (looked in ${candidates.join(', ')}); run \`npm run build:ts\``,
+    );
   return found;
 }
 
@@ -59,7 +65,13 @@ export class Int8RebuildActor {
     this.arena = new Uint8Array(new SharedArrayBuffer(Math.max(1, blocks * blockBytes)));
     this.offsets = new Int32Array(new SharedArrayBuffer(nLayer * nExpert * 4)).fill(-1);
     const threads = this.state.limits.inflightMax;
-    this.pool = new Piscina({ filename: rebuildWorkerFile(), minThreads: 1, maxThreads: threads, maxQueue: threads, idleTimeout: 30_000 });
+    this.pool = new Piscina({
+      filename: rebuildWorkerFile(),
+      minThreads: 1,
+      maxThreads: threads,
+      maxQueue: threads,
+      idleTimeout: 30_000,
+    });
   }
 
   get counts(): Int8RebuildState['counts'] {
@@ -68,8 +80,10 @@ export class Int8RebuildActor {
 
   send(message: Int8RebuildMessage): void {
     const ctx = message.kind === 'evicted' ? message.traceContext : undefined;
-    if (message.kind === 'evicted' && ctx && trace.getSpan(ctx)?.isRecording()) for (const k of message.experts) this.traceContexts.set(k.layer * this.state.nExpert + k.expert, ctx);
-    if (message.kind === 'resident') for (const k of message.experts) this.traceContexts.delete(k.layer * this.state.nExpert + k.expert);
+    if (message.kind === 'evicted' && ctx && trace.getSpan(ctx)?.isRecording())
+      for (const k of message.experts) this.traceContexts.set(k.layer * this.state.nExpert + k.expert, ctx);
+    if (message.kind === 'resident')
+      for (const k of message.experts) this.traceContexts.delete(k.layer * this.state.nExpert + k.expert);
     for (const effect of stepInt8Rebuild(this.state, message)) this.perform(effect);
   }
 
@@ -86,19 +100,37 @@ export class Int8RebuildActor {
       this.running++;
       const outcome = this.pool.run(job).then(
         () => {
-          if (ctx) recordTimedSpan(moetierTracer(), SpanNames.rebuild, startNs, process.hrtime.bigint(), rebuildAttributes({ layer, expert, bytes: this.state.blockBytes }), ctx);
+          if (ctx)
+            recordTimedSpan(
+              moetierTracer(),
+              SpanNames.rebuild,
+              startNs,
+              process.hrtime.bigint(),
+              rebuildAttributes({ layer, expert, bytes: this.state.blockBytes }),
+              ctx,
+            );
           this.send({ kind: 'done', layer, expert, ok: true });
         },
         (err: unknown) => {
           this.send({ kind: 'done', layer, expert, ok: false });
-          throw fileChanged(this.pin) ?? new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, { cause: err });
+          throw (
+            fileChanged(this.pin) ??
+            new NativeError(`int8-rebuild worker failed on expert ${layer}/${expert}: ${(err as Error).message}`, {
+              cause: err,
+            })
+          );
         },
       );
       this.outcomes.add(outcome);
       // Handled here so that a failure nobody awaits yet is not an unhandled rejection; settled() still gets it.
-      outcome.then(() => this.outcomes.delete(outcome), () => undefined).finally(() => {
-        if (--this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-      });
+      outcome
+        .then(
+          () => this.outcomes.delete(outcome),
+          () => undefined,
+        )
+        .finally(() => {
+          if (--this.running === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+        });
     }
   }
 

@@ -23,15 +23,27 @@ export interface Int8RebuildState {
   counts: { built: number; failed: number; dropped: number; freed: number };
 }
 
-export function initialInt8Rebuild(nLayer: number, nExpert: number, blocks: number, blockBytes: number, limits: Partial<Int8RebuildLimits> = {}): Int8RebuildState {
+export function initialInt8Rebuild(
+  nLayer: number,
+  nExpert: number,
+  blocks: number,
+  blockBytes: number,
+  limits: Partial<Int8RebuildLimits> = {},
+): Int8RebuildState {
   const l = { ...INT8_REBUILD_DEFAULTS, ...limits };
-  for (const [name, v] of Object.entries(l)) if (!Number.isInteger(v) || v < 1) throw new InvalidOptionError(`int8Rebuild.${name}`, 'an integer >= 1', v);
-  if (!Number.isInteger(blockBytes) || blockBytes < 1) throw new InvalidOptionError('int8Rebuild.blockBytes', 'an integer >= 1', blockBytes);
+  for (const [name, v] of Object.entries(l))
+    if (!Number.isInteger(v) || v < 1) throw new InvalidOptionError(`int8Rebuild.${name}`, 'an integer >= 1', v);
+  if (!Number.isInteger(blockBytes) || blockBytes < 1)
+    throw new InvalidOptionError('int8Rebuild.blockBytes', 'an integer >= 1', blockBytes);
   return {
-    nExpert, blockBytes, limits: l,
+    nExpert,
+    blockBytes,
+    limits: l,
     published: new Int32Array(nLayer * nExpert).fill(-1),
     freeBlocks: Array.from({ length: blocks }, (_, i) => (blocks - 1 - i) * blockBytes),
-    queued: [], inflight: new Map(), cancelled: new Set(),
+    queued: [],
+    inflight: new Map(),
+    cancelled: new Set(),
     counts: { built: 0, failed: 0, dropped: 0, freed: 0 },
   };
 }

@@ -35,7 +35,10 @@ export class LayerComputeActor {
     const s = layerStatsLength(shape);
     const routes = new Int32Array(stepRingSlots * r);
     const stats = new Float64Array(stepRingSlots * s);
-    this.ring = Array.from({ length: stepRingSlots }, (_, i) => ({ routes: routes.subarray(i * r, (i + 1) * r), layerStats: stats.subarray(i * s, (i + 1) * s) }));
+    this.ring = Array.from({ length: stepRingSlots }, (_, i) => ({
+      routes: routes.subarray(i * r, (i + 1) * r),
+      layerStats: stats.subarray(i * s, (i + 1) * s),
+    }));
     this.prefill = { routes: new Int32Array(0), layerStats: new Float64Array(s) };
   }
 

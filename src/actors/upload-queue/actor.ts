@@ -14,7 +14,13 @@ import type { UploadQueueEffect, UploadQueueLimits, UploadQueueMessage } from '.
 
 /** The tier verbs the face speaks (src/engine/tier/port.ts). */
 export interface GatePort {
-  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
+  requestSwap(
+    layer: number,
+    victim: number,
+    newcomer: number,
+    taskId: number,
+    options?: { issueNow?: boolean },
+  ): number;
   setGate(inflightBytesMax: number, inflightTransfersMax: number, queueDepthMax: number): void;
   cancelSwaps(): number;
   gate(): NativeGateStats;
@@ -23,7 +29,10 @@ export interface GatePort {
 export class UploadQueueActor {
   private current: UploadQueueLimits;
 
-  constructor(private readonly port: GatePort, limits: Partial<UploadQueueLimits> = {}) {
+  constructor(
+    private readonly port: GatePort,
+    limits: Partial<UploadQueueLimits> = {},
+  ) {
     this.current = validateUploadLimits({ ...UPLOAD_QUEUE_DEFAULTS, ...limits });
     this.applyLimits();
   }
@@ -34,7 +43,13 @@ export class UploadQueueActor {
     switch (message.kind) {
       case 'enqueue': {
         const t = message.task;
-        const code = this.port.requestSwap(t.layer, t.victimExpert, t.expert, t.id, t.issueNow ? { issueNow: true } : undefined);
+        const code = this.port.requestSwap(
+          t.layer,
+          t.victimExpert,
+          t.expert,
+          t.id,
+          t.issueNow ? { issueNow: true } : undefined,
+        );
         out.push(swapEffect(t, code));
         break;
       }

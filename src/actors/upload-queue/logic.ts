@@ -16,7 +16,8 @@ export const SWAP_QUEUE_FULL = -4;
 
 export function validateUploadLimits(limits: UploadQueueLimits): UploadQueueLimits {
   for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value < 1) throw new InvalidOptionError(`upload.${name}`, 'an integer >= 1', value);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new InvalidOptionError(`upload.${name}`, 'an integer >= 1', value);
   }
   if (limits.inflightTransfersMax > 2 ** 31 - 1 || limits.queueDepthMax > 2 ** 31 - 1) {
     throw new InvalidOptionError('upload', 'inflightTransfersMax and queueDepthMax below 2^31', limits);

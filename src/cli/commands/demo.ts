@@ -17,18 +17,29 @@ export const demoCommand: Command = {
   summary: 'generate the small demo model if needed, then stream a completion (npm start)',
   usage,
   async run(argv) {
-    const a = parseFlags(argv, {
-      preset: { type: 'string' },
-      arch: { type: 'string' },
-      quant: { type: 'string' },
-      'max-tokens': { type: 'string', short: 'n', aliases: ['n-predict'] },
-      threads: { type: 'string', short: 't' },
-      json: { type: 'boolean' },
-    }, 'demo');
+    const a = parseFlags(
+      argv,
+      {
+        preset: { type: 'string' },
+        arch: { type: 'string' },
+        quant: { type: 'string' },
+        'max-tokens': { type: 'string', short: 'n', aliases: ['n-predict'] },
+        threads: { type: 'string', short: 't' },
+        json: { type: 'boolean' },
+      },
+      'demo',
+    );
     const maxTokens = a.int('max-tokens', 64, 1, limits.maxTokensMax);
     const threads = a.int('threads', 2, 1, limits.threadsMax);
-    const preset = { preset: a.string('preset') ?? 'small', arch: a.string('arch') ?? 'qwen3moe', quant: a.string('quant') ?? 'q8_0', seed: 1 };
-    const model = await a.renamingErrors({ preset: 'preset', arch: 'arch', quant: 'quant' }, () => ensurePresetModel(preset, progressPrinter(process.stderr)));
+    const preset = {
+      preset: a.string('preset') ?? 'small',
+      arch: a.string('arch') ?? 'qwen3moe',
+      quant: a.string('quant') ?? 'q8_0',
+      seed: 1,
+    };
+    const model = await a.renamingErrors({ preset: 'preset', arch: 'arch', quant: 'quant' }, () =>
+      ensurePresetModel(preset, progressPrinter(process.stderr)),
+    );
     const engine = await openEngine({ model, threads });
     try {
       const prompt = promptText(DEMO_PROMPT, engine.tokenizer.kind);

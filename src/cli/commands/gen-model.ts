@@ -37,16 +37,39 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} (--ou
 export type TextSink = Stream;
 
 export async function genModel(argv: string[], stderr: TextSink): Promise<number> {
-  const a = parseFlags(argv, { preset: { type: 'string' }, arch: { type: 'string' }, quant: { type: 'string' }, seed: { type: 'string' }, routing: { type: 'string' }, out: { type: 'string', short: 'o' }, cache: { type: 'boolean' } }, 'gen-model');
+  const a = parseFlags(
+    argv,
+    {
+      preset: { type: 'string' },
+      arch: { type: 'string' },
+      quant: { type: 'string' },
+      seed: { type: 'string' },
+      routing: { type: 'string' },
+      out: { type: 'string', short: 'o' },
+      cache: { type: 'boolean' },
+    },
+    'gen-model',
+  );
   const out = a.string('out');
   const toCache = a.bool('cache');
-  if (out === undefined && !toCache) throw new InvalidOptionError(a.flag('out'), 'an output file path (or --cache)', out);
-  if (out !== undefined && toCache) throw new InvalidOptionError(a.flag('cache'), 'either --out or --cache, not both', true);
+  if (out === undefined && !toCache)
+    throw new InvalidOptionError(a.flag('out'), 'an output file path (or --cache)', out);
+  if (out !== undefined && toCache)
+    throw new InvalidOptionError(a.flag('cache'), 'either --out or --cache, not both', true);
   if (out !== undefined) checkOutputPath(out, a.flag('out')); // before any work: a device, folder or FIFO is never replaced
   const seedText = a.string('seed');
   const seed = seedText === undefined ? undefined : /^\d+$/.test(seedText) ? Number(seedText) : seedText;
-  const synth = { preset: a.string('preset'), arch: a.string('arch'), quant: a.string('quant'), seed, routing: a.string('routing') };
-  const options = await a.renamingErrors({ preset: 'preset', arch: 'arch', quant: 'quant', seed: 'seed', routing: 'routing' }, async () => checkSynthOptions(synth));
+  const synth = {
+    preset: a.string('preset'),
+    arch: a.string('arch'),
+    quant: a.string('quant'),
+    seed,
+    routing: a.string('routing'),
+  };
+  const options = await a.renamingErrors(
+    { preset: 'preset', arch: 'arch', quant: 'quant', seed: 'seed', routing: 'routing' },
+    async () => checkSynthOptions(synth),
+  );
   const writer = nativeWriter();
   if ('missing' in writer) stderr.write(`gen-model: quantising in TypeScript, ~40x slower (${writer.missing})\n`);
   const started = Date.now();
@@ -65,15 +88,25 @@ export async function genModel(argv: string[], stderr: TextSink): Promise<number
   }
 }
 
-async function write(out: string | undefined, options: SynthOptions, stderr: Stream, started: number, signal: AbortSignal): Promise<number> {
+async function write(
+  out: string | undefined,
+  options: SynthOptions,
+  stderr: Stream,
+  started: number,
+  signal: AbortSignal,
+): Promise<number> {
   if (out === undefined) {
     const path = await ensurePresetModel(options, progressPrinter(stderr), signal);
-    stderr.write(`gen-model: ${path} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    stderr.write(
+      `gen-model: ${path} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+    );
     process.stdout.write(`${path}\n`);
     return 0;
   }
   await writeSynthModel(options, out, progressPrinter(stderr), signal);
-  stderr.write(`gen-model: wrote ${out} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  stderr.write(
+    `gen-model: wrote ${out} (${options.preset} ${options.arch} ${options.quant} seed ${options.seed}, ${options.routing} routing) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
   return 0;
 }
 

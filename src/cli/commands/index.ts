@@ -7,4 +7,11 @@ import { routesCommand } from './routes.js';
 import { runCommand } from './run.js';
 
 /** Every sub-command, in the order `moetier --help` lists them. */
-export const commands: Command[] = [runCommand, demoCommand, genModelCommand, inspectCommand, replayCommand, routesCommand];
+export const commands: Command[] = [
+  runCommand,
+  demoCommand,
+  genModelCommand,
+  inspectCommand,
+  replayCommand,
+  routesCommand,
+];

@@ -51,7 +51,8 @@ export function prefetchArgs(args: Args): PrefetchArgs {
   const recall = value('prefetch-recall');
   if (recall !== undefined) p.recall = numberIn(args.flag('prefetch-recall'), recall, 0, 1, 'a number in [0, 1]');
   const seed = value('prefetch-seed');
-  if (seed !== undefined) p.seed = numberIn(args.flag('prefetch-seed'), seed, 0, 0xffffffff, 'an integer in [0, 4294967295]', true);
+  if (seed !== undefined)
+    p.seed = numberIn(args.flag('prefetch-seed'), seed, 0, 0xffffffff, 'an integer in [0, 4294967295]', true);
   const safety = value('prefetch-safety');
   if (safety !== undefined) p.safety = numberIn(args.flag('prefetch-safety'), safety, 0, 1, 'a number in (0, 1]');
   return p;
@@ -61,14 +62,19 @@ function modeList(v: string): PrefetchReplayMode[] {
   const modes = v.split(',');
   const bad = modes.find((m) => !(prefetchReplayModes as readonly string[]).includes(m));
   if (bad !== undefined || new Set(modes).size !== modes.length) {
-    throw new InvalidOptionError('--prefetch', 'distinct modes of off, observe, enforce, comma-separated (e.g. off,observe,enforce)', v);
+    throw new InvalidOptionError(
+      '--prefetch',
+      'distinct modes of off, observe, enforce, comma-separated (e.g. off,observe,enforce)',
+      v,
+    );
   }
   return modes as PrefetchReplayMode[];
 }
 
 function numberIn(flag: string, v: string, lo: number, hi: number, expected: string, integer = false): number {
   const x = Number(v);
-  if (v.trim() === '' || !Number.isFinite(x) || x < lo || x > hi || (integer && !Number.isInteger(x))) throw new InvalidOptionError(flag, expected, v);
+  if (v.trim() === '' || !Number.isFinite(x) || x < lo || x > hi || (integer && !Number.isInteger(x)))
+    throw new InvalidOptionError(flag, expected, v);
   return x;
 }
 
@@ -80,9 +86,27 @@ export function checkPrefetchArgs(p: PrefetchArgs, given: ReadonlySet<string>, o
     if (stray) throw new InvalidOptionError(stray, '--prefetch beside it (it sets the prefetch replay)', undefined);
     return;
   }
-  const ignored = ['--policy', '--plot', '--prefill-from-prefix', '--prefill-from', '--prefill-permute', '--heat', '--score-from'].find((f) => given.has(f));
-  if (ignored) throw new InvalidOptionError(ignored, 'no such flag with --prefetch (the prefetch replay runs its own LRU, no prefill, no heat file, every token scored)', undefined);
-  if (offload !== 'hostless' && given.has('--offload')) throw new InvalidOptionError('--offload', 'hostless with --prefetch (the prefetch replay reads every miss)', offload);
+  const ignored = [
+    '--policy',
+    '--plot',
+    '--prefill-from-prefix',
+    '--prefill-from',
+    '--prefill-permute',
+    '--heat',
+    '--score-from',
+  ].find((f) => given.has(f));
+  if (ignored)
+    throw new InvalidOptionError(
+      ignored,
+      'no such flag with --prefetch (the prefetch replay runs its own LRU, no prefill, no heat file, every token scored)',
+      undefined,
+    );
+  if (offload !== 'hostless' && given.has('--offload'))
+    throw new InvalidOptionError(
+      '--offload',
+      'hostless with --prefetch (the prefetch replay reads every miss)',
+      offload,
+    );
 }
 
 /** The lab options of the prefetch replay; reads the --timing file. */
@@ -91,15 +115,27 @@ export function prefetchLabOptions(p: PrefetchArgs, lab: LabOptions): PrefetchLa
   try {
     cfg = resolvePrefetch({ mode: 'enforce', ...(p.safety !== undefined ? { safety: p.safety } : {}) });
   } catch (err) {
-    if (err instanceof InvalidOptionError) throw new InvalidOptionError('--prefetch-safety', err.expected, err.got, { cause: err });
+    if (err instanceof InvalidOptionError)
+      throw new InvalidOptionError('--prefetch-safety', err.expected, err.got, { cause: err });
     throw err;
   }
   return {
-    budgets: lab.budgets, scope: lab.scope, start: lab.start, heatFromPrefix: lab.heatFromPrefix, geometry: lab.geometry, cost: lab.cost,
-    modes: p.modes ?? ['off'], recall: p.recall, seed: p.seed,
+    budgets: lab.budgets,
+    scope: lab.scope,
+    start: lab.start,
+    heatFromPrefix: lab.heatFromPrefix,
+    geometry: lab.geometry,
+    cost: lab.cost,
+    modes: p.modes ?? ['off'],
+    recall: p.recall,
+    seed: p.seed,
     timing: p.timing === 'cost' ? 'cost' : { file: p.timing, json: readSnapshot(p.timing) },
     // In flight: the engine's gate default (upload.inflightBytesMax), which the replay's ledger models.
-    window: { safety: cfg.safety, windowBytesMax: cfg.windowBytesMax, inflightBytesMax: UPLOAD_QUEUE_DEFAULTS.inflightBytesMax },
+    window: {
+      safety: cfg.safety,
+      windowBytesMax: cfg.windowBytesMax,
+      inflightBytesMax: UPLOAD_QUEUE_DEFAULTS.inflightBytesMax,
+    },
     queueLengthMax: cfg.queueMax,
   };
 }
@@ -108,6 +144,8 @@ function readSnapshot(file: string): unknown {
   try {
     return JSON.parse(readInputText(file, '--timing', 'calibration snapshot JSON file', limits.timingFileBytesMax));
   } catch (err) {
-    throw new InvalidOptionError('--timing', 'cost, or a readable calibration snapshot JSON file', file, { cause: err });
+    throw new InvalidOptionError('--timing', 'cost, or a readable calibration snapshot JSON file', file, {
+      cause: err,
+    });
   }
 }

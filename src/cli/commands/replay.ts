@@ -18,7 +18,14 @@ import type { ReplayRow } from '../../tiers/report/rows.js';
 import { runPrefetchLab } from '../../tiers/prefetch-lab.js';
 import { formatPrefetchTable } from '../../tiers/report/prefetch-rows.js';
 import { parseFlags, type FlagSpecs } from '../args.js';
-import { checkPrefetchArgs, prefetchArgs, prefetchFlags, prefetchLabOptions, prefetchUsage, type PrefetchArgs } from './replay-prefetch.js';
+import {
+  checkPrefetchArgs,
+  prefetchArgs,
+  prefetchFlags,
+  prefetchLabOptions,
+  prefetchUsage,
+  type PrefetchArgs,
+} from './replay-prefetch.js';
 
 const usage = `usage: moetier replay --trace F [--trace F2 | F1,F2] [options]
 
@@ -79,7 +86,8 @@ const replayFlags: FlagSpecs = {
 
 function intList(option: string, v: string): number[] {
   const xs = v.split(',').map(Number);
-  if (v.trim() === '' || xs.some((x) => !Number.isInteger(x))) throw new InvalidOptionError(option, 'comma-separated integers', v);
+  if (v.trim() === '' || xs.some((x) => !Number.isInteger(x)))
+    throw new InvalidOptionError(option, 'comma-separated integers', v);
   return xs;
 }
 
@@ -108,7 +116,12 @@ export function parseReplayArgs(argv: readonly string[]): Parsed {
   lab.scope = choice('scope', ['layer', 'global'] as const) ?? lab.scope;
   const start = choice('start', ['empty', 'ids', 'heat'] as const);
   if (start !== undefined) lab.start = start;
-  for (const [flag, key] of [['heat-from-prefix', 'heatFromPrefix'], ['prefill-from-prefix', 'prefillFromPrefix'], ['prefill-permute', 'prefillPermute'], ['score-from', 'scoreFrom']] as const) {
+  for (const [flag, key] of [
+    ['heat-from-prefix', 'heatFromPrefix'],
+    ['prefill-from-prefix', 'prefillFromPrefix'],
+    ['prefill-permute', 'prefillPermute'],
+    ['score-from', 'scoreFrom'],
+  ] as const) {
     const n = int(flag);
     if (n !== undefined) lab[key] = n;
   }
@@ -171,13 +184,22 @@ function startFiles(p: Parsed, traces: readonly Trace[]): Pick<LabOptions, 'heat
   if (!p.heatFile && !p.prefillFile) return {};
   const { layers, experts } = traces[0].header;
   if (traces.some((t) => t.header.layers !== layers || t.header.experts !== experts)) {
-    throw new InvalidOptionError(p.heatFile ? '--heat' : '--prefill-from', 'traces of one shape (the file applies to each)', p.files.join(','));
+    throw new InvalidOptionError(
+      p.heatFile ? '--heat' : '--prefill-from',
+      'traces of one shape (the file applies to each)',
+      p.files.join(','),
+    );
   }
   const out: Pick<LabOptions, 'heat' | 'prefill'> = {};
   if (p.heatFile) out.heat = readHeatTable(p.heatFile, layers, experts);
   if (p.prefillFile) {
     const [other] = loadTraceFiles([p.prefillFile], p.model);
-    if (other.prefill.length === 0) throw new InvalidOptionError('--prefill-from', 'a trace with prefill rows (moetier run --trace-routes writes them)', p.prefillFile);
+    if (other.prefill.length === 0)
+      throw new InvalidOptionError(
+        '--prefill-from',
+        'a trace with prefill rows (moetier run --trace-routes writes them)',
+        p.prefillFile,
+      );
     if (other.header.layers !== layers || other.header.experts !== experts) {
       throw new InvalidOptionError('--prefill-from', `a trace of ${layers} layers x ${experts} experts`, p.prefillFile);
     }
@@ -191,14 +213,16 @@ function prefetchMain(p: Parsed, out: (text: string) => void): number {
   const rows = runPrefetchLab(loadTraceFiles(p.files, p.model), prefetchLabOptions(p.prefetch, p.lab));
   if (p.json) out(`[\n${rows.map((r) => JSON.stringify(r)).join(',\n')}\n]`);
   else {
-    for (const t of [...new Set(rows.map((r) => r.trace))]) out(formatPrefetchTable(rows.filter((r) => r.trace === t)) + '\n');
+    for (const t of [...new Set(rows.map((r) => r.trace))])
+      out(formatPrefetchTable(rows.filter((r) => r.trace === t)) + '\n');
   }
   return 0;
 }
 
 export const replayCommand: Command = {
   name: 'replay',
-  summary: 'replay routing traces through placement policies (hit rate, uploads, cost estimate), or prefetch on a simulated clock',
+  summary:
+    'replay routing traces through placement policies (hit rate, uploads, cost estimate), or prefetch on a simulated clock',
   usage,
   run: (argv) => replayMain(argv, (text) => console.log(text)),
 };

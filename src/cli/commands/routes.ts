@@ -8,7 +8,14 @@ import path from 'node:path';
 import { InvalidOptionError } from '../../core/errors.js';
 import type { Command } from '../command.js';
 import { loadTraceFiles } from '../../tiers/lab.js';
-import { HIT_RATE_SHARES, HIT_RATE_WARMUP_STEPS, pooledPhase, traceRouteStats, type LayerRow, type TraceRouteStats } from '../../tiers/route-stats.js';
+import {
+  HIT_RATE_SHARES,
+  HIT_RATE_WARMUP_STEPS,
+  pooledPhase,
+  traceRouteStats,
+  type LayerRow,
+  type TraceRouteStats,
+} from '../../tiers/route-stats.js';
 import type { Phase } from '../../routes/types.js';
 
 const usage = `usage: moetier routes stats [--json] [--model NAME] TRACE...
@@ -52,15 +59,37 @@ export function parseRoutesArgs(argv: readonly string[]): RoutesArgs {
 const f3 = (x: number | null): string => (x === null || Number.isNaN(x) ? '-' : x.toFixed(3));
 
 function rowCells(label: string, r: LayerRow): string[] {
-  return [label, f3(r.entropy), f3(r.top16Share), f3(r.topQuarterShare), f3(r.reuse), r.reuseOverChance.toFixed(2),
-    f3(r.window16Share), f3(r.window64Share), ...r.lruHitRate.map(f3), ...r.beladyHitRate.map(f3)];
+  return [
+    label,
+    f3(r.entropy),
+    f3(r.top16Share),
+    f3(r.topQuarterShare),
+    f3(r.reuse),
+    r.reuseOverChance.toFixed(2),
+    f3(r.window16Share),
+    f3(r.window64Share),
+    ...r.lruHitRate.map(f3),
+    ...r.beladyHitRate.map(f3),
+  ];
 }
 
 function table(rows: string[][]): string {
   const pct = HIT_RATE_SHARES.map((s) => `${+(s * 100).toFixed(1)}%`);
-  const head = ['layer', 'entropy', 'top16', 'topE/4', 'reuse', 'x chance', 'win16', 'win64', ...pct.map((p) => `LRU@${p}`), ...pct.map((p) => `Belady@${p}`)];
+  const head = [
+    'layer',
+    'entropy',
+    'top16',
+    'topE/4',
+    'reuse',
+    'x chance',
+    'win16',
+    'win64',
+    ...pct.map((p) => `LRU@${p}`),
+    ...pct.map((p) => `Belady@${p}`),
+  ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [line(head), ...rows.map(line)].join('\n');
 }
 
@@ -70,25 +99,34 @@ export function formatRouteStats(all: readonly TraceRouteStats[]): string {
     for (const phase of ['decode', 'prefill'] as const) {
       const s = t[phase];
       if (!s) continue;
-      out.push(`${path.basename(t.source)} (${t.model}, ${t.layers} layers x ${t.experts} experts, top-${t.topK}): ${phase}, ${s.steps} rows; ` +
-        `slots ${t.slots.join(' / ')} per layer`);
+      out.push(
+        `${path.basename(t.source)} (${t.model}, ${t.layers} layers x ${t.experts} experts, top-${t.topK}): ${phase}, ${s.steps} rows; ` +
+          `slots ${t.slots.join(' / ')} per layer`,
+      );
       out.push(table([...s.layers.map((r, l) => rowCells(String(l), r)), rowCells('mean', s.mean)]), '');
     }
   }
   if (all.length > 1) {
     for (const phase of ['decode', 'prefill'] as const) {
       const pooled = pooledPhase(all, phase);
-      if (pooled) out.push(`mean of ${pooled.traces} traces, ${phase} (each trace's mean over layers, equally weighted)`, table([rowCells('mean', pooled.mean)]), '');
+      if (pooled)
+        out.push(
+          `mean of ${pooled.traces} traces, ${phase} (each trace's mean over layers, equally weighted)`,
+          table([rowCells('mean', pooled.mean)]),
+          '',
+        );
     }
   }
   return out.join('\n');
 }
 
 export function routeStatsJson(all: readonly TraceRouteStats[]): object {
-  const pooled = Object.fromEntries((['decode', 'prefill'] as Phase[]).flatMap((p) => {
-    const m = pooledPhase(all, p);
-    return m ? [[p, m]] : [];
-  }));
+  const pooled = Object.fromEntries(
+    (['decode', 'prefill'] as Phase[]).flatMap((p) => {
+      const m = pooledPhase(all, p);
+      return m ? [[p, m]] : [];
+    }),
+  );
   return { hitRateShares: HIT_RATE_SHARES, hitRateWarmupSteps: HIT_RATE_WARMUP_STEPS, traces: all, pooled };
 }
 

@@ -116,10 +116,26 @@ const flags: FlagSpecs = {
 
 /** The engine's option names -> this command's flags: an engine error names the flag the user typed. */
 const apiFlags: Record<string, string> = {
-  model: 'model', prompt: 'prompt', threads: 'threads', contextTokens: 'ctx', maxTokens: 'max-tokens',
-  temperature: 'temperature', topK: 'top-k', topP: 'top-p', seed: 'seed',
-  backend: 'backend', resident: 'resident', slotsPerLayer: 'slots-per-layer', heat: 'heat',
-  'prefillReplan.maxSwapsPerLayer': 'replan-max', 'prefillReplan.guard': 'replan-guard', placementPolicy: 'placement', 'dlfu.halfLifeTokens': 'half-life', dlfu: 'half-life', traceRoutes: 'trace-routes', memoryBudgetBytes: 'memory-budget',
+  model: 'model',
+  prompt: 'prompt',
+  threads: 'threads',
+  contextTokens: 'ctx',
+  maxTokens: 'max-tokens',
+  temperature: 'temperature',
+  topK: 'top-k',
+  topP: 'top-p',
+  seed: 'seed',
+  backend: 'backend',
+  resident: 'resident',
+  slotsPerLayer: 'slots-per-layer',
+  heat: 'heat',
+  'prefillReplan.maxSwapsPerLayer': 'replan-max',
+  'prefillReplan.guard': 'replan-guard',
+  placementPolicy: 'placement',
+  'dlfu.halfLifeTokens': 'half-life',
+  dlfu: 'half-life',
+  traceRoutes: 'trace-routes',
+  memoryBudgetBytes: 'memory-budget',
   'prefetch.mode': 'prefetch',
   shortPrefillTokens: 'short-prefill-tokens',
   routesFrom: 'routes-from',
@@ -178,18 +194,27 @@ async function runWith(a: Args, signal: AbortSignal): Promise<number> {
   });
   try {
     const json = a.bool('json');
-    if (engine.routesFrom !== undefined) console.error(`moetier: simulation: routing from ${engine.routesFrom}, not the router: the text means nothing; the tier's figures follow the trace`);
+    if (engine.routesFrom !== undefined)
+      console.error(
+        `moetier: simulation: routing from ${engine.routesFrom}, not the router: the text means nothing; the tier's figures follow the trace`,
+      );
     if (a.bool('verbose')) console.error(formatConfig(engine.config));
     if (a.bool('verbose') && engine.memoryPlan) console.error(formatPlan(engine.memoryPlan));
     const report = await streamCompletion(engine, prompt, generate, json ? undefined : process.stdout);
     const full = {
-      ...report, ...tierReport(engine), config: configSummary(engine.config),
-      ...(engine.memoryPlan ? { memoryPlan: engine.memoryPlan } : {}), ...(engine.routesFrom !== undefined ? { routesFrom: engine.routesFrom } : {}),
+      ...report,
+      ...tierReport(engine),
+      config: configSummary(engine.config),
+      ...(engine.memoryPlan ? { memoryPlan: engine.memoryPlan } : {}),
+      ...(engine.routesFrom !== undefined ? { routesFrom: engine.routesFrom } : {}),
     };
     if (json) console.log(JSON.stringify(full));
     else printStats(`${formatStats(report)}${formatTier(full)}`);
     const heatFileError = engine.lastStats?.heatFileError;
-    if (heatFileError) console.error(`moetier: warning: heat file not saved (${heatFileError}); set MOETIER_CACHE_DIR or --heat F to a writable place, or --heat none`);
+    if (heatFileError)
+      console.error(
+        `moetier: warning: heat file not saved (${heatFileError}); set MOETIER_CACHE_DIR or --heat F to a writable place, or --heat none`,
+      );
     return 0;
   } finally {
     await engine.close();
@@ -209,7 +234,10 @@ function memoryOptions(a: Args): Partial<EngineOptions> {
 function formatPlan(p: MemoryPlan): string {
   const lines = Object.entries(p.parts).map(([k, v]) => `  ${k.padEnd(11)} ${formatBytes(v)}`);
   const where = p.slotsOnDevice ? ' on the device (outside the budget)' : '';
-  const slots = p.holdsEveryExpert && !p.slotsOnDevice ? 'every expert fits: no disk tier' : `${p.slotsPerLayer} expert slots per layer${where}; the rest read from the file when routed`;
+  const slots =
+    p.holdsEveryExpert && !p.slotsOnDevice
+      ? 'every expert fits: no disk tier'
+      : `${p.slotsPerLayer} expert slots per layer${where}; the rest read from the file when routed`;
   return `memory plan: budget ${formatBytes(p.budgetBytes)} (Node's own heap is outside it)\n${lines.join('\n')}\n  ${slots}`;
 }
 
@@ -217,56 +245,86 @@ function tierOptions(a: Args): Partial<EngineOptions> {
   const o: Partial<EngineOptions> = {};
   const backend = a.string('backend');
   if (backend !== undefined) {
-    if (!isTierBackendKind(backend)) throw new InvalidOptionError(a.flag('backend'), `one of ${TIER_BACKEND_EXPECTED}`, backend);
+    if (!isTierBackendKind(backend))
+      throw new InvalidOptionError(a.flag('backend'), `one of ${TIER_BACKEND_EXPECTED}`, backend);
     o.backend = backend;
   }
   if (a.has('resident') && a.has('slots-per-layer')) {
-    throw new InvalidOptionError(a.flag('resident'), `either ${a.flag('resident')} or ${a.flag('slots-per-layer')}, not both`, a.string('resident'));
+    throw new InvalidOptionError(
+      a.flag('resident'),
+      `either ${a.flag('resident')} or ${a.flag('slots-per-layer')}, not both`,
+      a.string('resident'),
+    );
   }
   if (a.has('resident')) o.resident = a.number('resident', 1);
   if (a.has('slots-per-layer')) o.slotsPerLayer = a.int('slots-per-layer', 1, 1);
   const heat = a.string('heat');
   if (heat !== undefined) o.heat = heat === 'none' ? false : heat;
   // The variables apply where a tier is asked for (they configure it); a flag beside one wins.
-  const fromEnv = a.has('resident') || a.has('slots-per-layer') || a.has('memory-budget') ? replanFromEnv(process.env) : {};
+  const fromEnv =
+    a.has('resident') || a.has('slots-per-layer') || a.has('memory-budget') ? replanFromEnv(process.env) : {};
   if (a.bool('prefill-replan') || a.has('replan-max') || a.has('replan-guard') || Object.keys(fromEnv).length > 0) {
     o.prefillReplan = { ...fromEnv };
     if (a.bool('prefill-replan')) o.prefillReplan.enabled = true;
     if (a.has('replan-max')) o.prefillReplan.maxSwapsPerLayer = a.int('replan-max', 24, 1);
     const guard = a.string('replan-guard');
     if (guard !== undefined) {
-      if (guard !== 'on' && guard !== 'off') throw new InvalidOptionError(a.flag('replan-guard'), '"on" or "off"', guard);
+      if (guard !== 'on' && guard !== 'off')
+        throw new InvalidOptionError(a.flag('replan-guard'), '"on" or "off"', guard);
       o.prefillReplan.guard = guard === 'on';
     }
   }
   const placement = a.string('placement');
   if (placement !== undefined) {
-    if (placement !== 'lfru' && placement !== 'dlfu') throw new InvalidOptionError(a.flag('placement'), '"lfru" or "dlfu"', placement);
+    if (placement !== 'lfru' && placement !== 'dlfu')
+      throw new InvalidOptionError(a.flag('placement'), '"lfru" or "dlfu"', placement);
     o.placementPolicy = placement;
   }
   if (a.has('half-life')) o.dlfu = { halfLifeTokens: a.number('half-life', 1) };
   const shortPrefill = a.string('short-prefill-tokens');
   if (shortPrefill !== undefined) {
-    if (shortPrefill !== 'auto' && !/^\d+$/.test(shortPrefill)) throw new InvalidOptionError(a.flag('short-prefill-tokens'), "an integer >= 0 or 'auto'", shortPrefill);
+    if (shortPrefill !== 'auto' && !/^\d+$/.test(shortPrefill))
+      throw new InvalidOptionError(a.flag('short-prefill-tokens'), "an integer >= 0 or 'auto'", shortPrefill);
     if (!a.has('memory-budget') && a.string('backend') !== 'disk') {
-      throw new InvalidOptionError(a.flag('short-prefill-tokens'), `${a.flag('memory-budget')} or ${a.flag('backend')} disk beside it (the disk tier)`, shortPrefill);
+      throw new InvalidOptionError(
+        a.flag('short-prefill-tokens'),
+        `${a.flag('memory-budget')} or ${a.flag('backend')} disk beside it (the disk tier)`,
+        shortPrefill,
+      );
     }
     o.shortPrefillTokens = shortPrefill === 'auto' ? 'auto' : Number(shortPrefill);
   }
   const prefetch = a.string('prefetch');
   if (prefetch !== undefined) {
-    if (prefetch !== 'off' && prefetch !== 'observe' && prefetch !== 'enforce') throw new InvalidOptionError(a.flag('prefetch'), '"off", "observe" or "enforce"', prefetch);
+    if (prefetch !== 'off' && prefetch !== 'observe' && prefetch !== 'enforce')
+      throw new InvalidOptionError(a.flag('prefetch'), '"off", "observe" or "enforce"', prefetch);
     if (!a.has('memory-budget') && !a.has('resident') && !a.has('slots-per-layer')) {
-      throw new InvalidOptionError(a.flag('prefetch'), `${a.flag('memory-budget')}, ${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (an expert tier)`, prefetch);
+      throw new InvalidOptionError(
+        a.flag('prefetch'),
+        `${a.flag('memory-budget')}, ${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (an expert tier)`,
+        prefetch,
+      );
     }
     o.prefetch = { mode: prefetch };
   }
   // Flags that only mean something with a tier were ignored without one: say so instead.
   if (!a.has('resident') && !a.has('slots-per-layer')) {
     // (--heat none asks for nothing, so scripts that always pass it keep working.)
-    const needsTier = ['backend', 'heat', 'prefill-replan', 'replan-max', 'replan-guard', 'placement', 'half-life'].find((f) => a.has(f) && !(f === 'heat' && heat === 'none'));
+    const needsTier = [
+      'backend',
+      'heat',
+      'prefill-replan',
+      'replan-max',
+      'replan-guard',
+      'placement',
+      'half-life',
+    ].find((f) => a.has(f) && !(f === 'heat' && heat === 'none'));
     if (needsTier !== undefined) {
-      throw new InvalidOptionError(a.flag(needsTier), `${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (it configures the expert tier)`, needsTier === 'prefill-replan' ? true : a.string(needsTier));
+      throw new InvalidOptionError(
+        a.flag(needsTier),
+        `${a.flag('resident')} or ${a.flag('slots-per-layer')} beside it (it configures the expert tier)`,
+        needsTier === 'prefill-replan' ? true : a.string(needsTier),
+      );
     }
   }
   return o;
@@ -316,9 +374,12 @@ function tierReport(engine: Engine): TierReport {
     streamedBytes: engine.tierStats()?.streamedBytes ?? 0,
     ...(s.prefillPath ? { prefillPath: s.prefillPath } : {}),
     prefillExpertReads: s.prefillExpertReads ?? 0,
-    prefillReadsPerDistinctExpert: s.prefillDistinctExpertsRead ? finite(s.prefillExpertReads! / s.prefillDistinctExpertsRead, 4) : null,
+    prefillReadsPerDistinctExpert: s.prefillDistinctExpertsRead
+      ? finite(s.prefillExpertReads! / s.prefillDistinctExpertsRead, 4)
+      : null,
     decodeExpertReads: engine.tierStats()?.expertReads ?? 0,
-    stallMsPerToken: s.generatedTokens > 1 ? finite((engine.tierStats()?.stallNs ?? 0) / 1e6 / (s.generatedTokens - 1), 3) : null,
+    stallMsPerToken:
+      s.generatedTokens > 1 ? finite((engine.tierStats()?.stallNs ?? 0) / 1e6 / (s.generatedTokens - 1), 3) : null,
     ...fileReadReport(engine),
     ...(engine.prefetchMode !== 'off' ? { prefetch: engine.prefetchReport() } : {}),
     ...(s.replanGuard ? { replanGuard: s.replanGuard } : {}),
@@ -355,7 +416,9 @@ function round(x: number): number {
 
 /** Trace outputs are never a device, a folder, the model, the heat file or the route trace read (checked before any work). */
 function checkOutputs(a: Args): void {
-  const inputs = [a.string('model'), a.string('heat'), a.string('routes-from')].filter((f): f is string => f !== undefined && f !== 'none');
+  const inputs = [a.string('model'), a.string('heat'), a.string('routes-from')].filter(
+    (f): f is string => f !== undefined && f !== 'none',
+  );
   for (const flag of ['trace-file', 'trace-routes']) {
     const file = a.string(flag);
     if (file !== undefined) checkOutputPath(file, a.flag(flag), inputs);

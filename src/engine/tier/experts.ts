@@ -26,13 +26,22 @@ export function expertPartBytes(file: GgufFile, hp: Pick<HParams, 'nExpert'>, la
  */
 export function expertContainerBytes(file: GgufFile, hp: Pick<HParams, 'nExpert' | 'nLayer'>): number {
   let bytes = 0;
-  for (let l = 0; l < hp.nLayer; l++) bytes = Math.max(bytes, expertPartBytes(file, hp, l).reduce((s, v) => s + v, 0));
+  for (let l = 0; l < hp.nLayer; l++)
+    bytes = Math.max(
+      bytes,
+      expertPartBytes(file, hp, l).reduce((s, v) => s + v, 0),
+    );
   return bytes;
 }
 
 /** Where expert `expert` of `layer` starts in the file: its gate slice (the first its copy reads). */
 export function expertFileOffset(file: GgufFile, hp: Pick<HParams, 'nExpert'>, layer: number, expert: number): number {
   const t = file.tensors.get(`blk.${layer}.${parts[0]}.weight`);
-  if (!t) throw new UnsupportedModelError(file.path, `blk.${layer}.${parts[0]}.weight`, 'an expert tensor (the tier needs a MoE layer)');
+  if (!t)
+    throw new UnsupportedModelError(
+      file.path,
+      `blk.${layer}.${parts[0]}.weight`,
+      'an expert tensor (the tier needs a MoE layer)',
+    );
   return t.offset + expert * (t.byteLength / hp.nExpert);
 }

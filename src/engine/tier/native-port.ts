@@ -31,8 +31,16 @@ export class NativeTierPort implements TierPort {
   warmstart(layer: number, experts: Int32Array): Promise<void> {
     return this.native.tierWarmstart(this.h, layer, experts);
   }
-  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number {
-    return options ? this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId, options) : this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId);
+  requestSwap(
+    layer: number,
+    victim: number,
+    newcomer: number,
+    taskId: number,
+    options?: { issueNow?: boolean },
+  ): number {
+    return options
+      ? this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId, options)
+      : this.native.tierRequestSwap(this.h, layer, victim, newcomer, taskId);
   }
   get slotsPerLayer(): readonly number[] {
     return this.slots;

@@ -112,7 +112,11 @@ export function wantsTier(o: TierOptions): boolean {
 }
 
 /** defaultHeat: asked for only when the options leave the heat file to its default (it reads the model's first MiB for its identity). */
-export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | 'nExpert'>, defaultHeat: () => string): TierConfig {
+export function resolveTierConfig(
+  o: TierOptions,
+  hp: Pick<HParams, 'nLayer' | 'nExpert'>,
+  defaultHeat: () => string,
+): TierConfig {
   const backend = o.backend ?? 'cpu';
   if (!isTierBackendKind(backend)) throw new InvalidOptionError('backend', `one of ${TIER_BACKEND_EXPECTED}`, backend);
   if (o.resident !== undefined && o.slotsPerLayer !== undefined) {
@@ -121,37 +125,65 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
   let perLayer: number;
   if (o.slotsPerLayer !== undefined) {
     if (!Number.isInteger(o.slotsPerLayer) || o.slotsPerLayer < 1 || o.slotsPerLayer > hp.nExpert) {
-      throw new InvalidOptionError('slotsPerLayer', `an integer in [1, ${hp.nExpert}] (the expert count)`, o.slotsPerLayer);
+      throw new InvalidOptionError(
+        'slotsPerLayer',
+        `an integer in [1, ${hp.nExpert}] (the expert count)`,
+        o.slotsPerLayer,
+      );
     }
     perLayer = o.slotsPerLayer;
   } else {
     const r = o.resident;
-    if (typeof r !== 'number' || !(r > 0 && r <= 1)) throw new InvalidOptionError('resident', 'a fraction of all experts in (0, 1]', r);
+    if (typeof r !== 'number' || !(r > 0 && r <= 1))
+      throw new InvalidOptionError('resident', 'a fraction of all experts in (0, 1]', r);
     perLayer = Math.min(hp.nExpert, Math.max(1, Math.round(r * hp.nExpert)));
   }
   const admitsMisses = backend === 'disk' && o.disk?.admitMisses !== false;
   const placementPolicy = o.placementPolicy ?? (admitsMisses ? 'dlfu' : 'lfru');
-  if (placementPolicy !== 'lfru' && placementPolicy !== 'dlfu') throw new InvalidOptionError('placementPolicy', '"lfru" or "dlfu"', placementPolicy);
+  if (placementPolicy !== 'lfru' && placementPolicy !== 'dlfu')
+    throw new InvalidOptionError('placementPolicy', '"lfru" or "dlfu"', placementPolicy);
   if (placementPolicy === 'lfru' && admitsMisses) {
-    throw new InvalidOptionError('placementPolicy', '"dlfu" on the disk tier, whose admitted misses the tier evicts for by dlfu (or disk.admitMisses false beside "lfru": misses streamed)', placementPolicy);
+    throw new InvalidOptionError(
+      'placementPolicy',
+      '"dlfu" on the disk tier, whose admitted misses the tier evicts for by dlfu (or disk.admitMisses false beside "lfru": misses streamed)',
+      placementPolicy,
+    );
   }
-  if (o.dlfu !== undefined && placementPolicy !== 'dlfu') throw new InvalidOptionError('dlfu', 'placementPolicy "dlfu" beside it', o.dlfu);
+  if (o.dlfu !== undefined && placementPolicy !== 'dlfu')
+    throw new InvalidOptionError('dlfu', 'placementPolicy "dlfu" beside it', o.dlfu);
   const replan = resolvePrefillReplan(o.prefillReplan, hp.nExpert);
   if (placementPolicy === 'dlfu' && replan.enabled) {
     const why = o.placementPolicy === undefined ? ', the default on a disk tier that admits its misses' : '';
-    throw new InvalidOptionError('prefillReplan.enabled', `false with placementPolicy "dlfu"${why} (replan plans over LFRU's scores)`, true);
+    throw new InvalidOptionError(
+      'prefillReplan.enabled',
+      `false with placementPolicy "dlfu"${why} (replan plans over LFRU's scores)`,
+      true,
+    );
   }
   const deviceSlots = backend === 'cuda' || backend === 'cuda-sim';
-  if (o.readsFile !== undefined && (typeof o.readsFile !== 'boolean' || (o.readsFile && !deviceSlots && backend !== 'disk'))) {
-    throw new InvalidOptionError('readsFile', 'true only on backend "cuda", "cuda-sim" or "disk" (the others copy from the mapping), or false', o.readsFile);
+  if (
+    o.readsFile !== undefined &&
+    (typeof o.readsFile !== 'boolean' || (o.readsFile && !deviceSlots && backend !== 'disk'))
+  ) {
+    throw new InvalidOptionError(
+      'readsFile',
+      'true only on backend "cuda", "cuda-sim" or "disk" (the others copy from the mapping), or false',
+      o.readsFile,
+    );
   }
-  if (o.readsFile === false && backend === 'disk') throw new InvalidOptionError('readsFile', 'unset or true on backend "disk" (it always reads the file)', false);
+  if (o.readsFile === false && backend === 'disk')
+    throw new InvalidOptionError('readsFile', 'unset or true on backend "disk" (it always reads the file)', false);
   const readsFile = backend === 'disk' || o.readsFile === true;
   if (deviceSlots && readsFile && o.shortPrefillTokens !== undefined) {
-    throw new InvalidOptionError('shortPrefillTokens', 'unset on a cuda backend (its misses are read on demand: the whole-layer path computes a layer on the host)', o.shortPrefillTokens);
+    throw new InvalidOptionError(
+      'shortPrefillTokens',
+      'unset on a cuda backend (its misses are read on demand: the whole-layer path computes a layer on the host)',
+      o.shortPrefillTokens,
+    );
   }
   const heat = o.heat === undefined ? defaultHeat() : o.heat;
-  if (heat !== false && (typeof heat !== 'string' || heat.length === 0)) throw new InvalidOptionError('heat', 'a file path or false', heat);
+  if (heat !== false && (typeof heat !== 'string' || heat.length === 0))
+    throw new InvalidOptionError('heat', 'a file path or false', heat);
   const config: TierConfig = {
     backend,
     slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
@@ -165,7 +197,10 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
     replan,
     prefetch: resolvePrefetch(o.prefetch),
     // On a device every prompt reads on demand: a prompt never exceeds Infinity tokens.
-    shortPrefillTokens: deviceSlots && readsFile ? Number.POSITIVE_INFINITY : resolveShortPrefillTokens(o.shortPrefillTokens, backend === 'disk'),
+    shortPrefillTokens:
+      deviceSlots && readsFile
+        ? Number.POSITIVE_INFINITY
+        : resolveShortPrefillTokens(o.shortPrefillTokens, backend === 'disk'),
     readsFile,
     deviceSlots,
   };
@@ -174,8 +209,10 @@ export function resolveTierConfig(o: TierOptions, hp: Pick<HParams, 'nLayer' | '
 }
 
 function validateDisk(d: DiskTierOptions): DiskTierOptions {
-  for (const key of Object.keys(d)) if (key !== 'admitMisses') throw new InvalidOptionError(`disk.${key}`, 'admitMisses', key);
-  if (d.admitMisses !== undefined && typeof d.admitMisses !== 'boolean') throw new InvalidOptionError('disk.admitMisses', 'true or false', d.admitMisses);
+  for (const key of Object.keys(d))
+    if (key !== 'admitMisses') throw new InvalidOptionError(`disk.${key}`, 'admitMisses', key);
+  if (d.admitMisses !== undefined && typeof d.admitMisses !== 'boolean')
+    throw new InvalidOptionError('disk.admitMisses', 'true or false', d.admitMisses);
   return d;
 }
 
@@ -183,16 +220,22 @@ const fakeKeys = ['preset', 'bandwidthBytesPerS', 'transferFixedUs', 'computeByt
 
 /** The fake device's fields (their values: the native backend's checks); an unknown key is refused, not passed on. */
 function validateFake(f: FakeBackendOptions): FakeBackendOptions {
-  for (const key of Object.keys(f)) if (!fakeKeys.includes(key)) throw new InvalidOptionError(`fake.${key}`, `one of ${fakeKeys.join(', ')}`, key);
+  for (const key of Object.keys(f))
+    if (!fakeKeys.includes(key)) throw new InvalidOptionError(`fake.${key}`, `one of ${fakeKeys.join(', ')}`, key);
   return f;
 }
 
 function validateDlfu(p: DlfuParams): DlfuParams {
-  for (const key of Object.keys(p)) if (key !== 'halfLifeTokens') throw new InvalidOptionError(`dlfu.${key}`, 'halfLifeTokens', key);
+  for (const key of Object.keys(p))
+    if (key !== 'halfLifeTokens') throw new InvalidOptionError(`dlfu.${key}`, 'halfLifeTokens', key);
   try {
     checkDlfuParams(p, 'dlfu.halfLifeTokens');
   } catch {
-    throw new InvalidOptionError('dlfu.halfLifeTokens', `a number of tokens in [1, ${dlfuHalfLifeMax}]`, p.halfLifeTokens);
+    throw new InvalidOptionError(
+      'dlfu.halfLifeTokens',
+      `a number of tokens in [1, ${dlfuHalfLifeMax}]`,
+      p.halfLifeTokens,
+    );
   }
   return p;
 }
@@ -204,15 +247,32 @@ export function validateLfru(p: LfruParams): LfruParams {
   return p;
 }
 
-export function checkPrefetchFits(prefetch: PrefetchConfig, config: TierConfig, nExpert: number, name = 'prefetch'): void {
+export function checkPrefetchFits(
+  prefetch: PrefetchConfig,
+  config: TierConfig,
+  nExpert: number,
+  name = 'prefetch',
+): void {
   if (prefetch.mode === 'enforce' && config.backend === 'disk' && config.disk.admitMisses === false) {
-    throw new InvalidOptionError(`${name}.mode`, '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)', prefetch.mode);
+    throw new InvalidOptionError(
+      `${name}.mode`,
+      '"off" or "observe" with disk.admitMisses false (enforce evicts by the order that admission uses)',
+      prefetch.mode,
+    );
   }
   // A prefetch read lands in a slot the miss then waits for: a device slot the host cannot compute from.
   if (prefetch.mode === 'enforce' && config.deviceSlots && config.readsFile) {
-    throw new InvalidOptionError(`${name}.mode`, `"off" or "observe" on backend "${config.backend}" reading the file (a miss is computed on the host from its own read)`, prefetch.mode);
+    throw new InvalidOptionError(
+      `${name}.mode`,
+      `"off" or "observe" on backend "${config.backend}" reading the file (a miss is computed on the host from its own read)`,
+      prefetch.mode,
+    );
   }
   if (prefetch.candidates !== undefined && prefetch.candidates > nExpert) {
-    throw new InvalidOptionError(`${name}.candidates`, `an integer in [1, ${nExpert}] (the model's experts per layer)`, prefetch.candidates);
+    throw new InvalidOptionError(
+      `${name}.candidates`,
+      `an integer in [1, ${nExpert}] (the model's experts per layer)`,
+      prefetch.candidates,
+    );
   }
 }

@@ -34,7 +34,13 @@ import type { NativeGateStats } from '../../native/binding.js';
 import { ExpertState } from '../../native/binding.js';
 import { type Residency } from '../../tiers/residency.js';
 import { lfruScore, makeLfru, type LfruParams, type LfruState } from '../../tiers/policies/lfru.js';
-import { makeReplan, replanDefaults, withReplanFields, type ReplanParams, type ReplanState } from '../../tiers/policies/replan.js';
+import {
+  makeReplan,
+  replanDefaults,
+  withReplanFields,
+  type ReplanParams,
+  type ReplanState,
+} from '../../tiers/policies/replan.js';
 import { guardInit, guardSummary, type GuardSummary } from '../../tiers/policies/replan-guard.js';
 import { dlfuDefaults, heatPrior, type DlfuParams } from '../../tiers/policies/dlfu.js';
 import type { PlacementPolicyName } from './options.js';
@@ -101,7 +107,9 @@ export class TierPlacement {
     this.params = params;
     this.queue = new UploadQueueActor(port, uploadLimits);
     this.policy = this.tierOwnsPolicy ? undefined : this.policyFor(0);
-    this.state = this.policy?.init({ layers: port.nLayer, experts: port.nExpert, start: this.view(), heat }).state ?? { residency: this.view() };
+    this.state = this.policy?.init({ layers: port.nLayer, experts: port.nExpert, start: this.view(), heat }).state ?? {
+      residency: this.view(),
+    };
     this.full = port.slotsPerLayer.every((slots) => slots >= port.nExpert);
     this.setTierPolicy(heat);
   }
@@ -249,9 +257,16 @@ export class TierPlacement {
     const { nLayer, nExpert } = this.port;
     const budget = (this.prefetchBudget ??= new Int32Array(nLayer));
     const gate: NativeGateStats = this.queue.state;
-    const limits = { safety: this.prefetch.safety, windowBytesMax: this.prefetch.windowBytesMax, inflightBytesMax: gate.inflightBytesMax };
+    const limits = {
+      safety: this.prefetch.safety,
+      windowBytesMax: this.prefetch.windowBytesMax,
+      inflightBytesMax: gate.inflightBytesMax,
+    };
     for (let l = 0; l < nLayer; l++) {
-      const window = l === 0 || calibration === undefined ? undefined : transferWindowBytes(calibration, l - 1, gate.inflightBytes, 0, limits);
+      const window =
+        l === 0 || calibration === undefined
+          ? undefined
+          : transferWindowBytes(calibration, l - 1, gate.inflightBytes, 0, limits);
       budget[l] = Math.min(nExpert, prefetchCount(window, this.port.expertBytes.container));
     }
     this.port.setPrefetch(mode, this.prefetch.candidates ?? this.nExpertUsed, budget, this.prefetch.queueMax);
@@ -273,13 +288,21 @@ export class TierPlacement {
     if (d.kind === 'fill') {
       // Slots only come free through a failed upload; fills wait for the next request's start
       // (takeFills), where the tier can upload and wait without racing a running step.
-      if (!this.fills.some((f) => f.layer === d.expert.layer && f.expert === d.expert.expert)) this.fills.push(d.expert);
+      if (!this.fills.some((f) => f.layer === d.expert.layer && f.expert === d.expert.expert))
+        this.fills.push(d.expert);
       return;
     }
     const id = this.nextTaskId++;
     this.send({
       kind: 'enqueue',
-      task: { id, layer: d.newcomer.layer, expert: d.newcomer.expert, victimExpert: d.victim.expert, bytes: this.port.expertBytes.container, ...(now ? { issueNow: true } : {}) },
+      task: {
+        id,
+        layer: d.newcomer.layer,
+        expert: d.newcomer.expert,
+        victimExpert: d.victim.expert,
+        bytes: this.port.expertBytes.container,
+        ...(now ? { issueNow: true } : {}),
+      },
     });
   }
 
@@ -310,7 +333,6 @@ export class TierPlacement {
     return out;
   }
 
-
   /** Queued (not yet issued) swaps of this request are dropped; issued ones finish on their own. */
   endRequest(): void {
     this.send({ kind: 'cancelQueued' });
@@ -320,7 +342,11 @@ export class TierPlacement {
   }
 
   /** Live tuning: validated by the caller; applied now, so before the next step's boundary. */
-  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig): void {
+  tune(
+    params: LfruParams | undefined,
+    limits: Partial<UploadQueueLimits> | undefined,
+    replan?: PrefillReplanConfig,
+  ): void {
     if (limits) this.send({ kind: 'tune', limits });
     if (params) this.params = params;
     if (replan) this.replan = replan;
@@ -334,20 +360,26 @@ export class TierPlacement {
   /** Residents of `layer` in the policy's view, lowest score first (the victims of a shrink). */
   coldestResidents(layer: number): number[] {
     this.look();
-    return this.byScore(layer, true).sort((a, b) => a.score - b.score).map((x) => x.expert);
+    return this.byScore(layer, true)
+      .sort((a, b) => a.score - b.score)
+      .map((x) => x.expert);
   }
 
   /** Up to n non-residents of `layer` in the policy's view, highest score (heat, then recency) first. */
   hottestOutside(layer: number, n: number): number[] {
     this.look();
-    return this.byScore(layer, false).sort((a, b) => b.score - a.score).slice(0, Math.max(0, n)).map((x) => x.expert);
+    return this.byScore(layer, false)
+      .sort((a, b) => b.score - a.score)
+      .slice(0, Math.max(0, n))
+      .map((x) => x.expert);
   }
 
   /** The chosen policy's scores (higher: keep): LFRU's (heat << 8) | recent, or the tier's dlfu scores. */
   private byScore(layer: number, resident: boolean): Array<{ expert: number; score: number }> {
     const row = this.state.residency.resident[layer];
     const tierScores = this.tierOwnsPolicy ? this.port.policyScores() : undefined;
-    const score = (e: number): number => (tierScores ? tierScores[layer * this.port.nExpert + e] : lfruScore(this.state as LfruState, layer, e));
+    const score = (e: number): number =>
+      tierScores ? tierScores[layer * this.port.nExpert + e] : lfruScore(this.state as LfruState, layer, e);
     const out: Array<{ expert: number; score: number }> = [];
     for (let e = 0; e < row.length; e++) if ((row[e] === 1) === resident) out.push({ expert: e, score: score(e) });
     return out;
@@ -392,7 +424,13 @@ export class TierPlacement {
     });
     for (const f of this.fills) resident[f.layer][f.expert] = 1;
     const used = resident.map((row) => row.reduce((n, v) => n + v, 0));
-    return { budget: { scope: 'layer', slots: Math.max(...this.port.slotsPerLayer) }, experts: nExpert, resident, used, total: used.reduce((a, b) => a + b, 0) };
+    return {
+      budget: { scope: 'layer', slots: Math.max(...this.port.slotsPerLayer) },
+      experts: nExpert,
+      resident,
+      used,
+      total: used.reduce((a, b) => a + b, 0),
+    };
   }
 }
 
@@ -400,8 +438,12 @@ export class TierPlacement {
 function replanParams(params: LfruParams, replan: PrefillReplanConfig, startPerCall: number): ReplanParams | undefined {
   if (!replan.enabled && !replan.guard) return undefined;
   return {
-    ...params, capPerLayer: replan.maxSwapsPerLayer, startPerCall, drainPerToken: replanDrainPerToken,
-    guard: replan.guard ? replanDefaults.guard : undefined, apply: replan.enabled,
+    ...params,
+    capPerLayer: replan.maxSwapsPerLayer,
+    startPerCall,
+    drainPerToken: replanDrainPerToken,
+    guard: replan.guard ? replanDefaults.guard : undefined,
+    apply: replan.enabled,
     planLeadMin: replan.guard ? replanDefaults.planLeadMin : 1,
   };
 }

@@ -10,7 +10,14 @@
  *   poll()                         uploads settled and experts evicted since the last poll
  *   resize(layer, slots, victims)  between evals: the layer's slot budget grows (free slots) or shrinks (victims evicted)
  */
-import type { NativeGateStats, NativeTierExpertStates, NativeTierRead, NativeTierStats, NativeTierUpload, TierPolicyMode } from '../../native/binding.js';
+import type {
+  NativeGateStats,
+  NativeTierExpertStates,
+  NativeTierRead,
+  NativeTierStats,
+  NativeTierUpload,
+  TierPolicyMode,
+} from '../../native/binding.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 export type TierUpload = NativeTierUpload;
@@ -38,7 +45,13 @@ export interface TierPort {
    * 0, or a negative code (victim not resident, newcomer already resident). issueNow:
    * started at once (1) when the layer is not being computed.
    */
-  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number;
+  requestSwap(
+    layer: number,
+    victim: number,
+    newcomer: number,
+    taskId: number,
+    options?: { issueNow?: boolean },
+  ): number;
   poll(): TierPoll;
   /** Between evals: the tier's eviction policy (decayed LFU, decided at need; NativeTierVerbs.tierSetPolicy). */
   setPolicy(mode: TierPolicyMode, halfLifeTokens: number, prior?: Float64Array): void;

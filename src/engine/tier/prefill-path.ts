@@ -37,8 +37,18 @@ export const WHOLE_LAYER_PIECE_BYTES = 1 << 20;
 /** The option as given (undefined: 'auto'), checked; only the disk tier reads its misses. */
 export function resolveShortPrefillTokens(v: number | 'auto' | undefined, readsMisses: boolean): number {
   if (v === undefined || v === 'auto') return SHORT_PREFILL_TOKENS_AUTO;
-  if (!Number.isSafeInteger(v) || v < 0) throw new InvalidOptionError('shortPrefillTokens', "an integer >= 0 (0: every prefill reads whole layers) or 'auto'", v);
-  if (!readsMisses) throw new InvalidOptionError('shortPrefillTokens', 'unset without the disk tier (memoryBudgetBytes, or backend "disk"): only it reads its misses', v);
+  if (!Number.isSafeInteger(v) || v < 0)
+    throw new InvalidOptionError(
+      'shortPrefillTokens',
+      "an integer >= 0 (0: every prefill reads whole layers) or 'auto'",
+      v,
+    );
+  if (!readsMisses)
+    throw new InvalidOptionError(
+      'shortPrefillTokens',
+      'unset without the disk tier (memoryBudgetBytes, or backend "disk"): only it reads its misses',
+      v,
+    );
   return v;
 }
 

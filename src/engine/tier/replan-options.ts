@@ -30,14 +30,22 @@ export interface PrefillReplanConfig {
 }
 
 /** The settings when nothing is given (replan off, the guard on). */
-export const prefillReplanDefaults: PrefillReplanConfig = { enabled: false, maxSwapsPerLayer: replanDefaults.capPerLayer, guard: true };
+export const prefillReplanDefaults: PrefillReplanConfig = {
+  enabled: false,
+  maxSwapsPerLayer: replanDefaults.capPerLayer,
+  guard: true,
+};
 
 /** Pending replan swaps started per decode token (docs/SPEC.md section 2: four). */
 export const replanDrainPerToken = 4;
 
 export function resolvePrefillReplan(o: PrefillReplanOptions | undefined, nExpert: number): PrefillReplanConfig {
   if (o !== undefined && (typeof o !== 'object' || o === null)) {
-    throw new InvalidOptionError('prefillReplan', '{ enabled?: boolean, maxSwapsPerLayer?: integer, guard?: boolean }', o);
+    throw new InvalidOptionError(
+      'prefillReplan',
+      '{ enabled?: boolean, maxSwapsPerLayer?: integer, guard?: boolean }',
+      o,
+    );
   }
   if (o !== undefined) checkReplanKeys(o, 'prefillReplan');
   return validatePrefillReplan({ ...prefillReplanDefaults, ...defined(o) }, nExpert, 'prefillReplan');
@@ -47,14 +55,20 @@ export function resolvePrefillReplan(o: PrefillReplanOptions | undefined, nExper
 export function validatePrefillReplan(c: PrefillReplanConfig, nExpert: number, where: string): PrefillReplanConfig {
   if (typeof c.enabled !== 'boolean') throw new InvalidOptionError(`${where}.enabled`, 'true or false', c.enabled);
   if (typeof c.guard !== 'boolean') throw new InvalidOptionError(`${where}.guard`, 'true or false', c.guard);
-  return { enabled: c.enabled, maxSwapsPerLayer: checkCap(`${where}.maxSwapsPerLayer`, c.maxSwapsPerLayer, nExpert), guard: c.guard };
+  return {
+    enabled: c.enabled,
+    maxSwapsPerLayer: checkCap(`${where}.maxSwapsPerLayer`, c.maxSwapsPerLayer, nExpert),
+    guard: c.guard,
+  };
 }
 
 const replanKeys = new Set(['enabled', 'maxSwapsPerLayer', 'guard']);
 
 /** A key the settings do not have (a typo such as `gaurd`) is refused, not ignored. */
 export function checkReplanKeys(o: object, where: string): void {
-  for (const key of Object.keys(o)) if (!replanKeys.has(key)) throw new InvalidOptionError(`${where}.${key}`, `one of ${[...replanKeys].join(', ')}`, key);
+  for (const key of Object.keys(o))
+    if (!replanKeys.has(key))
+      throw new InvalidOptionError(`${where}.${key}`, `one of ${[...replanKeys].join(', ')}`, key);
 }
 
 function checkCap(name: string, v: unknown, nExpert: number): number {

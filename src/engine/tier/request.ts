@@ -133,7 +133,13 @@ export class TierRequest {
   }
 
   /** One step; a throw in any stage rejects it. forcedRoutes: the experts to run instead of the router's (routesFrom). */
-  async evaluate(phase: StepPhase, tokens: Int32Array, position: number, logits: Float32Array, forcedRoutes?: Int32Array): Promise<void> {
+  async evaluate(
+    phase: StepPhase,
+    tokens: Int32Array,
+    position: number,
+    logits: Float32Array,
+    forcedRoutes?: Int32Array,
+  ): Promise<void> {
     const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
     if (forcedRoutes) step.forcedRoutes = forcedRoutes;
     if (phase === 'prefill') this.prompt = tokens;
@@ -265,10 +271,19 @@ export class TierRequest {
     // Uploads are only reported for swaps, and every swap the tier was asked for is in flight in
     // the upload queue until its report comes: none in flight, nothing to poll (~10 us saved a
     // step); a tier that reads its misses from the file reports them (and its fills) every step.
-    const late = final || this.placement.inflightTransfers > 0 || this.port.readsMisses ? this.placement.settle(this.port.poll()) : nothingSettled;
+    const late =
+      final || this.placement.inflightTransfers > 0 || this.port.readsMisses
+        ? this.placement.settle(this.port.poll())
+        : nothingSettled;
     const early = this.early;
     const none = early.uploads.length + early.evicted.length + early.reads.length === 0;
-    const poll: TierPoll = none ? late : { uploads: [...early.uploads, ...late.uploads], evicted: [...early.evicted, ...late.evicted], reads: [...early.reads, ...late.reads] };
+    const poll: TierPoll = none
+      ? late
+      : {
+          uploads: [...early.uploads, ...late.uploads],
+          evicted: [...early.evicted, ...late.evicted],
+          reads: [...early.reads, ...late.reads],
+        };
     if (!none) this.early = { uploads: [], evicted: [], reads: [] };
     for (const u of poll.uploads) {
       if (!u.ok) {
@@ -288,8 +303,15 @@ export class TierRequest {
    */
   private rebuildAfter(poll: TierPoll): void {
     if (this.rebuild && poll.uploads.length + poll.evicted.length > 0) {
-      this.rebuild.send({ kind: 'resident', experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })) });
-      this.rebuild.send({ kind: 'evicted', experts: this.stillEvicted(poll.evicted), ...(this.tracing ? { traceContext: this.tracing.context } : {}) });
+      this.rebuild.send({
+        kind: 'resident',
+        experts: poll.uploads.filter((u) => u.ok).map((u) => ({ layer: u.layer, expert: u.expert })),
+      });
+      this.rebuild.send({
+        kind: 'evicted',
+        experts: this.stillEvicted(poll.evicted),
+        ...(this.tracing ? { traceContext: this.tracing.context } : {}),
+      });
     }
   }
 
@@ -321,7 +343,12 @@ export class TierRequest {
         // The final poll: no step of its own (position -1: the traces skip the layer timing).
         const poll = this.settle(true);
         this.rebuildAfter(poll);
-        const last = this.tracing?.step({ phase: 'decode', position: -1, layerStats: this.compute.last?.layerStats ?? new Float64Array(0), poll });
+        const last = this.tracing?.step({
+          phase: 'decode',
+          position: -1,
+          layerStats: this.compute.last?.layerStats ?? new Float64Array(0),
+          poll,
+        });
         if (last) timings.push(last);
         this.tracing?.calibration.fold(...timings);
       } catch (e) {
@@ -343,11 +370,16 @@ export class TierRequest {
       prefillExpertReads: prefill?.expertReads ?? 0,
       prefillDistinctExpertsRead: prefill?.distinctExpertsRead ?? 0,
       replanGuard: guard && {
-        mode: guard.mode, kept: guard.kept, watching: guard.watching,
-        reverted: guard.mode === 'replan' ? guard.switched : 0, appliedLate: guard.mode === 'shadow' ? guard.switched : 0,
+        mode: guard.mode,
+        kept: guard.kept,
+        watching: guard.watching,
+        reverted: guard.mode === 'replan' ? guard.switched : 0,
+        appliedLate: guard.mode === 'shadow' ? guard.switched : 0,
       },
       tier: decode,
-      ...(decode.prefetch && this.placement.prefetchConfig.mode !== 'off' ? { prefetch: prefetchReport(decode.prefetch, this.port.expertBytes.container) } : {}),
+      ...(decode.prefetch && this.placement.prefetchConfig.mode !== 'off'
+        ? { prefetch: prefetchReport(decode.prefetch, this.port.expertBytes.container) }
+        : {}),
     };
     this.tracing?.end(stats);
     if (failure && error === undefined) throw failure.error;

@@ -40,7 +40,8 @@ export class RouteLog {
     for (const c of this.chunks[phase]) {
       for (let t = 0; t < c.tokens.length; t++) {
         const layers = new Array<number[]>(nLayer);
-        for (let l = 0; l < nLayer; l++) layers[l] = Array.from(c.routes.subarray((t * nLayer + l) * k, (t * nLayer + l + 1) * k));
+        for (let l = 0; l < nLayer; l++)
+          layers[l] = Array.from(c.routes.subarray((t * nLayer + l) * k, (t * nLayer + l + 1) * k));
         out.push({ step: out.length, token: c.tokens[t], layers });
       }
     }
@@ -58,8 +59,21 @@ export class RouteLog {
    */
   write(file: string, model: string, prompt?: string, geometry?: TraceGeometry, inputs: readonly string[] = []): void {
     const { nLayer, nExpert, nExpertUsed } = this.hp;
-    const header = { model: path.basename(model), layers: nLayer, experts: nExpert, topK: nExpertUsed, rankOrder: true, promptId: 'p0', prompt, ...(geometry ? { geometry } : {}) };
+    const header = {
+      model: path.basename(model),
+      layers: nLayer,
+      experts: nExpert,
+      topK: nExpertUsed,
+      rankOrder: true,
+      promptId: 'p0',
+      prompt,
+      ...(geometry ? { geometry } : {}),
+    };
     checkOutputPath(file, 'traceRoutes', inputs);
-    writeFileAtomic(file, formatTraceJsonl([{ source: file, header, prefill: this.steps('prefill'), decode: this.steps('decode') }]), 'traceRoutes');
+    writeFileAtomic(
+      file,
+      formatTraceJsonl([{ source: file, header, prefill: this.steps('prefill'), decode: this.steps('decode') }]),
+      'traceRoutes',
+    );
   }
 }

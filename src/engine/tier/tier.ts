@@ -43,7 +43,6 @@ import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import { MoetierError } from '../../core/errors.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
-
 export class EngineTier {
   private constructor(
     readonly port: TierPort,
@@ -60,7 +59,12 @@ export class EngineTier {
     readonly tracing: TierTracing = tierTracing(config.backend, model.hparams.nLayer),
   ) {}
 
-  static async create(native: NativeBinding, model: LoadedModel, context: NativeContextHandle, config: TierConfig): Promise<EngineTier> {
+  static async create(
+    native: NativeBinding,
+    model: LoadedModel,
+    context: NativeContextHandle,
+    config: TierConfig,
+  ): Promise<EngineTier> {
     const hp = model.hparams;
     // What can be refused was refused when the options were resolved (options.ts); the heat file is read
     // before anything is made (a failed open used to leave a backend, rebuild workers and their host-copy
@@ -70,14 +74,29 @@ export class EngineTier {
     const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
     // Tests only (fault-injection.ts): a slot transfer or a streamed read that fails on purpose.
     const faults = armedTierFaults();
-    const transferFault = faults.transferAfterBytes !== undefined ? { failTransferAfterBytes: faults.transferAfterBytes } : {};
+    const transferFault =
+      faults.transferAfterBytes !== undefined ? { failTransferAfterBytes: faults.transferAfterBytes } : {};
     const backend = Backend.create(
       config.backend,
-      config.backend === 'fake' ? { ...Backend.preset(config.fake.preset ?? 'consumer-8gb'), ...withoutPreset(config.fake), budgetBytes, ...transferFault }
-        : config.backend === 'disk' ? { budgetBytes, file: model.mapping, ...transferFault }
-        : config.backend === 'cuda-sim' ? { budgetBytes, simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES, ...transferFault, ...(config.readsFile ? { file: model.mapping } : {}) }
-        : config.backend === 'cuda' && config.readsFile ? { budgetBytes, file: model.mapping }
-        : { budgetBytes },
+      config.backend === 'fake'
+        ? {
+            ...Backend.preset(config.fake.preset ?? 'consumer-8gb'),
+            ...withoutPreset(config.fake),
+            budgetBytes,
+            ...transferFault,
+          }
+        : config.backend === 'disk'
+          ? { budgetBytes, file: model.mapping, ...transferFault }
+          : config.backend === 'cuda-sim'
+            ? {
+                budgetBytes,
+                simDeviceBytes: budgetBytes + SIM_DEVICE_SCRATCH_BYTES,
+                ...transferFault,
+                ...(config.readsFile ? { file: model.mapping } : {}),
+              }
+            : config.backend === 'cuda' && config.readsFile
+              ? { budgetBytes, file: model.mapping }
+              : { budgetBytes },
     );
     let port: TierPort | undefined;
     let rebuild: Int8RebuildActor | undefined;
@@ -86,22 +105,45 @@ export class EngineTier {
       // expert in RAM): its misses are read from the file for their call.
       // One expert's copy as the native tier sizes it (mt_tier_host_copy_bytes: 0 where it offers none).
       const copyBytes = native.modelBytes(model.nativeModel).hostCopyExpert;
-      rebuild = wantsHostCopies(model) && copyBytes > 0 && !config.readsFile ? createRebuildActor(model, copyBytes) : undefined;
+      rebuild =
+        wantsHostCopies(model) && copyBytes > 0 && !config.readsFile ? createRebuildActor(model, copyBytes) : undefined;
       const host = rebuild ? { hostCopies: rebuild.arena, hostCopyOffsets: rebuild.offsets } : {};
       // Its misses are read from the file for their call, never from the mapping.
       const failAfter = faults.streamedReadAfterBytes;
-      const stream = config.readsFile ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) } : {};
-      const handle = native.createTier(context, backendHandle(backend), { slotsPerLayer: config.slotsPerLayer, ...host, ...stream });
+      const stream = config.readsFile
+        ? { streamFile: model.mapping, ...(failAfter !== undefined ? { streamFailAfterBytes: failAfter } : {}) }
+        : {};
+      const handle = native.createTier(context, backendHandle(backend), {
+        slotsPerLayer: config.slotsPerLayer,
+        ...host,
+        ...stream,
+      });
       port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.readsFile);
       const start = heat ? 'heat' : 'ids';
-      const residency = startResidency(start, hp.nLayer, hp.nExpert, { scope: 'layer', slots: config.slotsPerLayer[0] }, heat?.counts);
+      const residency = startResidency(
+        start,
+        hp.nLayer,
+        hp.nExpert,
+        { scope: 'layer', slots: config.slotsPerLayer[0] },
+        heat?.counts,
+      );
       for (let l = 0; l < hp.nLayer; l++) await warmLayer(port, model, l, residentIds(residency, l));
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
       // Device slots cannot take a miss's read before it runs (the host computes it): no admission.
       const admitMisses = !config.deviceSlots && (config.disk.admitMisses ?? true);
-      const placement = new TierPlacement(port, config.lfru, config.upload, heat?.counts, config.replan, admitMisses, config.prefetch, hp.nExpertUsed, { policy: config.placementPolicy, dlfu: config.dlfu });
+      const placement = new TierPlacement(
+        port,
+        config.lfru,
+        config.upload,
+        heat?.counts,
+        config.replan,
+        admitMisses,
+        config.prefetch,
+        hp.nExpertUsed,
+        { policy: config.placementPolicy, dlfu: config.dlfu },
+      );
       const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
     } catch (err) {
@@ -128,11 +170,25 @@ export class EngineTier {
     // this, the copy stayed published for a resident expert and its arena block was never reused.
     if (fills.length > 0 && this.rebuild) {
       const r = this.port.expertStates().slots;
-      this.rebuild.send({ kind: 'resident', experts: fills.filter((f) => r[f.layer * this.port.nExpert + f.expert] >= 0) });
+      this.rebuild.send({
+        kind: 'resident',
+        experts: fills.filter((f) => r[f.layer * this.port.nExpert + f.expert] >= 0),
+      });
     }
-    const prefillPath = this.port.readsMisses ? (tokens: number) => prefillPathFor(tokens, this.config.shortPrefillTokens) : undefined;
+    const prefillPath = this.port.readsMisses
+      ? (tokens: number) => prefillPathFor(tokens, this.config.shortPrefillTokens)
+      : undefined;
     const boundary = () => (this.pendingSlots === undefined ? undefined : this.applyResize());
-    return new TierRequest(this.port, this.placement, this.compute, this.tracing.beginRequest(trace), this.rebuild, boundary, log, prefillPath);
+    return new TierRequest(
+      this.port,
+      this.placement,
+      this.compute,
+      this.tracing.beginRequest(trace),
+      this.rebuild,
+      boundary,
+      log,
+      prefillPath,
+    );
   }
 
   /** A new slot budget for every layer (validated by the caller), from the next boundary on. */
@@ -160,7 +216,11 @@ export class EngineTier {
       const now = this.port.slotsPerLayer[l];
       if (now === target) continue;
       try {
-        this.port.resize(l, target, target < now ? Int32Array.from(this.placement.coldestResidents(l)) : new Int32Array(0));
+        this.port.resize(
+          l,
+          target,
+          target < now ? Int32Array.from(this.placement.coldestResidents(l)) : new Int32Array(0),
+        );
       } catch {
         waiting = true;
         continue;
@@ -175,7 +235,8 @@ export class EngineTier {
     this.config.slotsPerLayer = this.port.slotsPerLayer.slice();
     this.placement.afterResize();
     const after = residentSets(this.port);
-    const diff = (a: number[][], b: number[][]): ExpertKey[] => a.flatMap((ids, layer) => ids.filter((e) => !b[layer].includes(e)).map((expert) => ({ layer, expert })));
+    const diff = (a: number[][], b: number[][]): ExpertKey[] =>
+      a.flatMap((ids, layer) => ids.filter((e) => !b[layer].includes(e)).map((expert) => ({ layer, expert })));
     this.rebuild?.send({ kind: 'resident', experts: diff(after, before) });
     this.rebuild?.send({ kind: 'evicted', experts: diff(before, after) });
     return true;
@@ -199,12 +260,17 @@ export class EngineTier {
     }
   }
 
-  tune(params: LfruParams | undefined, limits: Partial<UploadQueueLimits> | undefined, replan?: PrefillReplanConfig, prefetch?: PrefetchConfig): void {
+  tune(
+    params: LfruParams | undefined,
+    limits: Partial<UploadQueueLimits> | undefined,
+    replan?: PrefillReplanConfig,
+    prefetch?: PrefetchConfig,
+  ): void {
     if (prefetch) checkPrefetchFits(prefetch, this.config, this.model.hparams.nExpert, 'tune.prefetch');
     this.placement.tune(params, limits, replan);
     if (replan) this.config.replan = replan;
     if (params) this.config.lfru = params;
-    if (prefetch) this.placement.tunePrefetch(prefetch), (this.config.prefetch = prefetch);
+    if (prefetch) (this.placement.tunePrefetch(prefetch), (this.config.prefetch = prefetch));
   }
 
   async close(): Promise<void> {
@@ -234,7 +300,8 @@ async function warmLayer(port: TierPort, model: LoadedModel, layer: number, expe
     const offset = expertFileOffset(model.file, model.hparams, layer, expert);
     throw new ExpertReadError(
       `${model.path}: the warm start could not copy layer ${layer} expert ${expert} (at offset ${offset}) into its slot: ${(err as Error).message}; the open failed and released what it had made`,
-      { file: model.path, layer, expert, offset }, { cause: err },
+      { file: model.path, layer, expert, offset },
+      { cause: err },
     );
   }
 }
@@ -274,7 +341,8 @@ function tierTracing(backend: string, nLayer: number): TierTracing {
 function nonResident(port: TierPort): ExpertKey[] {
   const r = port.expertStates().slots;
   const keys: ExpertKey[] = [];
-  for (let i = 0; i < r.length; i++) if (r[i] < 0) keys.push({ layer: Math.floor(i / port.nExpert), expert: i % port.nExpert });
+  for (let i = 0; i < r.length; i++)
+    if (r[i] < 0) keys.push({ layer: Math.floor(i / port.nExpert), expert: i % port.nExpert });
   return keys;
 }
 

@@ -120,12 +120,30 @@ export class RequestTracing {
         const hits = Math.round(ls[at + 4]);
         const misses = Math.round(ls[at + 5]);
         const attributes = layerComputeAttributes({ layer: l, phase: r.phase, tokenIndex: r.position, hits, misses });
-        const layerSpan = recordTimedSpan(tracer, SpanNames.layerCompute, this.at(startNs), this.at(endNs), attributes, stepParent);
+        const layerSpan = recordTimedSpan(
+          tracer,
+          SpanNames.layerCompute,
+          this.at(startNs),
+          this.at(endNs),
+          attributes,
+          stepParent,
+        );
         const deviceStartNs = Math.round(ls[at + 6]);
         const deviceEndNs = Math.round(ls[at + 7]);
         if (deviceEndNs > deviceStartNs && deviceStartNs > 0) {
-          const deviceAttributes = { [AttrNames.layer]: l, [AttrNames.phase]: r.phase, [AttrNames.tokenIndex]: r.position };
-          recordTimedSpan(tracer, SpanNames.layerDevice, this.at(deviceStartNs), this.at(deviceEndNs), deviceAttributes, trace.setSpanContext(stepParent, layerSpan));
+          const deviceAttributes = {
+            [AttrNames.layer]: l,
+            [AttrNames.phase]: r.phase,
+            [AttrNames.tokenIndex]: r.position,
+          };
+          recordTimedSpan(
+            tracer,
+            SpanNames.layerDevice,
+            this.at(deviceStartNs),
+            this.at(deviceEndNs),
+            deviceAttributes,
+            trace.setSpanContext(stepParent, layerSpan),
+          );
         }
       }
     }
@@ -134,20 +152,55 @@ export class RequestTracing {
         if (!(u.endNs >= u.startNs && u.startNs > 0)) continue;
         // An upload a routed miss waited on is that miss's read (admit before run): one span, named so.
         if (u.admitted || u.prefetch) this.readSpan(u, u.admitted ? 'admitted' : 'prefetch');
-        else recordTimedSpan(tracer, SpanNames.upload, this.at(u.startNs), this.at(u.endNs), uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }), this.parent);
+        else
+          recordTimedSpan(
+            tracer,
+            SpanNames.upload,
+            this.at(u.startNs),
+            this.at(u.endNs),
+            uploadAttributes({ layer: u.layer, expert: u.expert, bytes: u.bytes, inPlace: u.inPlace }),
+            this.parent,
+          );
       }
-      for (const read of r.poll.reads) if (read.endNs >= read.startNs && read.startNs > 0) this.readSpan(read, 'streamed');
+      for (const read of r.poll.reads)
+        if (read.endNs >= read.startNs && read.startNs > 0) this.readSpan(read, 'streamed');
     }
     if (!ls && r.poll.uploads.length === 0 && r.poll.reads.length === 0) return undefined;
     // Streamed reads are transfers from the disk as much as uploads are: the calibration folds both.
-    const transfers = r.poll.reads.length === 0 ? r.poll.uploads : [...r.poll.uploads, ...r.poll.reads.map((read) => ({ ...read, ok: true }))];
+    const transfers =
+      r.poll.reads.length === 0
+        ? r.poll.uploads
+        : [...r.poll.uploads, ...r.poll.reads.map((read) => ({ ...read, ok: true }))];
     // A copy: the eval writes this buffer again stepRingSlots steps on.
-    return { kind: 'step', invocation: this.invocation, layerStats: ls?.slice(), uploads: transfers, traceContext: this.parent, traced: recording };
+    return {
+      kind: 'step',
+      invocation: this.invocation,
+      layerStats: ls?.slice(),
+      uploads: transfers,
+      traceContext: this.parent,
+      traced: recording,
+    };
   }
 
-  private readSpan(read: { layer: number; expert: number; bytes: number; issuedNs: number; startNs: number; endNs: number }, mode: 'admitted' | 'streamed' | 'prefetch'): void {
-    const attributes = expertReadAttributes({ layer: read.layer, expert: read.expert, bytes: read.bytes, mode, queueWaitUs: Math.max(0, (read.startNs - read.issuedNs) / 1e3) });
-    recordTimedSpan(this.owner.tracerOf, SpanNames.expertRead, this.at(read.startNs), this.at(read.endNs), attributes, this.parent);
+  private readSpan(
+    read: { layer: number; expert: number; bytes: number; issuedNs: number; startNs: number; endNs: number },
+    mode: 'admitted' | 'streamed' | 'prefetch',
+  ): void {
+    const attributes = expertReadAttributes({
+      layer: read.layer,
+      expert: read.expert,
+      bytes: read.bytes,
+      mode,
+      queueWaitUs: Math.max(0, (read.startNs - read.issuedNs) / 1e3),
+    });
+    recordTimedSpan(
+      this.owner.tracerOf,
+      SpanNames.expertRead,
+      this.at(read.startNs),
+      this.at(read.endNs),
+      attributes,
+      this.parent,
+    );
   }
 
   /** The tier's metrics of the request (the engine ends the request span). */

@@ -8,7 +8,13 @@ import { validateUploadLimits } from '../../actors/upload-queue/logic.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import type { LfruParams } from '../../tiers/policies/lfru.js';
 import { validateLfru } from './options.js';
-import { checkReplanKeys, prefillReplanDefaults, validatePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
+import {
+  checkReplanKeys,
+  prefillReplanDefaults,
+  validatePrefillReplan,
+  type PrefillReplanConfig,
+  type PrefillReplanOptions,
+} from './replan-options.js';
 import { resolvePrefetch, type PrefetchConfig, type PrefetchOptions } from '../prefetch-options.js';
 
 export interface TuneOptions {
@@ -26,7 +32,14 @@ export interface TuneOptions {
   prefetch?: PrefetchOptions;
 }
 
-const known = new Set(['residentSlotsPerLayer', 'uploadInflightBytesMax', 'uploadInflightTransfersMax', 'lfru', 'prefillReplan', 'prefetch']);
+const known = new Set([
+  'residentSlotsPerLayer',
+  'uploadInflightBytesMax',
+  'uploadInflightTransfersMax',
+  'lfru',
+  'prefillReplan',
+  'prefetch',
+]);
 
 export function validateTune(
   o: TuneOptions,
@@ -43,10 +56,15 @@ export function validateTune(
   prefetch: PrefetchConfig | undefined;
 } {
   if (typeof o !== 'object' || o === null) throw new InvalidOptionError('tune', 'an object of settings', o);
-  for (const key of Object.keys(o)) if (!known.has(key)) throw new InvalidOptionError(`tune.${key}`, `one of ${[...known].join(', ')}`, key);
+  for (const key of Object.keys(o))
+    if (!known.has(key)) throw new InvalidOptionError(`tune.${key}`, `one of ${[...known].join(', ')}`, key);
   const slots = o.residentSlotsPerLayer;
   if (slots !== undefined && !(Number.isInteger(slots) && slots >= 1 && slots <= nExpert)) {
-    throw new InvalidOptionError('tune.residentSlotsPerLayer', `an integer in [1, ${nExpert}] (the expert count)`, slots);
+    throw new InvalidOptionError(
+      'tune.residentSlotsPerLayer',
+      `an integer in [1, ${nExpert}] (the expert count)`,
+      slots,
+    );
   }
   const limits: Partial<UploadQueueLimits> = {};
   if (o.uploadInflightBytesMax !== undefined) limits.inflightBytesMax = o.uploadInflightBytesMax;
@@ -57,11 +75,25 @@ export function validateTune(
   let prefillReplan: PrefillReplanConfig | undefined;
   if (o.prefillReplan !== undefined) {
     if (typeof o.prefillReplan !== 'object' || o.prefillReplan === null) {
-      throw new InvalidOptionError('tune.prefillReplan', '{ enabled?: boolean, maxSwapsPerLayer?: integer, guard?: boolean }', o.prefillReplan);
+      throw new InvalidOptionError(
+        'tune.prefillReplan',
+        '{ enabled?: boolean, maxSwapsPerLayer?: integer, guard?: boolean }',
+        o.prefillReplan,
+      );
     }
     checkReplanKeys(o.prefillReplan, 'tune.prefillReplan');
-    prefillReplan = validatePrefillReplan({ ...(replan ?? prefillReplanDefaults), ...o.prefillReplan }, nExpert, 'tune.prefillReplan');
+    prefillReplan = validatePrefillReplan(
+      { ...(replan ?? prefillReplanDefaults), ...o.prefillReplan },
+      nExpert,
+      'tune.prefillReplan',
+    );
   }
   const nextPrefetch = o.prefetch === undefined ? undefined : resolvePrefetch(o.prefetch, prefetch, 'tune.prefetch');
-  return { lfru: nextLfru, upload: hasLimits ? limits : undefined, prefillReplan, residentSlotsPerLayer: slots, prefetch: nextPrefetch };
+  return {
+    lfru: nextLfru,
+    upload: hasLimits ? limits : undefined,
+    prefillReplan,
+    residentSlotsPerLayer: slots,
+    prefetch: nextPrefetch,
+  };
 }

@@ -15,7 +15,10 @@ export class Cursor {
   context = 'header';
   private readonly view: DataView;
 
-  constructor(readonly bytes: Uint8Array, readonly path: string) {
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly path: string,
+  ) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
@@ -35,14 +38,50 @@ export class Cursor {
     if (n > this.remaining) this.fail(`${what} (${n} bytes), but the file ends at byte ${this.bytes.length}`);
   }
 
-  u8(what: string): number { this.need(1, what); return this.view.getUint8(this.pos++); }
-  i8(what: string): number { this.need(1, what); return this.view.getInt8(this.pos++); }
-  u16(what: string): number { this.need(2, what); const v = this.view.getUint16(this.pos, true); this.pos += 2; return v; }
-  i16(what: string): number { this.need(2, what); const v = this.view.getInt16(this.pos, true); this.pos += 2; return v; }
-  u32(what: string): number { this.need(4, what); const v = this.view.getUint32(this.pos, true); this.pos += 4; return v; }
-  i32(what: string): number { this.need(4, what); const v = this.view.getInt32(this.pos, true); this.pos += 4; return v; }
-  f32(what: string): number { this.need(4, what); const v = this.view.getFloat32(this.pos, true); this.pos += 4; return v; }
-  f64(what: string): number { this.need(8, what); const v = this.view.getFloat64(this.pos, true); this.pos += 8; return v; }
+  u8(what: string): number {
+    this.need(1, what);
+    return this.view.getUint8(this.pos++);
+  }
+  i8(what: string): number {
+    this.need(1, what);
+    return this.view.getInt8(this.pos++);
+  }
+  u16(what: string): number {
+    this.need(2, what);
+    const v = this.view.getUint16(this.pos, true);
+    this.pos += 2;
+    return v;
+  }
+  i16(what: string): number {
+    this.need(2, what);
+    const v = this.view.getInt16(this.pos, true);
+    this.pos += 2;
+    return v;
+  }
+  u32(what: string): number {
+    this.need(4, what);
+    const v = this.view.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  i32(what: string): number {
+    this.need(4, what);
+    const v = this.view.getInt32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  f32(what: string): number {
+    this.need(4, what);
+    const v = this.view.getFloat32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  f64(what: string): number {
+    this.need(8, what);
+    const v = this.view.getFloat64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
 
   /** u64 as a number when it is a safe integer, else as a bigint. */
   u64(what: string): number | bigint {

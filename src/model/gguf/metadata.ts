@@ -8,7 +8,8 @@ import type { GgufFile, GgufScalar, GgufValue } from '../types.js';
 
 function describe(value: GgufValue): string {
   if (Array.isArray(value)) return `an array of ${value.length}`;
-  if (typeof value === 'string') return `string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+  if (typeof value === 'string')
+    return `string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
   return `${typeof value} ${String(value)}`;
 }
 
@@ -18,7 +19,11 @@ function wrong(file: GgufFile, key: string, expected: string, value: GgufValue |
 }
 
 /** An unsigned integer in [min, max]; `fallback` when the key is absent (required when undefined). */
-export function metaUint(file: GgufFile, key: string, range: { min?: number; max?: number; fallback?: number } = {}): number {
+export function metaUint(
+  file: GgufFile,
+  key: string,
+  range: { min?: number; max?: number; fallback?: number } = {},
+): number {
   const { min = 0, max = 0xffffffff, fallback } = range;
   const value = file.metadata.get(key);
   if (value === undefined && fallback !== undefined) return fallback;
@@ -29,10 +34,18 @@ export function metaUint(file: GgufFile, key: string, range: { min?: number; max
 }
 
 /** A finite float in (0, +inf) or [min, max]. */
-export function metaFloat(file: GgufFile, key: string, range: { min?: number; max?: number; positive?: boolean; fallback?: number } = {}): number {
+export function metaFloat(
+  file: GgufFile,
+  key: string,
+  range: { min?: number; max?: number; positive?: boolean; fallback?: number } = {},
+): number {
   const value = file.metadata.get(key);
   if (value === undefined && range.fallback !== undefined) return range.fallback;
-  const ok = typeof value === 'number' && Number.isFinite(value) && (!range.positive || value > 0) && (range.max === undefined || value <= range.max);
+  const ok =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    (!range.positive || value > 0) &&
+    (range.max === undefined || value <= range.max);
   const expected = `a finite float${range.positive ? ' > 0' : ''}${range.max !== undefined ? ` and <= ${range.max}` : ''}`;
   if (!ok) return wrong(file, key, expected, value);
   return value;

@@ -10,11 +10,25 @@
  */
 import { GgufFormatError, UnsupportedModelError } from '../../core/errors.js';
 import { limits } from '../../core/limits.js';
-import { GGML_TYPE, type GgmlTypeName, type GgufFile, type GgufScalar, type GgufValue, type TensorInfo } from '../types.js';
+import {
+  GGML_TYPE,
+  type GgmlTypeName,
+  type GgufFile,
+  type GgufScalar,
+  type GgufValue,
+  type TensorInfo,
+} from '../types.js';
 import { Cursor } from './cursor.js';
 import {
-  GGML_TYPE_NAMES_OTHER, GGUF_ALIGNMENT_DEFAULT, GGUF_MAGIC, GGUF_SCALAR_BYTES, GGUF_VERSION,
-  alignUp, tensorByteLength, valueTypeName, type GgufValueTypeName,
+  GGML_TYPE_NAMES_OTHER,
+  GGUF_ALIGNMENT_DEFAULT,
+  GGUF_MAGIC,
+  GGUF_SCALAR_BYTES,
+  GGUF_VERSION,
+  alignUp,
+  tensorByteLength,
+  valueTypeName,
+  type GgufValueTypeName,
 } from './values.js';
 
 const SUPPORTED_TYPES = Object.keys(GGML_TYPE).join(', ');
@@ -28,7 +42,8 @@ export function parseGguf(bytes: Uint8Array, path: string, size: number = bytes.
   cur.need(4, 'magic "GGUF"');
   if (cur.u32('magic') !== GGUF_MAGIC) cur.fail('magic "GGUF"', 0);
   const version = cur.u32('version');
-  if (version !== GGUF_VERSION) cur.fail(`GGUF version ${GGUF_VERSION} (the only version supported), got ${version}`, 4);
+  if (version !== GGUF_VERSION)
+    cur.fail(`GGUF version ${GGUF_VERSION} (the only version supported), got ${version}`, 4);
   const tensorCount = cur.count('tensor count', limits.ggufTensorCountMax);
   const kvCount = cur.count('metadata kv count', limits.ggufKvCountMax);
 
@@ -62,17 +77,28 @@ function readMetadata(cur: Cursor, kvCount: number): Map<string, GgufValue> {
 
 function readScalar(cur: Cursor, type: Exclude<GgufValueTypeName, 'array'>): GgufScalar {
   switch (type) {
-    case 'u8': return cur.u8('u8 value');
-    case 'i8': return cur.i8('i8 value');
-    case 'u16': return cur.u16('u16 value');
-    case 'i16': return cur.i16('i16 value');
-    case 'u32': return cur.u32('u32 value');
-    case 'i32': return cur.i32('i32 value');
-    case 'f32': return cur.f32('f32 value');
-    case 'f64': return cur.f64('f64 value');
-    case 'u64': return cur.u64('u64 value');
-    case 'i64': return cur.i64('i64 value');
-    case 'string': return cur.string('string value', limits.ggufStringBytesMax);
+    case 'u8':
+      return cur.u8('u8 value');
+    case 'i8':
+      return cur.i8('i8 value');
+    case 'u16':
+      return cur.u16('u16 value');
+    case 'i16':
+      return cur.i16('i16 value');
+    case 'u32':
+      return cur.u32('u32 value');
+    case 'i32':
+      return cur.i32('i32 value');
+    case 'f32':
+      return cur.f32('f32 value');
+    case 'f64':
+      return cur.f64('f64 value');
+    case 'u64':
+      return cur.u64('u64 value');
+    case 'i64':
+      return cur.i64('i64 value');
+    case 'string':
+      return cur.string('string value', limits.ggufStringBytesMax);
     case 'bool': {
       const at = cur.pos;
       const b = cur.u8('bool value');
@@ -102,13 +128,25 @@ function readAlignment(cur: Cursor, metadata: Map<string, GgufValue>): number {
   cur.context = 'key general.alignment';
   // The GGUF spec: a multiple of 8 (and ggml: a power of two). A wrong value that still divides every
   // tensor offset cannot be told from the header: its misread weights end as NonFiniteLogitsError or wrong text.
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 8 || value > 1 << 16 || (value & (value - 1)) !== 0) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isInteger(value) ||
+    value < 8 ||
+    value > 1 << 16 ||
+    (value & (value - 1)) !== 0
+  ) {
     cur.fail(`a power of two from 8 to 65536 (the GGUF spec asks for a multiple of 8), got ${String(value)}`);
   }
   return value;
 }
 
-interface RawTensor { name: string; type: GgmlTypeName; dims: number[]; relOffset: number; byteLength: number }
+interface RawTensor {
+  name: string;
+  type: GgmlTypeName;
+  dims: number[];
+  relOffset: number;
+  byteLength: number;
+}
 
 function readTensorInfos(cur: Cursor, tensorCount: number, alignment: number): RawTensor[] {
   const names = new Set<string>();
@@ -122,7 +160,8 @@ function readTensorInfos(cur: Cursor, tensorCount: number, alignment: number): R
     names.add(name);
     const nDimsAt = cur.pos;
     const nDims = cur.u32('n_dims');
-    if (nDims < 1 || nDims > limits.ggufDimsMax) cur.fail(`n_dims from 1 to ${limits.ggufDimsMax}, got ${nDims}`, nDimsAt);
+    if (nDims < 1 || nDims > limits.ggufDimsMax)
+      cur.fail(`n_dims from 1 to ${limits.ggufDimsMax}, got ${nDims}`, nDimsAt);
     const dims: number[] = [];
     for (let d = 0; d < nDims; d++) {
       const dimAt = cur.pos;
@@ -148,19 +187,31 @@ function ggmlTypeName(cur: Cursor, tensor: string, id: number, at: number): Ggml
   for (const [name, value] of Object.entries(GGML_TYPE)) if (value === id) return name as GgmlTypeName;
   const other = GGML_TYPE_NAMES_OTHER[id];
   if (other !== undefined) {
-    throw new UnsupportedModelError(cur.path, `tensor ${tensor}`, `a tensor type among ${SUPPORTED_TYPES}, got ${other} (ggml type ${id})`);
+    throw new UnsupportedModelError(
+      cur.path,
+      `tensor ${tensor}`,
+      `a tensor type among ${SUPPORTED_TYPES}, got ${other} (ggml type ${id})`,
+    );
   }
   return cur.fail(`a known ggml type id, got ${id}`, at);
 }
 
 /** Absolute offsets; data must lie inside the file and tensors must not overlap. */
-function placeTensors(path: string, infos: RawTensor[], dataOffset: number, fileBytes: number): Map<string, TensorInfo> {
+function placeTensors(
+  path: string,
+  infos: RawTensor[],
+  dataOffset: number,
+  fileBytes: number,
+): Map<string, TensorInfo> {
   const tensors = new Map<string, TensorInfo>();
   for (const t of infos) {
     const offset = dataOffset + t.relOffset;
     if (offset + t.byteLength > fileBytes) {
-      throw new GgufFormatError(path, `tensor ${t.name}`,
-        `${t.byteLength} bytes of data from byte ${offset} inside the file, but the file ends at byte ${fileBytes}`);
+      throw new GgufFormatError(
+        path,
+        `tensor ${t.name}`,
+        `${t.byteLength} bytes of data from byte ${offset} inside the file, but the file ends at byte ${fileBytes}`,
+      );
     }
     tensors.set(t.name, { name: t.name, type: t.type, dims: t.dims, offset, byteLength: t.byteLength });
   }
@@ -168,8 +219,11 @@ function placeTensors(path: string, infos: RawTensor[], dataOffset: number, file
   for (let i = 1; i < sorted.length; i++) {
     const prev = sorted[i - 1];
     if (sorted[i].offset < prev.offset + prev.byteLength) {
-      throw new GgufFormatError(path, `tensor ${sorted[i].name}`,
-        `data that does not overlap tensor ${prev.name} (bytes ${prev.offset}..${prev.offset + prev.byteLength})`);
+      throw new GgufFormatError(
+        path,
+        `tensor ${sorted[i].name}`,
+        `data that does not overlap tensor ${prev.name} (bytes ${prev.offset}..${prev.offset + prev.byteLength})`,
+      );
     }
   }
   return tensors;

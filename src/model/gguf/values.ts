@@ -29,7 +29,17 @@ export type GgufItemTypeName = Exclude<GgufValueTypeName, 'array'>;
 
 /** Fixed byte size of each numeric / bool value type (strings and arrays are variable). */
 export const GGUF_SCALAR_BYTES: Partial<Record<GgufValueTypeName, number>> = {
-  u8: 1, i8: 1, bool: 1, u16: 2, i16: 2, u32: 4, i32: 4, f32: 4, u64: 8, i64: 8, f64: 8,
+  u8: 1,
+  i8: 1,
+  bool: 1,
+  u16: 2,
+  i16: 2,
+  u32: 4,
+  i32: 4,
+  f32: 4,
+  u64: 8,
+  i64: 8,
+  f64: 8,
 };
 
 export function valueTypeName(id: number): GgufValueTypeName | undefined {
@@ -51,9 +61,26 @@ export type GgufTypedValue =
 
 /** ggml type ids that exist in llama.cpp but that moetier does not read; named in refusals. */
 export const GGML_TYPE_NAMES_OTHER: Record<number, string> = {
-  3: 'Q4_1', 9: 'Q8_1', 15: 'Q8_K', 16: 'IQ2_XXS', 17: 'IQ2_XS', 18: 'IQ3_XXS', 19: 'IQ1_S', 20: 'IQ4_NL',
-  21: 'IQ3_S', 22: 'IQ2_S', 23: 'IQ4_XS', 24: 'I8', 25: 'I16', 26: 'I32', 27: 'I64', 28: 'F64',
-  29: 'IQ1_M', 34: 'TQ1_0', 35: 'TQ2_0', 39: 'MXFP4',
+  3: 'Q4_1',
+  9: 'Q8_1',
+  15: 'Q8_K',
+  16: 'IQ2_XXS',
+  17: 'IQ2_XS',
+  18: 'IQ3_XXS',
+  19: 'IQ1_S',
+  20: 'IQ4_NL',
+  21: 'IQ3_S',
+  22: 'IQ2_S',
+  23: 'IQ4_XS',
+  24: 'I8',
+  25: 'I16',
+  26: 'I32',
+  27: 'I64',
+  28: 'F64',
+  29: 'IQ1_M',
+  34: 'TQ1_0',
+  35: 'TQ2_0',
+  39: 'MXFP4',
 };
 
 /**

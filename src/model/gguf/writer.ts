@@ -13,8 +13,15 @@ import { DiskSpaceError, InvalidOptionError, RequestAbortedError } from '../../c
 import { limits } from '../../core/limits.js';
 import { GGML_BLOCK, GGML_TYPE, type GgmlTypeName } from '../types.js';
 import {
-  GGUF_ALIGNMENT_DEFAULT, GGUF_MAGIC, GGUF_SCALAR_BYTES, GGUF_VALUE_TYPE, GGUF_VERSION,
-  alignUp, tensorByteLength, type GgufItemTypeName, type GgufTypedValue,
+  GGUF_ALIGNMENT_DEFAULT,
+  GGUF_MAGIC,
+  GGUF_SCALAR_BYTES,
+  GGUF_VALUE_TYPE,
+  GGUF_VERSION,
+  alignUp,
+  tensorByteLength,
+  type GgufItemTypeName,
+  type GgufTypedValue,
 } from './values.js';
 
 export type { GgufTypedValue } from './values.js';
@@ -63,13 +70,31 @@ class ByteSink {
     this.buf = next;
     this.view = new DataView(next.buffer);
   }
-  u8(v: number): void { this.reserve(1); this.view.setUint8(this.length, v); this.length += 1; }
-  u32(v: number): void { this.reserve(4); this.view.setUint32(this.length, v, true); this.length += 4; }
-  u64(v: bigint | number): void {
-    this.reserve(8); this.view.setBigUint64(this.length, BigInt(v), true); this.length += 8;
+  u8(v: number): void {
+    this.reserve(1);
+    this.view.setUint8(this.length, v);
+    this.length += 1;
   }
-  bytes(b: Uint8Array): void { this.reserve(b.length); this.buf.set(b, this.length); this.length += b.length; }
-  string(s: string): void { const b = utf8.encode(s); this.u64(b.length); this.bytes(b); }
+  u32(v: number): void {
+    this.reserve(4);
+    this.view.setUint32(this.length, v, true);
+    this.length += 4;
+  }
+  u64(v: bigint | number): void {
+    this.reserve(8);
+    this.view.setBigUint64(this.length, BigInt(v), true);
+    this.length += 8;
+  }
+  bytes(b: Uint8Array): void {
+    this.reserve(b.length);
+    this.buf.set(b, this.length);
+    this.length += b.length;
+  }
+  string(s: string): void {
+    const b = utf8.encode(s);
+    this.u64(b.length);
+    this.bytes(b);
+  }
   /** One scalar of `type`; the caller has checked the JS type. */
   scalar(type: GgufItemTypeName, v: number | bigint | boolean | string): void {
     if (type === 'string') return this.string(v as string);
@@ -77,30 +102,58 @@ class ByteSink {
     this.reserve(n);
     const at = this.length;
     switch (type) {
-      case 'u8': this.view.setUint8(at, v as number); break;
-      case 'i8': this.view.setInt8(at, v as number); break;
-      case 'bool': this.view.setUint8(at, v ? 1 : 0); break;
-      case 'u16': this.view.setUint16(at, v as number, true); break;
-      case 'i16': this.view.setInt16(at, v as number, true); break;
-      case 'u32': this.view.setUint32(at, v as number, true); break;
-      case 'i32': this.view.setInt32(at, v as number, true); break;
-      case 'f32': this.view.setFloat32(at, v as number, true); break;
-      case 'f64': this.view.setFloat64(at, v as number, true); break;
-      case 'u64': this.view.setBigUint64(at, BigInt(v as number | bigint), true); break;
-      case 'i64': this.view.setBigInt64(at, BigInt(v as number | bigint), true); break;
+      case 'u8':
+        this.view.setUint8(at, v as number);
+        break;
+      case 'i8':
+        this.view.setInt8(at, v as number);
+        break;
+      case 'bool':
+        this.view.setUint8(at, v ? 1 : 0);
+        break;
+      case 'u16':
+        this.view.setUint16(at, v as number, true);
+        break;
+      case 'i16':
+        this.view.setInt16(at, v as number, true);
+        break;
+      case 'u32':
+        this.view.setUint32(at, v as number, true);
+        break;
+      case 'i32':
+        this.view.setInt32(at, v as number, true);
+        break;
+      case 'f32':
+        this.view.setFloat32(at, v as number, true);
+        break;
+      case 'f64':
+        this.view.setFloat64(at, v as number, true);
+        break;
+      case 'u64':
+        this.view.setBigUint64(at, BigInt(v as number | bigint), true);
+        break;
+      case 'i64':
+        this.view.setBigInt64(at, BigInt(v as number | bigint), true);
+        break;
     }
     this.length += n;
   }
-  contents(): Uint8Array { return this.buf.subarray(0, this.length); }
+  contents(): Uint8Array {
+    return this.buf.subarray(0, this.length);
+  }
 }
 
 function checkScalar(key: string, type: GgufItemTypeName, v: unknown): void {
   const ok =
-    type === 'string' ? typeof v === 'string'
-    : type === 'bool' ? typeof v === 'boolean'
-    : type === 'u64' || type === 'i64' ? typeof v === 'bigint' || Number.isInteger(v)
-    : type === 'f32' || type === 'f64' ? typeof v === 'number'
-    : Number.isInteger(v);
+    type === 'string'
+      ? typeof v === 'string'
+      : type === 'bool'
+        ? typeof v === 'boolean'
+        : type === 'u64' || type === 'i64'
+          ? typeof v === 'bigint' || Number.isInteger(v)
+          : type === 'f32' || type === 'f64'
+            ? typeof v === 'number'
+            : Number.isInteger(v);
   if (!ok) throw new InvalidOptionError(`metadata ${key}`, `a ${type} value`, v);
 }
 
@@ -123,7 +176,11 @@ function writeKv(sink: ByteSink, key: string, tv: GgufTypedValue): void {
   }
 }
 
-interface PlannedTensor { source: GgufTensorSource; offset: number; byteLength: number }
+interface PlannedTensor {
+  source: GgufTensorSource;
+  offset: number;
+  byteLength: number;
+}
 
 /** Check each tensor and assign its offset relative to the data section. */
 function planTensors(tensors: GgufTensorSource[], alignment: number): { planned: PlannedTensor[]; dataBytes: number } {
@@ -133,12 +190,14 @@ function planTensors(tensors: GgufTensorSource[], alignment: number): { planned:
   for (const source of tensors) {
     if (names.has(source.name)) throw new InvalidOptionError('tensors', 'unique tensor names', source.name);
     names.add(source.name);
-    if (!(source.type in GGML_BLOCK)) throw new InvalidOptionError(`tensor ${source.name} type`, 'a GgmlTypeName', source.type);
+    if (!(source.type in GGML_BLOCK))
+      throw new InvalidOptionError(`tensor ${source.name} type`, 'a GgmlTypeName', source.type);
     if (source.dims.length < 1 || source.dims.length > limits.ggufDimsMax) {
       throw new InvalidOptionError(`tensor ${source.name} dims`, `1 to ${limits.ggufDimsMax} dims`, source.dims);
     }
     const byteLength = tensorByteLength(source.type, source.dims);
-    if (typeof byteLength === 'string') throw new InvalidOptionError(`tensor ${source.name} dims`, byteLength, source.dims);
+    if (typeof byteLength === 'string')
+      throw new InvalidOptionError(`tensor ${source.name} dims`, byteLength, source.dims);
     offset = alignUp(offset, alignment);
     planned.push({ source, offset, byteLength });
     offset += byteLength;
@@ -146,7 +205,11 @@ function planTensors(tensors: GgufTensorSource[], alignment: number): { planned:
   return { planned, dataBytes: offset };
 }
 
-function buildHeader(metadata: Array<[string, GgufTypedValue]>, planned: PlannedTensor[], alignment: number): Uint8Array {
+function buildHeader(
+  metadata: Array<[string, GgufTypedValue]>,
+  planned: PlannedTensor[],
+  alignment: number,
+): Uint8Array {
   const keys = new Set<string>();
   const kvs = metadata.filter(([key]) => key !== 'general.alignment');
   if (alignment !== GGUF_ALIGNMENT_DEFAULT) kvs.push(['general.alignment', { type: 'u32', value: alignment }]);
@@ -182,7 +245,11 @@ export async function writeGguf(
 ): Promise<void> {
   const alignment = options.alignment ?? GGUF_ALIGNMENT_DEFAULT;
   if (!Number.isInteger(alignment) || alignment < 8 || alignment > 1 << 16 || (alignment & (alignment - 1)) !== 0) {
-    throw new InvalidOptionError('alignment', 'a power of two from 8 to 65536 (the GGUF spec asks for a multiple of 8)', alignment);
+    throw new InvalidOptionError(
+      'alignment',
+      'a power of two from 8 to 65536 (the GGUF spec asks for a multiple of 8)',
+      alignment,
+    );
   }
   const { planned, dataBytes } = planTensors(tensors, alignment);
   const header = buildHeader(metadata, planned, alignment);
@@ -214,8 +281,11 @@ export async function writeGguf(
       await put(new Uint8Array(dataOffset + t.offset - position)); // zero padding
       const bytes = await t.source.data();
       if (!(bytes instanceof Uint8Array) || bytes.length !== t.byteLength) {
-        throw new InvalidOptionError(`tensor ${t.source.name} data`,
-          `${t.byteLength} bytes for ${t.source.type} [${t.source.dims.join(', ')}]`, bytes?.length);
+        throw new InvalidOptionError(
+          `tensor ${t.source.name} data`,
+          `${t.byteLength} bytes for ${t.source.type} [${t.source.dims.join(', ')}]`,
+          bytes?.length,
+        );
       }
       await put(bytes);
       options.onProgress?.(position, bytesTotal);

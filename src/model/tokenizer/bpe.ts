@@ -29,7 +29,12 @@ export class BpeModel {
     merges.forEach((merge, rank) => {
       // llama.cpp splits at the first space after the first character.
       const space = merge.indexOf(' ', 1);
-      if (space < 0) throw new GgufFormatError(file.path, 'key tokenizer.ggml.merges', `"left right" pairs, got ${JSON.stringify(merge)} at index ${rank}`);
+      if (space < 0)
+        throw new GgufFormatError(
+          file.path,
+          'key tokenizer.ggml.merges',
+          `"left right" pairs, got ${JSON.stringify(merge)} at index ${rank}`,
+        );
       const key = merge.slice(0, space) + PAIR_SEP + merge.slice(space + 1);
       if (!this.ranks.has(key)) this.ranks.set(key, rank);
     });
@@ -90,7 +95,12 @@ export class BpeModel {
   tokenBytes(id: number): Uint8Array {
     const text = this.vocab.tokens[id];
     const type = this.vocab.types[id];
-    if (type === TOKEN_TYPE.normal || type === TOKEN_TYPE.undefined || type === TOKEN_TYPE.unused || type === TOKEN_TYPE.byte) {
+    if (
+      type === TOKEN_TYPE.normal ||
+      type === TOKEN_TYPE.undefined ||
+      type === TOKEN_TYPE.unused ||
+      type === TOKEN_TYPE.byte
+    ) {
       return unicodeToBytes(text);
     }
     return utf8Encoder.encode(text);

@@ -11,7 +11,8 @@ const NOT_WS = String.raw`\P{White_Space}`;
 const CONTRACTIONS_CI = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
 const GPT2 = String.raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^${WS}\p{L}\p{N}]+|${WS}+(?!${NOT_WS})`;
 const LLAMA3_LIKE = (digits: string) =>
-  CONTRACTIONS_CI + String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}${digits}| ?[^${WS}\p{L}\p{N}]+[\r\n]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
+  CONTRACTIONS_CI +
+  String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}${digits}| ?[^${WS}\p{L}\p{N}]+[\r\n]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
 
 /** Pre-tokenizer name -> its regexes, applied in order. */
 const PRE_TOKENIZERS: Record<string, string[]> = {

@@ -12,20 +12,79 @@
 import { TOKEN_TYPE } from './token-type.js';
 
 /** Texts that name an end-of-turn token when tokenizer.ggml.eot_token_id is absent. */
-const EOT_TEXTS = ['<|eot_id|>', '<|im_end|>', '<|end|>', '<end_of_turn>', '<|endoftext|>', '<|end_of_text|>',
-  '<EOT>', '_<EOT>', '[EOT]', '<｜end▁of▁sentence｜>', '<end_of_utterance>'];
+const EOT_TEXTS = [
+  '<|eot_id|>',
+  '<|im_end|>',
+  '<|end|>',
+  '<end_of_turn>',
+  '<|endoftext|>',
+  '<|end_of_text|>',
+  '<EOT>',
+  '_<EOT>',
+  '[EOT]',
+  '<｜end▁of▁sentence｜>',
+  '<end_of_utterance>',
+];
 const EOM_TEXTS = ['<|eom_id|>'];
-const FIM_PRE_TEXTS = ['<|fim_prefix|>', '<fim-prefix>', '<fim_prefix>', '<｜fim▁begin｜>', '<PRE>', '▁<PRE>', '<|code_prefix|>', '<|prefix|>'];
-const FIM_SUF_TEXTS = ['<|fim_suffix|>', '<fim-suffix>', '<fim_suffix>', '<｜fim▁hole｜>', '<SUF>', '▁<SUF>', '<|code_suffix|>', '<|suffix|>'];
-const FIM_MID_TEXTS = ['<|fim_middle|>', '<fim-middle>', '<fim_middle>', '<｜fim▁end｜>', '<MID>', '▁<MID>', '<|code_middle|>', '<|middle|>'];
+const FIM_PRE_TEXTS = [
+  '<|fim_prefix|>',
+  '<fim-prefix>',
+  '<fim_prefix>',
+  '<｜fim▁begin｜>',
+  '<PRE>',
+  '▁<PRE>',
+  '<|code_prefix|>',
+  '<|prefix|>',
+];
+const FIM_SUF_TEXTS = [
+  '<|fim_suffix|>',
+  '<fim-suffix>',
+  '<fim_suffix>',
+  '<｜fim▁hole｜>',
+  '<SUF>',
+  '▁<SUF>',
+  '<|code_suffix|>',
+  '<|suffix|>',
+];
+const FIM_MID_TEXTS = [
+  '<|fim_middle|>',
+  '<fim-middle>',
+  '<fim_middle>',
+  '<｜fim▁end｜>',
+  '<MID>',
+  '▁<MID>',
+  '<|code_middle|>',
+  '<|middle|>',
+];
 const FIM_PAD_TEXTS = ['<|fim_pad|>', '<fim-pad>', '<fim_pad>', '<PAD>', '[PAD]'];
 const FIM_REP_TEXTS = ['<|fim_repo|>', '<|repo_name|>', '<fim-repo>', '<REPO>', '<reponame>'];
 const FIM_SEP_TEXTS = ['<|file_sep|>'];
 
 /** Texts of tokens that end generation wherever they are in the vocabulary. */
-const EOG_TEXTS = new Set(['<|eot_id|>', '<|im_end|>', '<|end|>', '<|return|>', '<|call|>', '<|flush|>', '<|calls|>',
-  '<end_of_turn>', '<|endoftext|>', '</s>', '<|eom_id|>', '<EOT>', '_<EOT>', '[EOT]', '[EOS]', '<|end_of_text|>',
-  '<end_of_utterance>', '<eos>', '<turn|>', '<|tool_response>', '<｜end▁of▁sentence｜>', '[e~[']);
+const EOG_TEXTS = new Set([
+  '<|eot_id|>',
+  '<|im_end|>',
+  '<|end|>',
+  '<|return|>',
+  '<|call|>',
+  '<|flush|>',
+  '<|calls|>',
+  '<end_of_turn>',
+  '<|endoftext|>',
+  '</s>',
+  '<|eom_id|>',
+  '<EOT>',
+  '_<EOT>',
+  '[EOT]',
+  '[EOS]',
+  '<|end_of_text|>',
+  '<end_of_utterance>',
+  '<eos>',
+  '<turn|>',
+  '<|tool_response>',
+  '<｜end▁of▁sentence｜>',
+  '[e~[',
+]);
 
 /** gpt-oss (o200k_harmony) markers that llama.cpp always renders: forced to USER_DEFINED. */
 const ALWAYS_RENDERED = new Set(['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>']);
@@ -44,7 +103,12 @@ export interface NamedSpecialIds {
  * The end-of-generation ids; `types` is updated in place where llama.cpp overrides a token's type
  * (to CONTROL for the recognised names, USER_DEFINED for ALWAYS_RENDERED, NORMAL for the gemma4 "</s>").
  */
-export function detectSpecials(tokens: string[], types: number[], ids: ReadonlyMap<string, number>, named: NamedSpecialIds): Set<number> {
+export function detectSpecials(
+  tokens: string[],
+  types: number[],
+  ids: ReadonlyMap<string, number>,
+  named: NamedSpecialIds,
+): Set<number> {
   const toControl = (id: number): void => {
     if (types[id] !== TOKEN_TYPE.control) types[id] = TOKEN_TYPE.control;
   };

@@ -15,7 +15,10 @@ export class SpmModel {
   private readonly byteIds: Array<number | undefined> = [];
   private readonly byteValues = new Map<number, number>();
 
-  constructor(private readonly vocab: Vocab, readonly addSpacePrefix: boolean) {
+  constructor(
+    private readonly vocab: Vocab,
+    readonly addSpacePrefix: boolean,
+  ) {
     for (let b = 0; b < 256; b++) {
       const hex = b.toString(16).toUpperCase().padStart(2, '0');
       this.byteIds[b] = vocab.ids.get(`<0x${hex}>`) ?? (b < 0x80 ? vocab.ids.get(String.fromCharCode(b)) : undefined);

@@ -55,19 +55,39 @@ export function createTokenizer(file: GgufFile): Tokenizer {
     const pre = metaString(file, 'tokenizer.ggml.pre', 'default');
     const preTokenize = preTokenizer(pre);
     if (preTokenize === undefined) {
-      throw new UnsupportedModelError(file.path, 'key tokenizer.ggml.pre', `one of ${PRE_TOKENIZER_NAMES.join(', ')}, got ${JSON.stringify(pre)}`);
+      throw new UnsupportedModelError(
+        file.path,
+        'key tokenizer.ggml.pre',
+        `one of ${PRE_TOKENIZER_NAMES.join(', ')}, got ${JSON.stringify(pre)}`,
+      );
     }
     const vocab = readVocab(file, { addBos: false });
     // llama.cpp's ignore_merges (Llama 3): a pre-token that is itself a token is that token, unmerged.
     const bpe = new BpeModel(file, vocab, preTokenize, IGNORE_MERGES.has(pre));
-    return new GgufTokenizer('gpt2', vocab, (text, _first, out) => bpe.encodeText(text, out), (id) => bpe.tokenBytes(id), false);
+    return new GgufTokenizer(
+      'gpt2',
+      vocab,
+      (text, _first, out) => bpe.encodeText(text, out),
+      (id) => bpe.tokenBytes(id),
+      false,
+    );
   }
   if (model === 'llama') {
     const vocab = readVocab(file, { unk: 0, bos: 1, eos: 2, addBos: true });
     const spm = new SpmModel(vocab, metaBool(file, 'tokenizer.ggml.add_space_prefix', true));
-    return new GgufTokenizer('llama', vocab, (text, prefix, out) => spm.encodeText(text, prefix, out), (id) => spm.tokenBytes(id), spm.addSpacePrefix);
+    return new GgufTokenizer(
+      'llama',
+      vocab,
+      (text, prefix, out) => spm.encodeText(text, prefix, out),
+      (id) => spm.tokenBytes(id),
+      spm.addSpacePrefix,
+    );
   }
-  throw new UnsupportedModelError(file.path, 'key tokenizer.ggml.model', `one of ${MODELS.join(', ')}, got ${JSON.stringify(model)}`);
+  throw new UnsupportedModelError(
+    file.path,
+    'key tokenizer.ggml.model',
+    `one of ${MODELS.join(', ')}, got ${JSON.stringify(model)}`,
+  );
 }
 
 /** A leading U+FEFF is text, not a byte-order mark to drop (tokens such as "\ufeffusing" keep it). */

@@ -30,15 +30,24 @@ export interface Vocab {
   eogIds: Set<number>;
 }
 
-export function readVocab(file: GgufFile, defaults: { bos?: number; eos?: number; unk?: number; addBos: boolean }): Vocab {
+export function readVocab(
+  file: GgufFile,
+  defaults: { bos?: number; eos?: number; unk?: number; addBos: boolean },
+): Vocab {
   const tokens = metaStringArray(file, 'tokenizer.ggml.tokens');
   const n = tokens.length;
   if (n === 0) throw new GgufFormatError(file.path, 'key tokenizer.ggml.tokens', 'at least one token');
   // A copy: special-token detection overrides some types, and the file's metadata stays as read.
-  const types = [...(metaNumberArray(file, 'tokenizer.ggml.token_type', n) ?? new Array<number>(n).fill(TOKEN_TYPE.normal))];
+  const types = [
+    ...(metaNumberArray(file, 'tokenizer.ggml.token_type', n) ?? new Array<number>(n).fill(TOKEN_TYPE.normal)),
+  ];
   const badType = types.findIndex((t) => !Number.isInteger(t) || t < 0 || t > 6);
   if (badType >= 0) {
-    throw new GgufFormatError(file.path, 'key tokenizer.ggml.token_type', `token types 0 to 6, got ${types[badType]} at index ${badType}`);
+    throw new GgufFormatError(
+      file.path,
+      'key tokenizer.ggml.token_type',
+      `token types 0 to 6, got ${types[badType]} at index ${badType}`,
+    );
   }
   const scores = metaNumberArray(file, 'tokenizer.ggml.scores', n);
   const id = (key: string, fallback: number | undefined): number | undefined => {
@@ -50,14 +59,22 @@ export function readVocab(file: GgufFile, defaults: { bos?: number; eos?: number
   const unkId = id('unknown_token_id', defaults.unk);
   const addBos = metaBool(file, 'tokenizer.ggml.add_bos_token', defaults.addBos);
   if (addBos && bosId === undefined) {
-    throw new GgufFormatError(file.path, 'key tokenizer.ggml.bos_token_id', 'a BOS token id, since tokenizer.ggml.add_bos_token is true');
+    throw new GgufFormatError(
+      file.path,
+      'key tokenizer.ggml.bos_token_id',
+      'a BOS token id, since tokenizer.ggml.add_bos_token is true',
+    );
   }
   const ids = new Map<string, number>();
   tokens.forEach((text, i) => ids.set(text, i));
   // Before the special list: detection may turn a NORMAL token (Qwen3's "</s>") into a CONTROL one.
   const eogIds = detectSpecials(tokens, types, ids, {
-    eos: eosId, eot: id('eot_token_id', undefined), eom: id('eom_token_id', undefined),
-    fimPad: id('fim_pad_token_id', undefined), fimRep: id('fim_rep_token_id', undefined), fimSep: id('fim_sep_token_id', undefined),
+    eos: eosId,
+    eot: id('eot_token_id', undefined),
+    eom: id('eom_token_id', undefined),
+    fimPad: id('fim_pad_token_id', undefined),
+    fimRep: id('fim_rep_token_id', undefined),
+    fimSep: id('fim_sep_token_id', undefined),
   });
   const specials = tokens
     .map((text, i) => ({ id: i, text }))
@@ -107,6 +124,9 @@ export function partitionSpecials(text: string, vocab: Vocab, parseSpecial: bool
  * here the model is named as at fault, with the byte and where it was.
  */
 export function unencodable(vocab: Vocab, byte: number, text: string): UnsupportedModelError {
-  return new UnsupportedModelError(vocab.file, 'key tokenizer.ggml.tokens',
-    `a token (or a byte fallback) for every byte of the text; it has none for byte 0x${byte.toString(16).padStart(2, '0')} in ${JSON.stringify(text.slice(0, 40))}`);
+  return new UnsupportedModelError(
+    vocab.file,
+    'key tokenizer.ggml.tokens',
+    `a token (or a byte fallback) for every byte of the text; it has none for byte 0x${byte.toString(16).padStart(2, '0')} in ${JSON.stringify(text.slice(0, 40))}`,
+  );
 }

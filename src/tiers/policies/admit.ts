@@ -23,7 +23,11 @@ export interface AdmitParams {
 }
 
 export const admitDefaults: AdmitParams = {
-  decayPerStep: 0.97, minScore: 8, fillsPerLayerStep: 16, swapsPerLayerStep: 1, victimMargin: 1,
+  decayPerStep: 0.97,
+  minScore: 8,
+  fillsPerLayerStep: 16,
+  swapsPerLayerStep: 1,
+  victimMargin: 1,
 };
 
 export interface AdmitState {
@@ -45,8 +49,12 @@ export function admitScore(s: AdmitState, p: AdmitParams, layer: number, expert:
 function addUses(s: AdmitState, p: AdmitParams, layer: number, uses: (e: number) => number): AdmitState {
   const now = (e: number): number => admitScore(s, p, layer, e);
   const n = s.score[layer].length;
-  const score = withRow(s.score, layer, (row) => { for (let e = 0; e < n; e++) if (uses(e) > 0) row[e] = now(e) + uses(e); });
-  const lastStep = withRow(s.lastStep, layer, (row) => { for (let e = 0; e < n; e++) if (uses(e) > 0) row[e] = s.step; });
+  const score = withRow(s.score, layer, (row) => {
+    for (let e = 0; e < n; e++) if (uses(e) > 0) row[e] = now(e) + uses(e);
+  });
+  const lastStep = withRow(s.lastStep, layer, (row) => {
+    for (let e = 0; e < n; e++) if (uses(e) > 0) row[e] = s.step;
+  });
   return { ...s, score, lastStep };
 }
 
@@ -56,8 +64,8 @@ function chooseVictim(s: AdmitState, p: AdmitParams, layer: number, pinned: read
   const sc = (l: number, e: number): number => admitScore(s, p, l, e);
   const lowest = lowestResident(r, layer, pinned, sc, global);
   const inc = s.incumbent[global ? 0 : layer];
-  const incOk = inc && isResident(r, inc.layer, inc.expert)
-    && !(inc.layer === layer && (global || pinned.includes(inc.expert)));
+  const incOk =
+    inc && isResident(r, inc.layer, inc.expert) && !(inc.layer === layer && (global || pinned.includes(inc.expert)));
   if (!incOk || !lowest) return lowest;
   return sc(lowest.layer, lowest.expert) < sc(inc.layer, inc.expert) - p.victimMargin ? lowest : inc;
 }
@@ -65,8 +73,9 @@ function chooseVictim(s: AdmitState, p: AdmitParams, layer: number, pinned: read
 function onRoute(s0: AdmitState, p: AdmitParams, layer: number, experts: readonly number[]): PolicyStep<AdmitState> {
   let s = addUses(s0, p, layer, (e) => (experts.includes(e) ? 1 : 0));
   const group = s.residency.budget.scope === 'global' ? 0 : layer;
-  const misses = missesOf(s.residency, layer, experts)
-    .sort((a, b) => admitScore(s, p, layer, b) - admitScore(s, p, layer, a));
+  const misses = missesOf(s.residency, layer, experts).sort(
+    (a, b) => admitScore(s, p, layer, b) - admitScore(s, p, layer, a),
+  );
   const fills = [...s.fills];
   const swaps = [...s.swaps];
   const incumbent = [...s.incumbent];

@@ -50,8 +50,10 @@ function nextUse(f: Future, token: number, layer: number, k: ExpertKey): number 
 function onRoute(s: BeladyState, layer: number, experts: readonly number[]): PolicyStep<BeladyState> {
   const f = s.future;
   const planned = f.steps[s.token]?.[layer];
-  assert(planned !== undefined && planned.length === experts.length && planned.every((e, i) => e === experts[i]),
-    `belady: route event at token ${s.token} layer ${layer} matches the future it was given`);
+  assert(
+    planned !== undefined && planned.length === experts.length && planned.every((e, i) => e === experts[i]),
+    `belady: route event at token ${s.token} layer ${layer} matches the future it was given`,
+  );
   let residency = s.residency;
   const decisions: Decision[] = [];
   for (const m of experts) {

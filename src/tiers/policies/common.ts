@@ -29,8 +29,11 @@ export function withRow(rows: Rows, layer: number, edit: (row: Float64Array) => 
  * layer when `otherLayersOnly`. Ties go to the lowest layer, then the lowest id.
  */
 export function lowestResident(
-  r: Residency, layer: number, pinned: readonly number[],
-  score: (layer: number, expert: number) => number, otherLayersOnly = false,
+  r: Residency,
+  layer: number,
+  pinned: readonly number[],
+  score: (layer: number, expert: number) => number,
+  otherLayersOnly = false,
 ): ExpertKey | undefined {
   let best: ExpertKey | undefined;
   let bestScore = Infinity;
@@ -56,7 +59,10 @@ export function missesOf(r: Residency, layer: number, experts: readonly number[]
 
 /** Plain demand admission: fill a free slot, else evict the lowest-scoring unpinned resident. */
 export function admitMiss(
-  r: Residency, layer: number, expert: number, pinned: readonly number[],
+  r: Residency,
+  layer: number,
+  expert: number,
+  pinned: readonly number[],
   score: (layer: number, expert: number) => number,
 ): Decision | undefined {
   const newcomer = { layer, expert };
@@ -67,7 +73,10 @@ export function admitMiss(
 
 /** A demand policy's route: every miss in rank order is admitted (admitMiss), each seeing the ones before it. */
 export function admitEveryMiss(
-  r: Residency, layer: number, experts: readonly number[], score: (layer: number, expert: number) => number,
+  r: Residency,
+  layer: number,
+  experts: readonly number[],
+  score: (layer: number, expert: number) => number,
 ): { residency: Residency; decisions: Decision[] } {
   let residency = r;
   const decisions: Decision[] = [];

@@ -33,7 +33,10 @@ export interface DlfuRecentParams extends DlfuParams {
 }
 
 export const dlfuRecentDefaults: DlfuRecentParams = {
-  halfLifeTokens: dlfuDefaults.halfLifeTokens, recentBonus: 0.5, firstTouchMax: 0.05, victimKeepMin: 2,
+  halfLifeTokens: dlfuDefaults.halfLifeTokens,
+  recentBonus: 0.5,
+  firstTouchMax: 0.05,
+  victimKeepMin: 2,
 };
 
 /** log2 of the decayed count as of `now` (-Infinity never routed). */
@@ -47,7 +50,13 @@ export function dlfuRecentScore(s: DlfuState, p: DlfuRecentParams, layer: number
   return recent ? Math.log2(2 ** lv + p.recentBonus) : lv;
 }
 
-function onRoute(before: DlfuState, s: DlfuState, p: DlfuRecentParams, layer: number, experts: readonly number[]): PolicyStep<DlfuState> {
+function onRoute(
+  before: DlfuState,
+  s: DlfuState,
+  p: DlfuRecentParams,
+  layer: number,
+  experts: readonly number[],
+): PolicyStep<DlfuState> {
   const score = (l: number, x: number): number => dlfuRecentScore(s, p, l, x);
   let residency: Residency = s.residency;
   const decisions: Decision[] = [];

@@ -78,12 +78,20 @@ function added(s: DlfuState, p: DlfuParams, layer: number, adds: Float64Array): 
 }
 
 /** The native victim: the lowest-scored resident of the layers a newcomer of `layer` may evict from, never one of `pinned`. */
-function victimOf(s: DlfuState, p: DlfuParams, r: Residency, layer: number, pinned: readonly number[]): ExpertKey | undefined {
+function victimOf(
+  s: DlfuState,
+  p: DlfuParams,
+  r: Residency,
+  layer: number,
+  pinned: readonly number[],
+): ExpertKey | undefined {
   const native = nativePolicy();
   let best: ExpertKey | undefined;
   let bestScore = Infinity;
   for (const l of victimLayers(r, layer)) {
-    const eligible = Uint8Array.from(r.resident[l], (v, e) => (v === 1 && !(l === layer && pinned.includes(e)) ? 1 : 0));
+    const eligible = Uint8Array.from(r.resident[l], (v, e) =>
+      v === 1 && !(l === layer && pinned.includes(e)) ? 1 : 0,
+    );
     const e = native.dlfuVictim(s.count[l], s.stamp[l], eligible, p.halfLifeTokens);
     if (e < 0) continue;
     const score = native.dlfuScore(s.count[l], s.stamp[l], e, p.halfLifeTokens);
@@ -100,7 +108,11 @@ function keepMisses(s: DlfuState, p: DlfuParams, layer: number, experts: readonl
     if (isResident(residency, layer, e)) continue;
     const newcomer = { layer, expert: e };
     const victim = freeSlots(residency, layer) > 0 ? undefined : victimOf(s, p, residency, layer, experts);
-    const d: Decision | undefined = victim ? { kind: 'swap', victim, newcomer } : freeSlots(residency, layer) > 0 ? { kind: 'fill', expert: newcomer } : undefined;
+    const d: Decision | undefined = victim
+      ? { kind: 'swap', victim, newcomer }
+      : freeSlots(residency, layer) > 0
+        ? { kind: 'fill', expert: newcomer }
+        : undefined;
     if (!d) continue;
     decisions.push(d);
     residency = applyDecisions(residency, [d]);
@@ -116,13 +128,24 @@ export function makeDlfu(p: DlfuParams = dlfuDefaults): Policy<DlfuState> {
     kind: 'demand',
     offline: false,
     init(ctx: PolicyContext): PolicyStep<DlfuState> {
-      return { state: { residency: ctx.start, count: rowsOf(ctx.layers, ctx.experts, 0, ctx.heat && heatPrior(ctx.heat, h)), stamp: rowsOf(ctx.layers, ctx.experts), tokens: 0 }, decisions: [] };
+      return {
+        state: {
+          residency: ctx.start,
+          count: rowsOf(ctx.layers, ctx.experts, 0, ctx.heat && heatPrior(ctx.heat, h)),
+          stamp: rowsOf(ctx.layers, ctx.experts),
+          tokens: 0,
+        },
+        decisions: [],
+      };
     },
     step(s: DlfuState, ev: TierEvent): PolicyStep<DlfuState> {
       if (ev.kind === 'decodeTick') return { state: { ...s, tokens: s.tokens + 1 }, decisions: [] };
       const adds = new Float64Array(s.count[ev.layer].length);
       if (ev.kind === 'route') for (const e of ev.experts) adds[e] = 1;
-      else ev.counts.forEach((c, e) => { adds[e] = c; });
+      else
+        ev.counts.forEach((c, e) => {
+          adds[e] = c;
+        });
       const state = added(s, p, ev.layer, adds);
       return ev.kind === 'prefillCounts' ? { state, decisions: [] } : keepMisses(state, p, ev.layer, ev.experts);
     },

@@ -11,7 +11,20 @@ import { lru } from './lru.js';
 import { lfruGuarded, replan, replanUnguarded } from './replan.js';
 import { oracleStatic, staticStart } from './static.js';
 
-export const policies: readonly Policy[] = [lru, lfu, dlfu, dlfuRecent, lfru, lfruGuarded, admit, replan, replanUnguarded, staticStart, oracleStatic, belady];
+export const policies: readonly Policy[] = [
+  lru,
+  lfu,
+  dlfu,
+  dlfuRecent,
+  lfru,
+  lfruGuarded,
+  admit,
+  replan,
+  replanUnguarded,
+  staticStart,
+  oracleStatic,
+  belady,
+];
 
 export const policyNames: readonly string[] = policies.map((p) => p.name);
 

@@ -48,8 +48,10 @@ export function lfruInit(ctx: PolicyContext): LfruState {
 /** Heat and recency bookkeeping of route and prefill events; never decides. */
 export function lfruObserve(s: LfruState, ev: TierEvent): LfruState {
   if (ev.kind === 'decodeTick') return s;
-  const add = ev.kind === 'route' ? (row: Float64Array) => ev.experts.forEach((e) => row[e]++)
-    : (row: Float64Array) => ev.counts.forEach((c, e) => (row[e] += c));
+  const add =
+    ev.kind === 'route'
+      ? (row: Float64Array) => ev.experts.forEach((e) => row[e]++)
+      : (row: Float64Array) => ev.counts.forEach((c, e) => (row[e] += c));
   const routed = ev.kind === 'route' ? ev.experts : ev.counts.flatMap((c, e) => (c > 0 ? [e] : []));
   return {
     ...s,

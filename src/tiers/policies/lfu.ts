@@ -21,7 +21,10 @@ export const lfu: Policy<LfuState> = {
   offline: false,
   init(ctx: PolicyContext): PolicyStep<LfuState> {
     const state = {
-      residency: ctx.start, count: rowsOf(ctx.layers, ctx.experts), lastUse: rowsOf(ctx.layers, ctx.experts, -1), clock: 0,
+      residency: ctx.start,
+      count: rowsOf(ctx.layers, ctx.experts),
+      lastUse: rowsOf(ctx.layers, ctx.experts, -1),
+      clock: 0,
     };
     return { state, decisions: [] };
   },

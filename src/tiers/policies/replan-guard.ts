@@ -94,7 +94,11 @@ export function checkGuardParams(p: GuardParams): void {
  * watch (a new request's prefill) and forgets every older one.
  */
 export function guardWatch(
-  g: GuardState, residency: Residency, layer: number, swaps: readonly Extract<Decision, { kind: 'swap' }>[], counts: readonly number[],
+  g: GuardState,
+  residency: Residency,
+  layer: number,
+  swaps: readonly Extract<Decision, { kind: 'swap' }>[],
+  counts: readonly number[],
 ): GuardState {
   const base = g.tokens > 0 ? guardInit(g.mode, g.layers.length) : g;
   const row = residency.resident[layer];
@@ -107,7 +111,15 @@ export function guardWatch(
   }
   if (sameSet(before, after)) return withLayer(base, layer, undefined);
   const summed = earlier && earlier.status === 'watch' ? earlier.counts.map((c, e) => c + counts[e]) : [...counts];
-  return withLayer(base, layer, { before, after, counts: summed, beforeOnly: 0, afterOnly: 0, seen: new Uint16Array(row.length), status: 'watch' });
+  return withLayer(base, layer, {
+    before,
+    after,
+    counts: summed,
+    beforeOnly: 0,
+    afterOnly: 0,
+    seen: new Uint16Array(row.length),
+    status: 'watch',
+  });
 }
 
 /** One decode routing of `layer`, counted against both frozen sets. */
@@ -162,21 +174,33 @@ export function switchSwaps(g: GuardState, residency: Residency, layer: number):
   if (!lg) return [];
   const target = g.mode === 'replan' ? lg.before : lg.after;
   const ids = Array.from({ length: target.length }, (_, e) => e);
-  const victims = ids.filter((e) => isResident(residency, layer, e) && !target[e])
+  const victims = ids
+    .filter((e) => isResident(residency, layer, e) && !target[e])
     .sort((a, b) => lg.seen[a] - lg.seen[b] || lg.counts[a] - lg.counts[b] || a - b);
-  const newcomers = ids.filter((e) => target[e] && !isResident(residency, layer, e))
+  const newcomers = ids
+    .filter((e) => target[e] && !isResident(residency, layer, e))
     .sort((a, b) => lg.seen[b] - lg.seen[a] || lg.counts[b] - lg.counts[a] || a - b);
   const pairs = Math.min(victims.length, newcomers.length);
   return Array.from({ length: pairs }, (_, i) => ({
-    kind: 'swap' as const, victim: { layer, expert: victims[i] }, newcomer: { layer, expert: newcomers[i] },
+    kind: 'swap' as const,
+    victim: { layer, expert: victims[i] },
+    newcomer: { layer, expert: newcomers[i] },
   }));
 }
 
 /** Every switched layer's swaps, the newcomers most routed while watched first across layers (stable). */
-export function switchAll(g: GuardState, residency: Residency, layers: readonly number[]): Extract<Decision, { kind: 'swap' }>[] {
+export function switchAll(
+  g: GuardState,
+  residency: Residency,
+  layers: readonly number[],
+): Extract<Decision, { kind: 'swap' }>[] {
   const all = layers.flatMap((l) => switchSwaps(g, residency, l));
-  const seenOf = (d: Extract<Decision, { kind: 'swap' }>): number => g.layers[d.newcomer.layer]!.seen[d.newcomer.expert];
-  return all.map((d, i) => ({ d, i })).sort((a, b) => seenOf(b.d) - seenOf(a.d) || a.i - b.i).map((x) => x.d);
+  const seenOf = (d: Extract<Decision, { kind: 'swap' }>): number =>
+    g.layers[d.newcomer.layer]!.seen[d.newcomer.expert];
+  return all
+    .map((d, i) => ({ d, i }))
+    .sort((a, b) => seenOf(b.d) - seenOf(a.d) || a.i - b.i)
+    .map((x) => x.d);
 }
 
 export function guardSummary(g: GuardState): GuardSummary {

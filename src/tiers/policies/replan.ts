@@ -20,7 +20,15 @@ import { applyDecisions, isResident, residentIds } from '../residency.js';
 import type { Decision, Policy, PolicyStep } from '../types.js';
 import { lfruDefaults, lfruInit, lfruObserve, lfruTick, type LfruParams, type LfruState } from './lfru.js';
 import {
-  guardDefaults, guardInit, guardPlanLeadMin, guardRoute, guardTick, guardWatch, switchAll, type GuardParams, type GuardState,
+  guardDefaults,
+  guardInit,
+  guardPlanLeadMin,
+  guardRoute,
+  guardTick,
+  guardWatch,
+  switchAll,
+  type GuardParams,
+  type GuardState,
 } from './replan-guard.js';
 
 export interface ReplanParams extends LfruParams {
@@ -36,7 +44,12 @@ export interface ReplanParams extends LfruParams {
 }
 
 export const replanDefaults: ReplanParams = {
-  ...lfruDefaults, capPerLayer: 24, startPerCall: 8, drainPerToken: 4, guard: guardDefaults, planLeadMin: guardPlanLeadMin,
+  ...lfruDefaults,
+  capPerLayer: 24,
+  startPerCall: 8,
+  drainPerToken: 4,
+  guard: guardDefaults,
+  planLeadMin: guardPlanLeadMin,
 };
 
 type Swap = Extract<Decision, { kind: 'swap' }>;
@@ -55,7 +68,10 @@ export function withReplanFields(s: LfruState, p: ReplanParams, layers: number):
   const r = s as Partial<ReplanState>;
   const mode = p.apply === false ? 'shadow' : 'replan';
   return {
-    ...s, pending: r.pending ?? [], staleDropped: r.staleDropped ?? 0, revertDropped: r.revertDropped ?? 0,
+    ...s,
+    pending: r.pending ?? [],
+    staleDropped: r.staleDropped ?? 0,
+    revertDropped: r.revertDropped ?? 0,
     guard: p.guard ? (r.guard?.mode === mode ? r.guard : guardInit(mode, layers)) : undefined,
   };
 }
@@ -67,7 +83,9 @@ export function withReplanFields(s: LfruState, p: ReplanParams, layers: number):
 export function planReplan(s: LfruState, layer: number, counts: readonly number[], cap: number, leadMin = 1): Swap[] {
   const r = s.residency;
   const victims = residentIds(r, layer).sort((a, b) => counts[a] - counts[b] || a - b);
-  const newcomers = counts.map((_, e) => e).filter((e) => !isResident(r, layer, e))
+  const newcomers = counts
+    .map((_, e) => e)
+    .filter((e) => !isResident(r, layer, e))
     .sort((a, b) => counts[b] - counts[a] || a - b);
   const swaps: Swap[] = [];
   for (let i = 0; i < Math.min(victims.length, newcomers.length, cap); i++) {
@@ -106,12 +124,17 @@ export function makeReplan(p: ReplanParams = replanDefaults): Policy<ReplanState
     step(s, ev) {
       if (ev.kind === 'route') {
         const observed = { ...s, ...lfruObserve(s, ev) };
-        return { state: s.guard ? { ...observed, guard: guardRoute(s.guard, ev.layer, ev.experts) } : observed, decisions: [] };
+        return {
+          state: s.guard ? { ...observed, guard: guardRoute(s.guard, ev.layer, ev.experts) } : observed,
+          decisions: [],
+        };
       }
       if (ev.kind === 'prefillCounts') {
         const observed: ReplanState = { ...s, ...lfruObserve(s, ev) };
         const planned = planReplan(observed, ev.layer, ev.counts, p.capPerLayer, p.planLeadMin ?? 1);
-        const watched = s.guard ? { ...observed, guard: guardWatch(s.guard, observed.residency, ev.layer, planned, ev.counts) } : observed;
+        const watched = s.guard
+          ? { ...observed, guard: guardWatch(s.guard, observed.residency, ev.layer, planned, ev.counts) }
+          : observed;
         if (!apply) return { state: watched, decisions: [] };
         return drain({ ...watched, pending: [...observed.pending, ...planned] }, p.startPerCall);
       }

@@ -35,10 +35,17 @@ export function bestStaticSets(ctx: PolicyContext, r: Residency): number[][] {
   if (r.budget.scope === 'layer') {
     const slots = r.budget.slots;
     for (let l = 0; l < ctx.layers; l++) {
-      keys.filter((k) => k[1] === l).sort(rank).slice(0, slots).forEach((k) => sets[l].push(k[2]));
+      keys
+        .filter((k) => k[1] === l)
+        .sort(rank)
+        .slice(0, slots)
+        .forEach((k) => sets[l].push(k[2]));
     }
   } else {
-    keys.sort(rank).slice(0, r.budget.slots).forEach((k) => sets[k[1]].push(k[2]));
+    keys
+      .sort(rank)
+      .slice(0, r.budget.slots)
+      .forEach((k) => sets[k[1]].push(k[2]));
   }
   return sets;
 }

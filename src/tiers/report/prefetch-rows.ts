@@ -33,16 +33,33 @@ export interface PrefetchRow {
   prefetchReadsPerToken: number;
   /** The ledger's counts (counts and bytes; lateMs: the waits the late ones cost); observe: wouldIssue / wouldCover. */
   prefetch: {
-    issued: number; covered: number; late: number; lateMs: number; wasted: number; uncovered: number; cancelled: number;
-    dropped: number; refused: number; landedUnrouted: number; wouldIssue: number; wouldCover: number;
-    issuedBytes: number; coveredBytes: number; lateBytes: number; wastedBytes: number; uncoveredBytes: number; cancelledBytes: number;
+    issued: number;
+    covered: number;
+    late: number;
+    lateMs: number;
+    wasted: number;
+    uncovered: number;
+    cancelled: number;
+    dropped: number;
+    refused: number;
+    landedUnrouted: number;
+    wouldIssue: number;
+    wouldCover: number;
+    issuedBytes: number;
+    coveredBytes: number;
+    lateBytes: number;
+    wastedBytes: number;
+    uncoveredBytes: number;
+    cancelledBytes: number;
     /** Per layer (the layer predicted or routed): counts. */
     byLayer: Record<'issued' | 'covered' | 'late' | 'wasted' | 'uncovered' | 'cancelled', number[]>;
   };
 }
 
 export function toPrefetchRow(
-  sc: Scenario, g: ModelGeometry, r: PrefetchReplayResult,
+  sc: Scenario,
+  g: ModelGeometry,
+  r: PrefetchReplayResult,
   o: { recall: number; seed: number; timing: TimingModel; window: TransferWindowLimits },
 ): PrefetchRow {
   const bytes = expertBytes(g);
@@ -51,23 +68,53 @@ export function toPrefetchRow(
   const t = r.ledger;
   const reads = r.demandReads + r.prefetchReads;
   return {
-    trace: sc.source, model: sc.model, geometry: g.name, scope: sc.budget.scope, start: sc.startKind, skippedTokens: sc.skippedTokens,
-    budget: slots / sc.layers, mode: r.mode, recall: o.recall, seed: o.seed,
-    timing: { ...o.timing, readMs: readMs(o.timing, bytes) }, window: o.window,
-    windowExperts: steadyWindowExperts(o.timing, bytes, o.window), expertBytes: bytes, tokens: r.tokens,
-    decodeMsPerToken: perToken(r.decodeMs), stallMsPerToken: perToken(r.stallMs),
-    readsPerToken: perToken(reads), readBytesPerToken: perToken(reads * bytes),
-    demandReadsPerToken: perToken(r.demandReads), prefetchReadsPerToken: perToken(r.prefetchReads),
+    trace: sc.source,
+    model: sc.model,
+    geometry: g.name,
+    scope: sc.budget.scope,
+    start: sc.startKind,
+    skippedTokens: sc.skippedTokens,
+    budget: slots / sc.layers,
+    mode: r.mode,
+    recall: o.recall,
+    seed: o.seed,
+    timing: { ...o.timing, readMs: readMs(o.timing, bytes) },
+    window: o.window,
+    windowExperts: steadyWindowExperts(o.timing, bytes, o.window),
+    expertBytes: bytes,
+    tokens: r.tokens,
+    decodeMsPerToken: perToken(r.decodeMs),
+    stallMsPerToken: perToken(r.stallMs),
+    readsPerToken: perToken(reads),
+    readBytesPerToken: perToken(reads * bytes),
+    demandReadsPerToken: perToken(r.demandReads),
+    prefetchReadsPerToken: perToken(r.prefetchReads),
     prefetch: {
-      issued: t.issued.count, covered: t.covered.count, late: t.late.count, lateMs: t.lateMs, wasted: t.wasted.count,
-      uncovered: t.uncovered.count, cancelled: t.cancelled.count, dropped: t.dropped.count,
+      issued: t.issued.count,
+      covered: t.covered.count,
+      late: t.late.count,
+      lateMs: t.lateMs,
+      wasted: t.wasted.count,
+      uncovered: t.uncovered.count,
+      cancelled: t.cancelled.count,
+      dropped: t.dropped.count,
       refused: t.refusedQueueFull.count + t.refusedBytesFull.count + t.refusedDuplicate.count,
-      landedUnrouted: r.landedUnrouted, wouldIssue: r.wouldIssue, wouldCover: r.wouldCover,
-      issuedBytes: t.issued.bytes, coveredBytes: t.covered.bytes, lateBytes: t.late.bytes, wastedBytes: t.wasted.bytes,
-      uncoveredBytes: t.uncovered.bytes, cancelledBytes: t.cancelled.bytes,
+      landedUnrouted: r.landedUnrouted,
+      wouldIssue: r.wouldIssue,
+      wouldCover: r.wouldCover,
+      issuedBytes: t.issued.bytes,
+      coveredBytes: t.covered.bytes,
+      lateBytes: t.late.bytes,
+      wastedBytes: t.wasted.bytes,
+      uncoveredBytes: t.uncovered.bytes,
+      cancelledBytes: t.cancelled.bytes,
       byLayer: {
-        issued: r.layers.map((x) => x.issued.count), covered: r.layers.map((x) => x.covered.count), late: r.layers.map((x) => x.late.count),
-        wasted: r.layers.map((x) => x.wasted.count), uncovered: r.layers.map((x) => x.uncovered.count), cancelled: r.layers.map((x) => x.cancelled.count),
+        issued: r.layers.map((x) => x.issued.count),
+        covered: r.layers.map((x) => x.covered.count),
+        late: r.layers.map((x) => x.late.count),
+        wasted: r.layers.map((x) => x.wasted.count),
+        uncovered: r.layers.map((x) => x.uncovered.count),
+        cancelled: r.layers.map((x) => x.cancelled.count),
       },
     },
   };
@@ -85,7 +132,8 @@ export function formatPrefetchTable(rows: readonly PrefetchRow[]): string {
   const tm = r0.timing;
   const [cLo, cHi] = [fmt(Math.min(...tm.computeMs), 3), fmt(Math.max(...tm.computeMs), 3)];
   const out = [
-    `trace ${r0.trace} (${r0.model}): ${r0.tokens} decode tokens, prefetch replay` + (r0.skippedTokens > 0 ? ` after a ${r0.skippedTokens}-token prefix` : ''),
+    `trace ${r0.trace} (${r0.model}): ${r0.tokens} decode tokens, prefetch replay` +
+      (r0.skippedTokens > 0 ? ` after a ${r0.skippedTokens}-token prefix` : ''),
     `host-less (every miss read before it runs), LRU residency, budget per ${r0.scope === 'layer' ? 'layer' : 'model (global, shown per layer)'}, start ${r0.start}`,
     `timing ${tm.source}: compute ${cLo === cHi ? cLo : `${cLo}..${cHi}`} ms/layer, ` +
       `read ${fmt(tm.readMs, 3)} ms per expert (${fmt(tm.transferFixedMs, 3)} ms fixed + ${fmt(r0.expertBytes / 1e6, 2)} MB at ${fmt(tm.bandwidthBytesPerS / 1e9, 2)} GB/s), one lane`,
@@ -93,18 +141,51 @@ export function formatPrefetchTable(rows: readonly PrefetchRow[]): string {
     `window (transferWindowBytes, safety ${r0.window.safety}): ${spread(r0.windowExperts)} expert(s) per layer once calibrated, one before (cold start)`,
     '',
   ];
-  const head = ['mode', 'budget', 'ms/tok', 'stall ms/tok', 'reads/tok', 'MB read/tok', 'prefetch/tok', 'covered', 'late', 'late ms',
-    'wasted', 'uncovered', 'cancelled', 'would issue', 'would cover'];
+  const head = [
+    'mode',
+    'budget',
+    'ms/tok',
+    'stall ms/tok',
+    'reads/tok',
+    'MB read/tok',
+    'prefetch/tok',
+    'covered',
+    'late',
+    'late ms',
+    'wasted',
+    'uncovered',
+    'cancelled',
+    'would issue',
+    'would cover',
+  ];
   const body = rows.map((r) => {
     const p = r.prefetch;
-    return [r.mode, String(r.budget), fmt(r.decodeMsPerToken, 3), fmt(r.stallMsPerToken, 3), fmt(r.readsPerToken, 2),
-      fmt(r.readBytesPerToken / 1e6, 2), fmt(r.prefetchReadsPerToken, 2), String(p.covered), String(p.late), fmt(p.lateMs, 1),
-      String(p.wasted), String(p.uncovered), String(p.cancelled), String(p.wouldIssue), String(p.wouldCover)];
+    return [
+      r.mode,
+      String(r.budget),
+      fmt(r.decodeMsPerToken, 3),
+      fmt(r.stallMsPerToken, 3),
+      fmt(r.readsPerToken, 2),
+      fmt(r.readBytesPerToken / 1e6, 2),
+      fmt(r.prefetchReadsPerToken, 2),
+      String(p.covered),
+      String(p.late),
+      fmt(p.lateMs, 1),
+      String(p.wasted),
+      String(p.uncovered),
+      String(p.cancelled),
+      String(p.wouldIssue),
+      String(p.wouldCover),
+    ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  out.push(line(head), ...body.map(line),
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  out.push(
+    line(head),
+    ...body.map(line),
     'covered: prefetched, landed before its route; late: still reading at its route (late ms: the waits); wasted: landed, evicted unrouted;',
-    'uncovered: routed misses no prefetch read; cancelled: queued, never started; off counts none of these (as the engine\'s tier)');
+    "uncovered: routed misses no prefetch read; cancelled: queued, never started; off counts none of these (as the engine's tier)",
+  );
   return out.join('\n');
 }

@@ -63,24 +63,48 @@ export interface ReplayRow {
 
 /** `belady`: Belady's replay of the same scenario, required host-less (the bound of the read figures). */
 export function toRow(
-  policy: Policy, sc: Scenario, c: ReplayCounts, offload: Offload, g: ModelGeometry, cost: CostParams, belady?: ReplayCounts,
+  policy: Policy,
+  sc: Scenario,
+  c: ReplayCounts,
+  offload: Offload,
+  g: ModelGeometry,
+  cost: CostParams,
+  belady?: ReplayCounts,
 ): ReplayRow {
   const u = unitCosts(g, cost);
   const bytes = expertBytes(g);
   const slots = sc.budget.scope === 'layer' ? sc.budget.slots * sc.layers : sc.budget.slots;
   return {
-    trace: sc.source, model: sc.model, geometry: g.name, offload, scope: sc.budget.scope,
-    start: sc.startKind, skippedTokens: sc.skippedTokens,
-    policy: policy.name, policyKind: policy.kind, offline: policy.offline, default: engineDefaultPolicy[offload] === policy.name,
-    budget: slots / sc.layers, budgetSlotsTotal: slots,
-    tokens: c.tokens, hitRate: c.routed === 0 ? 0 : c.hits / c.routed, hits: c.hits, misses: c.misses,
-    uploads: c.uploads, aheadUploads: c.aheadUploads, swaps: c.swaps, fills: c.fills, setupUploads: c.setupUploads,
-    uploadsPerToken: c.uploads / c.tokens, bytesPerToken: (c.uploads * bytes) / c.tokens,
-    expertBytes: bytes, hostExpertBytes: hostExpertBytes(g),
+    trace: sc.source,
+    model: sc.model,
+    geometry: g.name,
+    offload,
+    scope: sc.budget.scope,
+    start: sc.startKind,
+    skippedTokens: sc.skippedTokens,
+    policy: policy.name,
+    policyKind: policy.kind,
+    offline: policy.offline,
+    default: engineDefaultPolicy[offload] === policy.name,
+    budget: slots / sc.layers,
+    budgetSlotsTotal: slots,
+    tokens: c.tokens,
+    hitRate: c.routed === 0 ? 0 : c.hits / c.routed,
+    hits: c.hits,
+    misses: c.misses,
+    uploads: c.uploads,
+    aheadUploads: c.aheadUploads,
+    swaps: c.swaps,
+    fills: c.fills,
+    setupUploads: c.setupUploads,
+    uploadsPerToken: c.uploads / c.tokens,
+    bytesPerToken: (c.uploads * bytes) / c.tokens,
+    expertBytes: bytes,
+    hostExpertBytes: hostExpertBytes(g),
     msPerTokenEstimate: phaseMs(c.decode, u) / c.tokens,
     ttftMsEstimate: c.prefill ? phaseMs(c.prefill, u) : null,
     ...readFields(c, offload, bytes, belady),
-    hitRateOverBelady: belady && belady.hits > 0 ? (c.hits / c.routed) / (belady.hits / belady.routed) : null,
+    hitRateOverBelady: belady && belady.hits > 0 ? c.hits / c.routed / (belady.hits / belady.routed) : null,
     guardKept: c.guard ? c.guard.kept + c.guard.watching : null,
     guardSwitched: c.guard ? c.guard.switched : null,
     scoreFrom: sc.scoreFrom,
@@ -97,8 +121,12 @@ type ReadFields = Pick<ReplayRow, 'readsPerToken' | 'readBytesPerToken' | 'belad
  * read moved earlier.
  */
 function readFields(c: ReplayCounts, offload: Offload, bytes: number, belady?: ReplayCounts): ReadFields {
-  if (offload === 'hosted') return { readsPerToken: null, readBytesPerToken: null, beladyMissesPerToken: null, readsOverBelady: null };
-  assert(belady !== undefined && belady.tokens === c.tokens, 'host-less rows come with Belady replayed on the same tokens');
+  if (offload === 'hosted')
+    return { readsPerToken: null, readBytesPerToken: null, beladyMissesPerToken: null, readsOverBelady: null };
+  assert(
+    belady !== undefined && belady.tokens === c.tokens,
+    'host-less rows come with Belady replayed on the same tokens',
+  );
   const reads = c.decode.streamedCalls + c.decode.extraUploads;
   return {
     readsPerToken: reads / c.tokens,

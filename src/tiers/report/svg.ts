@@ -13,7 +13,18 @@ export interface ChartOptions {
   yLabel: string;
 }
 
-const palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+const palette = [
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+  '#17becf',
+];
 const size = { w: 720, h: 420, left: 60, right: 170, top: 40, bottom: 50 };
 
 function esc(s: string): string {
@@ -35,12 +46,16 @@ export function lineChartSvg(series: readonly Series[], o: ChartOptions): string
   ];
   for (let i = 0; i <= 10; i += 2) {
     const y = py(i / 10);
-    parts.push(`<line x1="${size.left}" y1="${y}" x2="${size.left + plotW}" y2="${y}" stroke="#ddd"/>`,
-      `<text x="${size.left - 6}" y="${y + 4}" text-anchor="end">${(i / 10).toFixed(1)}</text>`);
+    parts.push(
+      `<line x1="${size.left}" y1="${y}" x2="${size.left + plotW}" y2="${y}" stroke="#ddd"/>`,
+      `<text x="${size.left - 6}" y="${y + 4}" text-anchor="end">${(i / 10).toFixed(1)}</text>`,
+    );
   }
   for (const x of xs) {
-    parts.push(`<line x1="${px(x)}" y1="${size.top + plotH}" x2="${px(x)}" y2="${size.top + plotH + 5}" stroke="black"/>`,
-      `<text x="${px(x)}" y="${size.top + plotH + 18}" text-anchor="middle">${x}</text>`);
+    parts.push(
+      `<line x1="${px(x)}" y1="${size.top + plotH}" x2="${px(x)}" y2="${size.top + plotH + 5}" stroke="black"/>`,
+      `<text x="${px(x)}" y="${size.top + plotH + 18}" text-anchor="middle">${x}</text>`,
+    );
   }
   parts.push(
     `<line x1="${size.left}" y1="${size.top}" x2="${size.left}" y2="${size.top + plotH}" stroke="black"/>`,
@@ -51,15 +66,19 @@ export function lineChartSvg(series: readonly Series[], o: ChartOptions): string
   series.forEach((s, i) => {
     const color = palette[i % palette.length];
     const pts = [...s.points].sort((a, b) => a.x - b.x).map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`);
-    parts.push(`<polyline data-series="${esc(s.label)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`);
+    parts.push(
+      `<polyline data-series="${esc(s.label)}" fill="none" stroke="${color}" stroke-width="2" points="${pts.join(' ')}"/>`,
+    );
     for (const p of pts) {
       const [cx, cy] = p.split(',');
       parts.push(`<circle cx="${cx}" cy="${cy}" r="3" fill="${color}"/>`);
     }
     const ly = size.top + 10 + i * 18;
     const lx = size.left + plotW + 16;
-    parts.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 20}" y2="${ly}" stroke="${color}" stroke-width="2"/>`,
-      `<text x="${lx + 26}" y="${ly + 4}">${esc(s.label)}</text>`);
+    parts.push(
+      `<line x1="${lx}" y1="${ly}" x2="${lx + 20}" y2="${ly}" stroke="${color}" stroke-width="2"/>`,
+      `<text x="${lx + 26}" y="${ly + 4}">${esc(s.label)}</text>`,
+    );
   });
   parts.push('</svg>');
   return parts.join('\n') + '\n';

@@ -28,22 +28,47 @@ export function formatTable(rows: readonly ReplayRow[]): string {
   const hostless = r0.offload === 'hostless';
   // Host-less, every upload is a read of the model file: the upload columns are the read columns.
   const guarded = rows.some((r) => r.guardKept !== null);
-  const head = ['policy', 'budget', 'hit rate', '/Belady', hostless ? 'reads/tok' : 'uploads/tok', hostless ? 'MB read/tok' : 'MB/tok',
-    ...(hostless ? ['Belady misses/tok', 'reads/Belady'] : []), 'MoE ms/tok', 'TTFT ms', 'setup uploads',
-    ...(guarded ? ['guard kept/switched'] : [])];
+  const head = [
+    'policy',
+    'budget',
+    'hit rate',
+    '/Belady',
+    hostless ? 'reads/tok' : 'uploads/tok',
+    hostless ? 'MB read/tok' : 'MB/tok',
+    ...(hostless ? ['Belady misses/tok', 'reads/Belady'] : []),
+    'MoE ms/tok',
+    'TTFT ms',
+    'setup uploads',
+    ...(guarded ? ['guard kept/switched'] : []),
+  ];
   const body = rows.map((r) => [
-    r.policy + (r.offline ? '*' : '') + (r.default ? ' (default)' : ''), String(r.budget), fmt(r.hitRate, 3), r.hitRateOverBelady === null ? '-' : fmt(r.hitRateOverBelady, 3),
-    fmt(r.readsPerToken ?? r.uploadsPerToken, 2), fmt((r.readBytesPerToken ?? r.bytesPerToken) / 1e6, 2),
-    ...(hostless ? [fmt(r.beladyMissesPerToken!, 2), r.readsOverBelady === null ? '-' : fmt(r.readsOverBelady, 2)] : []),
-    fmt(r.msPerTokenEstimate, 2), r.ttftMsEstimate === null ? '-' : fmt(r.ttftMsEstimate, 1), String(r.setupUploads),
+    r.policy + (r.offline ? '*' : '') + (r.default ? ' (default)' : ''),
+    String(r.budget),
+    fmt(r.hitRate, 3),
+    r.hitRateOverBelady === null ? '-' : fmt(r.hitRateOverBelady, 3),
+    fmt(r.readsPerToken ?? r.uploadsPerToken, 2),
+    fmt((r.readBytesPerToken ?? r.bytesPerToken) / 1e6, 2),
+    ...(hostless
+      ? [fmt(r.beladyMissesPerToken!, 2), r.readsOverBelady === null ? '-' : fmt(r.readsOverBelady, 2)]
+      : []),
+    fmt(r.msPerTokenEstimate, 2),
+    r.ttftMsEstimate === null ? '-' : fmt(r.ttftMsEstimate, 1),
+    String(r.setupUploads),
     ...(guarded ? [r.guardKept === null ? '-' : `${r.guardKept}/${r.guardSwitched}`] : []),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  out.push(line(head), ...body.map(line), '* offline bound: reads the future routing; (default): the engine\'s policy for this offload; /Belady: hit rate over Belady MIN\'s on the same tokens and budget');
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  out.push(
+    line(head),
+    ...body.map(line),
+    "* offline bound: reads the future routing; (default): the engine's policy for this offload; /Belady: hit rate over Belady MIN's on the same tokens and budget",
+  );
   if (hostless) {
-    out.push('reads: experts read from the model file per decode token, each miss for its call plus each upload ahead of use',
-      'Belady misses: MIN on the same tokens and budget, the fewest reads of a demand policy');
+    out.push(
+      'reads: experts read from the model file per decode token, each miss for its call plus each upload ahead of use',
+      'Belady misses: MIN on the same tokens and budget, the fewest reads of a demand policy',
+    );
   }
   return out.join('\n');
 }

@@ -44,7 +44,8 @@ describe('command-line flags', () => {
   });
 
   it('says the integer range as users read it (no "[-Infinity, Infinity]")', () => {
-    const ints = (argv: string[], min?: number, max?: number) => () => parseFlags(argv, specs, 'run').int('threads', 1, min, max);
+    const ints = (argv: string[], min?: number, max?: number) => () =>
+      parseFlags(argv, specs, 'run').int('threads', 1, min, max);
     expect(ints(['-t', '-3'], 1)).toThrow(/^option -t: expected an integer >= 1, got "-3"$/);
     expect(ints(['-t', '99'], 1, 64)).toThrow(/^option -t: expected an integer in \[1, 64\], got "99"$/);
     expect(ints(['-t', 'x'])).toThrow(/^option -t: expected an integer, got "x"$/);

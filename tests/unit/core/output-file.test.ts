@@ -35,13 +35,17 @@ describe('checkOutputPath', () => {
   });
 
   it('refuses a character device, a folder, a FIFO and a missing folder, naming the flag and the kind', () => {
-    expect(refusal(() => checkOutputPath('/dev/null', '--out')).message).toMatch(/^option --out: expected a regular file .*character device/);
+    expect(refusal(() => checkOutputPath('/dev/null', '--out')).message).toMatch(
+      /^option --out: expected a regular file .*character device/,
+    );
     mkdirSync(path.join(dir, 'folder'));
     expect(refusal(() => checkOutputPath(path.join(dir, 'folder'), '--trace-file')).message).toContain('a directory');
     const fifo = path.join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
     expect(refusal(() => checkOutputPath(fifo, '--trace-routes')).message).toContain('a FIFO');
-    expect(refusal(() => checkOutputPath(path.join(dir, 'no', 'such', 'x'), '--out')).message).toContain('an existing directory');
+    expect(refusal(() => checkOutputPath(path.join(dir, 'no', 'such', 'x'), '--out')).message).toContain(
+      'an existing directory',
+    );
     expect(statSync('/dev/null').isCharacterDevice()).toBe(true);
   });
 
@@ -51,7 +55,9 @@ describe('checkOutputPath', () => {
     const link = path.join(dir, 'alias.gguf');
     linkSync(model, link);
     for (const out of [model, link, path.relative(process.cwd(), model)]) {
-      expect(refusal(() => checkOutputPath(out, '--trace-file', [model])).message).toContain(`a file other than the input ${model}`);
+      expect(refusal(() => checkOutputPath(out, '--trace-file', [model])).message).toContain(
+        `a file other than the input ${model}`,
+      );
     }
   });
 
@@ -66,7 +72,9 @@ describe('checkOutputPath', () => {
 describe('writeGguf output', () => {
   it('two writers to one path each rename a whole file: the result is one of them, and no temporary is left', async () => {
     const target = path.join(dir, 'race.gguf');
-    const tensor = (fill: number) => [{ name: 't', type: 'F32' as const, dims: [4096], data: () => new Uint8Array(4 * 4096).fill(fill) }];
+    const tensor = (fill: number) => [
+      { name: 't', type: 'F32' as const, dims: [4096], data: () => new Uint8Array(4 * 4096).fill(fill) },
+    ];
     await Promise.all([
       writeGguf(target, [['general.name', { type: 'string', value: 'first' }]], tensor(1)),
       writeGguf(target, [['general.name', { type: 'string', value: 'second' }]], tensor(2)),
@@ -89,10 +97,13 @@ describe('ensureDir', () => {
     expect(statSync(deep).isDirectory()).toBe(true);
     ensureDir(deep, 'MOETIER_CACHE_DIR');
     const started = Date.now();
-    expect(() => ensureDir('/proc/nope/deeper', 'MOETIER_CACHE_DIR')).toThrow(/option MOETIER_CACHE_DIR: expected a folder that can be created \(\/proc\/nope: ENOENT\)/);
+    expect(() => ensureDir('/proc/nope/deeper', 'MOETIER_CACHE_DIR')).toThrow(
+      /option MOETIER_CACHE_DIR: expected a folder that can be created \(\/proc\/nope: ENOENT\)/,
+    );
     expect(Date.now() - started).toBeLessThan(1000);
     writeFileSync(path.join(dir, 'plain'), 'x');
-    expect(() => ensureDir(path.join(dir, 'plain', 'sub'), '--heat')).toThrow(/option --heat: expected a folder path \(.*plain is a regular file\)/);
+    expect(() => ensureDir(path.join(dir, 'plain', 'sub'), '--heat')).toThrow(
+      /option --heat: expected a folder path \(.*plain is a regular file\)/,
+    );
   });
 });
-

@@ -26,7 +26,9 @@ afterAll(cleanup);
 describe('check weights', () => {
   it('finds nothing in a healthy model, and the planted NaN and inf by tensor and position', () => {
     expect(findNonFiniteWeights(parseGguf(new Uint8Array(readFileSync(clean)), clean))).toEqual([]);
-    const found = findNonFiniteWeights(parseGguf(new Uint8Array(readFileSync(broken)), broken)).sort((a, b) => a.tensor.localeCompare(b.tensor));
+    const found = findNonFiniteWeights(parseGguf(new Uint8Array(readFileSync(broken)), broken)).sort((a, b) =>
+      a.tensor.localeCompare(b.tensor),
+    );
     expect(found).toEqual([
       { tensor: 'blk.1.ffn_down_exps.weight', index: 5, unit: 'block scale', count: 1 },
       { tensor: 'output_norm.weight', index: 3, unit: 'element', count: 1 },
@@ -49,6 +51,9 @@ describe('check weights', () => {
     lines.length = 0;
     expect(await inspectMain(['-m', broken, '--check-weights', '--json'], (t) => lines.push(t))).toBe(1);
     const report = JSON.parse(lines[0]) as { nonFiniteWeights: Array<{ tensor: string }> };
-    expect(report.nonFiniteWeights.map((w) => w.tensor).sort()).toEqual(['blk.1.ffn_down_exps.weight', 'output_norm.weight']);
+    expect(report.nonFiniteWeights.map((w) => w.tensor).sort()).toEqual([
+      'blk.1.ffn_down_exps.weight',
+      'output_norm.weight',
+    ]);
   });
 });

@@ -32,15 +32,29 @@ beforeAll(async () => {
   const merges = ['h e', 'l l', 'he ll', 'hell o', 'Ġ w', 'Ġw o'];
   const small = tinyHp('qwen3moe', { nLayer: 2, nEmbd: 64, nExpert: 4, nExpertUsed: 2, nVocab: tokens.length + 2 });
   // k-quant rows hold whole 256-weight super-blocks: every matrix's width is 256.
-  const kq = tinyHp('qwen3moe', { nLayer: 2, nEmbd: 256, headDim: 64, nExpert: 4, nExpertUsed: 2, nFfExp: 256, nFfShexp: small.nFfShexp ? 256 : 0, nVocab: tokens.length + 2 });
-  for (const [type, hp] of [['Q8_0', small], ['Q4_K', kq]] as const) {
+  const kq = tinyHp('qwen3moe', {
+    nLayer: 2,
+    nEmbd: 256,
+    headDim: 64,
+    nExpert: 4,
+    nExpertUsed: 2,
+    nFfExp: 256,
+    nFfShexp: small.nFfShexp ? 256 : 0,
+    nVocab: tokens.length + 2,
+  });
+  for (const [type, hp] of [
+    ['Q8_0', small],
+    ['Q4_K', kq],
+  ] as const) {
     const path = join(dir, `tiny-${type}.gguf`);
     await writeGguf(path, [...hparamKeys(hp), ...gpt2Vocab(tokens, merges)], modelTensors(hp, type, 11));
     validByType.set(type, new Uint8Array(await readFile(path)));
   }
   valid = validByType.get('Q8_0')!;
 });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 /** Load a variant; return 'ok' or the typed refusal's class name; rethrow anything else. */
 function load(bytes: Uint8Array): string {
@@ -51,9 +65,13 @@ function load(bytes: Uint8Array): string {
     tok.decode(tok.encode('hello world <|im_start|>'));
     return 'ok';
   } catch (error) {
-    if ((error instanceof GgufFormatError || error instanceof UnsupportedModelError) && error.message.startsWith(`${PATH}: `)) {
+    if (
+      (error instanceof GgufFormatError || error instanceof UnsupportedModelError) &&
+      error.message.startsWith(`${PATH}: `)
+    ) {
       // Text quoted from the file is escaped and cut (src/core/errors.ts printable).
-      if (UNSAFE.test(error.message)) throw new Error(`refusal prints a control character: ${JSON.stringify(error.message)}`);
+      if (UNSAFE.test(error.message))
+        throw new Error(`refusal prints a control character: ${JSON.stringify(error.message)}`);
       if (error.message.length > MESSAGE_CHARS_MAX) throw new Error(`refusal of ${error.message.length} characters`);
       return error.constructor.name;
     }
@@ -92,7 +110,8 @@ function headerFields(bytes: Uint8Array): { fields: Field[]; headerEnd: number }
     pos += length;
   };
   const scalarBytes = [1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8];
-  field(4, 'magic'); field(4, 'version');
+  field(4, 'magic');
+  field(4, 'version');
   const nTensors = field(8, 'tensor count');
   const nKv = field(8, 'kv count');
   for (let i = 0; i < nKv; i++) {
@@ -119,8 +138,31 @@ function headerFields(bytes: Uint8Array): { fields: Field[]; headerEnd: number }
   return { fields, headerEnd: pos };
 }
 
-const INTERESTING = [0n, 1n, 2n, 3n, 7n, 8n, 9n, 12n, 13n, 30n, 31n, 32n, 33n, 255n, 256n, 0x7fffffffn, 0x80000000n, 0xffffffffn,
-  0x100000000n, 1n << 53n, (1n << 63n) - 1n, 1n << 63n, (1n << 64n) - 1n];
+const INTERESTING = [
+  0n,
+  1n,
+  2n,
+  3n,
+  7n,
+  8n,
+  9n,
+  12n,
+  13n,
+  30n,
+  31n,
+  32n,
+  33n,
+  255n,
+  256n,
+  0x7fffffffn,
+  0x80000000n,
+  0xffffffffn,
+  0x100000000n,
+  1n << 53n,
+  (1n << 63n) - 1n,
+  1n << 63n,
+  (1n << 64n) - 1n,
+];
 
 describe('GGUF fuzz', () => {
   it('the unmutated file loads', () => {
@@ -128,64 +170,75 @@ describe('GGUF fuzz', () => {
     // Its vocabulary has letters only: 'é' has no byte token, and is refused as the model's fault (not dropped).
     const tok = createTokenizer(parseGguf(valid, PATH));
     expect(() => tok.encode('caf\u00e9')).toThrow(UnsupportedModelError);
-    expect(() => tok.encode('caf\u00e9')).toThrow(/fuzz\.gguf: key tokenizer\.ggml\.tokens: expected a token \(or a byte fallback\) for every byte of the text; it has none for byte 0xc3/);
+    expect(() => tok.encode('caf\u00e9')).toThrow(
+      /fuzz\.gguf: key tokenizer\.ggml\.tokens: expected a token \(or a byte fallback\) for every byte of the text; it has none for byte 0xc3/,
+    );
   });
 
-  it.each(['Q8_0', 'Q4_K'])('%s: every truncation of the header and sampled truncations of the data are refused, typed', (type) => {
-    const valid = validByType.get(type)!;
-    expect(load(valid)).toBe('ok');
-    const { headerEnd } = headerFields(valid);
-    const outcomes = new Map<string, number>();
-    for (let n = 0; n <= headerEnd + 64; n++) check(valid.subarray(0, n), `truncated at ${n}`, outcomes);
-    const random = prng(101);
-    for (let i = 0; i < 300; i++) {
-      const n = headerEnd + Math.floor(random() * (valid.length - headerEnd));
-      check(valid.subarray(0, n), `truncated at ${n}`, outcomes);
-    }
-    expect(outcomes.get('ok')).toBeUndefined();
-    expect(outcomes.get('GgufFormatError')).toBe(headerEnd + 65 + 300);
-  });
-
-  it.each(['Q8_0', 'Q4_K'])('%s: field mutations (counts, lengths, types, dims, offsets) and random byte flips load or are refused, typed', (type) => {
-    const valid = validByType.get(type)!;
-    const { fields, headerEnd } = headerFields(valid);
-    const random = prng(202);
-    const outcomes = new Map<string, number>();
-    const started = performance.now();
-    for (let i = 0; i < 3000; i++) {
-      const bytes = valid.slice();
-      const view = new DataView(bytes.buffer);
-      let label: string;
-      if (i % 5 !== 4) {
-        const f = fields[Math.floor(random() * fields.length)];
-        const old = f.bytes === 4 ? BigInt(view.getUint32(f.at, true)) : view.getBigUint64(f.at, true);
-        const choice = random();
-        let value = choice < 0.5 ? INTERESTING[Math.floor(random() * INTERESTING.length)]
-          : choice < 0.8 ? old + BigInt(Math.floor(random() * 9) - 4)
-          : BigInt(Math.floor(random() * 2 ** 32));
-        value = BigInt.asUintN(f.bytes * 8, value);
-        if (f.bytes === 4) view.setUint32(f.at, Number(value), true);
-        else view.setBigUint64(f.at, value, true);
-        label = `${f.kind} at byte ${f.at}: ${old} -> ${value}`;
-      } else {
-        const flips = 1 + Math.floor(random() * 4);
-        const at: number[] = [];
-        for (let k = 0; k < flips; k++) {
-          const p = Math.floor(random() * headerEnd);
-          bytes[p] = Math.floor(random() * 256);
-          at.push(p);
-        }
-        label = `bytes changed at ${at.join(', ')}`;
+  it.each(['Q8_0', 'Q4_K'])(
+    '%s: every truncation of the header and sampled truncations of the data are refused, typed',
+    (type) => {
+      const valid = validByType.get(type)!;
+      expect(load(valid)).toBe('ok');
+      const { headerEnd } = headerFields(valid);
+      const outcomes = new Map<string, number>();
+      for (let n = 0; n <= headerEnd + 64; n++) check(valid.subarray(0, n), `truncated at ${n}`, outcomes);
+      const random = prng(101);
+      for (let i = 0; i < 300; i++) {
+        const n = headerEnd + Math.floor(random() * (valid.length - headerEnd));
+        check(valid.subarray(0, n), `truncated at ${n}`, outcomes);
       }
-      check(bytes, label, outcomes);
-    }
-    const elapsedMs = performance.now() - started;
-    expect(elapsedMs).toBeLessThan(15_000);
-    // The mutations must reach every outcome, or the fuzz is not exercising the checks.
-    expect(outcomes.get('GgufFormatError')).toBeGreaterThan(500);
-    expect(outcomes.get('UnsupportedModelError')).toBeGreaterThan(10);
-    expect(outcomes.get('ok')).toBeGreaterThan(10);
-  });
+      expect(outcomes.get('ok')).toBeUndefined();
+      expect(outcomes.get('GgufFormatError')).toBe(headerEnd + 65 + 300);
+    },
+  );
+
+  it.each(['Q8_0', 'Q4_K'])(
+    '%s: field mutations (counts, lengths, types, dims, offsets) and random byte flips load or are refused, typed',
+    (type) => {
+      const valid = validByType.get(type)!;
+      const { fields, headerEnd } = headerFields(valid);
+      const random = prng(202);
+      const outcomes = new Map<string, number>();
+      const started = performance.now();
+      for (let i = 0; i < 3000; i++) {
+        const bytes = valid.slice();
+        const view = new DataView(bytes.buffer);
+        let label: string;
+        if (i % 5 !== 4) {
+          const f = fields[Math.floor(random() * fields.length)];
+          const old = f.bytes === 4 ? BigInt(view.getUint32(f.at, true)) : view.getBigUint64(f.at, true);
+          const choice = random();
+          let value =
+            choice < 0.5
+              ? INTERESTING[Math.floor(random() * INTERESTING.length)]
+              : choice < 0.8
+                ? old + BigInt(Math.floor(random() * 9) - 4)
+                : BigInt(Math.floor(random() * 2 ** 32));
+          value = BigInt.asUintN(f.bytes * 8, value);
+          if (f.bytes === 4) view.setUint32(f.at, Number(value), true);
+          else view.setBigUint64(f.at, value, true);
+          label = `${f.kind} at byte ${f.at}: ${old} -> ${value}`;
+        } else {
+          const flips = 1 + Math.floor(random() * 4);
+          const at: number[] = [];
+          for (let k = 0; k < flips; k++) {
+            const p = Math.floor(random() * headerEnd);
+            bytes[p] = Math.floor(random() * 256);
+            at.push(p);
+          }
+          label = `bytes changed at ${at.join(', ')}`;
+        }
+        check(bytes, label, outcomes);
+      }
+      const elapsedMs = performance.now() - started;
+      expect(elapsedMs).toBeLessThan(15_000);
+      // The mutations must reach every outcome, or the fuzz is not exercising the checks.
+      expect(outcomes.get('GgufFormatError')).toBeGreaterThan(500);
+      expect(outcomes.get('UnsupportedModelError')).toBeGreaterThan(10);
+      expect(outcomes.get('ok')).toBeGreaterThan(10);
+    },
+  );
 
   it('quotes names from the file escaped and cut: a key with terminal escapes, a key length grown into the data', async () => {
     const hp = tinyHp('qwen3moe', { nLayer: 1 });
@@ -193,7 +246,11 @@ describe('GGUF fuzz', () => {
     const path = join(dir, 'evil.gguf');
     const u32 = (value: number) => ({ type: 'u32' as const, value });
     // The writer refuses duplicate keys: write "...keyA" and "...keyB", then make B an A.
-    await writeGguf(path, [...hparamKeys(hp), [`${evil}A`, u32(1)], [`${evil}B`, u32(2)], ...gpt2Vocab(['a', 'b'], [])], modelTensors(hp, 'Q8_0', 3));
+    await writeGguf(
+      path,
+      [...hparamKeys(hp), [`${evil}A`, u32(1)], [`${evil}B`, u32(2)], ...gpt2Vocab(['a', 'b'], [])],
+      modelTensors(hp, 'Q8_0', 3),
+    );
     const bytes = new Uint8Array(await readFile(path));
     const second = Buffer.from(bytes).indexOf(Buffer.from(`${evil}B`));
     expect(second).toBeGreaterThan(0);

@@ -7,8 +7,12 @@ import { parseGguf } from '../../../src/model/gguf/reader.js';
 import { writeGguf, type GgufTypedValue } from '../../../src/model/gguf/writer.js';
 
 let dir: string;
-beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'moetier-gguf-')); });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'moetier-gguf-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 function bytesOf(n: number, seed: number): Uint8Array {
   const b = new Uint8Array(n);
@@ -94,21 +98,32 @@ describe('GGUF writer and reader', () => {
     // The u32 value of general.alignment is the last 4 bytes before the tensor infos: find it by its value.
     const view = new DataView(bytes.buffer);
     let at = -1;
-    for (let p = 24; p + 4 <= bytes.length; p++) if (view.getUint32(p, true) === 64) { at = p; break; }
+    for (let p = 24; p + 4 <= bytes.length; p++)
+      if (view.getUint32(p, true) === 64) {
+        at = p;
+        break;
+      }
     expect(at).toBeGreaterThan(0);
     for (const bad of [1, 2, 4, 24]) {
       view.setUint32(at, bad, true);
-      expect(() => parseGguf(bytes, 'a.gguf')).toThrow(/key general\.alignment .*expected a power of two from 8 to 65536/);
+      expect(() => parseGguf(bytes, 'a.gguf')).toThrow(
+        /key general\.alignment .*expected a power of two from 8 to 65536/,
+      );
     }
     await expect(writeGguf(join(dir, 'a4.gguf'), [], [], { alignment: 4 })).rejects.toThrow(/a power of two from 8/);
   });
 
   it('honour a non-default alignment', async () => {
     const path = join(dir, 'align.gguf');
-    await writeGguf(path, [], [
-      { name: 'a', type: 'F32', dims: [3], data: () => bytesOf(12, 0) },
-      { name: 'b', type: 'F32', dims: [1], data: () => bytesOf(4, 0) },
-    ], { alignment: 64 });
+    await writeGguf(
+      path,
+      [],
+      [
+        { name: 'a', type: 'F32', dims: [3], data: () => bytesOf(12, 0) },
+        { name: 'b', type: 'F32', dims: [1], data: () => bytesOf(4, 0) },
+      ],
+      { alignment: 64 },
+    );
     const file = parseGguf(new Uint8Array(await readFile(path)), path);
     expect(file.alignment).toBe(64);
     expect(file.metadata.get('general.alignment')).toBe(64);
@@ -124,10 +139,12 @@ describe('GGUF writer and reader', () => {
   });
 
   it('refuse dims that are not a multiple of the block size, and duplicate tensors', async () => {
-    await expect(writeGguf(join(dir, 'x.gguf'), [], [{ name: 'w', type: 'Q4_0', dims: [16], data: () => new Uint8Array(9) }]))
-      .rejects.toThrow(/divisible by the Q4_0 block size 32/);
-    await expect(writeGguf(join(dir, 'x.gguf'), [], [{ name: 'w', type: 'Q4_K', dims: [64, 4], data: () => new Uint8Array(144) }]))
-      .rejects.toThrow(/tensor w dims.*divisible by the Q4_K block size 256/);
+    await expect(
+      writeGguf(join(dir, 'x.gguf'), [], [{ name: 'w', type: 'Q4_0', dims: [16], data: () => new Uint8Array(9) }]),
+    ).rejects.toThrow(/divisible by the Q4_0 block size 32/);
+    await expect(
+      writeGguf(join(dir, 'x.gguf'), [], [{ name: 'w', type: 'Q4_K', dims: [64, 4], data: () => new Uint8Array(144) }]),
+    ).rejects.toThrow(/tensor w dims.*divisible by the Q4_K block size 256/);
     const t = { name: 'w', type: 'F32' as const, dims: [1], data: () => new Uint8Array(4) };
     await expect(writeGguf(join(dir, 'x.gguf'), [], [t, t])).rejects.toThrow(/unique tensor names/);
   });
@@ -136,26 +153,46 @@ describe('GGUF writer and reader', () => {
 /** Hand-assembled headers, to reach states the writer refuses to produce. */
 class Raw {
   private parts: number[] = [];
-  u8(v: number): this { this.parts.push(v); return this; }
-  u32(v: number): this { for (let i = 0; i < 4; i++) this.parts.push((v >>> (8 * i)) & 0xff); return this; }
+  u8(v: number): this {
+    this.parts.push(v);
+    return this;
+  }
+  u32(v: number): this {
+    for (let i = 0; i < 4; i++) this.parts.push((v >>> (8 * i)) & 0xff);
+    return this;
+  }
   u64(v: bigint | number): this {
     let b = BigInt.asUintN(64, BigInt(v));
-    for (let i = 0; i < 8; i++) { this.parts.push(Number(b & 0xffn)); b >>= 8n; }
+    for (let i = 0; i < 8; i++) {
+      this.parts.push(Number(b & 0xffn));
+      b >>= 8n;
+    }
     return this;
   }
   str(s: string | number[]): this {
     const b = typeof s === 'string' ? [...new TextEncoder().encode(s)] : s;
-    this.u64(b.length); this.parts.push(...b); return this;
+    this.u64(b.length);
+    this.parts.push(...b);
+    return this;
   }
-  header(tensors: number | bigint, kvs: number | bigint): this { return this.u32(0x46554747).u32(3).u64(tensors).u64(kvs); }
+  header(tensors: number | bigint, kvs: number | bigint): this {
+    return this.u32(0x46554747).u32(3).u64(tensors).u64(kvs);
+  }
   tensor(name: string, dims: Array<number | bigint>, type: number, offset: number): this {
     this.str(name).u32(dims.length);
     for (const d of dims) this.u64(d);
     return this.u32(type).u64(offset);
   }
-  pad(to: number): this { while (this.parts.length < to) this.parts.push(0); return this; }
-  get length(): number { return this.parts.length; }
-  bytes(): Uint8Array { return Uint8Array.from(this.parts); }
+  pad(to: number): this {
+    while (this.parts.length < to) this.parts.push(0);
+    return this;
+  }
+  get length(): number {
+    return this.parts.length;
+  }
+  bytes(): Uint8Array {
+    return Uint8Array.from(this.parts);
+  }
 }
 
 function refusal(bytes: Uint8Array): Error {
@@ -177,9 +214,17 @@ describe('GGUF reader refusals', () => {
   });
 
   it('truncation at every byte of a valid header', () => {
-    const raw = new Raw().header(1, 2)
-      .str('general.architecture').u32(8).str('qwen3moe')
-      .str('a').u32(9).u32(5).u64(2).u32(7).u32(8)
+    const raw = new Raw()
+      .header(1, 2)
+      .str('general.architecture')
+      .u32(8)
+      .str('qwen3moe')
+      .str('a')
+      .u32(9)
+      .u32(5)
+      .u64(2)
+      .u32(7)
+      .u32(8)
       .tensor('w', [4], 0, 0);
     const full = raw.pad(raw.length + 64).bytes();
     expect(parseGguf(full, 'raw.gguf').tensors.get('w')!.byteLength).toBe(16);
@@ -193,7 +238,10 @@ describe('GGUF reader refusals', () => {
   it('counts and lengths over the named limits, without allocating them', () => {
     expect(refusal(new Raw().header(2 ** 40, 0).bytes()).message).toMatch(/tensor count at most 1048576/);
     expect(refusal(new Raw().header(0, 2n ** 63n).bytes()).message).toMatch(/kv count at most 65536/);
-    const hugeString = new Raw().header(0, 1).u64(2 ** 50).bytes();
+    const hugeString = new Raw()
+      .header(0, 1)
+      .u64(2 ** 50)
+      .bytes();
     expect(refusal(hugeString).message).toMatch(/key length at most 16777216/);
     const hugeArray = new Raw().header(0, 1).str('k').u32(9).u32(4).u64(4_000_000).bytes();
     expect(refusal(hugeArray).message).toMatch(/key k \(byte \d+\): expected 4000000 items of type u32/);
@@ -201,9 +249,13 @@ describe('GGUF reader refusals', () => {
 
   it('invalid UTF-8, unknown value types, nested arrays, bad bools, duplicate keys', () => {
     expect(refusal(new Raw().header(0, 1).str([0x61, 0xff]).u32(0).bytes()).message).toMatch(/key in valid UTF-8/);
-    expect(refusal(new Raw().header(0, 1).str('k').u32(13).bytes()).message).toMatch(/key k .*value type id from 0 to 12/);
+    expect(refusal(new Raw().header(0, 1).str('k').u32(13).bytes()).message).toMatch(
+      /key k .*value type id from 0 to 12/,
+    );
     expect(refusal(new Raw().header(0, 1).str('k').u32(9).u32(9).u64(0).bytes()).message).toMatch(/not an array/);
-    expect(refusal(new Raw().header(0, 1).str('k').u32(7).u8(2).bytes()).message).toMatch(/key k .*a bool \(0 or 1\), got 2/);
+    expect(refusal(new Raw().header(0, 1).str('k').u32(7).u8(2).bytes()).message).toMatch(
+      /key k .*a bool \(0 or 1\), got 2/,
+    );
     const dup = new Raw().header(0, 2).str('k').u32(4).u32(1).str('k').u32(4).u32(2).bytes();
     expect(refusal(dup).message).toMatch(/key k \(byte 41\): expected a key not seen before/);
   });
@@ -221,17 +273,35 @@ describe('GGUF reader refusals', () => {
     expect(one([4], 0, 0, 70).message).toMatch(/tensor w: expected 16 bytes of data from byte 64 inside the file/);
     expect(one([4], 77, 0).message).toMatch(/known ggml type id, got 77/);
     const supported = 'F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, BF16';
-    for (const [id, name] of [[23, 'IQ4_XS'], [20, 'IQ4_NL'], [16, 'IQ2_XXS'], [3, 'Q4_1'], [15, 'Q8_K']] as const) {
+    for (const [id, name] of [
+      [23, 'IQ4_XS'],
+      [20, 'IQ4_NL'],
+      [16, 'IQ2_XXS'],
+      [3, 'Q4_1'],
+      [15, 'Q8_K'],
+    ] as const) {
       const refused = one([256], id, 0, 2048);
       expect(refused).toBeInstanceOf(UnsupportedModelError);
-      expect(refused.message).toBe(`raw.gguf: tensor w: expected a tensor type among ${supported}, got ${name} (ggml type ${id})`);
+      expect(refused.message).toBe(
+        `raw.gguf: tensor w: expected a tensor type among ${supported}, got ${name} (ggml type ${id})`,
+      );
     }
     // k-quant rows are whole 256-element super-blocks: 255 or 32 columns are refused, naming the tensor
-    for (const [id, name] of [[10, 'Q2_K'], [11, 'Q3_K'], [12, 'Q4_K'], [13, 'Q5_K'], [14, 'Q6_K']] as const) {
+    for (const [id, name] of [
+      [10, 'Q2_K'],
+      [11, 'Q3_K'],
+      [12, 'Q4_K'],
+      [13, 'Q5_K'],
+      [14, 'Q6_K'],
+    ] as const) {
       for (const cols of [32, 255, 288]) {
         const refused = one([cols, 2], id, 0, 4096);
         expect(refused).toBeInstanceOf(GgufFormatError);
-        expect(refused.message).toMatch(new RegExp(`tensor w \\(byte \\d+\\): expected dims\\[0\\] \\(${cols}\\) divisible by the ${name} block size 256`));
+        expect(refused.message).toMatch(
+          new RegExp(
+            `tensor w \\(byte \\d+\\): expected dims\\[0\\] \\(${cols}\\) divisible by the ${name} block size 256`,
+          ),
+        );
       }
     }
     const two = new Raw().header(2, 0).tensor('a', [16], 0, 0).tensor('b', [4], 0, 32).pad(512).bytes();

@@ -16,8 +16,12 @@ import { tinySynth, writeConverted, type LayoutEdit } from '../../fixtures/conve
 
 let dir: string;
 let n = 0;
-beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'moetier-hpd-')); });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'moetier-hpd-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 async function build(arch: Arch, edit: LayoutEdit = {}): Promise<GgufFile> {
   const path = await writeConverted(tinySynth(arch), join(dir, `m${n++}.gguf`), edit);
@@ -42,7 +46,7 @@ const expected = (arch: Arch): HParams => {
   return { ...hp, rmsEps: Math.fround(hp.rmsEps) };
 };
 
-describe('readHParams: the converter\'s keys give the synthetic hyper-parameters', () => {
+describe("readHParams: the converter's keys give the synthetic hyper-parameters", () => {
   for (const arch of ['qwen3moe', 'qwen2moe', 'olmoe', 'llama'] as Arch[]) {
     it(arch, async () => {
       expect(readHParams(await build(arch))).toEqual(expected(arch));
@@ -50,10 +54,12 @@ describe('readHParams: the converter\'s keys give the synthetic hyper-parameters
   }
 });
 
-describe('readHParams: llama.cpp\'s defaults for absent keys', () => {
+describe("readHParams: llama.cpp's defaults for absent keys", () => {
   it('qwen3moe / qwen2moe: expert width = feed_forward_length / expert_used_count, shared width = feed_forward_length', async () => {
     for (const arch of ['qwen3moe', 'qwen2moe'] as Arch[]) {
-      const got = readHParams(await build(arch, { drop: ['expert_feed_forward_length', 'expert_shared_feed_forward_length'] }));
+      const got = readHParams(
+        await build(arch, { drop: ['expert_feed_forward_length', 'expert_shared_feed_forward_length'] }),
+      );
       expect(got.nFfExp).toBe(expected(arch).nFfExp);
       expect(got.nFfShexp).toBe(expected(arch).nFfShexp);
     }
@@ -73,25 +79,43 @@ describe('readHParams: llama.cpp\'s defaults for absent keys', () => {
     expect(got.headDim).toBe(64 / 4);
     // qwen3moe has 2 kv heads of 4: without the key, k is sized for 4 and the tensor check says so.
     const noKv = refusal(await build('qwen3moe', { drop: ['attention.head_count_kv'] }));
-    expect(noKv.message).toMatch(/tensor blk\.0\.attn_k\.weight: expected dims \[64, 64\] \(from the hyper-parameters\), got \[64, 32\]/);
+    expect(noKv.message).toMatch(
+      /tensor blk\.0\.attn_k\.weight: expected dims \[64, 64\] \(from the hyper-parameters\), got \[64, 32\]/,
+    );
   });
 
   it('per-layer arrays (get_key_or_arr) are read when every layer agrees, refused when they differ', async () => {
     const arr = (values: number[]): GgufTypedValue => ({ type: 'array', itemType: 'u32', values });
-    const same = await build('olmoe', { set: [['olmoe.feed_forward_length', arr([32, 32, 32, 32])], ['olmoe.attention.head_count', arr([4, 4, 4, 4])]] });
+    const same = await build('olmoe', {
+      set: [
+        ['olmoe.feed_forward_length', arr([32, 32, 32, 32])],
+        ['olmoe.attention.head_count', arr([4, 4, 4, 4])],
+      ],
+    });
     expect(readHParams(same)).toEqual(expected('olmoe'));
     const differ = refusal(await build('olmoe', { set: [['olmoe.feed_forward_length', arr([32, 32, 64, 32])]] }));
     expect(differ).toBeInstanceOf(UnsupportedModelError);
-    expect(differ.message).toMatch(/key olmoe\.feed_forward_length: expected the same value for every layer .* got \[32, 32, 64, 32\]/);
+    expect(differ.message).toMatch(
+      /key olmoe\.feed_forward_length: expected the same value for every layer .* got \[32, 32, 64, 32\]/,
+    );
     const short = refusal(await build('olmoe', { set: [['olmoe.feed_forward_length', arr([32, 32])]] }));
     expect(short).toBeInstanceOf(GgufFormatError);
   });
 
   it('rope scaling that does not scale (factor 0 or 1, or type none) is accepted', async () => {
     for (const set of [
-      [['qwen3moe.rope.scaling.type', str('linear')], ['qwen3moe.rope.scaling.factor', f32(1)]],
-      [['qwen3moe.rope.scaling.type', str('yarn')], ['qwen3moe.rope.scaling.factor', f32(1)]],
-      [['qwen3moe.rope.scaling.type', str('none')], ['qwen3moe.rope.scaling.factor', f32(4)]],
+      [
+        ['qwen3moe.rope.scaling.type', str('linear')],
+        ['qwen3moe.rope.scaling.factor', f32(1)],
+      ],
+      [
+        ['qwen3moe.rope.scaling.type', str('yarn')],
+        ['qwen3moe.rope.scaling.factor', f32(1)],
+      ],
+      [
+        ['qwen3moe.rope.scaling.type', str('none')],
+        ['qwen3moe.rope.scaling.factor', f32(4)],
+      ],
       [['qwen3moe.rope.scale_linear', f32(0)]],
     ] as LayoutEdit['set'][]) {
       expect(readHParams(await build('qwen3moe', { set }))).toEqual(expected('qwen3moe'));
@@ -100,7 +124,15 @@ describe('readHParams: llama.cpp\'s defaults for absent keys', () => {
 });
 
 describe('readHParams: keys llama.cpp requires stay required', () => {
-  for (const key of ['context_length', 'embedding_length', 'block_count', 'attention.head_count', 'attention.layer_norm_rms_epsilon', 'expert_count', 'expert_used_count']) {
+  for (const key of [
+    'context_length',
+    'embedding_length',
+    'block_count',
+    'attention.head_count',
+    'attention.layer_norm_rms_epsilon',
+    'expert_count',
+    'expert_used_count',
+  ]) {
     it(key, async () => {
       const e = refusal(await build('olmoe', { drop: [key] }));
       expect(e).toBeInstanceOf(GgufFormatError);
@@ -111,24 +143,39 @@ describe('readHParams: keys llama.cpp requires stay required', () => {
 
   it('olmoe without feed_forward_length, and qwen3moe without it and without expert_feed_forward_length', async () => {
     const olmoe = refusal(await build('olmoe', { drop: ['feed_forward_length'] }));
-    expect(olmoe.message).toMatch(/key olmoe\.feed_forward_length: expected an unsigned integer .* but the key is missing/);
+    expect(olmoe.message).toMatch(
+      /key olmoe\.feed_forward_length: expected an unsigned integer .* but the key is missing/,
+    );
     const qwen = refusal(await build('qwen3moe', { drop: ['feed_forward_length', 'expert_feed_forward_length'] }));
-    expect(qwen.message).toMatch(/key qwen3moe\.expert_feed_forward_length: expected .* \(or qwen3moe\.feed_forward_length, from which llama.cpp derives it\), but both keys are missing/);
+    expect(qwen.message).toMatch(
+      /key qwen3moe\.expert_feed_forward_length: expected .* \(or qwen3moe\.feed_forward_length, from which llama.cpp derives it\), but both keys are missing/,
+    );
   });
 });
 
 describe('readHParams: what would run wrong is refused, naming the key or tensor', () => {
   it('scaled rope (YaRN factor 4, linear 2, the old rope.scale_linear) and llama3 rope_freqs', async () => {
-    const yarn = refusal(await build('qwen3moe', { set: [['qwen3moe.rope.scaling.type', str('yarn')], ['qwen3moe.rope.scaling.factor', f32(4)]] }));
+    const yarn = refusal(
+      await build('qwen3moe', {
+        set: [
+          ['qwen3moe.rope.scaling.type', str('yarn')],
+          ['qwen3moe.rope.scaling.factor', f32(4)],
+        ],
+      }),
+    );
     expect(yarn).toBeInstanceOf(UnsupportedModelError);
-    expect(yarn.message).toMatch(/key qwen3moe\.rope\.scaling\.factor: expected no rope scaling .* scaled rope \(yarn\) is not implemented, got 4/);
+    expect(yarn.message).toMatch(
+      /key qwen3moe\.rope\.scaling\.factor: expected no rope scaling .* scaled rope \(yarn\) is not implemented, got 4/,
+    );
     const linear = refusal(await build('llama', { set: [['llama.rope.scaling.factor', f32(2)]] }));
     expect(linear.message).toMatch(/scaled rope \(linear\) is not implemented, got 2/);
     const old = refusal(await build('llama', { set: [['llama.rope.scale_linear', f32(2)]] }));
     expect(old.message).toMatch(/key llama\.rope\.scale_linear: expected no rope scaling/);
-    const freqs = refusal(await build('llama', {
-      tensors: (ts) => [...ts, { name: 'rope_freqs.weight', type: 'F32', dims: [8], data: () => new Uint8Array(32) }],
-    }));
+    const freqs = refusal(
+      await build('llama', {
+        tensors: (ts) => [...ts, { name: 'rope_freqs.weight', type: 'F32', dims: [8], data: () => new Uint8Array(32) }],
+      }),
+    );
     expect(freqs.message).toMatch(/tensor rope_freqs\.weight: expected no per-frequency rope factors/);
   });
 
@@ -138,7 +185,9 @@ describe('readHParams: what would run wrong is refused, naming the key or tensor
     expect(given.message).toMatch(/key qwen3moe\.attention\.value_length: expected the key length 16, got 8$/);
     // key_length 32 with 64 / 4 heads: llama.cpp's value_length default is still 16.
     const defaulted = refusal(await build('qwen3moe', { set: [['qwen3moe.attention.key_length', u32(32)]] }));
-    expect(defaulted.message).toMatch(/value_length: expected the key length 32, got 16 \(the default, embedding_length \/ head_count\)/);
+    expect(defaulted.message).toMatch(
+      /value_length: expected the key length 32, got 16 \(the default, embedding_length \/ head_count\)/,
+    );
   });
 
   it('llama with Granite-style shared experts, and an attention-output bias llama.cpp would add', async () => {
@@ -146,27 +195,47 @@ describe('readHParams: what would run wrong is refused, naming the key or tensor
     expect(granite).toBeInstanceOf(UnsupportedModelError);
     expect(granite.message).toMatch(/key llama\.expert_shared_feed_forward_length: expected none for llama/);
     for (const arch of ['llama', 'qwen3moe'] as Arch[]) {
-      const bias = refusal(await build(arch, {
-        tensors: (ts) => [...ts, { name: 'blk.1.attn_output.bias', type: 'F32', dims: [64], data: () => new Uint8Array(256) }],
-      }));
+      const bias = refusal(
+        await build(arch, {
+          tensors: (ts) => [
+            ...ts,
+            { name: 'blk.1.attn_output.bias', type: 'F32', dims: [64], data: () => new Uint8Array(256) },
+          ],
+        }),
+      );
       expect(bias.message).toMatch(/tensor blk\.1\.attn_output\.bias: expected no attention-output bias/);
     }
   });
 
   it('a quantized [nEmbd, 1] shared-expert gate, naming the tensor and its type', async () => {
-    const q8 = refusal(await build('qwen2moe', {
-      tensors: (ts) => ts.map((t) => (t.name === 'blk.0.ffn_gate_inp_shexp.weight' ? { ...t, type: 'Q8_0' as const, data: () => new Uint8Array(68) } : t)),
-    }));
+    const q8 = refusal(
+      await build('qwen2moe', {
+        tensors: (ts) =>
+          ts.map((t) =>
+            t.name === 'blk.0.ffn_gate_inp_shexp.weight'
+              ? { ...t, type: 'Q8_0' as const, data: () => new Uint8Array(68) }
+              : t,
+          ),
+      }),
+    );
     expect(q8).toBeInstanceOf(UnsupportedModelError);
-    expect(q8.message).toMatch(/tensor blk\.0\.ffn_gate_inp_shexp\.weight: expected type F32 for the shared-expert gate .* got Q8_0$/);
+    expect(q8.message).toMatch(
+      /tensor blk\.0\.ffn_gate_inp_shexp\.weight: expected type F32 for the shared-expert gate .* got Q8_0$/,
+    );
   });
 
   it('dims compare up to trailing 1s only: [64, 1] is [64], [64, 2] is not', async () => {
-    const pad = (dims: number[]): LayoutEdit => ({ tensors: (ts) => ts.map((t) => (t.name === 'blk.0.attn_norm.weight' ? { ...t, dims } : t)) });
+    const pad = (dims: number[]): LayoutEdit => ({
+      tensors: (ts) => ts.map((t) => (t.name === 'blk.0.attn_norm.weight' ? { ...t, dims } : t)),
+    });
     expect(readHParams(await build('olmoe', pad([64, 1, 1])))).toEqual(expected('olmoe'));
-    const wrong = refusal(await build('olmoe', {
-      tensors: (ts) => ts.map((t) => (t.name === 'blk.0.attn_norm.weight' ? { ...t, dims: [32, 2] } : t)),
-    }));
-    expect(wrong.message).toMatch(/tensor blk\.0\.attn_norm\.weight: expected dims \[64\] \(from the hyper-parameters\), got \[32, 2\]/);
+    const wrong = refusal(
+      await build('olmoe', {
+        tensors: (ts) => ts.map((t) => (t.name === 'blk.0.attn_norm.weight' ? { ...t, dims: [32, 2] } : t)),
+      }),
+    );
+    expect(wrong.message).toMatch(
+      /tensor blk\.0\.attn_norm\.weight: expected dims \[64\] \(from the hyper-parameters\), got \[32, 2\]/,
+    );
   });
 });

@@ -11,8 +11,12 @@ import { gpt2Vocab, hparamKeys, modelTensors, tinyHp, type Kv } from './gguf-fix
 
 let dir: string;
 let n = 0;
-beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'moetier-hp-')); });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'moetier-hp-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 const vocab = gpt2Vocab(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'], []);
 
@@ -43,15 +47,24 @@ describe('readHParams: rope.dimension_count', () => {
   const u32 = (value: number) => ({ type: 'u32' as const, value });
   it('accepts the head dim (the whole head rotates) and no key at all', async () => {
     for (const extra of [[['qwen3moe.rope.dimension_count', u32(hp.headDim)]], []] as Kv[]) {
-      expect(readHParams(await build([...hparamKeys(hp), ...extra, ...vocab], modelTensors(hp, 'Q8_0'))).headDim).toBe(hp.headDim);
+      expect(readHParams(await build([...hparamKeys(hp), ...extra, ...vocab], modelTensors(hp, 'Q8_0'))).headDim).toBe(
+        hp.headDim,
+      );
     }
   });
   it('refuses partial rotary (8 of 16) as unsupported, and 0, 17 or 1000 as corrupt, naming the key', async () => {
-    const partial = refusal(await build([...hparamKeys(hp), ['qwen3moe.rope.dimension_count', u32(8)], ...vocab], modelTensors(hp, 'Q8_0')));
+    const partial = refusal(
+      await build([...hparamKeys(hp), ['qwen3moe.rope.dimension_count', u32(8)], ...vocab], modelTensors(hp, 'Q8_0')),
+    );
     expect(partial).toBeInstanceOf(UnsupportedModelError);
     expect(partial.message).toMatch(/rope\.dimension_count.*partial rotary.*got 8/);
     for (const bad of [0, 17, 1000]) {
-      const err = refusal(await build([...hparamKeys(hp), ['qwen3moe.rope.dimension_count', u32(bad)], ...vocab], modelTensors(hp, 'Q8_0')));
+      const err = refusal(
+        await build(
+          [...hparamKeys(hp), ['qwen3moe.rope.dimension_count', u32(bad)], ...vocab],
+          modelTensors(hp, 'Q8_0'),
+        ),
+      );
       expect(err).toBeInstanceOf(GgufFormatError);
       expect(err.message).toContain(`rope.dimension_count: expected an even integer in [2, head dim 16], got ${bad}`);
     }
@@ -81,15 +94,22 @@ describe('readHParams', () => {
 
   it('refuse another architecture, listing the supported ones', async () => {
     const hp = tinyHp('qwen3moe');
-    const file = await build(withKey(hparamKeys(hp), 'general.architecture', { type: 'string', value: 'deepseek2' }), modelTensors(hp));
+    const file = await build(
+      withKey(hparamKeys(hp), 'general.architecture', { type: 'string', value: 'deepseek2' }),
+      modelTensors(hp),
+    );
     const e = refusal(file);
     expect(e).toBeInstanceOf(UnsupportedModelError);
-    expect(e.message).toMatch(/key general.architecture: expected one of qwen3moe, qwen2moe, olmoe, llama .*got "deepseek2"/);
+    expect(e.message).toMatch(
+      /key general.architecture: expected one of qwen3moe, qwen2moe, olmoe, llama .*got "deepseek2"/,
+    );
   });
 
   it('refuse a dense llama', async () => {
     const hp = tinyHp('llama');
-    const e = refusal(await build(withKey(hparamKeys(hp), 'llama.expert_count', { type: 'u32', value: 0 }), modelTensors(hp)));
+    const e = refusal(
+      await build(withKey(hparamKeys(hp), 'llama.expert_count', { type: 'u32', value: 0 }), modelTensors(hp)),
+    );
     expect(e).toBeInstanceOf(UnsupportedModelError);
     expect(e.message).toMatch(/llama.expert_count: expected a value > 0/);
   });
@@ -98,38 +118,80 @@ describe('readHParams', () => {
     const hp = tinyHp('olmoe');
     const missing = refusal(await build(withKey(hparamKeys(hp), 'olmoe.expert_used_count'), modelTensors(hp)));
     expect(missing).toBeInstanceOf(GgufFormatError);
-    expect(missing.message).toMatch(/key olmoe.expert_used_count: expected an unsigned integer .* but the key is missing/);
-    const typed = refusal(await build(withKey(hparamKeys(hp), 'olmoe.block_count', { type: 'string', value: '2' }), modelTensors(hp)));
-    expect(typed.message).toMatch(/key olmoe.block_count: expected an unsigned integer from 1 to \d+, but got string "2"/);
-    const eps = refusal(await build(withKey(hparamKeys(hp), 'olmoe.attention.layer_norm_rms_epsilon', { type: 'f32', value: 0 }), modelTensors(hp)));
+    expect(missing.message).toMatch(
+      /key olmoe.expert_used_count: expected an unsigned integer .* but the key is missing/,
+    );
+    const typed = refusal(
+      await build(withKey(hparamKeys(hp), 'olmoe.block_count', { type: 'string', value: '2' }), modelTensors(hp)),
+    );
+    expect(typed.message).toMatch(
+      /key olmoe.block_count: expected an unsigned integer from 1 to \d+, but got string "2"/,
+    );
+    const eps = refusal(
+      await build(
+        withKey(hparamKeys(hp), 'olmoe.attention.layer_norm_rms_epsilon', { type: 'f32', value: 0 }),
+        modelTensors(hp),
+      ),
+    );
     expect(eps.message).toMatch(/layer_norm_rms_epsilon: expected a finite float > 0/);
     // An absurd epsilon zeroed every logit and the run printed NUL tokens with exit 0 (issue 27): refused at load.
-    const huge = refusal(await build(withKey(hparamKeys(hp), 'olmoe.attention.layer_norm_rms_epsilon', { type: 'f32', value: 1e30 }), modelTensors(hp)));
+    const huge = refusal(
+      await build(
+        withKey(hparamKeys(hp), 'olmoe.attention.layer_norm_rms_epsilon', { type: 'f32', value: 1e30 }),
+        modelTensors(hp),
+      ),
+    );
     expect(huge).toBeInstanceOf(GgufFormatError);
     expect(huge.message).toMatch(/layer_norm_rms_epsilon: expected a finite float > 0 and <= 1/);
   });
 
   it('refuse inconsistent hyper-parameters', async () => {
     const hp = tinyHp('qwen3moe');
-    const used = refusal(await build(withKey(hparamKeys(hp), 'qwen3moe.expert_used_count', { type: 'u32', value: 5 }), modelTensors(hp)));
+    const used = refusal(
+      await build(withKey(hparamKeys(hp), 'qwen3moe.expert_used_count', { type: 'u32', value: 5 }), modelTensors(hp)),
+    );
     expect(used.message).toMatch(/expert_used_count: expected at most expert_count 4, got 5/);
-    const kvHeads = refusal(await build(withKey(hparamKeys(hp), 'qwen3moe.attention.head_count_kv', { type: 'u32', value: 3 }), modelTensors(hp)));
+    const kvHeads = refusal(
+      await build(
+        withKey(hparamKeys(hp), 'qwen3moe.attention.head_count_kv', { type: 'u32', value: 3 }),
+        modelTensors(hp),
+      ),
+    );
     expect(kvHeads.message).toMatch(/head_count_kv: expected a divisor of head_count 4, got 3/);
-    const layers = refusal(await build(withKey(hparamKeys(hp), 'qwen3moe.block_count', { type: 'u32', value: 1 << 19 }), modelTensors(hp)));
+    const layers = refusal(
+      await build(withKey(hparamKeys(hp), 'qwen3moe.block_count', { type: 'u32', value: 1 << 19 }), modelTensors(hp)),
+    );
     expect(layers.message).toMatch(/block_count: expected at most the tensor count/);
     const vocabSize = refusal(await build([...hparamKeys(hp), ...gpt2Vocab(['a'], [])], modelTensors(hp)));
-    expect(vocabSize.message).toMatch(/tokenizer.ggml.tokens: expected one token per row of token_embd.weight \(12\), got 3/);
+    expect(vocabSize.message).toMatch(
+      /tokenizer.ggml.tokens: expected one token per row of token_embd.weight \(12\), got 3/,
+    );
   });
 
   it('refuse a missing tensor, wrong dims, and a non-F32 norm', async () => {
     const hp = tinyHp('qwen2moe');
     const tensors = modelTensors(hp);
-    const missing = refusal(await build(hparamKeys(hp), tensors.filter((t) => t.name !== 'blk.1.attn_k.bias')));
-    expect(missing.message).toMatch(/tensor blk.1.attn_k.bias: expected a tensor of dims \[32\], which qwen2moe needs, but it is missing/);
-    const bad = tensors.map((t) => (t.name === 'blk.0.ffn_down_exps.weight' ? { ...t, dims: [64, 32, 4], data: () => new Uint8Array(64 * 32 * 4 * 4) } : t));
+    const missing = refusal(
+      await build(
+        hparamKeys(hp),
+        tensors.filter((t) => t.name !== 'blk.1.attn_k.bias'),
+      ),
+    );
+    expect(missing.message).toMatch(
+      /tensor blk.1.attn_k.bias: expected a tensor of dims \[32\], which qwen2moe needs, but it is missing/,
+    );
+    const bad = tensors.map((t) =>
+      t.name === 'blk.0.ffn_down_exps.weight'
+        ? { ...t, dims: [64, 32, 4], data: () => new Uint8Array(64 * 32 * 4 * 4) }
+        : t,
+    );
     const dims = refusal(await build(hparamKeys(hp), bad));
-    expect(dims.message).toMatch(/tensor blk.0.ffn_down_exps.weight: expected dims \[32, 64, 4\] \(from the hyper-parameters\), got \[64, 32, 4\]/);
-    const f16 = tensors.map((t) => (t.name === 'output_norm.weight' ? { ...t, type: 'F16' as const, data: () => new Uint8Array(128) } : t));
+    expect(dims.message).toMatch(
+      /tensor blk.0.ffn_down_exps.weight: expected dims \[32, 64, 4\] \(from the hyper-parameters\), got \[64, 32, 4\]/,
+    );
+    const f16 = tensors.map((t) =>
+      t.name === 'output_norm.weight' ? { ...t, type: 'F16' as const, data: () => new Uint8Array(128) } : t,
+    );
     const norm = refusal(await build(hparamKeys(hp), f16));
     expect(norm).toBeInstanceOf(UnsupportedModelError);
     expect(norm.message).toMatch(/tensor output_norm.weight: expected type F32 for a 1-D norm, got F16/);

@@ -34,7 +34,7 @@ describe('model identity', () => {
     expect(modelIdentity(far)).toBe(base);
   });
 
-  it('reads only the mapped view of a file bigger than it (the size is the file\'s)', () => {
+  it("reads only the mapped view of a file bigger than it (the size is the file's)", () => {
     const whole = file();
     const view = { ...whole, bytes: whole.bytes.subarray(0, whole.dataOffset + IDENTITY_DATA_BYTES) };
     expect(modelIdentity(view)).toBe(modelIdentity(whole));

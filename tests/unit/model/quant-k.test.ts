@@ -10,7 +10,8 @@ import { dequantizeRow, quantizeRow, rowBytes } from '../../../src/model/quant.j
 import { GGML_BLOCK, GGML_TYPE, type GgmlTypeName } from '../../../src/model/types.js';
 
 const f = Math.fround;
-const ONE = 0x3c00, HALF = 0x3800; // f16 bits of 1 and 0.5
+const ONE = 0x3c00,
+  HALF = 0x3800; // f16 bits of 1 and 0.5
 
 function setF16(b: Uint8Array, at: number, h: number): void {
   b[at] = h & 0xff;
@@ -26,8 +27,13 @@ function decode(type: GgmlTypeName, block: Uint8Array): Float32Array {
 describe('type tables', () => {
   it('have ggml ids, block sizes and bytes (ggml-common.h)', () => {
     const expected: Array<[GgmlTypeName, number, number, number]> = [
-      ['Q5_0', 6, 32, 22], ['Q5_1', 7, 32, 24],
-      ['Q2_K', 10, 256, 84], ['Q3_K', 11, 256, 110], ['Q4_K', 12, 256, 144], ['Q5_K', 13, 256, 176], ['Q6_K', 14, 256, 210],
+      ['Q5_0', 6, 32, 22],
+      ['Q5_1', 7, 32, 24],
+      ['Q2_K', 10, 256, 84],
+      ['Q3_K', 11, 256, 110],
+      ['Q4_K', 12, 256, 144],
+      ['Q5_K', 13, 256, 176],
+      ['Q6_K', 14, 256, 210],
     ];
     for (const [type, id, elements, bytes] of expected) {
       expect(GGML_TYPE[type]).toBe(id);
@@ -48,7 +54,16 @@ describe('hand-built blocks', () => {
     b.fill(0x21, 16); // every low nibble 1, every high nibble 2
     const y = decode('Q4_K', b);
     // even sub-blocks read low nibbles (q = 1), odd ones high nibbles (q = 2)
-    const perSubBlock = [1 * 1 - 0, 2 * 2 - 0.5, 3 * 1 - 1, 4 * 2 - 1.5, 17 * 1 - 10, 33 * 2 - 20, 63 * 1 - 31.5, 5 * 2 - 3.5];
+    const perSubBlock = [
+      1 * 1 - 0,
+      2 * 2 - 0.5,
+      3 * 1 - 1,
+      4 * 2 - 1.5,
+      17 * 1 - 10,
+      33 * 2 - 20,
+      63 * 1 - 31.5,
+      5 * 2 - 3.5,
+    ];
     for (let e = 0; e < 256; e++) expect(y[e], `element ${e}`).toBe(perSubBlock[e >> 5]);
   });
 
@@ -66,11 +81,19 @@ describe('hand-built blocks', () => {
     const b = new Uint8Array(210);
     setF16(b, 208, HALF);
     b.fill(1, 192, 208);
-    b[192 + 0] = 2; b[192 + 2] = 0xff; b[192 + 4] = 3; // scales of elements 0.., 32.., 64.. : 2, -1, 3
+    b[192 + 0] = 2;
+    b[192 + 2] = 0xff;
+    b[192 + 4] = 3; // scales of elements 0.., 32.., 64.. : 2, -1, 3
     b[0] = 0x5a; // ql[0]: element 0 low 10, element 64 low 5
     b[128] = 0b11100100; // qh[0]: elements 0, 32, 64, 96 get high bits 0, 1, 2, 3
     const y = decode('Q6_K', b);
-    expect([y[0], y[32], y[64], y[96], y[1]]).toEqual([0.5 * 2 * -22, 0.5 * -1 * -16, 0.5 * 3 * 5, 0.5 * 1 * 16, 0.5 * 2 * -32]);
+    expect([y[0], y[32], y[64], y[96], y[1]]).toEqual([
+      0.5 * 2 * -22,
+      0.5 * -1 * -16,
+      0.5 * 3 * 5,
+      0.5 * 1 * 16,
+      0.5 * 2 * -32,
+    ]);
     expect(y[128]).toBe(0.5 * 1 * -32);
   });
 
@@ -104,7 +127,8 @@ describe('hand-built blocks', () => {
   it('Q5_0 and Q5_1: nibbles as Q4_0, the 5th bits of elements j and j + 16 in qh bits j and j + 16', () => {
     const q50 = new Uint8Array(22);
     setF16(q50, 0, HALF);
-    q50[2] = 0b1; q50[4] = 0b1; // qh bit 0 (element 0) and bit 16 (element 16)
+    q50[2] = 0b1;
+    q50[4] = 0b1; // qh bit 0 (element 0) and bit 16 (element 16)
     q50[6] = 0x3f; // element 0 low 15, element 16 high 3
     const y0 = decode('Q5_0', q50);
     expect([y0[0], y0[16], y0[1], y0[17]]).toEqual([(31 - 16) * 0.5, (19 - 16) * 0.5, -8, -8]);
@@ -119,19 +143,26 @@ describe('hand-built blocks', () => {
 });
 
 /** ggml's dequantize_row_q*_K loops, transcribed literally (pointer walks and all). */
-const GGML_LOOPS: Record<'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K', (b: Uint8Array, h: (at: number) => number) => number[]> = {
+const GGML_LOOPS: Record<
+  'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K',
+  (b: Uint8Array, h: (at: number) => number) => number[]
+> = {
   Q2_K(b, h) {
     const y: number[] = [];
-    const d = h(80), min = h(82);
-    let q = 16, is = 0;
+    const d = h(80),
+      min = h(82);
+    let q = 16,
+      is = 0;
     for (let n = 0; n < 256; n += 128) {
       let shift = 0;
       for (let j = 0; j < 4; ++j) {
         let sc = b[is++];
-        let dl = f(d * (sc & 0xf)), ml = f(min * (sc >> 4));
+        let dl = f(d * (sc & 0xf)),
+          ml = f(min * (sc >> 4));
         for (let l = 0; l < 16; ++l) y.push(f(f(dl * ((b[q + l] >> shift) & 3)) - ml));
         sc = b[is++];
-        dl = f(d * (sc & 0xf)); ml = f(min * (sc >> 4));
+        dl = f(d * (sc & 0xf));
+        ml = f(min * (sc >> 4));
         for (let l = 0; l < 16; ++l) y.push(f(f(dl * ((b[q + l + 16] >> shift) & 3)) - ml));
         shift += 2;
       }
@@ -145,14 +176,17 @@ const GGML_LOOPS: Record<'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K', (b: Uint8Ar
     const aux = new Uint32Array(4);
     const view = new DataView(b.buffer, b.byteOffset + 96, 12);
     for (let k = 0; k < 3; k++) aux[k] = view.getUint32(4 * k, true);
-    const kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    const kmask1 = 0x03030303,
+      kmask2 = 0x0f0f0f0f;
     const tmp = aux[2];
     aux[2] = ((aux[0] >>> 4) & kmask2) | (((tmp >>> 4) & kmask1) << 4);
     aux[3] = ((aux[1] >>> 4) & kmask2) | (((tmp >>> 6) & kmask1) << 4);
     aux[0] = (aux[0] & kmask2) | (((tmp >>> 0) & kmask1) << 4);
     aux[1] = (aux[1] & kmask2) | (((tmp >>> 2) & kmask1) << 4);
     const scales = new Int8Array(aux.buffer);
-    let q = 32, is = 0, m = 1;
+    let q = 32,
+      is = 0,
+      m = 1;
     for (let n = 0; n < 256; n += 128) {
       let shift = 0;
       for (let j = 0; j < 4; ++j) {
@@ -169,31 +203,53 @@ const GGML_LOOPS: Record<'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K', (b: Uint8Ar
   },
   Q4_K(b, h) {
     const y: number[] = [];
-    const d = h(0), min = h(2);
+    const d = h(0),
+      min = h(2);
     const scaleMin = (j: number): [number, number] =>
-      j < 4 ? [b[4 + j] & 63, b[4 + j + 4] & 63] : [(b[4 + j + 4] & 0xf) | ((b[4 + j - 4] >> 6) << 4), (b[4 + j + 4] >> 4) | ((b[4 + j] >> 6) << 4)];
-    let q = 16, is = 0;
+      j < 4
+        ? [b[4 + j] & 63, b[4 + j + 4] & 63]
+        : [(b[4 + j + 4] & 0xf) | ((b[4 + j - 4] >> 6) << 4), (b[4 + j + 4] >> 4) | ((b[4 + j] >> 6) << 4)];
+    let q = 16,
+      is = 0;
     for (let j = 0; j < 256; j += 64) {
-      const [sc1, m1] = scaleMin(is), [sc2, m2] = scaleMin(is + 1);
-      const d1 = f(d * sc1), mm1 = f(min * m1), d2 = f(d * sc2), mm2 = f(min * m2);
+      const [sc1, m1] = scaleMin(is),
+        [sc2, m2] = scaleMin(is + 1);
+      const d1 = f(d * sc1),
+        mm1 = f(min * m1),
+        d2 = f(d * sc2),
+        mm2 = f(min * m2);
       for (let l = 0; l < 32; ++l) y.push(f(f(d1 * (b[q + l] & 0xf)) - mm1));
       for (let l = 0; l < 32; ++l) y.push(f(f(d2 * (b[q + l] >> 4)) - mm2));
-      q += 32; is += 2;
+      q += 32;
+      is += 2;
     }
     return y;
   },
   Q5_K(b, h) {
     const y: number[] = [];
-    const d = h(0), min = h(2);
+    const d = h(0),
+      min = h(2);
     const scaleMin = (j: number): [number, number] =>
-      j < 4 ? [b[4 + j] & 63, b[4 + j + 4] & 63] : [(b[4 + j + 4] & 0xf) | ((b[4 + j - 4] >> 6) << 4), (b[4 + j + 4] >> 4) | ((b[4 + j] >> 6) << 4)];
-    let ql = 48, is = 0, u1 = 1, u2 = 2;
+      j < 4
+        ? [b[4 + j] & 63, b[4 + j + 4] & 63]
+        : [(b[4 + j + 4] & 0xf) | ((b[4 + j - 4] >> 6) << 4), (b[4 + j + 4] >> 4) | ((b[4 + j] >> 6) << 4)];
+    let ql = 48,
+      is = 0,
+      u1 = 1,
+      u2 = 2;
     for (let j = 0; j < 256; j += 64) {
-      const [sc1, m1] = scaleMin(is), [sc2, m2] = scaleMin(is + 1);
-      const d1 = f(d * sc1), mm1 = f(min * m1), d2 = f(d * sc2), mm2 = f(min * m2);
+      const [sc1, m1] = scaleMin(is),
+        [sc2, m2] = scaleMin(is + 1);
+      const d1 = f(d * sc1),
+        mm1 = f(min * m1),
+        d2 = f(d * sc2),
+        mm2 = f(min * m2);
       for (let l = 0; l < 32; ++l) y.push(f(f(d1 * ((b[ql + l] & 0xf) + (b[16 + l] & u1 ? 16 : 0))) - mm1));
       for (let l = 0; l < 32; ++l) y.push(f(f(d2 * ((b[ql + l] >> 4) + (b[16 + l] & u2 ? 16 : 0))) - mm2));
-      ql += 32; is += 2; u1 <<= 2; u2 <<= 2;
+      ql += 32;
+      is += 2;
+      u1 <<= 2;
+      u2 <<= 2;
     }
     return y;
   },
@@ -201,7 +257,10 @@ const GGML_LOOPS: Record<'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K', (b: Uint8Ar
     const y = new Array<number>(256);
     const d = h(208);
     const sc8 = new Int8Array(b.buffer, b.byteOffset + 192, 16);
-    let ql = 0, qh = 128, sc = 0, out = 0;
+    let ql = 0,
+      qh = 128,
+      sc = 0,
+      out = 0;
     for (let n = 0; n < 256; n += 128) {
       for (let l = 0; l < 32; ++l) {
         const is = l >> 4;
@@ -214,7 +273,10 @@ const GGML_LOOPS: Record<'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K', (b: Uint8Ar
         y[out + l + 64] = f(f(d * sc8[sc + is + 4]) * q3);
         y[out + l + 96] = f(f(d * sc8[sc + is + 6]) * q4);
       }
-      out += 128; ql += 64; qh += 32; sc += 8;
+      out += 128;
+      ql += 64;
+      qh += 32;
+      sc += 8;
     }
     return y;
   },
@@ -222,7 +284,7 @@ const GGML_LOOPS: Record<'Q2_K' | 'Q3_K' | 'Q4_K' | 'Q5_K' | 'Q6_K', (b: Uint8Ar
 
 const F16_OFFSETS = { Q2_K: [80, 82], Q3_K: [108], Q4_K: [0, 2], Q5_K: [0, 2], Q6_K: [208] } as const;
 
-describe('dequantisation matches ggml\'s loops bit for bit', () => {
+describe("dequantisation matches ggml's loops bit for bit", () => {
   for (const type of ['Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'] as const) {
     it(`${type} on random blocks`, () => {
       let seed = GGML_TYPE[type];
@@ -235,7 +297,9 @@ describe('dequantisation matches ggml\'s loops bit for bit', () => {
         for (const at of F16_OFFSETS[type]) setF16(b, at, (next() >>> 16) & 0xbfff);
         const h = (at: number): number => {
           const bits = b[at] | (b[at + 1] << 8);
-          const e = (bits >> 10) & 0x1f, m = bits & 0x3ff, s = bits & 0x8000 ? -1 : 1;
+          const e = (bits >> 10) & 0x1f,
+            m = bits & 0x3ff,
+            s = bits & 0x8000 ? -1 : 1;
           return e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
         };
         const expected = GGML_LOOPS[type](b, h);
@@ -262,8 +326,13 @@ function gaussianRow(cols: number, seed: number, sigma: number): Float32Array {
  */
 describe('quantiser round trip', () => {
   const bounds: Array<[GgmlTypeName, number, number]> = [
-    ['Q2_K', 0.33, 1.2], ['Q3_K', 0.17, 0.65], ['Q4_K', 0.08, 0.24], ['Q5_K', 0.041, 0.12], ['Q6_K', 0.02, 0.08],
-    ['Q5_0', 0.047, 0.16], ['Q5_1', 0.043, 0.12],
+    ['Q2_K', 0.33, 1.2],
+    ['Q3_K', 0.17, 0.65],
+    ['Q4_K', 0.08, 0.24],
+    ['Q5_K', 0.041, 0.12],
+    ['Q6_K', 0.02, 0.08],
+    ['Q5_0', 0.047, 0.16],
+    ['Q5_1', 0.043, 0.12],
   ];
   for (const [type, relRmse, maxOverRms] of bounds) {
     it(`${type}: relative RMSE <= ${relRmse}, max error <= ${maxOverRms} rms, at an unaligned offset`, () => {
@@ -273,7 +342,9 @@ describe('quantiser round trip', () => {
       expect(quantizeRow(type, x, 0, cols, bytes, 5)).toBe(rowBytes(type, cols));
       const y = new Float32Array(cols);
       dequantizeRow(type, bytes, 5, cols, y);
-      let se = 0, sx = 0, max = 0;
+      let se = 0,
+        sx = 0,
+        max = 0;
       for (let i = 0; i < cols; i++) {
         se += (y[i] - x[i]) ** 2;
         sx += x[i] ** 2;
@@ -291,7 +362,10 @@ describe('quantiser round trip', () => {
       quantizeRow(type, zeros, 0, 256, bytes, 0);
       const y = new Float32Array(256);
       dequantizeRow(type, bytes, 0, 256, y);
-      expect(y.every((v) => v === 0), type).toBe(true);
+      expect(
+        y.every((v) => v === 0),
+        type,
+      ).toBe(true);
       const ones = new Float32Array(256).fill(0.25);
       quantizeRow(type, ones, 0, 256, bytes, 0);
       dequantizeRow(type, bytes, 0, 256, y);
@@ -305,10 +379,12 @@ describe('quantiser round trip', () => {
  * (ggml-quants.c at ggml-org/llama.cpp 01243c58, compiled with gcc 12 -O2 -ffp-contract=off, on
  * x86-64): their sha256 (first 32 hex digits). Ours must be the same bytes.
  */
-describe('quantisers are bit-identical to ggml\'s reference', () => {
+describe("quantisers are bit-identical to ggml's reference", () => {
   const ggml: Array<[GgmlTypeName, string]> = [
-    ['Q2_K', '36625d0b44ecf2703435162259540ebe'], ['Q3_K', '56011875ed6dc4c76d2edb6b8c3aedeb'],
-    ['Q4_K', '2d0f4ceff235ea53c99efb43ffbf8558'], ['Q5_K', 'a1941b5b8871c1058c9b9c9bccf1ee77'],
+    ['Q2_K', '36625d0b44ecf2703435162259540ebe'],
+    ['Q3_K', '56011875ed6dc4c76d2edb6b8c3aedeb'],
+    ['Q4_K', '2d0f4ceff235ea53c99efb43ffbf8558'],
+    ['Q5_K', 'a1941b5b8871c1058c9b9c9bccf1ee77'],
     ['Q6_K', '71ff8490b23aa16340356e1b2320cb5e'],
   ];
   for (const [type, digest] of ggml) {

@@ -70,7 +70,14 @@ describe('Q4_0', () => {
     quantizeRow('Q4_0', x, 0, 32, bytes, 0);
     expect(bytes[0] | (bytes[1] << 8)).toBe(0x3c00); // d = -8 / -8 = 1
     // q = min(15, trunc(x + 8.5)): [0, 15, 8, 11, 5, 15]; high nibbles from elements 16, 17: 9, 5.
-    expect(Array.from(bytes.subarray(2, 8))).toEqual([0 | (9 << 4), 15 | (5 << 4), 8 | (8 << 4), 11 | (8 << 4), 5 | (8 << 4), 15 | (8 << 4)]);
+    expect(Array.from(bytes.subarray(2, 8))).toEqual([
+      0 | (9 << 4),
+      15 | (5 << 4),
+      8 | (8 << 4),
+      11 | (8 << 4),
+      5 | (8 << 4),
+      15 | (8 << 4),
+    ]);
     const out = new Float32Array(32);
     dequantizeRow('Q4_0', bytes, 0, 32, out);
     expect(Array.from(out.subarray(0, 6))).toEqual([-8, 7, 0, 3, -3, 7]);

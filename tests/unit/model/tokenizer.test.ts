@@ -13,8 +13,12 @@ import { prng, type Kv } from './gguf-fixture.js';
 
 let dir: string;
 let n = 0;
-beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'moetier-tok-')); });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'moetier-tok-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 async function fileWith(kv: Kv): Promise<GgufFile> {
   const path = join(dir, `t${n++}.gguf`);
@@ -26,13 +30,22 @@ async function fileWith(kv: Kv): Promise<GgufFile> {
 function bpeKv(merges: string[], options: { pre?: string; model?: string } = {}): Kv {
   const base = Array.from({ length: 256 }, (_, b) => byteChar(b));
   const merged = merges.map((m) => m.replace(' ', ''));
-  const tokens = [...base, ...merged.filter((t, i) => merged.indexOf(t) === i), '<|endoftext|>', '<|im_start|>', '<|im_end|>'];
+  const tokens = [
+    ...base,
+    ...merged.filter((t, i) => merged.indexOf(t) === i),
+    '<|endoftext|>',
+    '<|im_start|>',
+    '<|im_end|>',
+  ];
   const nControl = 3;
   return [
     ['tokenizer.ggml.model', { type: 'string', value: options.model ?? 'gpt2' }],
     ['tokenizer.ggml.pre', { type: 'string', value: options.pre ?? 'qwen2' }],
     ['tokenizer.ggml.tokens', { type: 'array', itemType: 'string', values: tokens }],
-    ['tokenizer.ggml.token_type', { type: 'array', itemType: 'i32', values: tokens.map((_, i) => (i >= tokens.length - nControl ? 3 : 1)) }],
+    [
+      'tokenizer.ggml.token_type',
+      { type: 'array', itemType: 'i32', values: tokens.map((_, i) => (i >= tokens.length - nControl ? 3 : 1)) },
+    ],
     ['tokenizer.ggml.merges', { type: 'array', itemType: 'string', values: merges }],
     ['tokenizer.ggml.bos_token_id', { type: 'u32', value: tokens.length - 3 }],
     ['tokenizer.ggml.eos_token_id', { type: 'u32', value: tokens.length - 1 }],
@@ -99,11 +112,34 @@ describe('byte-level BPE (gpt2)', () => {
 
   it('round-trip arbitrary text through every supported pre-tokenizer', async () => {
     const random = prng(3);
-    const alphabet = ['a', 'Z', ' ', '  ', '\n', '\t', "'s", '9', '42', 'é', 'ß', '中', '😀', '!', '<', '|', '\r\n', 'hello', 'world'];
+    const alphabet = [
+      'a',
+      'Z',
+      ' ',
+      '  ',
+      '\n',
+      '\t',
+      "'s",
+      '9',
+      '42',
+      'é',
+      'ß',
+      '中',
+      '😀',
+      '!',
+      '<',
+      '|',
+      '\r\n',
+      'hello',
+      'world',
+    ];
     for (const pre of ['qwen2', 'gpt2', 'default', 'llama-bpe']) {
       const tok = createTokenizer(await fileWith(bpeKv(merges, { pre })));
       for (let i = 0; i < 200; i++) {
-        const text = Array.from({ length: 1 + Math.floor(random() * 12) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+        const text = Array.from(
+          { length: 1 + Math.floor(random() * 12) },
+          () => alphabet[Math.floor(random() * alphabet.length)],
+        ).join('');
         expect(tok.decode(tok.encode(text)), `${pre}: ${JSON.stringify(text)}`).toBe(text);
       }
     }
@@ -125,17 +161,32 @@ describe('byte-level BPE (gpt2)', () => {
     expect(() => createTokenizer(model)).toThrow(UnsupportedModelError);
     expect(() => createTokenizer(model)).toThrow(/key tokenizer.ggml.model: expected one of gpt2, llama, got "bert"/);
     const pre = await fileWith(bpeKv(merges, { pre: 'tekken' }));
-    expect(() => createTokenizer(pre)).toThrow(/key tokenizer.ggml.pre: expected one of default, .*qwen2.*, got "tekken"/);
+    expect(() => createTokenizer(pre)).toThrow(
+      /key tokenizer.ggml.pre: expected one of default, .*qwen2.*, got "tekken"/,
+    );
     const broken = await fileWith(bpeKv(['nospace']));
     expect(() => createTokenizer(broken)).toThrow(GgufFormatError);
-    expect(() => createTokenizer(broken)).toThrow(/tokenizer.ggml.merges: expected "left right" pairs, got "nospace" at index 0/);
+    expect(() => createTokenizer(broken)).toThrow(
+      /tokenizer.ggml.merges: expected "left right" pairs, got "nospace" at index 0/,
+    );
   });
 });
 
 describe('pre-tokenizers', () => {
   it('qwen2 splits like its tokenizer.json regex', () => {
-    expect(preTokenizer('qwen2')!("Hello world's 123 ab\n\n  x")).toEqual(
-      ['Hello', ' world', "'s", ' ', '1', '2', '3', ' ab', '\n\n', ' ', ' x']);
+    expect(preTokenizer('qwen2')!("Hello world's 123 ab\n\n  x")).toEqual([
+      'Hello',
+      ' world',
+      "'s",
+      ' ',
+      '1',
+      '2',
+      '3',
+      ' ab',
+      '\n\n',
+      ' ',
+      ' x',
+    ]);
   });
   it('gpt2 keeps digit runs and a space before words', () => {
     expect(preTokenizer('gpt2')!("Hello world's 123  x ")).toEqual(['Hello', ' world', "'s", ' 123', ' ', ' x', ' ']);
@@ -159,8 +210,22 @@ function spmKv(pieces: Array<[string, number]>, extra: Kv = []): Kv {
 
 describe('SentencePiece (llama)', () => {
   const words: Array<[string, number]> = [
-    ['▁', -1], ['H', -2], ['i', -2], ['t', -2], ['h', -2], ['e', -2], ['r', -2], ['▁H', -3], ['▁Hi', -4],
-    ['▁t', -3], ['▁th', -4], ['▁the', -5], ['▁ther', -7], ['▁there', -6], ['er', -8], ['re', -9],
+    ['▁', -1],
+    ['H', -2],
+    ['i', -2],
+    ['t', -2],
+    ['h', -2],
+    ['e', -2],
+    ['r', -2],
+    ['▁H', -3],
+    ['▁Hi', -4],
+    ['▁t', -3],
+    ['▁th', -4],
+    ['▁the', -5],
+    ['▁ther', -7],
+    ['▁there', -6],
+    ['er', -8],
+    ['re', -9],
   ];
 
   it('encode with a space prefix and BOS, merging by score', async () => {
@@ -174,7 +239,11 @@ describe('SentencePiece (llama)', () => {
   });
 
   it('merge the highest-scoring pair first', async () => {
-    const base: Array<[string, number]> = [['a', -1], ['b', -1], ['c', -1]];
+    const base: Array<[string, number]> = [
+      ['a', -1],
+      ['b', -1],
+      ['c', -1],
+    ];
     const noPrefix: Kv = [['tokenizer.ggml.add_space_prefix', { type: 'bool', value: false }]];
     const bc = createTokenizer(await fileWith(spmKv([...base, ['ab', -2], ['bc', -1.5]], noPrefix)));
     expect(pieces(bc, bc.encode('abc', { addBos: false }))).toEqual(['a', 'bc']);
@@ -199,7 +268,10 @@ describe('SentencePiece (llama)', () => {
     const random = prng(5);
     const alphabet = ['Hi', ' ', 'there', 'x', 'é', '中', '😀', '\n', 'the', 'r'];
     for (let i = 0; i < 300; i++) {
-      const text = Array.from({ length: 1 + Math.floor(random() * 10) }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+      const text = Array.from(
+        { length: 1 + Math.floor(random() * 10) },
+        () => alphabet[Math.floor(random() * alphabet.length)],
+      ).join('');
       expect(tok.decode(tok.encode(text, { addBos: false })), JSON.stringify(text)).toBe(text);
     }
   });
@@ -213,8 +285,12 @@ describe('SentencePiece (llama)', () => {
 
   it('refuse an out-of-range special id and a wrongly sized scores array', async () => {
     const badBos = await fileWith(spmKv(words, [['tokenizer.ggml.bos_token_id', { type: 'u32', value: 100000 }]]));
-    expect(() => createTokenizer(badBos)).toThrow(/key tokenizer.ggml.bos_token_id: expected an unsigned integer from 0 to 274/);
-    const kv = spmKv(words).map(([k, v]): Kv[number] => (k === 'tokenizer.ggml.scores' ? [k, { type: 'array', itemType: 'f32', values: [1] }] : [k, v]));
+    expect(() => createTokenizer(badBos)).toThrow(
+      /key tokenizer.ggml.bos_token_id: expected an unsigned integer from 0 to 274/,
+    );
+    const kv = spmKv(words).map(([k, v]): Kv[number] =>
+      k === 'tokenizer.ggml.scores' ? [k, { type: 'array', itemType: 'f32', values: [1] }] : [k, v],
+    );
     const badScores = await fileWith(kv);
     expect(() => createTokenizer(badScores)).toThrow(/tokenizer.ggml.scores: expected an array of 275 numbers/);
   });

@@ -52,7 +52,11 @@ function firstRowLonghand(model: RandomModel, token: number): number[] {
     const max = Math.max(...logits);
     const exps = logits.map((z) => Math.exp(z - max));
     const probs = exps.map((e) => e / exps.reduce((a, b) => a + b, 0));
-    const chosen = probs.map((pr, e) => [pr, e]).sort((a, b) => b[0] - a[0] || a[1] - b[1]).slice(0, hp.nExpertUsed).map(([, e]) => e);
+    const chosen = probs
+      .map((pr, e) => [pr, e])
+      .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+      .slice(0, hp.nExpertUsed)
+      .map(([, e]) => e);
     const total = hp.normTopK ? chosen.reduce((s, e) => s + probs[e], 0) : 1;
     const gate = rowsOf(model, p + 'ffn_gate_exps.weight');
     const up = rowsOf(model, p + 'ffn_up_exps.weight');
@@ -68,7 +72,13 @@ function firstRowLonghand(model: RandomModel, token: number): number[] {
     for (const e of chosen) ffn(gate, up, down, hp.nFfExp, e).forEach((y, i) => (moe[i] += (probs[e] / total) * y));
     if (hp.sharedExpert) {
       const s = 1 / (1 + Math.exp(-dot(rowsOf(model, p + 'ffn_gate_inp_shexp.weight')[0], g)));
-      const y = ffn(rowsOf(model, p + 'ffn_gate_shexp.weight'), rowsOf(model, p + 'ffn_up_shexp.weight'), rowsOf(model, p + 'ffn_down_shexp.weight'), hp.nFfShexp, 0);
+      const y = ffn(
+        rowsOf(model, p + 'ffn_gate_shexp.weight'),
+        rowsOf(model, p + 'ffn_up_shexp.weight'),
+        rowsOf(model, p + 'ffn_down_shexp.weight'),
+        hp.nFfShexp,
+        0,
+      );
       y.forEach((yi, i) => (moe[i] += s * yi));
     }
     x = x.map((xi, i) => xi + moe[i]);

@@ -30,7 +30,15 @@ import { synthTensors } from '../../../src/synth/weights.js';
  */
 const hp: HParams = {
   ...presetHParams('tiny', 'qwen3moe'),
-  nEmbd: 256, nLayer: 2, nExpert: 4, nExpertUsed: 4, nFfExp: 256, nHead: 4, nHeadKv: 2, headDim: 64, nVocab: 1024,
+  nEmbd: 256,
+  nLayer: 2,
+  nExpert: 4,
+  nExpertUsed: 4,
+  nFfExp: 256,
+  nHead: 4,
+  nHeadKv: 2,
+  headDim: 64,
+  nVocab: 1024,
 };
 const dir = mkdtempSync(join(tmpdir(), 'moetier-kquant-'));
 const files = new Map<QuantName, GgufFile>();
@@ -63,13 +71,19 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  * q3_k_m 0.201 / 1.49, q2_k 0.388 / 2.83. Bounds: those plus ~25 %.
  */
 const TOLERANCE: Record<string, [number, number]> = {
-  q8_0: [0.012, 0.085], q4_0: [0.18, 1.4], q6_k: [0.042, 0.34], q5_k_m: [0.062, 0.49], q4_k_m: [0.12, 0.85],
-  q3_k_m: [0.25, 1.9], q2_k: [0.49, 3.5],
+  q8_0: [0.012, 0.085],
+  q4_0: [0.18, 1.4],
+  q6_k: [0.042, 0.34],
+  q5_k_m: [0.062, 0.49],
+  q4_k_m: [0.12, 0.85],
+  q3_k_m: [0.25, 1.9],
+  q2_k: [0.49, 3.5],
 };
 
 describe('reference forward pass on k-quant files', () => {
   it('writes the k-quant types themselves (no fallback at 256-multiple rows)', () => {
-    const types = (q: QuantName): string[] => [...new Set([...files.get(q)!.tensors.values()].map((t) => t.type))].sort();
+    const types = (q: QuantName): string[] =>
+      [...new Set([...files.get(q)!.tensors.values()].map((t) => t.type))].sort();
     expect(types('q4_k_m')).toEqual(['F32', 'Q4_K', 'Q6_K']);
     expect(types('q5_k_m')).toEqual(['F32', 'Q5_K', 'Q6_K']);
     expect(types('q6_k')).toEqual(['F32', 'Q6_K']);
@@ -83,10 +97,14 @@ describe('reference forward pass on k-quant files', () => {
       const tokens = DEMO_PROMPT.words.map((w) => vocab.wordToken.get(w)!);
       const want = logits(files.get('f32')!, tokens);
       const got = logits(files.get(mix)!, tokens);
-      let rmsWorst = 0, maxWorst = 0;
+      let rmsWorst = 0,
+        maxWorst = 0;
       want.forEach((w, row) => {
-        const sd = Math.sqrt(w.reduce((a, v) => a + v * v, 0) / w.length - (w.reduce((a, v) => a + v, 0) / w.length) ** 2);
-        let se = 0, maxDiff = 0;
+        const sd = Math.sqrt(
+          w.reduce((a, v) => a + v * v, 0) / w.length - (w.reduce((a, v) => a + v, 0) / w.length) ** 2,
+        );
+        let se = 0,
+          maxDiff = 0;
         for (let i = 0; i < w.length; i++) {
           const diff = Math.abs(got[row][i] - w[i]);
           se += diff * diff;

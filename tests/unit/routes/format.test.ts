@@ -33,18 +33,62 @@ describe('moetier route trace JSONL', () => {
 
   it('accepts a prefill written layer by layer (rows of layer 0 first)', () => {
     const lines = [headerLine(header)];
-    for (const layer of [0, 1]) for (const step of [0, 1]) lines.push(routeLine({ phase: 'prefill', step, layer, experts: [layer, step + 2] }));
+    for (const layer of [0, 1])
+      for (const step of [0, 1]) lines.push(routeLine({ phase: 'prefill', step, layer, experts: [layer, step + 2] }));
     const [t] = parseTraceJsonl(lines.join('\n'), 'p.jsonl');
-    expect(t.prefill.map((s) => s.layers)).toEqual([[[0, 2], [1, 2]], [[0, 3], [1, 3]]]);
+    expect(t.prefill.map((s) => s.layers)).toEqual([
+      [
+        [0, 2],
+        [1, 2],
+      ],
+      [
+        [0, 3],
+        [1, 3],
+      ],
+    ]);
   });
 
   it.each([
-    ['a record before any header', [routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 2] })], 1, 'header line'],
-    ['an expert id out of range', [headerLine(header), routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 8] })], 2, 'distinct integer ids in [0, 8)'],
-    ['a repeated expert id', [headerLine(header), routeLine({ phase: 'decode', step: 0, layer: 0, experts: [3, 3] })], 2, 'distinct'],
-    ['a missing layer', [headerLine(header), routeLine({ phase: 'decode', step: 0, layer: 1, experts: [1, 2] })], 2, 'layer 0 missing'],
-    ['a duplicated record', [headerLine(header), routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 2] }), routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 2] })], 3, 'one record only'],
-    ['a bad phase', [headerLine(header), '{"type":"route","phase":"warmup","step":0,"layer":0,"experts":[1,2]}'], 2, '"prefill" or "decode"'],
+    [
+      'a record before any header',
+      [routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 2] })],
+      1,
+      'header line',
+    ],
+    [
+      'an expert id out of range',
+      [headerLine(header), routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 8] })],
+      2,
+      'distinct integer ids in [0, 8)',
+    ],
+    [
+      'a repeated expert id',
+      [headerLine(header), routeLine({ phase: 'decode', step: 0, layer: 0, experts: [3, 3] })],
+      2,
+      'distinct',
+    ],
+    [
+      'a missing layer',
+      [headerLine(header), routeLine({ phase: 'decode', step: 0, layer: 1, experts: [1, 2] })],
+      2,
+      'layer 0 missing',
+    ],
+    [
+      'a duplicated record',
+      [
+        headerLine(header),
+        routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 2] }),
+        routeLine({ phase: 'decode', step: 0, layer: 0, experts: [1, 2] }),
+      ],
+      3,
+      'one record only',
+    ],
+    [
+      'a bad phase',
+      [headerLine(header), '{"type":"route","phase":"warmup","step":0,"layer":0,"experts":[1,2]}'],
+      2,
+      '"prefill" or "decode"',
+    ],
     ['not JSON', [headerLine(header), '{"type":'], 2, 'one JSON object'],
   ])('rejects %s with the file, line and expectation', (_what, lines, line, expected) => {
     try {
@@ -85,6 +129,9 @@ describe('../shared/traces reader', () => {
   it('needs the expert count from the caller and checks ids against it', () => {
     const text = '{"tok": 1, "layers": [[1, 2], [3, 9]]}\n';
     expect(() => parseSharedDecodeTrace(text, 's.jsonl', { model: 'm', experts: 8 })).toThrow(/s\.jsonl:1: experts/);
-    expect(parseSharedDecodeTrace(text, 's.jsonl', { model: 'm', experts: 16 }).decode[0].layers).toEqual([[1, 2], [3, 9]]);
+    expect(parseSharedDecodeTrace(text, 's.jsonl', { model: 'm', experts: 16 }).decode[0].layers).toEqual([
+      [1, 2],
+      [3, 9],
+    ]);
   });
 });

@@ -2,7 +2,13 @@
 import { describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { layerRouteStats, normalizedEntropy, nextStepReuseOfLayer, topShare, windowDistinctShare } from '../../../src/routes/stats.js';
+import {
+  layerRouteStats,
+  normalizedEntropy,
+  nextStepReuseOfLayer,
+  topShare,
+  windowDistinctShare,
+} from '../../../src/routes/stats.js';
 import { layerHitRates } from '../../../src/tiers/layer-hit-rates.js';
 import { lru } from '../../../src/tiers/policies/lru.js';
 import { belady } from '../../../src/tiers/policies/belady.js';
@@ -26,7 +32,12 @@ describe('route statistics of one layer', () => {
   it('top share, reuse and windows count what they say', () => {
     expect(topShare([6, 1, 2, 1], 1)).toBeCloseTo(0.6, 12);
     // steps 1 and 2 share one of two experts each; step 3 shares both with step 2
-    const steps = [[0, 1], [1, 2], [1, 2], [3, 0]];
+    const steps = [
+      [0, 1],
+      [1, 2],
+      [1, 2],
+      [3, 0],
+    ];
     expect(nextStepReuseOfLayer(steps)).toBeCloseTo((1 + 2 + 0) / 6, 12);
     // windows of 2: {0,1,2} {1,2} {0,1,2,3} over E = 8
     expect(windowDistinctShare(steps, 2, 8)).toBeCloseTo((3 + 2 + 4) / 3 / 8, 12);
@@ -68,7 +79,8 @@ describe('routes stats on the real OLMoE-1B-7B trace', () => {
     for (const layer of stats.decode!.layers) {
       layer.lruHitRate.forEach((h, i) => expect(h!).toBeLessThanOrEqual(layer.beladyHitRate[i]!));
       // hit rates grow with the cache
-      for (let i = 1; i < layer.lruHitRate.length; i++) expect(layer.lruHitRate[i]!).toBeGreaterThan(layer.lruHitRate[i - 1]!);
+      for (let i = 1; i < layer.lruHitRate.length; i++)
+        expect(layer.lruHitRate[i]!).toBeGreaterThan(layer.lruHitRate[i - 1]!);
     }
   });
 });

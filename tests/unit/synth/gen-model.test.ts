@@ -27,7 +27,12 @@ describe('moetier gen-model', () => {
     const [a, b, c] = ['a', 'b', 'c'].map((n) => join(dir, `${n}.gguf`));
     const err = collector();
     expect(await genModel(['--preset', 'tiny', '--out', a], err)).toBe(0);
-    expect(await genModel(['--preset', 'tiny', '--seed', '1', '--arch', 'qwen3moe', '--quant', 'q8_0', '--out', b], collector())).toBe(0);
+    expect(
+      await genModel(
+        ['--preset', 'tiny', '--seed', '1', '--arch', 'qwen3moe', '--quant', 'q8_0', '--out', b],
+        collector(),
+      ),
+    ).toBe(0);
     expect(await genModel(['--preset', 'tiny', '--seed', '2', '--out', c], collector())).toBe(0);
     expect(Buffer.compare(readFileSync(a), readFileSync(b))).toBe(0);
     expect(Buffer.compare(readFileSync(a), readFileSync(c))).not.toBe(0);
@@ -40,7 +45,12 @@ describe('moetier gen-model', () => {
   });
 
   it('writes each quant with its tensor type', async () => {
-    for (const [quant, type] of [['q4_0', 'Q4_0'], ['f16', 'F16'], ['bf16', 'BF16'], ['f32', 'F32']] as const) {
+    for (const [quant, type] of [
+      ['q4_0', 'Q4_0'],
+      ['f16', 'F16'],
+      ['bf16', 'BF16'],
+      ['f32', 'F32'],
+    ] as const) {
       const out = join(dir, `${quant}.gguf`);
       await genModel(['--preset', 'tiny', '--arch', 'olmoe', '--quant', quant, '--out', out], collector());
       const file = parseGguf(new Uint8Array(readFileSync(out)), out);
@@ -49,7 +59,7 @@ describe('moetier gen-model', () => {
     }
   });
 
-  it('writes the k-quant mixes: on tiny (rows of 64 and 32) llama-quantize\'s fallback types', async () => {
+  it("writes the k-quant mixes: on tiny (rows of 64 and 32) llama-quantize's fallback types", async () => {
     // the full per-tensor tables are in quant-mix.test.ts; here the file as written and read back
     const expected = {
       q4_k_m: { q: 'Q5_0', v: 'Q8_0', o: 'Q5_1', down0: 'Q5_0', down3: 'Q8_0', out: 'Q8_0' },
@@ -63,9 +73,15 @@ describe('moetier gen-model', () => {
       expect(await genModel(['--preset', 'tiny', '--quant', quant, '--out', out], collector())).toBe(0);
       const file = parseGguf(new Uint8Array(readFileSync(out)), out);
       const type = (name: string): string => file.tensors.get(name)!.type;
-      expect([quant, type('blk.0.attn_q.weight'), type('blk.1.attn_v.weight'), type('blk.2.attn_output.weight'),
-        type('blk.0.ffn_down_exps.weight'), type('blk.3.ffn_down_exps.weight'), type('output.weight')])
-        .toEqual([quant, want.q, want.v, want.o, want.down0, want.down3, want.out]);
+      expect([
+        quant,
+        type('blk.0.attn_q.weight'),
+        type('blk.1.attn_v.weight'),
+        type('blk.2.attn_output.weight'),
+        type('blk.0.ffn_down_exps.weight'),
+        type('blk.3.ffn_down_exps.weight'),
+        type('output.weight'),
+      ]).toEqual([quant, want.q, want.v, want.o, want.down0, want.down3, want.out]);
       expect([type('blk.0.ffn_gate_inp.weight'), type('blk.0.attn_norm.weight')]).toEqual(['F32', 'F32']);
       expect(file.metadata.get('general.name')).toBe(`moetier-synth-tiny-qwen3moe-${quant}-s1`);
     }
@@ -127,7 +143,9 @@ describe('model cache', () => {
       const options = { preset: 'tiny', arch: 'llama', quant: 'q4_0', seed: 3 };
       const [first, concurrent] = await Promise.all([ensurePresetModel(options), ensurePresetModel(options)]);
       expect(concurrent).toBe(first);
-      expect(first).toBe(join(dir, 'cache', presetModelFileName({ preset: 'tiny', arch: 'llama', quant: 'q4_0', seed: 3 })));
+      expect(first).toBe(
+        join(dir, 'cache', presetModelFileName({ preset: 'tiny', arch: 'llama', quant: 'q4_0', seed: 3 })),
+      );
       expect(first).toContain(`-g${GENERATOR_VERSION}.gguf`);
       const mtime = statSync(first).mtimeMs;
       expect(await ensurePresetModel(options)).toBe(first);
@@ -156,8 +174,10 @@ describe('model cache', () => {
 
 describe('preset sizes at Q8_0 (from the tensor list, nothing written)', () => {
   const bytesOf = (preset: 'tiny' | 'small' | 'medium'): number =>
-    buildSynthModel({ preset, arch: 'qwen3moe', quant: 'q8_0', seed: 1 }).tensors
-      .reduce((sum, t) => sum + rowBytes(t.type, t.dims[0]) * t.dims.slice(1).reduce((a, b) => a * b, 1), 0);
+    buildSynthModel({ preset, arch: 'qwen3moe', quant: 'q8_0', seed: 1 }).tensors.reduce(
+      (sum, t) => sum + rowBytes(t.type, t.dims[0]) * t.dims.slice(1).reduce((a, b) => a * b, 1),
+      0,
+    );
   it('tiny is under 2 MB, small about 120 MB, medium about 2.0 GB', () => {
     expect(bytesOf('tiny')).toBeLessThan(2e6);
     expect(bytesOf('small')).toBeGreaterThan(90e6);

@@ -39,7 +39,9 @@ async function tiny(arch: Arch, quant: QuantName): Promise<{ model: SynthModel; 
 }
 
 function cosine(a: Float32Array, b: Float32Array): number {
-  let ab = 0, aa = 0, bb = 0;
+  let ab = 0,
+    aa = 0,
+    bb = 0;
   for (let i = 0; i < a.length; i++) [ab, aa, bb] = [ab + a[i] * b[i], aa + a[i] * a[i], bb + b[i] * b[i]];
   return ab / Math.sqrt(aa * bb);
 }
@@ -59,7 +61,9 @@ describe.each(ARCHS)('tiny %s', (arch) => {
     expect(m.get(`${arch}.context_length`)).toBe(4096);
     expect(m.get(`${arch}.rope.dimension_count`)).toBe(16);
     expect(m.get(`${arch}.feed_forward_length`)).toBe(PRESETS.tiny.nFfExp);
-    expect(m.get(`${arch}.expert_shared_feed_forward_length`)).toBe(arch === 'qwen2moe' ? PRESETS.tiny.nFfShexp : undefined);
+    expect(m.get(`${arch}.expert_shared_feed_forward_length`)).toBe(
+      arch === 'qwen2moe' ? PRESETS.tiny.nFfShexp : undefined,
+    );
     expect(m.get('tokenizer.ggml.model')).toBe(arch === 'llama' ? 'llama' : 'gpt2');
     expect(m.get('tokenizer.ggml.tokens')).toEqual(model.vocab.tokens);
     expect(m.get('tokenizer.ggml.add_bos_token')).toBe(arch === 'llama');
@@ -97,19 +101,29 @@ describe('planted structure (tiny qwen3moe q8_0, read from the file)', () => {
     const { file, model } = await tiny('qwen3moe', 'q8_0');
     const emb = (v: number): Float32Array => tokenRow(file, 'token_embd.weight', v);
     const sample = model.vocab.cycles.map((c) => c.slice(0, 20).map(emb));
-    let within = 0, withinN = 0, across = 0, acrossN = 0;
-    sample.forEach((ts, t) => ts.forEach((a, i) => sample.forEach((us, u) => us.forEach((b, j) => {
-      if (t === u && i < j) [within, withinN] = [within + cosine(a, b), withinN + 1];
-      if (t < u) [across, acrossN] = [across + cosine(a, b), acrossN + 1];
-    }))));
+    let within = 0,
+      withinN = 0,
+      across = 0,
+      acrossN = 0;
+    sample.forEach((ts, t) =>
+      ts.forEach((a, i) =>
+        sample.forEach((us, u) =>
+          us.forEach((b, j) => {
+            if (t === u && i < j) [within, withinN] = [within + cosine(a, b), withinN + 1];
+            if (t < u) [across, acrossN] = [across + cosine(a, b), acrossN + 1];
+          }),
+        ),
+      ),
+    );
     expect(within / withinN).toBeGreaterThan(0.4);
     expect(Math.abs(across / acrossN)).toBeLessThan(0.05);
   });
 
-  it('routes a topic\'s tokens into that topic\'s preferred experts at every layer', async () => {
+  it("routes a topic's tokens into that topic's preferred experts at every layer", async () => {
     const { file, model } = await tiny('qwen3moe', 'q8_0');
     const hp = model.hparams;
-    let inSet = 0, picks = 0;
+    let inSet = 0,
+      picks = 0;
     for (let l = 0; l < hp.nLayer; l++) {
       const router = tensorF32(file, `blk.${l}.ffn_gate_inp.weight`);
       const norm = tensorF32(file, `blk.${l}.ffn_norm.weight`);
@@ -148,7 +162,8 @@ describe.each(ARCHS.flatMap((arch) => (['q8_0', 'q4_0'] as const).map((quant) =>
         let out = session.eval(tokens);
         const prefill = out.routes;
         let margin = Infinity;
-        let covered = 0, routed = 0;
+        let covered = 0,
+          routed = 0;
         for (let step = 0; step < STEPS; step++) {
           const logits = out.logits[out.logits.length - 1];
           const [best, second] = topK(logits, 2);

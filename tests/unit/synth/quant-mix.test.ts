@@ -14,7 +14,8 @@ type Kind = 'token_embd' | 'output' | 'attn_q' | 'attn_k' | 'attn_v' | 'attn_out
 type Table = Record<Kind, GgmlTypeName | ((layer: number) => GgmlTypeName)>;
 
 function kindOf(name: string): Kind | 'f32' {
-  if (name === 'token_embd.weight' || name === 'output.weight') return name === 'output.weight' ? 'output' : 'token_embd';
+  if (name === 'token_embd.weight' || name === 'output.weight')
+    return name === 'output.weight' ? 'output' : 'token_embd';
   const k = name.replace(/^blk\.\d+\./, '');
   if (/norm|bias|ffn_gate_inp/.test(k)) return 'f32';
   if (k.startsWith('ffn_down')) return 'ffn_down';
@@ -45,15 +46,63 @@ describe('use_more_bits', () => {
 });
 
 describe('small preset (8 layers, 32 experts, GQA 2, rows multiples of 256)', () => {
-  const more = (hi: GgmlTypeName, lo: GgmlTypeName) => (layer: number): GgmlTypeName => ([0, 3, 6, 7].includes(layer) ? hi : lo);
+  const more =
+    (hi: GgmlTypeName, lo: GgmlTypeName) =>
+    (layer: number): GgmlTypeName =>
+      [0, 3, 6, 7].includes(layer) ? hi : lo;
   const tables: Record<KMixName, Table> = {
-    q4_k_m: { token_embd: 'Q4_K', output: 'Q6_K', attn_q: 'Q4_K', attn_k: 'Q4_K', attn_v: more('Q6_K', 'Q4_K'), attn_output: 'Q4_K', gate_up: 'Q4_K', ffn_down: more('Q6_K', 'Q4_K') },
-    q5_k_m: { token_embd: 'Q5_K', output: 'Q6_K', attn_q: 'Q5_K', attn_k: 'Q5_K', attn_v: more('Q6_K', 'Q5_K'), attn_output: 'Q5_K', gate_up: 'Q5_K', ffn_down: more('Q6_K', 'Q5_K') },
-    q6_k: { token_embd: 'Q6_K', output: 'Q6_K', attn_q: 'Q6_K', attn_k: 'Q6_K', attn_v: 'Q6_K', attn_output: 'Q6_K', gate_up: 'Q6_K', ffn_down: 'Q6_K' },
+    q4_k_m: {
+      token_embd: 'Q4_K',
+      output: 'Q6_K',
+      attn_q: 'Q4_K',
+      attn_k: 'Q4_K',
+      attn_v: more('Q6_K', 'Q4_K'),
+      attn_output: 'Q4_K',
+      gate_up: 'Q4_K',
+      ffn_down: more('Q6_K', 'Q4_K'),
+    },
+    q5_k_m: {
+      token_embd: 'Q5_K',
+      output: 'Q6_K',
+      attn_q: 'Q5_K',
+      attn_k: 'Q5_K',
+      attn_v: more('Q6_K', 'Q5_K'),
+      attn_output: 'Q5_K',
+      gate_up: 'Q5_K',
+      ffn_down: more('Q6_K', 'Q5_K'),
+    },
+    q6_k: {
+      token_embd: 'Q6_K',
+      output: 'Q6_K',
+      attn_q: 'Q6_K',
+      attn_k: 'Q6_K',
+      attn_v: 'Q6_K',
+      attn_output: 'Q6_K',
+      gate_up: 'Q6_K',
+      ffn_down: 'Q6_K',
+    },
     // attn_v: Q5_K for the first two attn_v tensors; ffn_down: Q5_K below n_layer / 16 = 0 layers, so Q4_K
-    q3_k_m: { token_embd: 'Q3_K', output: 'Q6_K', attn_q: 'Q3_K', attn_k: 'Q3_K', attn_v: (l) => (l < 2 ? 'Q5_K' : 'Q4_K'), attn_output: 'Q4_K', gate_up: 'Q3_K', ffn_down: 'Q4_K' },
+    q3_k_m: {
+      token_embd: 'Q3_K',
+      output: 'Q6_K',
+      attn_q: 'Q3_K',
+      attn_k: 'Q3_K',
+      attn_v: (l) => (l < 2 ? 'Q5_K' : 'Q4_K'),
+      attn_output: 'Q4_K',
+      gate_up: 'Q3_K',
+      ffn_down: 'Q4_K',
+    },
     // attn_v: Q3_K since n_gqa = 2 < 4
-    q2_k: { token_embd: 'Q2_K', output: 'Q6_K', attn_q: 'Q2_K', attn_k: 'Q2_K', attn_v: 'Q3_K', attn_output: 'Q3_K', gate_up: 'Q2_K', ffn_down: 'Q3_K' },
+    q2_k: {
+      token_embd: 'Q2_K',
+      output: 'Q6_K',
+      attn_q: 'Q2_K',
+      attn_k: 'Q2_K',
+      attn_v: 'Q3_K',
+      attn_output: 'Q3_K',
+      gate_up: 'Q2_K',
+      ffn_down: 'Q3_K',
+    },
   };
   for (const mix of K_MIX_NAMES) {
     it(`${mix} on qwen3moe and qwen2moe (shared-expert down follows ffn_down)`, () => {
@@ -72,13 +121,61 @@ describe('tiny preset (4 layers, 8 experts, rows of 64 and 32: fallbacks)', () =
   // n_expert == 8: attn_v and attn_k Q8_0; attn_output Q5_K for q2_k, q3_k_m, q4_k_m.
   // Rows not a multiple of 256 fall back: Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0.
   // output: 64 % 256 != 0 -> Q8_0. use_more_bits(l, 4) is layers 2 and 3.
-  const more = (hi: GgmlTypeName, lo: GgmlTypeName) => (layer: number): GgmlTypeName => (layer >= 2 ? hi : lo);
+  const more =
+    (hi: GgmlTypeName, lo: GgmlTypeName) =>
+    (layer: number): GgmlTypeName =>
+      layer >= 2 ? hi : lo;
   const tables: Record<KMixName, Table> = {
-    q4_k_m: { token_embd: 'Q5_0', output: 'Q8_0', attn_q: 'Q5_0', attn_k: 'Q8_0', attn_v: 'Q8_0', attn_output: 'Q5_1', gate_up: 'Q5_0', ffn_down: more('Q8_0', 'Q5_0') },
-    q5_k_m: { token_embd: 'Q5_1', output: 'Q8_0', attn_q: 'Q5_1', attn_k: 'Q8_0', attn_v: 'Q8_0', attn_output: 'Q5_1', gate_up: 'Q5_1', ffn_down: more('Q8_0', 'Q5_1') },
-    q6_k: { token_embd: 'Q8_0', output: 'Q8_0', attn_q: 'Q8_0', attn_k: 'Q8_0', attn_v: 'Q8_0', attn_output: 'Q8_0', gate_up: 'Q8_0', ffn_down: 'Q8_0' },
-    q3_k_m: { token_embd: 'Q4_0', output: 'Q8_0', attn_q: 'Q4_0', attn_k: 'Q8_0', attn_v: 'Q8_0', attn_output: 'Q5_1', gate_up: 'Q4_0', ffn_down: 'Q5_0' },
-    q2_k: { token_embd: 'Q4_0', output: 'Q8_0', attn_q: 'Q4_0', attn_k: 'Q8_0', attn_v: 'Q8_0', attn_output: 'Q5_1', gate_up: 'Q4_0', ffn_down: 'Q4_0' },
+    q4_k_m: {
+      token_embd: 'Q5_0',
+      output: 'Q8_0',
+      attn_q: 'Q5_0',
+      attn_k: 'Q8_0',
+      attn_v: 'Q8_0',
+      attn_output: 'Q5_1',
+      gate_up: 'Q5_0',
+      ffn_down: more('Q8_0', 'Q5_0'),
+    },
+    q5_k_m: {
+      token_embd: 'Q5_1',
+      output: 'Q8_0',
+      attn_q: 'Q5_1',
+      attn_k: 'Q8_0',
+      attn_v: 'Q8_0',
+      attn_output: 'Q5_1',
+      gate_up: 'Q5_1',
+      ffn_down: more('Q8_0', 'Q5_1'),
+    },
+    q6_k: {
+      token_embd: 'Q8_0',
+      output: 'Q8_0',
+      attn_q: 'Q8_0',
+      attn_k: 'Q8_0',
+      attn_v: 'Q8_0',
+      attn_output: 'Q8_0',
+      gate_up: 'Q8_0',
+      ffn_down: 'Q8_0',
+    },
+    q3_k_m: {
+      token_embd: 'Q4_0',
+      output: 'Q8_0',
+      attn_q: 'Q4_0',
+      attn_k: 'Q8_0',
+      attn_v: 'Q8_0',
+      attn_output: 'Q5_1',
+      gate_up: 'Q4_0',
+      ffn_down: 'Q5_0',
+    },
+    q2_k: {
+      token_embd: 'Q4_0',
+      output: 'Q8_0',
+      attn_q: 'Q4_0',
+      attn_k: 'Q8_0',
+      attn_v: 'Q8_0',
+      attn_output: 'Q5_1',
+      gate_up: 'Q4_0',
+      ffn_down: 'Q4_0',
+    },
   };
   for (const mix of K_MIX_NAMES) {
     it(`${mix} on qwen3moe, olmoe and llama`, () => {

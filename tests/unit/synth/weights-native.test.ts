@@ -21,7 +21,12 @@ import { tensorByteLength } from '../../../src/model/gguf/values.js';
 import type { HParams } from '../../../src/model/types.js';
 import { buildSynthModel, checkSynthOptions, writeSynthModel } from '../../../src/synth/generate.js';
 import { presetHParams } from '../../../src/synth/presets.js';
-import { nativeTensorSources, nativeWriter, synthTensorSources, type NativeWriter } from '../../../src/synth/weights-native.js';
+import {
+  nativeTensorSources,
+  nativeWriter,
+  synthTensorSources,
+  type NativeWriter,
+} from '../../../src/synth/weights-native.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'moetier-native-writer-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -33,20 +38,37 @@ function writer(): NativeWriter {
 }
 
 describe('the native writer', () => {
-  it('writes the TypeScript reference\'s bytes: tiny at every quant family', async () => {
+  it("writes the TypeScript reference's bytes: tiny at every quant family", async () => {
     for (const quant of ['q8_0', 'q4_k_m', 'q4_0', 'bf16'] as const) {
       const model = buildSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant, seed: 1 });
-      const ts = join(dir, `tiny-${quant}-ts.gguf`), fast = join(dir, `tiny-${quant}-native.gguf`);
+      const ts = join(dir, `tiny-${quant}-ts.gguf`),
+        fast = join(dir, `tiny-${quant}-native.gguf`);
       await writeGguf(ts, model.metadata, model.tensors, { alignment: 32 });
-      await writeGguf(fast, model.metadata, nativeTensorSources(model.plant, model.tensors, writer()), { alignment: 32 });
-      expect({ quant, same: Buffer.compare(readFileSync(ts), readFileSync(fast)) === 0 }).toEqual({ quant, same: true });
+      await writeGguf(fast, model.metadata, nativeTensorSources(model.plant, model.tensors, writer()), {
+        alignment: 32,
+      });
+      expect({ quant, same: Buffer.compare(readFileSync(ts), readFileSync(fast)) === 0 }).toEqual({
+        quant,
+        same: true,
+      });
     }
   });
 
-  it('makes the TypeScript reference\'s tensors: small (512 wide) in real Q4_K / Q6_K / Q5_K rows, each kind of filler', async () => {
-    const names = ['blk.0.ffn_gate_exps.weight', 'blk.0.ffn_down_exps.weight', 'blk.0.attn_q.weight', 'blk.0.attn_v.weight',
-      'blk.1.attn_output.weight', 'blk.0.ffn_gate_inp.weight', 'blk.0.attn_norm.weight', 'output.weight'];
-    for (const [quant, only] of [['q4_k_m', names], ['q5_k_m', names.slice(0, 1)]] as const) {
+  it("makes the TypeScript reference's tensors: small (512 wide) in real Q4_K / Q6_K / Q5_K rows, each kind of filler", async () => {
+    const names = [
+      'blk.0.ffn_gate_exps.weight',
+      'blk.0.ffn_down_exps.weight',
+      'blk.0.attn_q.weight',
+      'blk.0.attn_v.weight',
+      'blk.1.attn_output.weight',
+      'blk.0.ffn_gate_inp.weight',
+      'blk.0.attn_norm.weight',
+      'output.weight',
+    ];
+    for (const [quant, only] of [
+      ['q4_k_m', names],
+      ['q5_k_m', names.slice(0, 1)],
+    ] as const) {
       const model = buildSynthModel({ preset: 'small', arch: 'qwen3moe', quant, seed: 2 });
       const sources = nativeTensorSources(model.plant, model.tensors, writer());
       const types = new Set<string>();
@@ -60,7 +82,7 @@ describe('the native writer', () => {
     }
   });
 
-  it('same options, same bytes (writeSynthModel, gen-model\'s path)', async () => {
+  it("same options, same bytes (writeSynthModel, gen-model's path)", async () => {
     const [a, b] = ['a', 'b'].map((n) => join(dir, `same-${n}.gguf`));
     await writeSynthModel({ preset: 'tiny', arch: 'olmoe', quant: 'q4_k_m', seed: 5 }, a);
     await writeSynthModel({ preset: 'tiny', arch: 'olmoe', quant: 'q4_k_m', seed: 5 }, b);
@@ -70,17 +92,33 @@ describe('the native writer', () => {
   it('falls back to the TypeScript where the addon has no writer verbs', () => {
     const model = buildSynthModel({ preset: 'tiny', arch: 'qwen3moe', quant: 'q8_0', seed: 1 });
     expect(synthTensorSources(model.plant, model.tensors, { missing: 'not built' })).toEqual(model.tensors);
-    expect(synthTensorSources(model.plant, model.tensors, writer()).map((s) => s.data)).not.toEqual(model.tensors.map((t) => t.data));
+    expect(synthTensorSources(model.plant, model.tensors, writer()).map((s) => s.data)).not.toEqual(
+      model.tensors.map((t) => t.data),
+    );
   });
 });
 
 describe('the real-model presets', () => {
-  it('have OLMoE-1B-7B\'s and Qwen3-30B-A3B\'s geometry and architecture by default; --arch wins', () => {
+  it("have OLMoE-1B-7B's and Qwen3-30B-A3B's geometry and architecture by default; --arch wins", () => {
     const olmoe = checkSynthOptions({ preset: 'olmoe-1b-7b' });
     const qwen = checkSynthOptions({ preset: 'qwen3-30b-a3b', quant: 'q4_k_m' });
-    expect([olmoe.arch, qwen.arch, checkSynthOptions({ preset: 'medium' }).arch]).toEqual(['olmoe', 'qwen3moe', 'qwen3moe']);
+    expect([olmoe.arch, qwen.arch, checkSynthOptions({ preset: 'medium' }).arch]).toEqual([
+      'olmoe',
+      'qwen3moe',
+      'qwen3moe',
+    ]);
     expect(checkSynthOptions({ preset: 'olmoe-1b-7b', arch: 'qwen3moe' }).arch).toBe('qwen3moe');
-    const pick = (hp: HParams) => [hp.nLayer, hp.nExpert, hp.nExpertUsed, hp.nEmbd, hp.nFfExp, hp.nHead, hp.nHeadKv, hp.headDim, hp.nVocab];
+    const pick = (hp: HParams) => [
+      hp.nLayer,
+      hp.nExpert,
+      hp.nExpertUsed,
+      hp.nEmbd,
+      hp.nFfExp,
+      hp.nHead,
+      hp.nHeadKv,
+      hp.headDim,
+      hp.nVocab,
+    ];
     expect(pick(presetHParams('olmoe-1b-7b', 'olmoe'))).toEqual([16, 64, 8, 2048, 1024, 16, 16, 128, 50304]);
     expect(pick(presetHParams('qwen3-30b-a3b', 'qwen3moe'))).toEqual([48, 128, 8, 2048, 768, 32, 4, 128, 151936]);
   });
@@ -91,7 +129,11 @@ describe('the real-model presets', () => {
       return model.tensors.reduce((sum, t) => sum + (tensorByteLength(t.type, t.dims) as number), 0);
     };
     const gb = (n: number) => Math.round(n / 1e8) / 10;
-    expect([gb(planned('qwen3-30b-a3b', 'q4_k_m')), gb(planned('olmoe-1b-7b', 'q8_0')), gb(planned('olmoe-1b-7b', 'q4_k_m'))]).toEqual([18.6, 7.4, 4.2]);
+    expect([
+      gb(planned('qwen3-30b-a3b', 'q4_k_m')),
+      gb(planned('olmoe-1b-7b', 'q8_0')),
+      gb(planned('olmoe-1b-7b', 'q4_k_m')),
+    ]).toEqual([18.6, 7.4, 4.2]);
   });
 });
 
@@ -104,7 +146,10 @@ describe('free disk space', () => {
     mkdirSync(sub);
     let pulled = 0;
     const tensors = model.tensors.map((t) => ({ ...t, data: () => (pulled++, t.data()) }));
-    const error = await writeGguf(out, model.metadata, tensors, { alignment: 32, diskFreeBytes: async () => 1000 }).catch((e: unknown) => e);
+    const error = await writeGguf(out, model.metadata, tensors, {
+      alignment: 32,
+      diskFreeBytes: async () => 1000,
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DiskSpaceError);
     const e = error as DiskSpaceError;
     expect(e.bytesFree).toBe(1000);
@@ -113,7 +158,12 @@ describe('free disk space', () => {
     expect(e.message).toContain('1000 bytes');
     expect([pulled, readdirSync(sub), existsSync(out)]).toEqual([0, [], false]);
     // enough space, or a filesystem that cannot say: written
-    await writeGguf(out, model.metadata, tensors, { alignment: 32, diskFreeBytes: async () => { throw new Error('ENOSYS'); } });
+    await writeGguf(out, model.metadata, tensors, {
+      alignment: 32,
+      diskFreeBytes: async () => {
+        throw new Error('ENOSYS');
+      },
+    });
     expect(readFileSync(out).length).toBe(e.bytesNeeded);
   });
 });
@@ -133,7 +183,9 @@ describe('gen-model --cache', () => {
       const written = statSync(path).mtimeMs;
       expect(await genModel(['--preset', 'tiny', '--quant', 'q4_0', '--cache'], sink)).toBe(0);
       expect(statSync(path).mtimeMs).toBe(written);
-      const both = await genModel(['--preset', 'tiny', '--cache', '--out', join(dir, 'x.gguf')], sink).catch((e: unknown) => e);
+      const both = await genModel(['--preset', 'tiny', '--cache', '--out', join(dir, 'x.gguf')], sink).catch(
+        (e: unknown) => e,
+      );
       expect(both).toBeInstanceOf(InvalidOptionError);
       expect((both as InvalidOptionError).option).toBe('--cache');
     } finally {

@@ -2,16 +2,30 @@ import { describe, expect, it } from 'vitest';
 import { boundaryGaps, lostCompute, median, traceSpans, uploadOverlap } from '../../../otel/trace-overlap.js';
 
 const layer = (l: number, phase: string, token: number, ts: number, dur: number) => ({
-  ph: 'X', name: 'moetier.layer.compute', ts, dur, args: { 'moetier.layer': l, 'moetier.phase': phase, 'moetier.token.index': token },
+  ph: 'X',
+  name: 'moetier.layer.compute',
+  ts,
+  dur,
+  args: { 'moetier.layer': l, 'moetier.phase': phase, 'moetier.token.index': token },
 });
-const upload = (l: number, ts: number, dur: number) => ({ ph: 'X', name: 'moetier.upload', ts, dur, args: { 'moetier.layer': l } });
+const upload = (l: number, ts: number, dur: number) => ({
+  ph: 'X',
+  name: 'moetier.upload',
+  ts,
+  dur,
+  args: { 'moetier.layer': l },
+});
 
 // Two decode steps of three layers (each 100 us, 1 us apart); in step 2 a swap of layer 0 copies
 // from 150 to 190 us after it (beside layer 1, which takes 130 us then), and the gap after layer 0 is 9 us.
 const trace = {
   traceEvents: [
-    layer(0, 'decode', 1, 0, 100), layer(1, 'decode', 1, 101, 100), layer(2, 'decode', 1, 202, 100),
-    layer(0, 'decode', 2, 1000, 100), layer(1, 'decode', 2, 1109, 130), layer(2, 'decode', 2, 1240, 100),
+    layer(0, 'decode', 1, 0, 100),
+    layer(1, 'decode', 1, 101, 100),
+    layer(2, 'decode', 1, 202, 100),
+    layer(0, 'decode', 2, 1000, 100),
+    layer(1, 'decode', 2, 1109, 130),
+    layer(2, 'decode', 2, 1240, 100),
     upload(0, 1150, 40),
     { ph: 'M', name: 'thread_name', args: {} },
   ],

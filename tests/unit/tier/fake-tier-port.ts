@@ -24,7 +24,11 @@ export class FakeTierPort implements TierPort {
   /** The next requestSwap answers this code instead (then clears it). */
   refuseNext: number | undefined;
 
-  constructor(readonly nLayer: number, readonly nExpert: number, slots: number) {
+  constructor(
+    readonly nLayer: number,
+    readonly nExpert: number,
+    slots: number,
+  ) {
     this.slotsPerLayer = Array(nLayer).fill(slots);
     this.snapshot = { states: new Uint8Array(nLayer * nExpert), slots: new Int32Array(nLayer * nExpert).fill(-1) };
     for (let l = 0; l < nLayer; l++) for (let e = 0; e < slots; e++) this.set(l, e, ExpertState.resident, e);
@@ -39,7 +43,13 @@ export class FakeTierPort implements TierPort {
   }
 
   async warmstart(): Promise<void> {}
-  requestSwap(layer: number, victim: number, newcomer: number, taskId: number, options?: { issueNow?: boolean }): number {
+  requestSwap(
+    layer: number,
+    victim: number,
+    newcomer: number,
+    taskId: number,
+    options?: { issueNow?: boolean },
+  ): number {
     this.requests.push({ layer, victim, newcomer, taskId, issueNow: options?.issueNow === true });
     if (this.refuseNext !== undefined) {
       const code = this.refuseNext;
@@ -59,7 +69,21 @@ export class FakeTierPort implements TierPort {
     const f = this.inFlight.get(taskId)!;
     this.inFlight.delete(taskId);
     this.set(f.layer, f.newcomer, ok ? ExpertState.resident : ExpertState.none, ok ? 0 : -1);
-    this.reports.push({ taskId, layer: f.layer, expert: f.newcomer, victim: f.victim, ok, inPlace: true, fellBack: false, admitted: false, prefetch: false, bytes: 1000, issuedNs: 1, startNs: 2, endNs: 3 });
+    this.reports.push({
+      taskId,
+      layer: f.layer,
+      expert: f.newcomer,
+      victim: f.victim,
+      ok,
+      inPlace: true,
+      fellBack: false,
+      admitted: false,
+      prefetch: false,
+      bytes: 1000,
+      issuedNs: 1,
+      startNs: 2,
+      endNs: 3,
+    });
   }
   /** The limits the placement gave the gate (setGate), and the cancelSwaps calls. */
   gateLimits: { inflightBytesMax: number; inflightTransfersMax: number; queueDepthMax: number } | undefined;
@@ -74,7 +98,10 @@ export class FakeTierPort implements TierPort {
   gate(): NativeGateStats {
     const ledger = { issued: 0, completed: 0, failed: 0, refused: 0, cancelled: 0 };
     return {
-      ...this.gateLimits!, inflightBytes: this.inFlight.size * this.expertBytes.container, inflightTransfers: this.inFlight.size, swapsQueued: 0,
+      ...this.gateLimits!,
+      inflightBytes: this.inFlight.size * this.expertBytes.container,
+      inflightTransfers: this.inFlight.size,
+      swapsQueued: 0,
       byClass: { miss: ledger, prefetch: ledger, swap: ledger, warm: ledger },
     };
   }
@@ -98,7 +125,14 @@ export class FakeTierPort implements TierPort {
     return this.snapshot;
   }
   stats(): TierStats {
-    return { hits: 0, misses: 0, lazyMisses: 0, leases: 0, slotsUsed: this.slotsPerLayer.slice(), slotsBudget: this.slotsPerLayer.slice() };
+    return {
+      hits: 0,
+      misses: 0,
+      lazyMisses: 0,
+      leases: 0,
+      slotsUsed: this.slotsPerLayer.slice(),
+      slotsBudget: this.slotsPerLayer.slice(),
+    };
   }
   resetStats(): void {}
   free(): void {}

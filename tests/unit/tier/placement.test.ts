@@ -9,7 +9,10 @@ import { ExpertState } from '../../../src/native/binding.js';
 import { lfruDefaults } from '../../../src/tiers/policies/lfru.js';
 import { FakeTierPort } from './fake-tier-port.js';
 
-const nLayer = 2, nExpert = 6, slots = 2, k = 2;
+const nLayer = 2,
+  nExpert = 6,
+  slots = 2,
+  k = 2;
 /** One decode token routed to `experts` in every layer. */
 const routes = (...experts: number[]) => Int32Array.from({ length: nLayer * k }, (_, i) => experts[i % k]);
 /** Tokens routed to 4 and 5 until the tier was asked for `n` swaps (LFRU swaps once the newcomer is hotter than the victim's bar). */
@@ -38,7 +41,7 @@ describe('placement against a fake tier port', () => {
     expect(port.state(first.layer, first.newcomer)).toBe(ExpertState.incoming);
   });
 
-  it('gives the tier\'s gate its limits and reads its room from it, keeping no count of its own', () => {
+  it("gives the tier's gate its limits and reads its room from it, keeping no count of its own", () => {
     const { port, placement } = setup({ inflightTransfersMax: 1 });
     expect(port.gateLimits).toEqual({ inflightBytesMax: 512 * 2 ** 20, inflightTransfersMax: 1, queueDepthMax: 4096 });
     routeUntil(port, placement, 1);

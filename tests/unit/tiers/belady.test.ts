@@ -66,7 +66,14 @@ describe("Belady's MIN with bypass", () => {
       const layers = randomInt(rng, 1, 2);
       const experts = randomInt(rng, 3, 5);
       const topK = randomInt(rng, 1, 2);
-      const trace = randomTrace(rng, { layers, experts, topK, tokens: randomInt(rng, 4, 10), prefillRows: 0, reuse: 0.3 });
+      const trace = randomTrace(rng, {
+        layers,
+        experts,
+        topK,
+        tokens: randomInt(rng, 4, 10),
+        prefillRows: 0,
+        reuse: 0.3,
+      });
       const per = randomInt(rng, topK, experts - 1);
       const budget: Budget = rng() < 0.5 ? { scope: 'layer', slots: per } : { scope: 'global', slots: per * layers };
       const sc = buildScenario(trace, { budget, start: rng() < 0.5 ? 'empty' : 'ids' });

@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isResident, residencyOf } from '../../../src/tiers/residency.js';
-import { dlfuRecent, dlfuRecentScore, dlfuRecentDefaults, makeDlfuRecent } from '../../../src/tiers/policies/dlfu-recent.js';
+import {
+  dlfuRecent,
+  dlfuRecentScore,
+  dlfuRecentDefaults,
+  makeDlfuRecent,
+} from '../../../src/tiers/policies/dlfu-recent.js';
 import { dlfu } from '../../../src/tiers/policies/dlfu.js';
 import { lru } from '../../../src/tiers/policies/lru.js';
 import { loadTraceFiles, runLab } from '../../../src/tiers/lab.js';
@@ -34,10 +39,16 @@ describe('dlfu-recent', () => {
   });
 
   it('an expert routed in the last token outscores an older one of the same frequency by the bonus', () => {
-    let { state } = dlfuRecent.init({ layers: 1, experts: 4, start: residencyOf(4, { scope: 'layer', slots: 2 }, [[]]) });
+    let { state } = dlfuRecent.init({
+      layers: 1,
+      experts: 4,
+      start: residencyOf(4, { scope: 'layer', slots: 2 }, [[]]),
+    });
     const evs: TierEvent[] = [
-      { kind: 'route', layer: 0, experts: [0] }, { kind: 'decodeTick', token: 0 },
-      { kind: 'route', layer: 0, experts: [1] }, { kind: 'decodeTick', token: 1 },
+      { kind: 'route', layer: 0, experts: [0] },
+      { kind: 'decodeTick', token: 0 },
+      { kind: 'route', layer: 0, experts: [1] },
+      { kind: 'decodeTick', token: 1 },
     ];
     for (const ev of evs) state = dlfuRecent.step(state, ev).state;
     const p = dlfuRecentDefaults;
@@ -48,9 +59,14 @@ describe('dlfu-recent', () => {
     expect(() => makeDlfuRecent({ ...p, recentBonus: -1 })).toThrow(/recentBonus/);
   });
 
-  it('on the OLMoE trace (host-less, cold start, from token 32) reads at least Belady\'s misses and no more than dlfu', () => {
+  it("on the OLMoE trace (host-less, cold start, from token 32) reads at least Belady's misses and no more than dlfu", () => {
     const rows = runLab(loadTraceFiles([olmoe]), {
-      budgets: [8, 16, 24, 32], policies: ['dlfu', 'dlfu-recent', 'belady'], offload: 'hostless', scope: 'layer', start: 'empty', scoreFrom: 32,
+      budgets: [8, 16, 24, 32],
+      policies: ['dlfu', 'dlfu-recent', 'belady'],
+      offload: 'hostless',
+      scope: 'layer',
+      start: 'empty',
+      scoreFrom: 32,
     });
     for (const b of [8, 16, 24, 32]) {
       const at = (name: string) => rows.find((r) => r.policy === name && r.budget === b)!;

@@ -6,7 +6,10 @@ import type { PolicyContext, TierEvent } from '../../../src/tiers/types.js';
 import { lfu } from '../../../src/tiers/policies/lfu.js';
 
 const ctx: PolicyContext = { layers: 1, experts: 4, start: residencyOf(4, { scope: 'layer', slots: 2 }, [[0, 1]]) };
-const route = (...experts: number[]): TierEvent[] => [{ kind: 'route', layer: 0, experts }, { kind: 'decodeTick', token: 0 }];
+const route = (...experts: number[]): TierEvent[] => [
+  { kind: 'route', layer: 0, experts },
+  { kind: 'decodeTick', token: 0 },
+];
 
 /** Expert 0 routed 4 times early, expert 1 once, then 40 quiet tokens (expert 2 alone), then a miss on 3. */
 function events(): TierEvent[] {
@@ -36,7 +39,8 @@ describe('dlfu', () => {
     const p = { halfLifeTokens: 8 };
     const policy = makeDlfu(p);
     let { state } = policy.init(ctx);
-    for (const ev of [...route(0), ...route(0), ...Array.from({ length: 8 }, () => route(1)).flat()]) state = policy.step(state, ev).state;
+    for (const ev of [...route(0), ...route(0), ...Array.from({ length: 8 }, () => route(1)).flat()])
+      state = policy.step(state, ev).state;
     // Expert 0: 2 routings at t = 0, 1, decayed over ~9 tokens; expert 1: 8 recent routings.
     expect(dlfuScore(state, p, 0, 1)).toBeGreaterThan(dlfuScore(state, p, 0, 0));
     expect(dlfuScore(state, p, 0, 3)).toBe(-Infinity);
@@ -52,11 +56,13 @@ describe('dlfu', () => {
     expect(big.count[0][0]).toBeCloseTo(dlfuDefaults.halfLifeTokens * 0.75, 12);
   });
 
-  it('is a demand policy whose victims are never the current route\'s experts', () => {
+  it("is a demand policy whose victims are never the current route's experts", () => {
     const policy = makeDlfu();
     let { state } = policy.init(ctx);
     const step = policy.step(state, { kind: 'route', layer: 0, experts: [2, 0] });
-    expect(step.decisions).toEqual([{ kind: 'swap', victim: { layer: 0, expert: 1 }, newcomer: { layer: 0, expert: 2 } }]);
+    expect(step.decisions).toEqual([
+      { kind: 'swap', victim: { layer: 0, expert: 1 }, newcomer: { layer: 0, expert: 2 } },
+    ]);
     state = step.state;
     expect(() => checkDlfuParams({ halfLifeTokens: 0 })).toThrow(RangeError);
     expect(() => checkDlfuParams({ halfLifeTokens: Number.NaN })).toThrow(RangeError);

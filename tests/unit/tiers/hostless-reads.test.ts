@@ -60,7 +60,12 @@ describe('host-less reads per token against Belady', () => {
     expect(row.beladyMissesPerToken).toBe(row.readsPerToken);
     expect(row.readsOverBelady).toBe(1);
     for (const r of runLab([trace], { ...o, offload: 'hosted' })) {
-      expect([r.readsPerToken, r.readBytesPerToken, r.beladyMissesPerToken, r.readsOverBelady]).toEqual([null, null, null, null]);
+      expect([r.readsPerToken, r.readBytesPerToken, r.beladyMissesPerToken, r.readsOverBelady]).toEqual([
+        null,
+        null,
+        null,
+        null,
+      ]);
     }
   });
 });

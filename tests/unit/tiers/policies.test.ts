@@ -1,6 +1,12 @@
 /** Each policy's own rules on small hand-made scenarios. */
 import { describe, expect, it } from 'vitest';
-import { applyDecisions, emptyResidency, residencyOf, residentIds, type Residency } from '../../../src/tiers/residency.js';
+import {
+  applyDecisions,
+  emptyResidency,
+  residencyOf,
+  residentIds,
+  type Residency,
+} from '../../../src/tiers/residency.js';
 import { lfruBar, lfruScore, makeLfru, type LfruState } from '../../../src/tiers/policies/lfru.js';
 import { makeReplan, type ReplanState } from '../../../src/tiers/policies/replan.js';
 import { makeAdmit, admitDefaults } from '../../../src/tiers/policies/admit.js';
@@ -9,7 +15,10 @@ import { lfu } from '../../../src/tiers/policies/lfu.js';
 import type { Decision, Policy, PolicyContext, TierEvent } from '../../../src/tiers/types.js';
 
 const ctxOf = (start: Residency, heat?: number[][]): PolicyContext => ({
-  layers: start.resident.length, experts: start.experts, start, heat,
+  layers: start.resident.length,
+  experts: start.experts,
+  start,
+  heat,
 });
 
 /** Runs events through a policy, applying decisions like the replay does. */
@@ -26,17 +35,24 @@ function drive<S extends { residency: Residency }>(p: Policy<S>, ctx: PolicyCont
   return { state, log };
 }
 
-const ticks = (n: number, from = 0): TierEvent[] => Array.from({ length: n }, (_, i) => ({ kind: 'decodeTick', token: from + i }));
+const ticks = (n: number, from = 0): TierEvent[] =>
+  Array.from({ length: n }, (_, i) => ({ kind: 'decodeTick', token: from + i }));
 const perLayer = (slots: number) => ({ scope: 'layer' as const, slots });
 
 describe('residency', () => {
   it('refuses a fill over budget, a cross-layer swap per layer, and a swap of a non-resident', () => {
     const r = residencyOf(4, perLayer(1), [[0], [1]]);
     expect(() => applyDecisions(r, [{ kind: 'fill', expert: { layer: 0, expert: 2 } }])).toThrow(/free slot/);
-    expect(() => applyDecisions(r, [{ kind: 'swap', victim: { layer: 0, expert: 0 }, newcomer: { layer: 1, expert: 2 } }])).toThrow(/same layer/);
-    expect(() => applyDecisions(r, [{ kind: 'swap', victim: { layer: 0, expert: 3 }, newcomer: { layer: 0, expert: 2 } }])).toThrow(/resident/);
+    expect(() =>
+      applyDecisions(r, [{ kind: 'swap', victim: { layer: 0, expert: 0 }, newcomer: { layer: 1, expert: 2 } }]),
+    ).toThrow(/same layer/);
+    expect(() =>
+      applyDecisions(r, [{ kind: 'swap', victim: { layer: 0, expert: 3 }, newcomer: { layer: 0, expert: 2 } }]),
+    ).toThrow(/resident/);
     const g = residencyOf(4, { scope: 'global', slots: 2 }, [[0], [1]]);
-    const moved = applyDecisions(g, [{ kind: 'swap', victim: { layer: 0, expert: 0 }, newcomer: { layer: 1, expert: 2 } }]);
+    const moved = applyDecisions(g, [
+      { kind: 'swap', victim: { layer: 0, expert: 0 }, newcomer: { layer: 1, expert: 2 } },
+    ]);
     expect([moved.used, moved.total, r.used]).toEqual([[0, 2], 2, [1, 1]]);
   });
 });
@@ -71,11 +87,16 @@ describe('lfru tick', () => {
     expect(below.log.flat()).toEqual([]);
     const above = drive(lfru, ctxOf(start, [[0, 9, 5, 0]]), ticks(16));
     expect(above.log.slice(0, 15).flat()).toEqual([]);
-    expect(above.log[15]).toEqual([{ kind: 'swap', victim: { layer: 0, expert: 0 }, newcomer: { layer: 0, expert: 2 } }]);
+    expect(above.log[15]).toEqual([
+      { kind: 'swap', victim: { layer: 0, expert: 0 }, newcomer: { layer: 0, expert: 2 } },
+    ]);
   });
   it('scores (heat << 8) | recent and halves heat every 1024 ticks', () => {
     const start = residencyOf(4, perLayer(2), [[0, 1]]);
-    const { state: s } = drive(lfru, ctxOf(start, [[6, 9, 0, 0]]), [{ kind: 'route', layer: 0, experts: [1] }, ...ticks(3)]);
+    const { state: s } = drive(lfru, ctxOf(start, [[6, 9, 0, 0]]), [
+      { kind: 'route', layer: 0, experts: [1] },
+      ...ticks(3),
+    ]);
     expect(lfruScore(s as LfruState, 0, 1)).toBe(10 * 256 + 255 - 3);
     const { state: h } = drive(lfru, ctxOf(start, [[6, 9, 0, 0]]), ticks(1024));
     expect(Array.from((h as LfruState).heat[0])).toEqual([3, 4, 0, 0]);
@@ -110,7 +131,11 @@ describe('admit before run', () => {
   const route = (experts: number[]): TierEvent => ({ kind: 'route', layer: 0, experts });
   it('fills free slots up to the per-layer-step cap', () => {
     const admit = makeAdmit({ ...admitDefaults, fillsPerLayerStep: 2 });
-    const { log } = drive(admit, ctxOf(emptyResidency(1, 8, perLayer(6))), [route([0, 1, 2, 3]), { kind: 'decodeTick', token: 0 }, route([4, 5, 6])]);
+    const { log } = drive(admit, ctxOf(emptyResidency(1, 8, perLayer(6))), [
+      route([0, 1, 2, 3]),
+      { kind: 'decodeTick', token: 0 },
+      route([4, 5, 6]),
+    ]);
     expect(log[0].filter((d) => d.kind === 'fill')).toHaveLength(2);
     expect(log[2].filter((d) => d.kind === 'fill')).toHaveLength(2);
   });
@@ -122,7 +147,9 @@ describe('admit before run', () => {
     const { log } = drive(admit, ctxOf(start), events);
     const firstSwap = log.findIndex((d) => d.length > 0);
     // Score after n routings, one per step: sum of decay^i for i < n, >= 8 first at n = 9.
-    const n = Array.from({ length: 12 }, (_, i) => i + 1).find((k) => (1 - admitDefaults.decayPerStep ** k) / (1 - admitDefaults.decayPerStep) >= 8);
+    const n = Array.from({ length: 12 }, (_, i) => i + 1).find(
+      (k) => (1 - admitDefaults.decayPerStep ** k) / (1 - admitDefaults.decayPerStep) >= 8,
+    );
     expect(firstSwap).toBe(2 * (n! - 1));
     expect(log[firstSwap]).toHaveLength(1);
   });

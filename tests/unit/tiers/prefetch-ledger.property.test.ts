@@ -34,7 +34,16 @@ function runOne(rng: Rng): Tallies {
   const l = new PrefetchLedger(layers, experts, limits);
   const tasks: Shadow[] = [];
   let now = 0;
-  const expected = { covered: 0, late: 0, lateMs: 0, wasted: 0, cancelled: 0, dropped: 0, failedUncovered: 0, refused: 0 };
+  const expected = {
+    covered: 0,
+    late: 0,
+    lateMs: 0,
+    wasted: 0,
+    cancelled: 0,
+    dropped: 0,
+    failedUncovered: 0,
+    refused: 0,
+  };
   const pick = <T>(xs: T[]): T | undefined => (xs.length === 0 ? undefined : xs[randomInt(rng, 0, xs.length - 1)]);
   const inState = (s: Shadow['state']) => tasks.filter((t) => t.state === s);
   const split = (key: number): [number, number] => [Math.floor(key / experts), key % experts];
@@ -63,7 +72,10 @@ function runOne(rng: Rng): Tallies {
       if (id === undefined) {
         expected.refused++;
         // A refusal only where a rule says so: a duplicate, a full queue or no byte room.
-        holds(wasLive || queued >= limits.queueLengthMax || before + bytes > limits.inflightBytesMax, 'a refusal has a reason');
+        holds(
+          wasLive || queued >= limits.queueLengthMax || before + bytes > limits.inflightBytesMax,
+          'a refusal has a reason',
+        );
       } else {
         holds(!wasLive, 'no second task for a live key');
         tasks.push({ id, key, bytes, generation: l.generation, state: 'queued', evicted: false });
@@ -131,13 +143,26 @@ function runOne(rng: Rng): Tallies {
     holds(l.queueLength <= limits.queueLengthMax, 'queue within its limit');
     eq(t.admitted.count, queued.length + issued.length + t.retired.count, 'admitted = queued + issued + retired');
     eq(t.admitted.bytes, l.outstandingBytes + t.retired.bytes, 'admitted bytes = outstanding + retired');
-    for (const f of ['count', 'bytes'] as const) eq(t.retired[f], t.completed[f] + t.failed[f] + t.cancelled[f] + t.dropped[f], `retired ${f} = ends`);
-    holds(t.completed.count + t.failed.count <= t.issued.count && t.issued.count <= t.admitted.count, 'completed + failed <= issued <= admitted');
-    for (const n of ['covered', 'late', 'uncovered', 'resident'] as const) holds(t[n].count <= t.routed.count, `${n} <= routed`);
+    for (const f of ['count', 'bytes'] as const)
+      eq(t.retired[f], t.completed[f] + t.failed[f] + t.cancelled[f] + t.dropped[f], `retired ${f} = ends`);
+    holds(
+      t.completed.count + t.failed.count <= t.issued.count && t.issued.count <= t.admitted.count,
+      'completed + failed <= issued <= admitted',
+    );
+    for (const n of ['covered', 'late', 'uncovered', 'resident'] as const)
+      holds(t[n].count <= t.routed.count, `${n} <= routed`);
     holds(t.wasted.count <= t.completed.count, 'wasted <= completed');
-    eq(t.covered.count + t.late.count + t.wasted.count + l.landedUnrouted(), t.completed.count, 'each landed task resolves once');
+    eq(
+      t.covered.count + t.late.count + t.wasted.count + l.landedUnrouted(),
+      t.completed.count,
+      'each landed task resolves once',
+    );
     const awaiting = issued.filter((x) => x.awaitedMs !== undefined && !x.evicted).length;
-    eq(t.resident.count + t.covered.count + t.late.count + t.uncovered.count + awaiting, t.routed.count, 'each route resolves once');
+    eq(
+      t.resident.count + t.covered.count + t.late.count + t.uncovered.count + awaiting,
+      t.routed.count,
+      'each route resolves once',
+    );
     eq(t.covered.count, expected.covered, 'covered');
     eq(t.late.count, expected.late, 'late');
     eq(t.wasted.count, expected.wasted, 'wasted');
@@ -146,7 +171,12 @@ function runOne(rng: Rng): Tallies {
     holds(Math.abs(t.lateMs - expected.lateMs) < 1e-9, 'late wait');
     eq(t.refusedQueueFull.count + t.refusedBytesFull.count + t.refusedDuplicate.count, expected.refused, 'refusals');
     const perLayer = Array.from({ length: layers }, (_, layer) => l.layerTallies(layer));
-    for (const n of TALLY_NAMES) eq(perLayer.reduce((a, x) => a + x[n].bytes, 0), t[n].bytes, `${n}: layers sum to the total`);
+    for (const n of TALLY_NAMES)
+      eq(
+        perLayer.reduce((a, x) => a + x[n].bytes, 0),
+        t[n].bytes,
+        `${n}: layers sum to the total`,
+      );
   };
 
   for (let i = randomInt(rng, 10, 120); i > 0; i--) {
@@ -159,7 +189,7 @@ function runOne(rng: Rng): Tallies {
   expect(l.beginStep(l.generation + 1, now)).toBe(stale.length);
   for (const t of stale) t.state = 'done';
   expected.cancelled += stale.length;
-  for (const t of inState('issued')) (rng() < 0.5 ? complete(t) : fail(t));
+  for (const t of inState('issued')) rng() < 0.5 ? complete(t) : fail(t);
   check();
   const t = l.tallies();
   expect([l.inflightBytes, l.outstandingBytes, l.queueLength]).toEqual([0, 0, 0]);

@@ -29,9 +29,18 @@ describe('PrefetchLedger: each state and its end', () => {
     l.complete(id, 2);
     expect([l.outstandingBytes, l.inflightBytes, l.landedUnrouted()]).toEqual([0, 0, 1]);
     expect(l.route(1, 3, B, 3, true)).toBe('covered');
-    expect(counts(l, ['admitted', 'issued', 'completed', 'retired', 'covered', 'late', 'uncovered', 'wasted'])).toEqual({
-      admitted: 1, issued: 1, completed: 1, retired: 1, covered: 1, late: 0, uncovered: 0, wasted: 0,
-    });
+    expect(counts(l, ['admitted', 'issued', 'completed', 'retired', 'covered', 'late', 'uncovered', 'wasted'])).toEqual(
+      {
+        admitted: 1,
+        issued: 1,
+        completed: 1,
+        retired: 1,
+        covered: 1,
+        late: 0,
+        uncovered: 0,
+        wasted: 0,
+      },
+    );
     expect(l.tallies().covered.bytes).toBe(B);
     expect(l.layerTallies(1).covered.count).toBe(1);
     expect(l.layerTallies(0).covered.count).toBe(0);
@@ -57,7 +66,13 @@ describe('PrefetchLedger: each state and its end', () => {
     l.route(0, 2, 2 * B, 1, true);
     l.fail(a, 2);
     l.fail(b, 3);
-    expect(counts(l, ['failed', 'retired', 'late', 'uncovered', 'completed'])).toEqual({ failed: 2, retired: 2, late: 0, uncovered: 1, completed: 0 });
+    expect(counts(l, ['failed', 'retired', 'late', 'uncovered', 'completed'])).toEqual({
+      failed: 2,
+      retired: 2,
+      late: 0,
+      uncovered: 1,
+      completed: 0,
+    });
     expect(l.tallies().uncovered.bytes).toBe(2 * B);
     expect([l.outstandingBytes, l.inflightBytes]).toEqual([0, 0]);
     expect(l.liveTask(0, 1)).toBeUndefined();
@@ -76,7 +91,12 @@ describe('PrefetchLedger: each state and its end', () => {
     const l = ledger();
     const id = l.admit(1, 6, B, 0)!;
     l.drop(id, 1);
-    expect(counts(l, ['dropped', 'cancelled', 'retired', 'issued'])).toEqual({ dropped: 1, cancelled: 0, retired: 1, issued: 0 });
+    expect(counts(l, ['dropped', 'cancelled', 'retired', 'issued'])).toEqual({
+      dropped: 1,
+      cancelled: 0,
+      retired: 1,
+      issued: 0,
+    });
     expect([l.outstandingBytes, l.queueLength]).toEqual([0, 0]);
     expect(l.route(1, 6, B, 2, false)).toBe('uncovered');
   });
@@ -117,7 +137,12 @@ describe('PrefetchLedger: each state and its end', () => {
     expect(l.tallies().wasted.count).toBe(1);
     l.complete(flying, 3);
     l.fail(failing, 3);
-    expect(counts(l, ['wasted', 'completed', 'failed', 'covered'])).toEqual({ wasted: 2, completed: 2, failed: 1, covered: 0 });
+    expect(counts(l, ['wasted', 'completed', 'failed', 'covered'])).toEqual({
+      wasted: 2,
+      completed: 2,
+      failed: 1,
+      covered: 0,
+    });
     // Routed after it left: a demand read, no longer the prefetch's.
     expect(l.route(0, 2, B, 4, false)).toBe('uncovered');
   });
@@ -153,7 +178,10 @@ describe('PrefetchLedger: limits, errors, assertions', () => {
     expect(l.admit(0, 0, B, 0)).toBeUndefined(); // already in flight
     expect(l.admit(0, 3, B, 0)).toBeDefined(); // exactly the limit
     expect(counts(l, ['refusedQueueFull', 'refusedBytesFull', 'refusedDuplicate', 'admitted'])).toEqual({
-      refusedQueueFull: 1, refusedBytesFull: 1, refusedDuplicate: 2, admitted: 3,
+      refusedQueueFull: 1,
+      refusedBytesFull: 1,
+      refusedDuplicate: 2,
+      admitted: 3,
     });
     expect(l.outstandingBytes).toBe(3 * B);
   });

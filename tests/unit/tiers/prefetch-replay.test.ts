@@ -26,18 +26,39 @@ const [trace] = loadTraceFiles([olmoe]);
 const scenario = (t: Trace, slots: number) => labScenario(t, { scope: 'layer' }, slots);
 
 /** A disk-like timing: one read (1 ms at this bandwidth, no fixed cost) against 2 ms of compute per layer. */
-const disk: TimingModel = { source: 'test', computeMs: new Array(16).fill(2), bandwidthBytesPerS: bytes * 1000, transferFixedMs: 0 };
+const disk: TimingModel = {
+  source: 'test',
+  computeMs: new Array(16).fill(2),
+  bandwidthBytesPerS: bytes * 1000,
+  transferFixedMs: 0,
+};
 const opts = (o: Partial<PrefetchReplayOptions>): PrefetchReplayOptions => ({
-  mode: 'enforce', timing: disk, expertBytes: bytes, recall: 1, seed: 1, window: { ...TRANSFER_WINDOW_DEFAULTS, safety: 1 }, ...o,
+  mode: 'enforce',
+  timing: disk,
+  expertBytes: bytes,
+  recall: 1,
+  seed: 1,
+  window: { ...TRANSFER_WINDOW_DEFAULTS, safety: 1 },
+  ...o,
 });
 
 describe('replayPrefetch on olmoe-1b-7b.decode.jsonl', () => {
-  it.each([[16, 'cost'], [32, 'cost'], [16, 'disk'], [32, 'disk']] as const)('observe stalls and reads exactly as off (budget %i, %s timing)', (slots, which) => {
+  it.each([
+    [16, 'cost'],
+    [32, 'cost'],
+    [16, 'disk'],
+    [32, 'disk'],
+  ] as const)('observe stalls and reads exactly as off (budget %i, %s timing)', (slots, which) => {
     const timing = which === 'cost' ? timingFromCost(g, costDefaults) : disk;
     const sc = scenario(trace, slots);
     const off = replayPrefetch(sc, opts({ mode: 'off', timing, recall: 0.9 }));
     const observe = replayPrefetch(sc, opts({ mode: 'observe', timing, recall: 0.9 }));
-    expect([observe.stallMs, observe.decodeMs, observe.demandReads, observe.prefetchReads]).toEqual([off.stallMs, off.decodeMs, off.demandReads, 0]);
+    expect([observe.stallMs, observe.decodeMs, observe.demandReads, observe.prefetchReads]).toEqual([
+      off.stallMs,
+      off.decodeMs,
+      off.demandReads,
+      0,
+    ]);
     expect(off.demandReads).toBeGreaterThan(0);
     // Off counts nothing (as the engine's tier); observe counts every miss uncovered and what enforce would read.
     expect([off.ledger.routed.count, off.ledger.uncovered.count, off.wouldIssue]).toEqual([0, 0, 0]);
@@ -73,7 +94,7 @@ describe('replayPrefetch on olmoe-1b-7b.decode.jsonl', () => {
     expect(useless.demandReads + useless.prefetchReads).toBeGreaterThan(off.demandReads);
   });
 
-  it('a zero window (safety tiny) reads at most the cold start\'s one expert per layer', () => {
+  it("a zero window (safety tiny) reads at most the cold start's one expert per layer", () => {
     const sc = scenario(trace, 16);
     const r = replayPrefetch(sc, opts({ window: { ...TRANSFER_WINDOW_DEFAULTS, safety: 1e-9 } }));
     expect(r.prefetchReads).toBeGreaterThan(0);
@@ -99,7 +120,7 @@ describe('replayPrefetch on olmoe-1b-7b.decode.jsonl', () => {
     expect(replayPrefetch(sc, opts({ recall: 0.5, seed: 8 })).ledger).not.toEqual(a.ledger);
   });
 
-  it('counts a late read with its wait (the cold start\'s reads queue behind the first misses)', () => {
+  it("counts a late read with its wait (the cold start's reads queue behind the first misses)", () => {
     const r = replayPrefetch(scenario(trace, 16), opts({ timing: timingFromCost(g, costDefaults) }));
     expect(r.ledger.late.count).toBeGreaterThan(0);
     expect(r.ledger.lateMs).toBeGreaterThan(0);
@@ -110,8 +131,13 @@ describe('replayPrefetch on olmoe-1b-7b.decode.jsonl', () => {
 describe('a planted trace: the same experts every token', () => {
   const layers = 16;
   const planted: Trace = {
-    source: 'planted', header: { model: 'olmoe-1b-7b', layers, experts: 64, topK: 8, rankOrder: true }, prefill: [],
-    decode: Array.from({ length: 40 }, (_, step) => ({ step, layers: Array.from({ length: layers }, (_, l) => [0, 1, 2, 3, 4, 5, 6, 7].map((e) => (e + 8 * l) % 64)) })),
+    source: 'planted',
+    header: { model: 'olmoe-1b-7b', layers, experts: 64, topK: 8, rankOrder: true },
+    prefill: [],
+    decode: Array.from({ length: 40 }, (_, step) => ({
+      step,
+      layers: Array.from({ length: layers }, (_, l) => [0, 1, 2, 3, 4, 5, 6, 7].map((e) => (e + 8 * l) % 64)),
+    })),
   };
 
   it('an oracle of recall 0 covers nothing: every read it issues lands unused', () => {
@@ -127,12 +153,19 @@ describe('a planted trace: the same experts every token', () => {
 function tiny(routes: number[][][], slots = 2) {
   const layers = routes[0].length;
   const trace: Trace = {
-    source: 'tiny', header: { model: 'tiny', layers, experts: 8, topK: routes[0][0].length, rankOrder: true }, prefill: [],
+    source: 'tiny',
+    header: { model: 'tiny', layers, experts: 8, topK: routes[0][0].length, rankOrder: true },
+    prefill: [],
     decode: routes.map((layersOf, step) => ({ step, layers: layersOf })),
   };
   return buildScenario(trace, { budget: { scope: 'layer', slots }, start: 'empty' });
 }
-const clock = (computeMs: number[], readMsEach: number): TimingModel => ({ source: 'test', computeMs, bandwidthBytesPerS: 1000 / readMsEach, transferFixedMs: 0 });
+const clock = (computeMs: number[], readMsEach: number): TimingModel => ({
+  source: 'test',
+  computeMs,
+  bandwidthBytesPerS: 1000 / readMsEach,
+  transferFixedMs: 0,
+});
 const one = (o: Partial<PrefetchReplayOptions>): PrefetchReplayOptions => opts({ expertBytes: 1, ...o });
 
 describe('the simulated clock, by hand', () => {
@@ -193,15 +226,21 @@ describe('the oracle and the timing model', () => {
     expect(oraclePrediction(rng, routed, 64, 0).some((e) => routed.includes(e))).toBe(false);
   });
 
-  it('takes the cost model\'s figures, or a measured snapshot; refuses an unmeasured one naming the field', () => {
+  it("takes the cost model's figures, or a measured snapshot; refuses an unmeasured one naming the field", () => {
     const c = timingFromCost(g, costDefaults);
     expect(readMs(c, bytes)).toBeCloseTo(0.33 + bytes / 25e6, 9);
     expect(c.computeMs[0]).toBeCloseTo((8 * (10 + bytes / 448e3)) / 1000, 9);
     const snap = { computeMsEwma: new Array(16).fill(1.5), bandwidthBytesPerSEwma: 2e9, transferFixedMsEwma: 0.1 };
-    expect(timingFromSnapshot('s.json', snap, 16)).toMatchObject({ source: 's.json', bandwidthBytesPerS: 2e9, transferFixedMs: 0.1 });
+    expect(timingFromSnapshot('s.json', snap, 16)).toMatchObject({
+      source: 's.json',
+      bandwidthBytesPerS: 2e9,
+      transferFixedMs: 0.1,
+    });
     expect(() => timingFromSnapshot('s.json', { ...snap, computeMsEwma: [1, null] }, 2)).toThrow(/computeMsEwma\[1\]/);
     expect(() => timingFromSnapshot('s.json', snap, 8)).toThrow(FileFormatError);
-    expect(() => timingFromSnapshot('s.json', { ...snap, bandwidthBytesPerSEwma: undefined }, 16)).toThrow(/bandwidthBytesPerSEwma/);
+    expect(() => timingFromSnapshot('s.json', { ...snap, bandwidthBytesPerSEwma: undefined }, 16)).toThrow(
+      /bandwidthBytesPerSEwma/,
+    );
     expect(() => timingFromSnapshot('s.json', [], 16)).toThrow(/top level/);
   });
 });

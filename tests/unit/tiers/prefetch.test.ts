@@ -10,8 +10,18 @@ import { packPrefetch, type PrefetchCandidate } from '../../../src/tiers/prefetc
 import { prefetchDefaults, resolvePrefetch } from '../../../src/engine/prefetch-options.js';
 import { transferWindowBytes } from '../../../src/tiers/transfer-window.js';
 
-const c = (expert: number, score: number, bytes: number | undefined, extra: Partial<PrefetchCandidate> = {}): PrefetchCandidate => ({
-  expert, score, bytes, resident: false, inflight: false, ...extra,
+const c = (
+  expert: number,
+  score: number,
+  bytes: number | undefined,
+  extra: Partial<PrefetchCandidate> = {},
+): PrefetchCandidate => ({
+  expert,
+  score,
+  bytes,
+  resident: false,
+  inflight: false,
+  ...extra,
 });
 
 describe('packPrefetch', () => {
@@ -23,7 +33,16 @@ describe('packPrefetch', () => {
   });
 
   it('residents and experts in flight cost nothing and are never issued; unknown costs never admitted', () => {
-    const a = packPrefetch([c(1, 9, 400, { resident: true }), c(2, 8, 400, { inflight: true }), c(3, 7, undefined), c(4, 6, NaN), c(5, 5, 400)], 400);
+    const a = packPrefetch(
+      [
+        c(1, 9, 400, { resident: true }),
+        c(2, 8, 400, { inflight: true }),
+        c(3, 7, undefined),
+        c(4, 6, NaN),
+        c(5, 5, 400),
+      ],
+      400,
+    );
     expect(a.admitted).toEqual([5]);
     expect(a.free).toEqual([1, 2]);
     expect(a.unknownCost).toBe(2);
@@ -39,7 +58,10 @@ describe('packPrefetch', () => {
     for (let trial = 0; trial < 500; trial++) {
       const n = randomInt(rng, 0, 12);
       const candidates = Array.from({ length: n }, (_, i) =>
-        c(i, randomInt(rng, 0, 5), rng() < 0.1 ? undefined : randomInt(rng, 1, 1000), { resident: rng() < 0.2, inflight: rng() < 0.1 }),
+        c(i, randomInt(rng, 0, 5), rng() < 0.1 ? undefined : randomInt(rng, 1, 1000), {
+          resident: rng() < 0.2,
+          inflight: rng() < 0.1,
+        }),
       );
       const window = rng() < 0.1 ? undefined : randomInt(rng, 0, 3000);
       const a = packPrefetch(candidates, window);
@@ -64,16 +86,27 @@ describe('the transfer window', () => {
   it('never admits past the in-flight cap', () => {
     let s = initialCalibration({ alpha: 0.2, nLayer: 1 });
     s = calibrate(s, { kind: 'compute', invocation: 0, layer: 0, startNs: 0, endNs: 10e6 }, { alpha: 0.2, nLayer: 1 });
-    s = calibrate(s, { kind: 'transfer', invocation: 0, layer: 0, bytes: 1e9, issuedNs: 0, startNs: 0, endNs: 1e9 }, { alpha: 0.2, nLayer: 1 });
+    s = calibrate(
+      s,
+      { kind: 'transfer', invocation: 0, layer: 0, bytes: 1e9, issuedNs: 0, startNs: 0, endNs: 1e9 },
+      { alpha: 0.2, nLayer: 1 },
+    );
     // 1 GB/s over 0.8 x 10 ms: 8 MB; with 7 MB of a 7.5 MB cap in flight, 0.5 MB is left.
-    expect(transferWindowBytes(s, 0, 7e6, 0, { safety: 0.8, windowBytesMax: 256e6, inflightBytesMax: 7.5e6 })).toBeCloseTo(0.5e6, 0);
+    expect(
+      transferWindowBytes(s, 0, 7e6, 0, { safety: 0.8, windowBytesMax: 256e6, inflightBytesMax: 7.5e6 }),
+    ).toBeCloseTo(0.5e6, 0);
     expect(transferWindowBytes(s, 0, 8e6, 0, { safety: 0.8, windowBytesMax: 256e6, inflightBytesMax: 7.5e6 })).toBe(0);
   });
 });
 
 describe('prefetch options', () => {
   it('default to off with the public limits, and merge a change over a base', () => {
-    expect(resolvePrefetch(undefined)).toEqual({ mode: 'off', safety: 0.8, windowBytesMax: 256 * 2 ** 20, queueMax: 64 });
+    expect(resolvePrefetch(undefined)).toEqual({
+      mode: 'off',
+      safety: 0.8,
+      windowBytesMax: 256 * 2 ** 20,
+      queueMax: 64,
+    });
     const enforce = resolvePrefetch({ mode: 'enforce' });
     expect(resolvePrefetch({ safety: 0.5 }, enforce)).toMatchObject({ mode: 'enforce', safety: 0.5 });
   });

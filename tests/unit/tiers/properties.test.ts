@@ -22,7 +22,8 @@ function randomScenario(rng: Rng): Scenario {
   const shape = randomShape(rng);
   const trace = randomTrace(rng, shape);
   const perLayer = randomInt(rng, shape.topK, shape.experts - 1);
-  const budget: Budget = rng() < 0.5 ? { scope: 'layer', slots: perLayer } : { scope: 'global', slots: perLayer * shape.layers };
+  const budget: Budget =
+    rng() < 0.5 ? { scope: 'layer', slots: perLayer } : { scope: 'global', slots: perLayer * shape.layers };
   const heatFromPrefix = rng() < 0.4 ? randomInt(rng, 1, 5) : undefined;
   const start = (['empty', 'ids', heatFromPrefix ? 'heat' : 'ids'] as const)[randomInt(rng, 0, 2)];
   return buildScenario(trace, { budget, start, heatFromPrefix });
@@ -54,12 +55,18 @@ function checker(name: string, sc: Scenario, broken: string[]) {
     if (kind === 'static') check(ds.length === 0, 'never changes after init');
     if (kind === 'demand') {
       check(ev.kind === 'route' || ds.length === 0, 'decides on routes only');
-      if (ev.kind === 'route') for (const d of ds) {
-        const n = newcomerOf(d);
-        check(n.layer === ev.layer && ev.experts.includes(n.expert) && !before.resident[n.layer][n.expert],
-          'a newcomer is a miss of the current route');
-        check(isFill(d) || !(d.victim.layer === ev.layer && ev.experts.includes(d.victim.expert)), 'victim not pinned');
-      }
+      if (ev.kind === 'route')
+        for (const d of ds) {
+          const n = newcomerOf(d);
+          check(
+            n.layer === ev.layer && ev.experts.includes(n.expert) && !before.resident[n.layer][n.expert],
+            'a newcomer is a miss of the current route',
+          );
+          check(
+            isFill(d) || !(d.victim.layer === ev.layer && ev.experts.includes(d.victim.expert)),
+            'victim not pinned',
+          );
+        }
     }
     const replans = ['replan', 'replan-unguarded'];
     if (name === 'lfru' || name === 'lfru-guarded' || replans.includes(name)) {
@@ -70,7 +77,8 @@ function checker(name: string, sc: Scenario, broken: string[]) {
         const drain = replans.includes(name) ? replanDefaults.drainPerToken : 0;
         // A guard's checkpoint may move every switched layer to its reserve set at once (a swap per slot at most).
         const guarded = name === 'replan' || name === 'lfru-guarded';
-        const switches = guarded && guardDefaults.checkpoints.includes(ticks) ? sc.layers * Math.min(sc.experts, sc.budget.slots) : 0;
+        const switches =
+          guarded && guardDefaults.checkpoints.includes(ticks) ? sc.layers * Math.min(sc.experts, sc.budget.slots) : 0;
         check(ds.length <= tickMoves + drain + switches, `tick ${ticks} cap: ${ds.length} decisions`);
       }
     }
@@ -83,7 +91,8 @@ function checker(name: string, sc: Scenario, broken: string[]) {
       check(ds.filter(isFill).length <= admitDefaults.fillsPerLayerStep, 'fills per layer and step');
       check(ds.filter((d) => !isFill(d)).length <= admitDefaults.swapsPerLayerStep, 'swaps per layer and step');
       for (const d of ds) {
-        if (!isFill(d) && sc.budget.scope === 'global') check(d.victim.layer !== newcomerOf(d).layer, 'global victims from other layers');
+        if (!isFill(d) && sc.budget.scope === 'global')
+          check(d.victim.layer !== newcomerOf(d).layer, 'global victims from other layers');
       }
     }
   };
@@ -139,7 +148,9 @@ describe('policy invariants over random traces', () => {
 function randomSets(rng: Rng, sc: Scenario): number[][] {
   const shuffled = () => Array.from({ length: sc.experts }, (_, e) => e).sort(() => rng() - 0.5);
   if (sc.budget.scope === 'layer') return Array.from({ length: sc.layers }, () => shuffled().slice(0, sc.budget.slots));
-  const keys = Array.from({ length: sc.layers * sc.experts }, (_, i) => i).sort(() => rng() - 0.5).slice(0, sc.budget.slots);
+  const keys = Array.from({ length: sc.layers * sc.experts }, (_, i) => i)
+    .sort(() => rng() - 0.5)
+    .slice(0, sc.budget.slots);
   const sets: number[][] = Array.from({ length: sc.layers }, () => []);
   for (const k of keys) sets[Math.floor(k / sc.experts)].push(k % sc.experts);
   return sets;

@@ -15,7 +15,13 @@ export interface RandomTraceShape {
   reuse: number;
 }
 
-function pickDistinct(rng: Rng, weights: readonly number[], prev: readonly number[], k: number, reuse: number): number[] {
+function pickDistinct(
+  rng: Rng,
+  weights: readonly number[],
+  prev: readonly number[],
+  k: number,
+  reuse: number,
+): number[] {
   const out: number[] = [];
   while (out.length < k) {
     const fromPrev = prev.filter((e) => !out.includes(e));
@@ -40,8 +46,12 @@ function pickDistinct(rng: Rng, weights: readonly number[], prev: readonly numbe
 export function randomShape(rng: Rng): RandomTraceShape {
   const experts = randomInt(rng, 4, 12);
   return {
-    layers: randomInt(rng, 1, 3), experts, topK: randomInt(rng, 1, Math.min(3, experts - 1)),
-    tokens: randomInt(rng, 10, 50), prefillRows: rng() < 0.5 ? 0 : randomInt(rng, 1, 20), reuse: rng() * 0.8,
+    layers: randomInt(rng, 1, 3),
+    experts,
+    topK: randomInt(rng, 1, Math.min(3, experts - 1)),
+    tokens: randomInt(rng, 10, 50),
+    prefillRows: rng() < 0.5 ? 0 : randomInt(rng, 1, 20),
+    reuse: rng() * 0.8,
   };
 }
 

@@ -31,7 +31,13 @@ const olmoe = loadTraceFiles([path.join(__dirname, '../../../../shared/traces/ol
 const prefillOf = (t: Trace) => routeCounts(t.prefill, t.header.layers, t.header.experts);
 
 type Options = Pick<LabOptions, 'heat' | 'prefill' | 'prefillPermute' | 'heatFromPrefix' | 'prefillFromPrefix'>;
-interface Case { name: string; kind: 'adversarial' | 'favourable'; trace: Trace; o: Options; budgets: number[] }
+interface Case {
+  name: string;
+  kind: 'adversarial' | 'favourable';
+  trace: Trace;
+  o: Options;
+  budgets: number[];
+}
 
 const smallBudgets = [8, 12, 16]; // 25, 37.5, 50 % of 32 experts
 const olmoeBudgets = [8, 16, 24]; // 12.5, 25, 37.5 % of 64
@@ -39,20 +45,77 @@ const olmoeBudgets = [8, 16, 24]; // 12.5, 25, 37.5 % of 64
 function cases(): Case[] {
   const out: Case[] = [];
   for (const n of ['stars', 'fisherman']) {
-    out.push({ name: `${n}, heat from a code prompt`, kind: 'adversarial', trace: small(n), o: { heat }, budgets: smallBudgets });
+    out.push({
+      name: `${n}, heat from a code prompt`,
+      kind: 'adversarial',
+      trace: small(n),
+      o: { heat },
+      budgets: smallBudgets,
+    });
   }
-  for (const [n, other] of [['rocket', 'captain'], ['captain', 'rocket']]) {
-    out.push({ name: `${n}, heat from a code prompt`, kind: 'favourable', trace: small(n), o: { heat }, budgets: smallBudgets });
+  for (const [n, other] of [
+    ['rocket', 'captain'],
+    ['captain', 'rocket'],
+  ]) {
+    out.push({
+      name: `${n}, heat from a code prompt`,
+      kind: 'favourable',
+      trace: small(n),
+      o: { heat },
+      budgets: smallBudgets,
+    });
     out.push({ name: `${n}, cold`, kind: 'favourable', trace: small(n), o: {}, budgets: smallBudgets });
-    out.push({ name: `${n}, permuted prefill, heat`, kind: 'adversarial', trace: small(n), o: { heat, prefillPermute: 3 }, budgets: smallBudgets });
-    out.push({ name: `${n} decode, ${other}'s prefill, heat`, kind: 'adversarial', trace: small(n), o: { heat, prefill: prefillOf(small(other)) }, budgets: smallBudgets });
-    out.push({ name: `${n} decode, ${other}'s prefill, cold`, kind: 'adversarial', trace: small(n), o: { prefill: prefillOf(small(other)) }, budgets: smallBudgets });
+    out.push({
+      name: `${n}, permuted prefill, heat`,
+      kind: 'adversarial',
+      trace: small(n),
+      o: { heat, prefillPermute: 3 },
+      budgets: smallBudgets,
+    });
+    out.push({
+      name: `${n} decode, ${other}'s prefill, heat`,
+      kind: 'adversarial',
+      trace: small(n),
+      o: { heat, prefill: prefillOf(small(other)) },
+      budgets: smallBudgets,
+    });
+    out.push({
+      name: `${n} decode, ${other}'s prefill, cold`,
+      kind: 'adversarial',
+      trace: small(n),
+      o: { prefill: prefillOf(small(other)) },
+      budgets: smallBudgets,
+    });
   }
-  out.push({ name: 'olmoe, 64-token prefix as prefill, cold', kind: 'favourable', trace: olmoe, o: { prefillFromPrefix: 64 }, budgets: olmoeBudgets });
-  out.push({ name: 'olmoe, 64-token prefix, heat prefix 32', kind: 'favourable', trace: olmoe, o: { prefillFromPrefix: 64, heatFromPrefix: 32 }, budgets: olmoeBudgets });
+  out.push({
+    name: 'olmoe, 64-token prefix as prefill, cold',
+    kind: 'favourable',
+    trace: olmoe,
+    o: { prefillFromPrefix: 64 },
+    budgets: olmoeBudgets,
+  });
+  out.push({
+    name: 'olmoe, 64-token prefix, heat prefix 32',
+    kind: 'favourable',
+    trace: olmoe,
+    o: { prefillFromPrefix: 64, heatFromPrefix: 32 },
+    budgets: olmoeBudgets,
+  });
   for (const seed of [5, 11]) {
-    out.push({ name: `olmoe, permuted prefix (seed ${seed}), heat prefix 32`, kind: 'adversarial', trace: olmoe, o: { prefillFromPrefix: 64, heatFromPrefix: 32, prefillPermute: seed }, budgets: olmoeBudgets });
-    out.push({ name: `olmoe, permuted prefix (seed ${seed}), cold`, kind: 'adversarial', trace: olmoe, o: { prefillFromPrefix: 64, prefillPermute: seed }, budgets: olmoeBudgets });
+    out.push({
+      name: `olmoe, permuted prefix (seed ${seed}), heat prefix 32`,
+      kind: 'adversarial',
+      trace: olmoe,
+      o: { prefillFromPrefix: 64, heatFromPrefix: 32, prefillPermute: seed },
+      budgets: olmoeBudgets,
+    });
+    out.push({
+      name: `olmoe, permuted prefix (seed ${seed}), cold`,
+      kind: 'adversarial',
+      trace: olmoe,
+      o: { prefillFromPrefix: 64, prefillPermute: seed },
+      budgets: olmoeBudgets,
+    });
   }
   return out;
 }

@@ -7,7 +7,14 @@
 import { describe, expect, it } from 'vitest';
 import { residencyOf, residentIds } from '../../../src/tiers/residency.js';
 import {
-  guardDefaults, guardInit, guardRoute, guardTick, guardWatch, reserveLeads, switchSwaps, type GuardParams,
+  guardDefaults,
+  guardInit,
+  guardRoute,
+  guardTick,
+  guardWatch,
+  reserveLeads,
+  switchSwaps,
+  type GuardParams,
 } from '../../../src/tiers/policies/replan-guard.js';
 import { makeReplan, planReplan, replanDefaults, type ReplanState } from '../../../src/tiers/policies/replan.js';
 import { lfruInit } from '../../../src/tiers/policies/lfru.js';
@@ -32,7 +39,14 @@ function run(policy = makeReplan(), events: TierEvent[]): { state: ReplanState; 
 
 /** n decode tokens, each routing `experts` at layer 0 then ticking. */
 function tokens(n: number, routed: number[], from = 0): TierEvent[] {
-  return Array.from({ length: n }, (_, i) => [{ kind: 'route', layer: 0, experts: routed }, { kind: 'decodeTick', token: from + i }] as TierEvent[]).flat();
+  return Array.from(
+    { length: n },
+    (_, i) =>
+      [
+        { kind: 'route', layer: 0, experts: routed },
+        { kind: 'decodeTick', token: from + i },
+      ] as TierEvent[],
+  ).flat();
 }
 
 describe('the guard state', () => {
@@ -60,7 +74,8 @@ describe('the guard state', () => {
   it('the margin: max(leadMin, leadSigmas x sqrt(differing routings))', () => {
     const p: GuardParams = { checkpoints: [1], leadMin: 2, leadSigmas: 1 };
     const g = guardWatch(guardInit('replan', 1), start, 0, swaps, prompt);
-    const lead = (beforeOnly: number, afterOnly: number) => reserveLeads(g, { ...g.layers[0]!, beforeOnly, afterOnly }, p);
+    const lead = (beforeOnly: number, afterOnly: number) =>
+      reserveLeads(g, { ...g.layers[0]!, beforeOnly, afterOnly }, p);
     expect(lead(1, 0)).toBe(false); // below leadMin
     expect(lead(2, 0)).toBe(true);
     expect(lead(9, 6)).toBe(false); // lead 3 < sqrt(15) = 3.9
@@ -83,16 +98,22 @@ describe('the guard state', () => {
 });
 
 describe('the guarded replan policy', () => {
-  it('reverts at the first checkpoint where the old residents lead, and drops the layer\'s pending swaps', () => {
+  it("reverts at the first checkpoint where the old residents lead, and drops the layer's pending swaps", () => {
     // startPerCall 2: two swaps start in the prefill, two wait in the FIFO.
     const policy = makeReplan({ ...replanDefaults, startPerCall: 2, drainPerToken: 0 });
-    const { state, log } = run(policy, [{ kind: 'prefillCounts', layer: 0, counts: prompt }, ...tokens(1, [0, 1, 2, 3])]);
+    const { state, log } = run(policy, [
+      { kind: 'prefillCounts', layer: 0, counts: prompt },
+      ...tokens(1, [0, 1, 2, 3]),
+    ]);
     expect(log[0].map((d) => d.kind === 'swap' && d.newcomer.expert)).toEqual([4, 5]);
     // Token 1 (checkpoint 1), against the frozen sets: 0..3 are before-only (4 routings), none
     // after-only: lead 4 >= max(2, sqrt 4). Experts 0 and 1 come back (2 and 3 never left); the
     // victims are the newcomers, the fewest prompt rows first (5: 4 rows, then 4: 5 rows).
     const reverted = log[2];
-    expect(reverted.map((d) => d.kind === 'swap' && [d.victim.expert, d.newcomer.expert])).toEqual([[5, 0], [4, 1]]);
+    expect(reverted.map((d) => d.kind === 'swap' && [d.victim.expert, d.newcomer.expert])).toEqual([
+      [5, 0],
+      [4, 1],
+    ]);
     expect(state.pending).toEqual([]);
     expect(state.revertDropped).toBe(2);
     expect(residentIds(state.residency, 0)).toEqual([0, 1, 2, 3]);
@@ -101,7 +122,10 @@ describe('the guarded replan policy', () => {
 
   it('keeps a replan the decode agrees with, through the last checkpoint', () => {
     const last = guardDefaults.checkpoints.at(-1)!;
-    const { state, log } = run(makeReplan(), [{ kind: 'prefillCounts', layer: 0, counts: prompt }, ...tokens(last, [4, 5, 6, 7])]);
+    const { state, log } = run(makeReplan(), [
+      { kind: 'prefillCounts', layer: 0, counts: prompt },
+      ...tokens(last, [4, 5, 6, 7]),
+    ]);
     expect(state.guard!.layers[0]!.status).toBe('kept');
     // No decision after the prefill's swaps but the LFRU tick's (none: everything routed is resident).
     expect(log.slice(1).flat()).toEqual([]);
@@ -112,7 +136,12 @@ describe('the guarded replan policy', () => {
     const agree = tokens(2, [4, 5, 6, 7]);
     const disagree = tokens(1, [0, 1, 2, 3], 2);
     const late = tokens(3, [0, 1, 2, 3], 3);
-    const { log } = run(makeReplan(p), [{ kind: 'prefillCounts', layer: 0, counts: prompt }, ...agree, ...disagree, ...late]);
+    const { log } = run(makeReplan(p), [
+      { kind: 'prefillCounts', layer: 0, counts: prompt },
+      ...agree,
+      ...disagree,
+      ...late,
+    ]);
     // At token 3: before-only 4, after-only 8: kept. After it the old set leads, but the watch is over.
     expect(log.slice(1).flat()).toEqual([]);
   });
@@ -128,7 +157,7 @@ describe('the guarded replan policy', () => {
     expect(residentIds(state.residency, 0)).toEqual([4, 5, 6, 7]);
   });
 
-  it('unguarded replan keeps docs/SPEC.md\'s strict rule (a lead of one prompt row swaps); guarded needs two', () => {
+  it("unguarded replan keeps docs/SPEC.md's strict rule (a lead of one prompt row swaps); guarded needs two", () => {
     const oneRow = [0, 0, 0, 0, 1, 1, 0, 0];
     expect(planReplan(lfruInit(ctx), 0, oneRow, 24, 1)).toHaveLength(2);
     expect(planReplan(lfruInit(ctx), 0, oneRow, 24, replanDefaults.planLeadMin)).toHaveLength(0);

@@ -20,8 +20,14 @@ const replay = (args: string[]) => replayMain(['--budget', '16', '--policy', 'lr
 
 /** The shared trace with every step's layers cut or padded to `layers`. */
 function reshaped(layers: number): string {
-  const lines = readFileSync(olmoe, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { tok: number; layers: number[][] });
-  const out = lines.map((s) => ({ ...s, layers: Array.from({ length: layers }, (_, i) => s.layers[i % s.layers.length]) }));
+  const lines = readFileSync(olmoe, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { tok: number; layers: number[][] });
+  const out = lines.map((s) => ({
+    ...s,
+    layers: Array.from({ length: layers }, (_, i) => s.layers[i % s.layers.length]),
+  }));
   const file = path.join(dir, `olmoe-1b-7b.${layers}.jsonl`);
   writeFileSync(file, out.map((s) => JSON.stringify(s)).join('\n') + '\n');
   return file;
@@ -38,29 +44,43 @@ describe('replay inputs', () => {
   });
 
   it('refuses rows that route 0, 7, 9 or 64 experts for the top-8 OLMoE (issue 27: they were replayed without a word)', async () => {
-    const lines = readFileSync(olmoe, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { tok: number; layers: number[][] });
+    const lines = readFileSync(olmoe, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { tok: number; layers: number[][] });
     for (const k of [0, 7, 9, 64]) {
       const file = path.join(dir, `olmoe-1b-7b.k${k}.jsonl`);
-      const rows = lines.map((step) => ({ ...step, layers: step.layers.map(() => Array.from({ length: k }, (_, i) => i)) }));
+      const rows = lines.map((step) => ({
+        ...step,
+        layers: step.layers.map(() => Array.from({ length: k }, (_, i) => i)),
+      }));
       writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
-      await expect(replay(['--trace', file]), `top-${k}`).rejects.toThrow(k === 0 ? /1 to 64 expert ids per layer/ : new RegExp(`top-8\\), got 16 x 64, top-${k}`));
+      await expect(replay(['--trace', file]), `top-${k}`).rejects.toThrow(
+        k === 0 ? /1 to 64 expert ids per layer/ : new RegExp(`top-8\\), got 16 x 64, top-${k}`),
+      );
     }
   });
 
   it('refuses a missing file, a folder and a FIFO as --trace without reading them', async () => {
     const fifo = path.join(dir, 'trace.fifo');
     execFileSync('mkfifo', [fifo]);
-    await expect(replay(['--trace', path.join(dir, 'missing.jsonl')])).rejects.toThrow(/option --trace: expected a readable trace file \(ENOENT\)/);
+    await expect(replay(['--trace', path.join(dir, 'missing.jsonl')])).rejects.toThrow(
+      /option --trace: expected a readable trace file \(ENOENT\)/,
+    );
     await expect(replay(['--trace', dir])).rejects.toThrow(/option --trace: expected a trace file \(a regular file\)/);
     await expect(replay(['--trace', fifo])).rejects.toThrow(InvalidOptionError);
   });
 
   it('refuses a character device or the trace itself as --plot, and writes a real plot whole', async () => {
-    await expect(replay(['--trace', olmoe, '--plot', '/dev/null'])).rejects.toThrow(/option --plot: .*character device/);
+    await expect(replay(['--trace', olmoe, '--plot', '/dev/null'])).rejects.toThrow(
+      /option --plot: .*character device/,
+    );
     expect(statSync('/dev/null').isCharacterDevice()).toBe(true);
     const copy = path.join(dir, 'copy.olmoe-1b-7b.jsonl');
     writeFileSync(copy, readFileSync(olmoe));
-    await expect(replay(['--trace', copy, '--model', 'olmoe-1b-7b', '--plot', copy])).rejects.toThrow(/a file other than the input/);
+    await expect(replay(['--trace', copy, '--model', 'olmoe-1b-7b', '--plot', copy])).rejects.toThrow(
+      /a file other than the input/,
+    );
     const svg = path.join(dir, 'plot.svg');
     await expect(replay(['--trace', olmoe, '--plot', svg])).resolves.toBe(0);
     expect(readFileSync(svg, 'utf8')).toMatch(/^<svg[\s\S]*<\/svg>\s*$/);

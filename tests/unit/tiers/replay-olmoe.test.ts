@@ -35,20 +35,28 @@ function checkBounds(rows: ReplayRow[]): void {
 describe('replay of olmoe-1b-7b.decode.jsonl', () => {
   const traces = loadTraceFiles([olmoe]);
 
-  it.each(['hosted', 'hostless'] as const)('every policy at budgets 16/24/32 stays within the offline bounds (%s)', (offload) => {
-    const rows = runLab(traces, { budgets, policies: policyNames, offload, scope: 'layer' });
-    expect(rows).toHaveLength(budgets.length * policyNames.length);
-    checkBounds(rows);
-    for (const r of rows) {
-      expect(r.tokens).toBe(299);
-      expect(r.bytesPerToken).toBeCloseTo(r.uploadsPerToken * r.expertBytes, 6);
-      expect(r.msPerTokenEstimate).toBeGreaterThan(0);
-    }
-  });
+  it.each(['hosted', 'hostless'] as const)(
+    'every policy at budgets 16/24/32 stays within the offline bounds (%s)',
+    (offload) => {
+      const rows = runLab(traces, { budgets, policies: policyNames, offload, scope: 'layer' });
+      expect(rows).toHaveLength(budgets.length * policyNames.length);
+      checkBounds(rows);
+      for (const r of rows) {
+        expect(r.tokens).toBe(299);
+        expect(r.bytesPerToken).toBeCloseTo(r.uploadsPerToken * r.expertBytes, 6);
+        expect(r.msPerTokenEstimate).toBeGreaterThan(0);
+      }
+    },
+  );
 
   it('replays after a heat prefix, with prefill replan, under a global budget', () => {
     const rows = runLab(traces, {
-      budgets, policies: policyNames, offload: 'hosted', scope: 'global', heatFromPrefix: 32, prefillFromPrefix: 32,
+      budgets,
+      policies: policyNames,
+      offload: 'hosted',
+      scope: 'global',
+      heatFromPrefix: 32,
+      prefillFromPrefix: 32,
     });
     checkBounds(rows);
     expect(rows.every((r) => r.tokens === 299 - 32 && r.start === 'heat' && r.ttftMsEstimate !== null)).toBe(true);
@@ -58,12 +66,24 @@ describe('replay of olmoe-1b-7b.decode.jsonl', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'replay-'));
     const svgPath = path.join(dir, 'out.svg');
     let text = '';
-    const code = await replayMain(['--trace', olmoe, '--budget', '16,24,32', '--json', '--plot', svgPath], (t) => (text += t));
+    const code = await replayMain(
+      ['--trace', olmoe, '--budget', '16,24,32', '--json', '--plot', svgPath],
+      (t) => (text += t),
+    );
     expect(code).toBe(0);
     const rows = JSON.parse(text) as ReplayRow[];
     expect(rows).toHaveLength(3 * policyNames.length);
     for (const r of rows) {
-      for (const k of ['trace', 'policy', 'budget', 'hitRate', 'uploadsPerToken', 'bytesPerToken', 'msPerTokenEstimate']) expect(r).toHaveProperty(k);
+      for (const k of [
+        'trace',
+        'policy',
+        'budget',
+        'hitRate',
+        'uploadsPerToken',
+        'bytesPerToken',
+        'msPerTokenEstimate',
+      ])
+        expect(r).toHaveProperty(k);
       expect(r.costModel.h2dGBps).toBe(25);
       // Hosted, the engine's default is LFRU with the guarded replan in reserve: that row alone is marked.
       expect(r.default, r.policy).toBe(r.policy === 'lfru-guarded');
@@ -78,7 +98,10 @@ describe('replay of olmoe-1b-7b.decode.jsonl', () => {
 
   it('moetier replay --offload hostless --json reads per token against Belady, without belady in --policy', async () => {
     let text = '';
-    await replayMain(['--trace', olmoe, '--budget', '16,24', '--policy', 'lru,dlfu', '--offload', 'hostless', '--json'], (t) => (text += t));
+    await replayMain(
+      ['--trace', olmoe, '--budget', '16,24', '--policy', 'lru,dlfu', '--offload', 'hostless', '--json'],
+      (t) => (text += t),
+    );
     const rows = JSON.parse(text) as ReplayRow[];
     const bel = runLab(traces, { budgets: [16, 24], policies: ['belady'], offload: 'hostless', scope: 'layer' });
     expect(rows.map((r) => `${r.policy}@${r.budget}`)).toEqual(['lru@16', 'dlfu@16', 'lru@24', 'dlfu@24']);
@@ -96,7 +119,10 @@ describe('replay of olmoe-1b-7b.decode.jsonl', () => {
 
   it('prints a table with the cost-model assumptions', async () => {
     let text = '';
-    await replayMain(['--trace', olmoe, '--budget', '24', '--policy', 'lru,belady', '--offload', 'hostless'], (t) => (text += t));
+    await replayMain(
+      ['--trace', olmoe, '--budget', '24', '--policy', 'lru,belady', '--offload', 'hostless'],
+      (t) => (text += t),
+    );
     expect(text).toContain('330 us/transfer');
     expect(text).toContain('olmoe-1b-7b-q4k');
     expect(text.split('\n').filter((l) => /^(lru|belady\*)\s+24\s/.test(l))).toHaveLength(2);
@@ -107,6 +133,8 @@ describe('replay of olmoe-1b-7b.decode.jsonl', () => {
   it('names the option and what it expects on bad input', async () => {
     await expect(replayMain(['--trace', olmoe, '--policy', 'fifo'], () => {})).rejects.toThrow(/--policy.*lru/);
     await expect(replayMain(['--trace', olmoe, '--budget', '65'], () => {})).rejects.toThrow(/--budget.*\[1, 64\]/);
-    await expect(replayMain(['--trace', olmoe, '--heat-from-prefix', '299'], () => {})).rejects.toThrow(/--heat-from-prefix/);
+    await expect(replayMain(['--trace', olmoe, '--heat-from-prefix', '299'], () => {})).rejects.toThrow(
+      /--heat-from-prefix/,
+    );
   });
 });

@@ -21,19 +21,48 @@ async function run(argv: string[]): Promise<string> {
 /** A calibration snapshot a disk-like engine could have measured: 2 ms per layer, about 1 ms per expert read. */
 function snapshotFile(): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'timing-')), 'calibration.json');
-  writeFileSync(file, JSON.stringify({
-    invocation: 3, bandwidthBytesPerSEwma: 3.6e9, transferFixedMsEwma: 0.02, computeMsEwma: new Array(16).fill(2),
-    samplesAccepted: 100, samplesRejected: 0, samplesStale: 0,
-  }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      invocation: 3,
+      bandwidthBytesPerSEwma: 3.6e9,
+      transferFixedMsEwma: 0.02,
+      computeMsEwma: new Array(16).fill(2),
+      samplesAccepted: 100,
+      samplesRejected: 0,
+      samplesStale: 0,
+    }),
+  );
   return file;
 }
 
 describe('moetier replay --prefetch', () => {
   it('--json: one row per budget and mode; observe reads as off; enforce at recall 1 stalls less on a measured disk-like timing', async () => {
-    const rows = JSON.parse(await run(['--budget', '16,32', '--prefetch', 'off,observe,enforce', '--prefetch-recall', '1', '--timing', snapshotFile(), '--json'])) as PrefetchRow[];
-    expect(rows.map((r) => `${r.mode}@${r.budget}`)).toEqual(['off@16', 'observe@16', 'enforce@16', 'off@32', 'observe@32', 'enforce@32']);
+    const rows = JSON.parse(
+      await run([
+        '--budget',
+        '16,32',
+        '--prefetch',
+        'off,observe,enforce',
+        '--prefetch-recall',
+        '1',
+        '--timing',
+        snapshotFile(),
+        '--json',
+      ]),
+    ) as PrefetchRow[];
+    expect(rows.map((r) => `${r.mode}@${r.budget}`)).toEqual([
+      'off@16',
+      'observe@16',
+      'enforce@16',
+      'off@32',
+      'observe@32',
+      'enforce@32',
+    ]);
     for (const b of [16, 32]) {
-      const [off, observe, enforce] = ['off', 'observe', 'enforce'].map((m) => rows.find((r) => r.mode === m && r.budget === b)!);
+      const [off, observe, enforce] = ['off', 'observe', 'enforce'].map(
+        (m) => rows.find((r) => r.mode === m && r.budget === b)!,
+      );
       expect([observe.stallMsPerToken, observe.readsPerToken]).toEqual([off.stallMsPerToken, off.readsPerToken]);
       expect(enforce.stallMsPerToken).toBeLessThan(off.stallMsPerToken);
       expect(enforce.prefetch.covered).toBeGreaterThan(0);
@@ -47,7 +76,7 @@ describe('moetier replay --prefetch', () => {
     }
   });
 
-  it('prints a table with its assumptions: the timing, the oracle\'s recall as an assumption, the window', async () => {
+  it("prints a table with its assumptions: the timing, the oracle's recall as an assumption, the window", async () => {
     const text = await run(['--budget', '24', '--prefetch', 'off,enforce']);
     expect(text).toContain('timing cost: compute 0.143 ms/layer, read 0.472 ms per expert');
     expect(text).toContain('recall 0.9 (assumed, not measured)');
@@ -85,7 +114,11 @@ describe('moetier replay --prefetch', () => {
   it('refuses a snapshot that does not fit the trace, naming the file and the field', async () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'timing-')), 'short.json');
     writeFileSync(file, JSON.stringify({ computeMsEwma: [1, 1], bandwidthBytesPerSEwma: 1e9, transferFixedMsEwma: 0 }));
-    await expect(replayMain(['--trace', olmoe, '--prefetch', 'enforce', '--timing', file], () => {})).rejects.toThrow(FileFormatError);
-    await expect(replayMain(['--trace', olmoe, '--prefetch', 'enforce', '--timing', file], () => {})).rejects.toThrow(/short\.json: computeMsEwma: expected an array of 16/);
+    await expect(replayMain(['--trace', olmoe, '--prefetch', 'enforce', '--timing', file], () => {})).rejects.toThrow(
+      FileFormatError,
+    );
+    await expect(replayMain(['--trace', olmoe, '--prefetch', 'enforce', '--timing', file], () => {})).rejects.toThrow(
+      /short\.json: computeMsEwma: expected an array of 16/,
+    );
   });
 });

@@ -33,7 +33,7 @@ async function jsonRows(argv: string[]): Promise<Array<Record<string, unknown>>>
 }
 
 describe('--heat F', () => {
-  it('starts every policy from the heat file\'s hottest experts per layer, as the engine\'s warm start does', () => {
+  it("starts every policy from the heat file's hottest experts per layer, as the engine's warm start does", () => {
     const [trace] = loadTraceFiles([stars]);
     const heat = readHeatTable(heatFile, 8, 32);
     const sc = labScenario(trace, { scope: 'layer', heat }, 12);
@@ -55,7 +55,9 @@ describe('--heat F', () => {
     writeFileSync(bad, '{"version": 1, "arch": "x", "layers": 8');
     await expect(jsonRows(['--trace', stars, '--heat', bad])).rejects.toThrow(/heat file/);
     await expect(jsonRows(['--trace', olmoe, '--heat', heatFile])).rejects.toThrow(InvalidOptionError); // 8 x 32 against 16 x 64
-    await expect(jsonRows(['--trace', stars, '--heat', heatFile, '--heat-from-prefix', '8'])).rejects.toThrow(/not both/);
+    await expect(jsonRows(['--trace', stars, '--heat', heatFile, '--heat-from-prefix', '8'])).rejects.toThrow(
+      /not both/,
+    );
   });
 });
 
@@ -71,7 +73,8 @@ describe('--score-from N', () => {
     expect(b.routed).toBe((a.tokens - 100) * 16 * 8);
     // A static set hits the same on every token: the scored part is the full replay less the first 100 tokens.
     let firstHits = 0;
-    for (const step of full.decode.slice(0, 100)) step.forEach((ids, l) => ids.forEach((e) => (firstHits += isResident(full.start, l, e) ? 1 : 0)));
+    for (const step of full.decode.slice(0, 100))
+      step.forEach((ids, l) => ids.forEach((e) => (firstHits += isResident(full.start, l, e) ? 1 : 0)));
     expect(b.hits).toBe(a.hits - firstHits);
     // An adaptive policy learns during the warm-up: its scored hits differ from a replay that starts at token 100.
     const lru = policyByName('lru')!;
@@ -82,16 +85,31 @@ describe('--score-from N', () => {
   it('is checked against the tokens left after the prefixes', () => {
     expect(parseReplayArgs(['--trace', olmoe, '--score-from', '20']).lab.scoreFrom).toBe(20);
     const [trace] = loadTraceFiles([olmoe]);
-    expect(() => labScenario(trace, { scope: 'layer', heatFromPrefix: 200, scoreFrom: 99 }, 16)).toThrow(/--score-from/);
+    expect(() => labScenario(trace, { scope: 'layer', heatFromPrefix: 200, scoreFrom: 99 }, 16)).toThrow(
+      /--score-from/,
+    );
     expect(() => labScenario(trace, { scope: 'layer', scoreFrom: -1 }, 16)).toThrow(InvalidOptionError);
   });
 });
 
 describe('--prefill-from F and --prefill-permute SEED', () => {
-  it('take another trace\'s real prefill rows, or relabel the prefill per layer', async () => {
+  it("take another trace's real prefill rows, or relabel the prefill per layer", async () => {
     const [s, r] = loadTraceFiles([stars, rocket]);
-    const rows = await jsonRows(['--trace', stars, '--prefill-from', rocket, '--budget', '12', '--policy', 'replan-unguarded']);
-    const expected = replay(policyByName('replan-unguarded')!, labScenario(s, { scope: 'layer', prefill: routeCounts(r.prefill, 8, 32) }, 12), 'hosted');
+    const rows = await jsonRows([
+      '--trace',
+      stars,
+      '--prefill-from',
+      rocket,
+      '--budget',
+      '12',
+      '--policy',
+      'replan-unguarded',
+    ]);
+    const expected = replay(
+      policyByName('replan-unguarded')!,
+      labScenario(s, { scope: 'layer', prefill: routeCounts(r.prefill, 8, 32) }, 12),
+      'hosted',
+    );
     expect(rows[0].hits).toBe(expected.hits);
     const own = replay(policyByName('replan-unguarded')!, labScenario(s, { scope: 'layer' }, 12), 'hosted');
     expect(own.hits).not.toBe(expected.hits);
@@ -107,14 +125,25 @@ describe('--prefill-from F and --prefill-permute SEED', () => {
 
   it('the prefetch replay refuses them (it has no prefill, heat file or warm-up)', () => {
     for (const flag of ['--heat', '--prefill-from', '--prefill-permute', '--score-from']) {
-      expect(() => parseReplayArgs(['--trace', olmoe, '--prefetch', 'off,enforce', flag, '1'])).toThrow(new RegExp(flag));
+      expect(() => parseReplayArgs(['--trace', olmoe, '--prefetch', 'off,enforce', flag, '1'])).toThrow(
+        new RegExp(flag),
+      );
     }
   });
 });
 
 describe('rows', () => {
-  it('every row has its hit rate over Belady\'s; guarded policies report their layers', async () => {
-    const rows = await jsonRows(['--trace', stars, '--heat', heatFile, '--budget', '12', '--policy', 'lfru,replan,belady']);
+  it("every row has its hit rate over Belady's; guarded policies report their layers", async () => {
+    const rows = await jsonRows([
+      '--trace',
+      stars,
+      '--heat',
+      heatFile,
+      '--budget',
+      '12',
+      '--policy',
+      'lfru,replan,belady',
+    ]);
     const by = Object.fromEntries(rows.map((r) => [r.policy, r]));
     expect(by.belady.hitRateOverBelady).toBe(1);
     expect(by.lfru.hitRateOverBelady).toBeCloseTo((by.lfru.hitRate as number) / (by.belady.hitRate as number), 12);

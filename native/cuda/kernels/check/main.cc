@@ -62,8 +62,9 @@ int run_device(const mt_cuda_runtime& rt, const mtcheck::Shape& s, const std::ve
   void* stream = nullptr;
   if (!err) err = rt.stream_create(&stream);
   if (err) return err;
-  mt_cuda_expert_args a = {d_slot, gb, ub, db, s.gate, s.up, s.down, s.n_embd, s.n_ff,
-                           (const float*)d_x, (float*)d_y, count, d_scratch, scratch_bytes};
+  mt_cuda_expert_args a = {d_slot,      gb,     ub,        db,           s.gate,
+                           s.up,        s.down, s.n_embd,  s.n_ff,       (const float*)d_x,
+                           (float*)d_y, count,  d_scratch, scratch_bytes};
   out1->assign((size_t)count * s.n_embd, 0.0f);
   out2->assign(out1->size(), 0.0f);
   err = rt.memcpy_h2d_async(d_slot, slot.data(), slot.size(), stream);
@@ -105,8 +106,8 @@ CaseResult run_case(const mt_cuda_runtime& rt, const mtcheck::Shape& s, int coun
 }
 
 std::vector<mtcheck::Shape> shapes() {
-  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K, MT_Q4_K,
-                       MT_Q5_K, MT_Q6_K, MT_F32, MT_F16, MT_BF16};
+  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K,
+                       MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_F32,  MT_F16,  MT_BF16};
   std::vector<mtcheck::Shape> out;
   for (int t : types) out.push_back({t, t, t, 512, 768});
   out.push_back({MT_Q4_K, MT_Q4_K, MT_Q6_K, 512, 768});  // a Q4_K_M expert

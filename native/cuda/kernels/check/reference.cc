@@ -92,19 +92,32 @@ std::vector<float> expert_ffn_cpu(const Shape& s, const uint8_t* slot, uint64_t 
 
 const char* type_name(int type) {
   switch (type) {
-    case MT_F32: return "f32";
-    case MT_F16: return "f16";
-    case MT_BF16: return "bf16";
-    case MT_Q8_0: return "q8_0";
-    case MT_Q4_0: return "q4_0";
-    case MT_Q5_0: return "q5_0";
-    case MT_Q5_1: return "q5_1";
-    case MT_Q2_K: return "q2_k";
-    case MT_Q3_K: return "q3_k";
-    case MT_Q4_K: return "q4_k";
-    case MT_Q5_K: return "q5_k";
-    case MT_Q6_K: return "q6_k";
-    default: return "unknown";
+    case MT_F32:
+      return "f32";
+    case MT_F16:
+      return "f16";
+    case MT_BF16:
+      return "bf16";
+    case MT_Q8_0:
+      return "q8_0";
+    case MT_Q4_0:
+      return "q4_0";
+    case MT_Q5_0:
+      return "q5_0";
+    case MT_Q5_1:
+      return "q5_1";
+    case MT_Q2_K:
+      return "q2_k";
+    case MT_Q3_K:
+      return "q3_k";
+    case MT_Q4_K:
+      return "q4_k";
+    case MT_Q5_K:
+      return "q5_k";
+    case MT_Q6_K:
+      return "q6_k";
+    default:
+      return "unknown";
   }
 }
 

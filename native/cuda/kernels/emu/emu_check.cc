@@ -53,32 +53,62 @@ std::vector<uint8_t> emu_prepare(int type, const float* x, int64_t cols, int cou
 template <int T, int NR>
 void emu_matmul_t(const mtc::MatmulArgs& a) {
   const unsigned grid = mtc::matmul_grid(a.rows);
-  if (mtc::is_quant32(T)) emu_launch(grid, 128, [&] { mtc::q32::matmul_q32_kernel<T, NR>(a); });
-  else if (mtc::is_kquant(T)) emu_launch(grid, 128, [&] { mtc::kq::matmul_kq_kernel<T, NR>(a); });
-  else emu_launch(grid, 128, [&] { mtc::fl::matmul_float_kernel<T, NR>(a); });
+  if (mtc::is_quant32(T))
+    emu_launch(grid, 128, [&] { mtc::q32::matmul_q32_kernel<T, NR>(a); });
+  else if (mtc::is_kquant(T))
+    emu_launch(grid, 128, [&] { mtc::kq::matmul_kq_kernel<T, NR>(a); });
+  else
+    emu_launch(grid, 128, [&] { mtc::fl::matmul_float_kernel<T, NR>(a); });
 }
 
 template <int T>
 void emu_matmul_type(const mtc::MatmulArgs& a) {
-  if (a.count == 1) emu_matmul_t<T, 1>(a);
-  else emu_matmul_t<T, mtc::kGroupRows>(a);
+  if (a.count == 1)
+    emu_matmul_t<T, 1>(a);
+  else
+    emu_matmul_t<T, mtc::kGroupRows>(a);
 }
 
 void emu_matmul(int type, const mtc::MatmulArgs& a) {
   switch (type) {
-    case MT_Q8_0: emu_matmul_type<MT_Q8_0>(a); break;
-    case MT_Q4_0: emu_matmul_type<MT_Q4_0>(a); break;
-    case MT_Q5_0: emu_matmul_type<MT_Q5_0>(a); break;
-    case MT_Q5_1: emu_matmul_type<MT_Q5_1>(a); break;
-    case MT_Q2_K: emu_matmul_type<MT_Q2_K>(a); break;
-    case MT_Q3_K: emu_matmul_type<MT_Q3_K>(a); break;
-    case MT_Q4_K: emu_matmul_type<MT_Q4_K>(a); break;
-    case MT_Q5_K: emu_matmul_type<MT_Q5_K>(a); break;
-    case MT_Q6_K: emu_matmul_type<MT_Q6_K>(a); break;
-    case MT_F32: emu_matmul_type<MT_F32>(a); break;
-    case MT_F16: emu_matmul_type<MT_F16>(a); break;
-    case MT_BF16: emu_matmul_type<MT_BF16>(a); break;
-    default: break;
+    case MT_Q8_0:
+      emu_matmul_type<MT_Q8_0>(a);
+      break;
+    case MT_Q4_0:
+      emu_matmul_type<MT_Q4_0>(a);
+      break;
+    case MT_Q5_0:
+      emu_matmul_type<MT_Q5_0>(a);
+      break;
+    case MT_Q5_1:
+      emu_matmul_type<MT_Q5_1>(a);
+      break;
+    case MT_Q2_K:
+      emu_matmul_type<MT_Q2_K>(a);
+      break;
+    case MT_Q3_K:
+      emu_matmul_type<MT_Q3_K>(a);
+      break;
+    case MT_Q4_K:
+      emu_matmul_type<MT_Q4_K>(a);
+      break;
+    case MT_Q5_K:
+      emu_matmul_type<MT_Q5_K>(a);
+      break;
+    case MT_Q6_K:
+      emu_matmul_type<MT_Q6_K>(a);
+      break;
+    case MT_F32:
+      emu_matmul_type<MT_F32>(a);
+      break;
+    case MT_F16:
+      emu_matmul_type<MT_F16>(a);
+      break;
+    case MT_BF16:
+      emu_matmul_type<MT_BF16>(a);
+      break;
+    default:
+      break;
   }
 }
 
@@ -103,8 +133,12 @@ bool run_case(int type, int count, uint32_t seed) {
 
 void emu_run(const mtc::Step& st) {
   switch (st.kind) {
-    case mtc::Step::kPrepare: emu_prepare_into(st.type, st.x, st.cols, st.mm.count, st.act); break;
-    case mtc::Step::kMatmul: emu_matmul(st.type, st.mm); break;
+    case mtc::Step::kPrepare:
+      emu_prepare_into(st.type, st.x, st.cols, st.mm.count, st.act);
+      break;
+    case mtc::Step::kMatmul:
+      emu_matmul(st.type, st.mm);
+      break;
     case mtc::Step::kSwiglu:
       for (int64_t i = 0; i < st.n; i++) mtc::swiglu_at(st.g, st.u, i);
       break;
@@ -120,8 +154,8 @@ bool run_expert(const mtcheck::Shape& s, int count, uint32_t seed) {
   const size_t scratch_bytes = mtc::layout_for(s.gate, s.up, s.down, s.n_embd, s.n_ff, count).total;
   std::vector<uint8_t> scratch(scratch_bytes + 256, 0xa5);
   uint8_t* aligned = scratch.data() + (256 - (uintptr_t)scratch.data() % 256) % 256;  // as cudaMalloc's
-  const mt_cuda_expert_args a = {slot.data(), gb, ub, db, s.gate, s.up, s.down, s.n_embd, s.n_ff, x.data(), y.data(),
-                                 count, aligned, scratch_bytes};
+  const mt_cuda_expert_args a = {slot.data(), gb,     ub,       db,       s.gate, s.up,    s.down,
+                                 s.n_embd,    s.n_ff, x.data(), y.data(), count,  aligned, scratch_bytes};
   mtc::Step steps[mtc::kMaxSteps];
   const int n = mtc::plan_expert_ffn(a, steps);
   for (int i = 0; i < n; i++) emu_run(steps[i]);
