@@ -24,8 +24,12 @@ describe('RequestQueue', () => {
     const second = queue.acquire(controller.signal);
     await expect(queue.acquire()).rejects.toBeInstanceOf(LimitExceededError);
     controller.abort();
-    first();
+    // Aborted while waiting: rejected at once, before the running request released, its place free.
     await expect(second).rejects.toBeInstanceOf(RequestAbortedError);
+    expect(queue.depth).toBe(0);
+    const fourth = queue.acquire();
+    first();
+    (await fourth)();
     const third = await queue.acquire();
     third();
   });
