@@ -8,6 +8,7 @@ export * from './core/errors.js';
 export { limits } from './core/limits.js';
 export type { Arch, HParams } from './model/types.js';
 export type { TierOptions } from './engine/tier/options.js';
-export type { TuneOptions } from './engine/tier/tune.js';
+export type { TuneOptions, TuneSettings } from './engine/tier/tune.js';
+export type { ChatMessage } from './model/chat-template.js';
 export type { TierStats } from './engine/tier/port.js';
 export type { CalibrationSnapshot } from './actors/calibration/messages.js';

@@ -10,7 +10,8 @@
  * also reports its routing (and, natively, per-layer timing), which feeds the placement.
  */
 import { checkWritableOutput } from '../core/output-file.js';
-import { InvalidOptionError, LimitExceededError, RequestAbortedError } from '../core/errors.js';
+import { InvalidOptionError, LimitExceededError, RequestAbortedError, UnsupportedModelError } from '../core/errors.js';
+import { applyChatTemplate, hasChatTemplate, type ChatMessage } from '../model/chat-template.js';
 import { limits } from '../core/limits.js';
 import type { HParams } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer/index.js';
@@ -29,7 +30,7 @@ import type { TraceGeometry } from '../routes/types.js';
 import type { TierStats } from './tier/port.js';
 import type { TierRequest } from './tier/request.js';
 import { EngineTier } from './tier/tier.js';
-import { validateTune, type TuneOptions } from './tier/tune.js';
+import { validateTune, type TuneOptions, type TuneSettings } from './tier/tune.js';
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
 import { createSampler, validateSampling } from './sampler.js';
@@ -125,6 +126,18 @@ export interface Engine {
   readonly prefetchMode: 'off' | 'observe' | 'enforce';
   /** The route trace that drives the routing (options.routesFrom: a simulation), or undefined: the router's own. */
   readonly routesFrom: string | undefined;
+  /** Requests waiting behind the running one (the bounded queue: requestQueueDepthMax). */
+  readonly queueDepth: number;
+  /**
+   * The tier's settings now, in engine.tune()'s names (what a tune changed included); undefined
+   * without a tier.
+   */
+  tuneSettings(): TuneSettings | undefined;
+  /**
+   * The prompt of a chat: the messages through the model's own chat template
+   * (tokenizer.chat_template), tokenized; refused with UnsupportedModelError when the file has none.
+   */
+  chatPrompt(messages: ChatMessage[]): number[];
   close(): Promise<void>;
 }
 
@@ -517,6 +530,40 @@ class NativeEngine implements Engine {
     }
     if (log && options.traceRoutes)
       log.write(options.traceRoutes, this.model.path, undefined, this.traceGeometry(), this.inputFiles());
+  }
+
+  get queueDepth(): number {
+    return this.queue.depth;
+  }
+
+  tuneSettings(): TuneSettings | undefined {
+    const t = this.tier;
+    if (!t) return undefined;
+    const upload = t.placement.uploadLimits;
+    return {
+      placementPolicy: t.config.placementPolicy,
+      residentSlotsPerLayer: t.port.slotsPerLayer[0],
+      uploadInflightBytesMax: upload.inflightBytesMax,
+      uploadInflightTransfersMax: upload.inflightTransfersMax,
+      lfru: { ...t.config.lfru },
+      prefillReplan: { ...t.config.replan },
+      prefetch: { ...t.config.prefetch },
+    };
+  }
+
+  chatPrompt(messages: ChatMessage[]): number[] {
+    const file = this.model.file;
+    if (!hasChatTemplate(file)) {
+      throw new UnsupportedModelError(
+        this.model.path,
+        'key tokenizer.chat_template',
+        'a chat template (use a plain prompt instead)',
+      );
+    }
+    const ids = this.tokenize(applyChatTemplate(file, messages));
+    // A template that writes the BOS token itself: the tokenizer's own BOS would double it.
+    if (ids.length > 1 && ids[0] === ids[1] && this.tokenize('', { addBos: true })[0] === ids[0]) ids.shift();
+    return ids;
   }
 
   get prefetchMode(): 'off' | 'observe' | 'enforce' {

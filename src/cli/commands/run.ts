@@ -221,7 +221,7 @@ async function runWith(a: Args, signal: AbortSignal): Promise<number> {
   }
 }
 
-function memoryOptions(a: Args): Partial<EngineOptions> {
+export function memoryOptions(a: Args): Partial<EngineOptions> {
   const text = a.string('memory-budget');
   if (text === undefined) return {};
   // auto: of the memory available to this process (a cgroup's limit counts: Node reads it).
@@ -241,7 +241,7 @@ function formatPlan(p: MemoryPlan): string {
   return `memory plan: budget ${formatBytes(p.budgetBytes)} (Node's own heap is outside it)\n${lines.join('\n')}\n  ${slots}`;
 }
 
-function tierOptions(a: Args): Partial<EngineOptions> {
+export function tierOptions(a: Args): Partial<EngineOptions> {
   const o: Partial<EngineOptions> = {};
   const backend = a.string('backend');
   if (backend !== undefined) {

@@ -17,6 +17,17 @@ import {
 } from './replan-options.js';
 import { resolvePrefetch, type PrefetchConfig, type PrefetchOptions } from '../prefetch-options.js';
 
+/** The settings a tune changes, as they are now (engine.tuneSettings()). */
+export interface TuneSettings {
+  placementPolicy: 'lfru' | 'dlfu';
+  residentSlotsPerLayer: number;
+  uploadInflightBytesMax: number;
+  uploadInflightTransfersMax: number;
+  lfru: LfruParams;
+  prefillReplan: PrefillReplanConfig;
+  prefetch: PrefetchConfig;
+}
+
 export interface TuneOptions {
   /**
    * Device slots per layer, in [1, nExpert], from the next boundary (before the next step): growing
