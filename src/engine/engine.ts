@@ -29,6 +29,7 @@ import { checkEngineOptions, resolveEngineConfig, type EngineConfig } from './co
 import type { TraceGeometry } from '../routes/types.js';
 import type { TierStats } from './tier/port.js';
 import type { TierRequest } from './tier/request.js';
+import type { StepView } from './tier/step-views.js';
 import { EngineTier } from './tier/tier.js';
 import { validateTune, type TuneOptions, type TuneSettings } from './tier/tune.js';
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
@@ -122,6 +123,13 @@ export interface Engine {
    * moved an estimate; completes when the engine closes. Throws InvalidOptionError without a tier.
    */
   calibration$(): Observable<CalibrationSnapshot>;
+  /**
+   * Each tier step's layer windows (compute start / end, hits, misses) and the uploads and reads
+   * that settled with it (src/engine/tier/step-views.ts), from the requests that start after the
+   * subscription; in batches of up to 8 decode steps; completes when the engine closes. Throws
+   * InvalidOptionError without a tier.
+   */
+  steps$(): Observable<StepView>;
   /** The prefetch mode the tier runs ('off' without a tier). */
   readonly prefetchMode: 'off' | 'observe' | 'enforce';
   /** The route trace that drives the routing (options.routesFrom: a simulation), or undefined: the router's own. */
@@ -601,6 +609,16 @@ class NativeEngine implements Engine {
       streamedBytes,
       totalBytes: denseBytes + disk.bytesRead + streamedBytes,
     };
+  }
+
+  steps$(): Observable<StepView> {
+    if (!this.tier)
+      throw new InvalidOptionError(
+        'steps$',
+        'an engine opened with an expert tier (resident or slotsPerLayer)',
+        undefined,
+      );
+    return this.tier.steps.asObservable();
   }
 
   calibration$(): Observable<CalibrationSnapshot> {

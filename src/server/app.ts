@@ -7,6 +7,9 @@
  *   GET  /v1/models             the one model served
  *   GET  /health                200 { status: 'ready' } (503 'shutting down' while closing)
  *   GET  /metrics               Prometheus text (metrics.ts)
+ *   GET  /dashboard             the live page (dashboard-page.ts), fed by
+ *   GET  /events                SSE: `step` (engine.steps$()), `calibration` (engine.calibration$()),
+ *                               `counters` every countersIntervalMs (queue, active, tokens, hit rate, gate, tune)
  *   GET  /admin/tune            the tier's settings now (engine.tuneSettings())
  *   POST /admin/tune            engine.tune(body): a bad value changes nothing and says why (400)
  *
@@ -21,6 +24,8 @@ import type { Engine } from '../engine/engine.js';
 import { ApiError, apiErrorOf } from './api-error.js';
 import { startCompletion, type CompletionEnd } from './completion.js';
 import { ServerMetrics } from './metrics.js';
+import { DASHBOARD_HTML } from './dashboard-page.js';
+import { liveEvents } from './live-events.js';
 import { parseChatRequest, parseCompletionRequest, type CompletionRequest } from './openai-request.js';
 
 export interface ServerOptions {
@@ -30,6 +35,8 @@ export interface ServerOptions {
   modelName?: string;
   /** Largest request body, bytes (default 1 MiB). */
   bodyLimitBytes?: number;
+  /** How often /events sends its counters (default 500 ms). */
+  countersIntervalMs?: number;
 }
 
 export interface MoetierServer {
@@ -72,6 +79,10 @@ export function createServer(engine: Engine, options: ServerOptions = {}): Moeti
   app.get('/metrics', async (_req, reply) =>
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
+  app.get('/dashboard', async (_req, reply) => reply.type('text/html; charset=utf-8').send(DASHBOARD_HTML));
+  app.get('/events', async (request, reply) =>
+    liveEvents(engine, metrics, model, options.countersIntervalMs ?? 500, request, reply),
+  );
   app.get('/v1/models', async () => ({
     object: 'list',
     data: [{ id: model, object: 'model', created: 0, owned_by: 'moetier' }],
@@ -106,7 +117,7 @@ export function createServer(engine: Engine, options: ServerOptions = {}): Moeti
     const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);
     try {
-      const completion = await startCompletion(engine, req, cancel.signal);
+      const completion = await startCompletion(engine, req, cancel.signal, () => metrics.generatedTokens++);
       metrics.running++;
       try {
         if (req.stream) await streamAnswer(kind, req, reply, completion.deltas, id, created);

@@ -27,6 +27,8 @@ export async function startCompletion(
   engine: Engine,
   req: CompletionRequest,
   signal: AbortSignal,
+  /** Hears each generated token (the server's live counters). */
+  onToken: () => void = () => undefined,
 ): Promise<Completion> {
   const prompt = req.messages ? engine.chatPrompt(req.messages) : req.prompt;
   const tokens = engine.generate(prompt, { ...req.options, signal })[Symbol.asyncIterator]();
@@ -38,6 +40,7 @@ export async function startCompletion(
     try {
       while (!step.done) {
         generated++;
+        onToken();
         const out = matcher.push(step.value.text);
         if (out) yield out;
         if (matcher.stopped) break;

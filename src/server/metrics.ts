@@ -40,6 +40,8 @@ export class ServerMetrics {
     registers: [this.registry],
   });
   running = 0;
+  /** Tokens generated since the server started, counted as they come (the dashboard's rate). */
+  generatedTokens = 0;
 
   constructor(engine: Engine) {
     const registry = this.registry;

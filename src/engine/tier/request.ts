@@ -40,7 +40,7 @@ import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/laye
 import type { Decision } from '../../tiers/types.js';
 import type { TierPlacement } from './placement.js';
 import type { GuardSummary } from '../../tiers/policies/replan-guard.js';
-import type { TierPoll, TierPort, TierStats } from './port.js';
+import type { StepReport, TierPoll, TierPort, TierStats } from './port.js';
 import type { RequestTracing } from './tracing.js';
 import type { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { assert } from '../../core/assert.js';
@@ -128,6 +128,8 @@ export class TierRequest {
     private readonly log?: RouteLog,
     /** The disk tier: the path a prefill of this many tokens takes (prefill-path.ts); undefined: the tier has one path. */
     private readonly prefillPathOf?: (promptTokens: number) => PrefillPath,
+    /** Hears each step's report as it is traced (engine.steps$(): step-views.ts); undefined: nobody listens. */
+    private readonly onStep?: (step: StepReport) => void,
   ) {
     port.resetStats();
   }
@@ -239,7 +241,9 @@ export class TierRequest {
   private batch(r: LayerStepReport, poll: TierPoll): readonly StepTimings[] {
     if (r.phase === 'prefill') {
       this.log?.add('prefill', r.routes, this.prompt ?? Int32Array.of(r.firstToken));
-      const t = this.tracing?.step({ phase: 'prefill', position: r.position, layerStats: r.layerStats, poll });
+      const report: StepReport = { phase: 'prefill', position: r.position, layerStats: r.layerStats, poll };
+      this.onStep?.(report);
+      const t = this.tracing?.step(report);
       return t ? [t] : [];
     }
     this.decodeSteps++;
@@ -256,7 +260,9 @@ export class TierRequest {
     for (const { report: r, poll } of steps) {
       this.moeNs += moeNs(r.layerStats);
       this.log?.add('decode', r.routes, Int32Array.of(r.firstToken));
-      const t = this.tracing?.step({ phase: 'decode', position: r.position, layerStats: r.layerStats, poll });
+      const report: StepReport = { phase: 'decode', position: r.position, layerStats: r.layerStats, poll };
+      this.onStep?.(report);
+      const t = this.tracing?.step(report);
       if (t) timings.push(t);
     }
     return timings;

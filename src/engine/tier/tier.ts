@@ -40,7 +40,9 @@ import { armedTierFaults } from './fault-injection.js';
 import { Int8RebuildActor } from '../../actors/int8-rebuild/actor.js';
 import { CalibrationActor } from '../../actors/calibration/actor.js';
 import { LayerComputeActor } from '../../actors/layer-compute/actor.js';
+import { Subject } from 'rxjs';
 import { MoetierError } from '../../core/errors.js';
+import { stepView, type StepView } from './step-views.js';
 import type { ExpertKey } from '../../tiers/keys.js';
 
 export class EngineTier {
@@ -188,8 +190,12 @@ export class EngineTier {
       boundary,
       log,
       prefillPath,
+      this.steps.observed ? (s) => this.steps.next(stepView(s)) : undefined,
     );
   }
+
+  /** Every step's layer windows and transfers while someone subscribes (engine.steps$()); completes at close. */
+  readonly steps = new Subject<StepView>();
 
   /** A new slot budget for every layer (validated by the caller), from the next boundary on. */
   resizeSlots(slotsPerLayer: number): void {
@@ -276,6 +282,7 @@ export class EngineTier {
   async close(): Promise<void> {
     this.compute.close();
     this.tracing.calibration.close();
+    this.steps.complete();
     await this.rebuild?.close();
     this.port.free();
     this.backend.destroy();
