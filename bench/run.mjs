@@ -12,6 +12,7 @@ const benches = {
   prefetch: () => import('./prefetch.mjs'),
   prefill: () => import('./prefill.mjs'),
   guard: () => import('./guard.mjs'),
+  serve: () => import('./serve.mjs'),
 };
 
 const usage = `usage: npm run bench -- <${Object.keys(benches).join('|')}> [options]   (npm run bench -- <name> --help: its options)
