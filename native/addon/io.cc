@@ -1,12 +1,12 @@
 // Read engine verbs over include/mt_io.h (declared in src/native/binding.ts, NativeIoVerbs).
 //
 //   createIo(fd | path, { engine, queueDepth, direct, ... }) -> handle      ioLimits: the C limits
-//   ioRead(handle, offset, bytes, dst: Uint8Array, dstOffset, { label, aligned }) -> id
+//   ioRead(handle, offset, bytes, dst: Uint8Array, dstOffset, { label, aligned, lane }) -> id
 //   ioQuery (sync) / ioWait (Promise: an AsyncWorker blocks off the event loop) -> info
 //   ioCancel / ioStats                      ioLive() -> process-wide counts (leak checks)
 //   destroyIo(handle)   fails the queued reads at once; the engine waits for those in flight and
 //                       frees itself once the last ioWait / ioProbe on it settled
-//   ioHold(handle, hold)                    test only: queued reads wait while held
+//   ioHold(handle, hold, lane?)             test only: queued reads (of one lane) wait while held
 //   ioProbe(handle, offsets, bytes, { dstMisalignBytes }) -> Promise: the engine's own loop keeps
 //     queueDepth reads in flight over the offsets, into buffers it owns (bench/disk-probe.mjs:
 //     no JavaScript between a read landing and the next starting)
@@ -165,7 +165,8 @@ Napi::Value CreateIo(const Napi::CallbackInfo& info) {
   return handle;
 }
 
-// ioRead(handle, offset, bytes, dst: Uint8Array, dstOffset, { label, aligned }?) -> id
+// ioRead(handle, offset, bytes, dst: Uint8Array, dstOffset, { label, aligned, lane }?) -> id
+// lane: 0 normal (the default), 1 urgent (include/mt_io.h, "Lanes"); aligned reads are lane 0's.
 Napi::Value IoRead(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(env, info[0]);
@@ -188,16 +189,19 @@ Napi::Value IoRead(const Napi::CallbackInfo& info) {
                                           std::to_string(length) + " bytes)");
   int64_t label = 0;
   bool aligned = false;
+  int32_t lane = MT_IO_LANE_NORMAL;
   if (info.Length() > 5 && info[5].IsObject()) {
     Napi::Object o = info[5].As<Napi::Object>();
     label = o.Get("label").IsNumber() ? o.Get("label").As<Napi::Number>().Int64Value() : 0;
     aligned = o.Get("aligned").ToBoolean().Value();
+    // Any other number is passed through: the C layer's check names the range.
+    lane = o.Get("lane").IsNumber() ? o.Get("lane").As<Napi::Number>().Int32Value() : MT_IO_LANE_NORMAL;
   }
   uint8_t* dst = data == nullptr ? nullptr : static_cast<uint8_t*>(data) + dst_offset;
   char err[512] = "";
   mt_io_id id = 0;
   const int rc = aligned ? mt_io_read_aligned(s->io, offset, bytes, dst, label, &id, err, sizeof err)
-                         : mt_io_read(s->io, offset, bytes, dst, label, &id, err, sizeof err);
+                         : mt_io_read_lane(s->io, lane, offset, bytes, dst, label, &id, err, sizeof err);
   if (rc != MT_IO_OK) return Throw(env, rc, std::string("ioRead: ") + err);
   s->dsts.emplace(id, Napi::Reference<Napi::Value>::New(info[3], 1));
   return Napi::Number::New(env, double(id));
@@ -280,13 +284,22 @@ Napi::Value IoCancel(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// ioHold(handle, hold): test only (mt_io_hold): while held, queued reads do not start.
+// ioHold(handle, hold, lane?): test only (mt_io_hold, mt_io_hold_lane): while held, queued reads
+// (of every lane, or of the lane given) do not start.
 Napi::Value IoHold(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto s = Unwrap(env, info[0]);
   if (!s) return env.Undefined();
   if (!info[1].IsBoolean()) return mtjs::ThrowTypeError(env, "ioHold: hold: expected a boolean");
-  mt_io_hold(s->io, info[1].As<Napi::Boolean>().Value() ? 1 : 0);
+  const int32_t hold = info[1].As<Napi::Boolean>().Value() ? 1 : 0;
+  if (info.Length() < 3 || info[2].IsUndefined()) {
+    mt_io_hold(s->io, hold);
+    return env.Undefined();
+  }
+  const double lane = info[2].IsNumber() ? info[2].As<Napi::Number>().DoubleValue() : -1;
+  if (!(lane >= 0 && lane < MT_IO_LANES) || lane != double(int32_t(lane)))
+    return mtjs::ThrowRangeError(env, "ioHold: lane: expected 0 to " + std::to_string(MT_IO_LANES - 1));
+  mt_io_hold_lane(s->io, int32_t(lane), hold);
   return env.Undefined();
 }
 
@@ -314,6 +327,22 @@ Napi::Value IoStats(const Napi::CallbackInfo& info) {
   o.Set("readsInFlight", st.reads_in_flight);
   o.Set("readsQueued", st.reads_queued);
   o.Set("bounceBytes", double(st.bounce_bytes));
+  Napi::Array lanes = Napi::Array::New(env, MT_IO_LANES);
+  for (uint32_t i = 0; i < MT_IO_LANES; i++) {
+    const mt_io_lane_stats& l = st.lanes[i];
+    Napi::Object lo = Napi::Object::New(env);
+    lo.Set("readsIssued", double(l.reads_issued));
+    lo.Set("readsDone", double(l.reads_done));
+    lo.Set("readsFailed", double(l.reads_failed));
+    lo.Set("readsCancelled", double(l.reads_cancelled));
+    lo.Set("bytesRead", double(l.bytes_read));
+    lo.Set("readsBounced", double(l.reads_bounced));
+    lo.Set("readsInFlight", l.reads_in_flight);
+    lo.Set("readsQueued", l.reads_queued);
+    lo.Set("held", l.held != 0);
+    lanes.Set(i, lo);
+  }
+  o.Set("lanes", lanes);
   for (auto it = s->dsts.begin(); it != s->dsts.end();)
     it = Settled(s->io, it->first) ? s->dsts.erase(it) : std::next(it);
   o.Set("dstsHeld", double(s->dsts.size()));

@@ -1,8 +1,5 @@
 // The model file as an upload source (model_file.h).
 #include "model_file.h"
-#include <fcntl.h>
-#include <unistd.h>
-#include "../io/io.h"  // mt_io's own descriptor, for the buffered fallback's page-cache advice
 
 namespace mt {
 
@@ -17,7 +14,7 @@ mt_io* open_model_file_engine(const mt_backend_config& c, bool* direct, std::str
   if (io == nullptr && status == MT_IO_UNSUPPORTED) {
     ic.direct = 0;
     io = mt_io_create(c.file_fd, &ic, &status, err, sizeof err);
-    if (io != nullptr) posix_fadvise(io->fd, 0, 0, POSIX_FADV_RANDOM);
+    mt_io_advise(io, MT_IO_ADVICE_RANDOM, 0, 0);  // a null engine is ignored
   }
   if (io == nullptr) *why = err;
   return io;
@@ -30,14 +27,6 @@ bool model_file_offset(const mt_backend_config& c, const void* src, uint64_t byt
   if (at > c.file_length || bytes > c.file_length - at) return false;
   *offset = at;
   return true;
-}
-
-void drop_cached_range(mt_io* io, uint64_t offset, uint64_t bytes) {
-  if (bytes == 0) return;
-  const off_t page = off_t(sysconf(_SC_PAGESIZE));
-  const off_t from = off_t(offset) / page * page;
-  const off_t to = (off_t(offset + bytes) + page - 1) / page * page;
-  posix_fadvise(io->fd, from, to - from, POSIX_FADV_DONTNEED);
 }
 
 }  // namespace mt

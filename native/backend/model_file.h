@@ -6,7 +6,7 @@
 //            are the file anyway), buffered without readahead (reading one expert must not pull
 //            its neighbours into the page cache)
 //   offset   a piece's file offset (src - file_base), if the whole piece lies in the file
-//   dropped  buffered only: the pages a read brought in are dropped after it
+//   dropped  buffered only: the pages a read brought in are dropped after it (mt_io_advise)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,8 +26,5 @@ mt_io* open_model_file_engine(const mt_backend_config& c, bool* direct, std::str
 
 // true, with the piece's offset in the file, when [src, src + bytes) lies in the mapped file.
 bool model_file_offset(const mt_backend_config& c, const void* src, uint64_t bytes, uint64_t* offset);
-
-// After a buffered read (not O_DIRECT): drops the pages of [offset, offset + bytes) from the cache.
-void drop_cached_range(mt_io* io, uint64_t offset, uint64_t bytes);
 
 }  // namespace mt

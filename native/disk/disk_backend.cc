@@ -13,6 +13,11 @@
 //
 // A failed or short read (or the engine's injected failure, fail_transfer_after_bytes) fails the
 // upload: the slot turns invalid and the event failed, as a failed copy does on the other kinds.
+//
+// The engine is shared (include/mt_backend.h, read_engine): the backend's reads are its
+// MT_IO_LANE_NORMAL (mt_io_read), and the disk tier reads the misses a layer waits on on
+// MT_IO_LANE_URGENT, which start first. Everything the backend counts, holds or injects is its
+// lane's: the tier's reads never show in disk_stats, and a hold never stalls them.
 #include <fcntl.h>
 #include <unistd.h>
 #include <atomic>
@@ -49,10 +54,14 @@ struct Landed {
   int64_t start_ns = INT64_MAX, end_ns = 0;
 };
 
+mt_io* read_engine_entry(mt_backend* b);
+
 class DiskBackend : public RamBackend {
  public:
   DiskBackend(const mt_backend_config& c, mt_io* io, bool direct)
-      : RamBackend(c), io_(io), direct_(direct), thread_([this] { run(); }) {}
+      : RamBackend(c), io_(io), direct_(direct), thread_([this] { run(); }) {
+    iface.read_engine = read_engine_entry;
+  }
   ~DiskBackend() override {
     drain();  // the completion thread waits on io_: it stops first
     mt_io_destroy(io_);
@@ -61,7 +70,8 @@ class DiskBackend : public RamBackend {
   void submit(const UploadJob& job) override;
   void drain() override;
   void stats(mt_backend_disk_stats* out);
-  void hold(bool on) { mt_io_hold(io_, on ? 1 : 0); }
+  void hold(bool on) { mt_io_hold_lane(io_, kLane, on ? 1 : 0); }
+  mt_io* engine() const { return io_; }
 
  private:
   bool in_file(const mt_upload_piece& p) const;
@@ -72,6 +82,7 @@ class DiskBackend : public RamBackend {
   void drop_cached(const mt_io_info& info) const;
   void run();
 
+  static constexpr int32_t kLane = MT_IO_LANE_NORMAL;  // the backend's lane of the shared engine
   mt_io* const io_;
   const bool direct_;
   std::mutex queue_mu_;  // after mu (submit holds it), before the engine's; never held across a wait
@@ -155,8 +166,8 @@ Landed DiskBackend::wait_reads(const DiskJob& d) {
 }
 
 // The peak of reads in flight, from the disk's own times: reads arrive here in issue order, which
-// is the order the engine starts them in (its queue is FIFO), so their starts never go back; the
-// reads still open at this one's start are those whose end lies after it (at most queue depth).
+// is the order the engine starts them in (its lane's queue is FIFO), so their starts never go back;
+// the reads still open at this one's start are those whose end lies after it (at most queue depth).
 void DiskBackend::note_read(const mt_io_info& info) {
   if (info.start_ns <= 0) return;  // failed before it started
   while (!open_ends_.empty() && open_ends_.top() <= info.start_ns) open_ends_.pop();
@@ -167,7 +178,7 @@ void DiskBackend::note_read(const mt_io_info& info) {
 
 // Buffered (no O_DIRECT): the page cache must not keep a second copy of what the slot now holds.
 void DiskBackend::drop_cached(const mt_io_info& info) const {
-  drop_cached_range(io_, info.file_offset, info.bytes_read);
+  mt_io_advise(io_, MT_IO_ADVICE_DONTNEED, info.file_offset, info.bytes_read);
 }
 
 // Jobs finish in issue order; stopping only ends the loop once nothing is issued or waiting.
@@ -200,7 +211,7 @@ void DiskBackend::run() {
 }
 
 void DiskBackend::drain() {
-  mt_io_hold(io_, 0);  // a held engine would never land the reads waited for
+  mt_io_hold_lane(io_, kLane, 0);  // a held lane would never land the reads waited for
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     stopping_ = true;
@@ -215,27 +226,31 @@ void DiskBackend::drain() {
 void DiskBackend::stats(mt_backend_disk_stats* out) {
   mt_io_stats io{};
   mt_io_stats_get(io_, &io);
+  const mt_io_lane_stats& own = io.lanes[kLane];  // the tier's reads on the same engine are not ours
   *out = mt_backend_disk_stats{};
   out->io_kind = io.kind;
   out->direct = io.direct;
   out->queue_depth = io.queue_depth;
   out->reads_in_flight_peak = reads_in_flight_peak_.load(std::memory_order_relaxed);
-  out->reads_in_flight = io.reads_in_flight;
-  out->reads_queued = io.reads_queued;
+  out->reads_in_flight = own.reads_in_flight;
+  out->reads_queued = own.reads_queued;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     out->uploads_waiting = int32_t(waiting_.size());
   }
-  out->reads_issued = io.reads_issued;
-  out->reads_failed = io.reads_failed;
-  out->bytes_read = io.bytes_read;
-  out->reads_bounced = io.reads_bounced;
+  out->reads_issued = own.reads_issued;
+  out->reads_failed = own.reads_failed;
+  out->bytes_read = own.bytes_read;
+  out->reads_bounced = own.reads_bounced;
   out->alignment_bytes = io.alignment_bytes;
 }
 
 DiskBackend* as_disk(mt_backend* b) {
   return b != nullptr && b->config.kind == MT_BACKEND_DISK ? static_cast<DiskBackend*>(b) : nullptr;
 }
+
+// The interface's optional read_engine entry (include/mt_backend.h): this kind is the one that sets it.
+mt_io* read_engine_entry(mt_backend* b) { return static_cast<DiskBackend*>(b)->engine(); }
 
 }  // namespace
 

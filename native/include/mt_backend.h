@@ -57,7 +57,8 @@
  *         every upload's reads issued at once and completed by a thread of the backend, so a
  *         resident expert lives in the backend's RAM and nowhere else; the mapping's pages
  *         are never touched. A failed or short read fails the upload's event
- *         (the slot turns invalid), as a failed copy does.
+ *         (the slot turns invalid), as a failed copy does. Its engine is the interface's
+ *         read_engine: the disk tier reads the same file on it, on a lane of its own.
  *
  *   cuda      device memory through the runtime table of native/cuda/mt_cuda_runtime.h, filled by
  *             libmoetier_cuda.so (dlopened from the addon's directory; create fails with a reason:
@@ -91,6 +92,7 @@ extern "C" {
 #endif
 
 typedef struct mt_backend mt_backend;
+struct mt_io; /* include/mt_io.h: the read engine a backend may share (mt_backend_i.read_engine) */
 /* A slot's stride: its bytes rounded up to this; the budget counts strides. */
 #define MT_BACKEND_SLOT_ALIGN_BYTES 64
 typedef uint64_t mt_event_id; /* > 0; ids are never reused by one backend */
@@ -282,6 +284,14 @@ typedef struct mt_backend_i {
    * pass computes from mt_backend_slot_data; set on cuda and cuda-sim. */
   int (*run_experts)(mt_backend* b, const mt_backend_run* runs, int32_t n, mt_backend_span* span, char* err,
                      size_t err_bytes);
+  /* (optional) the read engine over the model file (include/mt_io.h) whose MT_IO_LANE_NORMAL the
+   * backend's uploads read on, for a caller that reads the same file (mt_io_same_file) to share on
+   * its own lane instead of running a second engine: the disk tier's reads a layer waits on, on
+   * MT_IO_LANE_URGENT. The backend owns it (it lives as long as the backend, and its destroy ends
+   * it); the caller uses its own lane only (reads, waits, queries, its lane's stats, fault and hold)
+   * and drains that lane (mt_io_lane_drain) before it lets go. NULL on every kind but disk (the cuda
+   * kinds' engine fills their staging ring and is theirs alone). */
+  struct mt_io* (*read_engine)(mt_backend* b);
 } mt_backend_i;
 
 /* The backend's interface (never NULL; it lives as long as the backend). */

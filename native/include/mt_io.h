@@ -10,7 +10,7 @@
  *                 \                                          \--error / short--> failed
  *                  \--mt_io_cancel / mt_io_destroy--> failed (ECANCELED)
  * mt_io_read returns at once; the read waits in the queue while queue_depth reads are in flight
- * (at most MT_IO_QUEUED_MAX queued: more are refused with MT_IO_BUSY). A failed read leaves the
+ * (at most MT_IO_QUEUED_MAX queued per lane: more are refused with MT_IO_BUSY). A failed read leaves the
  * engine usable: the next reads run as before.
  *
  * Engines (the same verbs, the same bytes):
@@ -54,6 +54,24 @@
  * errno ("pread: EIO at offset X: got N of M bytes", "io_uring read: ..."). After a failed read
  * dst's bytes are unspecified (the first bytes_read of them landed).
  *
+ * Lanes: the users of one engine. Each read is issued on a lane (mt_io_read: MT_IO_LANE_NORMAL;
+ * mt_io_read_lane: either). The places in flight (queue_depth) and their bounce buffers are the
+ * engine's, shared; everything else is the lane's own:
+ *   priority   a free place takes the oldest queued read of the highest lane that has one and is
+ *              not held (URGENT before NORMAL); a read in flight is never preempted, so an urgent
+ *              read waits at most for the first read in flight to land, never for the queue
+ *   counts     mt_io_stats.lanes[lane]: reads, bytes, bounces, in flight and queued per lane (the
+ *              engine's totals are their sums)
+ *   faults     fail_after_bytes counts the bytes asked on one lane (config: NORMAL's;
+ *              mt_io_lane_fail_after: any lane's)
+ *   hold       mt_io_hold_lane holds one lane's queued reads; the others go on
+ *   limits     MT_IO_QUEUED_MAX queued and MT_IO_FINISHED_RETAINED finished reads per lane, so one
+ *              user's traffic never refuses or prunes another's reads
+ *   drain      mt_io_lane_drain: a user that leaves a shared engine cancels its queued reads and
+ *              waits for its reads in flight; the other lanes go on
+ * The disk backend and the disk tier share one engine this way (include/mt_backend.h, read_engine):
+ * the backend's uploads on NORMAL, the tier's reads that a layer waits on on URGENT.
+ *
  * Times (info): issued_ns at mt_io_read, start_ns when the read was handed to the kernel (its
  * first syscall: start - issued is the queue wait), end_ns when it finished (after the bounce
  * copy); on mt_clock.h's CLOCK_MONOTONIC, the clock of process.hrtime.bigint().
@@ -94,6 +112,16 @@ enum mt_io_status {
 
 enum mt_io_read_state { MT_IO_PENDING = 0, MT_IO_DONE = 1, MT_IO_FAILED = 2 };
 
+/* A read's lane: higher lanes start first (see "Lanes" above). */
+enum mt_io_lane { MT_IO_LANE_NORMAL = 0, MT_IO_LANE_URGENT = 1 };
+#define MT_IO_LANES 2
+
+/* Page-cache advice on the engine's own descriptor (mt_io_advise). */
+enum mt_io_advice {
+  MT_IO_ADVICE_RANDOM = 0,  /* no readahead: a read of one range pulls no neighbours into the cache */
+  MT_IO_ADVICE_DONTNEED = 1 /* the pages of the range leave the cache (after a buffered read) */
+};
+
 enum mt_io_alignment_source {
   MT_IO_ALIGN_NONE = 0,
   MT_IO_ALIGN_BLKSSZGET = 1,
@@ -113,9 +141,9 @@ enum mt_io_alignment_source {
  * ~10 MB in flight), and because a shallower queue keeps per-read latency and the bounce pool (one
  * buffer per read in flight) small. */
 #define MT_IO_QUEUE_DEPTH_DEFAULT 8
-#define MT_IO_QUEUED_MAX 4096             /* reads waiting for a place in flight */
+#define MT_IO_QUEUED_MAX 4096             /* reads of one lane waiting for a place in flight */
 #define MT_IO_READ_BYTES_MAX (1ull << 30) /* one read's bytes */
-#define MT_IO_FINISHED_RETAINED 4096      /* finished reads kept for query; older ones pruned */
+#define MT_IO_FINISHED_RETAINED 4096      /* finished reads of one lane kept for query; older ones pruned */
 #define MT_IO_REASON_BYTES 112
 
 typedef struct mt_io_config {
@@ -125,9 +153,10 @@ typedef struct mt_io_config {
   uint64_t bounce_bytes_max; /* direct: the largest covering range a bounce buffer grows to (a longer
                                 unaligned read is refused); 0: MT_IO_READ_BYTES_MAX */
   /* Test only (fault injection; 0 = off). */
-  uint64_t fail_after_bytes; /* the read that takes the bytes asked of the engine (in mt_io_read
-                                order) past this fails: the bytes before the limit land, the read
-                                fails with EIO ("injected failure ..."); once per engine */
+  uint64_t fail_after_bytes; /* MT_IO_LANE_NORMAL's: the read that takes the bytes asked on the lane
+                                (in mt_io_read order) past this fails: the bytes before the limit
+                                land, the read fails with EIO ("injected failure ..."); once per
+                                lane (mt_io_lane_fail_after sets any lane's) */
   uint64_t chunk_bytes_max;  /* each syscall reads at most this many bytes (rounded down to the
                                 alignment when direct, at least one block), so every longer read
                                 takes the short-read path: the rest is read by a further syscall */
@@ -148,6 +177,14 @@ typedef struct mt_io_info {
   char reason[MT_IO_REASON_BYTES];     /* "" when done; else why, naming the offset and the bytes */
 } mt_io_info;
 
+/* One lane's share of an engine's counts (mt_io_stats.lanes). */
+typedef struct mt_io_lane_stats {
+  uint64_t reads_issued, reads_done, reads_failed, reads_cancelled;
+  uint64_t bytes_read, reads_bounced, bounce_copy_ns, resubmits;
+  int32_t reads_in_flight, reads_queued;
+  int32_t held; /* 1: mt_io_hold / mt_io_hold_lane holds its queued reads */
+} mt_io_lane_stats;
+
 typedef struct mt_io_stats {
   int32_t kind; /* the engine in use: MT_IO_URING or MT_IO_THREADS */
   int32_t queue_depth;
@@ -161,7 +198,8 @@ typedef struct mt_io_stats {
   uint64_t bounce_copy_ns;                            /* time the completion side spent copying out of bounce buffers */
   uint64_t resubmits;                                 /* syscalls that continued a short read */
   int32_t reads_in_flight, reads_queued;
-  uint64_t bounce_bytes; /* bounce memory the engine holds now */
+  uint64_t bounce_bytes;               /* bounce memory the engine holds now */
+  mt_io_lane_stats lanes[MT_IO_LANES]; /* the same counts per lane (above: their sums) */
 } mt_io_stats;
 
 /* The caller keeps fd; the engine reopens the file as its own (see above). NULL on failure, with
@@ -174,6 +212,9 @@ void mt_io_destroy(mt_io* io);
  * MT_IO_READ_BYTES_MAX) and returns at once with its id. */
 int mt_io_read(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id, char* err,
                size_t err_bytes);
+/* The same on a lane (enum mt_io_lane). */
+int mt_io_read_lane(mt_io* io, int32_t lane, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label,
+                    mt_io_id* id, char* err, size_t err_bytes);
 /* The same, but offset, bytes and dst must all be multiples of stats.alignment_bytes (refused
  * with MT_IO_INVALID otherwise): never bounced. */
 int mt_io_read_aligned(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id,
@@ -194,8 +235,24 @@ int mt_io_cancel(mt_io* io, mt_io_id id, char* err, size_t err_bytes);
 void mt_io_stats_get(mt_io* io, mt_io_stats* out);
 
 /* Test only: while held (hold = 1), queued reads do not start (reads in flight go on); hold = 0
- * lets them start again. Makes a queue that cancel, destroy and the limits act on deterministic. */
+ * lets them start again. Makes a queue that cancel, destroy and the limits act on deterministic.
+ * mt_io_hold: every lane; mt_io_hold_lane: one lane's reads (the other lanes' go on). */
 void mt_io_hold(mt_io* io, int32_t hold);
+void mt_io_hold_lane(mt_io* io, int32_t lane, int32_t hold);
+/* Test only: the lane's fail_after_bytes (as mt_io_config's), counted from the bytes already asked on
+ * the lane; 0: off. MT_IO_INVALID for an unknown lane. */
+int mt_io_lane_fail_after(mt_io* io, int32_t lane, uint64_t fail_after_bytes);
+/* The lane's queued reads fail at once (ECANCELED); returns once its reads in flight ended. For a
+ * user leaving a shared engine (its memory must not be written after); the other lanes go on. */
+void mt_io_lane_drain(mt_io* io, int32_t lane);
+
+/* 1 when fd (the caller's) names the file the engine reads (same device and inode), else 0: a
+ * caller that reads the same file may share the engine on a lane of its own. */
+int mt_io_same_file(mt_io* io, int fd);
+/* Page-cache advice (enum mt_io_advice) for [offset, offset + bytes), widened to whole pages
+ * (bytes 0 with RANDOM: the whole file), on a buffered engine (direct 0); a direct engine leaves
+ * nothing in the page cache and does nothing. */
+void mt_io_advise(mt_io* io, int32_t advice, uint64_t offset, uint64_t bytes);
 
 /* Process-wide, for leak checks: engines alive, their threads running, bounce bytes held. */
 typedef struct mt_io_live_counts {

@@ -92,14 +92,17 @@ typedef struct mt_tier_options {
   const int32_t* host_offsets;      /* [nLayer * nExpert]: offset of an expert's copy in host, or -1
                                      (the container); read with acquire loads during evals */
   int32_t stream_fd;                /* >= 0: a descriptor of the model file; a miss with no host copy is
-                                     read from it before its layer runs it, on the tier's read engine
-                                     (mt_io.h): into a slot when one can take it (admitted; never on
-                                     a backend whose slots the host cannot read), else into the
-                                     tier's scratch for that call (streamed); never computed from
-                                     the mapping. -1: from the mapping */
+                                     read from it before its layer runs it: into a slot when one can
+                                     take it (admitted; never on a backend whose slots the host cannot
+                                     read), else into the tier's scratch for that call (streamed), on
+                                     MT_IO_LANE_URGENT of the backend's read engine where its interface
+                                     offers one over the same file (disk), else of an engine of the
+                                     tier's own (mt_io.h); never computed from the mapping. -1: from
+                                     the mapping */
   const uint8_t* stream_base;       /* where that file is mapped (the experts' views point into it) */
-  uint64_t stream_fail_after_bytes; /* test only: the streamed read that takes the bytes read past
-                                     this fails (mt_io_config.fail_after_bytes); 0: never */
+  uint64_t stream_fail_after_bytes; /* test only: the tier's read that takes the bytes it asked past
+                                     this fails (its lane's fail_after_bytes: mt_io_lane_fail_after;
+                                     the backend's uploads do not count); 0: never */
 } mt_tier_options;
 
 /* The model and backend must outlive the tier; so must host / host_offsets. */
@@ -231,7 +234,8 @@ typedef struct mt_tier_stats {
   uint64_t streamed_reads, streamed_bytes; /* misses read from the file into scratch for their call */
   uint64_t stream_failures;                /* reads before a run that failed (the eval failed with them) */
   uint64_t admitted_reads;                 /* misses read into a slot before they ran (also uploads) */
-  uint64_t stream_engine_bytes;            /* bytes the tier's read engine read since creation (never reset) */
+  uint64_t stream_engine_bytes;            /* bytes the tier's own reads read since creation (its lane of the
+                                          read engine; never the backend's uploads; never reset) */
   uint64_t stall_ns;                       /* from the stats mark: time the forward pass waited for reads of
                                           misses with nothing else of the layer left to run */
   uint64_t expert_reads;                   /* from the stats mark: routed misses read by their own call

@@ -1,5 +1,7 @@
 // The verbs of include/mt_io.h for every kind: create, destroy, read, query, wait, cancel, stats;
 // and the one way a read begins and finishes (io.h).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #include <cstdio>
@@ -50,10 +52,14 @@ int check_read(mt_io* io, uint64_t offset, uint64_t bytes, const void* dst, cons
   return MT_IO_OK;
 }
 
-int start_read(mt_io* io, uint64_t offset, uint64_t bytes, void* dst, int64_t label, bool aligned_only, mt_io_id* id,
-               char* err, size_t err_bytes) {
+int start_read(mt_io* io, int32_t lane, uint64_t offset, uint64_t bytes, void* dst, int64_t label, bool aligned_only,
+               mt_io_id* id, char* err, size_t err_bytes) {
   const char* verb = aligned_only ? "mt_io_read_aligned" : "mt_io_read";
   if (int rc = check_read(io, offset, bytes, dst, verb, err, err_bytes)) return rc;
+  if (lane < 0 || lane >= MT_IO_LANES)
+    return fail(err, err_bytes, MT_IO_INVALID,
+                std::string(verb) + ": lane: expected 0 to " + std::to_string(MT_IO_LANES - 1) + ", got " +
+                    std::to_string(lane));
   const uint64_t a = io->align;
   const bool aligned = offset % a == 0 && bytes % a == 0 && uintptr_t(dst) % a == 0;
   if (aligned_only && !aligned)
@@ -70,6 +76,7 @@ int start_read(mt_io* io, uint64_t offset, uint64_t bytes, void* dst, int64_t la
                 std::string(verb) + ": bytes " + std::to_string(bytes) + " at offset " + std::to_string(offset) +
                     ": its aligned range of " + std::to_string(r.span_bytes) +
                     " bytes exceeds the bounce buffers' limit, " + std::to_string(io->bounce_bytes_max));
+  r.lane = lane;
   r.info.state = MT_IO_PENDING;
   r.info.label = label;
   r.info.file_offset = offset;
@@ -77,22 +84,23 @@ int start_read(mt_io* io, uint64_t offset, uint64_t bytes, void* dst, int64_t la
 
   std::lock_guard<std::mutex> lock(io->mu);
   MT_ASSERT(!io->closing, "no verb races mt_io_destroy");
-  if (io->queue.size() >= MT_IO_QUEUED_MAX)
+  Lane& l = io->lanes[lane];
+  if (l.queue.size() >= MT_IO_QUEUED_MAX)
     return fail(
         err, err_bytes, MT_IO_BUSY,
         std::string(verb) + ": " + std::to_string(MT_IO_QUEUED_MAX) + " reads queued already: wait for some first");
-  if (io->config.fail_after_bytes > 0 && !io->injected && io->bytes_asked + bytes > io->config.fail_after_bytes) {
-    r.land_limit = io->config.fail_after_bytes - io->bytes_asked;
-    io->injected = true;
+  if (l.fail_after_bytes > 0 && !l.injected && l.bytes_asked + bytes > l.fail_after_bytes) {
+    r.land_limit = l.fail_after_bytes - l.bytes_asked;
+    l.injected = true;
   }
-  io->bytes_asked += bytes;
+  l.bytes_asked += bytes;
   const mt_io_id new_id = io->next_id++;
   r.info.issued_ns = mt_monotonic_ns();
   const bool added = io->reads.emplace(new_id, r).second;
   MT_ASSERT(added, "read ids are never reused");
   (void)added;
-  io->queue.push_back(new_id);
-  io->reads_issued++;
+  l.queue.push_back(new_id);
+  l.reads_issued++;
   io->start_queued();
   *id = new_id;
   return MT_IO_OK;
@@ -114,6 +122,7 @@ mt_io::mt_io(const mt_io_config& c, const mt::io::File& file)
                   : c.chunk_bytes_max < file.align ? file.align
                                                    : mt::io::round_down(c.chunk_bytes_max, file.align)),
       bounces(size_t(c.queue_depth)) {
+  lanes[MT_IO_LANE_NORMAL].fail_after_bytes = c.fail_after_bytes;
   mt::io::g_engines++;
 }
 
@@ -133,7 +142,7 @@ bool mt_io::begin(mt_io_id id, int32_t place, mt::io::Flight* f) {
   mt::io::Read& r = it->second;
   r.queued = false;
   *f = mt::io::Flight{};
-  f->id = id, f->place = place, f->dst = r.dst, f->bounce = r.bounce;
+  f->id = id, f->place = place, f->lane = r.lane, f->dst = r.dst, f->bounce = r.bounce;
   f->span_offset = r.span_offset, f->span_bytes = r.span_bytes;
   f->skip = r.info.file_offset - r.span_offset, f->bytes = r.info.bytes, f->land_limit = r.land_limit;
   f->buffer = r.dst;
@@ -158,8 +167,9 @@ bool mt_io::begin(mt_io_id id, int32_t place, mt::io::Flight* f) {
   }
   r.info.start_ns = mt_monotonic_ns();
   r.info.bounced = r.bounce ? 1 : 0;
-  if (r.bounce) reads_bounced++;
+  if (r.bounce) lanes[r.lane].reads_bounced++;
   in_flight++;
+  lanes[r.lane].in_flight++;
   return true;
 }
 
@@ -206,10 +216,12 @@ void mt_io::finish(const mt::io::Flight& f, int error, const char* what, std::un
     reason = "injected failure " + mt::io::at(offset, landed, f.bytes);
   }
   lk.lock();
-  MT_ASSERT(in_flight > 0, "in_flight never goes below 0");
+  mt::io::Lane& l = lanes[f.lane];
+  MT_ASSERT(in_flight > 0 && l.in_flight > 0, "in_flight never goes below 0");
   in_flight--;
-  resubmits += f.resubmits;
-  bounce_copy_ns += uint64_t(copy_ns);
+  l.in_flight--;
+  l.resubmits += f.resubmits;
+  l.bounce_copy_ns += uint64_t(copy_ns);
   settle(f.id, state, err, landed, reason);
   release_place(f.place);
 }
@@ -225,29 +237,58 @@ void mt_io::settle(mt_io_id id, int32_t state, int error, uint64_t landed, const
   info.bytes_read = landed;
   info.end_ns = mt_monotonic_ns();
   mt::io::copy_reason(&info, reason);
-  bytes_read += landed;
+  mt::io::Lane& l = lanes[it->second.lane];
+  l.bytes_read += landed;
   if (state == MT_IO_DONE)
-    reads_done++;
+    l.reads_done++;
   else
-    reads_failed++;
-  if (error == ECANCELED) reads_cancelled++;
-  finished.push_back(id);
-  while (finished.size() > MT_IO_FINISHED_RETAINED) {
-    reads.erase(finished.front());
-    finished.pop_front();
+    l.reads_failed++;
+  if (error == ECANCELED) l.reads_cancelled++;
+  l.finished.push_back(id);
+  while (l.finished.size() > MT_IO_FINISHED_RETAINED) {
+    reads.erase(l.finished.front());
+    l.finished.pop_front();
   }
   settled.notify_all();
 }
 
-void mt_io::cancel_queued() {
-  for (mt_io_id id : queue) {
-    mt::io::Read& r = reads.at(id);
-    r.queued = false;
-    settle(id, MT_IO_FAILED, ECANCELED, 0,
-           "cancelled before it started (offset " + std::to_string(r.info.file_offset) + ", " +
-               std::to_string(r.info.bytes) + " bytes)");
+void mt_io::cancel_queued(int32_t lane) {
+  for (int32_t i = 0; i < MT_IO_LANES; i++) {
+    if (lane >= 0 && i != lane) continue;
+    // settle appends to the lane's finished reads, never to its queue: the queue is walked whole.
+    for (mt_io_id id : lanes[i].queue) {
+      mt::io::Read& r = reads.at(id);
+      r.queued = false;
+      settle(id, MT_IO_FAILED, ECANCELED, 0,
+             "cancelled before it started (offset " + std::to_string(r.info.file_offset) + ", " +
+                 std::to_string(r.info.bytes) + " bytes)");
+    }
+    lanes[i].queue.clear();
   }
-  queue.clear();
+}
+
+bool mt_io::startable() const {
+  for (const mt::io::Lane& l : lanes)
+    if (!l.held && !l.queue.empty()) return true;
+  return false;
+}
+
+mt_io_id mt_io::take_queued() {
+  for (int32_t i = MT_IO_LANES - 1; i >= 0; i--) {  // the highest lane first
+    mt::io::Lane& l = lanes[i];
+    if (l.held || l.queue.empty()) continue;
+    const mt_io_id id = l.queue.front();
+    l.queue.pop_front();
+    return id;
+  }
+  MT_ASSERT(false, "take_queued is called only when a read is startable");
+  return 0;
+}
+
+size_t mt_io::queued() const {
+  size_t n = 0;
+  for (const mt::io::Lane& l : lanes) n += l.queue.size();
+  return n;
 }
 
 extern "C" {
@@ -294,8 +335,8 @@ void mt_io_destroy(mt_io* io) {
   {
     std::lock_guard<std::mutex> lock(io->mu);
     io->closing = true;
-    io->held = false;
-    io->cancel_queued();
+    for (mt::io::Lane& l : io->lanes) l.held = false;
+    io->cancel_queued(-1);
   }
   io->shutdown();
   delete io;
@@ -303,19 +344,24 @@ void mt_io_destroy(mt_io* io) {
 
 int mt_io_read(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id, char* err,
                size_t err_bytes) {
-  return mt::io::start_read(io, file_offset, bytes, dst, label, false, id, err, err_bytes);
+  return mt::io::start_read(io, MT_IO_LANE_NORMAL, file_offset, bytes, dst, label, false, id, err, err_bytes);
+}
+
+int mt_io_read_lane(mt_io* io, int32_t lane, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label,
+                    mt_io_id* id, char* err, size_t err_bytes) {
+  return mt::io::start_read(io, lane, file_offset, bytes, dst, label, false, id, err, err_bytes);
 }
 
 int mt_io_read_aligned(mt_io* io, uint64_t file_offset, uint64_t bytes, void* dst, int64_t label, mt_io_id* id,
                        char* err, size_t err_bytes) {
-  return mt::io::start_read(io, file_offset, bytes, dst, label, true, id, err, err_bytes);
+  return mt::io::start_read(io, MT_IO_LANE_NORMAL, file_offset, bytes, dst, label, true, id, err, err_bytes);
 }
 
 static int unknown_id(mt_io* io, mt_io_id id, const char* verb, char* err, size_t err_bytes) {
   const std::string why =
       id == 0 || id >= io->next_id
           ? "never issued"
-          : "pruned: only the last " + std::to_string(MT_IO_FINISHED_RETAINED) + " finished reads are kept";
+          : "pruned: only the last " + std::to_string(MT_IO_FINISHED_RETAINED) + " finished reads of a lane are kept";
   return fail(err, err_bytes, MT_IO_INVALID,
               std::string(verb) + ": read " + std::to_string(id) + ": unknown (" + why + ")");
 }
@@ -366,9 +412,10 @@ int mt_io_cancel(mt_io* io, mt_io_id id, char* err, size_t err_bytes) {
   if (it == io->reads.end()) return unknown_id(io, id, "mt_io_cancel", err, err_bytes);
   mt::io::Read& r = it->second;
   if (!r.queued) return MT_IO_OK;  // in flight (it runs to its end) or finished
-  for (auto q = io->queue.begin(); q != io->queue.end(); ++q)
+  std::deque<mt_io_id>& queue = io->lanes[r.lane].queue;
+  for (auto q = queue.begin(); q != queue.end(); ++q)
     if (*q == id) {
-      io->queue.erase(q);
+      queue.erase(q);
       break;
     }
   r.queued = false;
@@ -387,25 +434,77 @@ void mt_io_stats_get(mt_io* io, mt_io_stats* out) {
   out->direct = io->config.direct;
   out->alignment_source = io->align_source;
   out->alignment_bytes = io->align;
-  out->reads_issued = io->reads_issued;
-  out->reads_done = io->reads_done;
-  out->reads_failed = io->reads_failed;
-  out->reads_cancelled = io->reads_cancelled;
-  out->bytes_read = io->bytes_read;
-  out->reads_bounced = io->reads_bounced;
-  out->bounce_copy_ns = io->bounce_copy_ns;
-  out->resubmits = io->resubmits;
+  for (int32_t i = 0; i < MT_IO_LANES; i++) {
+    const mt::io::Lane& l = io->lanes[i];
+    mt_io_lane_stats& o = out->lanes[i];
+    o.reads_issued = l.reads_issued, o.reads_done = l.reads_done, o.reads_failed = l.reads_failed;
+    o.reads_cancelled = l.reads_cancelled, o.bytes_read = l.bytes_read, o.reads_bounced = l.reads_bounced;
+    o.bounce_copy_ns = l.bounce_copy_ns, o.resubmits = l.resubmits;
+    o.reads_in_flight = l.in_flight, o.reads_queued = int32_t(l.queue.size()), o.held = l.held ? 1 : 0;
+    out->reads_issued += o.reads_issued, out->reads_done += o.reads_done, out->reads_failed += o.reads_failed;
+    out->reads_cancelled += o.reads_cancelled, out->bytes_read += o.bytes_read;
+    out->reads_bounced += o.reads_bounced, out->bounce_copy_ns += o.bounce_copy_ns, out->resubmits += o.resubmits;
+    out->reads_queued += o.reads_queued;
+  }
   out->reads_in_flight = io->in_flight;
-  out->reads_queued = int32_t(io->queue.size());
   out->bounce_bytes = io->bounce_bytes;
+}
+
+// Under mu: the lanes' holds (lane -1: every lane), then one start per read that can go now (the
+// threads kind wakes one thread per call).
+static void hold_locked(mt_io* io, int32_t lane, bool hold) {
+  for (int32_t i = 0; i < MT_IO_LANES; i++)
+    if (lane < 0 || i == lane) io->lanes[i].held = hold;
+  size_t can_start = 0;
+  for (const mt::io::Lane& l : io->lanes)
+    if (!l.held) can_start += l.queue.size();
+  for (size_t i = 0; i < can_start && i < size_t(io->config.queue_depth); i++) io->start_queued();
 }
 
 void mt_io_hold(mt_io* io, int32_t hold) {
   if (io == nullptr) return;
   std::lock_guard<std::mutex> lock(io->mu);
-  io->held = hold != 0;
-  // One start per read that can go now (the threads kind wakes one thread per call).
-  for (size_t i = 0; !io->held && i < io->queue.size() && i < size_t(io->config.queue_depth); i++) io->start_queued();
+  hold_locked(io, -1, hold != 0);
+}
+
+void mt_io_hold_lane(mt_io* io, int32_t lane, int32_t hold) {
+  if (io == nullptr || lane < 0 || lane >= MT_IO_LANES) return;
+  std::lock_guard<std::mutex> lock(io->mu);
+  hold_locked(io, lane, hold != 0);
+}
+
+int mt_io_lane_fail_after(mt_io* io, int32_t lane, uint64_t fail_after_bytes) {
+  if (io == nullptr || lane < 0 || lane >= MT_IO_LANES) return MT_IO_INVALID;
+  std::lock_guard<std::mutex> lock(io->mu);
+  mt::io::Lane& l = io->lanes[lane];
+  l.fail_after_bytes = fail_after_bytes == 0 ? 0 : l.bytes_asked + fail_after_bytes;
+  l.injected = false;
+  return MT_IO_OK;
+}
+
+void mt_io_lane_drain(mt_io* io, int32_t lane) {
+  if (io == nullptr || lane < 0 || lane >= MT_IO_LANES) return;
+  std::unique_lock<std::mutex> lock(io->mu);
+  io->cancel_queued(lane);
+  io->settled.wait(lock, [&] { return io->lanes[lane].in_flight == 0; });
+}
+
+int mt_io_same_file(mt_io* io, int fd) {
+  struct stat mine{}, theirs{};
+  if (io == nullptr || fd < 0 || fstat(io->fd, &mine) != 0 || fstat(fd, &theirs) != 0) return 0;
+  return mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino ? 1 : 0;
+}
+
+void mt_io_advise(mt_io* io, int32_t advice, uint64_t offset, uint64_t bytes) {
+  if (io == nullptr || io->config.direct != 0) return;
+  if (advice == MT_IO_ADVICE_RANDOM) {
+    posix_fadvise(io->fd, off_t(offset), off_t(bytes), POSIX_FADV_RANDOM);
+    return;
+  }
+  if (advice != MT_IO_ADVICE_DONTNEED || bytes == 0) return;
+  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+  const uint64_t from = offset / page * page, to = (offset + bytes + page - 1) / page * page;
+  posix_fadvise(io->fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
 }
 
 void mt_io_live(mt_io_live_counts* out) {

@@ -2,13 +2,15 @@
 // bounce buffers and the one way a read finishes. A kind (io_uring.cc, io_threads.cc) derives
 // from mt_io and moves the bytes:
 //
-//   mt_io_read (any thread) --lock--> checks, Read in the table, id queued --> start_queued()
-//   kind: a free place takes a queued id --> begin(id, place) --> syscalls into the Flight's buffer
+//   mt_io_read (any thread) --lock--> checks, Read in the table, id queued on its lane --> start_queued()
+//   kind: a free place takes the next queued id (take_queued: the highest lane not held first)
+//         --> begin(id, place) --> syscalls into the Flight's buffer
 //         ... advance(flight, n) after each: more (the rest of a short read) | done | failed
 //   completion side (reaper / pool thread): finish(flight) --> bounce copy (no lock) --lock-->
 //         settle: info, counters, waiters woken; the place takes the next queued read
 //
-// A place is one read in flight: there are queue_depth of them, and place i owns bounce buffer i.
+// A place is one read in flight: there are queue_depth of them, and place i owns bounce buffer i;
+// the places are shared by the lanes, and everything else of a read's user is its Lane's.
 // One mutex (mu) guards everything below; functions marked "under mu" are called holding it.
 #pragma once
 #include <atomic>
@@ -26,6 +28,7 @@ namespace mt::io {
 
 struct Read {
   mt_io_info info{};
+  int32_t lane = MT_IO_LANE_NORMAL;
   uint8_t* dst = nullptr;
   bool bounce = false;
   bool queued = true;                // not yet started (cancel takes it out of the queue)
@@ -39,6 +42,7 @@ struct Read {
 struct Flight {
   mt_io_id id = 0;
   int32_t place = -1;
+  int32_t lane = MT_IO_LANE_NORMAL;
   uint8_t* buffer = nullptr;  // the bounce buffer, or dst
   uint8_t* dst = nullptr;     // where the wanted bytes go (= buffer when nothing bounces)
   uint64_t span_offset = 0, span_bytes = 0;
@@ -51,6 +55,20 @@ struct Flight {
 };
 
 enum class Next { kMore, kDone, kEndOfFile };
+
+// One user's side of the engine (include/mt_io.h, "Lanes"): its queue, its finished reads, its
+// hold, its fault injection and its counts.
+struct Lane {
+  std::deque<mt_io_id> queue;     // queued ids, oldest first
+  std::deque<mt_io_id> finished;  // finish order: the oldest are pruned first
+  bool held = false;              // mt_io_hold / mt_io_hold_lane: its queued reads wait
+  uint64_t fail_after_bytes = 0;  // fault injection: 0 off
+  uint64_t bytes_asked = 0;       // fault injection's count, in mt_io_read order
+  bool injected = false;
+  int32_t in_flight = 0;
+  uint64_t reads_issued = 0, reads_done = 0, reads_failed = 0, reads_cancelled = 0;
+  uint64_t bytes_read = 0, reads_bounced = 0, resubmits = 0, bounce_copy_ns = 0;
+};
 
 struct Bounce {
   uint8_t* data = nullptr;
@@ -97,8 +115,14 @@ struct mt_io {
   void finish(const mt::io::Flight& f, int error, const char* what, std::unique_lock<std::mutex>& lk);
   // Under mu: the read's final state; wakes waiters. reason: "" when done.
   void settle(mt_io_id id, int32_t state, int error, uint64_t bytes_read, const std::string& reason);
-  // Under mu: cancels every queued read (destroy).
-  void cancel_queued();
+  // Under mu: cancels the lane's queued reads (drain), or every lane's (lane -1: destroy).
+  void cancel_queued(int32_t lane);
+  // Under mu: a queued read may start now (a lane not held has one).
+  bool startable() const;
+  // Under mu: takes the next read to start off its lane's queue (startable() is true).
+  mt_io_id take_queued();
+  // Under mu: reads queued on every lane.
+  size_t queued() const;
 
   const mt_io_config config;
   int fd;                // the engine's own descriptor (closed by the destructor);
@@ -111,17 +135,12 @@ struct mt_io {
   std::mutex mu;
   std::condition_variable settled;  // a read finished
   std::unordered_map<mt_io_id, mt::io::Read> reads;
-  std::deque<mt_io_id> queue;           // queued ids, oldest first
-  std::deque<mt_io_id> finished;        // finish order: the oldest are pruned first
+  mt::io::Lane lanes[MT_IO_LANES];
   std::vector<mt::io::Bounce> bounces;  // one per place
   mt_io_id next_id = 1;
   bool closing = false;
-  bool held = false;  // mt_io_hold: queued reads wait
-  int32_t in_flight = 0;
-  uint64_t bytes_asked = 0;  // fault injection's count, in mt_io_read order
-  bool injected = false;
-  uint64_t reads_issued = 0, reads_done = 0, reads_failed = 0, reads_cancelled = 0;
-  uint64_t bytes_read = 0, reads_bounced = 0, resubmits = 0, bounce_bytes = 0, bounce_copy_ns = 0;
+  int32_t in_flight = 0;  // places taken, over every lane
+  uint64_t bounce_bytes = 0;
 };
 
 namespace mt::io {

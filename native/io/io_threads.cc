@@ -1,5 +1,5 @@
 // The threads kind of include/mt_io.h: queue_depth threads, each a place in flight. A thread takes
-// the oldest queued read, calls pread until the wanted range is whole (a short read's rest is read
+// the next queued read (the oldest of the highest lane not held), calls pread until the wanted range is whole (a short read's rest is read
 // by the next pread), then finishes it (bounce copy, settle) and takes the next.
 #include <unistd.h>
 #include <cerrno>
@@ -36,7 +36,7 @@ class ThreadsIo final : public mt_io {
   void shutdown() override {
     {
       std::lock_guard<std::mutex> lock(mu);
-      MT_ASSERT(queue.empty(), "shutdown comes after the queue was cancelled");
+      MT_ASSERT(queued() == 0, "shutdown comes after the queue was cancelled");
       stop_ = true;
     }
     work_.notify_all();
@@ -51,10 +51,9 @@ class ThreadsIo final : public mt_io {
   void run(int32_t place) {
     std::unique_lock<std::mutex> lk(mu);
     for (;;) {
-      work_.wait(lk, [this] { return stop_ || (!held && !queue.empty()); });
-      if (queue.empty() || held) return;  // stopping (destroy emptied the queue and ended any hold)
-      const mt_io_id id = queue.front();
-      queue.pop_front();
+      work_.wait(lk, [this] { return stop_ || startable(); });
+      if (!startable()) return;  // stopping (destroy emptied the queues and ended any hold)
+      const mt_io_id id = take_queued();
       Flight f;
       if (!begin(id, place, &f)) continue;
       lk.unlock();

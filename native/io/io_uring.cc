@@ -252,9 +252,8 @@ class UringIo final : public mt_io {
 
   // Under mu: queued reads take free places; their SQEs go in with the next enter.
   void start_places() {
-    while (!held && !queue.empty() && !free_.empty()) {
-      const mt_io_id id = queue.front();
-      queue.pop_front();
+    while (startable() && !free_.empty()) {
+      const mt_io_id id = take_queued();
       const int32_t place = free_.back();
       free_.pop_back();
       Flight& f = flights_[size_t(place)];

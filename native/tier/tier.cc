@@ -264,7 +264,8 @@ void mt_tier_stats_get(mt_tier* tier, mt_tier_stats* out, int32_t* used, int32_t
   if (t.reads.io != nullptr) {
     mt_io_stats io{};
     mt_io_stats_get(t.reads.io, &io);
-    out->stream_engine_bytes = io.bytes_read;
+    // The tier's lane: not the backend's uploads on a shared engine.
+    out->stream_engine_bytes = io.lanes[kReadLane].bytes_read - t.reads.lane_bytes_base;
   }
   std::lock_guard<std::mutex> lock(t.mu);
   // Under mu: the issued and settled tasks retire their bytes there, so the three agree.

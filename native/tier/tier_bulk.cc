@@ -145,7 +145,8 @@ bool issue_layer(mt_tier& t, BulkBuffer& b, uint8_t* base, int32_t layer, char* 
         const uint64_t next = std::min(run_to, align_down(off, kPieceBytes) + kPieceBytes);
         mt_io_id id = 0;
         char why[160] = "";
-        if (mt_io_read(t.reads.io, off, next - off, dst + (off - from), layer, &id, why, sizeof why) != MT_IO_OK) {
+        if (mt_io_read_lane(t.reads.io, kReadLane, off, next - off, dst + (off - from), layer, &id, why, sizeof why) !=
+            MT_IO_OK) {
           whole_layer_failed(t, layer, off, next - off, why, err, err_bytes);
           settle_buffer(t, b);
           return false;

@@ -10,6 +10,13 @@
 //              marks          zeroed by the caller at the stats mark, between evals
 //              io             its own lock (include/mt_io.h); its stats are read by mt_tier_stats_get
 //
+// The engine: on a backend whose interface offers its read engine over the same file (disk), the
+// tier reads on that engine's MT_IO_LANE_URGENT (the backend's uploads are its NORMAL lane: the
+// layer's misses start before queued swaps and prefetches, and one engine's places, owner thread
+// and bounce buffers serve both); elsewhere (cpu, cuda kinds) an engine of its own, read on the
+// same lane. Either way the tier's counts, fault and page-cache advice are its lane's and its
+// engine's (mt_io_advise), never a descriptor of its own.
+//
 // Misses read before they run:   bind -> tier_stream_begin (admit into a slot, else read into
 // scratch) -> tier_stream_await (bind as they land). A prefill's whole layer: tier_bulk_begin at
 // a layer's start reads the layer and the next one into bulk[layer % 2].
@@ -61,12 +68,16 @@ struct BulkBuffer {
   std::vector<uint8_t> has;       // [nExpert]: 1 where the read takes the expert
 };
 
+// The tier's lane on its read engine (shared or its own).
+constexpr int32_t kReadLane = MT_IO_LANE_URGENT;
+
 struct TierReads {
-  // The read engine over the model file, the tier's own descriptor of it (page-cache advice), its
-  // path (for messages) and where it is mapped (the experts' views point into it).
-  int fd = -1;
+  // The read engine over the model file (the backend's, shared; or the tier's own), its path (for
+  // messages) and where it is mapped (the experts' views point into it).
   mt_io* io = nullptr;
-  bool direct = false;  // O_DIRECT; else buffered reads whose pages are dropped after
+  bool owns_io = false;          // false: the backend's engine (read_engine), which the backend destroys
+  bool direct = false;           // O_DIRECT; else buffered reads whose pages are dropped after
+  uint64_t lane_bytes_base = 0;  // the lane's bytes read when the tier took it (stream_engine_bytes counts from there)
   std::string path;
   const uint8_t* base = nullptr;
   // Scratch for one layer call's streamed misses, `scratch_experts` entries of one expert each.

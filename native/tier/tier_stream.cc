@@ -7,7 +7,7 @@
 //             backend reads it into the slot (disk: from the file), the run waits for that event
 //             and computes from the slot under a lease, and the slot keeps it (one read)
 //   streamed  no slot can take it (or the slots are device memory: tier_remote.cc): three reads
-//             (gate, up, down) on the tier's read engine into a scratch entry for this call only
+//             (gate, up, down) on the tier's lane of the read engine into a scratch entry for this call only
 //
 // Every read of the call is issued before the layer computes; the forward pass computes the
 // layer's residents (and host copies) while they are in flight, then each wave of misses as
@@ -16,21 +16,19 @@
 //   scratch   entries of one expert each (gate | up | down, the container's bytes), 64-byte
 //             aligned, mapped for nExpertUsed at creation, remapped once for the whole layer
 //             (nExpert) when a prefill call streams more
-//   engine    mt_io (include/mt_io.h) over the tier's own descriptor of the file, O_DIRECT where
-//             the filesystem allows it (tmpfs does not: buffered, and the pages read are dropped
-//             from the page cache after, as the scratch holds them)
+//   engine    mt_io (include/mt_io.h), the tier's lane (tier_reads.h: the disk backend's engine,
+//             shared, or one of the tier's own), O_DIRECT where the filesystem allows it (tmpfs
+//             does not: buffered, and the pages read are dropped from the page cache after, as the
+//             scratch holds them)
 //
 // A failed read fails the eval with a message naming the file, layer, expert and offset; the
 // other streamed reads of the call end first (they write the scratch), the leases are released,
 // and the tier stays usable (a failed admitted upload settles as any failed upload: its slot free).
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <algorithm>
 #include <unistd.h>
-#include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <cstring>
 #include "mt_clock.h"
 #include "tier.h"
 #include "tier_counters.h"
@@ -88,7 +86,8 @@ bool start_streamed(mt_tier& t, int32_t layer, PendingRead& r, char* err, size_t
   for (int i = 0; i < 3; i++) {
     char why[160] = "";
     const uint64_t offset = file_offset(t, pieces[i]);
-    if (mt_io_read(t.reads.io, offset, pieces[i].bytes, r.dst + at, layer, &r.ids[i], why, sizeof why) != MT_IO_OK) {
+    if (mt_io_read_lane(t.reads.io, kReadLane, offset, pieces[i].bytes, r.dst + at, layer, &r.ids[i], why,
+                        sizeof why) != MT_IO_OK) {
       read_failed(t, layer, r.expert, offset, pieces[i].bytes, why, err, err_bytes);
       return false;
     }
@@ -101,12 +100,8 @@ void drop_cached(const mt_tier& t, int32_t layer, int32_t expert) {
   if (t.reads.direct) return;  // direct reads leave nothing in the page cache
   mt_upload_piece pieces[3];
   tier_pieces(t, layer, expert, pieces);
-  const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
-  for (const mt_upload_piece& piece : pieces) {
-    const uint64_t offset = file_offset(t, piece), from = offset / page * page,
-                   to = (offset + piece.bytes + page - 1) / page * page;
-    posix_fadvise(t.reads.fd, off_t(from), off_t(to - from), POSIX_FADV_DONTNEED);
-  }
+  for (const mt_upload_piece& piece : pieces)
+    mt_io_advise(t.reads.io, MT_IO_ADVICE_DONTNEED, file_offset(t, piece), piece.bytes);
 }
 
 // An upload an earlier step issued (a swap, a prefetch) failed while this call waited on it: that
@@ -350,32 +345,44 @@ int tier_stream_await(mt_tier& t, int32_t layer, mt_expert_binding* runs, int32_
   return 0;
 }
 
-bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_after_bytes, char* err, size_t err_bytes) {
-  char path[64], target[PATH_MAX] = "";
-  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  const ssize_t n = readlink(path, target, sizeof target - 1);
-  t.reads.path = n > 0 ? std::string(target, size_t(n)) : std::string("the model file");
-  t.reads.fd = open(path, O_RDONLY | O_CLOEXEC);  // its own descriptor: page-cache advice only
-  if (t.reads.fd < 0) {
-    std::snprintf(err, err_bytes, "createTier: streamFile: reopening the model file: %s", std::strerror(errno));
-    return false;
+// The tier's engine: the backend's over the same file where its interface offers one (disk), else
+// one of its own (O_DIRECT, or buffered without readahead where the filesystem refuses it).
+static bool open_engine(mt_tier& t, int fd, char* err, size_t err_bytes) {
+  mt_io* (*shared)(mt_backend*) = mt_backend_interface(t.backend)->read_engine;
+  mt_io* io = shared != nullptr ? shared(t.backend) : nullptr;
+  if (io != nullptr && mt_io_same_file(io, fd)) {
+    t.reads.io = io, t.reads.owns_io = false;
+    return true;
   }
-  posix_fadvise(t.reads.fd, 0, 0, POSIX_FADV_RANDOM);
   mt_io_config config;
   mt_io_config_default(&config);
-  config.fail_after_bytes = fail_after_bytes;
   int status = 0;
   char why[160] = "";
   t.reads.io = mt_io_create(fd, &config, &status, why, sizeof why);
-  t.reads.direct = t.reads.io != nullptr;
   if (t.reads.io == nullptr && status == MT_IO_UNSUPPORTED) {  // a filesystem without O_DIRECT (tmpfs)
     config.direct = 0;
     t.reads.io = mt_io_create(fd, &config, &status, why, sizeof why);
+    mt_io_advise(t.reads.io, MT_IO_ADVICE_RANDOM, 0, 0);  // a null engine is ignored
   }
   if (t.reads.io == nullptr) {
     std::snprintf(err, err_bytes, "createTier: streamFile: the read engine: %s", why);
     return false;
   }
+  t.reads.owns_io = true;
+  return true;
+}
+
+bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_after_bytes, char* err, size_t err_bytes) {
+  char path[64], target[PATH_MAX] = "";
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(path, target, sizeof target - 1);
+  t.reads.path = n > 0 ? std::string(target, size_t(n)) : std::string("the model file");
+  if (!open_engine(t, fd, err, err_bytes)) return false;
+  mt_io_stats io{};
+  mt_io_stats_get(t.reads.io, &io);
+  t.reads.direct = io.direct != 0;
+  t.reads.lane_bytes_base = io.lanes[kReadLane].bytes_read;        // a shared engine may have served an earlier tier
+  mt_io_lane_fail_after(t.reads.io, kReadLane, fail_after_bytes);  // 0: none (not an earlier tier's either)
   t.reads.base = base;
   t.reads.reading.reserve(size_t(t.n_expert));
   t.reads.miss_runs.assign(size_t(t.n_expert), 0);
@@ -384,10 +391,12 @@ bool tier_stream_open(mt_tier& t, int fd, const uint8_t* base, uint64_t fail_aft
   return grow(t, size_t(mt_model_hparams(t.model)->n_expert_used), err, err_bytes);
 }
 
+// A shared engine goes on with the backend: the tier's lane ends first (no read of it may write
+// the scratch or the layer buffers once they are unmapped).
 void tier_stream_close(mt_tier& t) {
-  if (t.reads.io != nullptr) mt_io_destroy(t.reads.io);
-  if (t.reads.fd >= 0) close(t.reads.fd);
-  t.reads.io = nullptr, t.reads.fd = -1;
+  if (t.reads.io != nullptr && t.reads.owns_io) mt_io_destroy(t.reads.io);
+  if (t.reads.io != nullptr && !t.reads.owns_io) mt_io_lane_drain(t.reads.io, kReadLane);
+  t.reads.io = nullptr, t.reads.owns_io = false;
 }
 
 }  // namespace mt

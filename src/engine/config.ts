@@ -198,16 +198,19 @@ export function resolveEngineConfig(
 }
 
 /**
- * The bounce buffers of the disk tier's read engines (the tier's streamed reads and the disk
- * backend's uploads): one per read in flight, each grown to the largest block-aligned range it
- * read, at most one expert's piece (bounded here by the whole expert) and two 4 KiB blocks.
+ * The bounce buffers of the tier's read engines: one per read in flight, each grown to the largest
+ * block-aligned range it read, at most one piece (bounded here by the whole expert, or the
+ * whole-layer path's 1 MiB) and two 4 KiB blocks. The disk backend and the tier share one engine
+ * (mt_backend.h read_engine: its places serve the uploads and the tier's reads in turn); a cuda kind
+ * that reads the file (slots on the device) runs its own engine beside the tier's.
  */
-function ioBounceBytes(expertBytes: number, wholeLayer: boolean): number {
-  const engines = 2,
-    blockBytes = 4096;
-  // The whole-layer path reads 1 MiB pieces on the tier's engine: a run's first and last bounce.
+function ioBounceBytes(expertBytes: number, wholeLayer: boolean, sharedEngine: boolean): number {
+  const blockBytes = 4096;
+  // The whole-layer path reads 1 MiB pieces on the tier's lane: a run's first and last bounce.
   const tierPiece = wholeLayer ? Math.max(expertBytes, WHOLE_LAYER_PIECE_BYTES) : expertBytes;
-  return IO_QUEUE_DEPTH_DEFAULT * (expertBytes + tierPiece + engines * 2 * blockBytes);
+  const tierEngine = IO_QUEUE_DEPTH_DEFAULT * (tierPiece + 2 * blockBytes);
+  const backendEngine = IO_QUEUE_DEPTH_DEFAULT * (expertBytes + 2 * blockBytes);
+  return sharedEngine ? tierEngine : tierEngine + backendEngine;
 }
 
 /**
@@ -291,7 +294,7 @@ function memoryPlanOf(
     scratchBytes,
     prefillBufferBytes,
     ioBufferBytes:
-      ioBounceBytes(expertBytes, prefillBufferBytes > 0) +
+      ioBounceBytes(expertBytes, prefillBufferBytes > 0, deviceSlotsPerLayer === undefined) +
       (deviceSlotsPerLayer !== undefined ? devicePinnedBytes(native, hp, nCtx) : 0),
     expertBytes: expertContainerBytes(model.file, hp),
     nLayer: hp.nLayer,

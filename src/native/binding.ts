@@ -189,7 +189,11 @@ export interface NativeBackendStats {
   disk?: NativeDiskBackendStats;
 }
 
-/** A disk backend's read engine (native/include/mt_io.h): each upload piece is one read, issued with the upload. */
+/**
+ * A disk backend's read engine (native/include/mt_io.h): each upload piece is one read, issued with the upload. The
+ * disk tier reads on the same engine, on a lane of its own: the counts below are the backend's lane's (engine,
+ * direct, queueDepth and alignmentBytes are the engine's).
+ */
 export interface NativeDiskBackendStats {
   /** The read engine in use: io_uring, or pread threads where io_uring is unavailable. */
   engine: 'uring' | 'threads';
@@ -245,7 +249,7 @@ export interface NativeBackendVerbs {
   /** Copies a slot's bytes into out (tests); returns the bytes copied. */
   slotRead(b: NativeBackendHandle, slot: number, out: Uint8Array): number;
   destroyBackend(b: NativeBackendHandle): void;
-  /** Test only (disk; refused with 'unsupported' elsewhere): while held its read engine starts no read, so uploads issued meanwhile are all in flight together. */
+  /** Test only (disk; refused with 'unsupported' elsewhere): while held its read engine starts no read of its uploads (the tier's lane goes on), so uploads issued meanwhile are all in flight together. */
   diskHold(b: NativeBackendHandle, hold: boolean): void;
   /** cuda / cuda-sim: y = Down (silu(Gate x) * (Up x)) from a valid, leased slot, on the device; refused ('unsupported') by the host kinds. */
   runExpert(b: NativeBackendHandle, slot: number, args: NativeExpertArgs): void;
@@ -312,7 +316,7 @@ export interface NativeTierStats {
   streamFailures?: number;
   /** Misses read into a slot before their layer ran them (admit before run; their bytes are uploads). */
   admittedReads?: number;
-  /** Bytes the tier's own read engine (streamed misses) read since the tier was made: never reset. */
+  /** Bytes the tier's own reads (streamed misses, whole-layer reads: its lane of the read engine, never the backend's uploads) read since the tier was made: never reset. */
   streamEngineBytes?: number;
   /** From the stats mark: ns the forward pass waited for misses' reads with nothing else of the layer left to run (the disk tier's stall). */
   stallNs?: number;
@@ -599,8 +603,24 @@ export interface NativeIoStats {
   readsQueued: number;
   /** Bounce buffer memory the engine holds now. */
   bounceBytes: number;
+  /** The counts per lane ([normal, urgent]: mt_io.h, "Lanes"); the fields above are their sums (places and bounce buffers are shared). */
+  lanes: NativeIoLaneStats[];
   /** dst arrays the addon still references (released once their read settled). */
   dstsHeld: number;
+}
+
+/** One lane's share of a read engine's counts (NativeIoStats.lanes). */
+export interface NativeIoLaneStats {
+  readsIssued: number;
+  readsDone: number;
+  readsFailed: number;
+  readsCancelled: number;
+  bytesRead: number;
+  readsBounced: number;
+  readsInFlight: number;
+  readsQueued: number;
+  /** Its queued reads wait (ioHold). */
+  held: boolean;
 }
 
 /**

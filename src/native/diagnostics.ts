@@ -29,7 +29,8 @@ export interface NativeIoVerbs {
   /**
    * Starts reading [offset, offset + bytes) into dst at dstOffset and returns its id at once; dst stays
    * referenced until the read settles. aligned: offset, bytes and dst's address must be multiples of
-   * ioStats().alignmentBytes (refused otherwise; never bounced).
+   * ioStats().alignmentBytes (refused otherwise; never bounced). lane: 0 normal (the default), 1 urgent:
+   * a free place takes the urgent lane's queued reads first (mt_io.h, "Lanes"); aligned reads are lane 0's.
    */
   ioRead(
     io: NativeIoHandle,
@@ -37,7 +38,7 @@ export interface NativeIoVerbs {
     bytes: number,
     dst: Uint8Array,
     dstOffset: number,
-    options?: { label?: number; aligned?: boolean },
+    options?: { label?: number; aligned?: boolean; lane?: number },
   ): number;
   ioQuery(io: NativeIoHandle, id: number): NativeIoInfo;
   /** Settles when the read is done or failed (a failed read resolves, with state 'failed'). */
@@ -45,8 +46,11 @@ export interface NativeIoVerbs {
   /** A queued read fails at once (ECANCELED); one in flight runs to its end. */
   ioCancel(io: NativeIoHandle, id: number): void;
   ioStats(io: NativeIoHandle): NativeIoStats;
-  /** Test only: while held, queued reads do not start (reads in flight go on), so a queue to cancel or fill stays put. */
-  ioHold(io: NativeIoHandle, hold: boolean): void;
+  /**
+   * Test only: while held, queued reads do not start (reads in flight go on), so a queue to cancel or fill stays put.
+   * lane: only that lane's queued reads are held (or let go); the other lane's go on.
+   */
+  ioHold(io: NativeIoHandle, hold: boolean, lane?: number): void;
   /** Fails the queued reads at once (ECANCELED); the engine waits for those in flight and frees itself once the last ioWait / ioProbe on it settled. */
   destroyIo(io: NativeIoHandle): void;
   /** Process-wide: engines alive, their threads, bounce bytes held (leak checks). */

@@ -8,11 +8,14 @@
 import { mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realpathSync } from 'node:fs';
 import { ExpertReadError } from '../../src/core/errors.js';
 import { openEngine, type Engine } from '../../src/engine/engine.js';
 import type { LoadedModel } from '../../src/model/load.js';
+import type { NativeBackendStats } from '../../src/native/binding.js';
 import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { collect, referenceRun, tinyModel } from './tier-helpers.js';
 import { withTierFaults } from '../../src/engine/tier/fault-injection.js';
@@ -116,6 +119,49 @@ describe('disk backend in the engine', () => {
       }
     },
   );
+});
+
+describe('one read engine per disk tier', () => {
+  // A closed engine's backend (and its read engine) goes once the collector drops the handles that share it.
+  v8.setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const collected = async () => {
+    for (let i = 0; i < 4; i++) {
+      gc();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+
+  it("the tier reads on the disk backend's engine: one engine and its threads, gone after close; each user counts its own bytes", async () => {
+    await collected();
+    const before = native.ioLive();
+    const engine = await openEngine({
+      model,
+      threads: 1,
+      contextTokens: 128,
+      heat: false,
+      backend: 'disk',
+      slotsPerLayer: 2,
+      lfru: { tickTokens: 2 },
+    });
+    try {
+      const during = native.ioLive();
+      const backend = (engine as unknown as { tier: { backend: { stats(): NativeBackendStats } } }).tier.backend;
+      const disk = backend.stats().disk!;
+      expect(during.engines - before.engines).toBe(1);
+      // io_uring's owner thread, or queueDepth pread threads: one engine's, not two.
+      expect(during.threads - before.threads).toBe(disk.engine === 'uring' ? 1 : disk.queueDepth);
+      expect(await collect(engine, prompt, { maxTokens, stopAtEos: false })).toEqual(reference);
+      const reads = engine.fileReads()!;
+      expect(reads.streamedBytes).toBeGreaterThan(0);
+      expect(reads.uploadBytes).toBe(backend.stats().bytesUploaded); // the backend's lane: its uploads, no streamed read
+      expect(native.ioLive()).toMatchObject({ engines: during.engines, threads: during.threads });
+    } finally {
+      await engine.close();
+    }
+    await collected();
+    expect(native.ioLive()).toEqual(before);
+  });
 });
 
 describe('a failed expert read', () => {

@@ -9,6 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidOptionError } from '../../src/core/errors.js';
 import { openEngine, type EngineOptions } from '../../src/engine/engine.js';
 import { MemoryBudgetError } from '../../src/engine/memory-plan.js';
+import { expertContainerBytes } from '../../src/engine/tier/experts.js';
+import type { LoadedModel } from '../../src/model/load.js';
+import { IO_QUEUE_DEPTH_DEFAULT } from '../../src/native/constants.js';
 import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-memory-budget-');
@@ -59,6 +62,17 @@ describe('memory budget', () => {
     }
     await expect(open(fixed + perLayerSlot - 1)).rejects.toThrow(MemoryBudgetError);
     await expect(open(fixed - 1)).rejects.toThrow(/memory budget .* is below what the engine needs at least: dense/);
+  });
+
+  it("counts one read engine's bounce buffers on the disk tier: the backend and the tier share the engine", async () => {
+    const engine = await open(1 << 30);
+    const loaded = (engine as unknown as { model: LoadedModel }).model;
+    const plan = engine.memoryPlan!;
+    await engine.close();
+    expect(plan.parts.prefillBuffer).toBe(0); // no whole-layer path: every read is at most an expert's piece
+    // One bounce buffer per read in flight, each at most an expert and two blocks: one engine's, not two.
+    const expertBytes = expertContainerBytes(loaded.file, loaded.hparams);
+    expect(plan.parts.ioBuffers).toBe(IO_QUEUE_DEPTH_DEFAULT * (expertBytes + 2 * 4096));
   });
 
   it('refuses a bad value and tier options beside it', async () => {

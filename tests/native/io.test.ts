@@ -479,3 +479,100 @@ describe('read engine: teardown and limits', () => {
     }
   });
 });
+
+describe('read engine: lanes (one engine, two users)', () => {
+  const kinds = engines.flatMap((engine) => modes.map((d) => ({ engine, direct: d })));
+  const normal = 0,
+    urgent = 1;
+
+  it.each(kinds)(
+    '$engine, direct $direct: a free place takes the urgent lane first, however many normal reads were queued before it',
+    async ({ engine, direct: d }) => {
+      const io = open({ engine, direct: d, queueDepth: 1 });
+      const dst = new Uint8Array(24 * 65_536);
+      native.ioHold(io, true); // every lane: the queue fills, then the one place chooses
+      const normals = Array.from({ length: 20 }, (_, k) => native.ioRead(io, k * 100_003, 65_536, dst, k * 65_536));
+      const urgents = [20, 21].map((k) =>
+        native.ioRead(io, k * 100_003, 65_536, dst, k * 65_536, { lane: urgent, label: k }),
+      );
+      expect(native.ioStats(io).lanes.map((l) => l.readsQueued)).toEqual([20, 2]);
+      native.ioHold(io, false);
+      const n = await Promise.all(normals.map((id) => native.ioWait(io, id)));
+      const u = await Promise.all(urgents.map((id) => native.ioWait(io, id)));
+      expect([...n, ...u].every((i) => i.state === 'done')).toBe(true);
+      // One place: the two urgent reads ran first, in their order, and ended before any normal read started.
+      const firstNormal = n.reduce((a, i) => (i.startNs < a ? i.startNs : a), n[0].startNs);
+      expect(u[0].startNs).toBeLessThan(u[1].startNs);
+      expect(u[1].endNs).toBeLessThanOrEqual(firstNormal);
+      // The normal lane stays FIFO.
+      for (let k = 1; k < n.length; k++) expect(n[k].startNs).toBeGreaterThan(n[k - 1].startNs);
+      for (let k = 0; k < 22; k++) {
+        const got = dst.subarray(k * 65_536, (k + 1) * 65_536);
+        expect(same(got, content.subarray(k * 100_003, k * 100_003 + 65_536)), `read ${k}`).toBe(true);
+      }
+      destroy(io);
+    },
+  );
+
+  it.each(kinds)(
+    '$engine, direct $direct: a hold of one lane stalls only its reads; each lane counts its own reads',
+    async ({ engine, direct: d }) => {
+      const io = open({ engine, direct: d, queueDepth: 2 });
+      const dst = new Uint8Array(16 * 50_000);
+      native.ioHold(io, true, normal);
+      const held = Array.from({ length: 6 }, (_, k) => native.ioRead(io, k * 70_001, 50_000, dst, k * 50_000));
+      // The urgent lane's reads land while the normal lane's wait.
+      const free = Array.from({ length: 4 }, (_, k) =>
+        native.ioRead(io, (6 + k) * 70_001, 40_000, dst, (6 + k) * 50_000, { lane: urgent }),
+      );
+      const landed = await Promise.all(free.map((id) => native.ioWait(io, id)));
+      expect(landed.every((i) => i.state === 'done')).toBe(true);
+      let s = native.ioStats(io);
+      expect(s.lanes[normal]).toMatchObject({ readsIssued: 6, readsQueued: 6, readsDone: 0, bytesRead: 0, held: true });
+      expect(s.lanes[urgent]).toMatchObject({ readsIssued: 4, readsQueued: 0, readsDone: 4, bytesRead: 160_000 });
+      expect(s.lanes[urgent].held).toBe(false);
+      expect(held.map((id) => native.ioQuery(io, id).state)).toEqual(Array(6).fill('pending'));
+      native.ioHold(io, false, normal);
+      await Promise.all(held.map((id) => native.ioWait(io, id)));
+      s = native.ioStats(io);
+      expect(s.lanes[normal]).toMatchObject({ readsDone: 6, bytesRead: 300_000, held: false });
+      // The engine's figures are the lanes' sums.
+      expect(s).toMatchObject({ readsIssued: 10, readsDone: 10, bytesRead: 460_000, readsQueued: 0 });
+      expect(s.readsBounced).toBe(s.lanes[normal].readsBounced + s.lanes[urgent].readsBounced);
+      for (let k = 0; k < 10; k++) {
+        const bytes = k < 6 ? 50_000 : 40_000;
+        const got = dst.subarray(k * 50_000, k * 50_000 + bytes);
+        expect(same(got, content.subarray(k * 70_001, k * 70_001 + bytes)), `read ${k}`).toBe(true);
+      }
+      destroy(io);
+    },
+  );
+
+  it('an injected failure counts one lane: the config arms the normal lane, and the urgent reads never fail', async () => {
+    const io = open({ engine: engines[0], direct, queueDepth: 1, failAfterBytes: 150_000 });
+    const dsts = Array.from({ length: 6 }, () => new Uint8Array(100_000));
+    // 400,000 bytes asked on the urgent lane first: none of them counts toward the normal lane's fault.
+    const u = await Promise.all(
+      [0, 1, 2, 3].map((k) => native.ioWait(io, native.ioRead(io, k * 100_000, 100_000, dsts[k], 0, { lane: urgent }))),
+    );
+    expect(u.map((i) => i.state)).toEqual(['done', 'done', 'done', 'done']);
+    const n = await Promise.all(
+      [4, 5].map((k) => native.ioWait(io, native.ioRead(io, k * 100_000, 100_000, dsts[k], 0))),
+    );
+    expect(n.map((i) => i.state)).toEqual(['done', 'failed']);
+    expect(n[1]).toMatchObject({ errorName: 'EIO', bytesRead: 50_000 });
+    const s = native.ioStats(io);
+    expect(s.lanes[normal]).toMatchObject({ readsDone: 1, readsFailed: 1 });
+    expect(s.lanes[urgent]).toMatchObject({ readsDone: 4, readsFailed: 0 });
+    destroy(io);
+  });
+
+  it('refuses a lane that does not exist', () => {
+    const io = open({ engine: 'threads', direct: false, queueDepth: 1 });
+    const e = refusal(() => native.ioRead(io, 0, 10, new Uint8Array(10), 0, { lane: 2 }));
+    expect(e).toMatchObject({ code: 'MT_BAD_ARGUMENT', ioStatus: 'invalid' });
+    expect(e.message).toContain('lane: expected 0 to 1, got 2');
+    expect(refusal(() => native.ioHold(io, true, 5)).message).toContain('ioHold: lane: expected 0 to 1');
+    destroy(io);
+  });
+});

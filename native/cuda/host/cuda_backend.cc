@@ -130,7 +130,7 @@ bool CudaBackend::settle_read(StagingBuffer& b) {
   mt_io_info info{};
   const bool ok = mt_io_wait(io_, b.read, &info, nullptr, 0) == MT_IO_OK && info.state == MT_IO_DONE &&
                   info.bytes_read == info.bytes;
-  if (!direct_) drop_cached_range(io_, info.file_offset, info.bytes_read);
+  if (!direct_) mt_io_advise(io_, MT_IO_ADVICE_DONTNEED, info.file_offset, info.bytes_read);
   return ok;
 }
 
