@@ -53,6 +53,8 @@ export function createServer(engine: Engine, options: ServerOptions = {}): Moeti
   const metrics = new ServerMetrics(engine);
   const model = options.modelName ?? path.basename(engine.modelPath).replace(/\.gguf$/, '');
   let closing = false;
+  /** The open /events feeds: each one's end. */
+  const feeds = new Set<() => void>();
   const running = new Set<Promise<unknown>>();
 
   app.setErrorHandler((err, request, reply) => {
@@ -80,9 +82,11 @@ export function createServer(engine: Engine, options: ServerOptions = {}): Moeti
     reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
   );
   app.get('/dashboard', async (_req, reply) => reply.type('text/html; charset=utf-8').send(DASHBOARD_HTML));
-  app.get('/events', async (request, reply) =>
-    liveEvents(engine, metrics, model, options.countersIntervalMs ?? 500, request, reply),
-  );
+  app.get('/events', async (request, reply) => {
+    const end = liveEvents(engine, metrics, model, options.countersIntervalMs ?? 500, request, reply);
+    feeds.add(end);
+    reply.raw.on('close', () => feeds.delete(end));
+  });
   app.get('/v1/models', async () => ({
     object: 'list',
     data: [{ id: model, object: 'model', created: 0, owned_by: 'moetier' }],
@@ -231,6 +235,8 @@ export function createServer(engine: Engine, options: ServerOptions = {}): Moeti
     closing = true;
     const grace = new Promise((r) => setTimeout(r, graceMs).unref());
     await Promise.race([Promise.allSettled([...running]), grace]);
+    // The live feeds never end by themselves: end them, or the listener's close would wait on an open page.
+    for (const end of feeds) end();
     await app.close();
   }
 

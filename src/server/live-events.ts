@@ -20,7 +20,7 @@ export function liveEvents(
   everyMs: number,
   request: FastifyRequest,
   reply: FastifyReply,
-): void {
+): () => void {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -42,6 +42,10 @@ export function liveEvents(
   });
   request.raw.on('close', () => subscription.unsubscribe());
   raw.on('close', () => subscription.unsubscribe());
+  return () => {
+    subscription.unsubscribe();
+    raw.end();
+  };
 }
 
 function counters(engine: Engine, metrics: ServerMetrics): Record<string, unknown> {
