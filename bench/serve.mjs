@@ -185,7 +185,7 @@ function summary(streams) {
 }
 
 export function serveTable(r) {
-  const head = `Concurrent streams, ${r.model}, ${r.tokens} tokens a stream, ${r.threads} threads, ${r.cpu}, load ${r.load1m.map((x) => x.toFixed(1)).join(' -> ')}, ${r.date}. moetier serves one request at a time (no batching yet): its aggregate is one stream's.`;
+  const head = `Concurrent streams, ${r.model}, ${r.tokens} tokens a stream, ${r.threads} threads, ${r.cpu}, load ${r.load1m.map((x) => x.toFixed(1)).join(' -> ')}, ${r.date}. moetier runs one request at a time (no batching yet), so its aggregate is about one stream's decode rate and its TTFT grows with the queue; its 1-stream row runs first, after a 4-token warm-up, and reads lower than the rows after it.`;
   const lines = [
     '| engine | tier | streams | aggregate tok/s | per-stream tok/s (median) | TTFT p50 ms | TTFT p99 ms | file bytes / token |',
     '|---|---|---|---|---|---|---|---|',
