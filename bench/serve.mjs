@@ -13,7 +13,8 @@
  * Results: results/local/serve.json; --update-results: results/serve.json and the README table.
  */
 import { spawn } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { importDist, presetModel } from './lib/moetier.mjs';
@@ -43,8 +44,18 @@ export async function main(argv) {
   const prompts = ROUTING_PROMPTS.map((p) => promptText(p, 'gpt2'));
   const load = [os.loadavg()[0]];
   const rows = [];
+  // The dashboard during the disk tier's runs, saved as a screenshot where Chromium is installed.
+  const screenshotTo = fileURLToPath(new URL('serve-dashboard.png', resultsTarget(values['update-results']).dir));
   for (const tier of tiers) {
-    const run = await moetierRuns(model, tier, streams, tokens, threads, prompts);
+    const run = await moetierRuns(
+      model,
+      tier,
+      streams,
+      tokens,
+      threads,
+      prompts,
+      tier === 'disk' ? screenshotTo : undefined,
+    );
     rows.push(...run);
   }
   if (values.peers === 'llama') rows.push(...(await llamaRuns(model, streams, tokens, threads, prompts)));
@@ -64,7 +75,7 @@ export async function main(argv) {
   process.stdout.write(serveTable(results) + '\n');
 }
 
-async function moetierRuns(model, tier, streams, tokens, threads, prompts) {
+async function moetierRuns(model, tier, streams, tokens, threads, prompts, screenshot) {
   const { openEngine } = await importDist('src/index.js');
   const { createServer } = await importDist('src/server/app.js');
   const budget = tier === 'disk' ? { memoryBudgetBytes: Math.floor(statSync(model).size / 2), heat: false } : {};
@@ -72,6 +83,7 @@ async function moetierRuns(model, tier, streams, tokens, threads, prompts) {
   const server = createServer(engine);
   const base = await server.app.listen({ host: '127.0.0.1', port: 0 });
   const rows = [];
+  const page = screenshot ? await openDashboard(base) : undefined;
   try {
     await streamAll(base, prompts.slice(0, 1), 4); // warm-up
     for (const n of streams) {
@@ -97,11 +109,29 @@ async function moetierRuns(model, tier, streams, tokens, threads, prompts) {
         `moetier ${tier} ${n} streams: ${rows.at(-1).aggregateTokPerS.toFixed(1)} tok/s aggregate\n`,
       );
     }
+    if (page) {
+      mkdirSync(path.dirname(screenshot), { recursive: true });
+      await page.page.screenshot({ path: screenshot, fullPage: true });
+      process.stderr.write(`dashboard screenshot: ${screenshot}\n`);
+    }
   } finally {
+    await page?.browser.close();
     await server.shutdown(1000);
     await engine.close();
   }
   return rows;
+}
+
+/** The live dashboard in headless Chromium (Debian's, through puppeteer-core), or undefined without one. */
+async function openDashboard(base) {
+  const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+  if (!chromium) return undefined;
+  const { launch } = await import('puppeteer-core');
+  const browser = await launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  await page.goto(`${base}/dashboard`);
+  return { browser, page };
 }
 
 /** N streamed completions at once; per stream: start, first chunk, end (ms from the start), tokens. */
