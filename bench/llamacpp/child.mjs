@@ -23,10 +23,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
+import { runChild } from './child-io.mjs';
 import { logitsFromProbabilities, topK } from '../lib/logits.mjs';
 
-async function main() {
-  const request = JSON.parse(await readStdin());
+async function main(request) {
   const llama = await getLlama({
     gpu: false,
     build: 'never',
@@ -45,7 +45,7 @@ async function main() {
   await model.dispose();
   const reply = { ok: true, llamaCppRelease: llama.llamaCppRelease, loadMs, results };
   await llama.dispose();
-  process.stdout.write(JSON.stringify(reply) + '\n');
+  return reply;
 }
 
 async function runOne(model, { threads, maxTokens: requestMaxTokens, logitsMode = 'none' }, run) {
@@ -123,18 +123,4 @@ function compareTokenization(model, text, ours) {
   return { tokenizationIdentical: identical, llamaCppPromptTokens: mine };
 }
 
-function readStdin() {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    process.stdin.setEncoding('utf8');
-    process.stdin.on('data', (chunk) => (text += chunk));
-    process.stdin.on('end', () => resolve(text));
-    process.stdin.on('error', reject);
-  });
-}
-
-main().catch((error) => {
-  process.stderr.write(`${error?.stack ?? error}\n`);
-  process.stdout.write(JSON.stringify({ ok: false, error: String(error?.message ?? error) }) + '\n');
-  process.exitCode = 1;
-});
+runChild(main);

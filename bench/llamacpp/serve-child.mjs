@@ -6,9 +6,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp';
+import { runChild } from './child-io.mjs';
 
-async function main() {
-  const request = JSON.parse(await readStdin());
+async function main(request) {
   const llama = await getLlama({
     gpu: false,
     build: 'never',
@@ -51,21 +51,7 @@ async function main() {
   await context.dispose();
   await model.dispose();
   await llama.dispose();
-  process.stdout.write(JSON.stringify({ ok: true, results }) + '\n');
+  return { ok: true, results };
 }
 
-function readStdin() {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    process.stdin.setEncoding('utf8');
-    process.stdin.on('data', (c) => (text += c));
-    process.stdin.on('end', () => resolve(text));
-    process.stdin.on('error', reject);
-  });
-}
-
-main().catch((error) => {
-  process.stderr.write(`${error?.stack ?? error}\n`);
-  process.stdout.write(JSON.stringify({ ok: false, error: String(error?.message ?? error) }) + '\n');
-  process.exitCode = 1;
-});
+runChild(main);
