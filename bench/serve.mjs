@@ -5,7 +5,8 @@
  * moetier serve under concurrent streams: for each stream count N, N clients each stream one
  * completion (greedy, --tokens tokens, a different built-in prompt each) from the server at once,
  * on the medium qwen3moe preset (Q4_0, realistic synthetic routing), in RAM (no tier) and on the disk
- * tier at half the file (--memory-budget); against llama.cpp (node-llama-cpp, a child process) with
+ * tier at half the file (--memory-budget), the engine running as many sequences as the most streams
+ * (`parallel`, continuous batching); against llama.cpp (node-llama-cpp, a child process) with
  * N sequences in one context. Per N: aggregate decode tok/s (every stream's tokens over the wall time
  * from the first request to the last token), per-stream decode tok/s (median), TTFT p50 / p99, and on
  * the disk tier the bytes read from the model file per generated token.
@@ -79,7 +80,16 @@ async function moetierRuns(model, tier, streams, tokens, threads, prompts, scree
   const { openEngine } = await importDist('src/index.js');
   const { createServer } = await importDist('src/server/app.js');
   const budget = tier === 'disk' ? { memoryBudgetBytes: Math.floor(statSync(model).size / 2), heat: false } : {};
-  const engine = await openEngine({ model, threads, contextTokens: 512, requestQueueDepthMax: 64, ...budget });
+  // Every stream runs at once, batched (continuous batching): as many sequences as the most streams.
+  const parallel = Math.max(...streams);
+  const engine = await openEngine({
+    model,
+    threads,
+    contextTokens: 512,
+    parallel,
+    requestQueueDepthMax: 64,
+    ...budget,
+  });
   const server = createServer(engine);
   const base = await server.app.listen({ host: '127.0.0.1', port: 0 });
   const rows = [];

@@ -37,6 +37,8 @@ export const SpanNames = {
   request: 'moetier.request',
   prefill: 'moetier.prefill',
   decodeStep: 'moetier.decode_step',
+  /** A busy period of a batching engine (parallel > 1): its tier's steps and layer spans hang under it. */
+  batch: 'moetier.batch',
   layerCompute: 'moetier.layer.compute',
   /** A layer's residents on a CUDA device, from the compute stream's events: a child of its layer.compute. */
   layerDevice: 'moetier.layer.device',

@@ -119,7 +119,13 @@ Napi::Value ModelBytes(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// contextBytes(model, { nCtx, threads }) -> { kvBytes, scratchBytes }: what createContext would allocate.
+// The optional nSeq of createContext / contextBytes: sequences in the KV cache (default 1).
+bool ReadSeqs(const Napi::Object& options, int32_t* n_seq, std::string* err) {
+  if (options.Get("nSeq").IsUndefined()) return *n_seq = 1, true;
+  return ReadInt(options, "nSeq", n_seq, err);
+}
+
+// contextBytes(model, { nCtx, threads, nSeq? }) -> { kvBytes, scratchBytes }: what createContext would allocate.
 Napi::Value ContextBytes(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto model = UnwrapModel(env, info[0]);
@@ -127,13 +133,15 @@ Napi::Value ContextBytes(const Napi::CallbackInfo& info) {
   if (info.Length() < 2 || !info[1].IsObject())
     return Throw(env, mtjs::kBadArgument, "contextBytes(model, { nCtx, threads })");
   Napi::Object options = info[1].As<Napi::Object>();
-  int32_t n_ctx = 0, threads = 0;
+  int32_t n_ctx = 0, threads = 0, n_seq = 1;
   std::string err;
-  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err))
+  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err) ||
+      !ReadSeqs(options, &n_seq, &err))
     return Throw(env, mtjs::kBadArgument, "contextBytes: " + err);
   size_t kv = 0, scratch = 0;
-  if (mt_context_bytes(model->model, n_ctx, threads, &kv, &scratch) != 0)
-    return Throw(env, mtjs::kBadArgument, "contextBytes: nCtx: expected 1..1048576 and threads 1..64");
+  if (mt_context_bytes(model->model, n_ctx, n_seq, threads, &kv, &scratch) != 0)
+    return Throw(env, mtjs::kBadArgument,
+                 "contextBytes: expected nCtx 1..1048576, nSeq 1..256 with nCtx x nSeq <= 1048576, threads 1..64");
   Napi::Object out = Napi::Object::New(env);
   out.Set("kvBytes", double(kv));
   out.Set("scratchBytes", double(scratch));
@@ -145,14 +153,15 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   auto model = Unwrap<ModelState>(env, info[0], kModelTag, "model");
   if (!model) return env.Undefined();
   if (info.Length() < 2 || !info[1].IsObject())
-    return Throw(env, mtjs::kBadArgument, "createContext(model, { nCtx, threads })");
+    return Throw(env, mtjs::kBadArgument, "createContext(model, { nCtx, threads, nSeq? })");
   Napi::Object options = info[1].As<Napi::Object>();
-  int32_t n_ctx = 0, threads = 0;
+  int32_t n_ctx = 0, threads = 0, n_seq = 1;
   std::string err;
-  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err))
+  if (!ReadInt(options, "nCtx", &n_ctx, &err) || !ReadInt(options, "threads", &threads, &err) ||
+      !ReadSeqs(options, &n_seq, &err))
     return Throw(env, mtjs::kBadArgument, "createContext: " + err);
   char message[512] = "";
-  mt_context* ctx = mt_context_create(model->model, n_ctx, threads, message, sizeof message);
+  mt_context* ctx = mt_context_create(model->model, n_ctx, n_seq, threads, message, sizeof message);
   if (ctx == nullptr) return Throw(env, mtjs::kBadArgument, std::string("createContext: ") + message);
   auto state = std::make_shared<ContextState>();
   state->model = model;
@@ -168,8 +177,44 @@ struct EvalCall {
   std::shared_ptr<TierState> tier;  // the attached tier, held until the eval settles
   mt_tier* tier_handle = nullptr;   // its native tier (the eval's expert source)
   std::vector<int32_t> tokens;
+  std::vector<int32_t> seq_ids, positions, logit_rows;  // copies: JS may change its arrays meanwhile
   mt_eval_args args{};
 };
+
+// An optional Int32Array option copied into `out`; false (err set) when it is something else.
+bool ReadIds(const Napi::Object& o, const char* key, std::vector<int32_t>* out, bool* present, std::string* err) {
+  Napi::Value v = o.Get(key);
+  *present = !v.IsUndefined();
+  if (!*present) return true;
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    return *err = std::string("eval: options.") + key + " must be an Int32Array", false;
+  Napi::Int32Array a = v.As<Napi::Int32Array>();
+  out->assign(a.Data(), a.Data() + a.ElementLength());
+  return true;
+}
+
+// seqIds, positions and logitRows (continuous batching, mt_eval_args; mt_eval checks their values).
+bool ReadBatchRows(const Napi::Object& o, EvalCall* call, std::string* err) {
+  bool has_seq = false, has_pos = false, has_logit = false;
+  if (!ReadIds(o, "seqIds", &call->seq_ids, &has_seq, err) ||
+      !ReadIds(o, "positions", &call->positions, &has_pos, err) ||
+      !ReadIds(o, "logitRows", &call->logit_rows, &has_logit, err))
+    return false;
+  mt_eval_args& a = call->args;
+  if (has_seq || has_pos) {
+    if (call->seq_ids.size() != call->positions.size())
+      return *err = "eval: options.seqIds and options.positions must both be given, with one entry per token", false;
+    a.seq_ids = call->seq_ids.data();
+    a.positions = call->positions.data();
+    a.seq_len = call->seq_ids.size();
+  }
+  if (has_logit) {
+    static const int32_t kNoRow = 0;  // an empty list still means "these rows: none", not NULL's "the last"
+    a.logit_rows = call->logit_rows.empty() ? &kNoRow : call->logit_rows.data();
+    a.n_logit_rows = int32_t(call->logit_rows.size() > 0x7fffffff ? 0x7fffffff : call->logit_rows.size());
+  }
+  return true;
+}
 
 bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* call, std::string* err) {
   Napi::Env env = info.Env();
@@ -213,6 +258,7 @@ bool PrepareEval(const Napi::CallbackInfo& info, bool copy_tokens, EvalCall* cal
       a.forced_routes = forced.As<Napi::Int32Array>().Data();
       a.forced_routes_len = forced.As<Napi::Int32Array>().ElementLength();
     }
+    if (!ReadBatchRows(o, call, err)) return false;
     Napi::Value stats = o.Get("layerStats");
     if (!stats.IsUndefined()) {
       if (!stats.IsTypedArray() || stats.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)

@@ -2,7 +2,7 @@
 //
 //   mt_model    hparams + per-layer views into the mapping (Matrix / Experts) + owned f32
 //               copies of the small vectors (norms, biases, shared-expert gate).
-//   mt_context  KV cache + scratch for one chunk of up to rows_max rows + thread pool.
+//   mt_context  KV cache of n_seq sequences + scratch for one chunk of up to rows_max rows + thread pool.
 //   Pass        what one chunk's phases share (the pool's void* arg).
 #pragma once
 #include <cstddef>
@@ -104,10 +104,14 @@ struct mt_model {
 struct mt_context {
   const mt_model* model = nullptr;
   int32_t n_ctx = 0, rows_max = 0, n_threads = 1;
+  int32_t n_seq = 1;           // sequences in the cache: sequence s holds cache rows [s * n_ctx, (s + 1) * n_ctx)
   int32_t group_rows_max = 0;  // rows of x: a group of chunks run layer by layer (kGroupRowsMax)
   mt_pool* pool = nullptr;
   std::unique_ptr<void, mt::FreeDeleter> arena;  // every buffer below, one calloc
-  float *k_cache = nullptr, *v_cache = nullptr;  // [nLayer][nCtx][nHeadKv * headDim], f32
+  float *k_cache = nullptr, *v_cache = nullptr;  // [nLayer][nSeq * nCtx][nHeadKv * headDim], f32
+  // Per row of a group [group_rows_max]: its position in its sequence, the cache row of its
+  // sequence's position 0, and (chunk by chunk) the rows that get logits, chunk-local.
+  int32_t *row_pos = nullptr, *row_kv = nullptr, *logit_local = nullptr;
   // Per chunk row [rows_max][...]:
   float *x = nullptr, *h = nullptr, *proj = nullptr;  // [nEmbd]
   float *q = nullptr, *attn = nullptr;                // [nHead * headDim]
@@ -147,23 +151,26 @@ struct Pass {
   mt_context* c = nullptr;
   const mt_model* m = nullptr;
   const LayerWeights* L = nullptr;
-  int32_t layer = 0, n = 0, pos0 = 0;
+  int32_t layer = 0, n = 0;
   const int32_t* tokens = nullptr;
-  float* x = nullptr;            // the chunk's residual stream rows [n][nEmbd] (in c->x)
-  bool combine_pending = false;  // the previous layer's expert outputs wait in slot_down
-  int32_t n_runs = 0;            // c->runs [0, n_runs) of the current layer
-  int32_t n_bound = 0;           // routed runs the source bound (c->bindings [0, n_bound))
-  int32_t n_local = 0;           // c->runs [0, n_local) are computed here; [n_local, n_runs) by the source (remote)
-  bool remote_started = false;   // remote_start returned 0: remote_wait is owed before the layer ends
-  int32_t* predicted = nullptr;  // [nLayer][predict_k] for a one-token eval, or null (mt_eval_args.predicted)
+  const int32_t* pos = nullptr;    // [n]: row r's position in its sequence
+  const int32_t* kv_at = nullptr;  // [n]: the cache row of row r's sequence's position 0
+  float* x = nullptr;              // the chunk's residual stream rows [n][nEmbd] (in c->x)
+  bool combine_pending = false;    // the previous layer's expert outputs wait in slot_down
+  int32_t n_runs = 0;              // c->runs [0, n_runs) of the current layer
+  int32_t n_bound = 0;             // routed runs the source bound (c->bindings [0, n_bound))
+  int32_t n_local = 0;             // c->runs [0, n_local) are computed here; [n_local, n_runs) by the source (remote)
+  bool remote_started = false;     // remote_start returned 0: remote_wait is owed before the layer ends
+  int32_t* predicted = nullptr;    // [nLayer][predict_k] for a one-token eval, or null (mt_eval_args.predicted)
   int32_t predict_k = 0, predict_ahead = 0;
   int32_t wave_begin = 0, wave_end = 0;    // the runs the matrix phases compute now: all of them, or
                                            // those whose weights are in memory (the rest are being read)
   int32_t* routes = nullptr;               // [n][nLayer][nExpertUsed] for this chunk, or null
   const int32_t* forced_routes = nullptr;  // [n][nLayer][nExpertUsed]: run these instead of the top-k, or null
-  int32_t logit_row0 = 0;                  // rows [logit_row0, n) get logits
-  float* logits = nullptr;                 // [n - logit_row0][nVocab]
-  std::atomic<int32_t> next_piece{0};      // matrix phases: the next piece of work to claim
+  int32_t* logit_rows = nullptr;           // [n_logit]: the chunk's rows that get logits, increasing
+  int32_t n_logit = 0;
+  float* logits = nullptr;             // [n_logit][nVocab]
+  std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim
   // Where routed experts come from and step timing (forward_steps.cc); both null: the plain path.
   const mt_expert_source* experts = nullptr;
   double* layer_stats = nullptr;  // [nLayer][MT_LAYER_STATS_FIELDS] for the whole eval

@@ -38,8 +38,12 @@ void layout(mt_context* c, Carver& a) {
   const size_t R = size_t(c->rows_max), E = size_t(hp.n_embd), K = size_t(hp.n_expert_used);
   const size_t Q = size_t(hp.n_head) * size_t(hp.head_dim), KV = size_t(hp.n_head_kv) * size_t(hp.head_dim);
   const size_t routed = R * K, slots = routed + (hp.shared_expert ? R : 0);
-  c->k_cache = a.take<float>(size_t(hp.n_layer) * size_t(c->n_ctx) * KV);
-  c->v_cache = a.take<float>(size_t(hp.n_layer) * size_t(c->n_ctx) * KV);
+  const size_t cache_rows = size_t(c->n_seq) * size_t(c->n_ctx);
+  c->k_cache = a.take<float>(size_t(hp.n_layer) * cache_rows * KV);
+  c->v_cache = a.take<float>(size_t(hp.n_layer) * cache_rows * KV);
+  c->row_pos = a.take<int32_t>(size_t(c->group_rows_max));
+  c->row_kv = a.take<int32_t>(size_t(c->group_rows_max));
+  c->logit_local = a.take<int32_t>(size_t(c->group_rows_max));
   c->x = a.take<float>(size_t(c->group_rows_max) * E);  // a group of chunks' residual rows (forward_eval.cc)
   c->h = a.take<float>(R * E);
   c->proj = a.take<float>(R * E);
@@ -84,37 +88,51 @@ void layout(mt_context* c, Carver& a) {
 
 }  // namespace
 
-extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_threads, size_t* kv_bytes,
-                                size_t* scratch_bytes) {
-  if (n_ctx < 1 || n_ctx > (1 << 20) || n_threads < 1 || n_threads > 64) return -1;
+namespace {
+
+// The arguments' bounds (mt_forward.h), or false with a message naming the first one out of them.
+bool check_context_args(int32_t n_ctx, int32_t n_seq, int32_t n_threads, char* err, size_t err_bytes) {
+  if (n_ctx < 1 || n_ctx > MT_CONTEXT_TOKENS_MAX)
+    return std::snprintf(err, err_bytes, "nCtx: expected 1..%d (got %d)", MT_CONTEXT_TOKENS_MAX, n_ctx), false;
+  if (n_seq < 1 || n_seq > MT_CONTEXT_SEQS_MAX || int64_t(n_ctx) * n_seq > MT_CONTEXT_TOKENS_MAX)
+    return std::snprintf(err, err_bytes, "nSeq: expected 1..%d with nCtx x nSeq <= %d (got %d x %d)",
+                         MT_CONTEXT_SEQS_MAX, MT_CONTEXT_TOKENS_MAX, n_seq, n_ctx),
+           false;
+  if (n_threads < 1 || n_threads > MT_CONTEXT_THREADS_MAX)
+    return std::snprintf(err, err_bytes, "threads: expected 1..%d (got %d)", MT_CONTEXT_THREADS_MAX, n_threads), false;
+  return true;
+}
+
+}  // namespace
+
+extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_seq, int32_t n_threads,
+                                size_t* kv_bytes, size_t* scratch_bytes) {
+  char unused[160];
+  if (!check_context_args(n_ctx, n_seq, n_threads, unused, sizeof unused)) return -1;
   mt_context c;  // measured only: the layout with no base writes null pointers
   c.model = model;
   c.n_ctx = n_ctx;
+  c.n_seq = n_seq;
   c.n_threads = n_threads;
   c.rows_max = std::min(n_ctx, mt::kChunkRowsMax);
   c.group_rows_max = std::min(n_ctx, mt::kGroupRowsMax);
   Carver measure;
   layout(&c, measure);
   const mt_hparams& hp = model->hp;
-  *kv_bytes = 2 * size_t(hp.n_layer) * size_t(n_ctx) * size_t(hp.n_head_kv) * size_t(hp.head_dim) * sizeof(float);
+  *kv_bytes = 2 * size_t(hp.n_layer) * size_t(n_seq) * size_t(n_ctx) * size_t(hp.n_head_kv) * size_t(hp.head_dim) *
+              sizeof(float);
   *scratch_bytes = measure.offset + 64 - *kv_bytes;
   return 0;
 }
 
-extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err,
-                                         size_t err_bytes) {
-  if (n_ctx < 1 || n_ctx > (1 << 20)) {
-    std::snprintf(err, err_bytes, "nCtx: expected 1..%d (got %d)", 1 << 20, n_ctx);
-    return nullptr;
-  }
-  if (n_threads < 1 || n_threads > 64) {
-    std::snprintf(err, err_bytes, "threads: expected 1..64 (got %d)", n_threads);
-    return nullptr;
-  }
+extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_seq, int32_t n_threads,
+                                         char* err, size_t err_bytes) {
+  if (!check_context_args(n_ctx, n_seq, n_threads, err, err_bytes)) return nullptr;
   std::unique_ptr<mt_context> c(new (std::nothrow) mt_context());
   if (!c) return nullptr;
   c->model = model;
   c->n_ctx = n_ctx;
+  c->n_seq = n_seq;
   c->n_threads = n_threads;
   c->rows_max = std::min(n_ctx, mt::kChunkRowsMax);
   c->group_rows_max = std::min(n_ctx, mt::kGroupRowsMax);
@@ -136,7 +154,8 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   // calloc: the KV cache pages stay untouched until used, and unread rows read as 0.
   c->arena.reset(std::calloc(1, measure.offset + 64));
   if (!c->arena) {
-    std::snprintf(err, err_bytes, "context of %d tokens: out of memory allocating %zu bytes", n_ctx, measure.offset);
+    std::snprintf(err, err_bytes, "context of %d x %d tokens: out of memory allocating %zu bytes", n_seq, n_ctx,
+                  measure.offset);
     return nullptr;
   }
   Carver carve;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 #include "forward.h"
 #include "mt_assert.h"
 #include "ops_elementwise.h"
@@ -18,7 +19,7 @@ namespace {
 
 Pass& pass_of(void* arg) { return *static_cast<Pass*>(arg); }
 
-// x [r] = token_embd row of tokens[r]; RoPE tables of position pos0 + r. [rows]
+// x [r] = token_embd row of tokens[r]; RoPE tables of row r's position. [rows]
 void embed_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   const mt_model& m = *p.m;
@@ -28,7 +29,7 @@ void embed_phase(void* arg, int ith, int nth) {
   for (int64_t r = b; r < e; r++) {
     const uint8_t* row = m.token_embd.data + size_t(p.tokens[r]) * m.token_embd.row_bytes;
     mt_dequant_row(m.token_embd.type, row, E, p.x + r * E);
-    rope_table(m.inv_freq.data(), int32_t(half), p.pos0 + r, p.c->rope_cos + r * half, p.c->rope_sin + r * half);
+    rope_table(m.inv_freq.data(), int32_t(half), p.pos[r], p.c->rope_cos + r * half, p.c->rope_sin + r * half);
   }
 }
 
@@ -96,11 +97,14 @@ void qkv_phase(void* arg, int, int nth) {
   });
 }
 
+// The first cache row of `layer`: each layer holds n_seq * n_ctx rows.
+size_t layer_cache_row(const mt_context& c, int32_t layer) { return size_t(layer) * size_t(c.n_seq) * size_t(c.n_ctx); }
+
 void add(float* y, const float* b, int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] += b[i];
 }
 
-// Biases, q/k norms, RoPE; k and v of row r into the cache at pos0 + r. [rows]
+// Biases, q/k norms, RoPE; k and v of row r into its sequence's cache at its position. [rows]
 void qk_post_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
@@ -125,13 +129,13 @@ void qk_post_phase(void* arg, int ith, int nth) {
     }
     rope_apply(q, hp.n_head, int32_t(hd), c.rope_cos + r * half, c.rope_sin + r * half, hp.rope_neox != 0);
     rope_apply(k, hp.n_head_kv, int32_t(hd), c.rope_cos + r * half, c.rope_sin + r * half, hp.rope_neox != 0);
-    const size_t at = (size_t(p.layer) * size_t(c.n_ctx) + size_t(p.pos0 + r)) * size_t(KV);
+    const size_t at = (layer_cache_row(c, p.layer) + size_t(p.kv_at[r]) + size_t(p.pos[r])) * size_t(KV);
     std::memcpy(c.k_cache + at, k, size_t(KV) * sizeof(float));
     std::memcpy(c.v_cache + at, v, size_t(KV) * sizeof(float));
   }
 }
 
-// attn [r, head] = softmax(q . K / sqrt(hd)) V over positions <= pos0 + r. [pool]
+// attn [r, head] = softmax(q . K / sqrt(hd)) V over row r's sequence's positions <= its own. [pool]
 // Prefill: rows interleaved over threads (causal cost grows with r); decode: heads split
 // contiguously, so the query heads of one KV head mostly stay on one thread.
 void attention_phase(void* arg, int ith, int nth) {
@@ -139,11 +143,11 @@ void attention_phase(void* arg, int ith, int nth) {
   mt_context& c = *p.c;
   const mt_hparams& hp = p.m->hp;
   const int64_t Q = int64_t(hp.n_head) * hp.head_dim, KV = int64_t(hp.n_head_kv) * hp.head_dim;
-  const float* keys = c.k_cache + size_t(p.layer) * size_t(c.n_ctx) * size_t(KV);
-  const float* values = c.v_cache + size_t(p.layer) * size_t(c.n_ctx) * size_t(KV);
+  const size_t layer_at = layer_cache_row(c, p.layer);
   float* scores = c.scores + size_t(ith) * size_t(c.n_ctx);
   auto heads = [&](int64_t r, int64_t h0, int64_t h1) {
-    attention_heads(c.q + r * Q, keys, values, hp.n_head, hp.n_head_kv, hp.head_dim, int32_t(p.pos0 + r + 1),
+    const size_t at = (layer_at + size_t(p.kv_at[r])) * size_t(KV);
+    attention_heads(c.q + r * Q, c.k_cache + at, c.v_cache + at, hp.n_head, hp.n_head_kv, hp.head_dim, p.pos[r] + 1,
                     int32_t(h0), int32_t(h1), scores, c.attn + r * Q);
   };
   if (p.n >= nth) {
@@ -179,26 +183,27 @@ void attn_out_phase(void* arg, int, int nth) {
                    [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
 }
 
-// [x += moe]; rows from logit_row0 normed and prepared for the LM head. [rows]
+// [x += moe]; the logit rows normed and prepared for the LM head, in their order. [rows]
 void output_norm_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   const mt_model& m = *p.m;
   const int64_t E = m.hp.n_embd;
   const size_t stride = mt_act_row_bytes(m.output.type, E);
   int64_t b, e;
-  share(p.n, ith, nth, &b, &e);
-  for (int64_t r = b < p.logit_row0 ? p.logit_row0 : b; r < e; r++) {
-    if (p.combine_pending) combine_row(p, int32_t(r));  // a group combined each layer already
+  share(p.n_logit, ith, nth, &b, &e);
+  for (int64_t j = b; j < e; j++) {
+    const int32_t r = p.logit_rows[j];
+    if (p.combine_pending) combine_row(p, r);  // a group combined each layer already
     rms_norm(p.x + r * E, m.output_norm, E, m.hp.rms_eps, p.c->h + r * E);
-    mt_act_prepare(m.output.type, p.c->h + r * E, E, p.c->act_h[m.output.type] + size_t(r - p.logit_row0) * stride);
+    mt_act_prepare(m.output.type, p.c->h + r * E, E, p.c->act_h[m.output.type] + size_t(j) * stride);
   }
 }
 
-// logits [n - logit_row0, nVocab] = Wout h. [pool]
+// logits [n_logit, nVocab] = Wout h. [pool]
 void output_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& w = p.m->output;
-  const int32_t rows = p.n - p.logit_row0;
+  const int32_t rows = p.n_logit;
   const Segment seg{w.rows, w.cols * (rows + 2)};
   for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) {
     project(w, p.c->act_h[w.type], rows, p.logits, w.rows, r0, r1);
@@ -261,10 +266,51 @@ bool check_forced_routes(const mt_hparams& hp, const mt_eval_args& a, char* err,
   return true;
 }
 
+// seq_ids / positions: each row in a sequence of the context and inside its n_ctx, each sequence's
+// rows at increasing positions (its K/V are written before any of its later rows attend to them).
+bool check_sequences(const mt_context& c, const mt_eval_args& a, char* err, size_t err_bytes) {
+  if (a.seq_ids == nullptr || a.positions == nullptr || a.seq_len < size_t(a.n_tokens) || a.pos != 0)
+    return std::snprintf(err, err_bytes,
+                         "seqIds, positions: expected both, one entry per token (%d), with pos 0 (got %zu entries, "
+                         "pos %d)",
+                         a.n_tokens, a.seq_len, a.pos),
+           false;
+  std::vector<int32_t> last(size_t(c.n_seq), -1);
+  for (int32_t i = 0; i < a.n_tokens; i++) {
+    const int32_t s = a.seq_ids[i], at = a.positions[i];
+    if (s < 0 || s >= c.n_seq)
+      return std::snprintf(err, err_bytes, "seqIds[%d]: expected a sequence in [0, %d) (got %d)", i, c.n_seq, s), false;
+    if (at < 0 || at >= c.n_ctx || at <= last[size_t(s)])
+      return std::snprintf(err, err_bytes,
+                           "positions[%d]: expected a position in [0, %d) after sequence %d's earlier rows (got %d "
+                           "after %d)",
+                           i, c.n_ctx, s, at, last[size_t(s)]),
+             false;
+    last[size_t(s)] = at;
+  }
+  return true;
+}
+
+bool check_logit_rows(const mt_eval_args& a, char* err, size_t err_bytes) {
+  if (a.n_logit_rows < 0 || a.n_logit_rows > a.n_tokens)
+    return std::snprintf(err, err_bytes, "logitRows: expected 0..%d rows (got %d)", a.n_tokens, a.n_logit_rows), false;
+  for (int32_t j = 0; j < a.n_logit_rows; j++) {
+    const int32_t r = a.logit_rows[j];
+    if (r < 0 || r >= a.n_tokens || (j > 0 && r <= a.logit_rows[j - 1]))
+      return std::snprintf(err, err_bytes, "logitRows[%d]: expected increasing rows in [0, %d) (got %d)", j, a.n_tokens,
+                           r),
+             false;
+  }
+  return true;
+}
+
 bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t err_bytes) {
   const mt_hparams& hp = c.model->hp;
   if (a.n_tokens < 1) return std::snprintf(err, err_bytes, "tokens: expected at least one token"), false;
-  if (a.pos < 0 || int64_t(a.pos) + a.n_tokens > c.n_ctx)
+  const bool batched = a.seq_ids != nullptr || a.positions != nullptr;
+  if (batched && !check_sequences(c, a, err, err_bytes)) return false;
+  if (a.logit_rows != nullptr && !check_logit_rows(a, err, err_bytes)) return false;
+  if (!batched && (a.pos < 0 || int64_t(a.pos) + a.n_tokens > c.n_ctx))
     return std::snprintf(err, err_bytes, "pos + tokens.length: expected <= nCtx %d (got pos %d + %d tokens)", c.n_ctx,
                          a.pos, a.n_tokens),
            false;
@@ -273,8 +319,9 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
       return std::snprintf(err, err_bytes, "tokens[%d]: expected a token id in [0, %d) (got %d)", i, hp.n_vocab,
                            a.tokens[i]),
              false;
-  const size_t logits_need = size_t(a.all_logits ? a.n_tokens : 1) * size_t(hp.n_vocab);
-  if (a.logits == nullptr || a.logits_len < logits_need)
+  const size_t logit_rows = a.logit_rows != nullptr ? size_t(a.n_logit_rows) : a.all_logits ? size_t(a.n_tokens) : 1;
+  const size_t logits_need = logit_rows * size_t(hp.n_vocab);
+  if ((a.logits == nullptr && logits_need > 0) || a.logits_len < logits_need)
     return std::snprintf(err, err_bytes, "logits: expected room for %zu floats (got %zu)", logits_need, a.logits_len),
            false;
   const size_t routes_need = size_t(a.n_tokens) * size_t(hp.n_layer) * size_t(hp.n_expert_used);
@@ -304,8 +351,19 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
   return true;
 }
 
-// One chunk's pass: rows [row0, row0 + n) of the eval, residual rows at x.
-void init_pass(Pass& p, mt_context* ctx, const mt_eval_args* args, int32_t row0, float* x) {
+// Rows [row0, row0 + rows) of the eval (a group's, or a chunk's): each one's position and the cache
+// row of its sequence's position 0, at [0, rows) of row_pos / row_kv.
+void place_rows(mt_context* ctx, const mt_eval_args* a, int32_t row0, int32_t rows) {
+  for (int32_t i = 0; i < rows; i++) {
+    const int32_t r = row0 + i;
+    ctx->row_pos[i] = a->positions != nullptr ? a->positions[r] : a->pos + r;
+    ctx->row_kv[i] = a->seq_ids != nullptr ? a->seq_ids[r] * ctx->n_ctx : 0;
+  }
+}
+
+// One chunk's pass: rows [row0, row0 + n) of the eval, residual rows at x; its rows' places at
+// [local0, local0 + n) of the group's (place_rows).
+void init_pass(Pass& p, mt_context* ctx, const mt_eval_args* args, int32_t row0, int32_t local0, float* x) {
   const mt_hparams& hp = ctx->model->hp;
   p.experts = args->experts;
   p.layer_stats = args->layer_stats;
@@ -313,7 +371,9 @@ void init_pass(Pass& p, mt_context* ctx, const mt_eval_args* args, int32_t row0,
   p.c = ctx;
   p.m = ctx->model;
   p.n = args->n_tokens - row0 < ctx->rows_max ? args->n_tokens - row0 : ctx->rows_max;
-  p.pos0 = args->pos + row0;
+  p.pos = ctx->row_pos + local0;
+  p.kv_at = ctx->row_kv + local0;
+  p.logit_rows = ctx->logit_local + local0;
   p.tokens = args->tokens + row0;
   p.x = x;
   const size_t row_ids = size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used);
@@ -343,13 +403,35 @@ void combine_phase(void* arg, int ith, int nth) {
   for (int64_t r = b; r < e; r++) combine_row(p, int32_t(r));
 }
 
+// The chunk's rows [row0, row0 + n) that get logits (mt_eval_args.logit_rows, all_logits, or the
+// eval's last row), chunk-local into `local`; *first: the index of the first one's logits.
+int32_t chunk_logit_rows(const mt_eval_args* a, int32_t row0, int32_t n, int32_t* local, size_t* first) {
+  int32_t count = 0;
+  if (a->logit_rows != nullptr) {
+    const int32_t* begin = a->logit_rows;
+    const int32_t* it = std::lower_bound(begin, begin + a->n_logit_rows, row0);
+    *first = size_t(it - begin);
+    for (; it != begin + a->n_logit_rows && *it < row0 + n; ++it) local[count++] = *it - row0;
+  } else if (a->all_logits) {
+    for (; count < n; count++) local[count] = count;
+    *first = size_t(row0);
+  } else if (row0 + n == a->n_tokens) {
+    local[count++] = n - 1;
+    *first = 0;
+  }
+  return count;
+}
+
+// The chunk's logit rows through the output norm and the LM head (nothing when it has none).
 bool logits_of(Pass& p, const mt_eval_args* args, int32_t row0, char* err, size_t err_bytes) {
   const mt_hparams& hp = p.m->hp;
-  p.logit_row0 = args->all_logits ? 0 : p.n - 1;
-  p.logits = args->all_logits ? args->logits + size_t(row0) * size_t(hp.n_vocab) : args->logits;
-  run_phase(p, output_norm_phase, p.n - p.logit_row0 > 1);
+  size_t first = 0;
+  p.n_logit = chunk_logit_rows(args, row0, p.n, p.logit_rows, &first);
+  if (p.n_logit == 0) return true;
+  p.logits = args->logits + first * size_t(hp.n_vocab);
+  run_phase(p, output_norm_phase, p.n_logit > 1);
   run_phase(p, output_phase, true);
-  return check_logits_finite(p.logits, p.n - p.logit_row0, hp.n_vocab, p.pos0 + p.logit_row0, err, err_bytes);
+  return check_logits_finite(p.logits, p.n_logit, hp.n_vocab, p.pos[p.logit_rows[0]], err, err_bytes);
 }
 
 // A group of chunks (rows [row0, row0 + rows)) layer by layer: every chunk through layer l, then
@@ -363,9 +445,11 @@ bool run_group(mt_context* ctx, const mt_eval_args* args, int32_t row0, int32_t 
   constexpr int32_t kChunksMax = kGroupRowsMax / kChunkRowsMax;
   MT_ASSERT(n_chunks >= 1 && n_chunks <= kChunksMax, "a group holds at most kGroupRowsMax rows in chunks of rows_max");
   Pass passes[kChunksMax];
+  place_rows(ctx, args, row0, rows);
   for (int32_t i = 0; i < n_chunks; i++) {
     Pass& p = passes[size_t(i)];
-    init_pass(p, ctx, args, row0 + i * ctx->rows_max, ctx->x + size_t(i) * size_t(ctx->rows_max) * size_t(hp.n_embd));
+    init_pass(p, ctx, args, row0 + i * ctx->rows_max, i * ctx->rows_max,
+              ctx->x + size_t(i) * size_t(ctx->rows_max) * size_t(hp.n_embd));
     p.first_chunk = row0 == 0 && i == 0;
     run_phase(p, embed_phase, p.n > 1);
   }
@@ -378,11 +462,8 @@ bool run_group(mt_context* ctx, const mt_eval_args* args, int32_t row0, int32_t 
       p.combine_pending = false;
     }
   }
-  for (int32_t i = 0; i < n_chunks; i++) {
-    Pass& p = passes[size_t(i)];
-    const bool last_chunk = row0 + i * ctx->rows_max + p.n == args->n_tokens;
-    if ((args->all_logits || last_chunk) && !logits_of(p, args, row0 + i * ctx->rows_max, err, err_bytes)) return false;
-  }
+  for (int32_t i = 0; i < n_chunks; i++)
+    if (!logits_of(passes[size_t(i)], args, row0 + i * ctx->rows_max, err, err_bytes)) return false;
   return true;
 }
 
@@ -403,12 +484,12 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
       continue;
     }
     Pass p;
-    init_pass(p, ctx, args, row0, ctx->x);
+    place_rows(ctx, args, row0, std::min(step, args->n_tokens - row0));
+    init_pass(p, ctx, args, row0, 0, ctx->x);
     run_phase(p, embed_phase, p.n > 1);
     for (int32_t l = 0; l < hp.n_layer; l++)
       if (!run_layer(p, l, err, err_bytes)) return -1;
-    const bool last_chunk = row0 + p.n == args->n_tokens;
-    if ((args->all_logits || last_chunk) && !logits_of(p, args, row0, err, err_bytes)) return -1;
+    if (!logits_of(p, args, row0, err, err_bytes)) return -1;
   }
   return 0;
 }

@@ -3,8 +3,9 @@
  *
  *   mt_model    read-only view of a mapped model file (weights stay in the mapping,
  *               in their container type); validated once at creation.
- *   mt_context  KV cache (f32, [nLayer][nCtx][nHeadKv * headDim] for K and for V),
- *               scratch sized for one prefill chunk, and a thread pool.
+ *   mt_context  KV cache (f32, [nLayer][nSeq * nCtx][nHeadKv * headDim] for K and for V: nSeq
+ *               sequences of nCtx positions each), scratch sized for one prefill chunk, and a
+ *               thread pool.
  *   mt_eval     rows at positions [pos, pos + n): writes logits, optionally routes.
  *
  * The math is docs/FORWARD.md; src/reference/forward.ts is the spec it is tested against.
@@ -150,12 +151,21 @@ const mt_hparams* mt_model_hparams(const mt_model* model);
 /* Layer `layer`'s routed experts as mapped: 0, or -1 when layer is out of range. */
 int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_experts* out);
 
-/* n_threads compute threads (the caller of mt_eval is one of them). */
-mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_threads, char* err, size_t err_bytes);
+/* Bounds of mt_context_create's arguments (checked there and by mt_context_bytes). */
+#define MT_CONTEXT_TOKENS_MAX (1 << 20)
+#define MT_CONTEXT_SEQS_MAX 256
+#define MT_CONTEXT_THREADS_MAX 64
+
+/* n_seq sequences of n_ctx positions each (a KV cache of n_seq * n_ctx rows; an eval's rows name
+ * their sequence, mt_eval_args.seq_ids) and n_threads compute threads (the caller of mt_eval is
+ * one of them). n_ctx * n_seq must not pass MT_CONTEXT_TOKENS_MAX. */
+mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, int32_t n_seq, int32_t n_threads, char* err,
+                              size_t err_bytes);
 void mt_context_free(mt_context* ctx);
-/* What mt_context_create(model, n_ctx, n_threads) allocates, without allocating it: the f32 KV
- * cache and everything else (scratch for one chunk, alignment). 0, or -1 for a bad n_ctx / n_threads. */
-int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_threads, size_t* kv_bytes, size_t* scratch_bytes);
+/* What mt_context_create(model, n_ctx, n_seq, n_threads) allocates, without allocating it: the f32
+ * KV cache and everything else (scratch for one chunk, alignment). 0, or -1 for a bad argument. */
+int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_seq, int32_t n_threads, size_t* kv_bytes,
+                     size_t* scratch_bytes);
 int32_t mt_context_n_ctx(const mt_context* ctx);
 
 /* Rows per chunk of an eval: a longer prompt runs in chunks of this many rows (scratch is sized for one). */
@@ -197,6 +207,20 @@ typedef struct mt_eval_args {
    * set, receives these ids in this order. Slots, reads and the expert source see them as routes. */
   const int32_t* forced_routes;
   size_t forced_routes_len;
+  /* Continuous batching: NULL (every row in sequence 0, row i at pos + i), or both set, n_tokens
+   * entries each (seq_len). Row i belongs to sequence seq_ids[i] in [0, n_seq) and sits at
+   * positions[i] in [0, n_ctx) of that sequence; it writes its K/V there and attends to its own
+   * sequence's positions [0, positions[i]] only, so rows of other sequences never mix. A
+   * sequence's rows in one eval come in increasing positions (checked); the positions before its
+   * first row are those earlier evals wrote. pos must be 0 with them. */
+  const int32_t* seq_ids;
+  const int32_t* positions;
+  size_t seq_len;
+  /* NULL (logits of the last row, or of all rows with all_logits), or n_logit_rows (0 .. n_tokens)
+   * increasing row indices in [0, n_tokens): logits holds their rows in that order
+   * (n_logit_rows * n_vocab; none: a step whose rows are all mid-prompt). */
+  const int32_t* logit_rows;
+  int32_t n_logit_rows;
 } mt_eval_args;
 
 /* 0 on success, -1 on an operating error (message in err). Not re-entrant per context. */

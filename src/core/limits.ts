@@ -29,6 +29,20 @@ export const limits = {
   requestIdleMs: 60_000,
   /** Native compute threads. */
   threadsMax: 64,
+  /**
+   * Sequences an engine runs together (openEngine `parallel`, continuous batching): each has its own
+   * contextTokens of KV cache. At most this many, and at most sequencesTokensMax cache rows in all
+   * (parallel x contextTokens; the native context's MT_CONTEXT_TOKENS_MAX).
+   */
+  parallelMax: 64,
+  sequencesTokensMax: 1 << 20,
+  /**
+   * Rows one batched step evaluates at most (openEngine `batchTokensMax`): decode rows first, then
+   * chunks of new prompts, so a long prompt cannot stall the others' decode for more than one such
+   * step. Default one eval chunk (256); at most one layer-by-layer group of chunks (mt_forward kGroupRowsMax).
+   */
+  batchTokensDefault: 256,
+  batchTokensMax: 2048,
   /** Items that a chat template's range() calls may make in one render (real templates make none or a few). */
   chatTemplateRangeItemsMax: 100_000,
   /** Longest text a chat template may render (a 32k-token context is ~150k characters). */

@@ -34,6 +34,10 @@ import {
 export interface EngineOptionsChecked {
   threads: number;
   contextTokens: number;
+  /** Sequences run together (continuous batching; 1: one request at a time). */
+  parallel: number;
+  /** Rows one batched step evaluates at most. */
+  batchTokensMax: number;
   queueDepthMax: number;
   idleMs: number;
   memoryBudgetBytes: number | undefined;
@@ -46,7 +50,12 @@ export interface EngineOptionsChecked {
 /** The engine as it runs: every option resolved, every rule applied. */
 export interface EngineConfig {
   threads: number;
+  /** KV cache positions of each sequence. */
   contextTokens: number;
+  /** Sequences run together, each with its own contextTokens of cache (1: one request at a time). */
+  parallel: number;
+  /** Rows one batched step evaluates at most (decode rows first, then prompt chunks). */
+  batchTokensMax: number;
   queueDepthMax: number;
   idleMs: number;
   /** The plan of memoryBudgetBytes (what each part holds, the slots); undefined without a budget. */
@@ -62,6 +71,8 @@ export function checkEngineOptions(
     requestQueueDepthMax?: number;
     requestIdleMs?: number;
     memoryBudgetBytes?: number;
+    parallel?: number;
+    batchTokensMax?: number;
   },
 ): EngineOptionsChecked {
   // The library boundary: JavaScript callers can pass anything (null gave an untyped TypeError).
@@ -75,6 +86,7 @@ export function checkEngineOptions(
   if (!Number.isInteger(contextTokens) || contextTokens < 2 || contextTokens > limits.contextTokensMax) {
     throw new InvalidOptionError('contextTokens', `an integer in [2, ${limits.contextTokensMax}]`, contextTokens);
   }
+  const { parallel, batchTokensMax } = checkBatching(options, contextTokens);
   const queueDepthMax = options.requestQueueDepthMax ?? limits.requestQueueDepthDefault;
   if (!Number.isInteger(queueDepthMax) || queueDepthMax < 0 || queueDepthMax > limits.requestQueueDepthMax) {
     throw new InvalidOptionError(
@@ -116,12 +128,42 @@ export function checkEngineOptions(
   return {
     threads,
     contextTokens,
+    parallel,
+    batchTokensMax,
     queueDepthMax,
     idleMs,
     memoryBudgetBytes: budget,
     onDevice,
     readsFromDisk: options.backend === 'disk' || budget !== undefined,
   };
+}
+
+/** parallel and batchTokensMax against their limits (src/core/limits.ts). */
+function checkBatching(
+  options: { parallel?: number; batchTokensMax?: number },
+  contextTokens: number,
+): { parallel: number; batchTokensMax: number } {
+  const parallel = options.parallel ?? 1;
+  if (!Number.isInteger(parallel) || parallel < 1 || parallel > limits.parallelMax)
+    throw new InvalidOptionError(
+      'parallel',
+      `an integer in [1, ${limits.parallelMax}] (sequences run together)`,
+      parallel,
+    );
+  if (parallel * contextTokens > limits.sequencesTokensMax)
+    throw new InvalidOptionError(
+      'parallel',
+      `at most ${Math.floor(limits.sequencesTokensMax / contextTokens)} with contextTokens ${contextTokens} (parallel x contextTokens <= ${limits.sequencesTokensMax})`,
+      parallel,
+    );
+  const batchTokensMax = options.batchTokensMax ?? limits.batchTokensDefault;
+  if (!Number.isInteger(batchTokensMax) || batchTokensMax < parallel || batchTokensMax > limits.batchTokensMax)
+    throw new InvalidOptionError(
+      'batchTokensMax',
+      `an integer in [parallel (${parallel}), ${limits.batchTokensMax}] (rows one batched step evaluates)`,
+      batchTokensMax,
+    );
+  return { parallel, batchTokensMax };
 }
 
 /**
@@ -135,7 +177,11 @@ export function resolveEngineConfig(
   checked: EngineOptionsChecked,
   routesDigest: string | undefined,
 ): EngineConfig {
-  const { memoryBudgetBytes: budget, contextTokens, threads } = checked;
+  const { memoryBudgetBytes: budget, threads } = checked;
+  // The memory plan counts every sequence's cache: nCtx below is the cache's positions per
+  // sequence, and contextBytes is asked for all `parallel` of them.
+  const contextTokens = checked.contextTokens;
+  const nSeq = checked.parallel;
   const planned =
     budget === undefined
       ? undefined
@@ -145,14 +191,13 @@ export function resolveEngineConfig(
               native,
               model,
               budget,
-              contextTokens,
-              threads,
+              { nCtx: contextTokens, nSeq, threads },
               contextTokens,
               deviceSlotsAsked(options, model.hparams),
             ),
             shortPrefillTokens: contextTokens,
           }
-        : planWithPrefill(native, model, budget, contextTokens, threads, options.shortPrefillTokens);
+        : planWithPrefill(native, model, budget, { nCtx: contextTokens, nSeq, threads }, options.shortPrefillTokens);
   const plan = planned?.plan;
   const tierOptions: TierOptions =
     checked.onDevice && plan
@@ -190,6 +235,8 @@ export function resolveEngineConfig(
   return {
     threads,
     contextTokens,
+    parallel: checked.parallel,
+    batchTokensMax: checked.batchTokensMax,
     queueDepthMax: checked.queueDepthMax,
     idleMs: checked.idleMs,
     memoryPlan: plan,
@@ -223,19 +270,26 @@ function ioBounceBytes(expertBytes: number, wholeLayer: boolean, sharedEngine: b
  */
 export const prefillBufferSlotsShareMax = 0.25;
 
+/** The native context's shape: positions per sequence, sequences, compute threads. */
+interface ContextShape {
+  nCtx: number;
+  nSeq: number;
+  threads: number;
+}
+
 function planWithPrefill(
   native: NativeBinding,
   model: LoadedModel,
   budgetBytes: number,
-  nCtx: number,
-  threads: number,
+  context: ContextShape,
   asked: TierOptions['shortPrefillTokens'],
 ): { plan: MemoryPlan; shortPrefillTokens: number } {
+  const { nCtx } = context;
   const shortPrefillTokens = resolveShortPrefillTokens(asked, true);
-  const withBuffer = () => memoryPlanOf(native, model, budgetBytes, nCtx, threads, shortPrefillTokens);
+  const withBuffer = () => memoryPlanOf(native, model, budgetBytes, context, shortPrefillTokens);
   if (typeof asked === 'number' || !wholeLayerReachable(shortPrefillTokens, nCtx))
     return { plan: withBuffer(), shortPrefillTokens };
-  const onDemandOnly = memoryPlanOf(native, model, budgetBytes, nCtx, threads, nCtx);
+  const onDemandOnly = memoryPlanOf(native, model, budgetBytes, context, nCtx);
   let plan: MemoryPlan | undefined;
   try {
     plan = withBuffer();
@@ -275,13 +329,13 @@ function memoryPlanOf(
   native: NativeBinding,
   model: LoadedModel,
   budgetBytes: number,
-  nCtx: number,
-  threads: number,
+  context: ContextShape,
   shortPrefillTokens: number,
   deviceSlotsPerLayer?: number,
 ): MemoryPlan {
   const hp = model.hparams;
-  const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, { nCtx, threads });
+  const { nCtx } = context;
+  const { kvBytes, scratchBytes } = native.contextBytes(model.nativeModel, context);
   const expertBytes = expertContainerBytes(model.file, hp);
   // The whole-layer prefill path reads the next layer while this one computes: a second layer buffer.
   const prefillBufferBytes = wholeLayerReachable(shortPrefillTokens, nCtx)
@@ -317,6 +371,8 @@ export function configSummary(c: EngineConfig): Record<string, unknown> {
   return {
     threads: c.threads,
     contextTokens: c.contextTokens,
+    parallel: c.parallel,
+    batchTokensMax: c.batchTokensMax,
     requestQueueDepthMax: c.queueDepthMax,
     requestIdleMs: c.idleMs,
     memoryBudgetBytes: c.memoryPlan?.budgetBytes ?? null,
@@ -340,7 +396,8 @@ export function configSummary(c: EngineConfig): Record<string, unknown> {
 
 /** One line per part, for --verbose. */
 export function formatConfig(c: EngineConfig): string {
-  const lines = [`config: ${c.threads} threads, context ${c.contextTokens} tokens`];
+  const sequences = c.parallel > 1 ? ` x ${c.parallel} sequences (steps of up to ${c.batchTokensMax} rows)` : '';
+  const lines = [`config: ${c.threads} threads, context ${c.contextTokens} tokens${sequences}`];
   const t = c.tier;
   if (!t) return `${lines[0]}, no expert tier`;
   const slots = t.slotsPerLayer.every((n) => n === t.slotsPerLayer[0])

@@ -33,22 +33,49 @@ import type { GenerateOptions, GeneratedToken } from './generate-options.js';
 import type { GenerationStats } from './stats.js';
 
 /**
- * Who wrote the engine's one KV cache last: each request that evaluates claims it under the next
- * epoch, before its first eval. A conversation holds its cache while the epoch is the one its
- * last turn claimed.
+ * Who wrote each sequence of the engine's KV cache last (one sequence, or `parallel` of them):
+ * each request that evaluates claims a sequence under the next epoch, before its first eval. A
+ * conversation holds its cache while its sequence's epoch is the one its last turn claimed.
  */
 export class ContextOwner {
   private epoch = 0;
   private lastBy = 'none';
   private conversations = 0;
+  /** Per sequence: the epoch of its last claim (0: never), and whether that claim keeps its cache (a conversation). */
+  private readonly epochs: number[];
+  private readonly keeps: boolean[];
 
-  claim(by: string): number {
+  constructor(readonly sequences = 1) {
+    this.epochs = new Array<number>(sequences).fill(0);
+    this.keeps = new Array<boolean>(sequences).fill(false);
+  }
+
+  /** seq: the sequence taken; keeps: a conversation's turn, whose cache later turns reuse. */
+  claim(by: string, seq = 0, keeps = false): number {
     this.lastBy = by;
-    return ++this.epoch;
+    this.epochs[seq] = ++this.epoch;
+    this.keeps[seq] = keeps;
+    return this.epoch;
   }
 
   holds(epoch: number): boolean {
-    return epoch === this.epoch;
+    return this.seqOf(epoch) !== undefined;
+  }
+
+  /** The sequence whose cache the claim of `epoch` still holds, or undefined once another claimed it. */
+  seqOf(epoch: number): number | undefined {
+    const seq = this.epochs.indexOf(epoch);
+    return epoch > 0 && seq >= 0 ? seq : undefined;
+  }
+
+  /**
+   * The sequence a new request should take among `free`: `preferred` (a conversation's own) when
+   * free, else one that holds no conversation's cache, else the one claimed longest ago.
+   */
+  choose(free: readonly number[], preferred: number | undefined): number {
+    if (preferred !== undefined && free.includes(preferred)) return preferred;
+    const rank = (s: number): number => (this.keeps[s] ? 2 ** 40 : 0) + this.epochs[s];
+    return free.reduce((best, s) => (rank(s) < rank(best) ? s : best));
   }
 
   /** Requests that claimed the cache after `epoch`. */
@@ -85,6 +112,8 @@ export interface ContextTurn {
   begin(): TurnStart;
   readonly name: string;
   claimed(epoch: number): void;
+  /** The sequence whose cache holds this conversation's prefix now (undefined: none, or evicted). */
+  heldSequence(): number | undefined;
   /** The cache now holds positions [0, cachedTokens). */
   evaluated(cachedTokens: number): void;
   sampled(id: number): void;
@@ -233,6 +262,7 @@ export class Conversation {
       claimed: (epoch) => {
         if (current()) this.epoch = epoch;
       },
+      heldSequence: () => (this.cached > 0 && !this.evicted ? this.host.owner.seqOf(this.epoch) : undefined),
       evaluated: (cachedTokens) => {
         if (!current()) return;
         // The first eval is the prefill: from here on the prompt is part of the history.

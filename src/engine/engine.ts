@@ -34,7 +34,8 @@ import { EngineTier } from './tier/tier.js';
 import { validateTune, type TuneOptions, type TuneSettings } from './tier/tune.js';
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
-import { createSampler, validateSampling } from './sampler.js';
+import { validateSampling } from './sampler.js';
+import { completeRates, newStats, TokenPicker } from './token-picker.js';
 import type { GenerateOptions, GeneratedToken } from './generate-options.js';
 import {
   ContextOwner,
@@ -44,9 +45,10 @@ import {
   type ConversationOptions,
   type TurnStart,
 } from './conversation.js';
-import { rate, type GenerationStats } from './stats.js';
+import type { GenerationStats } from './stats.js';
 import { modelName, RequestTrace } from './request-trace.js';
 import { RouteTraceSource, type RequestRoutes } from './routes-from.js';
+import { BatchedRequests, type BatchHost } from './batch/batched-requests.js';
 
 export type { GenerateOptions, GeneratedToken } from './generate-options.js';
 
@@ -62,9 +64,17 @@ export interface EngineOptions extends TierOptions {
   memoryBudgetBytes?: number;
   /** Native compute threads (default: 2, or the cores available if fewer). */
   threads?: number;
-  /** KV-cache length in tokens (default limits.contextTokensDefault). */
+  /** KV-cache length in tokens of each sequence (default limits.contextTokensDefault). */
   contextTokens?: number;
-  /** Requests allowed to wait behind the running one (default 64). */
+  /**
+   * Sequences run together (continuous batching, like llama-server's --parallel; default 1: one
+   * request at a time). Each has its own contextTokens of KV cache (the memory plan counts them all);
+   * concurrent generate() calls and conversation turns share every eval (src/engine/batch).
+   */
+  parallel?: number;
+  /** Rows one batched step evaluates at most: decode rows first, then prompt chunks (default 256). */
+  batchTokensMax?: number;
+  /** Requests allowed to wait behind the running ones (default 64). */
   requestQueueDepthMax?: number;
   /** A request whose consumer asks for no next token for this long is cancelled (default 60 000 ms). */
   requestIdleMs?: number;
@@ -160,7 +170,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     const routes =
       options.routesFrom === undefined ? undefined : RouteTraceSource.load(options.routesFrom, model.hparams);
     const config = resolveEngineConfig(native, model, options, basics, routes?.digest);
-    context = native.createContext(model.nativeModel, { nCtx: config.contextTokens, threads: config.threads });
+    context = native.createContext(model.nativeModel, {
+      nCtx: config.contextTokens,
+      threads: config.threads,
+      nSeq: config.parallel,
+    });
     const tier = config.tier ? await EngineTier.create(native, model, context, config.tier) : undefined;
     return new NativeEngine(native, model, context, config, tier, routes);
   } catch (err) {
@@ -173,8 +187,10 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
 
 class NativeEngine implements Engine {
   private readonly queue: RequestQueue;
-  /** Who wrote the one KV cache last (a conversation still holds its prefix while it does). */
-  private readonly owner = new ContextOwner();
+  /** Who wrote each sequence of the KV cache last (a conversation still holds its prefix while it does). */
+  private readonly owner: ContextOwner;
+  /** parallel > 1: requests share each step (continuous batching); undefined: one request at a time. */
+  private readonly batched: BatchedRequests | undefined;
   private closed = false;
   private closing: Promise<void> | undefined;
   lastStats: GenerationStats | undefined;
@@ -189,9 +205,37 @@ class NativeEngine implements Engine {
     private readonly tier: EngineTier | undefined,
     private readonly routes: RouteTraceSource | undefined,
   ) {
-    this.queue = new RequestQueue(config.queueDepthMax);
+    this.owner = new ContextOwner(config.parallel);
+    this.batched = config.parallel > 1 ? this.batchedRequests() : undefined;
+    this.queue = this.batched?.queue ?? new RequestQueue(config.queueDepthMax);
     this.contextTokens = config.contextTokens;
     this.idleMs = config.idleMs;
+  }
+
+  private batchedRequests(): BatchedRequests {
+    const host: BatchHost = {
+      hparams: this.model.hparams,
+      tokenizer: this.model.tokenizer,
+      contextTokens: this.config.contextTokens,
+      name: this.name,
+      owner: this.owner,
+      tier: this.tier,
+      routes: this.routes,
+      checkModel: () => this.checkModel(),
+      afterEval: () => this.afterEval(),
+      evalError: (err, position) => this.evalError(err, position),
+      evalUntiered: (step) =>
+        this.native.evalAsync(this.context, step.tokens, 0, step.logits, {
+          seqIds: step.seqIds,
+          positions: step.positions,
+          logitRows: step.logitRows,
+          ...(step.forcedRoutes ? { forcedRoutes: step.forcedRoutes } : {}),
+        }),
+      finished: (stats) => {
+        this.lastStats = stats;
+      },
+    };
+    return new BatchedRequests(host, this.config.parallel, this.config.batchTokensMax, this.config.queueDepthMax);
   }
 
   get memoryPlan(): MemoryPlan | undefined {
@@ -236,6 +280,7 @@ class NativeEngine implements Engine {
   async logits(tokens: number[]): Promise<Float32Array> {
     this.checkOpen();
     const ids = this.checkTokens(tokens);
+    if (this.batched) return this.batched.logits(ids);
     const release = await this.queue.acquire();
     try {
       this.checkModel();
@@ -260,7 +305,19 @@ class NativeEngine implements Engine {
     const promptIds = this.checkTokens(
       typeof prompt === 'string' ? this.tokenize(prompt, { addBos: options.addBos }) : prompt,
     );
-    return cancelWhenIdle(this.run(prompt, maxTokens, options, promptIds), this.idleMs);
+    return cancelWhenIdle(this.request(prompt, maxTokens, options, promptIds), this.idleMs);
+  }
+
+  /** A request on the batch scheduler (parallel > 1), else run one at a time. */
+  private request(
+    prompt: string | number[],
+    maxTokens: number,
+    options: GenerateOptions,
+    place: Int32Array | ContextTurn,
+  ): AsyncGenerator<GeneratedToken> {
+    return this.batched
+      ? this.batched.run(prompt, maxTokens, options, place, performance.now())
+      : this.run(prompt, maxTokens, options, place);
   }
 
   /** The prompt's type and the options of a request; its maxTokens. */
@@ -273,6 +330,12 @@ class NativeEngine implements Engine {
       throw new InvalidOptionError('maxTokens', `an integer in [1, ${limits.maxTokensMax}]`, maxTokens);
     }
     validateSampling(options);
+    if (options.traceRoutes !== undefined && this.batched)
+      throw new InvalidOptionError(
+        'traceRoutes',
+        'an engine with parallel 1 (a batched step routes several requests together; the heat file still gets every row)',
+        options.traceRoutes,
+      );
     if (options.traceRoutes !== undefined) {
       // Before the first eval: a path that cannot be written, or one of the engine's inputs, fails the request here.
       if (typeof options.traceRoutes !== 'string' || options.traceRoutes === '')
@@ -329,7 +392,7 @@ class NativeEngine implements Engine {
       checkRequest: (prompt, o) => this.checkRequest(prompt, o),
       tokenize: (text, addBos) => this.tokenize(text, { addBos }),
       checkIds: (ids) => void this.checkIds(ids),
-      run: (prompt, maxTokens, o, turn) => cancelWhenIdle(this.run(prompt, maxTokens, o, turn), this.idleMs),
+      run: (prompt, maxTokens, o, turn) => cancelWhenIdle(this.request(prompt, maxTokens, o, turn), this.idleMs),
     };
     return new Conversation(host, options);
   }
@@ -365,18 +428,7 @@ class NativeEngine implements Engine {
       throw err;
     }
     const promptIds = start.tokens;
-    const stats: GenerationStats = {
-      promptTokens: promptIds.length,
-      generatedTokens: 0,
-      ttftMs: 0,
-      prefillMs: 0,
-      decodeMs: 0,
-      prefillTokPerS: 0,
-      decodeTokPerS: 0,
-      finishReason: 'length',
-      msPerToken: 0,
-      ...(turn && { cachedTokens: start.position, replayedTokens: start.replayedTokens }),
-    };
+    const stats = newStats(start, turn !== undefined);
     // The request's routing: for the tier's heat file, and for --trace-routes (neither: not kept).
     const log =
       (this.tier && this.tier.config.heat !== false) || options.traceRoutes ? new RouteLog(this.hparams) : undefined;
@@ -431,8 +483,16 @@ class NativeEngine implements Engine {
       );
     };
     try {
-      const sampler = createSampler(options);
-      const streamer = this.model.tokenizer.createStreamDecoder({ special: false });
+      const picker = new TokenPicker(
+        options,
+        maxTokens,
+        this.model.tokenizer,
+        this.contextTokens,
+        started,
+        stats,
+        trace,
+        turn,
+      );
       const logits = new Float32Array(this.hparams.nVocab);
       await tierRequest?.beforeStep(); // part of TTFT, not of prefillMs
       // From here the cache is this request's (a conversation that held it is evicted).
@@ -453,23 +513,10 @@ class NativeEngine implements Engine {
           stats.finishReason = 'aborted';
           throw new RequestAbortedError();
         }
-        const id = sampler.sample(logits);
-        const elapsedMs = performance.now() - started;
-        if (index === 0) stats.ttftMs = elapsedMs;
-        stats.generatedTokens++;
-        const isEos = this.model.tokenizer.eogIds.has(id) && options.stopAtEos !== false;
-        const contextFull = position >= this.contextTokens;
-        const last = isEos || index + 1 === maxTokens || contextFull;
-        // The last piece also carries any bytes the stream decoder still holds.
-        const text = streamer.push(id) + (last ? streamer.flush() : '');
-        trace.addText(text);
-        turn?.sampled(id);
-        yield { id, text, index, elapsedMs };
-        if (last) {
-          stats.finishReason = isEos ? 'stop' : contextFull && index + 1 < maxTokens ? 'context' : 'length';
-          break;
-        }
-        step[0] = id;
+        const { token, last } = picker.pick(logits, index, position);
+        yield token;
+        if (last) break;
+        step[0] = token.id;
         trace.beginStep(position);
         // Most steps have nothing to wait for before them (no promise: a token's gap is short).
         const before = tierRequest?.beforeStep();
@@ -481,9 +528,7 @@ class NativeEngine implements Engine {
         turn?.evaluated(position);
       }
       stats.decodeMs = performance.now() - decodeStart;
-      stats.prefillTokPerS = rate(stats.promptTokens, stats.prefillMs);
-      stats.decodeTokPerS = rate(Math.max(0, stats.generatedTokens - 1), stats.decodeMs);
-      stats.msPerToken = stats.generatedTokens > 1 ? stats.decodeMs / (stats.generatedTokens - 1) : 0;
+      completeRates(stats);
       completed = true;
     } catch (err) {
       failure = { error: err };
@@ -667,7 +712,7 @@ class NativeEngine implements Engine {
     // Wait for running and queued requests to finish before freeing native memory; the close itself
     // is never refused by the queue's depth (a full queue used to make close() throw, freeing nothing).
     // An iterator its consumer dropped ends after requestIdleMs (cancelWhenIdle).
-    const release = await this.queue.acquire(undefined, { unbounded: true });
+    const release = await this.queue.acquire(undefined, { unbounded: true, exclusive: true });
     try {
       await this.tier?.close();
       this.native.freeContext(this.context);

@@ -1,12 +1,16 @@
 /**
- * Requests on one engine run one at a time, in arrival order (one KV cache per engine).
- * The queue is bounded: `depthMax` requests may wait behind the running one; past that a new one
- * is refused, not buffered. A waiter whose signal aborts leaves the queue at once: its acquire
- * rejects with RequestAbortedError then, not when its turn would have come, and its place is free.
+ * Requests on one engine run `capacity` at a time (one per KV-cache sequence: openEngine
+ * `parallel`, 1 by default), the rest wait in arrival order. The queue is bounded: `depthMax`
+ * requests may wait behind the running ones; past that a new one is refused, not buffered. A waiter
+ * whose signal aborts leaves the queue at once: its acquire rejects with RequestAbortedError then,
+ * not when its turn would have come, and its place is free. An exclusive acquire (the engine's
+ * close) takes every place: it waits for the running requests to end, and those behind it wait for it.
  */
 import { LimitExceededError, RequestAbortedError } from '../core/errors.js';
 
 interface Waiter {
+  /** Places it takes: 1, or every place (exclusive). */
+  places: number;
   resolve: (release: () => void) => void;
   reject: (error: Error) => void;
   signal: AbortSignal | undefined;
@@ -14,58 +18,77 @@ interface Waiter {
 }
 
 export class RequestQueue {
-  private running = false;
+  /** Places taken by the running requests. */
+  private taken = 0;
   private readonly waiting: Waiter[] = [];
 
-  constructor(private readonly depthMax: number) {}
+  constructor(
+    private readonly depthMax: number,
+    private readonly capacity = 1,
+  ) {}
 
-  /** Requests waiting behind the running one. */
+  /** Requests waiting behind the running ones. */
   get depth(): number {
     return this.waiting.length;
   }
 
+  /** Requests running now. */
+  get running(): number {
+    return this.taken;
+  }
+
   /**
-   * Resolves with a release function once every earlier request has released (at once when the
-   * engine is idle). unbounded: admitted past the depth (the engine's close, which must never be refused).
+   * Resolves with a release function once a place is free and every earlier waiter has one (at once
+   * when a place is free and nobody waits). unbounded: admitted past the depth (the engine's close,
+   * which must never be refused); exclusive: takes every place.
    */
-  acquire(signal?: AbortSignal, options: { unbounded?: boolean } = {}): Promise<() => void> {
+  acquire(signal?: AbortSignal, options: { unbounded?: boolean; exclusive?: boolean } = {}): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(new RequestAbortedError());
-    if (!this.running) {
-      this.running = true;
-      return Promise.resolve(this.releaser());
+    const places = options.exclusive ? this.capacity : 1;
+    if (this.waiting.length === 0 && this.taken + places <= this.capacity) {
+      this.taken += places;
+      return Promise.resolve(this.releaser(places));
     }
     if (!options.unbounded && this.waiting.length >= this.depthMax) {
-      // The running request and those waiting: what was admitted.
-      return Promise.reject(new LimitExceededError('requestQueueDepthMax', this.waiting.length + 1, this.depthMax));
+      // The running requests and those waiting: what was admitted.
+      return Promise.reject(
+        new LimitExceededError('requestQueueDepthMax', this.waiting.length + this.taken, this.depthMax),
+      );
     }
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal, onAbort: () => this.leave(waiter) };
+      const waiter: Waiter = { places, resolve, reject, signal, onAbort: () => this.leave(waiter) };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
       this.waiting.push(waiter);
     });
   }
 
-  /** The release of one turn: the next waiter runs (a second call changes nothing). */
-  private releaser(): () => void {
+  /** The release of one turn: its places go to the waiters in order (a second call changes nothing). */
+  private releaser(places: number): () => void {
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const next = this.waiting.shift();
-      if (next === undefined) {
-        this.running = false;
-        return;
-      }
-      next.signal?.removeEventListener('abort', next.onAbort);
-      next.resolve(this.releaser());
+      this.taken -= places;
+      this.admit();
     };
   }
 
-  /** An aborted waiter leaves its place at once. */
+  /** The waiters at the head whose places are free now, in order. */
+  private admit(): void {
+    while (this.waiting.length > 0 && this.taken + this.waiting[0].places <= this.capacity) {
+      const next = this.waiting.shift()!;
+      next.signal?.removeEventListener('abort', next.onAbort);
+      this.taken += next.places;
+      next.resolve(this.releaser(next.places));
+    }
+  }
+
+  /** An aborted waiter leaves its place at once (an exclusive one may have held others back). */
   private leave(waiter: Waiter): void {
     const i = this.waiting.indexOf(waiter);
     if (i < 0) return;
     this.waiting.splice(i, 1);
     waiter.reject(new RequestAbortedError());
+    this.admit();
   }
 }

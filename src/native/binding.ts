@@ -85,6 +85,15 @@ export interface NativeEvalOptions {
    * eval's promise settles, and a throw rejects it.
    */
   onLayerRouted?: (layer: number, counts: Int32Array) => void;
+  /**
+   * Continuous batching (a context of nSeq sequences): row i belongs to sequence seqIds[i] and sits at
+   * positions[i] of it; it attends to its own sequence's positions up to its own only. Both or neither,
+   * one entry per token; a sequence's rows at increasing positions; pos must be 0 with them.
+   */
+  seqIds?: Int32Array;
+  positions?: Int32Array;
+  /** The rows whose logits are written, increasing ([rows][nVocab] in `logits`); default the last (or all with allLogits). */
+  logitRows?: Int32Array;
 }
 
 /** Elementwise ops exactly as the native forward pass runs them; all in place or into `out`. */
@@ -694,10 +703,13 @@ export interface NativeBinding extends NativeBackendVerbs, NativeTierVerbs, Nati
   /** What createContext would allocate for these options, without allocating: the f32 KV cache and the rest (scratch). */
   contextBytes(
     model: NativeModelHandle,
-    options: { nCtx: number; threads: number },
+    options: { nCtx: number; threads: number; nSeq?: number },
   ): { kvBytes: number; scratchBytes: number };
-  /** A KV cache of nCtx tokens and a pool of `threads` compute threads. */
-  createContext(model: NativeModelHandle, options: { nCtx: number; threads: number }): NativeContextHandle;
+  /** A KV cache of nSeq (default 1) sequences of nCtx tokens each and a pool of `threads` compute threads. */
+  createContext(
+    model: NativeModelHandle,
+    options: { nCtx: number; threads: number; nSeq?: number },
+  ): NativeContextHandle;
   /** Run tokens at positions [pos, pos + n) off the event loop; logits for the last row (or all). */
   evalAsync(
     ctx: NativeContextHandle,

@@ -2,7 +2,7 @@
 import { expect, it } from 'vitest';
 import { mulberry32, randomInt } from '../../src/core/prng.js';
 import { openEngine } from '../../src/engine/engine.js';
-import { collect, referenceRun } from './tier-helpers.js';
+import { collect, referenceRun, fixedPlanBytes } from './tier-helpers.js';
 
 const prompt = 'alpha beta gamma delta alpha beta gamma';
 
@@ -34,13 +34,7 @@ export function diskInvariance(
         });
         const plan = probe.memoryPlan!;
         await probe.close();
-        const fixed =
-          plan.parts.dense +
-          plan.parts.kvCache +
-          plan.parts.scratch +
-          plan.parts.ioBuffers +
-          plan.parts.workingSet +
-          plan.parts.prefillBuffer;
+        const fixed = fixedPlanBytes(plan);
         const layers =
           plan.slotsPerLayer > 0 ? Math.round(plan.parts.slots / (plan.slotsPerLayer * plan.slotStrideBytes)) : 1;
         const slots = randomInt(rng, 1, Math.max(1, plan.slotsPerLayer - 1));

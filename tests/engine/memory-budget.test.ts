@@ -12,7 +12,7 @@ import { MemoryBudgetError } from '../../src/engine/memory-plan.js';
 import { expertContainerBytes } from '../../src/engine/tier/experts.js';
 import type { LoadedModel } from '../../src/model/load.js';
 import { IO_QUEUE_DEPTH_DEFAULT } from '../../src/native/constants.js';
-import { collect, referenceRun, tempDir, tinyModel } from './tier-helpers.js';
+import { collect, referenceRun, tempDir, tinyModel, fixedPlanBytes } from './tier-helpers.js';
 
 const { dir, cleanup } = tempDir('moetier-memory-budget-');
 afterAll(cleanup);
@@ -40,13 +40,7 @@ describe('memory budget', () => {
     } finally {
       await whole.close();
     }
-    const fixed =
-      plan.parts.dense +
-      plan.parts.kvCache +
-      plan.parts.scratch +
-      plan.parts.ioBuffers +
-      plan.parts.workingSet +
-      plan.parts.prefillBuffer;
+    const fixed = fixedPlanBytes(plan);
     const perLayerSlot = 4 * plan.slotStrideBytes; // 4 layers
     for (const slots of [1, 3, 6]) {
       const engine = await open(fixed + slots * perLayerSlot);

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { openEngine, type Engine, type GenerateOptions } from '../../src/engine/engine.js';
 import { writeSynthModel } from '../../src/synth/generate.js';
 import type { RoutingKind } from '../../src/synth/routing.js';
+import type { MemoryPlan } from '../../src/engine/memory-plan.js';
 
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
@@ -49,4 +50,10 @@ export async function referenceRun(
   } finally {
     await plain.close();
   }
+}
+
+/** The parts of a memory plan that do not shrink with the budget: a budget of this plus n slot strides per layer plans n slots. */
+export function fixedPlanBytes(plan: MemoryPlan): number {
+  const p = plan.parts;
+  return p.dense + p.kvCache + p.scratch + p.ioBuffers + p.workingSet + p.prefillBuffer;
 }

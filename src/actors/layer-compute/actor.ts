@@ -53,7 +53,8 @@ export class LayerComputeActor {
     assert(!this.closed, 'no step after close');
     const decode = step.tokens.length === 1 && step.phase === 'decode';
     const slot = decode ? nextRingSlot(this.lastSlot) : -1;
-    const options = decode ? this.ring[slot] : this.prefillOptions(step);
+    const batched = !decode && step.phase === 'decode';
+    const options = decode ? this.ring[slot] : batched ? this.batchedOptions(step) : this.prefillOptions(step);
     options.forcedRoutes = step.forcedRoutes; // the ring's options keep no trace rows of an earlier step
     this.running = true;
     try {
@@ -67,6 +68,7 @@ export class LayerComputeActor {
       position: step.position,
       nTokens: step.tokens.length,
       firstToken: step.tokens[0],
+      ...(batched ? { tokens: step.tokens.slice() } : {}),
       routes: options.routes!,
       layerStats: options.layerStats!,
       slot,
@@ -81,6 +83,19 @@ export class LayerComputeActor {
     if (this.prefill.routes.length !== need) this.prefill = { ...this.prefill, routes: new Int32Array(need) };
     const options: NativeEvalOptions = { routes: this.prefill.routes, layerStats: this.prefill.layerStats };
     if (step.onLayerRouted) options.onLayerRouted = step.onLayerRouted;
+    return options;
+  }
+
+  /**
+   * A batched decode step (several sequences' rows, src/engine/batch): buffers of its own, so its report
+   * stays readable while the tier request's observers wait for a batch of steps, as a ring slot's does.
+   */
+  private batchedOptions(step: EvaluateStep): NativeEvalOptions {
+    const options: NativeEvalOptions = {
+      routes: new Int32Array(routesLength(this.shape, step.tokens.length)),
+      layerStats: new Float64Array(layerStatsLength(this.shape)),
+    };
+    if (step.batch) Object.assign(options, step.batch);
     return options;
   }
 

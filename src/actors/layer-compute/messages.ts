@@ -23,6 +23,15 @@ export interface EvaluateStep {
   onLayerRouted?: (layer: number, counts: Int32Array) => void;
   /** [nTokens][nLayer][k]: the experts to run instead of the router's top-k (routesFrom, a simulation); the report's routes are these. */
   forcedRoutes?: Int32Array;
+  /** Continuous batching: each row's sequence and position, the rows that get logits (NativeEvalOptions); position is then 0. */
+  batch?: BatchRows;
+}
+
+/** The rows of a batched step (src/engine/batch/scheduler.ts): NativeEvalOptions seqIds / positions / logitRows. */
+export interface BatchRows {
+  seqIds: Int32Array;
+  positions: Int32Array;
+  logitRows: Int32Array;
 }
 
 /**
@@ -37,8 +46,10 @@ export interface LayerStepReport {
   nTokens: number;
   /** The step's first token id (the id a decode step evaluated; callers reuse their token arrays). */
   firstToken: number;
+  /** A batched decode step's token ids, one per row (its own copy); undefined for one-row steps. */
+  tokens?: Int32Array;
   routes: Int32Array;
   layerStats: Float64Array;
-  /** The decode ring slot the step wrote (0 .. stepRingSlots - 1); -1 for a prefill. */
+  /** The decode ring slot the step wrote (0 .. stepRingSlots - 1); -1 for a prefill or a batched step (its own buffers, valid as long as the report is kept). */
   slot: number;
 }

@@ -1,7 +1,8 @@
 /**
  * moetier serve: the model behind an OpenAI-compatible HTTP server (src/server/app.ts), on
- * 127.0.0.1 unless told otherwise. SIGTERM / SIGINT: stop accepting (503), let the running
- * request finish within --grace-ms, then close the server and the engine (its heat file written whole).
+ * 127.0.0.1 unless told otherwise. Up to --parallel requests run together, batched into shared
+ * steps (src/engine/batch). SIGTERM / SIGINT: stop accepting (503), let the running requests
+ * finish within --grace-ms, then close the server and the engine (its heat file written whole).
  */
 import { limits } from '../../core/limits.js';
 import { openEngine } from '../../engine/engine.js';
@@ -9,6 +10,9 @@ import { createServer } from '../../server/app.js';
 import { parseFlags, type FlagSpecs } from '../args.js';
 import type { Command } from '../command.js';
 import { memoryOptions, tierOptions } from './run.js';
+
+/** Sequences a server runs together unless told otherwise (llama-server's default too). */
+const serveParallelDefault = 4;
 
 const usage = `usage: moetier serve -m F [--host H] [--port P] [--admin-token T] [options]
 
@@ -18,8 +22,12 @@ const usage = `usage: moetier serve -m F [--host H] [--port P] [--admin-token T]
   --admin-token T         enables GET / POST /admin/tune for requests with Authorization: Bearer T
   --grace-ms N            on SIGTERM / SIGINT, how long running requests may finish (default 10000)
   -t, --threads N         compute threads (default 2)
-  -c, --ctx N             context length in tokens (default ${limits.contextTokensDefault})
-  --queue N               requests that may wait behind the running one (default ${limits.requestQueueDepthDefault}); past it: 429
+  -c, --ctx N             context length in tokens of each sequence (default ${limits.contextTokensDefault})
+  --parallel N            requests run together, batched into shared steps (default ${serveParallelDefault}, at most ${limits.parallelMax});
+                          each has its own --ctx of KV cache
+  --batch-tokens N        rows one batched step evaluates at most (default ${limits.batchTokensDefault}): decode rows
+                          first, then chunks of new prompts
+  --queue N               requests that may wait behind the running ones (default ${limits.requestQueueDepthDefault}); past it: 429
   --memory-budget SIZE|auto, --resident X, --slots-per-layer B, --backend K, --heat F|none, --prefetch M
                           the expert tier, as moetier run takes them
 
@@ -35,6 +43,8 @@ const flags: FlagSpecs = {
   threads: { type: 'string', short: 't' },
   ctx: { type: 'string', short: 'c' },
   queue: { type: 'string' },
+  parallel: { type: 'string' },
+  'batch-tokens': { type: 'string' },
   'memory-budget': { type: 'string' },
   resident: { type: 'string' },
   'slots-per-layer': { type: 'string' },
@@ -57,6 +67,10 @@ export const serveCommand: Command = {
       threads: a.int('threads', 2, 1, limits.threadsMax),
       contextTokens: a.int('ctx', limits.contextTokensDefault, 2, limits.contextTokensMax),
       requestQueueDepthMax: a.int('queue', limits.requestQueueDepthDefault, 0, limits.requestQueueDepthMax),
+      parallel: a.int('parallel', serveParallelDefault, 1, limits.parallelMax),
+      ...(a.string('batch-tokens') !== undefined && {
+        batchTokensMax: a.int('batch-tokens', limits.batchTokensDefault, 1, limits.batchTokensMax),
+      }),
       ...tierOptions(a),
       ...memoryOptions(a),
     });

@@ -203,19 +203,25 @@ export class TierPlacement {
     this.issue(this.tick());
   }
 
-  /** observe: one decode token's routing [nLayer][k] into the policy (the tier's residency first). */
-  observeRoutes(routes: Int32Array): void {
+  /**
+   * observe: a decode step's routing [rows][nLayer][k] into the policy (the tier's residency first):
+   * one row, or a batched step's rows of several sequences, each row a route of its own.
+   */
+  observeRoutes(routes: Int32Array, rows = 1): void {
     const policy = this.policy;
     if (this.full || !policy) return;
     const { nLayer } = this.port;
-    const k = routes.length / nLayer;
+    const k = routes.length / (nLayer * rows);
     this.look();
-    for (let l = 0; l < nLayer; l++) {
-      const experts = new Array<number>(k);
-      for (let j = 0; j < k; j++) experts[j] = routes[l * k + j];
-      const step = policy.step(this.state, { kind: 'route', layer: l, experts });
-      this.state = step.state;
-      if (step.decisions.length > 0) this.routeDecisions.push(...step.decisions);
+    for (let t = 0; t < rows; t++) {
+      for (let l = 0; l < nLayer; l++) {
+        const at = (t * nLayer + l) * k;
+        const experts = new Array<number>(k);
+        for (let j = 0; j < k; j++) experts[j] = routes[at + j];
+        const step = policy.step(this.state, { kind: 'route', layer: l, experts });
+        this.state = step.state;
+        if (step.decisions.length > 0) this.routeDecisions.push(...step.decisions);
+      }
     }
   }
 

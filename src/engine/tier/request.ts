@@ -36,7 +36,7 @@ import type { PrefillPath } from './prefill-path.js';
 import type { LayerComputeActor } from '../../actors/layer-compute/actor.js';
 import type { StepTimings } from '../../actors/calibration/messages.js';
 import { moeNs, stepRingSlots } from '../../actors/layer-compute/logic.js';
-import type { EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
+import type { BatchRows, EvaluateStep, LayerStepReport, StepPhase } from '../../actors/layer-compute/messages.js';
 import type { Decision } from '../../tiers/types.js';
 import type { TierPlacement } from './placement.js';
 import type { GuardSummary } from '../../tiers/policies/replan-guard.js';
@@ -141,9 +141,11 @@ export class TierRequest {
     position: number,
     logits: Float32Array,
     forcedRoutes?: Int32Array,
+    batch?: BatchRows,
   ): Promise<void> {
     const step: EvaluateStep = { kind: 'evaluate', phase, tokens, position, logits };
     if (forcedRoutes) step.forcedRoutes = forcedRoutes;
+    if (batch) step.batch = batch;
     if (phase === 'prefill') this.prompt = tokens;
     const path = phase === 'prefill' && tokens.length > 1 ? this.prefillPathOf?.(tokens.length) : undefined;
     if (path === undefined) return this.runStep(step);
@@ -187,7 +189,7 @@ export class TierRequest {
   /** Observe: the step's routes into the placement's policy. */
   private observe(report: LayerStepReport): void {
     if (report.phase === 'prefill') this.placement.observePrefill(report.routes, report.nTokens);
-    else this.placement.observeRoutes(report.routes);
+    else this.placement.observeRoutes(report.routes, report.nTokens);
   }
 
   /** Decide: the policy's tick after a decode step (a prefill's replan was decided during its eval). */
@@ -259,7 +261,7 @@ export class TierRequest {
     this.pending = [];
     for (const { report: r, poll } of steps) {
       this.moeNs += moeNs(r.layerStats);
-      this.log?.add('decode', r.routes, Int32Array.of(r.firstToken));
+      this.log?.add('decode', r.routes, r.tokens ?? Int32Array.of(r.firstToken));
       const report: StepReport = { phase: 'decode', position: r.position, layerStats: r.layerStats, poll };
       this.onStep?.(report);
       const t = this.tracing?.step(report);
