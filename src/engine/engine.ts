@@ -35,7 +35,7 @@ import { validateTune, type TuneOptions, type TuneSettings } from './tier/tune.j
 import { prefetchReport, type PrefetchReport } from './tier/prefetch-report.js';
 import { RequestQueue } from './request-queue.js';
 import { validateSampling } from './sampler.js';
-import { completeRates, newStats, TokenPicker } from './token-picker.js';
+import { completeRates, newStats, reportStats, TokenPicker } from './token-picker.js';
 import type { GenerateOptions, GeneratedToken } from './generate-options.js';
 import {
   ContextOwner,
@@ -144,8 +144,10 @@ export interface Engine {
   readonly prefetchMode: 'off' | 'observe' | 'enforce';
   /** The route trace that drives the routing (options.routesFrom: a simulation), or undefined: the router's own. */
   readonly routesFrom: string | undefined;
-  /** Requests waiting behind the running one (the bounded queue: requestQueueDepthMax). */
+  /** Requests waiting behind the running ones (the bounded queue: requestQueueDepthMax). */
   readonly queueDepth: number;
+  /** Requests running now: at most one, or `parallel` on a batching engine (each on its own sequence). */
+  readonly activeRequests: number;
   /**
    * The tier's settings now, in engine.tune()'s names (what a tune changed included); undefined
    * without a tier.
@@ -541,6 +543,7 @@ class NativeEngine implements Engine {
         this.finishTier(tierRequest, log, stats, options, failure?.error);
       } finally {
         this.lastStats = stats;
+        reportStats(options, stats);
         turn?.end(stats);
         trace.end(stats, failure?.error);
         release();
@@ -587,6 +590,10 @@ class NativeEngine implements Engine {
 
   get queueDepth(): number {
     return this.queue.depth;
+  }
+
+  get activeRequests(): number {
+    return this.queue.running;
   }
 
   tuneSettings(): TuneSettings | undefined {

@@ -1,5 +1,6 @@
 /** What a request takes and yields: engine.generate and a conversation's turns (src/engine/conversation.ts). */
 import type { SamplingOptions } from './sampler.js';
+import type { GenerationStats } from './stats.js';
 
 export interface GenerateOptions extends SamplingOptions {
   maxTokens?: number;
@@ -10,6 +11,12 @@ export interface GenerateOptions extends SamplingOptions {
   stopAtEos?: boolean;
   /** Write this request's routing (prefill rows, decode steps) to this file, in the policy lab's JSONL format. */
   traceRoutes?: string;
+  /**
+   * Called once when the request ends (finished, aborted or failed) with its own statistics. With
+   * requests running together (parallel > 1), engine.lastStats is whichever ended last: this is the
+   * request's. A throw from it is ignored.
+   */
+  onStats?: (stats: GenerationStats) => void;
 }
 
 export interface GeneratedToken {

@@ -11,6 +11,7 @@ import { LimitExceededError, RequestAbortedError } from '../core/errors.js';
 interface Waiter {
   /** Places it takes: 1, or every place (exclusive). */
   places: number;
+  exclusive: boolean;
   resolve: (release: () => void) => void;
   reject: (error: Error) => void;
   signal: AbortSignal | undefined;
@@ -18,8 +19,10 @@ interface Waiter {
 }
 
 export class RequestQueue {
-  /** Places taken by the running requests. */
+  /** Places taken by the running requests (and an exclusive holder's, all of them). */
   private taken = 0;
+  /** Holders of one place: the requests running now. */
+  private requests = 0;
   private readonly waiting: Waiter[] = [];
 
   constructor(
@@ -32,9 +35,9 @@ export class RequestQueue {
     return this.waiting.length;
   }
 
-  /** Requests running now. */
+  /** Requests running now (an exclusive holder, the engine's close, is none). */
   get running(): number {
-    return this.taken;
+    return this.requests;
   }
 
   /**
@@ -44,11 +47,10 @@ export class RequestQueue {
    */
   acquire(signal?: AbortSignal, options: { unbounded?: boolean; exclusive?: boolean } = {}): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(new RequestAbortedError());
-    const places = options.exclusive ? this.capacity : 1;
-    if (this.waiting.length === 0 && this.taken + places <= this.capacity) {
-      this.taken += places;
-      return Promise.resolve(this.releaser(places));
-    }
+    const exclusive = options.exclusive === true;
+    const places = exclusive ? this.capacity : 1;
+    if (this.waiting.length === 0 && this.taken + places <= this.capacity)
+      return Promise.resolve(this.take(places, exclusive));
     if (!options.unbounded && this.waiting.length >= this.depthMax) {
       // The running requests and those waiting: what was admitted.
       return Promise.reject(
@@ -56,19 +58,23 @@ export class RequestQueue {
       );
     }
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { places, resolve, reject, signal, onAbort: () => this.leave(waiter) };
+      const waiter: Waiter = { places, exclusive, resolve, reject, signal, onAbort: () => this.leave(waiter) };
       signal?.addEventListener('abort', waiter.onAbort, { once: true });
       this.waiting.push(waiter);
     });
   }
 
-  /** The release of one turn: its places go to the waiters in order (a second call changes nothing). */
-  private releaser(places: number): () => void {
+  /** Takes `places`; returns their release: they go to the waiters in order (a second call changes nothing). */
+  private take(places: number, exclusive: boolean): () => void {
+    const request = exclusive ? 0 : 1;
+    this.taken += places;
+    this.requests += request;
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.taken -= places;
+      this.requests -= request;
       this.admit();
     };
   }
@@ -78,8 +84,7 @@ export class RequestQueue {
     while (this.waiting.length > 0 && this.taken + this.waiting[0].places <= this.capacity) {
       const next = this.waiting.shift()!;
       next.signal?.removeEventListener('abort', next.onAbort);
-      this.taken += next.places;
-      next.resolve(this.releaser(next.places));
+      next.resolve(this.take(next.places, next.exclusive));
     }
   }
 

@@ -27,6 +27,15 @@ export function newStats(start: TurnStart, isTurn: boolean): GenerationStats {
   };
 }
 
+/** The request's own stats to its onStats (a throw there is the caller's, and changes nothing here). */
+export function reportStats(options: GenerateOptions, stats: GenerationStats): void {
+  try {
+    options.onStats?.(stats);
+  } catch {
+    // the caller's callback: its failure is not the request's
+  }
+}
+
 /** The rates once the request completed (decodeMs, prefillMs and the counts set). */
 export function completeRates(stats: GenerationStats): void {
   stats.prefillTokPerS = rate(stats.promptTokens, stats.prefillMs);

@@ -31,7 +31,10 @@ export async function startCompletion(
   onToken: () => void = () => undefined,
 ): Promise<Completion> {
   const prompt = req.messages ? engine.chatPrompt(req.messages) : req.prompt;
-  const tokens = engine.generate(prompt, { ...req.options, signal })[Symbol.asyncIterator]();
+  // The request's own stats: with requests running together, engine.lastStats may be another's.
+  let ended: GenerationStats | undefined;
+  const onStats = (stats: GenerationStats): void => void (ended = stats);
+  const tokens = engine.generate(prompt, { ...req.options, signal, onStats })[Symbol.asyncIterator]();
   const first = await tokens.next();
   const matcher = new StopMatcher(req.stop);
   async function* deltas(): AsyncGenerator<string, CompletionEnd> {
@@ -51,7 +54,7 @@ export async function startCompletion(
     }
     const rest = matcher.flush();
     if (rest) yield rest;
-    const stats = engine.lastStats;
+    const stats = ended;
     const byEngine = stats?.finishReason === 'stop' || stats?.finishReason === 'context' ? 'stop' : 'length';
     return {
       finishReason: matcher.stopped ? 'stop' : byEngine,

@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { interval, map, merge, type Observable } from 'rxjs';
 import type { Engine } from '../engine/engine.js';
-import type { ServerMetrics } from './metrics.js';
+import { decodeHitRate, type ServerMetrics } from './metrics.js';
 
 interface LiveEvent {
   event: 'step' | 'calibration' | 'counters';
@@ -52,10 +52,9 @@ function counters(engine: Engine, metrics: ServerMetrics): Record<string, unknow
   const stats = engine.lastStats;
   return {
     queueDepth: engine.queueDepth,
-    active: metrics.running,
+    active: engine.activeRequests,
     generatedTokens: metrics.generatedTokens,
-    decodeHitRate:
-      stats?.decodeHitRate !== undefined && Number.isFinite(stats.decodeHitRate) ? stats.decodeHitRate : null,
+    decodeHitRate: decodeHitRate(engine, stats),
     inflightBytes: engine.tierStats()?.gate?.inflightBytes ?? 0,
     tune: engine.tuneSettings() ?? null,
   };

@@ -36,14 +36,14 @@ export class ServerMetrics {
   });
   private readonly hitRate = new Gauge({
     name: 'moetier_decode_hit_rate',
-    help: 'resident hits / routed pairs of the last request with a tier',
+    help: 'resident hits / routed pairs of the last request with a tier (batching: of the busy period so far)',
     registers: [this.registry],
   });
   running = 0;
   /** Tokens generated since the server started, counted as they come (the dashboard's rate). */
   generatedTokens = 0;
 
-  constructor(engine: Engine) {
+  constructor(private readonly engine: Engine) {
     const registry = this.registry;
     new Gauge({
       name: 'moetier_queue_depth',
@@ -56,7 +56,15 @@ export class ServerMetrics {
     const self = this;
     new Gauge({
       name: 'moetier_active_sequences',
-      help: 'requests being generated now',
+      help: 'sequences the engine is generating now (each request runs on one)',
+      registers: [registry],
+      collect() {
+        this.set(engine.activeRequests);
+      },
+    });
+    new Gauge({
+      name: 'moetier_http_requests_in_flight',
+      help: 'completion requests the server is answering now, queued ones included',
       registers: [registry],
       collect() {
         this.set(self.running);
@@ -82,7 +90,17 @@ export class ServerMetrics {
     this.tokens.inc({ kind: 'completion' }, stats.generatedTokens);
     if (stats.generatedTokens > 0) this.ttft.observe(stats.ttftMs / 1000);
     if (Number.isFinite(stats.msPerToken) && stats.msPerToken > 0) this.perToken.observe(stats.msPerToken / 1000);
-    if (stats.decodeHitRate !== undefined && Number.isFinite(stats.decodeHitRate))
-      this.hitRate.set(stats.decodeHitRate);
+    const hitRate = decodeHitRate(this.engine, stats);
+    if (hitRate !== null) this.hitRate.set(hitRate);
   }
+}
+
+/**
+ * The tier's decode hit rate: the request's own (one request at a time), else the tier's counters
+ * (a batching engine's requests share the steps: its hits count over the busy period); null without a tier.
+ */
+export function decodeHitRate(engine: Engine, stats: GenerationStats | undefined): number | null {
+  if (stats?.decodeHitRate !== undefined && Number.isFinite(stats.decodeHitRate)) return stats.decodeHitRate;
+  const tier = engine.tierStats();
+  return tier && tier.hits + tier.misses > 0 ? tier.hits / (tier.hits + tier.misses) : null;
 }

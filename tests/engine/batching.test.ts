@@ -184,6 +184,7 @@ describe('continuous batching', () => {
       );
       await streams[1].return?.(undefined);
       expect(engine.queueDepth).toBe(0);
+      expect(engine.activeRequests).toBe(0);
     } finally {
       await engine.close();
     }
@@ -209,6 +210,36 @@ describe('continuous batching', () => {
       } finally {
         await engine.close();
       }
+    }
+  });
+
+  it('a failed step fails the requests in it, typed, and the engine goes on', async () => {
+    const engine = await openEngine({ model, threads: 2, contextTokens: 96, parallel: 3 });
+    try {
+      const native = loadNative();
+      const original = native.evalAsync.bind(native);
+      let evals = 0;
+      vi.spyOn(native, 'evalAsync').mockImplementation((...args) => {
+        if (++evals === 4) return Promise.reject(new Error('eval: injected failure'));
+        return original(...args);
+      });
+      const outcomes = await Promise.allSettled([
+        collect(engine, [1, 2, 3], { maxTokens: 8, stopAtEos: false }),
+        collect(engine, [4, 5, 6], { maxTokens: 8, stopAtEos: false }),
+      ]);
+      vi.restoreAllMocks();
+      // Both decode in every step from the second on: the failing step held both.
+      for (const o of outcomes) {
+        expect(o.status).toBe('rejected');
+        expect(String((o as PromiseRejectedResult).reason)).toMatch(/injected failure/);
+      }
+      expect(engine.activeRequests).toBe(0);
+      expect(engine.lastStats?.finishReason).toBe('error');
+      expect(await collect(engine, [7, 7], { maxTokens: 3, stopAtEos: false })).toEqual(
+        await collect(alone, [7, 7], { maxTokens: 3, stopAtEos: false }),
+      );
+    } finally {
+      await engine.close();
     }
   });
 

@@ -1,6 +1,6 @@
 /**
  * Load and faults on the server (loopback only, bounded): 32 clients, 320 requests of mixed
- * lengths, streamed and not; a share cancelled mid-stream, a share aborted while queued, a share
+ * lengths, streamed and not, on an engine batching 8 sequences; a share cancelled mid-stream, a share aborted while queued, a share
  * malformed. Every request ends in a complete answer, a clear error, or the client's own abort;
  * afterwards nothing is left running or queued, the server answers at once, and the process
  * grew by a bounded amount.
@@ -24,6 +24,8 @@ beforeAll(async () => {
     contextTokens: 128,
     slotsPerLayer: 4,
     heat: false,
+    parallel: 8,
+    batchTokensMax: 64,
     requestQueueDepthMax: 64,
   });
   server = createServer(engine);
@@ -108,10 +110,11 @@ describe('the server under load and faults', () => {
     expect(all.filter((r) => r.outcome === 'complete').length).toBeGreaterThan(100);
     // Nothing left behind: the queue empty, nothing running, the server answers at once.
     const settle = Date.now() + 5000;
-    while ((engine.queueDepth > 0 || server.metrics.running > 0) && Date.now() < settle)
+    while ((engine.queueDepth > 0 || server.metrics.running > 0 || engine.activeRequests > 0) && Date.now() < settle)
       await new Promise((r) => setTimeout(r, 10));
     expect(engine.queueDepth).toBe(0);
     expect(server.metrics.running).toBe(0);
+    expect(engine.activeRequests).toBe(0); // no sequence leaked
     const t0 = performance.now();
     expect((await fetch(`${base}/health`)).status).toBe(200);
     expect(performance.now() - t0).toBeLessThan(1000);

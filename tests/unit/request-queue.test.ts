@@ -47,4 +47,39 @@ describe('RequestQueue', () => {
     for (const p of [...burst.slice(1), next]) (await p)();
     expect(queue.depth).toBe(0);
   });
+
+  it('runs `capacity` requests at once, in arrival order after them, and an exclusive hold waits for all', async () => {
+    const queue = new RequestQueue(8, 3);
+    const running = await Promise.all([queue.acquire(), queue.acquire(), queue.acquire()]);
+    expect(queue.running).toBe(3);
+    const order: string[] = [];
+    const fourth = queue.acquire().then((r) => (order.push('fourth'), r));
+    const close = queue.acquire(undefined, { exclusive: true }).then((r) => (order.push('close'), r));
+    const after = queue.acquire().then((r) => (order.push('after'), r));
+    expect(queue.depth).toBe(3);
+    running[0]();
+    (await fourth)();
+    expect(order).toEqual(['fourth']);
+    running[1]();
+    running[2]();
+    const closeRelease = await close;
+    expect(queue.running).toBe(0); // the exclusive holder is no request
+    expect(order).toEqual(['fourth', 'close']);
+    closeRelease();
+    (await after)();
+    expect(order).toEqual(['fourth', 'close', 'after']);
+    expect(queue.running).toBe(0);
+  });
+
+  it('admits the waiters behind an exclusive one that aborts', async () => {
+    const queue = new RequestQueue(8, 2);
+    const a = await queue.acquire();
+    const controller = new AbortController();
+    const exclusive = queue.acquire(controller.signal, { exclusive: true });
+    const b = queue.acquire();
+    controller.abort();
+    await expect(exclusive).rejects.toBeInstanceOf(RequestAbortedError);
+    (await b)(); // a free place and nobody ahead: admitted at the abort
+    a();
+  });
 });

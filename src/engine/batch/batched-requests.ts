@@ -20,7 +20,7 @@ import { RequestQueue } from '../request-queue.js';
 import type { ContextOwner, ContextTurn, TurnStart } from '../conversation.js';
 import type { GenerateOptions, GeneratedToken } from '../generate-options.js';
 import type { GenerationStats } from '../stats.js';
-import { completeRates, newStats, TokenPicker } from '../token-picker.js';
+import { completeRates, newStats, reportStats, TokenPicker } from '../token-picker.js';
 import { RequestTrace } from '../request-trace.js';
 import type { RouteTraceSource } from '../routes-from.js';
 import { RouteLog } from '../tier/route-log.js';
@@ -172,6 +172,7 @@ export class BatchedRequests {
       if (!completed && !failure) stats.finishReason = 'aborted';
       this.give(seq);
       this.host.finished(stats);
+      reportStats(options, stats);
       turn?.end(stats);
       trace.end(stats, failure?.error);
       release();
