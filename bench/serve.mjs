@@ -5,8 +5,9 @@
  * moetier serve under concurrent streams: for each stream count N, N clients each stream one
  * completion (greedy, --tokens tokens, a different built-in prompt each) from the server at once,
  * on the medium qwen3moe preset (Q4_0, realistic synthetic routing), in RAM (no tier) and on the disk
- * tier at half the file (--memory-budget), the engine running as many sequences as the most streams
- * (`parallel`, continuous batching); against llama.cpp (node-llama-cpp, a child process) with
+ * tier at half the file (--memory-budget), for N streams an engine of N sequences (`parallel` N,
+ * continuous batching; each sequence with the positions its prompt and answer need, as llama.cpp's
+ * context gets them: the memory plan counts them); against llama.cpp (node-llama-cpp, a child process) with
  * N sequences in one context. Per N: aggregate decode tok/s (every stream's tokens over the wall time
  * from the first request to the last token), per-stream decode tok/s (median), TTFT p50 / p99, and on
  * the disk tier the bytes read from the model file per generated token.
@@ -80,23 +81,25 @@ async function moetierRuns(model, tier, streams, tokens, threads, prompts, scree
   const { openEngine } = await importDist('src/index.js');
   const { createServer } = await importDist('src/server/app.js');
   const budget = tier === 'disk' ? { memoryBudgetBytes: Math.floor(statSync(model).size / 2), heat: false } : {};
-  // Every stream runs at once, batched (continuous batching): as many sequences as the most streams.
-  const parallel = Math.max(...streams);
-  const engine = await openEngine({
-    model,
-    threads,
-    contextTokens: 512,
-    parallel,
-    requestQueueDepthMax: 64,
-    ...budget,
-  });
-  const server = createServer(engine);
-  const base = await server.app.listen({ host: '127.0.0.1', port: 0 });
+  const contextTokens = await sequenceTokens(model, prompts, tokens);
   const rows = [];
-  const page = screenshot ? await openDashboard(base) : undefined;
-  try {
-    await streamAll(base, prompts.slice(0, 1), 4); // warm-up
-    for (const n of streams) {
+  for (const n of streams) {
+    // N streams, N sequences batched into shared steps (continuous batching), each with the positions
+    // its prompt and answer need: the KV cache llama.cpp's context gets for N sequences (llamaChild).
+    const engine = await openEngine({
+      model,
+      threads,
+      contextTokens,
+      parallel: n,
+      requestQueueDepthMax: 64,
+      ...budget,
+    });
+    const server = createServer(engine);
+    const base = await server.app.listen({ host: '127.0.0.1', port: 0 });
+    const last = n === streams.at(-1);
+    const page = screenshot && last ? await openDashboard(base) : undefined;
+    try {
+      await streamAll(base, prompts.slice(0, 1), 4); // warm-up
       const before = engine.fileReads?.();
       const r = await streamAll(
         base,
@@ -112,24 +115,34 @@ async function moetierRuns(model, tier, streams, tokens, threads, prompts, scree
         engine: 'moetier',
         tier,
         streams: n,
+        ...(engine.memoryPlan ? { slotsPerLayer: engine.memoryPlan.slotsPerLayer } : {}),
         ...summary(r),
         ...(read !== undefined ? { fileBytesPerToken: read / r.reduce((a, s) => a + s.tokens, 0) } : {}),
       });
       process.stderr.write(
         `moetier ${tier} ${n} streams: ${rows.at(-1).aggregateTokPerS.toFixed(1)} tok/s aggregate\n`,
       );
+      if (page) {
+        mkdirSync(path.dirname(screenshot), { recursive: true });
+        await page.page.screenshot({ path: screenshot, fullPage: true });
+        process.stderr.write(`dashboard screenshot: ${screenshot}\n`);
+      }
+    } finally {
+      await page?.browser.close();
+      await server.shutdown(1000);
+      await engine.close();
     }
-    if (page) {
-      mkdirSync(path.dirname(screenshot), { recursive: true });
-      await page.page.screenshot({ path: screenshot, fullPage: true });
-      process.stderr.write(`dashboard screenshot: ${screenshot}\n`);
-    }
-  } finally {
-    await page?.browser.close();
-    await server.shutdown(1000);
-    await engine.close();
   }
   return rows;
+}
+
+/** Positions one stream needs: its prompt (the longest of the built-in ones) and its answer, as llamaChild sizes them. */
+async function sequenceTokens(model, prompts, tokens) {
+  const { openEngine } = await importDist('src/index.js');
+  const tok = await openEngine({ model, threads: 1, contextTokens: 64 });
+  const longest = Math.max(...prompts.map((p) => tok.tokenize(p).length));
+  await tok.close();
+  return longest + tokens + 8;
 }
 
 /** The live dashboard in headless Chromium (Debian's, through puppeteer-core), or undefined without one. */
@@ -225,14 +238,14 @@ function summary(streams) {
 }
 
 export function serveTable(r) {
-  const head = `Concurrent streams, ${r.model}, ${r.tokens} tokens a stream, ${r.threads} threads, ${r.cpu}, load ${r.load1m.map((x) => x.toFixed(1)).join(' -> ')}, ${r.date}. moetier runs one request at a time (no batching yet), so its aggregate is about one stream's decode rate and its TTFT grows with the queue; its 1-stream row runs first, after a 4-token warm-up, and reads lower than the rows after it.`;
+  const head = `Concurrent streams, ${r.model}, ${r.tokens} tokens a stream, ${r.threads} threads, ${r.cpu}, load ${r.load1m.map((x) => x.toFixed(1)).join(' -> ')}, ${r.date}. moetier batches N streams into shared steps (an engine of N sequences: continuous batching; on the disk tier the plan's slots per layer shrink as the N caches grow); llama.cpp runs N sequences in one context. Per-stream tok/s counts each stream's own decode time, so it falls as streams share steps while the aggregate rises.`;
   const lines = [
     '| engine | tier | streams | aggregate tok/s | per-stream tok/s (median) | TTFT p50 ms | TTFT p99 ms | file bytes / token |',
     '|---|---|---|---|---|---|---|---|',
   ];
   for (const x of r.rows) {
     lines.push(
-      `| ${x.engine} | ${x.tier} | ${x.streams} | ${x.aggregateTokPerS.toFixed(1)} | ${x.perStreamTokPerS.toFixed(1)} | ${x.ttftP50Ms.toFixed(0)} | ${x.ttftP99Ms.toFixed(0)} | ${x.fileBytesPerToken === undefined ? '-' : (x.fileBytesPerToken / 1e6).toFixed(2) + ' MB'} |`,
+      `| ${x.engine} | ${x.tier}${x.slotsPerLayer !== undefined ? ` (${x.slotsPerLayer} slots/layer)` : ''} | ${x.streams} | ${x.aggregateTokPerS.toFixed(1)} | ${x.perStreamTokPerS.toFixed(1)} | ${x.ttftP50Ms.toFixed(0)} | ${x.ttftP99Ms.toFixed(0)} | ${x.fileBytesPerToken === undefined ? '-' : (x.fileBytesPerToken / 1e6).toFixed(2) + ' MB'} |`,
     );
   }
   return `${head}\n\n${lines.join('\n')}`;

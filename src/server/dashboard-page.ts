@@ -25,6 +25,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <div>steps seen <b id="steps">0</b></div>
   <div>tokens generated <b id="tokens">0</b></div>
   <div>tok/s (aggregate) <b id="rate">0</b></div>
+  <div>tok/s per stream <b id="perStream">-</b></div>
   <div>queue depth <b id="queue">0</b></div>
   <div>active sequences <b id="active">0</b></div>
   <div>decode hit rate <b id="hit">-</b></div>
@@ -90,7 +91,10 @@ events.addEventListener('counters', (e) => {
   const now = performance.now();
   state.tokens = c.generatedTokens;
   $('tokens').textContent = c.generatedTokens;
-  $('rate').textContent = ((c.generatedTokens - lastTokens) / ((now - lastAt) / 1000)).toFixed(1);
+  const rate = (c.generatedTokens - lastTokens) / ((now - lastAt) / 1000);
+  $('rate').textContent = rate.toFixed(1);
+  // The running sequences share the steps: each gets the aggregate's share.
+  $('perStream').textContent = c.active > 0 ? (rate / c.active).toFixed(1) : '-';
   lastTokens = c.generatedTokens; lastAt = now;
   $('queue').textContent = c.queueDepth;
   $('active').textContent = c.active;

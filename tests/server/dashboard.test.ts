@@ -28,6 +28,7 @@ beforeAll(async () => {
     slotsPerLayer: 2,
     heat: false,
     lfru: { tickTokens: 2 },
+    parallel: 2,
   });
   server = createServer(engine, { countersIntervalMs: 100 });
   base = await server.app.listen({ host: '127.0.0.1', port: 0 });
@@ -38,11 +39,11 @@ afterAll(async () => {
   cleanup();
 });
 
-const complete = (prompt: string) =>
+const complete = (prompt: string, maxTokens = 24) =>
   fetch(`${base}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: 24 }),
+    body: JSON.stringify({ prompt, max_tokens: maxTokens }),
   }).then((r) => r.json());
 
 describe.runIf(chromium !== undefined)('the live dashboard in headless Chromium', () => {
@@ -75,6 +76,17 @@ describe.runIf(chromium !== undefined)('the live dashboard in headless Chromium'
         first.tokens,
       );
       expect((await seen()).steps).toBeGreaterThan(first.steps);
+      // Two streams batched at once: the page counts both sequences and gives each its share of tok/s.
+      const shown = page.waitForFunction(
+        () =>
+          document.getElementById('active')!.textContent === '2' &&
+          Number(document.getElementById('perStream')!.textContent) > 0,
+        { timeout: 15_000 },
+      );
+      let done = false;
+      void shown.finally(() => (done = true)).catch(() => undefined);
+      while (!done) await Promise.all([complete('the ship sails', 100), complete('a bird sings', 100)]);
+      await shown;
     } finally {
       await browser.close();
     }
