@@ -213,6 +213,40 @@ describe('continuous batching', () => {
     }
   });
 
+  it('on the disk tier, one read of an expert serves every sequence routed to it in a step', async () => {
+    // Two requests with the same prompt route the same experts row for row: batched, each miss is read
+    // once for both; one after the other, each reads it (planted sameness: a check of the mechanism).
+    const reads = async (parallel: number): Promise<number> => {
+      const probe = await openEngine({ model, threads: 2, contextTokens: 64, parallel, memoryBudgetBytes: 1 << 30 });
+      const plan = probe.memoryPlan!;
+      await probe.close();
+      const engine = await openEngine({
+        model,
+        threads: 2,
+        contextTokens: 64,
+        parallel,
+        heat: false,
+        memoryBudgetBytes: fixedPlanBytes(plan) + 4 * plan.slotStrideBytes, // one slot a layer
+        disk: { admitMisses: false }, // every miss streamed: the reads count the misses
+        placementPolicy: 'lfru',
+      });
+      try {
+        const before = engine.fileReads()!;
+        const job = () => collect(engine, [11, 12, 13, 14], { maxTokens: 12, stopAtEos: false });
+        const [a, b] = await Promise.all([job(), job()]);
+        expect(a).toEqual(b);
+        const after = engine.fileReads()!;
+        return after.streamedBytes + after.uploadBytes - before.streamedBytes - before.uploadBytes;
+      } finally {
+        await engine.close();
+      }
+    };
+    const alone1 = await reads(1);
+    const batched = await reads(2);
+    expect(alone1).toBeGreaterThan(0);
+    expect(batched).toBeLessThan(0.6 * alone1);
+  });
+
   it('a failed step fails the requests in it, typed, and the engine goes on', async () => {
     const engine = await openEngine({ model, threads: 2, contextTokens: 96, parallel: 3 });
     try {
