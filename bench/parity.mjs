@@ -123,6 +123,8 @@ async function parityForModel(spec, prompts, promptText, threads, maxTokens) {
         ...verdict,
         promptTokens: promptTokens[i].length,
         tokenizationIdentical: theirs.tokenizationIdentical,
+        // The same ids (llama.cpp's) through both detokenizers.
+        detokenizationIdentical: engine.detokenize([...promptTokens[i], ...theirs.tokens]) === theirs.detokenized,
         firstStepMargin: marginOf(theirs.top2[0]),
         minStepMargin: Math.min(...theirs.top2.map(marginOf).filter((m) => m !== null)),
       });

@@ -71,13 +71,18 @@ export function parityTable(summary) {
       maxDiff === null ? 'n/a' : maxDiff.toFixed(3),
       minMargin === null ? 'n/a' : minMargin.toFixed(2),
       cases.every((c) => c.tokenizationIdentical) ? 'yes' : 'no',
+      cases.every((c) => c.detokenizationIdentical === undefined)
+        ? 'n/a'
+        : cases.every((c) => c.detokenizationIdentical)
+          ? 'yes'
+          : 'no',
     ].join(' | ');
   });
   return [
     `allTokensIdentical: **${summary.allTokensIdentical}** (greedy ${summary.maxTokens} tokens, ${summary.threads} thread(s), seed ${summary.seed}).`,
     '',
-    '| model | prompts identical | max abs first-step logit diff | min top-1 margin over all steps (llama.cpp) | tokenization identical |',
-    '|---|---|---|---|---|',
+    '| model | prompts identical | max abs first-step logit diff | min top-1 margin over all steps (llama.cpp) | tokenization identical | detokenization identical |',
+    '|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r} |`),
   ].join('\n');
 }

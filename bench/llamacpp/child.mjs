@@ -94,6 +94,9 @@ async function runOne(model, { threads, maxTokens: requestMaxTokens, logitsMode 
     firstLogits,
     top2,
     ...(promptText == null ? {} : compareTokenization(model, promptText, promptTokens)),
+    // llama.cpp's text of the prompt and the tokens, special tokens shown (its detokenizer's rules:
+    // clean_spaces and the rest), for the parity's detokenizationIdentical.
+    detokenized: model.detokenize([...promptTokens, ...tokens], true),
     timings: timings(promptTokens.length, tokens.length, tFirst - t0, tLast - tFirst),
   };
   await context.dispose();

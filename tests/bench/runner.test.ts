@@ -95,7 +95,18 @@ describe('README parity table', () => {
       ],
     });
     expect(table).toContain('allTokensIdentical: **false**');
-    expect(table).toContain('| tiny olmoe q8_0 | 1 / 2 | 0.090 | 6.25 | yes |');
+    expect(table).toContain('| tiny olmoe q8_0 | 1 / 2 | 0.090 | 6.25 | yes | n/a |'); // runs before detokenization was compared
+    const detok = parityTable({
+      allTokensIdentical: true,
+      maxTokens: 64,
+      threads: 1,
+      seed: 1,
+      cases: [
+        { ...base, identical: true, maxAbsLogitDiff: 0.02, minStepMargin: 7.5, detokenizationIdentical: true },
+        { ...base, identical: true, maxAbsLogitDiff: 0.02, minStepMargin: 7.5, detokenizationIdentical: false },
+      ],
+    });
+    expect(detok).toContain('| tiny olmoe q8_0 | 2 / 2 | 0.020 | 7.50 | yes | no |');
   });
 });
 

@@ -11,6 +11,7 @@ import { concatBytes } from './bytes.js';
 import { PRE_TOKENIZER_NAMES, preTokenizer } from './pretokenize.js';
 import { SpmModel } from './spm.js';
 import { TOKEN_TYPE, partitionSpecials, readVocab, type Vocab } from './vocab.js';
+import { cleanSpaces, cleansSpaces } from './clean-spaces.js';
 
 export interface EncodeOptions {
   /** Prepend the BOS token; default: tokenizer.ggml.add_bos_token (gpt2: false, llama: true). */
@@ -70,6 +71,7 @@ export function createTokenizer(file: GgufFile): Tokenizer {
       (text, _first, out) => bpe.encodeText(text, out),
       (id) => bpe.tokenBytes(id),
       false,
+      cleansSpaces('gpt2', pre),
     );
   }
   if (model === 'llama') {
@@ -81,6 +83,7 @@ export function createTokenizer(file: GgufFile): Tokenizer {
       (text, prefix, out) => spm.encodeText(text, prefix, out),
       (id) => spm.tokenBytes(id),
       spm.addSpacePrefix,
+      cleansSpaces('llama', 'default'),
     );
   }
   throw new UnsupportedModelError(
@@ -108,6 +111,8 @@ class GgufTokenizer implements Tokenizer {
     private readonly bytesOf: (id: number) => Uint8Array,
     /** SPM with add_space_prefix: detokenizing drops the first token's leading space. */
     private readonly stripFirstSpace: boolean,
+    /** decode applies llama.cpp's clean-spaces rule (clean-spaces.ts); streamed pieces stay verbatim, as llama.cpp's. */
+    private readonly cleanSpaces: boolean,
   ) {
     this.vocabSize = vocab.tokens.length;
     this.bosId = vocab.bosId;
@@ -149,7 +154,8 @@ class GgufTokenizer implements Tokenizer {
   decode(ids: number[], options: DecodeOptions = {}): string {
     const parts = ids.map((id) => this.renderedBytes(id, options.special ?? true));
     if (this.stripFirstSpace && parts.length > 0 && parts[0][0] === 0x20) parts[0] = parts[0].subarray(1);
-    return utf8Text().decode(concatBytes(parts));
+    const joined = concatBytes(parts);
+    return utf8Text().decode(this.cleanSpaces ? cleanSpaces(joined) : joined);
   }
 
   createStreamDecoder(options: DecodeOptions = {}): StreamDecoder {

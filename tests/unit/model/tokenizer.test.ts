@@ -10,6 +10,7 @@ import { createTokenizer, type Tokenizer } from '../../../src/model/tokenizer/in
 import { preTokenizer } from '../../../src/model/tokenizer/pretokenize.js';
 import type { GgufFile } from '../../../src/model/types.js';
 import { prng, type Kv } from './gguf-fixture.js';
+import { cleanSpaces, cleansSpaces } from '../../../src/model/tokenizer/clean-spaces.js';
 
 let dir: string;
 let n = 0;
@@ -140,7 +141,9 @@ describe('byte-level BPE (gpt2)', () => {
           { length: 1 + Math.floor(random() * 12) },
           () => alphabet[Math.floor(random() * alphabet.length)],
         ).join('');
-        expect(tok.decode(tok.encode(text)), `${pre}: ${JSON.stringify(text)}`).toBe(text);
+        // Every pre-tokenizer but qwen2 cleans spaces on decode, as llama.cpp's detokenizer does.
+        const expected = cleansSpaces('gpt2', pre) ? new TextDecoder().decode(cleanSpaces(Buffer.from(text))) : text;
+        expect(tok.decode(tok.encode(text)), `${pre}: ${JSON.stringify(text)}`).toBe(expected);
       }
     }
   });
