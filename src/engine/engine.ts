@@ -3,6 +3,9 @@
  *
  *   generate(prompt) -> queue -> prefill (batched) -> [sample -> decode one token]* -> release
  *
+ * With `parallel` > 1 the context holds that many sequences and concurrent requests share each
+ * step instead (continuous batching: src/engine/batch); this file's run is the one-at-a-time path.
+ *
  * Native evaluation runs off the event loop (evalAsync); an AbortSignal is checked between tokens.
  * A request starts at position 0, or, a conversation's turn (src/engine/conversation.ts), after the
  * prefix its conversation still holds in the cache; every request claims the cache before its first eval.
@@ -108,7 +111,8 @@ export interface Engine {
   generate$(prompt: string | number[], options?: GenerateOptions): Observable<GeneratedToken>;
   /**
    * A conversation: turns that keep the KV cache between them, each evaluating only its new tokens
-   * (src/engine/conversation.ts). Any other request on the engine evicts it (the engine has one cache).
+   * (src/engine/conversation.ts). With parallel 1 any other request on the engine evicts it (one
+   * cache); with more, it keeps its own sequence while free sequences serve the other requests.
    */
   conversation(options?: ConversationOptions): Conversation;
   /** Logits of the last row after evaluating `tokens` from an empty context. */
