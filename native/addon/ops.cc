@@ -77,12 +77,13 @@ bool ArgTypeCols(const Napi::CallbackInfo& info, const char* verb, int64_t type,
     Throw(info.Env(), true,
           std::string(verb) +
               ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 6 (Q5_0), 7 (Q5_1), 8 (Q8_0), 10..14 "
-              "(Q2_K..Q6_K), 30 (BF16), got " +
+              "(Q2_K..Q6_K), 20 (IQ4_NL), 23 (IQ4_XS), 30 (BF16), got " +
               std::to_string(type));
     return false;
   }
   if (mt_row_bytes((int)type, cols) == 0) {
-    const char* unit = type >= MT_Q2_K && type <= MT_Q6_K ? "256 for a k-quant type" : "32 for a quantised type";
+    const char* unit = (type >= MT_Q2_K && type <= MT_Q6_K) || type == MT_IQ4_XS ? "256 for a k-quant type or IQ4_XS"
+                                                                                 : "32 for a quantised type";
     Throw(info.Env(), true,
           std::string(verb) + ": cols: expected a multiple of " + unit + ", got " + std::to_string(cols));
     return false;

@@ -16,8 +16,8 @@ namespace {
 // Deterministic, small inputs: every type, tails of 1 and 7 rows, whole and partial groups of 8
 // blocks (1, 3, 9, 17 blocks), for float types element tails past the 32 lanes, and for the
 // k-quants 1, 3 and 9 super-blocks (9: a lane of the 8 used twice).
-const int kTypes[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0,
-                      MT_Q5_1, MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K};
+const int kTypes[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0,   MT_Q5_1,
+                      MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_IQ4_NL, MT_IQ4_XS};
 const int64_t kCols[] = {32, 96, 288, 544, 7, 45, 256, 768, 2304};
 const int64_t kRows = 7;
 const int64_t kBatch = 5;
@@ -64,6 +64,7 @@ void fill_weights(int type, int64_t rows, int64_t cols, std::vector<uint8_t>* w,
         p += MT_Q8_0_BYTES;
         break;
       case MT_Q4_0:
+      case MT_IQ4_NL:  // the same layout: d, then 16 bytes of nibbles
         std::memcpy(p, &scale_f16, 2);
         for (int i = 0; i < MT_QK / 2; i++) p[2 + i] = (uint8_t)next(seed);
         p += MT_Q4_0_BYTES;
@@ -80,7 +81,7 @@ void fill_weights(int type, int64_t rows, int64_t cols, std::vector<uint8_t>* w,
         p += bytes;
         break;
       }
-      default: {  // k-quants: every bit pattern of codes and sub-block scales is valid; d, dmin finite
+      default: {  // k-quants, IQ4_XS: every bit pattern of codes and sub-block scales is valid; d, dmin finite
         const int bytes = mt_kquant_block_bytes(type);
         for (int i = 0; i < bytes; i++) p[i] = (uint8_t)next(seed);
         std::memcpy(p + mt_kquant_d_at(type), &scale_f16, 2);

@@ -1,6 +1,7 @@
-// The AVX2 k-quant kernels (Q2_K .. Q6_K weights x Q8_K activations), in the canonical order
-// (kernels_internal.h) through the shared code of kernels_simd_kquant.h: vpmaddubsw for the
-// unsigned codes x signed activations, then vpmaddwd with the sub-block scales.
+// The AVX2 k-quant kernels (Q2_K .. Q6_K and IQ4_XS weights x Q8_K activations), in the canonical
+// order (kernels_internal.h) through the shared code of kernels_simd_kquant.h: vpmaddubsw for the
+// unsigned codes x signed activations (IQ4_XS's signed codes: |code| x activation with the code's
+// sign, vpsignb), then vpmaddwd with the sub-block scales.
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -25,6 +26,15 @@ struct Avx2Dot {
     for (int j = 0; j < 8; j++) {
       const __m256i p16 = _mm256_maddubs_epi16(w.k->u[j], _mm256_loadu_si256((const __m256i*)(q + 32 * j)));
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p16, w.k->sc[j]));
+    }
+    return acc;
+  }
+  static __m256i dot_signed(const W& w, const int8_t* q) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) {
+      const __m256i u = w.k->u[j];
+      const __m256i x = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i*)(q + 32 * j)), u);
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(u, u), x), w.k->sc[j]));
     }
     return acc;
   }

@@ -1,4 +1,4 @@
-// The AVX2 quantised kernels (Q8_0, Q4_0, Q5_0, Q5_1 weights x prepared 8-bit activation groups), in the
+// The AVX2 quantised kernels (Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL weights x prepared 8-bit activation groups), in the
 // canonical order (kernels_internal.h) through the drivers of kernels_simd_quant.h.
 //
 // Per 32-element block the integer dot ends as 8 int32 lanes, lane j = elements 4j..4j+3:
@@ -7,6 +7,7 @@
 //         removed from the block sum as 8 * sum(q_x) (|pair| <= 2 * 15 * 127: no saturation).
 //   Q5_0 / Q5_1: maddubs(code 0..31, q_x), as Q4_0; Q5_0 removes 16 * sum(q_x), Q5_1 keeps the
 //         unsigned sum and adds its min term m_w d_x sum(q_x) by a second fma (kernels_internal.h).
+//   IQ4_NL: the nibbles through the table (vpshufb) -> signed bytes, then as Q8_0.
 // Block sums are exact integers, so a Q4_0 row and its exact Q8_0 copy (q = nibble - 8, the same
 // d) give the same bits (the tier computes a missed 4-bit expert from its int8 copy).
 #include <immintrin.h>
@@ -83,6 +84,22 @@ struct Q5Avx2 {
   static __m256i lanes(const Weight& u, __m256i qx) { return madd_pairs(_mm256_maddubs_epi16(u, qx)); }
 };
 
+// IQ4_NL: the nibbles in element order (as Q4_0) looked up in the table, the 16 values in both
+// 128-bit halves (vpshufb indexes within a half) -> the signed weights, dotted as Q8_0's
+// (|v| <= 127, so |v| is an unsigned byte and maddubs pairs stay <= 2 * 127 * 127).
+struct IQ4NLAvx2 {
+  static constexpr int kBlockBytes = MT_IQ4_NL_BYTES;
+  static constexpr int kOffsetShift = -1;
+  static constexpr int kMinAt = -1;
+  typedef Q8Avx2::Weight Weight;
+  static Weight weight(const uint8_t* blk) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)mt_iq4nl_values));
+    const __m256i w = _mm256_shuffle_epi8(table, nibbles_at(blk + 2));
+    return {_mm256_sign_epi8(w, w), w};
+  }
+  static __m256i lanes(const Weight& w, __m256i qx) { return Q8Avx2::lanes(w, qx); }
+};
+
 constexpr int kTileRows = 2;  // matmul: weight rows per tile (x 4 activation rows)
 
 }  // namespace
@@ -99,6 +116,8 @@ void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* ac
       return quant_matvec<Q5Avx2<MT_Q5_0>>(w, cols, a, y, r0, r1);
     case MT_Q5_1:
       return quant_matvec<Q5Avx2<MT_Q5_1>>(w, cols, a, y, r0, r1);
+    case MT_IQ4_NL:
+      return quant_matvec<IQ4NLAvx2>(w, cols, a, y, r0, r1);
     default:
       return quant_matvec<Q8Avx2>(w, cols, a, y, r0, r1);
   }
@@ -115,6 +134,8 @@ void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* ac
       return quant_matmul<Q5Avx2<MT_Q5_0>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
     case MT_Q5_1:
       return quant_matmul<Q5Avx2<MT_Q5_1>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
+    case MT_IQ4_NL:
+      return quant_matmul<IQ4NLAvx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
     default:
       return quant_matmul<Q8Avx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
   }

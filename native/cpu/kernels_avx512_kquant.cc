@@ -1,7 +1,8 @@
 // The AVX-512 VNNI k-quant kernels: the code of kernels_simd_kquant.h built for AVX-512, with a zmm
 // dot (64 elements a step) whose scale step is one vpdpwssd (int16 pairs x sub-block scales,
-// accumulated in int32: VNNI's fused vpmaddwd + vpaddd). Same exact integer sums, same float
-// steps, so the same bits as the scalar and AVX2 paths.
+// accumulated in int32: VNNI's fused vpmaddwd + vpaddd). IQ4_XS's signed codes: |code| x the
+// activation negated where the code is negative (AVX-512 has no vpsignb). Same exact integer
+// sums, same float steps, so the same bits as the scalar and AVX2 paths.
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -36,6 +37,15 @@ struct Avx512Dot {
     for (int j = 0; j < 4; j++) {
       const __m512i p16 = _mm512_maddubs_epi16(w.u[j], _mm512_loadu_si512((const void*)(q + 64 * j)));
       acc = _mm512_dpwssd_epi32(acc, p16, w.sc[j]);
+    }
+    return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+  }
+  static __m256i dot_signed(const W& w, const int8_t* q) {
+    __m512i acc = _mm512_setzero_si512();
+    for (int j = 0; j < 4; j++) {
+      const __m512i x = _mm512_loadu_si512((const void*)(q + 64 * j));
+      const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w.u[j]), _mm512_setzero_si512(), x);
+      acc = _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(_mm512_abs_epi8(w.u[j]), sx), w.sc[j]);
     }
     return _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
   }

@@ -9,7 +9,7 @@
 #include <string.h>
 #include "mt_kernels.h"
 
-#define MT_QK 32  // elements per Q8_0 / Q4_0 / Q5_0 / Q5_1 block
+#define MT_QK 32  // elements per Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL block
 
 // Weight blocks as stored in GGUF (bytes, not structs: rows are only 2-byte aligned).
 //   Q8_0: f16 d | int8 q[32]                      34 bytes, value = q * d
@@ -19,10 +19,17 @@
 //                                                  uint32) = the 5th bit of element j,
 //                                                  value = ((nib | hbit << 4) - 16) * d
 //   Q5_1: f16 d | f16 m | uint8 qh[4] | nib[16]   24 bytes, value = (nib | hbit << 4) * d + m
+//   IQ4_NL: f16 d | uint8 nib[16]                 18 bytes, nibbles as Q4_0, value = d * mt_iq4nl_values[nib]
+//                                                  (ggml's block_iq4_nl and kvalues_iq4nl)
 #define MT_Q8_0_BYTES 34
 #define MT_Q4_0_BYTES 18
 #define MT_Q5_0_BYTES 22
 #define MT_Q5_1_BYTES 24
+#define MT_IQ4_NL_BYTES 18
+
+// The non-linear 4-bit table of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl): signed, |v| <= 127 and
+// never 0, so |v| fits an unsigned byte and v + 128 one too (the SIMD paths use both forms).
+static const int8_t mt_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // One summation order for every path (the "canonical order"), so that a result never depends
 // on the CPU that computed it. Every fused multiply-add below is one rounding (fmaf / vfmadd);
@@ -33,6 +40,7 @@
 //     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]), blocks in order;
 //     y = mt_reduce8(lane) + 0.0f.
 //   Q5_0: as Q4_0, with q_w = (nib | hbit << 4) - 16 (|isum| <= 32 * 16 * 127).
+//   IQ4_NL: as Q8_0, with q_w = mt_iq4nl_values[nib] (|isum| <= 32 * 127 * 127).
 //   Q5_1 (y = sum_b d_w d_x sum_i u_w q_x + m_w d_x sum_i q_x, u_w = nib | hbit << 4 in 0..31):
 //     isum[b] = sum_i u_w q_x, exact in int32 (|isum| <= 32 * 31 * 127);
 //     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]);
@@ -46,6 +54,9 @@
 //     then, with a min, lane[b % 8] = fma(-(dmin_w[b] * d_x[b]), (float)msum[b], lane[b % 8]);
 //     super-blocks in order, y = mt_reduce8(lane) + 0.0f. (float)isum rounds to nearest even when
 //     |isum| > 2^24, the same on every path (cvtdq2ps and the C cast agree).
+//   IQ4_XS: as the k-quants without a min: sc[k] = its 32-element sub-block's 6-bit scale - 32 (each
+//     repeated for the two 16-element halves), q_w = mt_iq4nl_values[nib]
+//     (|isum| <= 8 * 32 * 32 * 127 * 127).
 //   F32 / F16 / BF16 (y = sum_i w_i x_i):
 //     lane[i % 32] = fma(w_i, x_i, lane[i % 32]), elements in order;
 //     s16[l] = lane[l] + lane[l + 16], s8[l] = s16[l] + s16[l + 8], y = mt_reduce8(s8) + 0.0f.
@@ -69,7 +80,7 @@ static inline float mt_reduce_float_lanes(const float* lane) {
   return mt_reduce8(s8) + 0.0f;
 }
 
-// A prepared activation row for Q8_0 / Q4_0 / Q5_0 / Q5_1 weights: x[i] ~= d * q[i], |q| <= 127, in groups of
+// A prepared activation row for Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL weights: x[i] ~= d * q[i], |q| <= 127, in groups of
 // 8 blocks laid out by field, so a SIMD path reads 8 scales or 8 sums with one load:
 //   group g: d[8] (f32 holding an f16 value) | sum[8] = sum(q) of each block | q[8][32].
 // A short last group is zero-filled. sum lets unsigned-times-signed dot products (VNNI, Q4_0 / Q5_0
@@ -151,7 +162,7 @@ static inline float mt_bf16_to_f32(uint16_t h) { return mt_bits_f32((uint32_t)h 
 
 // The 32-element block types, whose activations are mt_act_group rows (k-quants: mt_is_kquant).
 static inline int mt_is_quant(int type) {
-  return type == MT_Q8_0 || type == MT_Q4_0 || type == MT_Q5_0 || type == MT_Q5_1;
+  return type == MT_Q8_0 || type == MT_Q4_0 || type == MT_Q5_0 || type == MT_Q5_1 || type == MT_IQ4_NL;
 }
 
 // Q5_0 / Q5_1: the unsigned 5-bit code 0..31 of element e (0..31) of one block; the f16 d is
@@ -184,12 +195,12 @@ extern "C" {
 MT_DECLARE_PATH(scalar)
 MT_DECLARE_PATH(avx2)
 MT_DECLARE_PATH(avx512)
-// The AVX2 path's Q8_0 / Q4_0 / Q5_0 / Q5_1 kernels (kernels_avx2_quant.cc), same contract as
+// The AVX2 path's Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL kernels (kernels_avx2_quant.cc), same contract as
 // above. The AVX-512 path calls them for Q5_0 / Q5_1 too (an AVX-512 CPU has AVX2).
 void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
 void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                           int64_t r0, int64_t r1);
-// The k-quant kernels of the AVX2 and AVX-512 paths (kernels_avx2_kquant.cc, kernels_avx512_kquant.cc).
+// The k-quant (and IQ4_XS) kernels of the AVX2 and AVX-512 paths (kernels_avx2_kquant.cc, kernels_avx512_kquant.cc).
 void mt_matvec_kquant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
 void mt_matmul_kquant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                            int64_t r0, int64_t r1);

@@ -16,7 +16,11 @@
 //               n = e / 128, p = (e % 128) / 32, l = e % 32:
 //               q = (nibble p / 2 of ql[64 n + 32 (p % 2) + l] | ((qh[32 n + l] >> 2p) & 3) << 4) - 32
 //                                                                               value = d sc q
-// The SIMD paths read q as an unsigned byte u = q + off (off: Q3_K 4, Q6_K 32, else 0).
+//   IQ4_XS 136 B: f16 d | u16 scales_h | scales_l[4] | qs[128] (ggml's block_iq4_xs), 8 sub-blocks of 32:
+//               sc of sub-block j = (nibble j % 2 of scales_l[j / 2] | ((scales_h >> 2j) & 3) << 4) - 32
+//               q = mt_iq4nl_values[nibble (e % 32) / 16 of qs[16 (e / 32) + e % 16]]  value = d sc q
+// The SIMD paths read q as an unsigned byte u = q + off (off: Q3_K 4, Q6_K 32, else 0), except
+// IQ4_XS, whose q is a signed byte (mt_kquant_signed: |q| times q_x with q's sign).
 #pragma once
 
 #define MT_QK_K 256      // elements per k-quant super-block
@@ -26,8 +30,14 @@
 #define MT_Q4_K_BYTES 144
 #define MT_Q5_K_BYTES 176
 #define MT_Q6_K_BYTES 210
+#define MT_IQ4_XS_BYTES 136
 
-static inline int mt_is_kquant(int type) { return type >= MT_Q2_K && type <= MT_Q6_K; }
+// The types of 256-element super-blocks whose activations are Q8_K blocks (mt_act_k): the
+// k-quants and IQ4_XS, which the k-quant code runs as one more decoder.
+static inline int mt_is_kquant(int type) { return (type >= MT_Q2_K && type <= MT_Q6_K) || type == MT_IQ4_XS; }
+
+// IQ4_XS: its codes are the signed table values, not unsigned codes (see the top).
+static inline int mt_kquant_signed(int type) { return type == MT_IQ4_XS; }
 
 static inline int mt_kquant_block_bytes(int type) {
   switch (type) {
@@ -41,6 +51,8 @@ static inline int mt_kquant_block_bytes(int type) {
       return MT_Q5_K_BYTES;
     case MT_Q6_K:
       return MT_Q6_K_BYTES;
+    case MT_IQ4_XS:
+      return MT_IQ4_XS_BYTES;
     default:
       return 0;
   }
@@ -62,7 +74,7 @@ static inline int mt_kquant_d_at(int type) {
     case MT_Q6_K:
       return 208;
     default:
-      return 0;  // Q4_K, Q5_K
+      return 0;  // Q4_K, Q5_K, IQ4_XS
   }
 }
 static inline int mt_kquant_dmin_at(int type) { return type == MT_Q2_K ? 82 : 2; }
@@ -88,6 +100,13 @@ static inline int mt_k3_scale(const uint8_t* s, int k) {
   return (lo | (hi << 4)) - 32;
 }
 
+// IQ4_XS: 6-bit scale of 32-element sub-block j (0..7) minus 32.
+static inline int mt_iq4xs_scale(const uint8_t* blk, int j) {
+  const int lo = (blk[4 + j / 2] >> (4 * (j % 2))) & 0x0f;
+  const int hi = (mt_load_u16(blk + 2) >> (2 * j)) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
 // The integer scales (and mins) of one super-block, one per 16-element sub-block.
 static inline void mt_kquant_scales(int type, const uint8_t* blk, int16_t* sc, int16_t* m) {
   for (int k = 0; k < MT_QK_K_SUBS; k++) {
@@ -110,6 +129,10 @@ static inline void mt_kquant_scales(int type, const uint8_t* blk, int16_t* sc, i
       }
       case MT_Q6_K:
         sc[k] = (int16_t)(int8_t)blk[192 + k];
+        m[k] = 0;
+        break;
+      case MT_IQ4_XS:
+        sc[k] = (int16_t)mt_iq4xs_scale(blk, k / 2);
         m[k] = 0;
         break;
       default:
@@ -141,6 +164,8 @@ static inline int mt_kquant_q(int type, const uint8_t* blk, int e) {
       const int hi = (blk[128 + 32 * n + l] >> (2 * p)) & 3;
       return (lo | (hi << 4)) - 32;
     }
+    case MT_IQ4_XS:
+      return mt_iq4nl_values[(blk[8 + 16 * (e / 32) + e % 16] >> (4 * ((e % 32) / 16))) & 0x0f];
     default:
       return 0;
   }

@@ -47,6 +47,16 @@ int32_t isum_q5_1(const uint8_t* blk, const int8_t* qx) {
   return isum;
 }
 
+int32_t isum_iq4_nl(const uint8_t* blk, const int8_t* qx) {
+  const uint8_t* nib = blk + 2;
+  int32_t isum = 0;
+  for (int j = 0; j < MT_QK / 2; j++) {
+    isum += (int32_t)mt_iq4nl_values[nib[j] & 0x0f] * qx[j];
+    isum += (int32_t)mt_iq4nl_values[nib[j] >> 4] * qx[j + MT_QK / 2];
+  }
+  return isum;
+}
+
 // kMin: the block has an f16 min m_w at byte 2 (Q5_1), added as fma(m_w * d_x, sum_x, lane).
 template <int kBlockBytes, int32_t (*Isum)(const uint8_t*, const int8_t*), bool kMin = false>
 float dot_quant(const uint8_t* w, const mt_act_group* a, int64_t cols) {
@@ -117,6 +127,8 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
       return dot_quant<MT_Q5_0_BYTES, isum_q5_0>(w, a, cols);
     case MT_Q5_1:
       return dot_quant<MT_Q5_1_BYTES, isum_q5_1, true>(w, a, cols);
+    case MT_IQ4_NL:
+      return dot_quant<MT_IQ4_NL_BYTES, isum_iq4_nl>(w, a, cols);
     case MT_Q2_K:
       return dot_kquant<MT_Q2_K>(w, (const mt_act_k*)act, cols);
     case MT_Q3_K:
@@ -127,6 +139,8 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
       return dot_kquant<MT_Q5_K>(w, (const mt_act_k*)act, cols);
     case MT_Q6_K:
       return dot_kquant<MT_Q6_K>(w, (const mt_act_k*)act, cols);
+    case MT_IQ4_XS:
+      return dot_kquant<MT_IQ4_XS>(w, (const mt_act_k*)act, cols);
     default:
       return 0.0f;
   }

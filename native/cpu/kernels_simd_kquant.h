@@ -4,7 +4,9 @@
 //
 // The includer defines the dot policy D: D::W, the weights of one decoded super-block in the
 // form its dot wants (D::prep(const KBlock&, D::W*)), and __m256i D::dot(const D::W&, const int8_t* q)
-// -> 8 int32 lanes summing to sum_k sc[k] sum_{i in k} u_i q_i (exact). Per super-block of 256 elements:
+// -> 8 int32 lanes summing to sum_k sc[k] sum_{i in k} u_i q_i (exact); D::dot_signed the same for
+// signed codes (IQ4_XS: u holds the table values, dotted as maddubs(|u|, q with u's sign)).
+// Per super-block of 256 elements:
 //   decode: 8 ymm of unsigned codes u = q + off in element order (ymm j = elements 32j..32j+31,
 //           i.e. the sub-blocks 2j and 2j+1), and the 16 integer scales / mins as int16 (the
 //           integers of kernels_kquant.h's decoders, taken a 32-bit word at a time);
@@ -33,7 +35,17 @@ inline __m256i bits_at(__m256i v, int mask) {  // (byte >> s) & mask, per byte
 
 template <int kType>
 inline void decode_codes(const uint8_t* blk, __m256i* u) {
-  if (kType == MT_Q2_K || kType == MT_Q3_K) {
+  if (kType == MT_IQ4_XS) {
+    // ymm j = sub-block j: its 16 bytes' low nibbles are elements 0..15, high nibbles 16..31 (as
+    // Q4_0), looked up in the table (the 16 values in both 128-bit halves) -> signed codes.
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)mt_iq4nl_values));
+    for (int j = 0; j < 8; j++) {
+      const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(blk + 8 + 16 * j)));
+      const __m256i nib =
+          _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
+      u[j] = _mm256_shuffle_epi8(table, nib);
+    }
+  } else if (kType == MT_Q2_K || kType == MT_Q3_K) {
     const uint8_t* qs = blk + (kType == MT_Q2_K ? 16 : 32);
     const __m256i h = _mm256_loadu_si256((const __m256i*)blk);  // Q3_K's hmask
     for (int n = 0; n < 2; n++) {
@@ -86,7 +98,12 @@ inline uint32_t load_u32(const uint8_t* p) {
 template <int kType>
 inline void decode_scales(const uint8_t* blk, __m256i* sc, __m256i* m) {
   const __m128i lo4 = _mm_set1_epi8(0x0f);
-  if (kType == MT_Q2_K) {  // byte k: sc low nibble, m high nibble
+  if (kType == MT_IQ4_XS) {  // 8 scales of 32 elements, each repeated for its two halves
+    int16_t v[MT_QK_K_SUBS];
+    for (int j = 0; j < 8; j++) v[2 * j] = v[2 * j + 1] = (int16_t)mt_iq4xs_scale(blk, j);
+    *sc = _mm256_loadu_si256((const __m256i*)v);
+    *m = _mm256_setzero_si256();
+  } else if (kType == MT_Q2_K) {  // byte k: sc low nibble, m high nibble
     const __m128i v = _mm_loadu_si128((const __m128i*)blk);
     *sc = _mm256_cvtepu8_epi16(_mm_and_si128(v, lo4));
     *m = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(v, 4), lo4));
@@ -142,7 +159,7 @@ inline int32_t hsum_i32(__m256i v) {
 // sum_k sc[k] sum u q, less off * sum_k sc[k] bsum[k] for the types whose codes are offset.
 template <int kType, class D>
 inline __m256i isum_lanes(const typename D::W& w, const KBlock& k, const mt_act_k& a) {
-  __m256i acc = D::dot(w, a.q);
+  __m256i acc = mt_kquant_signed(kType) ? D::dot_signed(w, a.q) : D::dot(w, a.q);
   constexpr int kOff = kType == MT_Q3_K ? 4 : kType == MT_Q6_K ? 32 : 0;
   if (kOff != 0) {
     const __m256i bsum = _mm256_loadu_si256((const __m256i*)a.bsum);
@@ -177,7 +194,8 @@ constexpr int block_bytes() {
          : kType == MT_Q3_K ? MT_Q3_K_BYTES
          : kType == MT_Q4_K ? MT_Q4_K_BYTES
          : kType == MT_Q5_K ? MT_Q5_K_BYTES
-                            : MT_Q6_K_BYTES;
+         : kType == MT_Q6_K ? MT_Q6_K_BYTES
+                            : MT_IQ4_XS_BYTES;
 }
 
 constexpr size_t kKquantLeadBytes = 1024;  // matvec: how far ahead each row's stream is fetched
@@ -288,6 +306,9 @@ inline void kquant_matvec_any(int wtype, const void* W, int64_t cols, const void
     case MT_Q6_K:
       kquant_matvec<MT_Q6_K, D>(w, cols, a, y, r0, r1);
       break;
+    case MT_IQ4_XS:
+      kquant_matvec<MT_IQ4_XS, D>(w, cols, a, y, r0, r1);
+      break;
     default:
       break;
   }
@@ -313,6 +334,9 @@ inline void kquant_matmul_any(int wtype, const void* W, int64_t cols, const void
       break;
     case MT_Q6_K:
       kquant_matmul<MT_Q6_K, D>(w, cols, a, n, Y, ldy, r0, r1);
+      break;
+    case MT_IQ4_XS:
+      kquant_matmul<MT_IQ4_XS, D>(w, cols, a, n, Y, ldy, r0, r1);
       break;
     default:
       break;

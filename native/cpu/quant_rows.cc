@@ -28,19 +28,22 @@ size_t mt_row_bytes(int type, int64_t cols) {
       return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_0_BYTES;
     case MT_Q5_1:
       return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_1_BYTES;
+    case MT_IQ4_NL:
+      return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_IQ4_NL_BYTES;
     case MT_Q2_K:
     case MT_Q3_K:
     case MT_Q4_K:
     case MT_Q5_K:
     case MT_Q6_K:
+    case MT_IQ4_XS:
       return cols % MT_QK_K ? 0 : (size_t)(cols / MT_QK_K) * mt_kquant_block_bytes(type);
     default:
       return 0;
   }
 }
 
-// Float weights read an f32 copy of x; Q8_0 / Q4_0 / Q5_0 / Q5_1 weights read 8-bit blocks in groups
-// (mt_act_group); k-quants read one Q8_K block (mt_act_k) per 256 elements.
+// Float weights read an f32 copy of x; Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL weights read 8-bit blocks in
+// groups (mt_act_group); k-quants and IQ4_XS read one Q8_K block (mt_act_k) per 256 elements.
 size_t mt_act_row_bytes(int wtype, int64_t cols) {
   if (!mt_type_supported(wtype) || cols < 0) return 0;
   if (mt_is_kquant(wtype)) return cols % MT_QK_K ? 0 : (size_t)(cols / MT_QK_K) * sizeof(mt_act_k);
@@ -175,7 +178,20 @@ static void dequant_q5(int type, const uint8_t* row, int64_t cols, float* out) {
   }
 }
 
-// value = d sc q - dmin m (Q2_K, Q4_K, Q5_K) or d sc q: (d * sc) * q - (dmin * m), each product
+// IQ4_NL: d * table[nibble] (ggml's dequantize_row_iq4_nl).
+static void dequant_iq4_nl(const uint8_t* row, int64_t cols, float* out) {
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    const uint8_t* blk = row + b * MT_IQ4_NL_BYTES;
+    const float d = mt_f16_to_f32(mt_load_u16(blk));
+    float* o = out + b * MT_QK;
+    for (int j = 0; j < MT_QK / 2; j++) {
+      o[j] = d * (float)mt_iq4nl_values[blk[2 + j] & 0x0f];
+      o[j + MT_QK / 2] = d * (float)mt_iq4nl_values[blk[2 + j] >> 4];
+    }
+  }
+}
+
+// value = d sc q - dmin m (Q2_K, Q4_K, Q5_K) or d sc q (Q3_K, Q6_K, IQ4_XS): (d * sc) * q - (dmin * m), each product
 // rounded on its own (as ggml's dequantize_row_q*_K, whose d * sc is one float).
 static void dequant_kquant(int type, const uint8_t* row, int64_t cols, float* out) {
   const int bytes = mt_kquant_block_bytes(type);
@@ -213,6 +229,9 @@ void mt_dequant_row(int type, const void* row, int64_t cols, float* out) {
     case MT_Q5_0:
     case MT_Q5_1:
       dequant_q5(type, p, cols, out);
+      break;
+    case MT_IQ4_NL:
+      dequant_iq4_nl(p, cols, out);
       break;
     default:
       if (mt_is_kquant(type)) dequant_kquant(type, p, cols, out);

@@ -99,6 +99,38 @@ void block_q5_1(const float* x, uint8_t* o) {
   pack_q5(levels, o + 4, o + 8);
 }
 
+// The index of the table value nearest t (the first of equals): |t - v| in f32, as quant-iq4.ts.
+inline int nearest_iq4(float t) {
+  int best = 0;
+  float best_err = fabsf(t - (float)mt_iq4nl_values[0]);
+  for (int k = 1; k < 16; k++) {
+    const float err = fabsf(t - (float)mt_iq4nl_values[k]);
+    if (err < best_err) {
+      best_err = err;
+      best = k;
+    }
+  }
+  return best;
+}
+
+// IQ4_NL (src/model/quant-iq4.ts quantizeIq4NlBlock): d0 = max / -127 puts the element of largest |x|
+// on the table's -127; each x takes the nearest table value v of x / d0; then d = sum(v x) / sum(v v),
+// the least-squares scale for those indices, stored as f16.
+void block_iq4_nl(const float* x, uint8_t* o) {
+  const float d0 = signed_max(x) / -127.0f;
+  const float id = d0 != 0.0f ? 1.0f / d0 : 0.0f;
+  uint8_t idx[MT_QK];
+  float sumqx = 0.0f, sumq2 = 0.0f;
+  for (int j = 0; j < MT_QK; j++) {
+    idx[j] = (uint8_t)nearest_iq4(x[j] * id);
+    const float v = (float)mt_iq4nl_values[idx[j]];
+    sumqx = sumqx + v * x[j];
+    sumq2 = sumq2 + v * v;
+  }
+  put_u16(o, mt_f32_to_f16(sumqx / sumq2));
+  for (int j = 0; j < MT_QK / 2; j++) o[2 + j] = (uint8_t)(idx[j] | (idx[j + MT_QK / 2] << 4));
+}
+
 // Round to nearest even on the top 16 bits (src/model/f16.ts f32ToBf16).
 inline uint16_t f32_to_bf16(float v) {
   uint32_t bits;
@@ -131,6 +163,9 @@ void quantize_row(const mt_kquant_searches* searches, int type, const float* x, 
     case MT_Q5_1:
       for (int64_t b = 0; b < cols / MT_QK; b++) block_q5_1(x + b * MT_QK, out + b * MT_Q5_1_BYTES);
       return;
+    case MT_IQ4_NL:
+      for (int64_t b = 0; b < cols / MT_QK; b++) block_iq4_nl(x + b * MT_QK, out + b * MT_IQ4_NL_BYTES);
+      return;
     default:
       mt_quantize_row_kquant(searches, type, x, cols, out, scratch);
       return;
@@ -156,7 +191,7 @@ const mt_kquant_searches* active_searches() {
 
 extern "C" int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t cols, void* out) {
   const size_t row_bytes = mt_row_bytes(type, cols);
-  if (!mt_type_supported(type) || row_bytes == 0 || rows < 0) return -1;
+  if (!mt_type_supported(type) || type == MT_IQ4_XS || row_bytes == 0 || rows < 0) return -1;  // no IQ4_XS writer
   std::vector<float> weights, scales, mins;
   std::vector<uint8_t> levels;
   mt_kquant_scratch scratch{};

@@ -1,13 +1,14 @@
 /*
  * moetier CPU kernels: the C ABI between the forward pass and the matrix code.
  *
- * Weights stay in their container type (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q2_K..Q6_K; type ids and
- * block layouts as in GGML).
+ * Weights stay in their container type (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K, IQ4_XS;
+ * type ids and block layouts as in GGML).
  * A weight matrix W [rows, cols] is `rows` rows of `cols` elements, each row
  * mt_row_bytes(type, cols) bytes, rows contiguous (ggml order: dims = [cols, rows]).
  *
  * Activations are prepared once per op (quantised to 8-bit blocks for the integer dot
- * products: 32-element blocks for Q8_0 / Q4_0 / Q5_0 / Q5_1, 256-element Q8_K blocks for the k-quants)
+ * products: 32-element blocks for Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL, 256-element Q8_K blocks for the
+ * k-quants and IQ4_XS)
  * and then read by every thread.
  * Row-range entry points let the caller split rows across its thread pool.
  */
@@ -30,7 +31,9 @@ enum mt_type {
   MT_Q3_K = 11,
   MT_Q4_K = 12,
   MT_Q5_K = 13,
-  MT_Q6_K = 14, /* 256-element super-blocks */
+  MT_Q6_K = 14,   /* 256-element super-blocks */
+  MT_IQ4_NL = 20, /* 32-element blocks of 4-bit indices into a non-linear table */
+  MT_IQ4_XS = 23, /* 256-element super-blocks of the same table, 6-bit sub-block scales */
   MT_BF16 = 30
 };
 
@@ -65,8 +68,9 @@ void mt_matmul_rows(int wtype, const void* W, int64_t cols, const void* acts, in
 void mt_dequant_row(int type, const void* row, int64_t cols, float* out);
 
 /* Quantise rows x [rows, cols] of finite floats into out (rows * mt_row_bytes(type, cols) bytes):
- * ggml's reference quantisers (quantize_row_*_ref, no importance matrix), the same bytes as
- * src/model/quant.ts writes. Returns 0, -1 for an unsupported type or a partial block, -2 when
+ * ggml's reference quantisers (quantize_row_*_ref, no importance matrix; IQ4_NL: moetier's own
+ * encoder, src/model/quant-iq4.ts), the same bytes as src/model/quant.ts writes. Returns 0, -1 for an
+ * unsupported type (IQ4_XS has no writer) or a partial block, -2 when
  * its scratch (k-quants: 6 bytes per column) cannot be allocated. */
 int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t cols, void* out);
 

@@ -21,7 +21,7 @@ uint32_t next(uint32_t* s) {
 // Well-formed random rows of a type: finite floats, f16 scales ~2^-10 .. 2^-5 of either sign.
 std::vector<uint8_t> weights(int type, int64_t rows, int64_t cols, uint32_t* seed) {
   std::vector<uint8_t> w(mt_row_bytes(type, cols) * rows);
-  const size_t block = type == MT_Q8_0 ? 34 : type == MT_Q4_0 ? 18 : 0;
+  const size_t block = type == MT_Q8_0 ? 34 : type == MT_Q4_0 || type == MT_IQ4_NL ? 18 : 0;
   for (size_t i = 0; i < w.size(); i++) w[i] = (uint8_t)next(seed);
   if (type == MT_F32)
     for (size_t i = 3; i < w.size(); i += 4) w[i] = (w[i] & 0x80) | 0x3e;
@@ -31,16 +31,16 @@ std::vector<uint8_t> weights(int type, int64_t rows, int64_t cols, uint32_t* see
     for (size_t i = 1; i < w.size(); i += 2) w[i] = (w[i] & 0x80) | 0x3e;
   for (size_t b = 0; block && b < w.size(); b += block)
     w[b + 1] = (uint8_t)((w[b + 1] & 0x80) | (0x14 + next(seed) % 5));
-  // Q5_0 / Q5_1 (any qh and nibbles; d and Q5_1's m) and the k-quants (ggml's block_q*_K: any codes
-  // and sub-block scales; d and dmin): the f16 scales kept finite.
+  // Q5_0 / Q5_1 (any qh and nibbles; d and Q5_1's m), the k-quants (ggml's block_q*_K: any codes
+  // and sub-block scales; d and dmin) and IQ4_XS (any indices and scales; d): the f16 scales kept finite.
   struct KScales {
     int type;
     size_t bytes;
     int at[2];
   };
-  const KScales ks[] = {{MT_Q5_0, 22, {0, -1}},    {MT_Q5_1, 24, {0, 2}},  {MT_Q2_K, 84, {80, 82}},
-                        {MT_Q3_K, 110, {108, -1}}, {MT_Q4_K, 144, {0, 2}}, {MT_Q5_K, 176, {0, 2}},
-                        {MT_Q6_K, 210, {208, -1}}};
+  const KScales ks[] = {{MT_Q5_0, 22, {0, -1}},    {MT_Q5_1, 24, {0, 2}},    {MT_Q2_K, 84, {80, 82}},
+                        {MT_Q3_K, 110, {108, -1}}, {MT_Q4_K, 144, {0, 2}},   {MT_Q5_K, 176, {0, 2}},
+                        {MT_Q6_K, 210, {208, -1}}, {MT_IQ4_XS, 136, {0, -1}}};
   for (const KScales& k : ks)
     if (k.type == type)
       for (size_t b = 0; b < w.size(); b += k.bytes)
@@ -56,8 +56,8 @@ uint64_t fnv1a(uint64_t h, const void* p, size_t n) {
 }
 
 uint64_t digest_path() {
-  const int types[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0,
-                       MT_Q5_1, MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K};
+  const int types[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0,   MT_Q5_1,
+                       MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_IQ4_NL, MT_IQ4_XS};
   const int64_t cols_list[] = {32, 96, 256, 288, 768, 544, 7, 45, 2304};
   const int64_t rows = 13, n = 9;
   uint64_t h = 1469598103934665603ull;

@@ -21,6 +21,8 @@ export const BLOCK_F16_SCALES: Partial<Record<GgmlTypeName, readonly number[]>> 
   Q4_K: [0, 2],
   Q5_K: [0, 2],
   Q6_K: [208],
+  IQ4_NL: [0],
+  IQ4_XS: [0],
 };
 
 export interface NonFiniteWeight {

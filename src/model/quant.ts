@@ -13,10 +13,12 @@
  *                                       value = (q - 16) * d
  *   Q5_1  [d: f16][m: f16][qh: u32][16 bytes]  as Q5_0, value = q * d + m
  * Q5_0 / Q5_1 are here because llama-quantize falls back to them (from Q4_K / Q5_K) for rows
- * that are not a multiple of 256 elements (quant-mix.ts). The k-quants are in quant-k.ts.
+ * that are not a multiple of 256 elements (quant-mix.ts). The k-quants are in quant-k.ts, IQ4_NL and
+ * IQ4_XS in quant-iq4.ts.
  */
 import { assert } from '../core/assert.js';
 import { F16_TABLE, bf16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
+import { dequantIq4NlRow, dequantIq4XsRow, quantizeIq4NlBlock } from './quant-iq4.js';
 import { dequantKRow, quantizeKRow } from './quant-k.js';
 import { GGML_BLOCK, type GgmlTypeName } from './types.js';
 
@@ -69,6 +71,10 @@ export function dequantizeRow(
     case 'Q5_K':
     case 'Q6_K':
       return dequantKRow(type, bytes, offset, cols, out, outOffset);
+    case 'IQ4_NL':
+      return dequantIq4NlRow(bytes, offset, cols, out, outOffset);
+    case 'IQ4_XS':
+      return dequantIq4XsRow(bytes, offset, cols, out, outOffset);
   }
 }
 
@@ -180,6 +186,11 @@ export function quantizeRow(
     case 'Q6_K':
       quantizeKRow(type, src, srcOffset, cols, dst, dstOffset);
       break;
+    case 'IQ4_NL':
+      for (let b = 0; b < cols / QK; b++) quantizeIq4NlBlock(src, srcOffset + b * QK, dst, dstOffset + b * 18);
+      break;
+    case 'IQ4_XS':
+      assert(false, 'IQ4_XS: moetier has no IQ4_XS writer (it reads IQ4_XS files)');
   }
   return size;
 }

@@ -22,6 +22,8 @@ export const GGML_TYPE = {
   Q4_K: 12,
   Q5_K: 13,
   Q6_K: 14,
+  IQ4_NL: 20,
+  IQ4_XS: 23,
   BF16: 30,
 } as const;
 export type GgmlTypeName = keyof typeof GGML_TYPE;
@@ -41,6 +43,9 @@ export const GGML_BLOCK: Record<GgmlTypeName, { elements: number; bytes: number 
   Q4_K: { elements: 256, bytes: 144 }, // d, dmin, scales[12], qs[128]
   Q5_K: { elements: 256, bytes: 176 }, // d, dmin, scales[12], qh[32], qs[128]
   Q6_K: { elements: 256, bytes: 210 }, // ql[128], qh[64], scales[16] (int8), d
+  // the non-linear 4-bit table of ggml's kvalues_iq4nl (layouts in quant-iq4.ts)
+  IQ4_NL: { elements: 32, bytes: 18 }, // d, 16 bytes of table indices (as Q4_0's nibbles)
+  IQ4_XS: { elements: 256, bytes: 136 }, // d, scales_h, scales_l[4], qs[128]
 };
 
 export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama';

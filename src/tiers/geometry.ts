@@ -110,6 +110,9 @@ const ggmlQuants: Record<string, Quant> = {
   Q3_K: { name: 'Q3_K', blockElements: 256, blockBytes: 110 },
   Q5_K: { name: 'Q5_K', blockElements: 256, blockBytes: 176 },
   Q6_K: { name: 'Q6_K', blockElements: 256, blockBytes: 210 },
+  // ggml's block_iq4_nl / block_iq4_xs (llama-quantize's fallback for rows not a multiple of 256).
+  IQ4_NL: { name: 'IQ4_NL', blockElements: 32, blockBytes: 18 },
+  IQ4_XS: { name: 'IQ4_XS', blockElements: 256, blockBytes: 136 },
 };
 
 /**

@@ -47,6 +47,10 @@ describe('native forward with k-quant experts', () => {
     ['Q5_0', 'Q5_0'],
     ['Q5_1', 'Q5_1'],
     ['Q4_K', 'Q5_0'],
+    // IQ4_NL (32-element blocks, Q8_0-style activations) and IQ4_XS (Q8_K activations), alone and mixed.
+    ['IQ4_NL', 'IQ4_NL'],
+    ['IQ4_XS', 'IQ4_XS'],
+    ['IQ4_XS', 'IQ4_NL'],
   ];
   it.each(cases)('gate/up %s, down %s: the same bits on every path, close to the F32 twin', (gateUp, down) => {
     const { kquant, f32 } = kquantModels(gateUp, down);

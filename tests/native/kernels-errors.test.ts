@@ -39,13 +39,13 @@ describe('kernel verbs refuse bad input', () => {
   });
 
   it('cols not a multiple of the block size', () => {
-    for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0, 6, 7]) {
+    for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0, 6, 7, GGML_TYPE.IQ4_NL]) {
       // 6, 7: Q5_0, Q5_1
       expect(() => native.matvec(type, w, 3, 48, new Float32Array(48), y)).toThrow(/cols: expected a multiple of 32/);
       expect(() => native.dequantRow(type, w, 31, new Float32Array(31))).toThrow(/multiple of 32/);
     }
-    for (const typeId of [10, 11, 12, 13, 14]) {
-      // Q2_K..Q6_K: 256-element super-blocks
+    for (const typeId of [10, 11, 12, 13, 14, GGML_TYPE.IQ4_XS]) {
+      // Q2_K..Q6_K, IQ4_XS: 256-element super-blocks
       expect(() => native.matvec(typeId, w, 3, 64, x, y)).toThrow(/cols: expected a multiple of 256/);
       expect(() => native.dequantRow(typeId, w, 128, new Float32Array(128))).toThrow(/multiple of 256/);
     }

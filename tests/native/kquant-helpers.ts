@@ -1,5 +1,5 @@
 /**
- * Models with k-quant (or Q5_0 / Q5_1) experts for the native tests: random valid super-blocks (gate / up in one
+ * Models with k-quant (or Q5_0 / Q5_1, IQ4_NL / IQ4_XS) experts for the native tests: random valid super-blocks (gate / up in one
  * k-quant, down in another, as llama.cpp's Q4_K_M files mix them), every other tensor F32, and an
  * F32 twin holding the experts' exact dequantisation (dequantRow, which kernels-kquant.test.ts
  * checks against the block layouts). Built here so they need no k-quant writer on the TS side.
@@ -26,8 +26,12 @@ const KQ = {
   // codes - 16 are centred already; Q5_1's m = -15.5 d centres code * d + m.
   Q5_0: { id: 6, bytes: 22, scales: [0], d: 0.0625 / 8, minScale: 0 },
   Q5_1: { id: 7, bytes: 24, scales: [0, 2], d: 0.0625 / 8, minScale: -15.5 },
+  // IQ4_NL / IQ4_XS (ggml's non-linear table, mean |value| ~ 56): IQ4_NL's d alone; IQ4_XS's d times
+  // its random 6-bit sub-block scales - 32 (mean magnitude ~ 16).
+  IQ4_NL: { id: 20, bytes: 18, scales: [0], d: 0.0625 / 56, minScale: 0 },
+  IQ4_XS: { id: 23, bytes: 136, scales: [0], d: 0.0625 / (56 * 16), minScale: 0 },
 } as const;
-const blockElements = (type: KName): number => (type === 'Q5_0' || type === 'Q5_1' ? 32 : 256);
+const blockElements = (type: KName): number => (type === 'Q5_0' || type === 'Q5_1' || type === 'IQ4_NL' ? 32 : 256);
 export type KName = keyof typeof KQ;
 
 /** A normal f16 near v (mantissa truncated), of v's sign. */

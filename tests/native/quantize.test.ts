@@ -32,6 +32,7 @@ const TYPES: GgmlTypeName[] = [
   'Q4_K',
   'Q5_K',
   'Q6_K',
+  'IQ4_NL',
 ];
 
 afterEach(() => {
@@ -118,6 +119,9 @@ describe('native quantizeRows', () => {
     expect(() => verbs.quantizeRows(GGML_TYPE.Q4_K, x, 1, 100, new Uint8Array(1000))).toThrow(
       /typeId 12 cannot hold rows of 100 elements/,
     );
+    expect(() => verbs.quantizeRows(GGML_TYPE.IQ4_XS, new Float32Array(256), 1, 256, new Uint8Array(136))).toThrow(
+      /IQ4_XS\) has no writer/,
+    );
     expect(() => verbs.quantizeRows(GGML_TYPE.Q8_0, new Float32Array(64), 1, 64, new Uint8Array(67))).toThrow(
       /dst: expected 68 elements, got 67/,
     );
@@ -160,7 +164,7 @@ describe('native synthUniformAsync', () => {
     const jsRng = new Rng(9, 'blk.0.ffn_up_exps.weight');
     jsRng.fillUniform(floats, sd);
     const after = jsRng.uniform(); // where the stream goes on after the tensor
-    for (const type of ['Q8_0', 'Q4_0'] as const) {
+    for (const type of ['Q8_0', 'Q4_0', 'IQ4_NL'] as const) {
       const want = reference(type, floats, cols);
       for (const threads of [1, 2]) {
         const rng = new Rng(9, 'blk.0.ffn_up_exps.weight');

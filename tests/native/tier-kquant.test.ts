@@ -1,7 +1,8 @@
 /**
- * The expert tier with k-quant experts (gate / up Q4_K, down Q6_K; kquant-helpers.ts) and with
- * Q5_0 / Q5_1 experts (gate / up Q5_0, down Q5_1): host copies are for Q4_0 containers only (there
- * are no exact int8 host copies of a k-quant or Q5_1 expert), so the tier offers none (hostCopy bytes 0) and every
+ * The expert tier with k-quant experts (gate / up Q4_K, down Q6_K; kquant-helpers.ts), with
+ * Q5_0 / Q5_1 experts (gate / up Q5_0, down Q5_1) and with IQ4_XS / IQ4_NL experts: host copies are
+ * for Q4_0 containers only (there are no exact int8 host copies of a k-quant, Q5_1 or IQ4 expert), so
+ * the tier offers none (hostCopy bytes 0) and every
  * miss is computed from the container's bytes in the container's types: tokens and logits at
  * budgets 0, 3 and 8 of 8 slots are byte-identical to no tier, on every kernel path this CPU has.
  * Slot hits hand the forward pass gate | up | down of two types: each keeps its own.
@@ -60,6 +61,7 @@ describe('tier with k-quant experts: results do not depend on placement', () => 
   const pairs: Array<[KName, KName]> = [
     ['Q4_K', 'Q6_K'],
     ['Q5_0', 'Q5_1'],
+    ['IQ4_XS', 'IQ4_NL'],
   ];
   for (const isa of isas)
     for (const [gateUp, down] of pairs) {

@@ -272,11 +272,10 @@ describe('GGUF reader refusals', () => {
     expect(one([4], 0, 8).message).toMatch(/multiple of the alignment 32, got 8/);
     expect(one([4], 0, 0, 70).message).toMatch(/tensor w: expected 16 bytes of data from byte 64 inside the file/);
     expect(one([4], 77, 0).message).toMatch(/known ggml type id, got 77/);
-    const supported = 'F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, BF16';
+    const supported = 'F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16';
     for (const [id, name] of [
-      [23, 'IQ4_XS'],
-      [20, 'IQ4_NL'],
       [16, 'IQ2_XXS'],
+      [21, 'IQ3_S'],
       [3, 'Q4_1'],
       [15, 'Q8_K'],
     ] as const) {
@@ -293,6 +292,7 @@ describe('GGUF reader refusals', () => {
       [12, 'Q4_K'],
       [13, 'Q5_K'],
       [14, 'Q6_K'],
+      [23, 'IQ4_XS'],
     ] as const) {
       for (const cols of [32, 255, 288]) {
         const refused = one([cols, 2], id, 0, 4096);

@@ -1,0 +1,109 @@
+/**
+ * IQ4_NL and IQ4_XS: 4-bit indices into ggml's non-linear table kvalues_iq4nl (ggml-common.h
+ * block_iq4_nl / block_iq4_xs; ggml-quants.c dequantize_row_iq4_nl / _iq4_xs). Byte layouts:
+ *   IQ4_NL  18 B / 32:  [d: f16][qs: 16 bytes]   byte j = index of elem j (low nibble) | elem j+16 (high)
+ *                                                value = d * TABLE[index]
+ *   IQ4_XS 136 B / 256: [d: f16][scales_h: u16][scales_l: 4 bytes][qs: 128 bytes], 8 sub-blocks of 32:
+ *                       ls(j) = (nibble j % 2 of scales_l[j / 2]) | ((scales_h >> 2j) & 3) << 4
+ *                       dl = d * (ls - 32); qs[16 j .. 16 j + 15] hold sub-block j as IQ4_NL's qs
+ *                       value = dl * TABLE[index]
+ * llama-quantize writes IQ4_NL for rows that are not a multiple of 256 where the target type has
+ * 256-element blocks (older llama.cpp for Q2_K / Q3_K too: quant-mix.ts). The IQ4_NL writer here is
+ * moetier's own encoder, not ggml's scale search: see quantizeIq4NlBlock. No IQ4_XS writer.
+ */
+import { F16_TABLE, f32ToF16 } from './f16.js';
+
+/** ggml's kvalues_iq4nl. */
+export const IQ4_TABLE: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+const QK = 32;
+const f = Math.fround;
+
+export function dequantIq4NlRow(
+  bytes: Uint8Array,
+  offset: number,
+  cols: number,
+  out: Float32Array,
+  outOffset: number,
+): void {
+  for (let b = 0, o = offset; b < cols / QK; b++, o += 18) {
+    const d = F16_TABLE[bytes[o] | (bytes[o + 1] << 8)];
+    const base = outOffset + b * QK;
+    for (let j = 0; j < QK / 2; j++) {
+      const byte = bytes[o + 2 + j];
+      out[base + j] = d * IQ4_TABLE[byte & 0x0f];
+      out[base + j + QK / 2] = d * IQ4_TABLE[byte >>> 4];
+    }
+  }
+}
+
+export function dequantIq4XsRow(
+  bytes: Uint8Array,
+  offset: number,
+  cols: number,
+  out: Float32Array,
+  outOffset: number,
+): void {
+  for (let b = 0, o = offset; b < cols / 256; b++, o += 136) {
+    const d = F16_TABLE[bytes[o] | (bytes[o + 1] << 8)];
+    const scalesH = bytes[o + 2] | (bytes[o + 3] << 8);
+    for (let j = 0; j < 8; j++) {
+      const ls = ((bytes[o + 4 + (j >> 1)] >>> (4 * (j & 1))) & 0x0f) | (((scalesH >>> (2 * j)) & 3) << 4);
+      const dl = f(d * (ls - 32));
+      const base = outOffset + b * 256 + 32 * j;
+      for (let k = 0; k < 16; k++) {
+        const byte = bytes[o + 8 + 16 * j + k];
+        out[base + k] = dl * IQ4_TABLE[byte & 0x0f];
+        out[base + k + 16] = dl * IQ4_TABLE[byte >>> 4];
+      }
+    }
+  }
+}
+
+/** The index of the table value nearest t (the first of equals), |t - v| in f32. */
+function nearestIndex(t: number): number {
+  let best = 0;
+  let bestErr = Math.abs(f(t - IQ4_TABLE[0]));
+  for (let k = 1; k < 16; k++) {
+    const err = Math.abs(f(t - IQ4_TABLE[k]));
+    if (err < bestErr) {
+      bestErr = err;
+      best = k;
+    }
+  }
+  return best;
+}
+
+/**
+ * One IQ4_NL block of src[s..s+32) at dst[o..o+18). d0 = max / -127 (max: the signed element of
+ * largest |x|, the first of equals) puts it on the table's -127; each x takes the nearest table value
+ * v of x / d0; then d = sum(v x) / sum(v v), the least-squares scale for those indices (ggml's search
+ * ends on the same fit after trying 15 starting scales; this tries one). Every step one f32 rounding,
+ * as native/cpu/quantize.cc block_iq4_nl, which writes the same bytes.
+ */
+export function quantizeIq4NlBlock(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
+  let amax = 0,
+    max = 0;
+  for (let j = 0; j < QK; j++) {
+    const v = src[s + j];
+    if (amax < Math.abs(v)) {
+      amax = Math.abs(v);
+      max = v;
+    }
+  }
+  const d0 = f(max / -127);
+  const id = d0 !== 0 ? f(1 / d0) : 0;
+  const idx = new Uint8Array(QK);
+  let sumqx = 0,
+    sumq2 = 0;
+  for (let j = 0; j < QK; j++) {
+    idx[j] = nearestIndex(f(src[s + j] * id));
+    const v = IQ4_TABLE[idx[j]];
+    sumqx = f(sumqx + f(v * src[s + j]));
+    sumq2 = f(sumq2 + v * v);
+  }
+  const h = f32ToF16(f(sumqx / sumq2));
+  dst[o] = h & 0xff;
+  dst[o + 1] = h >>> 8;
+  for (let j = 0; j < QK / 2; j++) dst[o + 2 + j] = idx[j] | (idx[j + QK / 2] << 4);
+}
