@@ -9,6 +9,7 @@
  * ggml-org/llama.cpp 007dbbf3): tensor_allows_quantization, llama_tensor_get_type_impl,
  * tensor_type_fallback. Each rule below names the function it comes from. Not modelled: the
  * Falcon and 70B special cases (no such synthetic model) and user overrides (--tensor-type, --pure).
+ * One rule is older llama.cpp's instead: Q2_K and Q3_K fall back to IQ4_NL (see FALLBACK).
  */
 import { assert } from '../core/assert.js';
 import type { TensorSpec } from '../model/arch.js';
@@ -43,10 +44,15 @@ const MIX_DEFAULT: Record<KMixName, GgmlTypeName> = {
 /**
  * tensor_type_fallback: a row that is not a whole number of the type's blocks (dims[0] % 256 for
  * the k-quants) falls back to a 32-element type, and to F16 if that does not fit either.
+ * Q2_K and Q3_K go to IQ4_NL as in llama.cpp's llama_tensor_get_type before tensor_type_fallback
+ * took its place ("using fallback quantization": IQ1_* .. IQ3_*, Q2_K, Q3_K, IQ4_XS -> IQ4_NL),
+ * which made the Q2_K / Q3_K_M files published so far; llama.cpp at 007dbbf3 (and the v0.4.0 build
+ * node-llama-cpp bundles) sends them to Q4_0 instead. IQ4_NL is the case moetier must read; Q4_0
+ * it reads anyway.
  */
 const FALLBACK: Partial<Record<GgmlTypeName, GgmlTypeName>> = {
-  Q2_K: 'Q4_0',
-  Q3_K: 'Q4_0',
+  Q2_K: 'IQ4_NL',
+  Q3_K: 'IQ4_NL',
   Q4_K: 'Q5_0',
   Q5_K: 'Q5_1',
   Q6_K: 'Q8_0',

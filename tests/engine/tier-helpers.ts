@@ -18,7 +18,7 @@ export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
  */
 export async function tinyModel(
   dir: string,
-  quant: 'q8_0' | 'q4_0' = 'q8_0',
+  quant: 'q8_0' | 'q4_0' | 'q2_k' | 'q3_k_m' = 'q8_0',
   seed = 7,
   routing: RoutingKind = 'realistic',
 ): Promise<string> {

@@ -119,7 +119,8 @@ describe('small preset (8 layers, 32 experts, GQA 2, rows multiples of 256)', ()
 
 describe('tiny preset (4 layers, 8 experts, rows of 64 and 32: fallbacks)', () => {
   // n_expert == 8: attn_v and attn_k Q8_0; attn_output Q5_K for q2_k, q3_k_m, q4_k_m.
-  // Rows not a multiple of 256 fall back: Q2_K, Q3_K -> Q4_0; Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0.
+  // Rows not a multiple of 256 fall back: Q2_K, Q3_K -> IQ4_NL (older llama.cpp's rule, quant-mix.ts);
+  // Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0.
   // output: 64 % 256 != 0 -> Q8_0. use_more_bits(l, 4) is layers 2 and 3.
   const more =
     (hi: GgmlTypeName, lo: GgmlTypeName) =>
@@ -157,24 +158,24 @@ describe('tiny preset (4 layers, 8 experts, rows of 64 and 32: fallbacks)', () =
       ffn_down: 'Q8_0',
     },
     q3_k_m: {
-      token_embd: 'Q4_0',
+      token_embd: 'IQ4_NL',
       output: 'Q8_0',
-      attn_q: 'Q4_0',
+      attn_q: 'IQ4_NL',
       attn_k: 'Q8_0',
       attn_v: 'Q8_0',
       attn_output: 'Q5_1',
-      gate_up: 'Q4_0',
+      gate_up: 'IQ4_NL',
       ffn_down: 'Q5_0',
     },
     q2_k: {
-      token_embd: 'Q4_0',
+      token_embd: 'IQ4_NL',
       output: 'Q8_0',
-      attn_q: 'Q4_0',
+      attn_q: 'IQ4_NL',
       attn_k: 'Q8_0',
       attn_v: 'Q8_0',
       attn_output: 'Q5_1',
-      gate_up: 'Q4_0',
-      ffn_down: 'Q4_0',
+      gate_up: 'IQ4_NL',
+      ffn_down: 'IQ4_NL',
     },
   };
   for (const mix of K_MIX_NAMES) {
