@@ -32,6 +32,8 @@ enum Type {
   Q4_K = 12,
   Q5_K = 13,
   Q6_K = 14,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   BF16 = 30
 };
 
@@ -53,6 +55,12 @@ __device__ __forceinline__ float f16_at(const uint8_t* p) { return __half2float(
 // Four bytes as one little-endian int (for __dp4a); p needs no alignment.
 __device__ __forceinline__ int load_i32_bytes(const uint8_t* p) {
   return (int)((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24));
+}
+
+// IQ4_NL / IQ4_XS: index i (0..15) of ggml's non-linear table kvalues_iq4nl (mt_iq4nl_values).
+__device__ __forceinline__ int iq4nl_value(int i) {
+  const int8_t v[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  return v[i & 15];
 }
 
 // Four small signed values packed into one int for __dp4a.

@@ -33,6 +33,9 @@ bool matmul_kquant(int type, const MatmulArgs& a, cudaStream_t s) {
     case Q6_K:
       launch<Q6_K>(a, s);
       return true;
+    case IQ4_XS:
+      launch<IQ4_XS>(a, s);
+      return true;
     default:
       return false;
   }

@@ -1,4 +1,4 @@
-// Q2_K .. Q6_K weights against Q8_K activation blocks. A warp takes two super-blocks at a time,
+// Q2_K .. Q6_K and IQ4_XS weights against Q8_K activation blocks. A warp takes two super-blocks at a time,
 // one per half-warp; lane k of a half decodes 16-element sub-block k (its integer scale, min and
 // 16 codes), and the half sums sc[k] * (codes . q_x) and m[k] * bsum[k] exactly in integers with
 // shuffles, as the CPU sums a whole super-block before its one fmaf. The CPU's lane b % 8
@@ -13,7 +13,7 @@ namespace kq {
 
 template <int T>
 __host__ __device__ constexpr int kq_bytes() {
-  return T == Q2_K ? 84 : T == Q3_K ? 110 : T == Q4_K ? 144 : T == Q5_K ? 176 : 210;
+  return T == Q2_K ? 84 : T == Q3_K ? 110 : T == Q4_K ? 144 : T == Q5_K ? 176 : T == Q6_K ? 210 : 136;
 }
 template <int T>
 __host__ __device__ constexpr int kq_d_at() {
@@ -50,6 +50,11 @@ __device__ __forceinline__ void kq_scale(const uint8_t* blk, int k, int* sc, int
       *sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
       *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
     }
+  } else if (T == IQ4_XS) {  // 6-bit scale of 32-element sub-block k / 2, minus 32
+    const int j = k / 2;
+    const int lo = (blk[4 + j / 2] >> (4 * (j % 2))) & 0x0f;
+    const int hi = (load_u16(blk + 2) >> (2 * j)) & 3;
+    *sc = (lo | (hi << 4)) - 32;
   } else {  // Q6_K
     *sc = (int8_t)blk[192 + k];
   }
@@ -68,6 +73,7 @@ __device__ __forceinline__ int kq_code(const uint8_t* blk, int e) {
     const int lo = (blk[48 + 32 * (e / 64) + e % 32] >> (4 * ((e % 64) / 32))) & 0x0f;
     return lo + 16 * ((blk[16 + e % 32] >> (e / 32)) & 1);
   }
+  if (T == IQ4_XS) return iq4nl_value(blk[8 + 16 * (e / 32) + e % 16] >> (4 * ((e % 32) / 16)));
   const int n = e / 128, p = (e % 128) / 32, l = e % 32;  // Q6_K
   const int lo = (blk[64 * n + 32 * (p % 2) + l] >> (4 * (p / 2))) & 0x0f;
   const int hi = (blk[128 + 32 * n + l] >> (2 * p)) & 3;

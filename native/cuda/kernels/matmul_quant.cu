@@ -30,6 +30,9 @@ bool matmul_quant32(int type, const MatmulArgs& a, cudaStream_t s) {
     case Q5_1:
       launch<Q5_1>(a, s);
       return true;
+    case IQ4_NL:
+      launch<IQ4_NL>(a, s);
+      return true;
     default:
       return false;
   }

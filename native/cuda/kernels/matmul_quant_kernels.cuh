@@ -1,4 +1,4 @@
-// Q8_0 / Q4_0 / Q5_0 / Q5_1 weights against Q8_0 activation groups. Lane l of a warp decodes
+// Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL weights against Q8_0 activation groups. Lane l of a warp decodes
 // block 32 c + l of the row into 32 signed codes (four per int, for __dp4a); the CPU's lane
 // b % 8 accumulators then live in lanes 0..7, each taking its four blocks of the chunk in order
 // through shuffles, which is the canonical order exactly.
@@ -10,7 +10,7 @@ namespace mtc {
 namespace q32 {
 
 struct Block32 {
-  int q[8];    // codes of elements 4i .. 4i + 3 (Q5_1: unsigned 0..31, else signed)
+  int q[8];    // codes of elements 4i .. 4i + 3 (Q5_1: unsigned 0..31, else signed; IQ4_NL: table values)
   float d, m;  // scale and, for Q5_1, min
 };
 
@@ -25,6 +25,14 @@ __device__ __forceinline__ void decode32(const uint8_t* blk, Block32& o) {
       const uint32_t raw = (uint32_t)load_i32_bytes(blk + 2 + 4 * i);
       o.q[i] = (int)__vsub4(raw & 0x0f0f0f0fu, 0x08080808u);             // element j: low nibble - 8
       o.q[i + 4] = (int)__vsub4((raw >> 4) & 0x0f0f0f0fu, 0x08080808u);  // element j + 16: high nibble - 8
+    }
+  } else if (T == IQ4_NL) {  // nibbles as Q4_0's, each through the table
+    const uint8_t* qs = blk + 2;
+    for (int i = 0; i < 4; i++) {
+      const uint8_t* b = qs + 4 * i;
+      o.q[i] = pack4(iq4nl_value(b[0]), iq4nl_value(b[1]), iq4nl_value(b[2]), iq4nl_value(b[3]));
+      o.q[i + 4] =
+          pack4(iq4nl_value(b[0] >> 4), iq4nl_value(b[1] >> 4), iq4nl_value(b[2] >> 4), iq4nl_value(b[3] >> 4));
     }
   } else {  // Q5_0, Q5_1: nibble | 5th bit from qh (little-endian uint32)
     const int qh_at = T == Q5_1 ? 4 : 2;
@@ -46,7 +54,7 @@ __device__ __forceinline__ void decode32(const uint8_t* blk, Block32& o) {
 
 template <int T>
 __host__ __device__ constexpr int bytes32() {
-  return T == Q8_0 ? 34 : T == Q4_0 ? 18 : T == Q5_0 ? 22 : 24;
+  return T == Q8_0 ? 34 : T == Q4_0 || T == IQ4_NL ? 18 : T == Q5_0 ? 22 : 24;
 }
 
 // Row r's dot with NR activation rows starting at i0, in lanes 0..7's accumulators acc[].

@@ -11,8 +11,8 @@ namespace mtc {
 // How a weight type wants its activations: f32 as they are, Q8_0 groups, or Q8_K blocks.
 enum ActKind { kActF32 = 0, kActQ8 = 1, kActQ8K = 2, kActNone = -1 };
 
-inline bool is_quant32(int t) { return t == Q8_0 || t == Q4_0 || t == Q5_0 || t == Q5_1; }
-inline bool is_kquant(int t) { return t >= Q2_K && t <= Q6_K; }
+inline bool is_quant32(int t) { return t == Q8_0 || t == Q4_0 || t == Q5_0 || t == Q5_1 || t == IQ4_NL; }
+inline bool is_kquant(int t) { return (t >= Q2_K && t <= Q6_K) || t == IQ4_XS; }
 inline bool is_float(int t) { return t == F32 || t == F16 || t == BF16; }
 inline bool type_known(int t) { return is_quant32(t) || is_kquant(t) || is_float(t); }
 
@@ -34,6 +34,7 @@ inline int block_bytes(int t) {
     case Q8_0:
       return 34;
     case Q4_0:
+    case IQ4_NL:
       return 18;
     case Q5_0:
       return 22;
@@ -49,6 +50,8 @@ inline int block_bytes(int t) {
       return 176;
     case Q6_K:
       return 210;
+    case IQ4_XS:
+      return 136;
     default:
       return 0;
   }

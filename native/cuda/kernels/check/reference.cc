@@ -116,6 +116,10 @@ const char* type_name(int type) {
       return "q5_k";
     case MT_Q6_K:
       return "q6_k";
+    case MT_IQ4_NL:
+      return "iq4_nl";
+    case MT_IQ4_XS:
+      return "iq4_xs";
     default:
       return "unknown";
   }

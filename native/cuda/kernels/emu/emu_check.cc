@@ -98,6 +98,12 @@ void emu_matmul(int type, const mtc::MatmulArgs& a) {
     case MT_Q6_K:
       emu_matmul_type<MT_Q6_K>(a);
       break;
+    case MT_IQ4_NL:
+      emu_matmul_type<MT_IQ4_NL>(a);
+      break;
+    case MT_IQ4_XS:
+      emu_matmul_type<MT_IQ4_XS>(a);
+      break;
     case MT_F32:
       emu_matmul_type<MT_F32>(a);
       break;
@@ -168,8 +174,8 @@ bool run_expert(const mtcheck::Shape& s, int count, uint32_t seed) {
 }  // namespace
 
 int main() {
-  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K,
-                       MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_F32,  MT_F16,  MT_BF16};
+  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K,   MT_Q4_K,
+                       MT_Q5_K, MT_Q6_K, MT_F32,  MT_F16,  MT_BF16, MT_IQ4_NL, MT_IQ4_XS};
   bool all = true;
   uint32_t seed = 12345;
   for (int t : types)
@@ -178,6 +184,9 @@ int main() {
   // Gate's Q8_0 groups, Down reading H as f32).
   all = run_expert({MT_Q4_K, MT_Q4_K, MT_Q6_K, 256, 256}, 3, seed += 7919) && all;
   all = run_expert({MT_Q8_0, MT_Q4_K, MT_F16, 256, 256}, 2, seed += 7919) && all;
+  // An old llama-quantize Q2_K file's expert on rows not a multiple of 256 (IQ4_NL), and IQ4_XS.
+  all = run_expert({MT_IQ4_NL, MT_IQ4_NL, MT_IQ4_NL, 96, 64}, 3, seed += 7919) && all;
+  all = run_expert({MT_IQ4_XS, MT_IQ4_XS, MT_IQ4_NL, 256, 256}, 2, seed += 7919) && all;
   printf("emu: %s\n", all ? "pass" : "fail");
   return all ? 0 : 1;
 }
