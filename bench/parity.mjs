@@ -40,6 +40,9 @@ const models = [
     { preset: 'small', arch: 'qwen3moe', quant },
   ]),
   ...['qwen2moe', 'olmoe', 'llama'].map((arch) => ({ preset: 'tiny', arch, quant: 'q4_k_m' })),
+  { preset: 'small', arch: 'qwen3moe', quant: 'iq4_xs' }, // IQ4_XS experts (tiny's rows fall back to IQ4_NL, as q2_k's)
+  // YaRN-scaled RoPE (issue 30's rotation: src/model/rope.ts).
+  { preset: 'tiny-yarn', arch: 'qwen3moe', quant: 'q8_0' },
 ];
 const seed = 1;
 const contextTokens = 512;

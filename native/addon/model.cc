@@ -88,8 +88,11 @@ Napi::Value CreateModel(const Napi::CallbackInfo& info) {
   mt_hparams hp{};
   std::vector<std::string> names;
   std::vector<mt_tensor_desc> tensors;
+  std::vector<double> rope_inv_freq;  // hp points into it until mt_model_create_owned copies it
   std::string err;
-  if (!ReadHParams(desc.Get("hparams"), &hp, &err) || !ReadTensors(desc.Get("tensors"), &names, &tensors, &err))
+  if (!ReadHParams(desc.Get("hparams"), &hp, &err) ||
+      !ReadRope(desc, desc.Get("hparams").As<Napi::Object>(), &hp, &rope_inv_freq, &err) ||
+      !ReadTensors(desc.Get("tensors"), &names, &tensors, &err))
     return Throw(env, mtjs::kBadArgument, "createModel: " + err);
   char message[512] = "";
   // desc.ownDense: dense tensors are read from the file into the model's own memory (mt_forward.h).

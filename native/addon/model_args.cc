@@ -60,6 +60,33 @@ bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err) {
   return ok;
 }
 
+bool ReadRope(Napi::Object desc, const Napi::Object& hparams, mt_hparams* hp, std::vector<double>* inv_freq,
+              std::string* err) {
+  Napi::Value v = desc.Get("rope");
+  if (v.IsUndefined()) {
+    // The plain rotation; a scaled or partial one without its table would run wrong, silently.
+    for (const char* key : {"ropeDims", "ropeScaling"})
+      if (!hparams.Get(key).IsUndefined())
+        return *err =
+                   std::string("rope: expected the rotation table (src/model/rope.ts ropeTable) beside hparams.") + key,
+               false;
+    return true;
+  }
+  if (!v.IsObject()) return *err = "rope: expected { dims, invFreq, magnitude }", false;
+  Napi::Object o = v.As<Napi::Object>();
+  if (!ReadInt(o, "dims", &hp->rope_dims, err) || !ReadNumber(o, "magnitude", &hp->rope_magnitude, err))
+    return *err = "rope." + *err, false;
+  Napi::Value f = o.Get("invFreq");
+  if (!f.IsTypedArray() || f.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+    return *err = "rope.invFreq: expected a Float64Array", false;
+  Napi::Float64Array a = f.As<Napi::Float64Array>();
+  if (hp->rope_dims < 2 || a.ElementLength() != size_t(hp->rope_dims / 2))
+    return *err = "rope.invFreq: expected dims / 2 numbers", false;
+  inv_freq->assign(a.Data(), a.Data() + a.ElementLength());
+  hp->rope_inv_freq = inv_freq->data();
+  return true;
+}
+
 bool ReadTensors(Napi::Value v, std::vector<std::string>* names, std::vector<mt_tensor_desc>* out, std::string* err) {
   if (!v.IsArray()) return *err = "tensors: expected an array", false;
   Napi::Array a = v.As<Napi::Array>();

@@ -45,6 +45,10 @@ mt_tier* TierOf(const TierState& s);
 
 // hparams (src/model/types.ts HParams) -> mt_hparams; false with a message naming the field.
 bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err);
+// desc.rope ({ dims, invFreq: Float64Array, magnitude }: src/model/rope.ts) into hp, its table held in
+// inv_freq; absent: the plain rotation, refused when hparams carry ropeDims or ropeScaling.
+bool ReadRope(Napi::Object desc, const Napi::Object& hparams, mt_hparams* hp, std::vector<double>* inv_freq,
+              std::string* err);
 // [{ name, typeId, dims, offset }] -> descs whose names point into `names`.
 bool ReadTensors(Napi::Value v, std::vector<std::string>* names, std::vector<mt_tensor_desc>* out, std::string* err);
 // An integer field of an object, within int32.

@@ -43,8 +43,9 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   std::vector<double> inv_freq(size_t(dim / 2));
   for (int64_t i = 0; i < dim / 2; i++) inv_freq[size_t(i)] = std::pow(base, -2.0 * double(i) / double(dim));
   std::vector<float> cos_t(size_t(dim / 2)), sin_t(size_t(dim / 2));
-  mt::rope_table(inv_freq.data(), int32_t(dim / 2), pos, cos_t.data(), sin_t.data());
-  mt::rope_apply(v, int32_t(heads), int32_t(dim), cos_t.data(), sin_t.data(), info[5].ToBoolean().Value());
+  mt::rope_table(inv_freq.data(), int32_t(dim / 2), pos, 1.0, cos_t.data(), sin_t.data());
+  mt::rope_apply(v, int32_t(heads), int32_t(dim), int32_t(dim), cos_t.data(), sin_t.data(),
+                 info[5].ToBoolean().Value());
   return info.Env().Undefined();
 }
 

@@ -29,7 +29,8 @@ void embed_phase(void* arg, int ith, int nth) {
   for (int64_t r = b; r < e; r++) {
     const uint8_t* row = m.token_embd.data + size_t(p.tokens[r]) * m.token_embd.row_bytes;
     mt_dequant_row(m.token_embd.type, row, E, p.x + r * E);
-    rope_table(m.inv_freq.data(), int32_t(half), p.pos[r], p.c->rope_cos + r * half, p.c->rope_sin + r * half);
+    rope_table(m.inv_freq.data(), int32_t(m.inv_freq.size()), p.pos[r], m.hp.rope_magnitude, p.c->rope_cos + r * half,
+               p.c->rope_sin + r * half);
   }
 }
 
@@ -127,8 +128,10 @@ void qk_post_phase(void* arg, int ith, int nth) {
       for (int64_t h = 0; h < hp.n_head; h++) rms_norm(q + h * hd, L.q_norm, hd, hp.rms_eps, q + h * hd);
       for (int64_t h = 0; h < hp.n_head_kv; h++) rms_norm(k + h * hd, L.k_norm, hd, hp.rms_eps, k + h * hd);
     }
-    rope_apply(q, hp.n_head, int32_t(hd), c.rope_cos + r * half, c.rope_sin + r * half, hp.rope_neox != 0);
-    rope_apply(k, hp.n_head_kv, int32_t(hd), c.rope_cos + r * half, c.rope_sin + r * half, hp.rope_neox != 0);
+    rope_apply(q, hp.n_head, int32_t(hd), hp.rope_dims, c.rope_cos + r * half, c.rope_sin + r * half,
+               hp.rope_neox != 0);
+    rope_apply(k, hp.n_head_kv, int32_t(hd), hp.rope_dims, c.rope_cos + r * half, c.rope_sin + r * half,
+               hp.rope_neox != 0);
     const size_t at = (layer_cache_row(c, p.layer) + size_t(p.kv_at[r]) + size_t(p.pos[r])) * size_t(KV);
     std::memcpy(c.k_cache + at, k, size_t(KV) * sizeof(float));
     std::memcpy(c.v_cache + at, v, size_t(KV) * sizeof(float));

@@ -182,6 +182,14 @@ bool check_hparams(const mt_hparams& hp, Builder& b) {
   if (!(hp.rms_eps >= 0 && std::isfinite(hp.rms_eps))) return b.fail("hparams.rmsEps", "a finite number >= 0");
   if (!(hp.rope_base > 0 && std::isfinite(hp.rope_base))) return b.fail("hparams.ropeBase", "a finite number > 0");
   if (!in(hp.qk_norm, MT_QK_NORM_NONE, MT_QK_NORM_FULL)) return b.fail("hparams.qkNorm", "none, head or full");
+  if (hp.rope_dims != 0 && (!in(hp.rope_dims, 2, hp.head_dim) || hp.rope_dims % 2 != 0))
+    return b.fail("rope.dims", "an even number 2..headDim");
+  if (!(hp.rope_magnitude >= 0 && std::isfinite(hp.rope_magnitude)))
+    return b.fail("rope.magnitude", "a finite number > 0");
+  const int32_t rope_half = (hp.rope_dims != 0 ? hp.rope_dims : hp.head_dim) / 2;
+  for (int32_t i = 0; hp.rope_inv_freq != nullptr && i < rope_half; i++)
+    if (!(hp.rope_inv_freq[i] > 0 && std::isfinite(hp.rope_inv_freq[i])))
+      return b.fail("rope.invFreq", "finite numbers > 0");
   return true;
 }
 
@@ -247,8 +255,14 @@ extern "C" mt_model* mt_model_create_owned(const mt_hparams* hp, const mt_tensor
     std::snprintf(err, err_bytes, "%s", b.error.c_str());
     return nullptr;
   }
-  for (int32_t i = 0; i < hp->head_dim / 2; i++)
-    m->inv_freq.push_back(std::pow(hp->rope_base, -2.0 * i / hp->head_dim));
+  // The rotation (mt_hparams: zeros keep the plain one); the caller's table is copied, not kept.
+  const int32_t rope_dims = hp->rope_dims != 0 ? hp->rope_dims : hp->head_dim;
+  for (int32_t i = 0; i < rope_dims / 2; i++)
+    m->inv_freq.push_back(hp->rope_inv_freq != nullptr ? hp->rope_inv_freq[i]
+                                                       : std::pow(hp->rope_base, -2.0 * i / rope_dims));
+  m->hp.rope_dims = rope_dims;
+  m->hp.rope_magnitude = hp->rope_magnitude != 0 ? hp->rope_magnitude : 1.0;
+  m->hp.rope_inv_freq = nullptr;
   return m.release();
 }
 

@@ -20,16 +20,17 @@ void rms_norm(const float* x, const float* w, int64_t n, double eps, float* out)
   for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
 }
 
-void rope_table(const double* inv_freq, int32_t half, int64_t pos, float* cos_out, float* sin_out) {
+void rope_table(const double* inv_freq, int32_t half, int64_t pos, double magnitude, float* cos_out, float* sin_out) {
   for (int32_t i = 0; i < half; i++) {
     const double theta = double(pos) * inv_freq[i];
-    cos_out[i] = float(std::cos(theta));
-    sin_out[i] = float(std::sin(theta));
+    cos_out[i] = float(std::cos(theta) * magnitude);
+    sin_out[i] = float(std::sin(theta) * magnitude);
   }
 }
 
-void rope_apply(float* v, int32_t n_heads, int32_t head_dim, const float* cos_t, const float* sin_t, bool neox) {
-  const int32_t half = head_dim / 2;
+void rope_apply(float* v, int32_t n_heads, int32_t head_dim, int32_t rope_dims, const float* cos_t, const float* sin_t,
+                bool neox) {
+  const int32_t half = rope_dims / 2;
   for (int32_t h = 0; h < n_heads; h++) {
     float* x = v + int64_t(h) * head_dim;
     for (int32_t i = 0; i < half; i++) {

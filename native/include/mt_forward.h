@@ -30,6 +30,11 @@ typedef struct mt_hparams {
   int32_t rope_neox; /* 0: rotate (x[2i], x[2i+1]); 1: rotate (x[i], x[i + headDim/2]) */
   int32_t qk_norm;   /* enum mt_qk_norm */
   int32_t norm_top_k, attn_bias, shared_expert, tied_output;
+  /* RoPE's rotation (src/model/rope.ts computes it: partial rotary, linear or YaRN scaling). Zero
+   * values keep the plain one: every dim of the head, rope_base^(-2i / rope_dims), magnitude 1. */
+  int32_t rope_dims;           /* rotated dims of each head (even, 2..head_dim); the rest pass through */
+  double rope_magnitude;       /* cos and sin are multiplied by it (YaRN's attention factor) */
+  const double* rope_inv_freq; /* [rope_dims / 2]: theta_i = pos * rope_inv_freq[i]; read by mt_model_create only */
 } mt_hparams;
 
 /* One tensor of the file: GGUF name, GGML type id, ggml-order dims, absolute offset. */

@@ -9,10 +9,12 @@ namespace mt {
 // out [n] = x / sqrt(mean(x^2) + eps) * w; out may alias x. Sum of squares in f64.
 void rms_norm(const float* x, const float* w, int64_t n, double eps, float* out);
 
-// RoPE for one position: cos/sin [headDim/2] of theta_i = pos * invFreq[i], computed in f64.
-void rope_table(const double* inv_freq, int32_t half, int64_t pos, float* cos_out, float* sin_out);
-// Rotate n_heads heads of v [n_heads * head_dim] in place; neox pairs (i, i + half), else (2i, 2i + 1).
-void rope_apply(float* v, int32_t n_heads, int32_t head_dim, const float* cos_t, const float* sin_t, bool neox);
+// RoPE for one position: cos/sin [half] of theta_i = pos * invFreq[i], computed in f64, times magnitude.
+void rope_table(const double* inv_freq, int32_t half, int64_t pos, double magnitude, float* cos_out, float* sin_out);
+// Rotate the first rope_dims dims of n_heads heads of v [n_heads * head_dim] in place; neox pairs
+// (i, i + rope_dims / 2), else (2i, 2i + 1); dims [rope_dims, head_dim) pass through.
+void rope_apply(float* v, int32_t n_heads, int32_t head_dim, int32_t rope_dims, const float* cos_t, const float* sin_t,
+                bool neox);
 
 // In-place softmax over x [n] (max-subtracted, sum in f64).
 void softmax(float* x, int64_t n);

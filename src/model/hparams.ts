@@ -16,10 +16,14 @@
  *   attention.key_length               no        embedding_length / head_count (n_embd_head_k = n_embd / n_head())
  *   attention.value_length             no        embedding_length / head_count (n_embd_head_v); must equal key_length,
  *                                                as the graphs assert n_embd_head_v == n_embd_head_k
- *   rope.dimension_count               no        key_length (n_rot = n_embd_head_k); partial rotary is refused
+ *   rope.dimension_count               no        key_length (n_rot = n_embd_head_k); fewer is refused: each arch
+ *                                                here rotates the whole head (llama.cpp asserts n_rot == head dim)
  *   rope.freq_base                     no        10000 (rope_freq_base_train = 10000.0f)
- *   rope.scaling.type / .factor        no        "linear" with factor 0, i.e. freq_scale 1 (no scaling); a file
- *   (old name rope.scale_linear)                 that scales is refused: the forward pass does not scale
+ *   rope.scaling.type / .factor        no        "linear" with factor 0, i.e. freq_scale 1 (no scaling); "linear" or
+ *   (old name rope.scale_linear)                 "yarn" with a factor scale as llama.cpp does (src/model/rope.ts);
+ *                                                another type (longrope...) is refused
+ *   rope.scaling.original_context_length no      context_length (yarn's n_ctx_orig)
+ *   rope.scaling.attn_factor           no        1
  *   attention.layer_norm_rms_epsilon   yes       every arch here reads LLM_KV_ATTENTION_LAYERNORM_RMS_EPS as required
  *   expert_count, expert_used_count    yes       optional in load_hparams (0), but each arch's load_arch_tensors
  *                                                throws "n_expert must be > 0" (a llama without experts is dense)
@@ -97,13 +101,14 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
   }
   const nExpertUsed = metaUint(file, k('expert_used_count'), { min: 1, max: EXPERTS_MAX });
   const flags = ARCH_FLAGS[arch];
+  const headDim = dim('attention.key_length', Math.max(1, Math.floor(nEmbd / nHead)));
   return {
     arch,
     nLayer,
     nEmbd,
     nHead,
     nHeadKv: perLayer('attention.head_count_kv', nHead),
-    headDim: dim('attention.key_length', Math.max(1, Math.floor(nEmbd / nHead))),
+    headDim,
     nVocab: tokenDims[1],
     nCtxTrain: dim('context_length'),
     nExpert: metaUint(file, k('expert_count'), { min: 1, max: EXPERTS_MAX }),
@@ -111,9 +116,69 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     ...ffnWidths(file, arch, nLayer, nExpertUsed),
     rmsEps: metaFloat(file, k('attention.layer_norm_rms_epsilon'), { positive: true, max: RMS_EPS_MAX }),
     ropeBase: metaFloat(file, k('rope.freq_base'), { positive: true, fallback: ROPE_FREQ_BASE_DEFAULT }),
+    ...readRope(file, arch, headDim, dim('context_length')),
     tiedOutput: !file.tensors.has('output.weight'),
     ...flags,
   };
+}
+
+/**
+ * Partial rotary and rope scaling as llama.cpp reads them (the table above): each only when it
+ * changes the rotation, so an unscaled whole-head file's HParams carry neither.
+ */
+function readRope(
+  file: GgufFile,
+  arch: Arch,
+  headDim: number,
+  nCtxTrain: number,
+): Pick<HParams, 'ropeDims' | 'ropeScaling'> {
+  const key = (name: string): string => `${arch}.${name}`;
+  const out: Pick<HParams, 'ropeDims' | 'ropeScaling'> = {};
+  const dims = file.metadata.get(key('rope.dimension_count'));
+  if (dims !== undefined) {
+    if (typeof dims !== 'number' || !Number.isInteger(dims) || dims < 2 || dims > headDim || dims % 2 !== 0)
+      throw new GgufFormatError(
+        file.path,
+        `key ${key('rope.dimension_count')}`,
+        `an even integer in [2, head dim ${headDim}], got ${String(dims)}`,
+      );
+    // Every arch read here rotates the whole head (llama.cpp's graphs assert n_rot == n_embd_head);
+    // partial rotary (HParams.ropeDims, which the forward passes compute) is for other architectures.
+    if (dims !== headDim)
+      throw new UnsupportedModelError(
+        file.path,
+        `key ${key('rope.dimension_count')}`,
+        `the head dim ${headDim} (llama.cpp's ${arch} rotates the whole head: partial rotary embeddings are for other architectures), got ${dims}`,
+      );
+  }
+  const type = metaString(file, key('rope.scaling.type'), 'linear');
+  if (type !== 'none' && type !== 'linear' && type !== 'yarn')
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${key('rope.scaling.type')}`,
+      `none, linear or yarn (another rope scaling is not implemented), got ${JSON.stringify(type)}`,
+    );
+  const factorKey = file.metadata.has(key('rope.scaling.factor'))
+    ? key('rope.scaling.factor')
+    : key('rope.scale_linear');
+  const factor = metaFloat(file, factorKey, { fallback: 0 });
+  if (!(factor >= 0) || !Number.isFinite(factor))
+    throw new GgufFormatError(file.path, `key ${factorKey}`, `a finite factor >= 0, got ${factor}`);
+  if (type !== 'none' && factor !== 0 && factor !== 1) {
+    out.ropeScaling = {
+      type,
+      factor,
+      origContext: metaUint(file, key('rope.scaling.original_context_length'), {
+        min: 1,
+        max: DIM_MAX,
+        fallback: nCtxTrain,
+      }),
+      attnFactor: metaFloat(file, key('rope.scaling.attn_factor'), { positive: true, fallback: 1 }),
+      betaFast: 32,
+      betaSlow: 1,
+    };
+  }
+  return out;
 }
 
 /** Expert and shared-expert widths, sized as each arch's load_arch_tensors sizes them (see the table above). */
@@ -199,7 +264,7 @@ function checkConsistency(file: GgufFile, hp: HParams): void {
     fail(k('attention.head_count_kv'), `a divisor of head_count ${hp.nHead}, got ${hp.nHeadKv}`);
   if (hp.headDim < 2 || hp.headDim % 2 !== 0)
     fail(k('attention.key_length'), `an even head dim (rope rotates pairs), got ${hp.headDim}`);
-  checkRope(file, hp);
+  checkRope(file);
   // llama.cpp defaults value_length to embedding_length / head_count, not to key_length.
   const valueLength = file.metadata.get(`${hp.arch}.attention.value_length`) ?? Math.floor(hp.nEmbd / hp.nHead);
   if (valueLength !== hp.headDim) {
@@ -223,45 +288,8 @@ function checkConsistency(file: GgufFile, hp: HParams): void {
   }
 }
 
-/** RoPE here rotates the whole head, unscaled: partial rotary and scaled rope are refused, not run wrong. */
-function checkRope(file: GgufFile, hp: HParams): void {
-  const key = (name: string): string => `${hp.arch}.${name}`;
-  const ropeDims = file.metadata.get(key('rope.dimension_count'));
-  if (ropeDims !== undefined) {
-    if (
-      typeof ropeDims !== 'number' ||
-      !Number.isInteger(ropeDims) ||
-      ropeDims < 2 ||
-      ropeDims > hp.headDim ||
-      ropeDims % 2 !== 0
-    ) {
-      throw new GgufFormatError(
-        file.path,
-        `key ${key('rope.dimension_count')}`,
-        `an even integer in [2, head dim ${hp.headDim}], got ${String(ropeDims)}`,
-      );
-    }
-    if (ropeDims !== hp.headDim) {
-      throw new UnsupportedModelError(
-        file.path,
-        `key ${key('rope.dimension_count')}`,
-        `the head dim ${hp.headDim} (partial rotary embeddings are not implemented), got ${String(ropeDims)}`,
-      );
-    }
-  }
-  // llama.cpp: type "linear" by default; freq_scale = 1 / factor, or 1 when the factor is 0 (absent).
-  const type = metaString(file, key('rope.scaling.type'), 'linear');
-  const factorKey = file.metadata.has(key('rope.scaling.factor'))
-    ? key('rope.scaling.factor')
-    : key('rope.scale_linear');
-  const factor = metaFloat(file, factorKey, { fallback: 0 });
-  if (type !== 'none' && factor !== 0 && factor !== 1) {
-    throw new UnsupportedModelError(
-      file.path,
-      `key ${factorKey}`,
-      `no rope scaling (absent, 0 or 1, or rope.scaling.type none): scaled rope (${type}) is not implemented, got ${factor}`,
-    );
-  }
+/** Per-frequency rope factors (llama3-style scaling) are not computed: refused, not run wrong. */
+function checkRope(file: GgufFile): void {
   if (file.tensors.has('rope_freqs.weight')) {
     throw new UnsupportedModelError(
       file.path,

@@ -10,6 +10,7 @@ import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import { GGML_TYPE, type GgufFile, type HParams } from './types.js';
 import type { MappedFileHandle, NativeBinding, NativeModelHandle } from '../native/binding.js';
 import { pinModelFile, type PinnedModelFile } from './model-pin.js';
+import { ropeTable } from './rope.js';
 
 export interface LoadedModel {
   path: string;
@@ -53,6 +54,7 @@ export function loadModel(native: NativeBinding, path: string, options: { fromDi
       nativeModel = native.createModel(mapped.handle, {
         hparams,
         tensors,
+        rope: ropeTable(hparams),
         ...(options.fromDisk ? { ownDense: true } : {}),
       });
     } catch (err) {

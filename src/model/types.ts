@@ -80,6 +80,20 @@ export interface GgufFile {
   size: number;
 }
 
+/** A file's rope scaling (rope.scaling.*): 'linear' or 'yarn', with llama.cpp's defaults. */
+export interface RopeScaling {
+  type: 'linear' | 'yarn';
+  /** rope.scaling.factor (> 0): frequencies are divided by it. */
+  factor: number;
+  /** rope.scaling.original_context_length (default: the training context). */
+  origContext: number;
+  /** rope.scaling.attn_factor (default 1). */
+  attnFactor: number;
+  /** llama.cpp's yarn_beta_fast / yarn_beta_slow defaults (32, 1): not read from the file for these archs. */
+  betaFast: number;
+  betaSlow: number;
+}
+
 /**
  * Hyper-parameters that decide the forward pass. Architecture differences are
  * expressed as flags so that the reference and the native pass read the same switches.
@@ -100,8 +114,12 @@ export interface HParams {
   nFfShexp: number;
   rmsEps: number;
   ropeBase: number;
-  /** 'norm': rotate adjacent pairs (x[2i], x[2i+1]); 'neox': rotate (x[i], x[i + headDim/2]). */
+  /** 'norm': rotate adjacent pairs (x[2i], x[2i+1]); 'neox': rotate (x[i], x[i + ropeDims/2]). */
   ropeType: 'norm' | 'neox';
+  /** Rotated dims of each head (rope.dimension_count; partial rotary below headDim); absent: headDim. */
+  ropeDims?: number;
+  /** The file's rope scaling (src/model/rope.ts); absent: none. */
+  ropeScaling?: RopeScaling;
   /** 'head': RMSNorm over each head's headDim (qwen3moe); 'full': over the whole q / k vector (olmoe). */
   qkNorm: 'none' | 'head' | 'full';
   /** Renormalise the top-k softmax weights to sum to 1 (qwen3moe, llama/Mixtral). */

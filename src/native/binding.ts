@@ -54,6 +54,8 @@ export interface NativeModelDesc {
    * instead of computing them from the mapping, whose pages of them are then never touched.
    */
   ownDense?: boolean;
+  /** RoPE's rotation (src/model/rope.ts ropeTable); required when hparams carry ropeDims or ropeScaling. */
+  rope?: import('../model/rope.js').RopeTable;
 }
 
 export interface NativeEvalOptions {

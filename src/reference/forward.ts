@@ -7,7 +7,8 @@
  */
 import { InvalidOptionError, LimitExceededError } from '../core/errors.js';
 import type { HParams } from '../model/types.js';
-import { matVec, rmsNorm, rope, sigmoid, silu, softmax, topK } from './math.js';
+import { matVec, rmsNorm, rotateHead, sigmoid, silu, softmax, topK } from './math.js';
+import { ropeTable } from '../model/rope.js';
 import { WeightCache, type ReferenceWeights } from './weights.js';
 
 export type { ReferenceWeights } from './weights.js';
@@ -32,6 +33,7 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
   const hp = weights.hparams;
   const w = new WeightCache(weights);
   const kvDim = hp.nHeadKv * hp.headDim;
+  const rotation = ropeTable(hp);
   // KV cache per layer: [nCtx, kvDim]
   const keys = Array.from({ length: hp.nLayer }, () => new Float32Array(nCtx * kvDim));
   const values = Array.from({ length: hp.nLayer }, () => new Float32Array(nCtx * kvDim));
@@ -77,8 +79,8 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
       normEachHead(q, hp.nHead, w.get(p + 'attn_q_norm.weight'));
       normEachHead(k, hp.nHeadKv, w.get(p + 'attn_k_norm.weight'));
     }
-    for (let head = 0; head < hp.nHead; head++) rope(q, head * hp.headDim, hp.headDim, pos, hp.ropeBase, hp.ropeType);
-    for (let head = 0; head < hp.nHeadKv; head++) rope(k, head * hp.headDim, hp.headDim, pos, hp.ropeBase, hp.ropeType);
+    for (let head = 0; head < hp.nHead; head++) rotateHead(q, head * hp.headDim, rotation, pos, hp.ropeType);
+    for (let head = 0; head < hp.nHeadKv; head++) rotateHead(k, head * hp.headDim, rotation, pos, hp.ropeType);
     keys[layer].set(k, pos * kvDim);
     values[layer].set(v, pos * kvDim);
 

@@ -2,6 +2,7 @@
  * The few numeric building blocks of the forward pass, in plain f32-array TypeScript.
  * Accumulation is in f64 (JS numbers) so the reference is the accurate side of every comparison.
  */
+import { ropeTable, type RopeTable } from '../model/rope.js';
 
 /** out = x / sqrt(mean(x^2) + eps) * w */
 export function rmsNorm(
@@ -50,8 +51,8 @@ export function sigmoid(z: number): number {
 }
 
 /**
- * Rotary position embedding of one head vector (length headDim) in place at position pos.
- * 'norm' rotates adjacent pairs (2i, 2i+1); 'neox' rotates (i, i + headDim/2).
+ * Rotary position embedding of one head vector (length headDim) in place at position pos: the
+ * whole head, unscaled (rotateHead with ropeTable's plain table).
  */
 export function rope(
   v: Float32Array,
@@ -61,11 +62,25 @@ export function rope(
   base: number,
   type: 'norm' | 'neox',
 ): void {
-  const half = headDim / 2;
+  rotateHead(v, offset, ropeTable({ headDim, ropeBase: base }), pos, type);
+}
+
+/**
+ * One head vector at v[offset ..] rotated in place at position pos by `table` (src/model/rope.ts):
+ * its first table.dims dims; 'norm' rotates adjacent pairs (2i, 2i+1), 'neox' (i, i + dims/2).
+ */
+export function rotateHead(
+  v: Float32Array,
+  offset: number,
+  table: RopeTable,
+  pos: number,
+  type: 'norm' | 'neox',
+): void {
+  const half = table.dims / 2;
   for (let i = 0; i < half; i++) {
-    const theta = pos * Math.pow(base, (-2 * i) / headDim);
-    const cos = Math.cos(theta);
-    const sin = Math.sin(theta);
+    const theta = pos * table.invFreq[i];
+    const cos = Math.cos(theta) * table.magnitude;
+    const sin = Math.sin(theta) * table.magnitude;
     const ia = type === 'norm' ? offset + 2 * i : offset + i;
     const ib = type === 'norm' ? ia + 1 : ia + half;
     const a = v[ia];

@@ -31,11 +31,19 @@ export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Met
     [`${a}.attention.value_length`, u32(hp.headDim)],
     [`${a}.attention.layer_norm_rms_epsilon`, f32(hp.rmsEps)],
     [`${a}.rope.freq_base`, f32(hp.ropeBase)],
-    [`${a}.rope.dimension_count`, u32(hp.headDim)],
+    [`${a}.rope.dimension_count`, u32(hp.ropeDims ?? hp.headDim)],
     [`${a}.expert_count`, u32(hp.nExpert)],
     [`${a}.expert_used_count`, u32(hp.nExpertUsed)],
     [`${a}.expert_feed_forward_length`, u32(hp.nFfExp)],
   ];
+  const s = hp.ropeScaling;
+  if (s)
+    meta.push(
+      [`${a}.rope.scaling.type`, str(s.type)],
+      [`${a}.rope.scaling.factor`, f32(s.factor)],
+      [`${a}.rope.scaling.original_context_length`, u32(s.origContext)],
+      [`${a}.rope.scaling.attn_factor`, f32(s.attnFactor)],
+    );
   // Only qwen2moe: llama would then expect Granite-style shared-expert tensors.
   if (hp.sharedExpert) meta.push([`${a}.expert_shared_feed_forward_length`, u32(hp.nFfShexp)]);
   return meta.concat(tokenizerMetadata(vocab));

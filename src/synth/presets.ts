@@ -13,8 +13,15 @@
 import { ARCH_FLAGS } from '../model/arch.js';
 import type { Arch, HParams } from '../model/types.js';
 
-export type PresetName = 'tiny' | 'small' | 'medium' | 'olmoe-1b-7b' | 'qwen3-30b-a3b';
-export const PRESET_NAMES: readonly PresetName[] = ['tiny', 'small', 'medium', 'olmoe-1b-7b', 'qwen3-30b-a3b'];
+export type PresetName = 'tiny' | 'tiny-yarn' | 'small' | 'medium' | 'olmoe-1b-7b' | 'qwen3-30b-a3b';
+export const PRESET_NAMES: readonly PresetName[] = [
+  'tiny',
+  'tiny-yarn',
+  'small',
+  'medium',
+  'olmoe-1b-7b',
+  'qwen3-30b-a3b',
+];
 export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama'];
 
 export interface PresetShape {
@@ -34,6 +41,8 @@ export interface PresetShape {
    * too: olmoe drops GQA (llama.cpp's olmoe has none), qwen2moe adds a shared expert of nFfShexp.
    */
   arch?: Arch;
+  /** RoPE other than the plain whole-head rotation (partial rotary, scaling: src/model/rope.ts). */
+  rope?: Pick<HParams, 'ropeDims' | 'ropeScaling'>;
 }
 
 export const PRESETS: Record<PresetName, PresetShape> = {
@@ -49,6 +58,24 @@ export const PRESETS: Record<PresetName, PresetShape> = {
     headDim: 16,
     nVocab: 2048,
     nTopics: 4,
+  },
+  // tiny with YaRN-scaled RoPE (x4 from a 64-token original context, as Qwen3's long-context files
+  // declare): the rotation llama.cpp computes for such a file (src/model/rope.ts), checked by npm run parity.
+  'tiny-yarn': {
+    nEmbd: 64,
+    nLayer: 4,
+    nExpert: 8,
+    nExpertUsed: 2,
+    nFfExp: 32,
+    nFfShexp: 64,
+    nHead: 4,
+    nHeadKv: 2,
+    headDim: 16,
+    nVocab: 2048,
+    nTopics: 4,
+    rope: {
+      ropeScaling: { type: 'yarn', factor: 4, origContext: 64, attnFactor: 1, betaFast: 32, betaSlow: 1 },
+    },
   },
   small: {
     nEmbd: 512,
@@ -156,6 +183,7 @@ export function presetHParams(preset: PresetName, arch: Arch): HParams {
     nFfShexp: flags.sharedExpert ? s.nFfShexp : 0,
     rmsEps: 1e-6,
     ropeBase: 10000,
+    ...s.rope,
     tiedOutput: false,
     ...flags,
   };

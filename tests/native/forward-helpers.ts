@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { MappedFileHandle, NativeModelDesc, NativeModelHandle } from '../../src/native/binding.js';
 import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { GGML_TYPE, type HParams } from '../../src/model/types.js';
+import { ropeTable } from '../../src/model/rope.js';
 import { buildRandomModel, type RandomModel } from '../fixtures/random-model.js';
 
 export const native = loadDiagnostics();
@@ -23,6 +24,7 @@ export interface MappedModel {
 export function descOf(model: RandomModel): NativeModelDesc {
   return {
     hparams: model.hparams,
+    rope: ropeTable(model.hparams),
     tensors: Array.from(model.tensors.values(), (t) => ({
       name: t.name,
       typeId: GGML_TYPE[t.type],

@@ -153,24 +153,61 @@ describe('readHParams: keys llama.cpp requires stay required', () => {
   });
 });
 
-describe('readHParams: what would run wrong is refused, naming the key or tensor', () => {
-  it('scaled rope (YaRN factor 4, linear 2, the old rope.scale_linear) and llama3 rope_freqs', async () => {
-    const yarn = refusal(
+describe('readHParams: rope scaling as llama.cpp reads it', () => {
+  it('YaRN with its factor, original context and attention factor; linear; the old rope.scale_linear; factor 0 or 1 is none', async () => {
+    const yarn = readHParams(
       await build('qwen3moe', {
         set: [
           ['qwen3moe.rope.scaling.type', str('yarn')],
           ['qwen3moe.rope.scaling.factor', f32(4)],
+          ['qwen3moe.rope.scaling.original_context_length', u32(64)],
         ],
       }),
     );
-    expect(yarn).toBeInstanceOf(UnsupportedModelError);
-    expect(yarn.message).toMatch(
-      /key qwen3moe\.rope\.scaling\.factor: expected no rope scaling .* scaled rope \(yarn\) is not implemented, got 4/,
+    expect(yarn.ropeScaling).toEqual({
+      type: 'yarn',
+      factor: 4,
+      origContext: 64,
+      attnFactor: 1,
+      betaFast: 32,
+      betaSlow: 1,
+    });
+    const linear = readHParams(await build('llama', { set: [['llama.rope.scaling.factor', f32(2)]] }));
+    expect(linear.ropeScaling).toMatchObject({ type: 'linear', factor: 2 });
+    const old = readHParams(await build('llama', { set: [['llama.rope.scale_linear', f32(2)]] }));
+    expect(old.ropeScaling).toMatchObject({ type: 'linear', factor: 2 });
+    for (const factor of [0, 1])
+      expect(readHParams(await build('llama', { set: [['llama.rope.scaling.factor', f32(factor)]] })).ropeScaling).toBe(
+        undefined,
+      );
+    const none = readHParams(
+      await build('llama', {
+        set: [
+          ['llama.rope.scaling.type', str('none')],
+          ['llama.rope.scaling.factor', f32(8)],
+        ],
+      }),
     );
-    const linear = refusal(await build('llama', { set: [['llama.rope.scaling.factor', f32(2)]] }));
-    expect(linear.message).toMatch(/scaled rope \(linear\) is not implemented, got 2/);
-    const old = refusal(await build('llama', { set: [['llama.rope.scale_linear', f32(2)]] }));
-    expect(old.message).toMatch(/key llama\.rope\.scale_linear: expected no rope scaling/);
+    expect(none.ropeScaling).toBeUndefined();
+  });
+});
+
+describe('readHParams: what would run wrong is refused, naming the key or tensor', () => {
+  it('a rope scaling other than linear or yarn, and llama3 rope_freqs', async () => {
+    const longrope = refusal(
+      await build('qwen3moe', {
+        set: [
+          ['qwen3moe.rope.scaling.type', str('longrope')],
+          ['qwen3moe.rope.scaling.factor', f32(4)],
+        ],
+      }),
+    );
+    expect(longrope).toBeInstanceOf(UnsupportedModelError);
+    expect(longrope.message).toMatch(
+      /key qwen3moe\.rope\.scaling\.type: expected none, linear or yarn .* got "longrope"/,
+    );
+    const negative = refusal(await build('llama', { set: [['llama.rope.scaling.factor', f32(-2)]] }));
+    expect(negative.message).toMatch(/key llama\.rope\.scaling\.factor: expected a finite factor >= 0, got -2/);
     const freqs = refusal(
       await build('llama', {
         tensors: (ts) => [...ts, { name: 'rope_freqs.weight', type: 'F32', dims: [8], data: () => new Uint8Array(32) }],

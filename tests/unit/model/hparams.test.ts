@@ -57,7 +57,7 @@ describe('readHParams: rope.dimension_count', () => {
       await build([...hparamKeys(hp), ['qwen3moe.rope.dimension_count', u32(8)], ...vocab], modelTensors(hp, 'Q8_0')),
     );
     expect(partial).toBeInstanceOf(UnsupportedModelError);
-    expect(partial.message).toMatch(/rope\.dimension_count.*partial rotary.*got 8/);
+    expect(partial.message).toMatch(/rope\.dimension_count.*rotates the whole head: partial rotary.*got 8/);
     for (const bad of [0, 17, 1000]) {
       const err = refusal(
         await build(
