@@ -67,8 +67,6 @@ bool ArgShape(const Napi::CallbackInfo& info, size_t at_type, size_t at_rows, co
     return Fail(info.Env(), true,
                 std::string(verb) + ": typeId " + std::to_string(*type) + " cannot hold rows of " +
                     std::to_string(*cols) + " elements (a supported type whose blocks divide cols)");
-  if (*type == MT_IQ4_XS)
-    return Fail(info.Env(), true, std::string(verb) + ": typeId 23 (IQ4_XS) has no writer (moetier reads it only)");
   if (*rows * *cols > kDimMax)
     return Fail(info.Env(), true, std::string(verb) + ": rows * cols: at most 2^40 elements");
   return true;

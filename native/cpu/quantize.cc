@@ -113,13 +113,12 @@ inline int nearest_iq4(float t) {
   return best;
 }
 
-// IQ4_NL (src/model/quant-iq4.ts quantizeIq4NlBlock): d0 = max / -127 puts the element of largest |x|
-// on the table's -127; each x takes the nearest table value v of x / d0; then d = sum(v x) / sum(v v),
-// the least-squares scale for those indices, stored as f16.
-void block_iq4_nl(const float* x, uint8_t* o) {
+// One 32-element block fitted to the table (src/model/quant-iq4.ts fitBlock): d0 = max / -127 puts
+// the element of largest |x| on the table's -127; each x takes the nearest table value v of x / d0
+// (idx); returns sum(v x) / sum(v v), the least-squares scale for those indices.
+float fit_iq4(const float* x, uint8_t* idx) {
   const float d0 = signed_max(x) / -127.0f;
   const float id = d0 != 0.0f ? 1.0f / d0 : 0.0f;
-  uint8_t idx[MT_QK];
   float sumqx = 0.0f, sumq2 = 0.0f;
   for (int j = 0; j < MT_QK; j++) {
     idx[j] = (uint8_t)nearest_iq4(x[j] * id);
@@ -127,8 +126,50 @@ void block_iq4_nl(const float* x, uint8_t* o) {
     sumqx = sumqx + v * x[j];
     sumq2 = sumq2 + v * v;
   }
-  put_u16(o, mt_f32_to_f16(sumqx / sumq2));
+  return sumqx / sumq2;
+}
+
+// IQ4_NL (quant-iq4.ts quantizeIq4NlBlock): fit_iq4's indices and scale (as f16).
+void block_iq4_nl(const float* x, uint8_t* o) {
+  uint8_t idx[MT_QK];
+  put_u16(o, mt_f32_to_f16(fit_iq4(x, idx)));
   for (int j = 0; j < MT_QK / 2; j++) o[2 + j] = (uint8_t)(idx[j] | (idx[j + MT_QK / 2] << 4));
+}
+
+// IQ4_XS (quant-iq4.ts quantizeIq4XsBlock): each sub-block of 32 fitted alone, d = the scale of
+// largest |scale| / -32 as f16, ls - 32 = round(scale / d) in -32..31, then each sub-block's indices
+// chosen again for d (ls - 32).
+void block_iq4_xs(const float* x, uint8_t* o) {
+  uint8_t idx[MT_QK];
+  float scales[8];
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 8; j++) {
+    scales[j] = fit_iq4(x + 32 * j, idx);
+    if (amax < fabsf(scales[j])) {
+      amax = fabsf(scales[j]);
+      max = scales[j];
+    }
+  }
+  const uint16_t h = mt_f32_to_f16(max != 0.0f ? max / -32.0f : 0.0f);  // +0 for a zero block, not -0
+  const float d = mt_f16_to_f32(h);
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  put_u16(o, h);
+  memset(o + 4, 0, 4);
+  uint16_t scales_h = 0;
+  for (int j = 0; j < 8; j++) {
+    int l = round_away(scales[j] * id);
+    l = l < -32 ? -32 : (l > 31 ? 31 : l);
+    const int ls = l + 32;
+    o[4 + j / 2] |= (uint8_t)((ls & 15) << (4 * (j % 2)));
+    scales_h |= (uint16_t)((ls >> 4) << (2 * j));
+    const float dl = d * (float)l;
+    const float inv = dl != 0.0f ? 1.0f / dl : 0.0f;
+    for (int k = 0; k < 16; k++) {
+      const int lo = nearest_iq4(x[32 * j + k] * inv), hi = nearest_iq4(x[32 * j + k + 16] * inv);
+      o[8 + 16 * j + k] = (uint8_t)(lo | (hi << 4));
+    }
+  }
+  put_u16(o + 2, scales_h);
 }
 
 // Round to nearest even on the top 16 bits (src/model/f16.ts f32ToBf16).
@@ -166,6 +207,9 @@ void quantize_row(const mt_kquant_searches* searches, int type, const float* x, 
     case MT_IQ4_NL:
       for (int64_t b = 0; b < cols / MT_QK; b++) block_iq4_nl(x + b * MT_QK, out + b * MT_IQ4_NL_BYTES);
       return;
+    case MT_IQ4_XS:
+      for (int64_t b = 0; b < cols / MT_QK_K; b++) block_iq4_xs(x + b * MT_QK_K, out + b * MT_IQ4_XS_BYTES);
+      return;
     default:
       mt_quantize_row_kquant(searches, type, x, cols, out, scratch);
       return;
@@ -191,11 +235,11 @@ const mt_kquant_searches* active_searches() {
 
 extern "C" int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t cols, void* out) {
   const size_t row_bytes = mt_row_bytes(type, cols);
-  if (!mt_type_supported(type) || type == MT_IQ4_XS || row_bytes == 0 || rows < 0) return -1;  // no IQ4_XS writer
+  if (!mt_type_supported(type) || row_bytes == 0 || rows < 0) return -1;
   std::vector<float> weights, scales, mins;
   std::vector<uint8_t> levels;
   mt_kquant_scratch scratch{};
-  if (mt_is_kquant(type)) {
+  if (mt_is_kquant(type) && type != MT_IQ4_XS) {  // the k-quant searches' scratch
     try {
       weights.resize((size_t)cols), levels.resize((size_t)cols), scales.resize((size_t)cols / 16),
           mins.resize((size_t)cols / 16);

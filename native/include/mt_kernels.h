@@ -68,9 +68,9 @@ void mt_matmul_rows(int wtype, const void* W, int64_t cols, const void* acts, in
 void mt_dequant_row(int type, const void* row, int64_t cols, float* out);
 
 /* Quantise rows x [rows, cols] of finite floats into out (rows * mt_row_bytes(type, cols) bytes):
- * ggml's reference quantisers (quantize_row_*_ref, no importance matrix; IQ4_NL: moetier's own
- * encoder, src/model/quant-iq4.ts), the same bytes as src/model/quant.ts writes. Returns 0, -1 for an
- * unsupported type (IQ4_XS has no writer) or a partial block, -2 when
+ * ggml's reference quantisers (quantize_row_*_ref, no importance matrix; IQ4_NL / IQ4_XS: moetier's
+ * own encoders, src/model/quant-iq4.ts), the same bytes as src/model/quant.ts writes. Returns 0, -1 for
+ * an unsupported type or a partial block, -2 when
  * its scratch (k-quants: 6 bytes per column) cannot be allocated. */
 int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t cols, void* out);
 

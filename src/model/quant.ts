@@ -18,7 +18,7 @@
  */
 import { assert } from '../core/assert.js';
 import { F16_TABLE, bf16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
-import { dequantIq4NlRow, dequantIq4XsRow, quantizeIq4NlBlock } from './quant-iq4.js';
+import { dequantIq4NlRow, dequantIq4XsRow, quantizeIq4NlBlock, quantizeIq4XsBlock } from './quant-iq4.js';
 import { dequantKRow, quantizeKRow } from './quant-k.js';
 import { GGML_BLOCK, type GgmlTypeName } from './types.js';
 
@@ -190,7 +190,8 @@ export function quantizeRow(
       for (let b = 0; b < cols / QK; b++) quantizeIq4NlBlock(src, srcOffset + b * QK, dst, dstOffset + b * 18);
       break;
     case 'IQ4_XS':
-      assert(false, 'IQ4_XS: moetier has no IQ4_XS writer (it reads IQ4_XS files)');
+      for (let b = 0; b < cols / 256; b++) quantizeIq4XsBlock(src, srcOffset + b * 256, dst, dstOffset + b * 136);
+      break;
   }
   return size;
 }

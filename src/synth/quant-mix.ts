@@ -4,8 +4,8 @@
  * Plain quants (q8_0, q4_0, f16, bf16, f32): every matrix and expert tensor gets the one type,
  * norms, biases and the router stay F32 (as before).
  *
- * K-quant mixes (q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k): the per-tensor choice llama-quantize makes
- * for that ftype without an importance matrix, from llama.cpp src/llama-quant.cpp (read at
+ * K-quant mixes (q2_k, q3_k_m, q4_k_m, q5_k_m, q6_k, and iq4_xs, whose default is IQ4_XS): the
+ * per-tensor choice llama-quantize makes for that ftype without an importance matrix, from llama.cpp src/llama-quant.cpp (read at
  * ggml-org/llama.cpp 007dbbf3): tensor_allows_quantization, llama_tensor_get_type_impl,
  * tensor_type_fallback. Each rule below names the function it comes from. Not modelled: the
  * Falcon and 70B special cases (no such synthetic model) and user overrides (--tensor-type, --pure).
@@ -16,7 +16,7 @@ import type { TensorSpec } from '../model/arch.js';
 import { GGML_BLOCK, type GgmlTypeName, type HParams } from '../model/types.js';
 
 export type PlainQuantName = 'q8_0' | 'q4_0' | 'f16' | 'bf16' | 'f32';
-export type KMixName = 'q2_k' | 'q3_k_m' | 'q4_k_m' | 'q5_k_m' | 'q6_k';
+export type KMixName = 'q2_k' | 'q3_k_m' | 'q4_k_m' | 'q5_k_m' | 'q6_k' | 'iq4_xs';
 export type QuantName = PlainQuantName | KMixName;
 
 export const PLAIN_QUANT_TYPE: Record<PlainQuantName, GgmlTypeName> = {
@@ -26,7 +26,7 @@ export const PLAIN_QUANT_TYPE: Record<PlainQuantName, GgmlTypeName> = {
   bf16: 'BF16',
   f32: 'F32',
 };
-export const K_MIX_NAMES: readonly KMixName[] = ['q2_k', 'q3_k_m', 'q4_k_m', 'q5_k_m', 'q6_k'];
+export const K_MIX_NAMES: readonly KMixName[] = ['q2_k', 'q3_k_m', 'q4_k_m', 'q5_k_m', 'q6_k', 'iq4_xs'];
 export const QUANT_NAMES: readonly QuantName[] = [
   ...(Object.keys(PLAIN_QUANT_TYPE) as PlainQuantName[]),
   ...K_MIX_NAMES,
@@ -39,6 +39,7 @@ const MIX_DEFAULT: Record<KMixName, GgmlTypeName> = {
   q4_k_m: 'Q4_K',
   q5_k_m: 'Q5_K',
   q6_k: 'Q6_K',
+  iq4_xs: 'IQ4_XS',
 };
 
 /**
@@ -56,6 +57,7 @@ const FALLBACK: Partial<Record<GgmlTypeName, GgmlTypeName>> = {
   Q4_K: 'Q5_0',
   Q5_K: 'Q5_1',
   Q6_K: 'Q8_0',
+  IQ4_XS: 'IQ4_NL',
 };
 
 export function isKMix(quant: QuantName): quant is KMixName {
@@ -94,7 +96,7 @@ function layerOf(name: string): number {
   return m ? Number(m[1]) : -1;
 }
 
-/** llama_tensor_get_type_impl for the five k-quant ftypes, by tensor_get_category. */
+/** llama_tensor_get_type_impl for the five k-quant ftypes and IQ4_XS, by tensor_get_category. */
 function mixType(mix: KMixName, spec: TensorSpec, hp: HParams): GgmlTypeName {
   const base = MIX_DEFAULT[mix];
   const name = spec.name;
@@ -106,7 +108,7 @@ function mixType(mix: KMixName, spec: TensorSpec, hp: HParams): GgmlTypeName {
   if (name === 'output.weight' || (hp.tiedOutput && name === 'token_embd.weight')) {
     return spec.dims[0] % GGML_BLOCK[base].elements !== 0 ? 'Q8_0' : 'Q6_K';
   }
-  // TOKEN_EMBD (untied): the k-quant ftypes have no rule (only IQ*, TQ* and Q2_0 do): the default.
+  // TOKEN_EMBD (untied): these ftypes have no rule (only IQ1_* .. IQ3_*, TQ* and Q2_0 do): the default.
   if (name === 'token_embd.weight') return base;
   if (name.includes('attn_v.weight')) {
     // category_is_attn_v; i_attention_wv counts attn_v tensors in file order, which llama's
@@ -114,6 +116,7 @@ function mixType(mix: KMixName, spec: TensorSpec, hp: HParams): GgmlTypeName {
     let type = base;
     if (mix === 'q2_k') type = nGqa >= 4 ? 'Q4_K' : 'Q3_K';
     else if (mix === 'q3_k_m') type = layer < 2 ? 'Q5_K' : 'Q4_K';
+    else if (mix === 'iq4_xs' && nGqa >= 4) type = 'Q5_K';
     else if ((mix === 'q4_k_m' || mix === 'q5_k_m') && useMoreBits(layer, hp.nLayer)) type = 'Q6_K';
     if (eightExperts) type = 'Q8_0'; // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
     return type;
@@ -124,13 +127,15 @@ function mixType(mix: KMixName, spec: TensorSpec, hp: HParams): GgmlTypeName {
     // the layer is parsed from the name and n_layer is the model's layer count.
     if (mix === 'q2_k') return 'Q3_K';
     if (mix === 'q3_k_m') return layer < Math.trunc(hp.nLayer / 16) ? 'Q5_K' : 'Q4_K'; // not Falcon: Q4_K past the first 16th
-    if ((mix === 'q4_k_m' || mix === 'q5_k_m') && useMoreBits(layer, hp.nLayer)) return 'Q6_K';
+    if (mix === 'q4_k_m' && useMoreBits(layer, hp.nLayer)) return 'Q6_K';
+    if (mix === 'iq4_xs' && layer < Math.trunc(hp.nLayer / 8)) return 'Q5_K'; // without an imatrix
+    if (mix === 'q5_k_m' && useMoreBits(layer, hp.nLayer)) return 'Q6_K';
     return base;
   }
   if (name.includes('attn_output.weight')) {
-    // ATTENTION_OUTPUT (not Falcon): with 8 experts Q5_K for Q2_K, Q3_K_M, Q4_K_M (among others);
-    // otherwise Q3_K for Q2_K and Q4_K for Q3_K_M.
-    if (eightExperts) return mix === 'q2_k' || mix === 'q3_k_m' || mix === 'q4_k_m' ? 'Q5_K' : base;
+    // ATTENTION_OUTPUT (not Falcon): with 8 experts Q5_K for Q2_K, Q3_K_M, Q4_K_M, IQ4_XS (among
+    // others); otherwise Q3_K for Q2_K and Q4_K for Q3_K_M.
+    if (eightExperts) return mix === 'q2_k' || mix === 'q3_k_m' || mix === 'q4_k_m' || mix === 'iq4_xs' ? 'Q5_K' : base;
     if (mix === 'q2_k') return 'Q3_K';
     if (mix === 'q3_k_m') return 'Q4_K';
     return base;

@@ -22,9 +22,10 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} (--ou
                on the native quantiser; the free disk space is checked first)
   --arch A     ${ARCHS.join(' | ')} (default: the preset's own, olmoe for olmoe-1b-7b, else ${SYNTH_DEFAULTS.arch})
   --quant Q    ${QUANT_NAMES.join(' | ')} (default ${SYNTH_DEFAULTS.quant})
-               q*_k*: llama-quantize's per-tensor mix for that ftype (norms and router F32; rows that are
-               not a multiple of 256, as all of tiny's, fall back as llama-quantize does: Q2_K, Q3_K -> IQ4_NL
-               (older llama.cpp; today Q4_0), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0)
+               q*_k*, iq4_xs: llama-quantize's per-tensor mix for that ftype (norms and router F32; rows that
+               are not a multiple of 256, as all of tiny's, fall back as llama-quantize does: Q2_K, Q3_K ->
+               IQ4_NL (older llama.cpp; today Q4_0), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL;
+               IQ4_NL / IQ4_XS by moetier's own encoders, not llama-quantize's search)
   --seed S     integer seed; same seed, same bytes (default ${SYNTH_DEFAULTS.seed})
   --routing R  realistic: routing with a real model's statistics (spread over the experts, reuse from a
                slowly drifting context; see moetier routes stats); planted: each prompt's decode locks into

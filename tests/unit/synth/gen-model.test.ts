@@ -67,6 +67,7 @@ describe('moetier gen-model', () => {
       q6_k: { q: 'Q8_0', v: 'Q8_0', o: 'Q8_0', down0: 'Q8_0', down3: 'Q8_0', out: 'Q8_0' },
       q3_k_m: { q: 'IQ4_NL', v: 'Q8_0', o: 'Q5_1', down0: 'Q5_0', down3: 'Q5_0', out: 'Q8_0' },
       q2_k: { q: 'IQ4_NL', v: 'Q8_0', o: 'Q5_1', down0: 'IQ4_NL', down3: 'IQ4_NL', out: 'Q8_0' },
+      iq4_xs: { q: 'IQ4_NL', v: 'Q8_0', o: 'Q5_1', down0: 'IQ4_NL', down3: 'IQ4_NL', out: 'Q8_0' },
     } as const;
     for (const [quant, want] of Object.entries(expected)) {
       const out = join(dir, `${quant}.gguf`);

@@ -103,6 +103,17 @@ describe('small preset (8 layers, 32 experts, GQA 2, rows multiples of 256)', ()
       gate_up: 'Q2_K',
       ffn_down: 'Q3_K',
     },
+    // attn_v: IQ4_XS since n_gqa = 2 < 4; ffn_down: Q5_K below n_layer / 8 = 1 (no imatrix)
+    iq4_xs: {
+      token_embd: 'IQ4_XS',
+      output: 'Q6_K',
+      attn_q: 'IQ4_XS',
+      attn_k: 'IQ4_XS',
+      attn_v: 'IQ4_XS',
+      attn_output: 'IQ4_XS',
+      gate_up: 'IQ4_XS',
+      ffn_down: (l) => (l < 1 ? 'Q5_K' : 'IQ4_XS'),
+    },
   };
   for (const mix of K_MIX_NAMES) {
     it(`${mix} on qwen3moe and qwen2moe (shared-expert down follows ffn_down)`, () => {
@@ -110,6 +121,12 @@ describe('small preset (8 layers, 32 experts, GQA 2, rows multiples of 256)', ()
       check(presetHParams('small', 'qwen2moe'), mix, tables[mix]);
     });
   }
+  it('iq4_xs raises attn_v to Q5_K when n_gqa >= 4', () => {
+    const hp = { ...presetHParams('small', 'qwen3moe'), nHeadKv: 2 };
+    const v = expectedTensors(hp).find((t) => t.name === 'blk.3.attn_v.weight')!;
+    expect(hp.nHead / hp.nHeadKv).toBeGreaterThanOrEqual(4);
+    expect(tensorQuantType('iq4_xs', v, hp)).toBe('Q5_K');
+  });
   it('q2_k raises attn_v to Q4_K when n_gqa >= 4', () => {
     const hp = { ...presetHParams('small', 'qwen3moe'), nHeadKv: 2 };
     const v = expectedTensors(hp).find((t) => t.name === 'blk.0.attn_v.weight')!;
@@ -120,7 +137,7 @@ describe('small preset (8 layers, 32 experts, GQA 2, rows multiples of 256)', ()
 describe('tiny preset (4 layers, 8 experts, rows of 64 and 32: fallbacks)', () => {
   // n_expert == 8: attn_v and attn_k Q8_0; attn_output Q5_K for q2_k, q3_k_m, q4_k_m.
   // Rows not a multiple of 256 fall back: Q2_K, Q3_K -> IQ4_NL (older llama.cpp's rule, quant-mix.ts);
-  // Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0.
+  // Q4_K -> Q5_0; Q5_K -> Q5_1; Q6_K -> Q8_0; IQ4_XS -> IQ4_NL.
   // output: 64 % 256 != 0 -> Q8_0. use_more_bits(l, 4) is layers 2 and 3.
   const more =
     (hi: GgmlTypeName, lo: GgmlTypeName) =>
@@ -168,6 +185,17 @@ describe('tiny preset (4 layers, 8 experts, rows of 64 and 32: fallbacks)', () =
       ffn_down: 'Q5_0',
     },
     q2_k: {
+      token_embd: 'IQ4_NL',
+      output: 'Q8_0',
+      attn_q: 'IQ4_NL',
+      attn_k: 'Q8_0',
+      attn_v: 'Q8_0',
+      attn_output: 'Q5_1',
+      gate_up: 'IQ4_NL',
+      ffn_down: 'IQ4_NL',
+    },
+    // IQ4_XS -> IQ4_NL; attn_output Q5_K (8 experts) -> Q5_1; no Q5_K ffn_down below n_layer / 8 = 0
+    iq4_xs: {
       token_embd: 'IQ4_NL',
       output: 'Q8_0',
       attn_q: 'IQ4_NL',
