@@ -43,6 +43,21 @@ bool ReadInt(Napi::Object o, const char* key, int32_t* out, std::string* err) {
   return true;
 }
 
+// The optional routing fields of HParams (src/model/types.ts): absent, today's softmax top-k.
+bool ReadRouting(Napi::Object o, mt_hparams* hp, std::string* err) {
+  if (!o.Get("gating").IsUndefined() && !ReadChoice(o, "gating", {"softmax", "sigmoid"}, &hp->gating, err))
+    return false;
+  if (!o.Get("expertBias").IsUndefined() && !ReadBool(o, "expertBias", &hp->expert_bias, err)) return false;
+  if (!o.Get("expertWeightsScale").IsUndefined() &&
+      !ReadNumber(o, "expertWeightsScale", &hp->expert_weights_scale, err))
+    return false;
+  Napi::Value groups = o.Get("expertGroups");
+  if (groups.IsUndefined()) return true;
+  if (!groups.IsObject()) return *err = "expertGroups: expected { count, used }", false;
+  Napi::Object g = groups.As<Napi::Object>();
+  return ReadInt(g, "count", &hp->expert_groups, err) && ReadInt(g, "used", &hp->expert_groups_used, err);
+}
+
 bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err) {
   if (!v.IsObject()) return *err = "hparams: expected an object", false;
   Napi::Object o = v.As<Napi::Object>();
@@ -56,6 +71,7 @@ bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err) {
             ReadChoice(o, "qkNorm", {"none", "head", "full"}, &hp->qk_norm, err) &&
             ReadBool(o, "normTopK", &hp->norm_top_k, err) && ReadBool(o, "attnBias", &hp->attn_bias, err) &&
             ReadBool(o, "sharedExpert", &hp->shared_expert, err) && ReadBool(o, "tiedOutput", &hp->tied_output, err);
+  if (ok) ok = ReadRouting(o, hp, err);
   if (!ok) *err = "hparams." + *err;
   return ok;
 }

@@ -22,6 +22,8 @@ constexpr int32_t kChunkRowsMax = MT_EVAL_CHUNK_ROWS;
 // (forward_eval.cc): each layer's experts are read once per group, not once per chunk.
 // 2048: a 1024-token turn after a conversation's pending token (1025 rows) is one group.
 constexpr int32_t kGroupRowsMax = 8 * MT_EVAL_CHUNK_ROWS;
+// Expert groups a routing may have (mt_hparams.expert_groups; DeepSeek-V3 has 8).
+constexpr int32_t kExpertGroupsMax = 64;
 // Type ids index small tables (BF16 = 30 is the largest we support).
 constexpr int kTypeIds = 31;
 
@@ -51,6 +53,7 @@ struct LayerWeights {
   const float *q_norm = nullptr, *k_norm = nullptr;
   const float* ffn_norm = nullptr;
   Matrix router;
+  const float* exp_probs_b = nullptr;  // [nExpert] added to the probabilities to choose (hp.expert_bias)
   Experts gate, up, down;
   const float* shexp_gate_inp = nullptr;  // [nEmbd]: sigmoid(. h) scales the shared expert
   Matrix shexp_gate, shexp_up, shexp_down;
@@ -120,6 +123,7 @@ struct mt_context {
   uint8_t* act_h[mt::kTypeIds] = {};                  // h prepared for each weight type that reads it
   uint8_t* act_attn = nullptr;                        // attention output prepared for attn_output
   float *router = nullptr, *shexp_logit = nullptr;    // [nExpert], [1]
+  float* router_sel = nullptr;                        // [nExpert]: the scores experts are chosen by (bias, groups)
   int32_t* route_ids = nullptr;                       // [nExpertUsed]
   float* route_w = nullptr;                           // [nExpertUsed]
   int32_t* row_slot = nullptr;                        // [nExpertUsed]: slot of (row, rank)
@@ -131,7 +135,7 @@ struct mt_context {
   std::vector<int32_t> run_binding;         // [runs]: the binding of runs[i] after the ready-first reorder, -1: shared
   std::vector<mt_remote_run> remote_runs;   // [nExpert]: the runs the source computes (device residents)
   // Route prediction of a one-token eval (forward_eval.cc predict_routes): h, its prepared row, router scores.
-  std::vector<float> pred_h, pred_scores;
+  std::vector<float> pred_h, pred_scores, pred_sel;
   std::vector<uint8_t> pred_act;
   std::vector<int32_t> pred_ids;                     // [nExpert]: the source's one-layer-ahead guess
   std::vector<mt::Segment> gate_up_segs, down_segs;  // their pool splits
@@ -245,6 +249,11 @@ inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel) {
 // forward_moe.cc: the MoE half of a layer, and the deferred x += moe of a row. false: an
 // operating error of the tier (message in err), its leases released.
 bool moe_layer(Pass& p, char* err, size_t err_bytes);
+// A row of router logits [nExpert] into the experts' probabilities, in place (softmax or sigmoid).
+void expert_probabilities(const mt_hparams& hp, float* probs);
+// The scores the top-k chooses by: probs itself, or (selection bias, expert groups) sel [nExpert]
+// filled with probs + bias and -inf for the experts of every group but the best used ones.
+const float* selection_scores(const mt_hparams& hp, const LayerWeights& L, const float* probs, float* sel);
 
 // forward_steps.cc: the per-layer steps around the phases when an expert source or step timing
 // is attached (the order is mt_expert_source's, include/mt_forward.h).

@@ -66,6 +66,7 @@ void layout(mt_context* c, Carver& a) {
       R * act_row_max(m, int64_t(Q), [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.o; }));
   c->router = a.take<float>(R * size_t(hp.n_expert));
   c->shexp_logit = a.take<float>(R);
+  c->router_sel = a.take<float>(R * size_t(hp.n_expert));
   c->route_ids = a.take<int32_t>(routed);
   c->route_w = a.take<float>(routed);
   c->row_slot = a.take<int32_t>(routed);
@@ -142,6 +143,7 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   c->remote_runs.resize(size_t(model->hp.n_expert));
   c->pred_h.resize(size_t(model->hp.n_embd));
   c->pred_scores.resize(size_t(model->hp.n_expert));
+  c->pred_sel.resize(size_t(model->hp.n_expert));
   c->pred_ids.resize(size_t(model->hp.n_expert));
   size_t act_max = 0;  // the routers' prepared row: the largest any layer's router type needs
   for (const mt::LayerWeights& L : model->layers)

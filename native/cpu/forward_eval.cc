@@ -45,7 +45,15 @@ void predict_layer(Pass& p, int32_t target, int32_t k, int32_t* ids) {
   rms_norm(p.x, L.ffn_norm, E, p.m->hp.rms_eps, c.pred_h.data());
   mt_act_prepare(w.type, c.pred_h.data(), E, c.pred_act.data());
   mt_matvec_rows(w.type, w.data, w.cols, c.pred_act.data(), c.pred_scores.data(), 0, w.rows);
-  top_k(c.pred_scores.data(), int32_t(w.rows), k, ids);
+  // The experts the routing would choose: softmax and sigmoid keep the logits' order, a selection
+  // bias or expert groups do not (route_phase's rule, forward_moe.cc).
+  const mt_hparams& hp = p.m->hp;
+  const float* scores = c.pred_scores.data();
+  if (L.exp_probs_b != nullptr || hp.expert_groups > 1) {
+    expert_probabilities(hp, c.pred_scores.data());
+    scores = selection_scores(hp, L, c.pred_scores.data(), c.pred_sel.data());
+  }
+  top_k(scores, int32_t(w.rows), k, ids);
 }
 
 // At a layer's start in a one-token eval: the eval's predictions (mt_eval_args.predicted) and the

@@ -182,6 +182,12 @@ bool check_hparams(const mt_hparams& hp, Builder& b) {
   if (!(hp.rms_eps >= 0 && std::isfinite(hp.rms_eps))) return b.fail("hparams.rmsEps", "a finite number >= 0");
   if (!(hp.rope_base > 0 && std::isfinite(hp.rope_base))) return b.fail("hparams.ropeBase", "a finite number > 0");
   if (!in(hp.qk_norm, MT_QK_NORM_NONE, MT_QK_NORM_FULL)) return b.fail("hparams.qkNorm", "none, head or full");
+  if (!in(hp.gating, MT_GATING_SOFTMAX, MT_GATING_SIGMOID)) return b.fail("hparams.gating", "softmax or sigmoid");
+  if (hp.expert_groups > mt::kExpertGroupsMax) return b.fail("hparams.expertGroups", "at most 64 groups");
+  if (hp.expert_groups > 1 && (hp.n_expert % hp.expert_groups != 0 || !in(hp.expert_groups_used, 1, hp.expert_groups) ||
+                               hp.n_expert_used > hp.expert_groups_used * (hp.n_expert / hp.expert_groups)))
+    return b.fail("hparams.expertGroups", "count dividing nExpert, used in 1..count with room for nExpertUsed");
+  if (!std::isfinite(hp.expert_weights_scale)) return b.fail("hparams.expertWeightsScale", "a finite number");
   if (hp.rope_dims != 0 && (!in(hp.rope_dims, 2, hp.head_dim) || hp.rope_dims % 2 != 0))
     return b.fail("rope.dims", "an even number 2..headDim");
   if (!(hp.rope_magnitude >= 0 && std::isfinite(hp.rope_magnitude)))
@@ -211,6 +217,7 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
   }
   ok = ok && b.vector(p + "ffn_norm.weight", hp.n_embd, &L->ffn_norm) &&
        b.matrix(p + "ffn_gate_inp.weight", hp.n_embd, hp.n_expert, &L->router) &&
+       (!hp.expert_bias || b.vector(p + "exp_probs_b.bias", hp.n_expert, &L->exp_probs_b)) &&
        b.experts(p + "ffn_gate_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->gate) &&
        b.experts(p + "ffn_up_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->up) &&
        b.experts(p + "ffn_down_exps.weight", hp.n_ff_exp, hp.n_embd, hp.n_expert, &L->down);

@@ -14,6 +14,7 @@
 //
 // A slot is one (row, rank) pair; slots are grouped by expert so each expert's weights are
 // streamed once for all its rows. The shared expert (qwen2moe) is one more run over all rows.
+#include <cmath>
 #include <cstring>
 #include "forward.h"
 #include "ops_elementwise.h"
@@ -22,6 +23,9 @@ namespace mt {
 namespace {
 
 Pass& pass_of(void* arg) { return *static_cast<Pass*>(arg); }
+
+// llama.cpp clamps the renormalising sum of the top-k weights from below (2^-14).
+constexpr float kWeightsSumMin = 6.103515625e-5f;
 
 void ffn_norm_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
@@ -54,8 +58,10 @@ void router_phase(void* arg, int, int nth) {
   });
 }
 
-// p = softmax(router logits); the top k in rank order; w = p (or p / sum of the top k).
-// Forced routes (a trace's): those ids in their order, w = p / sum of them (mt_eval_args).
+// The routing of src/reference/routing.ts: p = softmax or sigmoid of the router logits; the top k
+// of p (+ the selection bias, within the best expert groups) in rank order; w = p (or p / max(sum
+// of the top k, 2^-14)) times the scale. Forced routes (a trace's): those ids in their order, w =
+// p / their sum (mt_eval_args), times the scale.
 void route_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
@@ -66,15 +72,20 @@ void route_phase(void* arg, int ith, int nth) {
   for (int64_t r = b; r < e; r++) {
     float* probs = c.router + r * hp.n_expert;
     int32_t* ids = c.route_ids + r * K;
-    softmax(probs, hp.n_expert);
+    expert_probabilities(hp, probs);
     if (p.forced_routes != nullptr)
       std::memcpy(ids, p.forced_routes + (r * hp.n_layer + p.layer) * K, size_t(K) * sizeof(int32_t));
     else
-      top_k(probs, hp.n_expert, K, ids);
+      top_k(selection_scores(hp, *p.L, probs, c.router_sel + r * hp.n_expert), hp.n_expert, K, ids);
     float total = 0.0f;
     for (int32_t k = 0; k < K; k++) total += probs[ids[k]];
+    if (total < kWeightsSumMin) total = kWeightsSumMin;
     const bool normalise = hp.norm_top_k || p.forced_routes != nullptr;
-    for (int32_t k = 0; k < K; k++) c.route_w[r * K + k] = normalise ? probs[ids[k]] / total : probs[ids[k]];
+    const bool scaled = hp.expert_weights_scale != 0.0 && hp.expert_weights_scale != 1.0;
+    for (int32_t k = 0; k < K; k++) {
+      float w = normalise ? probs[ids[k]] / total : probs[ids[k]];
+      c.route_w[r * K + k] = scaled ? w * float(hp.expert_weights_scale) : w;
+    }
     if (p.routes != nullptr) std::memcpy(p.routes + (r * hp.n_layer + p.layer) * K, ids, size_t(K) * sizeof(int32_t));
   }
 }
@@ -209,6 +220,38 @@ void combine_row(const Pass& p, int32_t r) {
   if (hp.shared_expert) axpy(sigmoid(c.shexp_logit[r]), c.slot_down + size_t(p.n * K + r) * size_t(E), sum, E);
   float* x = p.x + r * E;
   for (int64_t i = 0; i < E; i++) x[i] += sum[i];
+}
+
+void expert_probabilities(const mt_hparams& hp, float* probs) {
+  if (hp.gating == MT_GATING_SIGMOID)
+    for (int32_t i = 0; i < hp.n_expert; i++) probs[i] = sigmoid(probs[i]);
+  else
+    softmax(probs, hp.n_expert);
+}
+
+const float* selection_scores(const mt_hparams& hp, const LayerWeights& L, const float* probs, float* sel) {
+  const bool grouped = hp.expert_groups > 1;
+  if (L.exp_probs_b == nullptr && !grouped) return probs;
+  for (int32_t i = 0; i < hp.n_expert; i++) sel[i] = L.exp_probs_b != nullptr ? probs[i] + L.exp_probs_b[i] : probs[i];
+  if (!grouped) return sel;
+  // Each group's score: the sum of its two best scores (llama.cpp's, for every arch); then the best
+  // expert_groups_used groups keep their experts, ties to the lower group as top_k gives them.
+  const int32_t size = hp.n_expert / hp.expert_groups;
+  float scores[kExpertGroupsMax];
+  int32_t best[2], kept[kExpertGroupsMax];
+  for (int32_t g = 0; g < hp.expert_groups; g++) {
+    const int32_t two = size < 2 ? size : 2;
+    top_k(sel + g * size, size, two, best);
+    scores[g] = two == 2 ? sel[g * size + best[0]] + sel[g * size + best[1]] : sel[g * size + best[0]];
+  }
+  top_k(scores, hp.expert_groups, hp.expert_groups_used, kept);
+  for (int32_t g = 0; g < hp.expert_groups; g++) {
+    bool keep = false;
+    for (int32_t j = 0; j < hp.expert_groups_used; j++) keep = keep || kept[j] == g;
+    if (!keep)
+      for (int32_t i = 0; i < size; i++) sel[g * size + i] = -INFINITY;
+  }
+  return sel;
 }
 
 bool moe_layer(Pass& p, char* err, size_t err_bytes) {

@@ -35,7 +35,15 @@ typedef struct mt_hparams {
   int32_t rope_dims;           /* rotated dims of each head (even, 2..head_dim); the rest pass through */
   double rope_magnitude;       /* cos and sin are multiplied by it (YaRN's attention factor) */
   const double* rope_inv_freq; /* [rope_dims / 2]: theta_i = pos * rope_inv_freq[i]; read by mt_model_create only */
+  /* Routing (src/reference/routing.ts is the rule; zeros keep softmax, top-k, no bias, no groups, no scale). */
+  int32_t gating;              /* enum mt_gating */
+  int32_t expert_bias;         /* 1: blk.l.exp_probs_b.bias [n_expert] is added to choose, not to weight */
+  int32_t expert_groups;       /* > 1: experts in this many groups of consecutive ids ... */
+  int32_t expert_groups_used;  /* ... of which the best this many (by their top-2 sum) may be chosen */
+  double expert_weights_scale; /* the routed weights are multiplied by it (0 or 1: not) */
 } mt_hparams;
+
+enum mt_gating { MT_GATING_SOFTMAX = 0, MT_GATING_SIGMOID = 1 };
 
 /* One tensor of the file: GGUF name, GGML type id, ggml-order dims, absolute offset. */
 typedef struct mt_tensor_desc {
@@ -207,8 +215,9 @@ typedef struct mt_eval_args {
   /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank]: the experts each row runs
    * instead of the router's top-k (a simulation driven by a recorded route trace: the engine's
    * routesFrom). Each (row, layer) holds n_expert_used distinct ids in [0, n_expert), checked
-   * before anything runs. The router still runs: the given experts are weighted by its softmax
-   * renormalised over them (w_k = p[id_k] / sum_j p[id_j], for every model), and routes, when
+   * before anything runs. The router still runs: the given experts are weighted by its
+   * probabilities (softmax or sigmoid: mt_hparams.gating) renormalised over them (w_k = p[id_k] /
+   * sum_j p[id_j], for every model) and scaled (expert_weights_scale), and routes, when
    * set, receives these ids in this order. Slots, reads and the expert source see them as routes. */
   const int32_t* forced_routes;
   size_t forced_routes_len;

@@ -47,6 +47,7 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
     specs.push(
       { name: p + 'ffn_norm.weight', dims: [hp.nEmbd], role: 'norm' },
       { name: p + 'ffn_gate_inp.weight', dims: [hp.nEmbd, hp.nExpert], role: 'router' },
+      ...(hp.expertBias ? [{ name: p + 'exp_probs_b.bias', dims: [hp.nExpert], role: 'bias' as const }] : []),
       { name: p + 'ffn_gate_exps.weight', dims: [hp.nEmbd, hp.nFfExp, hp.nExpert], role: 'experts' },
       { name: p + 'ffn_up_exps.weight', dims: [hp.nEmbd, hp.nFfExp, hp.nExpert], role: 'experts' },
       { name: p + 'ffn_down_exps.weight', dims: [hp.nFfExp, hp.nEmbd, hp.nExpert], role: 'experts' },

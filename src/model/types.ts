@@ -122,8 +122,19 @@ export interface HParams {
   ropeScaling?: RopeScaling;
   /** 'head': RMSNorm over each head's headDim (qwen3moe); 'full': over the whole q / k vector (olmoe). */
   qkNorm: 'none' | 'head' | 'full';
-  /** Renormalise the top-k softmax weights to sum to 1 (qwen3moe, llama/Mixtral). */
+  /** Renormalise the top-k weights to sum to 1 (qwen3moe, llama/Mixtral; expert_weights_norm). */
   normTopK: boolean;
+  /**
+   * How the router's logits become expert probabilities (llama.cpp's expert_gating_func): softmax
+   * (absent: every arch read today) or sigmoid (glm4moe, DeepSeek-V3-style files). docs/FORWARD.md, routing.
+   */
+  gating?: 'softmax' | 'sigmoid';
+  /** blk.l.exp_probs_b.bias [nExpert] is added to the probabilities to choose the experts, not to weight them. */
+  expertBias?: boolean;
+  /** Expert groups (count > 1): the experts of all but the `used` best groups are not chosen (group score: top-2 sum). */
+  expertGroups?: { count: number; used: number };
+  /** The routed experts' weights are multiplied by it (expert_weights_scale; absent or 1: none). */
+  expertWeightsScale?: number;
   /** q, k, v projections have biases (qwen2moe). */
   attnBias: boolean;
   /** Shared expert with a sigmoid gate (qwen2moe). */

@@ -77,7 +77,7 @@ export interface NativeEvalOptions {
   /**
    * [nTokens][nLayer][nExpertUsed] expert ids each row runs instead of the router's top-k (a simulation driven by a
    * recorded trace: EngineOptions.routesFrom). nExpertUsed distinct ids in [0, nExpert) per row and layer (else the eval
-   * fails before anything runs); weighted by the router's softmax renormalised over them; `routes` receives them.
+   * fails before anything runs); weighted by the router's probabilities (softmax, or sigmoid) renormalised over them and scaled as the model's routing is; `routes` receives them.
    */
   forcedRoutes?: Int32Array;
   /**

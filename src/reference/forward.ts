@@ -7,8 +7,9 @@
  */
 import { InvalidOptionError, LimitExceededError } from '../core/errors.js';
 import type { HParams } from '../model/types.js';
-import { matVec, rmsNorm, rotateHead, sigmoid, silu, softmax, topK } from './math.js';
+import { matVec, rmsNorm, rotateHead, sigmoid, silu, softmax } from './math.js';
 import { ropeTable } from '../model/rope.js';
+import { route } from './routing.js';
 import { WeightCache, type ReferenceWeights } from './weights.js';
 
 export type { ReferenceWeights } from './weights.js';
@@ -24,7 +25,7 @@ export interface ReferenceSession {
   readonly position: number;
   /**
    * forcedRoutes[row][layer]: the experts each row runs instead of the router's top-k (a trace's routing,
-   * EngineOptions.routesFrom), weighted by the router's softmax renormalised over them.
+   * EngineOptions.routesFrom), weighted by the router's probabilities renormalised over them (routing.ts).
    */
   eval(tokens: number[], forcedRoutes?: readonly (readonly (readonly number[])[])[]): ReferenceEval;
 }
@@ -113,17 +114,16 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
 
   /**
    * x += sum over the routed experts of w_e * expert_e(rmsnorm(x)) (+ the shared expert). Returns the route.
-   * forced: run these experts instead of the top-k, w_e = p_e / (sum of their p).
+   * forced: run these experts instead of the top-k, weighted by the arch's rule renormalised over them (routing.ts).
    */
   function moe(x: Float32Array, layer: number, forced?: readonly number[]): number[] {
     const p = `blk.${layer}.`;
     const h = rmsNorm(x, w.get(p + 'ffn_norm.weight'), hp.rmsEps);
-    const probs = matVec(w.get(p + 'ffn_gate_inp.weight'), hp.nExpert, hp.nEmbd, h);
-    softmax(probs);
-    const chosen = forced ? [...forced] : topK(probs, hp.nExpertUsed);
-    const total = hp.normTopK || forced ? chosen.reduce((s, e) => s + probs[e], 0) : 1;
+    const logits = matVec(w.get(p + 'ffn_gate_inp.weight'), hp.nExpert, hp.nEmbd, h);
+    const bias = hp.expertBias ? w.get(p + 'exp_probs_b.bias') : undefined;
+    const { ids: chosen, weights } = route(hp, logits, bias, forced);
     const sum = new Float32Array(hp.nEmbd);
-    for (const expert of chosen) {
+    chosen.forEach((expert, rank) => {
       const y = expertFfn(
         h,
         p + 'ffn_gate_exps.weight',
@@ -132,9 +132,9 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
         hp.nFfExp,
         expert,
       );
-      const weight = probs[expert] / total;
+      const weight = weights[rank];
       for (let i = 0; i < hp.nEmbd; i++) sum[i] += weight * y[i];
-    }
+    });
     if (hp.sharedExpert) {
       const y = expertFfn(
         h,
