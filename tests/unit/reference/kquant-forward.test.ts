@@ -124,6 +124,18 @@ describe('reference forward pass on k-quant files', () => {
     });
   }
 
+  it('check-weights finds a NaN in an IQ4_XS d (byte 0 of its 136), by block', () => {
+    const file = files.get('iq4_xs')!;
+    const bytes = file.bytes.slice();
+    const up = file.tensors.get('blk.0.ffn_up_exps.weight')!;
+    expect(up.type).toBe('IQ4_XS');
+    expect(findNonFiniteWeights(file)).toEqual([]);
+    new DataView(bytes.buffer).setUint16(up.offset + 136 * 5, 0x7e00, true);
+    expect(findNonFiniteWeights({ ...file, bytes })).toEqual([
+      { tensor: 'blk.0.ffn_up_exps.weight', index: 5, unit: 'block scale', count: 1 },
+    ]);
+  });
+
   it('check-weights finds an inf in a Q6_K d (byte 208) and a Q2_K dmin (byte 82), by block', () => {
     const q2 = files.get('q2_k')!;
     const bytes = q2.bytes.slice();
