@@ -43,6 +43,9 @@ const models = [
   { preset: 'small', arch: 'qwen3moe', quant: 'iq4_xs' }, // IQ4_XS experts (tiny's rows fall back to IQ4_NL, as q2_k's)
   // YaRN-scaled RoPE (issue 30's rotation: src/model/rope.ts).
   { preset: 'tiny-yarn', arch: 'qwen3moe', quant: 'q8_0' },
+  // GLM-4.5's layers (issue 30): partial rotary, q/k/v biases, sigmoid routing with a selection bias, x2.5, an ungated shared expert.
+  { preset: 'tiny', arch: 'glm4moe', quant: 'q8_0' },
+  { preset: 'small', arch: 'glm4moe', quant: 'q8_0' },
 ];
 const seed = 1;
 const contextTokens = 512;

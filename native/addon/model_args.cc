@@ -51,6 +51,14 @@ bool ReadRouting(Napi::Object o, mt_hparams* hp, std::string* err) {
   if (!o.Get("expertWeightsScale").IsUndefined() &&
       !ReadNumber(o, "expertWeightsScale", &hp->expert_weights_scale, err))
     return false;
+  if (!o.Get("ffnNorm").IsUndefined() &&
+      !ReadChoice(o, "ffnNorm", {"ffn_norm", "post_attention_norm"}, &hp->ffn_norm_post_attention, err))
+    return false;
+  if (!o.Get("sharedExpertGate").IsUndefined()) {
+    int32_t gated = 1;
+    if (!ReadBool(o, "sharedExpertGate", &gated, err)) return false;
+    hp->shared_expert_ungated = gated ? 0 : 1;
+  }
   Napi::Value groups = o.Get("expertGroups");
   if (groups.IsUndefined()) return true;
   if (!groups.IsObject()) return *err = "expertGroups: expected { count, used }", false;

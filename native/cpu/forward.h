@@ -55,7 +55,7 @@ struct LayerWeights {
   Matrix router;
   const float* exp_probs_b = nullptr;  // [nExpert] added to the probabilities to choose (hp.expert_bias)
   Experts gate, up, down;
-  const float* shexp_gate_inp = nullptr;  // [nEmbd]: sigmoid(. h) scales the shared expert
+  const float* shexp_gate_inp = nullptr;  // [nEmbd]: sigmoid(. h) scales the shared expert (null: ungated)
   Matrix shexp_gate, shexp_up, shexp_down;
 };
 
@@ -122,7 +122,7 @@ struct mt_context {
   float *rope_cos = nullptr, *rope_sin = nullptr;     // [headDim / 2]
   uint8_t* act_h[mt::kTypeIds] = {};                  // h prepared for each weight type that reads it
   uint8_t* act_attn = nullptr;                        // attention output prepared for attn_output
-  float *router = nullptr, *shexp_logit = nullptr;    // [nExpert], [1]
+  float *router = nullptr, *shexp_weight = nullptr;   // [nExpert], [1]: the shared expert's weight
   float* router_sel = nullptr;                        // [nExpert]: the scores experts are chosen by (bias, groups)
   int32_t* route_ids = nullptr;                       // [nExpertUsed]
   float* route_w = nullptr;                           // [nExpertUsed]

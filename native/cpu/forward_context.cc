@@ -65,7 +65,7 @@ void layout(mt_context* c, Carver& a) {
   c->act_attn = a.take<uint8_t>(
       R * act_row_max(m, int64_t(Q), [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.o; }));
   c->router = a.take<float>(R * size_t(hp.n_expert));
-  c->shexp_logit = a.take<float>(R);
+  c->shexp_weight = a.take<float>(R);
   c->router_sel = a.take<float>(R * size_t(hp.n_expert));
   c->route_ids = a.take<int32_t>(routed);
   c->route_w = a.take<float>(routed);

@@ -215,7 +215,8 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
     ok = b.vector(p + "attn_q_norm.weight", head ? hp.head_dim : q_dim, &L->q_norm) &&
          b.vector(p + "attn_k_norm.weight", head ? hp.head_dim : kv_dim, &L->k_norm);
   }
-  ok = ok && b.vector(p + "ffn_norm.weight", hp.n_embd, &L->ffn_norm) &&
+  const char* ffn_norm = hp.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight";
+  ok = ok && b.vector(p + ffn_norm, hp.n_embd, &L->ffn_norm) &&
        b.matrix(p + "ffn_gate_inp.weight", hp.n_embd, hp.n_expert, &L->router) &&
        (!hp.expert_bias || b.vector(p + "exp_probs_b.bias", hp.n_expert, &L->exp_probs_b)) &&
        b.experts(p + "ffn_gate_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->gate) &&
@@ -225,7 +226,7 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
   if (ok && L->up.first.type != L->gate.first.type)
     return b.fail(p + "ffn_up_exps.weight", "the type of ffn_gate_exps");
   if (ok && hp.shared_expert) {
-    ok = b.vector(p + "ffn_gate_inp_shexp.weight", hp.n_embd, &L->shexp_gate_inp) &&
+    ok = (hp.shared_expert_ungated || b.vector(p + "ffn_gate_inp_shexp.weight", hp.n_embd, &L->shexp_gate_inp)) &&
          b.matrix(p + "ffn_gate_shexp.weight", hp.n_embd, hp.n_ff_shexp, &L->shexp_gate) &&
          b.matrix(p + "ffn_up_shexp.weight", hp.n_embd, hp.n_ff_shexp, &L->shexp_up) &&
          b.matrix(p + "ffn_down_shexp.weight", hp.n_ff_shexp, hp.n_embd, &L->shexp_down);

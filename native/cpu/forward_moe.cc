@@ -39,13 +39,15 @@ void ffn_norm_phase(void* arg, int ith, int nth) {
     for (int64_t i = 0; i < E; i++) x[i] += c.proj[r * E + i];
     rms_norm(x, L.ffn_norm, E, p.m->hp.rms_eps, h);
     int32_t done[3] = {-1, -1, -1};
-    const Matrix* readers[3] = {&L.router, &L.gate.first, L.shexp_gate_inp ? &L.shexp_gate : nullptr};
+    const bool shared = L.shexp_gate.data != nullptr;
+    const Matrix* readers[3] = {&L.router, &L.gate.first, shared ? &L.shexp_gate : nullptr};
     for (int i = 0; i < 3; i++) {
       if (readers[i] == nullptr || readers[i]->type == done[0] || readers[i]->type == done[1]) continue;
       const int32_t t = done[i] = readers[i]->type;
       mt_act_prepare(t, h, E, c.act_h[t] + size_t(r) * mt_act_row_bytes(t, E));
     }
-    if (L.shexp_gate_inp != nullptr) c.shexp_logit[r] = dot(L.shexp_gate_inp, h, E);
+    // The shared expert's weight: its sigmoid gate (qwen2moe), or 1 (glm4moe's is ungated).
+    if (shared) c.shexp_weight[r] = L.shexp_gate_inp != nullptr ? sigmoid(dot(L.shexp_gate_inp, h, E)) : 1.0f;
   }
 }
 
@@ -120,7 +122,7 @@ void group_slots(Pass& p) {
       c.slot_row[slot] = r;
       c.row_slot[r * K + k] = slot;
     }
-  if (L.shexp_gate_inp != nullptr) {
+  if (L.shexp_gate.data != nullptr) {
     const size_t sh_stride = mt_act_row_bytes(L.shexp_down.type, hp.n_ff_shexp);
     c.runs[n_runs++] = ExpertRun{
         -1,       routed, p.n, L.shexp_gate, L.shexp_up, L.shexp_down, c.act_h[L.shexp_gate.type], c.shexp_act_down,
@@ -217,7 +219,7 @@ void combine_row(const Pass& p, int32_t r) {
   std::memset(sum, 0, size_t(E) * sizeof(float));
   for (int32_t k = 0; k < K; k++)
     axpy(c.route_w[r * K + k], c.slot_down + size_t(c.row_slot[r * K + k]) * size_t(E), sum, E);
-  if (hp.shared_expert) axpy(sigmoid(c.shexp_logit[r]), c.slot_down + size_t(p.n * K + r) * size_t(E), sum, E);
+  if (hp.shared_expert) axpy(c.shexp_weight[r], c.slot_down + size_t(p.n * K + r) * size_t(E), sum, E);
   float* x = p.x + r * E;
   for (int64_t i = 0; i < E; i++) x[i] += sum[i];
 }

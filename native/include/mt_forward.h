@@ -41,6 +41,9 @@ typedef struct mt_hparams {
   int32_t expert_groups;       /* > 1: experts in this many groups of consecutive ids ... */
   int32_t expert_groups_used;  /* ... of which the best this many (by their top-2 sum) may be chosen */
   double expert_weights_scale; /* the routed weights are multiplied by it (0 or 1: not) */
+  /* Tensor naming and the shared expert of glm4moe (zeros: the other archs'). */
+  int32_t ffn_norm_post_attention; /* 1: the MoE's norm is blk.l.post_attention_norm.weight (glm4moe), not ffn_norm */
+  int32_t shared_expert_ungated;   /* 1: the shared expert is added as it is (glm4moe): no ffn_gate_inp_shexp */
 } mt_hparams;
 
 enum mt_gating { MT_GATING_SOFTMAX = 0, MT_GATING_SIGMOID = 1 };

@@ -45,7 +45,7 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
       );
     }
     specs.push(
-      { name: p + 'ffn_norm.weight', dims: [hp.nEmbd], role: 'norm' },
+      { name: p + `${hp.ffnNorm ?? 'ffn_norm'}.weight`, dims: [hp.nEmbd], role: 'norm' },
       { name: p + 'ffn_gate_inp.weight', dims: [hp.nEmbd, hp.nExpert], role: 'router' },
       ...(hp.expertBias ? [{ name: p + 'exp_probs_b.bias', dims: [hp.nExpert], role: 'bias' as const }] : []),
       { name: p + 'ffn_gate_exps.weight', dims: [hp.nEmbd, hp.nFfExp, hp.nExpert], role: 'experts' },
@@ -53,9 +53,10 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
       { name: p + 'ffn_down_exps.weight', dims: [hp.nFfExp, hp.nEmbd, hp.nExpert], role: 'experts' },
     );
     if (hp.sharedExpert) {
+      // [nEmbd] or, as convert_hf_to_gguf.py writes it, [nEmbd, 1]: the same tensor (check-tensors.ts).
+      if (hp.sharedExpertGate !== false)
+        specs.push({ name: p + 'ffn_gate_inp_shexp.weight', dims: [hp.nEmbd], role: 'norm' });
       specs.push(
-        // [nEmbd] or, as convert_hf_to_gguf.py writes it, [nEmbd, 1]: the same tensor (check-tensors.ts).
-        { name: p + 'ffn_gate_inp_shexp.weight', dims: [hp.nEmbd], role: 'norm' },
         { name: p + 'ffn_gate_shexp.weight', dims: [hp.nEmbd, hp.nFfShexp], role: 'matrix' },
         { name: p + 'ffn_up_shexp.weight', dims: [hp.nEmbd, hp.nFfShexp], role: 'matrix' },
         { name: p + 'ffn_down_shexp.weight', dims: [hp.nFfShexp, hp.nEmbd], role: 'matrix' },
@@ -73,7 +74,18 @@ export const ARCH_FLAGS = {
   qwen2moe: { ropeType: 'neox', qkNorm: 'none', normTopK: false, attnBias: true, sharedExpert: true },
   olmoe: { ropeType: 'neox', qkNorm: 'full', normTopK: false, attnBias: false, sharedExpert: false },
   llama: { ropeType: 'norm', qkNorm: 'none', normTopK: true, attnBias: false, sharedExpert: false },
+  // GLM-4.5: q/k/v biases, an ungated shared expert, sigmoid routing with a selection bias; its
+  // qk norm, renormalisation, scale and partial rotary come from the file (hparams.ts glm4moeParams).
+  glm4moe: { ropeType: 'neox', qkNorm: 'none', normTopK: true, attnBias: true, sharedExpert: true },
 } as const satisfies Record<
   HParams['arch'],
   Pick<HParams, 'ropeType' | 'qkNorm' | 'normTopK' | 'attnBias' | 'sharedExpert'>
 >;
+
+/**
+ * The optional HParams an architecture always has (its routing, tensor names): the loader reads a
+ * file's own values over them (hparams.ts), the synthetic writer and the test fixtures start from them.
+ */
+export const ARCH_EXTRAS: Partial<Record<HParams['arch'], Partial<HParams>>> = {
+  glm4moe: { gating: 'sigmoid', expertBias: true, sharedExpertGate: false, ffnNorm: 'post_attention_norm' },
+};

@@ -40,9 +40,9 @@
  *                                                for qwen2moe and olmoe; softmax gating; no scale (ARCH_FLAGS)
  */
 import { GgufFormatError, UnsupportedModelError } from '../core/errors.js';
-import { ARCH_FLAGS } from './arch.js';
+import { ARCH_EXTRAS, ARCH_FLAGS } from './arch.js';
 import { checkTensors, significantDims } from './check-tensors.js';
-import { metaFloat, metaString, metaUint } from './gguf/metadata.js';
+import { metaBool, metaFloat, metaString, metaUint } from './gguf/metadata.js';
 import type { Arch, GgufFile, HParams } from './types.js';
 
 const SUPPORTED_ARCHS = Object.keys(ARCH_FLAGS) as Arch[];
@@ -90,7 +90,8 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
       'a value > 0: moetier runs Mixture-of-Experts models only, and this llama model is dense',
     );
   }
-  const nLayer = dim('block_count');
+  // glm4moe's block_count counts its NextN (MTP) blocks too, which llama.cpp's decoder never runs.
+  const nLayer = dim('block_count') - (arch === 'glm4moe' ? nextnLayers(file, k, dim('block_count')) : 0);
   const perLayer = (name: string, fallback?: number): number => layerUniform(file, k(name), nLayer, fallback);
   const nEmbd = dim('embedding_length');
   const nHead = perLayer('attention.head_count');
@@ -119,6 +120,40 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     ...readRope(file, arch, headDim, dim('context_length')),
     tiedOutput: !file.tensors.has('output.weight'),
     ...flags,
+    ...(arch === 'glm4moe' ? glm4moeParams(file, k) : {}),
+  };
+}
+
+/** nextn_predict_layers: the trailing blocks of block_count that are MTP heads (skipped, as llama.cpp does). */
+function nextnLayers(file: GgufFile, k: (name: string) => string, blocks: number): number {
+  return metaUint(file, k('nextn_predict_layers'), { max: blocks - 1, fallback: 0 });
+}
+
+/**
+ * What a glm4moe file says of itself (llama.cpp's llama_model_glm4_moe::load_arch_hparams): its
+ * routing (sigmoid unless expert_gating_func says softmax, the exp_probs_b selection bias,
+ * expert_weights_norm, expert_weights_scale, expert groups), qk norm when its tensors exist, the
+ * ungated shared expert and post_attention_norm. Leading dense layers are not computed yet: refused.
+ */
+function glm4moeParams(file: GgufFile, k: (name: string) => string): Partial<HParams> {
+  const dense = metaUint(file, k('leading_dense_block_count'), { fallback: 0 });
+  if (dense > 0)
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${k('leading_dense_block_count')}`,
+      `0 (layers with a dense FFN instead of experts are not implemented yet), got ${dense}`,
+    );
+  const gatingFunc = metaUint(file, k('expert_gating_func'), { max: 2, fallback: 0 });
+  const scale = metaFloat(file, k('expert_weights_scale'), { fallback: 0 });
+  const groups = metaUint(file, k('expert_group_count'), { fallback: 0 });
+  const groupsUsed = metaUint(file, k('expert_group_used_count'), { fallback: 0 });
+  return {
+    ...ARCH_EXTRAS.glm4moe,
+    qkNorm: file.tensors.has('blk.0.attn_q_norm.weight') ? 'head' : 'none',
+    normTopK: metaBool(file, k('expert_weights_norm'), false),
+    gating: gatingFunc === 1 ? 'softmax' : 'sigmoid', // 0 (none) is forced to sigmoid, as llama.cpp does
+    ...(scale !== 0 && scale !== 1 ? { expertWeightsScale: scale } : {}),
+    ...(groups > 1 ? { expertGroups: { count: groups, used: groupsUsed } } : {}),
   };
 }
 
@@ -142,9 +177,10 @@ function readRope(
         `key ${key('rope.dimension_count')}`,
         `an even integer in [2, head dim ${headDim}], got ${String(dims)}`,
       );
-    // Every arch read here rotates the whole head (llama.cpp's graphs assert n_rot == n_embd_head);
-    // partial rotary (HParams.ropeDims, which the forward passes compute) is for other architectures.
-    if (dims !== headDim)
+    // llama.cpp's qwen2moe, qwen3moe, olmoe and llama graphs assert n_rot == n_embd_head; glm4moe
+    // rotates the first rope.dimension_count dims of each head (partial rotary, HParams.ropeDims).
+    if (dims !== headDim && arch === 'glm4moe') out.ropeDims = dims;
+    else if (dims !== headDim)
       throw new UnsupportedModelError(
         file.path,
         `key ${key('rope.dimension_count')}`,
@@ -223,6 +259,9 @@ function ffnWidths(
     );
   }
   if (!ARCH_FLAGS[arch].sharedExpert) return { nFfExp, nFfShexp: 0 };
+  // glm4moe: expert_shared_count shared experts of the routed width, one FFN (llama.cpp sizes it so).
+  if (arch === 'glm4moe')
+    return { nFfExp, nFfShexp: nFfExp * metaUint(file, k('expert_shared_count'), { min: 1, max: 64 }) };
   const nFfShexp = file.metadata.has(k('expert_shared_feed_forward_length'))
     ? dim('expert_shared_feed_forward_length')
     : fromFf('expert_shared_feed_forward_length');

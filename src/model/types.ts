@@ -48,7 +48,7 @@ export const GGML_BLOCK: Record<GgmlTypeName, { elements: number; bytes: number 
   IQ4_XS: { elements: 256, bytes: 136 }, // d, scales_h, scales_l[4], qs[128]
 };
 
-export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama';
+export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama' | 'glm4moe';
 
 export interface TensorInfo {
   name: string;
@@ -137,8 +137,12 @@ export interface HParams {
   expertWeightsScale?: number;
   /** q, k, v projections have biases (qwen2moe). */
   attnBias: boolean;
-  /** Shared expert with a sigmoid gate (qwen2moe). */
+  /** Shared expert with a sigmoid gate (qwen2moe), or without one (glm4moe: sharedExpertGate false). */
   sharedExpert: boolean;
+  /** false: the shared expert has no ffn_gate_inp_shexp and is added as it is (glm4moe); absent: gated. */
+  sharedExpertGate?: boolean;
+  /** The MoE half's norm tensor (glm4moe: post_attention_norm); absent: ffn_norm. */
+  ffnNorm?: 'ffn_norm' | 'post_attention_norm';
   /** No output.weight: the LM head reuses token_embd. */
   tiedOutput: boolean;
 }

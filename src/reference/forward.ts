@@ -118,7 +118,7 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
    */
   function moe(x: Float32Array, layer: number, forced?: readonly number[]): number[] {
     const p = `blk.${layer}.`;
-    const h = rmsNorm(x, w.get(p + 'ffn_norm.weight'), hp.rmsEps);
+    const h = rmsNorm(x, w.get(p + `${hp.ffnNorm ?? 'ffn_norm'}.weight`), hp.rmsEps);
     const logits = matVec(w.get(p + 'ffn_gate_inp.weight'), hp.nExpert, hp.nEmbd, h);
     const bias = hp.expertBias ? w.get(p + 'exp_probs_b.bias') : undefined;
     const { ids: chosen, weights } = route(hp, logits, bias, forced);
@@ -144,10 +144,14 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
         hp.nFfShexp,
         0,
       );
-      const gateWeights = w.get(p + 'ffn_gate_inp_shexp.weight');
-      let gate = 0;
-      for (let i = 0; i < hp.nEmbd; i++) gate += gateWeights[i] * h[i];
-      const g = sigmoid(gate);
+      // qwen2moe scales it by its sigmoid gate; glm4moe's has none (sharedExpertGate false).
+      let g = 1;
+      if (hp.sharedExpertGate !== false) {
+        const gateWeights = w.get(p + 'ffn_gate_inp_shexp.weight');
+        let gate = 0;
+        for (let i = 0; i < hp.nEmbd; i++) gate += gateWeights[i] * h[i];
+        g = sigmoid(gate);
+      }
       for (let i = 0; i < hp.nEmbd; i++) sum[i] += g * y[i];
     }
     addInPlace(x, sum);

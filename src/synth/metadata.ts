@@ -44,9 +44,25 @@ export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Met
       [`${a}.rope.scaling.original_context_length`, u32(s.origContext)],
       [`${a}.rope.scaling.attn_factor`, f32(s.attnFactor)],
     );
+  if (hp.arch === 'glm4moe') meta.push(...glm4moeKeys(hp));
   // Only qwen2moe: llama would then expect Granite-style shared-expert tensors.
-  if (hp.sharedExpert) meta.push([`${a}.expert_shared_feed_forward_length`, u32(hp.nFfShexp)]);
+  else if (hp.sharedExpert) meta.push([`${a}.expert_shared_feed_forward_length`, u32(hp.nFfShexp)]);
   return meta.concat(tokenizerMetadata(vocab));
+}
+
+/** The keys llama.cpp's glm4moe loader reads, as convert_hf_to_gguf.py writes them for GLM-4.5. */
+function glm4moeKeys(hp: HParams): Metadata {
+  const a = hp.arch;
+  return [
+    [`${a}.expert_shared_count`, u32(hp.nFfShexp / hp.nFfExp)],
+    [`${a}.leading_dense_block_count`, u32(0)],
+    [`${a}.nextn_predict_layers`, u32(0)],
+    [`${a}.expert_weights_norm`, { type: 'bool', value: hp.normTopK }],
+    [`${a}.expert_weights_scale`, f32(hp.expertWeightsScale ?? 1)],
+    [`${a}.expert_gating_func`, u32(hp.gating === 'softmax' ? 1 : 2)],
+    [`${a}.expert_group_count`, u32(hp.expertGroups?.count ?? 1)],
+    [`${a}.expert_group_used_count`, u32(hp.expertGroups?.used ?? 1)],
+  ];
 }
 
 function tokenizerMetadata(vocab: SynthVocab): Metadata {

@@ -10,7 +10,7 @@
  * All matrix widths (dims[0]) are multiples of 32, as Q8_0 / Q4_0 rows need (and of 256 in the
  * real shapes, as the k-quants need).
  */
-import { ARCH_FLAGS } from '../model/arch.js';
+import { ARCH_EXTRAS, ARCH_FLAGS } from '../model/arch.js';
 import type { Arch, HParams } from '../model/types.js';
 
 export type PresetName = 'tiny' | 'tiny-yarn' | 'small' | 'medium' | 'olmoe-1b-7b' | 'qwen3-30b-a3b';
@@ -22,7 +22,7 @@ export const PRESET_NAMES: readonly PresetName[] = [
   'olmoe-1b-7b',
   'qwen3-30b-a3b',
 ];
-export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama'];
+export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama', 'glm4moe'];
 
 export interface PresetShape {
   nEmbd: number;
@@ -180,11 +180,16 @@ export function presetHParams(preset: PresetName, arch: Arch): HParams {
     nExpert: s.nExpert,
     nExpertUsed: s.nExpertUsed,
     nFfExp: s.nFfExp,
-    nFfShexp: flags.sharedExpert ? s.nFfShexp : 0,
+    // glm4moe's shared expert is expert_shared_count (1) experts of the routed width.
+    nFfShexp: !flags.sharedExpert ? 0 : arch === 'glm4moe' ? s.nFfExp : s.nFfShexp,
     rmsEps: 1e-6,
     ropeBase: 10000,
     ...s.rope,
     tiedOutput: false,
     ...flags,
+    ...ARCH_EXTRAS[arch],
+    // glm4moe rotates half of each head (GLM-4.5's partial_rotary_factor), as its converter writes,
+    // and scales its routed weights (GLM-4.5's routed_scaling_factor 2.5; Air's is 1).
+    ...(arch === 'glm4moe' ? { ropeDims: s.headDim / 2, expertWeightsScale: 2.5 } : {}),
   };
 }

@@ -74,6 +74,7 @@ export function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
     case 'attn_q.bias':
     case 'attn_k.bias':
     case 'attn_v.bias':
+    case 'exp_probs_b.bias': // glm4moe's selection bias: small beside the planted router's bonus
       return uniform(PLANT.biasStd);
   }
   if (spec.role === 'norm' && kind !== 'ffn_gate_inp_shexp.weight') {
