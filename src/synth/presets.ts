@@ -45,34 +45,27 @@ export interface PresetShape {
   rope?: Pick<HParams, 'ropeDims' | 'ropeScaling'>;
 }
 
+/** The tiny preset's shape (tiny-yarn shares it). */
+const TINY: PresetShape = {
+  nEmbd: 64,
+  nLayer: 4,
+  nExpert: 8,
+  nExpertUsed: 2,
+  nFfExp: 32,
+  nFfShexp: 64,
+  nHead: 4,
+  nHeadKv: 2,
+  headDim: 16,
+  nVocab: 2048,
+  nTopics: 4,
+};
+
 export const PRESETS: Record<PresetName, PresetShape> = {
-  tiny: {
-    nEmbd: 64,
-    nLayer: 4,
-    nExpert: 8,
-    nExpertUsed: 2,
-    nFfExp: 32,
-    nFfShexp: 64,
-    nHead: 4,
-    nHeadKv: 2,
-    headDim: 16,
-    nVocab: 2048,
-    nTopics: 4,
-  },
+  tiny: TINY,
   // tiny with YaRN-scaled RoPE (x4 from a 64-token original context, as Qwen3's long-context files
   // declare): the rotation llama.cpp computes for such a file (src/model/rope.ts), checked by npm run parity.
   'tiny-yarn': {
-    nEmbd: 64,
-    nLayer: 4,
-    nExpert: 8,
-    nExpertUsed: 2,
-    nFfExp: 32,
-    nFfShexp: 64,
-    nHead: 4,
-    nHeadKv: 2,
-    headDim: 16,
-    nVocab: 2048,
-    nTopics: 4,
+    ...TINY,
     rope: {
       ropeScaling: { type: 'yarn', factor: 4, origContext: 64, attnFactor: 1, betaFast: 32, betaSlow: 1 },
     },
