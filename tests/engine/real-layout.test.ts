@@ -65,10 +65,11 @@ const DEFAULTED: Record<Arch, string[]> = {
   qwen2moe: ['rope.freq_base', 'expert_feed_forward_length', 'expert_shared_feed_forward_length'],
   olmoe: ['rope.freq_base', 'attention.head_count_kv'],
   llama: ['rope.freq_base', 'rope.dimension_count', 'vocab_size'],
+  glm4moe: ['rope.freq_base', 'leading_dense_block_count', 'nextn_predict_layers', 'expert_gating_func'],
 };
 
 describe("real-file layouts generate the synthetic model's tokens", () => {
-  for (const arch of ['olmoe', 'qwen2moe', 'qwen3moe', 'llama'] as Arch[]) {
+  for (const arch of ['olmoe', 'qwen2moe', 'qwen3moe', 'llama', 'glm4moe'] as Arch[]) {
     it(`${arch}: the converter's keys, then every optional key absent`, async () => {
       const model = tinySynth(arch);
       const full = path.join(dir, `${arch}-full.gguf`);
