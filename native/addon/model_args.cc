@@ -1,5 +1,6 @@
 // JS arguments of createModel / createContext read into the C structs of mt_forward.h.
 #include <cmath>
+#include <utility>
 #include "model_napi.h"
 
 namespace {
@@ -43,10 +44,29 @@ bool ReadInt(Napi::Object o, const char* key, int32_t* out, std::string* err) {
   return true;
 }
 
+// gpt-oss's optional HParams (absent: the other archs' layer).
+static bool ReadGptOss(Napi::Object o, mt_hparams* hp, std::string* err) {
+  const std::pair<const char*, int32_t*> flags[] = {{"attnOutBias", &hp->attn_out_bias},
+                                                    {"attnSinks", &hp->attn_sinks},
+                                                    {"routerBias", &hp->router_bias},
+                                                    {"expertFfnBias", &hp->expert_ffn_bias}};
+  for (const auto& [key, out] : flags)
+    if (!o.Get(key).IsUndefined() && !ReadBool(o, key, out, err)) return false;
+  if (!o.Get("expertAct").IsUndefined() && !ReadChoice(o, "expertAct", {"silu", "swiglu_oai"}, &hp->expert_act, err))
+    return false;
+  Napi::Value swa = o.Get("slidingWindow");
+  if (swa.IsUndefined()) return true;
+  if (!swa.IsObject()) return *err = "slidingWindow: expected { window, period }", false;
+  Napi::Object w = swa.As<Napi::Object>();
+  return ReadInt(w, "window", &hp->sliding_window, err) && ReadInt(w, "period", &hp->swa_period, err);
+}
+
 // The optional routing fields of HParams (src/model/types.ts): absent, today's softmax top-k.
 bool ReadRouting(Napi::Object o, mt_hparams* hp, std::string* err) {
-  if (!o.Get("gating").IsUndefined() && !ReadChoice(o, "gating", {"softmax", "sigmoid"}, &hp->gating, err))
+  if (!o.Get("gating").IsUndefined() &&
+      !ReadChoice(o, "gating", {"softmax", "sigmoid", "softmax_weight"}, &hp->gating, err))
     return false;
+  if (!ReadGptOss(o, hp, err)) return false;
   if (!o.Get("expertBias").IsUndefined() && !ReadBool(o, "expertBias", &hp->expert_bias, err)) return false;
   if (!o.Get("expertWeightsScale").IsUndefined() &&
       !ReadNumber(o, "expertWeightsScale", &hp->expert_weights_scale, err))

@@ -68,6 +68,16 @@ Napi::Value Swiglu(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// swigluOai(g, u): g = gpt-oss's clamped SwiGLU of g and u (mt_ops.h swiglu_oai).
+Napi::Value SwigluOai(const Napi::CallbackInfo& info) {
+  float *g, *u;
+  size_t n = 0;
+  if (!Floats(info[0], 1, &g, &n) || !Floats(info[1], n, &u))
+    return Usage(info.Env(), "swigluOai(g: Float32Array, u: Float32Array)");
+  mt::swiglu_oai(g, u, int64_t(n));
+  return info.Env().Undefined();
+}
+
 // topK(p, k) -> Int32Array of k ids, descending, ties to the lower id.
 Napi::Value TopK(const Napi::CallbackInfo& info) {
   float* p;
@@ -104,6 +114,7 @@ Napi::Object ForwardOps(Napi::Env env) {
   ops.Set("rope", Napi::Function::New(env, Rope));
   ops.Set("softmax", Napi::Function::New(env, Softmax));
   ops.Set("swiglu", Napi::Function::New(env, Swiglu));
+  ops.Set("swigluOai", Napi::Function::New(env, SwigluOai));
   ops.Set("topK", Napi::Function::New(env, TopK));
   ops.Set("attention", Napi::Function::New(env, Attention));
   return ops;

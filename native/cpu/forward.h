@@ -57,6 +57,11 @@ struct LayerWeights {
   Experts gate, up, down;
   const float* shexp_gate_inp = nullptr;  // [nEmbd]: sigmoid(. h) scales the shared expert (null: ungated)
   Matrix shexp_gate, shexp_up, shexp_down;
+  // gpt-oss (null elsewhere): attention output bias [nEmbd], sink logits [nHead], router bias [nExpert],
+  // the experts' biases [nExpert][nFfExp] (gate, up) and [nExpert][nEmbd] (down), kept here, not in the tier.
+  const float *o_bias = nullptr, *sinks = nullptr, *router_bias = nullptr;
+  const float *gate_bias = nullptr, *up_bias = nullptr, *down_bias = nullptr;
+  bool windowed = false;  // sliding-window attention on this layer (hp.sliding_window)
 };
 
 // One expert's work in a layer: its slots [first, first + count) are token rows routed to it.
@@ -67,6 +72,7 @@ struct ExpertRun {
   const uint8_t* acts = nullptr;  // count prepared rows of h for gate/up
   uint8_t* acts_down = nullptr;   // count prepared rows of silu(g) * u for down
   size_t act_down_stride = 0;
+  const float *gate_bias = nullptr, *up_bias = nullptr, *down_bias = nullptr;  // gpt-oss: this expert's rows, or null
 };
 
 // A matrix's rows with their cost (cols * (token rows + 2)); a pool phase splits the total cost

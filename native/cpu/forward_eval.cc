@@ -45,6 +45,8 @@ void predict_layer(Pass& p, int32_t target, int32_t k, int32_t* ids) {
   rms_norm(p.x, L.ffn_norm, E, p.m->hp.rms_eps, c.pred_h.data());
   mt_act_prepare(w.type, c.pred_h.data(), E, c.pred_act.data());
   mt_matvec_rows(w.type, w.data, w.cols, c.pred_act.data(), c.pred_scores.data(), 0, w.rows);
+  if (L.router_bias != nullptr)
+    for (int64_t i = 0; i < w.rows; i++) c.pred_scores[size_t(i)] += L.router_bias[i];
   // The experts the routing would choose: softmax and sigmoid keep the logits' order, a selection
   // bias or expert groups do not (route_phase's rule, forward_moe.cc).
   const mt_hparams& hp = p.m->hp;
@@ -146,7 +148,8 @@ void qk_post_phase(void* arg, int ith, int nth) {
   }
 }
 
-// attn [r, head] = softmax(q . K / sqrt(hd)) V over row r's sequence's positions <= its own. [pool]
+// attn [r, head] = softmax(q . K / sqrt(hd) [, sink]) V over row r's sequence's positions <= its own
+// (and within the window on a sliding-window layer). [pool]
 // Prefill: rows interleaved over threads (causal cost grows with r); decode: heads split
 // contiguously, so the query heads of one KV head mostly stay on one thread.
 void attention_phase(void* arg, int ith, int nth) {
@@ -157,9 +160,11 @@ void attention_phase(void* arg, int ith, int nth) {
   const size_t layer_at = layer_cache_row(c, p.layer);
   float* scores = c.scores + size_t(ith) * size_t(c.n_ctx);
   auto heads = [&](int64_t r, int64_t h0, int64_t h1) {
-    const size_t at = (layer_at + size_t(p.kv_at[r])) * size_t(KV);
-    attention_heads(c.q + r * Q, c.k_cache + at, c.v_cache + at, hp.n_head, hp.n_head_kv, hp.head_dim, p.pos[r] + 1,
-                    int32_t(h0), int32_t(h1), scores, c.attn + r * Q);
+    // Keys [first, pos]: all, or on a sliding-window layer the last sliding_window of them.
+    const int32_t first = p.L->windowed ? std::max(0, p.pos[r] + 1 - hp.sliding_window) : 0;
+    const size_t at = (layer_at + size_t(p.kv_at[r]) + size_t(first)) * size_t(KV);
+    attention_heads(c.q + r * Q, c.k_cache + at, c.v_cache + at, hp.n_head, hp.n_head_kv, hp.head_dim,
+                    p.pos[r] + 1 - first, int32_t(h0), int32_t(h1), scores, c.attn + r * Q, p.L->sinks);
   };
   if (p.n >= nth) {
     for (int64_t r = ith; r < p.n; r += nth) heads(r, 0, hp.n_head);

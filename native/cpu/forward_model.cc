@@ -67,16 +67,22 @@ class Builder {
   }
 
   // A 1-D tensor [len] of F32 / F16 / BF16, copied to an owned f32 array.
-  bool vector(const std::string& name, int64_t len, const float** out) {
-    const int64_t want[1] = {len};
-    const mt_tensor_desc* d = find(name, want, 1);
+  bool vector(const std::string& name, int64_t len, const float** out) { return vectors(name, len, 1, out); }
+
+  // count vectors [len] (ggml dims [len, count]: gpt-oss's per-expert biases) of F32 / F16 / BF16,
+  // copied to one owned f32 array [count][len].
+  bool vectors(const std::string& name, int64_t len, int64_t count, const float** out) {
+    const int64_t want[2] = {len, count};
+    const mt_tensor_desc* d = find(name, want, count == 1 ? 1 : 2);
     if (d == nullptr) return false;
     if (!is_float_type(d->type))
       return fail(name, "type F32, F16 or BF16 (got type id " + std::to_string(d->type) + ")");
-    const uint8_t* data = dense(name, extent(name, d, mt_row_bytes(d->type, len), 1), mt_row_bytes(d->type, len));
+    const size_t row_bytes = mt_row_bytes(d->type, len);
+    const uint8_t* data = dense(name, extent(name, d, row_bytes, count), row_bytes * size_t(count));
     if (data == nullptr) return false;
-    m_->owned.emplace_back(new float[size_t(len)]);
-    mt_dequant_row(d->type, data, len, m_->owned.back().get());
+    m_->owned.emplace_back(new float[size_t(len * count)]);
+    for (int64_t i = 0; i < count; i++)
+      mt_dequant_row(d->type, data + size_t(i) * row_bytes, len, m_->owned.back().get() + i * len);
     *out = m_->owned.back().get();
     return true;
   }
@@ -182,7 +188,12 @@ bool check_hparams(const mt_hparams& hp, Builder& b) {
   if (!(hp.rms_eps >= 0 && std::isfinite(hp.rms_eps))) return b.fail("hparams.rmsEps", "a finite number >= 0");
   if (!(hp.rope_base > 0 && std::isfinite(hp.rope_base))) return b.fail("hparams.ropeBase", "a finite number > 0");
   if (!in(hp.qk_norm, MT_QK_NORM_NONE, MT_QK_NORM_FULL)) return b.fail("hparams.qkNorm", "none, head or full");
-  if (!in(hp.gating, MT_GATING_SOFTMAX, MT_GATING_SIGMOID)) return b.fail("hparams.gating", "softmax or sigmoid");
+  if (!in(hp.gating, MT_GATING_SOFTMAX, MT_GATING_SOFTMAX_WEIGHT))
+    return b.fail("hparams.gating", "softmax, sigmoid or softmax_weight");
+  if (!in(hp.expert_act, MT_EXPERT_ACT_SILU, MT_EXPERT_ACT_SWIGLU_OAI))
+    return b.fail("hparams.expertAct", "silu or swiglu_oai");
+  if (hp.sliding_window < 0 || hp.swa_period < 0)
+    return b.fail("hparams.slidingWindow", "a window >= 1 and a period >= 0");
   if (hp.expert_groups > mt::kExpertGroupsMax) return b.fail("hparams.expertGroups", "at most 64 groups");
   if (hp.expert_groups > 1 && (hp.n_expert % hp.expert_groups != 0 || !in(hp.expert_groups_used, 1, hp.expert_groups) ||
                                hp.n_expert_used > hp.expert_groups_used * (hp.n_expert / hp.expert_groups)))
@@ -210,6 +221,9 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
   if (ok && hp.attn_bias)
     ok = b.vector(p + "attn_q.bias", q_dim, &L->q_bias) && b.vector(p + "attn_k.bias", kv_dim, &L->k_bias) &&
          b.vector(p + "attn_v.bias", kv_dim, &L->v_bias);
+  if (ok && hp.attn_out_bias) ok = b.vector(p + "attn_output.bias", hp.n_embd, &L->o_bias);
+  if (ok && hp.attn_sinks) ok = b.vector(p + "attn_sinks.weight", hp.n_head, &L->sinks);
+  L->windowed = hp.sliding_window > 0 && (hp.swa_period == 0 || l % hp.swa_period < hp.swa_period - 1);
   if (ok && hp.qk_norm != MT_QK_NORM_NONE) {
     const bool head = hp.qk_norm == MT_QK_NORM_HEAD;
     ok = b.vector(p + "attn_q_norm.weight", head ? hp.head_dim : q_dim, &L->q_norm) &&
@@ -218,10 +232,15 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
   const char* ffn_norm = hp.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight";
   ok = ok && b.vector(p + ffn_norm, hp.n_embd, &L->ffn_norm) &&
        b.matrix(p + "ffn_gate_inp.weight", hp.n_embd, hp.n_expert, &L->router) &&
+       (!hp.router_bias || b.vector(p + "ffn_gate_inp.bias", hp.n_expert, &L->router_bias)) &&
        (!hp.expert_bias || b.vector(p + "exp_probs_b.bias", hp.n_expert, &L->exp_probs_b)) &&
        b.experts(p + "ffn_gate_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->gate) &&
        b.experts(p + "ffn_up_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->up) &&
        b.experts(p + "ffn_down_exps.weight", hp.n_ff_exp, hp.n_embd, hp.n_expert, &L->down);
+  if (ok && hp.expert_ffn_bias)
+    ok = b.vectors(p + "ffn_gate_exps.bias", hp.n_ff_exp, hp.n_expert, &L->gate_bias) &&
+         b.vectors(p + "ffn_up_exps.bias", hp.n_ff_exp, hp.n_expert, &L->up_bias) &&
+         b.vectors(p + "ffn_down_exps.bias", hp.n_embd, hp.n_expert, &L->down_bias);
   // Gate and up read the same prepared activations, so they must share a type.
   if (ok && L->up.first.type != L->gate.first.type)
     return b.fail(p + "ffn_up_exps.weight", "the type of ffn_gate_exps");

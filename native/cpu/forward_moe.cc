@@ -36,7 +36,11 @@ void ffn_norm_phase(void* arg, int ith, int nth) {
   share(p.n, ith, nth, &b, &e);
   for (int64_t r = b; r < e; r++) {
     float *x = p.x + r * E, *h = c.h + r * E;
-    for (int64_t i = 0; i < E; i++) x[i] += c.proj[r * E + i];
+    const float* proj = c.proj + r * E;
+    if (L.o_bias != nullptr)  // gpt-oss: (Wo attn + bo) joins the residual, as llama.cpp adds them
+      for (int64_t i = 0; i < E; i++) x[i] += proj[i] + L.o_bias[i];
+    else
+      for (int64_t i = 0; i < E; i++) x[i] += proj[i];
     rms_norm(x, L.ffn_norm, E, p.m->hp.rms_eps, h);
     int32_t done[3] = {-1, -1, -1};
     const bool shared = L.shexp_gate.data != nullptr;
@@ -60,10 +64,13 @@ void router_phase(void* arg, int, int nth) {
   });
 }
 
-// The routing of src/reference/routing.ts: p = softmax or sigmoid of the router logits; the top k
-// of p (+ the selection bias, within the best expert groups) in rank order; w = p (or p / max(sum
-// of the top k, 2^-14)) times the scale. Forced routes (a trace's): those ids in their order, w =
-// p / their sum (mt_eval_args), times the scale.
+void route_weights(const mt_hparams& hp, const float* probs, const int32_t* ids, bool forced, float* out);
+
+// The routing of src/reference/routing.ts: p = softmax or sigmoid of the router logits (+ the router
+// bias), or the logits themselves (softmax_weight); the top k of p (+ the selection bias, within the
+// best expert groups) in rank order; w = p (or p / max(sum of the top k, 2^-14)) times the scale, or
+// (softmax_weight) the softmax of the k logits. Forced routes (a trace's): those ids in their order,
+// w = p / their sum (mt_eval_args), times the scale; softmax_weight's softmax over them.
 void route_phase(void* arg, int ith, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
@@ -74,21 +81,35 @@ void route_phase(void* arg, int ith, int nth) {
   for (int64_t r = b; r < e; r++) {
     float* probs = c.router + r * hp.n_expert;
     int32_t* ids = c.route_ids + r * K;
+    if (p.L->router_bias != nullptr)
+      for (int32_t i = 0; i < hp.n_expert; i++) probs[i] += p.L->router_bias[i];
     expert_probabilities(hp, probs);
     if (p.forced_routes != nullptr)
       std::memcpy(ids, p.forced_routes + (r * hp.n_layer + p.layer) * K, size_t(K) * sizeof(int32_t));
     else
       top_k(selection_scores(hp, *p.L, probs, c.router_sel + r * hp.n_expert), hp.n_expert, K, ids);
-    float total = 0.0f;
-    for (int32_t k = 0; k < K; k++) total += probs[ids[k]];
-    if (total < kWeightsSumMin) total = kWeightsSumMin;
-    const bool normalise = hp.norm_top_k || p.forced_routes != nullptr;
-    const bool scaled = hp.expert_weights_scale != 0.0 && hp.expert_weights_scale != 1.0;
-    for (int32_t k = 0; k < K; k++) {
-      float w = normalise ? probs[ids[k]] / total : probs[ids[k]];
-      c.route_w[r * K + k] = scaled ? w * float(hp.expert_weights_scale) : w;
+    if (hp.gating == MT_GATING_SOFTMAX_WEIGHT) {  // gpt-oss: softmax over the chosen k's logits
+      float* w = c.route_w + r * K;
+      for (int32_t k = 0; k < K; k++) w[k] = probs[ids[k]];
+      softmax(w, K);
+    } else {
+      route_weights(hp, probs, ids, p.forced_routes != nullptr, c.route_w + r * K);
     }
     if (p.routes != nullptr) std::memcpy(p.routes + (r * hp.n_layer + p.layer) * K, ids, size_t(K) * sizeof(int32_t));
+  }
+}
+
+// w [K] = probs[ids] (/ max(their sum, 2^-14) when renormalised or forced) (* the scale).
+void route_weights(const mt_hparams& hp, const float* probs, const int32_t* ids, bool forced, float* out) {
+  const int32_t K = hp.n_expert_used;
+  float total = 0.0f;
+  for (int32_t k = 0; k < K; k++) total += probs[ids[k]];
+  if (total < kWeightsSumMin) total = kWeightsSumMin;
+  const bool normalise = hp.norm_top_k || forced;
+  const bool scaled = hp.expert_weights_scale != 0.0 && hp.expert_weights_scale != 1.0;
+  for (int32_t k = 0; k < K; k++) {
+    float w = normalise ? probs[ids[k]] / total : probs[ids[k]];
+    out[k] = scaled ? w * float(hp.expert_weights_scale) : w;
   }
 }
 
@@ -111,6 +132,11 @@ void group_slots(Pass& p) {
     if (count == 0) continue;
     ExpertRun& run = c.runs[n_runs++];
     run = ExpertRun{x, first, count, L.gate.of(x), L.up.of(x), L.down.of(x), nullptr, nullptr, down_stride};
+    if (L.gate_bias != nullptr) {  // gpt-oss: this expert's rows of the layer's bias tables
+      run.gate_bias = L.gate_bias + size_t(x) * size_t(hp.n_ff_exp);
+      run.up_bias = L.up_bias + size_t(x) * size_t(hp.n_ff_exp);
+      run.down_bias = L.down_bias + size_t(x) * size_t(E);
+    }
     // Decode: the single row's prepared h is used in place; prefill gathers rows per expert.
     run.acts = p.n == 1 ? c.act_h[L.gate.first.type] : c.slot_act + size_t(first) * act_stride;
     run.acts_down = c.slot_act_down + size_t(first) * down_stride;
@@ -160,7 +186,17 @@ void gate_up_phase(void* arg, int, int nth) {
                      float* u = c.slot_up + size_t(run.first) * size_t(ld);
                      project(run.gate, run.acts, run.count, g, ld, r0, r1);
                      project(run.up, run.acts, run.count, u, ld, r0, r1);
-                     for (int32_t j = 0; j < run.count; j++) swiglu(g + j * ld + r0, u + j * ld + r0, r1 - r0);
+                     for (int32_t j = 0; j < run.count; j++) {
+                       float *gj = g + j * ld + r0, *uj = u + j * ld + r0;
+                       if (run.gate_bias != nullptr) {
+                         for (int64_t i = 0; i < r1 - r0; i++) gj[i] += run.gate_bias[r0 + i];
+                         for (int64_t i = 0; i < r1 - r0; i++) uj[i] += run.up_bias[r0 + i];
+                       }
+                       if (p.m->hp.expert_act == MT_EXPERT_ACT_SWIGLU_OAI)
+                         swiglu_oai(gj, uj, r1 - r0);
+                       else
+                         swiglu(gj, uj, r1 - r0);
+                     }
                    });
 }
 
@@ -189,11 +225,14 @@ void down_phase(void* arg, int, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t E = p.m->hp.n_embd;
-  for_claimed_rows(
-      p, c.down_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth, [&](int i, int64_t r0, int64_t r1) {
-        const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
-        project(run.down, run.acts_down, run.count, c.slot_down + size_t(run.first) * size_t(E), E, r0, r1);
-      });
+  for_claimed_rows(p, c.down_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth,
+                   [&](int i, int64_t r0, int64_t r1) {
+                     const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
+                     float* y = c.slot_down + size_t(run.first) * size_t(E);
+                     project(run.down, run.acts_down, run.count, y, E, r0, r1);
+                     for (int32_t j = 0; run.down_bias != nullptr && j < run.count; j++)
+                       for (int64_t i = r0; i < r1; i++) y[j * E + i] += run.down_bias[i];
+                   });
 }
 
 // The matrix phases over runs [begin, end).
@@ -227,8 +266,8 @@ void combine_row(const Pass& p, int32_t r) {
 void expert_probabilities(const mt_hparams& hp, float* probs) {
   if (hp.gating == MT_GATING_SIGMOID)
     for (int32_t i = 0; i < hp.n_expert; i++) probs[i] = sigmoid(probs[i]);
-  else
-    softmax(probs, hp.n_expert);
+  else if (hp.gating == MT_GATING_SOFTMAX)
+    softmax(probs, hp.n_expert);  // SOFTMAX_WEIGHT: the raw logits choose
 }
 
 const float* selection_scores(const mt_hparams& hp, const LayerWeights& L, const float* probs, float* sel) {

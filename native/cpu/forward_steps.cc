@@ -129,6 +129,14 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
         p.n_runs - p.n_local, p.layer);
     return false;
   }
+  // A device computes Down (silu(Gate x) * (Up x)) only: gpt-oss's biases and clamped SwiGLU are the host's.
+  if (p.m->hp.expert_ffn_bias || p.m->hp.expert_act != MT_EXPERT_ACT_SILU) {
+    std::snprintf(err, err_bytes,
+                  "expert source: %d run(s) of layer %d bound to the device, whose expert kernels have no "
+                  "per-expert biases or swiglu_oai (gpt-oss): use the cpu expert backend",
+                  p.n_runs - p.n_local, p.layer);
+    return false;
+  }
   int32_t n = 0;
   for (int32_t i = p.n_local; i < p.n_runs; i++) {
     const ExpertRun& run = c.runs[size_t(i)];

@@ -5,14 +5,14 @@
 namespace mt {
 
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int32_t n_kv, int32_t head_dim,
-                    float scale, float* scores, float* out) {
-  float max = -INFINITY;
+                    float scale, float* scores, float* out, const float* sink) {
+  float max = sink != nullptr ? *sink : -INFINITY;
   for (int32_t j = 0; j < n_kv; j++) {
     const float s = dot(q, k + j * kv_stride, head_dim) * scale;
     scores[j] = s;
     max = s > max ? s : max;
   }
-  double sum = 0.0;
+  double sum = sink != nullptr ? std::exp(*sink - max) : 0.0;
   for (int32_t j = 0; j < n_kv; j++) {
     scores[j] = std::exp(scores[j] - max);
     sum += scores[j];
@@ -23,13 +23,14 @@ void attention_head(const float* q, const float* k, const float* v, int64_t kv_s
 }
 
 void attention_heads(const float* q, const float* k_cache, const float* v_cache, int32_t n_head, int32_t n_head_kv,
-                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float* scores, float* out) {
+                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float* scores, float* out,
+                     const float* sinks) {
   const int64_t kv_dim = int64_t(n_head_kv) * head_dim, group = n_head / n_head_kv;
   const float scale = float(1.0 / std::sqrt(double(head_dim)));
   for (int32_t h = h0; h < h1; h++) {
     const int64_t kv_off = (h / group) * head_dim;
     attention_head(q + int64_t(h) * head_dim, k_cache + kv_off, v_cache + kv_off, kv_dim, n_kv, head_dim, scale, scores,
-                   out + int64_t(h) * head_dim);
+                   out + int64_t(h) * head_dim, sinks != nullptr ? sinks + h : nullptr);
   }
 }
 

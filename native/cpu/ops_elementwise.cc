@@ -61,6 +61,14 @@ void swiglu(float* g, const float* u, int64_t n) {
   for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+void swiglu_oai(float* g, const float* u, int64_t n) {
+  constexpr float alpha = 1.702f, limit = 7.0f;  // llama.cpp's build_moe_ffn constants
+  for (int64_t i = 0; i < n; i++) {
+    const float x = std::fmin(g[i], limit), y = std::fmin(std::fmax(u[i], -limit), limit);
+    g[i] = x / (1.0f + std::exp(-alpha * x)) * (y + 1.0f);
+  }
+}
+
 void top_k(const float* p, int32_t n, int32_t k, int32_t* ids) {
   // Insertion into a descending list of k: a later (higher) id goes after equal values.
   int32_t count = 0;

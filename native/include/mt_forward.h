@@ -44,9 +44,20 @@ typedef struct mt_hparams {
   /* Tensor naming and the shared expert of glm4moe (zeros: the other archs'). */
   int32_t ffn_norm_post_attention; /* 1: the MoE's norm is blk.l.post_attention_norm.weight (glm4moe), not ffn_norm */
   int32_t shared_expert_ungated;   /* 1: the shared expert is added as it is (glm4moe): no ffn_gate_inp_shexp */
+  /* gpt-oss's layer (zeros: the other archs'). */
+  int32_t attn_out_bias;   /* 1: blk.l.attn_output.bias [n_embd] is added to the attention's projection */
+  int32_t attn_sinks;      /* 1: blk.l.attn_sinks.weight [n_head]: each head's sink logit joins its softmax, unscaled */
+  int32_t sliding_window;  /* > 0: on windowed layers a row at position p sees keys j with p - j < sliding_window */
+  int32_t swa_period;      /* layer l is windowed iff swa_period == 0 or l % swa_period < swa_period - 1 */
+  int32_t router_bias;     /* 1: blk.l.ffn_gate_inp.bias [n_expert] is added to the router's logits */
+  int32_t expert_ffn_bias; /* 1: ffn_{gate,up}_exps.bias [n_ff_exp, n_expert], ffn_down_exps.bias [n_embd, n_expert] */
+  int32_t expert_act;      /* enum mt_expert_act */
 } mt_hparams;
 
-enum mt_gating { MT_GATING_SOFTMAX = 0, MT_GATING_SIGMOID = 1 };
+/* SOFTMAX_WEIGHT (gpt-oss): the top k of the raw logits, weighted by the softmax over those k. */
+enum mt_gating { MT_GATING_SOFTMAX = 0, MT_GATING_SIGMOID = 1, MT_GATING_SOFTMAX_WEIGHT = 2 };
+/* SWIGLU_OAI (gpt-oss): g' = min(g, 7), u' = clamp(u, -7, 7), a = g' sigmoid(1.702 g') (u' + 1). */
+enum mt_expert_act { MT_EXPERT_ACT_SILU = 0, MT_EXPERT_ACT_SWIGLU_OAI = 1 };
 
 /* One tensor of the file: GGUF name, GGML type id, ggml-order dims, absolute offset. */
 typedef struct mt_tensor_desc {

@@ -21,13 +21,18 @@ void softmax(float* x, int64_t n);
 
 // g [n] = silu(g) * u, silu(z) = z / (1 + e^-z).
 void swiglu(float* g, const float* u, int64_t n);
+// gpt-oss's clamped SwiGLU (ggml's swiglu_oai, alpha 1.702, limit 7): g [n] = x / (1 + e^(-1.702 x)) * (y + 1)
+// with x = min(g, 7), y = clamp(u, -7, 7).
+void swiglu_oai(float* g, const float* u, int64_t n);
 
 // The k largest of p [n], descending; ties go to the lower index. ids [k]; k <= n.
 void top_k(const float* p, int32_t n, int32_t k, int32_t* ids);
 
 // Query heads [h0, h1) of one row with grouped KV heads: head h reads KV head h / (n_head / n_head_kv).
 // q, out [n_head * head_dim]; the cache holds n_kv positions of kv_dim = n_head_kv * head_dim floats.
+// sinks [n_head] (gpt-oss), or null: head h's sink logit joins its softmax's denominator, unscaled.
 void attention_heads(const float* q, const float* k_cache, const float* v_cache, int32_t n_head, int32_t n_head_kv,
-                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float* scores, float* out);
+                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float* scores, float* out,
+                     const float* sinks = nullptr);
 
 }  // namespace mt

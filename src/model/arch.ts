@@ -26,6 +26,8 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
       { name: p + 'attn_v.weight', dims: [hp.nEmbd, kvDim], role: 'matrix' },
       { name: p + 'attn_output.weight', dims: [qDim, hp.nEmbd], role: 'matrix' },
     );
+    if (hp.attnOutBias) specs.push({ name: p + 'attn_output.bias', dims: [hp.nEmbd], role: 'bias' });
+    if (hp.attnSinks) specs.push({ name: p + 'attn_sinks.weight', dims: [hp.nHead], role: 'bias' });
     if (hp.attnBias) {
       specs.push(
         { name: p + 'attn_q.bias', dims: [qDim], role: 'bias' },
@@ -47,11 +49,20 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
     specs.push(
       { name: p + `${hp.ffnNorm ?? 'ffn_norm'}.weight`, dims: [hp.nEmbd], role: 'norm' },
       { name: p + 'ffn_gate_inp.weight', dims: [hp.nEmbd, hp.nExpert], role: 'router' },
+      ...(hp.routerBias ? [{ name: p + 'ffn_gate_inp.bias', dims: [hp.nExpert], role: 'bias' as const }] : []),
       ...(hp.expertBias ? [{ name: p + 'exp_probs_b.bias', dims: [hp.nExpert], role: 'bias' as const }] : []),
       { name: p + 'ffn_gate_exps.weight', dims: [hp.nEmbd, hp.nFfExp, hp.nExpert], role: 'experts' },
       { name: p + 'ffn_up_exps.weight', dims: [hp.nEmbd, hp.nFfExp, hp.nExpert], role: 'experts' },
       { name: p + 'ffn_down_exps.weight', dims: [hp.nFfExp, hp.nEmbd, hp.nExpert], role: 'experts' },
     );
+    // gpt-oss's per-expert biases: small f32, kept with the dense weights (the tier moves only the matrices).
+    if (hp.expertFfnBias) {
+      specs.push(
+        { name: p + 'ffn_gate_exps.bias', dims: [hp.nFfExp, hp.nExpert], role: 'bias' },
+        { name: p + 'ffn_up_exps.bias', dims: [hp.nFfExp, hp.nExpert], role: 'bias' },
+        { name: p + 'ffn_down_exps.bias', dims: [hp.nEmbd, hp.nExpert], role: 'bias' },
+      );
+    }
     if (hp.sharedExpert) {
       // [nEmbd] or, as convert_hf_to_gguf.py writes it, [nEmbd, 1]: the same tensor (check-tensors.ts).
       if (hp.sharedExpertGate !== false)
@@ -77,6 +88,8 @@ export const ARCH_FLAGS = {
   // GLM-4.5: q/k/v biases, an ungated shared expert, sigmoid routing with a selection bias; its
   // qk norm, renormalisation, scale and partial rotary come from the file (hparams.ts glm4moeParams).
   glm4moe: { ropeType: 'neox', qkNorm: 'none', normTopK: true, attnBias: true, sharedExpert: true },
+  // gpt-oss: q/k/v (and output) biases; its sinks, window, router and experts are ARCH_EXTRAS'.
+  'gpt-oss': { ropeType: 'neox', qkNorm: 'none', normTopK: false, attnBias: true, sharedExpert: false },
 } as const satisfies Record<
   HParams['arch'],
   Pick<HParams, 'ropeType' | 'qkNorm' | 'normTopK' | 'attnBias' | 'sharedExpert'>
@@ -88,4 +101,14 @@ export const ARCH_FLAGS = {
  */
 export const ARCH_EXTRAS: Partial<Record<HParams['arch'], Partial<HParams>>> = {
   glm4moe: { gating: 'sigmoid', expertBias: true, sharedExpertGate: false, ffnNorm: 'post_attention_norm' },
+  // llama.cpp's llama_model_openai_moe: fixed, not read from the file (its sliding window is: hparams.ts).
+  'gpt-oss': {
+    gating: 'softmax_weight',
+    routerBias: true,
+    ffnNorm: 'post_attention_norm',
+    attnOutBias: true,
+    attnSinks: true,
+    expertFfnBias: true,
+    expertAct: 'swiglu_oai',
+  },
 };

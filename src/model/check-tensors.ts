@@ -83,8 +83,9 @@ function refuseSplitExperts(file: GgufFile, hp: HParams): void {
  * this forward pass does not compute: running without them would silently differ.
  */
 function refuseUnusedOptional(file: GgufFile, hp: HParams): void {
-  // olmoe's graph passes no attention-output bias; llama, qwen2moe and qwen3moe add wo_b when it exists.
-  if (hp.arch === 'olmoe') return;
+  // olmoe's graph passes no attention-output bias; llama, qwen2moe and qwen3moe add wo_b when it exists;
+  // gpt-oss's is required, and computed (HParams.attnOutBias).
+  if (hp.arch === 'olmoe' || hp.attnOutBias) return;
   for (let l = 0; l < hp.nLayer; l++) {
     const name = `blk.${l}.attn_output.bias`;
     if (file.tensors.has(name)) {

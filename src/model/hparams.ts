@@ -35,6 +35,8 @@
  *                                                read (real OLMoE files lack it), the width is feed_forward_length
  *   expert_shared_feed_forward_length  qwen2moe: no, default feed_forward_length (n_ff_shexp ? n_ff_shexp : n_ff);
  *                                                llama: a value > 0 means Granite-style shared experts, refused
+ *   gpt-oss: expert_feed_forward_length and attention.sliding_window required; attention.sliding_window_pattern
+ *                                                default 2; rope.freq_base_swa must equal rope.freq_base
  *   expert_weights_norm, expert_weights_scale, expert_gating_func: not read for these archs. llama.cpp fixes them
  *                                                per arch: top-k renormalised for qwen3moe and llama (Mixtral), not
  *                                                for qwen2moe and olmoe; softmax gating; no scale (ARCH_FLAGS)
@@ -121,7 +123,27 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     tiedOutput: !file.tensors.has('output.weight'),
     ...flags,
     ...(arch === 'glm4moe' ? glm4moeParams(file, k) : {}),
+    ...(arch === 'gpt-oss' ? gptOssParams(file, k) : {}),
   };
+}
+
+/**
+ * What a gpt-oss file says of itself (llama.cpp's llama_model_openai_moe::load_arch_hparams): the
+ * sliding window (required) and its layer period (default 2: layers 0, 2, 4, ... windowed); the rest
+ * of its layer is fixed (ARCH_EXTRAS). A rope.freq_base_swa unlike rope.freq_base is refused by name.
+ */
+function gptOssParams(file: GgufFile, k: (name: string) => string): Partial<HParams> {
+  const window = metaUint(file, k('attention.sliding_window'), { min: 1, max: DIM_MAX });
+  const period = metaUint(file, k('attention.sliding_window_pattern'), { max: 4096, fallback: 2 });
+  const base = metaFloat(file, k('rope.freq_base'), { positive: true, fallback: ROPE_FREQ_BASE_DEFAULT });
+  const baseSwa = metaFloat(file, k('rope.freq_base_swa'), { positive: true, fallback: base });
+  if (baseSwa !== base)
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${k('rope.freq_base_swa')}`,
+      `rope.freq_base ${base} (a separate base for the windowed layers is not implemented), got ${baseSwa}`,
+    );
+  return { ...ARCH_EXTRAS['gpt-oss'], slidingWindow: { window, period } };
 }
 
 /** nextn_predict_layers: the trailing blocks of block_count that are MTP heads (skipped, as llama.cpp does). */
@@ -248,9 +270,11 @@ function ffnWidths(
     }
     return nFf();
   };
-  const nFfExp = file.metadata.has(k('expert_feed_forward_length'))
-    ? dim('expert_feed_forward_length')
-    : Math.floor(fromFf('expert_feed_forward_length') / nExpertUsed);
+  // gpt-oss: llama.cpp reads expert_feed_forward_length as required (no fallback).
+  const nFfExp =
+    file.metadata.has(k('expert_feed_forward_length')) || arch === 'gpt-oss'
+      ? dim('expert_feed_forward_length')
+      : Math.floor(fromFf('expert_feed_forward_length') / nExpertUsed);
   if (nFfExp < 1) {
     throw new GgufFormatError(
       file.path,

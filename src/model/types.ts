@@ -48,7 +48,7 @@ export const GGML_BLOCK: Record<GgmlTypeName, { elements: number; bytes: number 
   IQ4_XS: { elements: 256, bytes: 136 }, // d, scales_h, scales_l[4], qs[128]
 };
 
-export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama' | 'glm4moe';
+export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama' | 'glm4moe' | 'gpt-oss';
 
 export interface TensorInfo {
   name: string;
@@ -126,9 +126,12 @@ export interface HParams {
   normTopK: boolean;
   /**
    * How the router's logits become expert probabilities (llama.cpp's expert_gating_func): softmax
-   * (absent: every arch read today) or sigmoid (glm4moe, DeepSeek-V3-style files). docs/FORWARD.md, routing.
+   * (absent: every arch read today) or sigmoid (glm4moe, DeepSeek-V3-style files); softmax_weight
+   * (gpt-oss): the top-k of the raw logits, weighted by the softmax over those k. docs/FORWARD.md, routing.
    */
-  gating?: 'softmax' | 'sigmoid';
+  gating?: 'softmax' | 'sigmoid' | 'softmax_weight';
+  /** blk.l.ffn_gate_inp.bias [nExpert] is added to the router's logits (gpt-oss). */
+  routerBias?: boolean;
   /** blk.l.exp_probs_b.bias [nExpert] is added to the probabilities to choose the experts, not to weight them. */
   expertBias?: boolean;
   /** Expert groups (count > 1): the experts of all but the `used` best groups are not chosen (group score: top-2 sum). */
@@ -143,6 +146,22 @@ export interface HParams {
   sharedExpertGate?: boolean;
   /** The MoE half's norm tensor (glm4moe: post_attention_norm); absent: ffn_norm. */
   ffnNorm?: 'ffn_norm' | 'post_attention_norm';
+  /** blk.l.attn_output.bias [nEmbd] is added to the attention's output projection (gpt-oss). */
+  attnOutBias?: boolean;
+  /** blk.l.attn_sinks.weight [nHead]: each head's sink logit joins its softmax's denominator, unscaled (gpt-oss). */
+  attnSinks?: boolean;
+  /**
+   * Sliding-window attention (gpt-oss): on layer l with period 0 or l % period < period - 1 (llama.cpp's
+   * set_swa_pattern), a row at position p sees the keys at positions j with p - j < window; the other layers all.
+   */
+  slidingWindow?: { window: number; period: number };
+  /** ffn_gate_exps / ffn_up_exps .bias [nFfExp, nExpert], ffn_down_exps.bias [nEmbd, nExpert] (gpt-oss). */
+  expertFfnBias?: boolean;
+  /**
+   * The experts' activation: silu(g) * u (absent), or gpt-oss's swiglu_oai: with g' = min(g, 7),
+   * u' = clamp(u, -7, 7): g' * sigmoid(1.702 g') * (u' + 1).
+   */
+  expertAct?: 'silu' | 'swiglu_oai';
   /** No output.weight: the LM head reuses token_embd. */
   tiedOutput: boolean;
 }

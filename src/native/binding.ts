@@ -107,6 +107,8 @@ export interface NativeForwardOps {
   softmax(x: Float32Array): void;
   /** g = silu(g) * u */
   swiglu(g: Float32Array, u: Float32Array): void;
+  /** g = gpt-oss's swiglu_oai: min(g, 7) sigmoid(1.702 min(g, 7)) (clamp(u, -7, 7) + 1) */
+  swigluOai(g: Float32Array, u: Float32Array): void;
   /** The k largest of p, descending; ties to the lower index. */
   topK(p: Float32Array, k: number): Int32Array;
   /** One query row over all nKv cached positions (GQA: head h reads KV head h / (nHead / nHeadKv)); keys/values [nKv, nHeadKv * headDim]. */

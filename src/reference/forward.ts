@@ -7,7 +7,7 @@
  */
 import { InvalidOptionError, LimitExceededError } from '../core/errors.js';
 import type { HParams } from '../model/types.js';
-import { matVec, rmsNorm, rotateHead, sigmoid, silu, softmax } from './math.js';
+import { matVec, rmsNorm, rotateHead, sigmoid, silu, softmax, swigluOai } from './math.js';
 import { ropeTable } from '../model/rope.js';
 import { route } from './routing.js';
 import { WeightCache, type ReferenceWeights } from './weights.js';
@@ -88,21 +88,35 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     const out = new Float32Array(qDim);
     const groupSize = hp.nHead / hp.nHeadKv;
     const scale = 1 / Math.sqrt(hp.headDim);
-    const scores = new Float32Array(pos + 1);
+    // Keys [first, pos]: all of them, or the last `window` on a sliding-window layer.
+    const first = windowed(layer) ? Math.max(0, pos + 1 - hp.slidingWindow!.window) : 0;
+    const sinks = hp.attnSinks ? w.get(p + 'attn_sinks.weight') : undefined;
+    // scores [keys (+ the head's sink logit, which takes probability and gives no value)]
+    const scores = new Float32Array(pos + 1 - first + (sinks ? 1 : 0));
     for (let head = 0; head < hp.nHead; head++) {
       const kvOffset = Math.floor(head / groupSize) * hp.headDim;
       const qOffset = head * hp.headDim;
-      for (let j = 0; j <= pos; j++) {
+      for (let j = first; j <= pos; j++) {
         let dot = 0;
         for (let d = 0; d < hp.headDim; d++) dot += q[qOffset + d] * keys[layer][j * kvDim + kvOffset + d];
-        scores[j] = dot * scale;
+        scores[j - first] = dot * scale;
       }
+      if (sinks) scores[pos + 1 - first] = sinks[head]; // not scaled (llama.cpp's soft_max with sinks)
       softmax(scores);
-      for (let j = 0; j <= pos; j++) {
-        for (let d = 0; d < hp.headDim; d++) out[qOffset + d] += scores[j] * values[layer][j * kvDim + kvOffset + d];
+      for (let j = first; j <= pos; j++) {
+        const s = scores[j - first];
+        for (let d = 0; d < hp.headDim; d++) out[qOffset + d] += s * values[layer][j * kvDim + kvOffset + d];
       }
     }
-    addInPlace(x, matVec(w.get(p + 'attn_output.weight'), hp.nEmbd, qDim, out));
+    const y = matVec(w.get(p + 'attn_output.weight'), hp.nEmbd, qDim, out);
+    if (hp.attnOutBias) addInPlace(y, w.get(p + 'attn_output.bias'));
+    addInPlace(x, y);
+  }
+
+  /** llama.cpp's set_swa_pattern(period): layer l is windowed iff period is 0 or l % period < period - 1. */
+  function windowed(layer: number): boolean {
+    const swa = hp.slidingWindow;
+    return swa !== undefined && (swa.period === 0 || layer % swa.period < swa.period - 1);
   }
 
   function normEachHead(v: Float32Array, heads: number, weight: Float32Array): void {
@@ -120,6 +134,7 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     const p = `blk.${layer}.`;
     const h = rmsNorm(x, w.get(p + `${hp.ffnNorm ?? 'ffn_norm'}.weight`), hp.rmsEps);
     const logits = matVec(w.get(p + 'ffn_gate_inp.weight'), hp.nExpert, hp.nEmbd, h);
+    if (hp.routerBias) addInPlace(logits, w.get(p + 'ffn_gate_inp.bias'));
     const bias = hp.expertBias ? w.get(p + 'exp_probs_b.bias') : undefined;
     const { ids: chosen, weights } = route(hp, logits, bias, forced);
     const sum = new Float32Array(hp.nEmbd);
@@ -169,9 +184,19 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
   ): Float32Array {
     const g = matVec(w.get(gate), nFf, hp.nEmbd, h, expert * nFf);
     const u = matVec(w.get(up), nFf, hp.nEmbd, h, expert * nFf);
+    // gpt-oss: each expert's biases, rows `expert` of [nFf, nExpert] / [nEmbd, nExpert] (the shared expert has none).
+    const biased = hp.expertFfnBias === true && down.endsWith('_exps.weight');
+    if (biased) {
+      addInPlace(g, w.get(gate.replace('.weight', '.bias')).subarray(expert * nFf, (expert + 1) * nFf));
+      addInPlace(u, w.get(up.replace('.weight', '.bias')).subarray(expert * nFf, (expert + 1) * nFf));
+    }
     const act = new Float32Array(nFf);
-    for (let i = 0; i < nFf; i++) act[i] = silu(g[i]) * u[i];
-    return matVec(w.get(down), hp.nEmbd, nFf, act, expert * hp.nEmbd);
+    if (hp.expertAct === 'swiglu_oai') for (let i = 0; i < nFf; i++) act[i] = swigluOai(g[i], u[i]);
+    else for (let i = 0; i < nFf; i++) act[i] = silu(g[i]) * u[i];
+    const y = matVec(w.get(down), hp.nEmbd, nFf, act, expert * hp.nEmbd);
+    if (biased)
+      addInPlace(y, w.get(down.replace('.weight', '.bias')).subarray(expert * hp.nEmbd, (expert + 1) * hp.nEmbd));
+    return y;
   }
 
   return {

@@ -50,6 +50,15 @@ export function sigmoid(z: number): number {
   return 1 / (1 + Math.exp(-z));
 }
 
+/** gpt-oss's clamped SwiGLU (ggml's swiglu_oai, alpha 1.702, limit 7): g' sigmoid(alpha g') (u' + 1). */
+export const SWIGLU_OAI = { alpha: 1.702, limit: 7 } as const;
+
+export function swigluOai(g: number, u: number): number {
+  const x = Math.min(g, SWIGLU_OAI.limit);
+  const y = Math.min(Math.max(u, -SWIGLU_OAI.limit), SWIGLU_OAI.limit);
+  return (x / (1 + Math.exp(-SWIGLU_OAI.alpha * x))) * (y + 1);
+}
+
 /**
  * Rotary position embedding of one head vector (length headDim) in place at position pos: the
  * whole head, unscaled (rotateHead with ropeTable's plain table).

@@ -2,11 +2,13 @@
  * An MoE layer's routing as llama.cpp computes it (llama-graph.cpp build_moe_ffn), for one row of
  * router logits: the reference forward pass's (the native route_phase is its twin, tested against it).
  *
- *   probs = softmax(logits) | sigmoid(logits)                         (HParams.gating)
+ *   logits += ffn_gate_inp.bias                                       (HParams.routerBias, by the caller)
+ *   probs = softmax(logits) | sigmoid(logits) | logits                (HParams.gating; logits: softmax_weight)
  *   sel   = probs (+ exp_probs_b: choosing only)                      (HParams.expertBias)
  *   groups: keep the `used` groups with the best top-2 sums of sel    (HParams.expertGroups)
  *   ids   = top-k of sel, rank order (or the forced ids)
  *   w     = probs[ids], / max(sum, 6.103515625e-5) when normTopK (or forced), * expertWeightsScale
+ *           softmax_weight: w = softmax(probs[ids]) over the k (forced ids too), no renormalisation
  */
 import type { HParams } from '../model/types.js';
 import { sigmoid, softmax, topK } from './math.js';
@@ -25,10 +27,11 @@ export function route(
 ): { ids: number[]; weights: number[] } {
   const probs = logits;
   if (hp.gating === 'sigmoid') for (let i = 0; i < probs.length; i++) probs[i] = sigmoid(probs[i]);
-  else softmax(probs);
+  else if (hp.gating !== 'softmax_weight') softmax(probs);
   const ids = forced ? [...forced] : topK(selection(hp, probs, bias), hp.nExpertUsed);
   let weights = ids.map((e) => probs[e]);
-  if (hp.normTopK || forced) {
+  if (hp.gating === 'softmax_weight') softmax(weights);
+  else if (hp.normTopK || forced) {
     const total = Math.max(
       weights.reduce((s, x) => s + x, 0),
       WEIGHTS_SUM_MIN,

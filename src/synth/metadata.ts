@@ -45,6 +45,12 @@ export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Met
       [`${a}.rope.scaling.attn_factor`, f32(s.attnFactor)],
     );
   if (hp.arch === 'glm4moe') meta.push(...glm4moeKeys(hp));
+  else if (hp.arch === 'gpt-oss' && hp.slidingWindow) {
+    // conversion/gpt_oss.py writes the window; llama.cpp's period defaults to 2.
+    meta.push([`${a}.attention.sliding_window`, u32(hp.slidingWindow.window)]);
+    if (hp.slidingWindow.period !== 2)
+      meta.push([`${a}.attention.sliding_window_pattern`, u32(hp.slidingWindow.period)]);
+  }
   // Only qwen2moe: llama would then expect Granite-style shared-expert tensors.
   else if (hp.sharedExpert) meta.push([`${a}.expert_shared_feed_forward_length`, u32(hp.nFfShexp)]);
   return meta.concat(tokenizerMetadata(vocab));

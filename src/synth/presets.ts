@@ -22,7 +22,7 @@ export const PRESET_NAMES: readonly PresetName[] = [
   'olmoe-1b-7b',
   'qwen3-30b-a3b',
 ];
-export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama', 'glm4moe'];
+export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama', 'glm4moe', 'gpt-oss'];
 
 export interface PresetShape {
   nEmbd: number;
@@ -155,6 +155,8 @@ export const PLANT = {
   /** Norm weights are 1 +- this (uniform), biases uniform with this std. */
   normJitter: 0.05,
   biasStd: 0.05,
+  /** gpt-oss's attention sink logits: uniform with this std. */
+  sinkStd: 1,
 } as const;
 
 /** The HParams a preset implies for an architecture. olmoe has no GQA in llama.cpp (k_norm is [nEmbd]). */
@@ -184,5 +186,18 @@ export function presetHParams(preset: PresetName, arch: Arch): HParams {
     // glm4moe rotates half of each head (GLM-4.5's partial_rotary_factor), as its converter writes,
     // and scales its routed weights (GLM-4.5's routed_scaling_factor 2.5; Air's is 1).
     ...(arch === 'glm4moe' ? { ropeDims: s.headDim / 2, expertWeightsScale: 2.5 } : {}),
+    ...(arch === 'gpt-oss' ? GPT_OSS : {}),
   };
 }
+
+/**
+ * gpt-oss's rotation as its files declare it (base 150000, YaRN x32 from a 4096-token original
+ * context, so context_length 131072), and a sliding window of 8 on the even layers (gpt-oss's is
+ * 128): shorter than parity's prompts (11 to 14 tokens), so the first step's logits already depend on it.
+ */
+const GPT_OSS: Partial<HParams> = {
+  nCtxTrain: 131072,
+  ropeBase: 150000,
+  ropeScaling: { type: 'yarn', factor: 32, origContext: 4096, attnFactor: 1, betaFast: 32, betaSlow: 1 },
+  slidingWindow: { window: 8, period: 2 },
+};

@@ -5,7 +5,8 @@
  * Scales (D = nEmbd, |h| = sqrt(D) after rmsnorm, |x| ~ |e| the embedding norm):
  *   q, k, v, gate, up        std 1/sqrt(D)  -> pre-activations of std ~1
  *   attn_output [qDim -> D]  |out| ~ attentionShare |x|
- *   down [F -> D]            |out| ~ expertShare |x|   (E[silu(g)^2] ~ 0.35 for g ~ N(0, 1))
+ *   down [F -> D]            |out| ~ expertShare |x|   (E[(silu(g) u)^2] ~ 0.35 for g, u ~ N(0, 1);
+ *                                                      gpt-oss's swiglu_oai 0.84)
  */
 import { expectedTensors, type TensorSpec } from '../model/arch.js';
 import { quantizeRow, rowBytes } from '../model/quant.js';
@@ -75,7 +76,14 @@ export function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
     case 'attn_k.bias':
     case 'attn_v.bias':
     case 'exp_probs_b.bias': // glm4moe's selection bias: small beside the planted router's bonus
+    case 'ffn_gate_inp.bias': // gpt-oss's router bias, likewise
+    case 'attn_output.bias':
+    case 'ffn_gate_exps.bias':
+    case 'ffn_up_exps.bias':
+    case 'ffn_down_exps.bias':
       return uniform(PLANT.biasStd);
+    case 'attn_sinks.weight': // gpt-oss: sink logits of the order of the heads' scores
+      return uniform(PLANT.sinkStd);
   }
   if (spec.role === 'norm' && kind !== 'ffn_gate_inp_shexp.weight') {
     return (_row, out) => {
@@ -87,5 +95,7 @@ export function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
 }
 
 function downStd(hp: HParams, width: number, share: number, embedNorm: number): number {
-  return (share * embedNorm) / (Math.sqrt(0.35 * width) * Math.sqrt(hp.nEmbd));
+  // E[act^2] for g, u ~ N(0, 1): silu(g) u 0.35; gpt-oss's swiglu_oai (its + 1 on up) 0.84.
+  const actSquare = hp.expertAct === 'swiglu_oai' ? 0.84 : 0.35;
+  return (share * embedNorm) / (Math.sqrt(actSquare * width) * Math.sqrt(hp.nEmbd));
 }

@@ -66,10 +66,12 @@ const DEFAULTED: Record<Arch, string[]> = {
   olmoe: ['rope.freq_base', 'attention.head_count_kv'],
   llama: ['rope.freq_base', 'rope.dimension_count', 'vocab_size'],
   glm4moe: ['rope.freq_base', 'leading_dense_block_count', 'nextn_predict_layers', 'expert_gating_func'],
+  // llama.cpp's openai_moe never reads feed_forward_length (its experts are expert_feed_forward_length wide).
+  'gpt-oss': ['feed_forward_length'],
 };
 
 describe("real-file layouts generate the synthetic model's tokens", () => {
-  for (const arch of ['olmoe', 'qwen2moe', 'qwen3moe', 'llama', 'glm4moe'] as Arch[]) {
+  for (const arch of ['olmoe', 'qwen2moe', 'qwen3moe', 'llama', 'glm4moe', 'gpt-oss'] as Arch[]) {
     it(`${arch}: the converter's keys, then every optional key absent`, async () => {
       const model = tinySynth(arch);
       const full = path.join(dir, `${arch}-full.gguf`);

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadDiagnostics } from '../../src/native/diagnostics.js';
 import { gaussian } from '../fixtures/random-model.js';
+import { swigluOai } from '../../src/reference/math.js';
 
 const ops = loadDiagnostics().forwardOps;
 const tolerance = 1e-5;
@@ -91,6 +92,21 @@ describe('native forward ops', () => {
     const expected = Array.from(g, (z, i) => (z / (1 + Math.exp(-z))) * u[i]);
     ops.swiglu(g, u);
     expectClose(g, expected);
+  });
+
+  it('swigluOai: gpt-oss clamps g above at 7 and u to [-7, 7], alpha 1.702, up + 1', () => {
+    const g = randomArray(100, 13, 12); // beyond the limit on both sides
+    const u = randomArray(100, 14, 12);
+    const expected = Array.from(g, (z, i) => swigluOai(z, u[i]));
+    const clamped = Array.from(g, (z, i) => z > 7 || Math.abs(u[i]) > 7).filter(Boolean).length;
+    expect(clamped).toBeGreaterThan(10); // the clamp is exercised
+    ops.swigluOai(g, u);
+    expectClose(g, expected);
+    // By hand: g = 9 -> 7 * sigmoid(11.914) * (u + 1); u = -9 -> -7 + 1.
+    const one = Float32Array.of(9, 1);
+    ops.swigluOai(one, Float32Array.of(-9, 0.5));
+    expect(one[0]).toBeCloseTo((7 / (1 + Math.exp(-1.702 * 7))) * -6, 4);
+    expect(one[1]).toBeCloseTo((1 / (1 + Math.exp(-1.702))) * 1.5, 5);
   });
 
   it('topK: the k largest in descending order, ties to the lower index', () => {

@@ -101,7 +101,7 @@ describe('readHParams', () => {
     const e = refusal(file);
     expect(e).toBeInstanceOf(UnsupportedModelError);
     expect(e.message).toMatch(
-      /key general.architecture: expected one of qwen3moe, qwen2moe, olmoe, llama, glm4moe .*got "deepseek2"/,
+      /key general.architecture: expected one of qwen3moe, qwen2moe, olmoe, llama, glm4moe, gpt-oss .*got "deepseek2"/,
     );
   });
 

@@ -58,7 +58,8 @@ describe.each(ARCHS)('tiny %s', (arch) => {
     expect(readHParams(file)).toEqual({ ...presetHParams('tiny', arch), rmsEps: Math.fround(1e-6) });
     expect(file.alignment).toBe(32);
     const m = file.metadata;
-    expect(m.get(`${arch}.context_length`)).toBe(4096);
+    // gpt-oss's: 131072, YaRN x32 of a 4096-token original context.
+    expect(m.get(`${arch}.context_length`)).toBe(arch === 'gpt-oss' ? 131072 : 4096);
     // glm4moe rotates half of each head (partial rotary, as GLM-4.5's converter writes it).
     expect(m.get(`${arch}.rope.dimension_count`)).toBe(arch === 'glm4moe' ? 8 : 16);
     expect(m.get(`${arch}.feed_forward_length`)).toBe(PRESETS.tiny.nFfExp);
@@ -76,7 +77,8 @@ describe.each(ARCHS)('tiny %s', (arch) => {
       expect((m.get('tokenizer.ggml.scores') as number[]).length).toBe(PRESETS.tiny.nVocab);
     }
     for (const [name, info] of file.tensors) {
-      const f32 = info.dims.length === 1 || name.endsWith('ffn_gate_inp.weight');
+      // gpt-oss's per-expert biases are 2-D and F32 too.
+      const f32 = info.dims.length === 1 || name.endsWith('ffn_gate_inp.weight') || name.endsWith('_exps.bias');
       expect([name, info.type]).toEqual([name, f32 ? 'F32' : 'Q8_0']);
     }
     expect(file.tensors.has('output.weight')).toBe(true);
