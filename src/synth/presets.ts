@@ -13,7 +13,7 @@
 import { ARCH_EXTRAS, ARCH_FLAGS } from '../model/arch.js';
 import type { Arch, HParams } from '../model/types.js';
 
-export type PresetName = 'tiny' | 'tiny-yarn' | 'small' | 'medium' | 'olmoe-1b-7b' | 'qwen3-30b-a3b';
+export type PresetName = 'tiny' | 'tiny-yarn' | 'small' | 'medium' | 'olmoe-1b-7b' | 'qwen3-30b-a3b' | 'gpt-oss-20b';
 export const PRESET_NAMES: readonly PresetName[] = [
   'tiny',
   'tiny-yarn',
@@ -21,6 +21,7 @@ export const PRESET_NAMES: readonly PresetName[] = [
   'medium',
   'olmoe-1b-7b',
   'qwen3-30b-a3b',
+  'gpt-oss-20b',
 ];
 export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama', 'glm4moe', 'gpt-oss'];
 
@@ -43,6 +44,8 @@ export interface PresetShape {
   arch?: Arch;
   /** RoPE other than the plain whole-head rotation (partial rotary, scaling: src/model/rope.ts). */
   rope?: Pick<HParams, 'ropeDims' | 'ropeScaling'>;
+  /** gpt-oss's sliding window (default 8, short enough for parity's prompts to cross; the real files' is 128). */
+  slidingWindow?: number;
 }
 
 /** The tiny preset's shape (tiny-yarn shares it). */
@@ -125,6 +128,25 @@ export const PRESETS: Record<PresetName, PresetShape> = {
     nTopics: 16,
     arch: 'qwen3moe',
   },
+  // gpt-oss-20b's geometry (its config.json): 24 layers of 32 experts, top-4, hidden 2880 = the
+  // expert width, 64 query heads / 8 KV heads of 64, the o200k vocabulary's 201088 rows, a window of
+  // 128 on the even layers. Its experts are MXFP4 in the published file; gen-model writes the other
+  // types (q4_0: 11.8 GB).
+  'gpt-oss-20b': {
+    nEmbd: 2880,
+    nLayer: 24,
+    nExpert: 32,
+    nExpertUsed: 4,
+    nFfExp: 2880,
+    nFfShexp: 0,
+    nHead: 64,
+    nHeadKv: 8,
+    headDim: 64,
+    nVocab: 201088,
+    nTopics: 16,
+    arch: 'gpt-oss',
+    slidingWindow: 128,
+  },
 };
 
 /** A preset's own architecture (PresetShape.arch), or undefined for a name that is not a preset or has none. */
@@ -186,7 +208,7 @@ export function presetHParams(preset: PresetName, arch: Arch): HParams {
     // glm4moe rotates half of each head (GLM-4.5's partial_rotary_factor), as its converter writes,
     // and scales its routed weights (GLM-4.5's routed_scaling_factor 2.5; Air's is 1).
     ...(arch === 'glm4moe' ? { ropeDims: s.headDim / 2, expertWeightsScale: 2.5 } : {}),
-    ...(arch === 'gpt-oss' ? GPT_OSS : {}),
+    ...(arch === 'gpt-oss' ? { ...GPT_OSS, slidingWindow: { window: s.slidingWindow ?? 8, period: 2 } } : {}),
   };
 }
 

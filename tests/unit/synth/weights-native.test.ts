@@ -121,9 +121,14 @@ describe('the real-model presets', () => {
     ];
     expect(pick(presetHParams('olmoe-1b-7b', 'olmoe'))).toEqual([16, 64, 8, 2048, 1024, 16, 16, 128, 50304]);
     expect(pick(presetHParams('qwen3-30b-a3b', 'qwen3moe'))).toEqual([48, 128, 8, 2048, 768, 32, 4, 128, 151936]);
+    expect(checkSynthOptions({ preset: 'gpt-oss-20b' }).arch).toBe('gpt-oss');
+    const oss = presetHParams('gpt-oss-20b', 'gpt-oss');
+    expect(pick(oss)).toEqual([24, 32, 4, 2880, 2880, 64, 8, 64, 201088]);
+    expect(oss.slidingWindow).toEqual({ window: 128, period: 2 });
+    expect(presetHParams('tiny', 'gpt-oss').slidingWindow).toEqual({ window: 8, period: 2 });
   });
 
-  it('plan the sizes users download: Qwen3-30B-A3B Q4_K_M ~18.6 GB, OLMoE Q8_0 ~7.4 GB and Q4_K_M ~4.2 GB', () => {
+  it('plan the sizes users download: Qwen3-30B-A3B Q4_K_M ~18.6 GB, OLMoE Q8_0 ~7.4 GB and Q4_K_M ~4.2 GB, gpt-oss-20b Q4_0 ~11.8 GB', () => {
     const planned = (preset: string, quant: string): number => {
       const model = buildSynthModel(checkSynthOptions({ preset, quant }));
       return model.tensors.reduce((sum, t) => sum + (tensorByteLength(t.type, t.dims) as number), 0);
@@ -134,6 +139,7 @@ describe('the real-model presets', () => {
       gb(planned('olmoe-1b-7b', 'q8_0')),
       gb(planned('olmoe-1b-7b', 'q4_k_m')),
     ]).toEqual([18.6, 7.4, 4.2]);
+    expect(gb(planned('gpt-oss-20b', 'q4_0'))).toBe(11.8);
   });
 });
 
