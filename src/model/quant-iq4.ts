@@ -12,6 +12,7 @@
  * moetier's own encoders, not ggml's scale searches: see fitBlock and quantizeIq4XsBlock.
  */
 import { F16_TABLE, f32ToF16 } from './f16.js';
+import { signedAbsMax } from './quant-block.js';
 
 /** ggml's kvalues_iq4nl. */
 export const IQ4_TABLE: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
@@ -82,15 +83,7 @@ function nearestIndex(t: number): number {
  * one). Every step one f32 rounding, as native/cpu/quantize.cc fit_iq4.
  */
 function fitBlock(src: Float32Array, s: number, idx: Uint8Array, at: number): number {
-  let amax = 0,
-    max = 0;
-  for (let j = 0; j < QK; j++) {
-    const v = src[s + j];
-    if (amax < Math.abs(v)) {
-      amax = Math.abs(v);
-      max = v;
-    }
-  }
+  const max = signedAbsMax(src, s, QK);
   const d0 = f(max / -127);
   const id = d0 !== 0 ? f(1 / d0) : 0;
   let sumqx = 0,
@@ -127,15 +120,8 @@ function roundAway(x: number): number {
 export function quantizeIq4XsBlock(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
   const scratch = new Uint8Array(256);
   const scales = new Float32Array(8);
-  let amax = 0,
-    max = 0;
-  for (let j = 0; j < 8; j++) {
-    scales[j] = fitBlock(src, s + 32 * j, scratch, 32 * j);
-    if (amax < Math.abs(scales[j])) {
-      amax = Math.abs(scales[j]);
-      max = scales[j];
-    }
-  }
+  for (let j = 0; j < 8; j++) scales[j] = fitBlock(src, s + 32 * j, scratch, 32 * j);
+  const max = signedAbsMax(scales, 0, 8);
   const h = f32ToF16(max !== 0 ? f(max / -32) : 0); // +0 for a zero block, not -0
   const d = F16_TABLE[h];
   const id = d !== 0 ? f(1 / d) : 0;

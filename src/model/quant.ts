@@ -20,6 +20,7 @@ import { assert } from '../core/assert.js';
 import { F16_TABLE, bf16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
 import { dequantIq4NlRow, dequantIq4XsRow, quantizeIq4NlBlock, quantizeIq4XsBlock } from './quant-iq4.js';
 import { dequantKRow, quantizeKRow } from './quant-k.js';
+import { signedAbsMax } from './quant-block.js';
 import { GGML_BLOCK, type GgmlTypeName } from './types.js';
 
 export { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
@@ -217,15 +218,7 @@ function quantBlockQ8_0(src: Float32Array, s: number, dst: Uint8Array, o: number
 
 /** ggml: max = the signed element of largest |x| (first wins), d = max / -8, q = min(15, trunc(x / d + 8.5)). */
 function quantBlockQ4_0(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
-  let amax = 0;
-  let max = 0;
-  for (let j = 0; j < QK; j++) {
-    const v = src[s + j];
-    if (amax < Math.abs(v)) {
-      amax = Math.abs(v);
-      max = v;
-    }
-  }
+  const max = signedAbsMax(src, s, QK);
   const d = Math.fround(max / -8);
   const id = d !== 0 ? Math.fround(1 / d) : 0;
   writeU16(dst, o, f32ToF16(d));
@@ -250,15 +243,7 @@ function packQ5(levels: Uint8Array, dst: Uint8Array, qh: number, qs: number): vo
 
 /** ggml quantize_row_q5_0_ref: d = max / -16 (max: signed element of largest |x|), q = min(31, trunc(x / d + 16.5)). */
 function quantBlockQ5_0(src: Float32Array, s: number, dst: Uint8Array, o: number): void {
-  let amax = 0,
-    max = 0;
-  for (let j = 0; j < QK; j++) {
-    const v = src[s + j];
-    if (amax < Math.abs(v)) {
-      amax = Math.abs(v);
-      max = v;
-    }
-  }
+  const max = signedAbsMax(src, s, QK);
   const d = Math.fround(max / -16);
   const id = d !== 0 ? Math.fround(1 / d) : 0;
   writeU16(dst, o, f32ToF16(d));
