@@ -471,6 +471,7 @@ Napi::Value TierStats(const Napi::CallbackInfo& info) {
   o.Set("swapsStartedNow", double(st.swaps_started_now));
   o.Set("swapsIssuedByIssuer", double(st.swaps_issued_by_issuer));
   o.Set("boundariesPosted", double(st.boundaries_posted));
+  o.Set("issuerStalePosts", double(st.stale_posts));
   o.Set("streamedReads", double(st.streamed_reads));
   o.Set("streamedBytes", double(st.streamed_bytes));
   o.Set("streamFailures", double(st.stream_failures));

@@ -186,12 +186,15 @@ int mt_tier_set_prefill_path(mt_tier* tier, int32_t path);
 void mt_tier_path_by_layer(mt_tier* tier, uint64_t* out, size_t n);
 
 /* Between evals: issues now what the last eval's boundaries posted and the issuer has not
- * reached yet (no layer computes then, so every queued swap goes), on the caller's thread; so a
- * poll right after sees every eviction the last eval's boundaries made. */
+ * reached yet (no layer computes then, so every queued swap goes), on the caller's thread, and
+ * makes every landed upload resident; so a poll right after sees every eviction the last eval's
+ * boundaries made, and reports no newcomer that is not resident yet. Posts the issuer took and
+ * has not handled go stale (not issued). */
 void mt_tier_flush(mt_tier* tier);
 
-/* An eval on this tier is about to start (the caller's thread, not the eval's): an issuer that
- * stopped polling a queue no boundary posted for (the engine idled) polls again. */
+/* An eval on this tier is about to start (the caller's thread, not the eval's): the posts of the
+ * evals before it go stale (issued only in their own eval or the flush after it), and an issuer
+ * that stopped polling a queue no boundary posted for (the engine idled) polls again. */
 void mt_tier_kick(mt_tier* tier);
 
 typedef struct mt_tier_upload {
@@ -228,9 +231,10 @@ typedef struct mt_tier_stats {
   int32_t slots_spare;                /* reserved slots no layer uses (a shrink left them) */
   uint64_t reports_dropped;
   uint64_t hook_calls, hook_ns, hook_dropped;
-  uint64_t swaps_started_now;              /* issue_now swaps the caller issued itself */
-  uint64_t swaps_issued_by_issuer;         /* swaps the issuer thread issued after their boundary */
-  uint64_t boundaries_posted;              /* boundaries the eval thread posted to the issuer */
+  uint64_t swaps_started_now;      /* issue_now swaps the caller issued itself */
+  uint64_t swaps_issued_by_issuer; /* swaps the issuer thread issued after their boundary */
+  uint64_t boundaries_posted;      /* boundaries the eval thread posted to the issuer */
+  uint64_t stale_posts; /* posts the issuer reached after their eval's poll or the next eval's start: not issued */
   uint64_t streamed_reads, streamed_bytes; /* misses read from the file into scratch for their call */
   uint64_t stream_failures;                /* reads before a run that failed (the eval failed with them) */
   uint64_t admitted_reads;                 /* misses read into a slot before they ran (also uploads) */

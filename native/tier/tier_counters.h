@@ -21,6 +21,7 @@ struct TierCounters {
   std::atomic<uint64_t> hook_calls{0}, hook_ns{0}, hook_dropped{0};
   std::atomic<uint64_t> swaps_started_now{0};  // issue_now swaps the caller issued itself
   std::atomic<uint64_t> swaps_by_issuer{0}, boundaries_posted{0};
+  std::atomic<uint64_t> stale_posts{0};  // posts the issuer reached after their epoch: nothing issued (tier_issuer.h)
   // The disk tier's misses (tier_stream.cc, eval thread).
   std::atomic<uint64_t> streamed_reads{0}, streamed_bytes{0}, stream_failures{0};
   std::atomic<uint64_t> admitted_reads{0};  // misses read into a slot before they ran (uploads, counted there too)
@@ -60,6 +61,7 @@ constexpr CounterRow kCounterTable[] = {
     {&TierCounters::swaps_started_now, &mt_tier_stats::swaps_started_now, false, false},
     {&TierCounters::swaps_by_issuer, &mt_tier_stats::swaps_issued_by_issuer, false, false},
     {&TierCounters::boundaries_posted, &mt_tier_stats::boundaries_posted, false, false},
+    {&TierCounters::stale_posts, &mt_tier_stats::stale_posts, false, false},
     {&TierCounters::streamed_reads, &mt_tier_stats::streamed_reads, true, false},
     {&TierCounters::streamed_bytes, &mt_tier_stats::streamed_bytes, true, false},
     {&TierCounters::stream_failures, &mt_tier_stats::stream_failures, false, false},

@@ -21,6 +21,7 @@
 //                                    idle: sleeps until kicked
 #include <pthread.h>
 #include <chrono>
+#include <cstdlib>
 #include "mt_clock.h"
 #include "tier.h"
 #include "tier_counters.h"
@@ -35,10 +36,27 @@ constexpr int kPollUs = 50;
 // No post for this long while swaps are queued: no eval runs; stop polling until kicked.
 constexpr int kQuietMs = 20;
 
-void handle(mt_tier& t, int32_t layer) {
+// The debug build's lag (tests): the issuer preempted, a post in hand (see handle).
+void debug_lag(const Issuer& is) {
+#if MT_DEBUG_ASSERTS_ENABLED
+  if (is.debug_lag_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(is.debug_lag_us));
+#else
+  (void)is;
+#endif
+}
+
+// epoch: the post's (tier_issuer.h): a stale post settles its layer but issues nothing.
+// on_issuer: the issuer thread's own round (not a flush).
+void handle(mt_tier& t, int32_t layer, uint64_t epoch, bool on_issuer) {
+  if (on_issuer) debug_lag(t.issuer);  // preempted with the post in hand
   std::lock_guard<std::mutex> lock(t.mu);
+  if (on_issuer) debug_lag(t.issuer);  // and again holding the lock: a layer's promotion finds it busy
   tier_settle_layer(t, layer, true, false);
   if (t.pending[size_t(layer)].empty()) return;
+  if (epoch != t.issuer.epoch.load(std::memory_order_relaxed)) {
+    t.counters.stale_posts.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   const int32_t issued = tier_issue_if_idle(t, layer);
   if (issued > 0) t.counters.swaps_by_issuer.fetch_add(uint64_t(issued), std::memory_order_relaxed);
 }
@@ -63,7 +81,7 @@ void run(mt_tier* tp) {
     if (now != seen) {
       seen = now;
       for (int32_t l = 0; l < t.n_layer; l++)
-        if (is.posted[l].exchange(0, std::memory_order_acq_rel) != 0) handle(t, l);
+        if (const uint64_t epoch = is.posted[l].exchange(0, std::memory_order_acq_rel)) handle(t, l, epoch, true);
       continue;  // posts during the round move seq again
     }
     if (is.stop.load()) return;
@@ -88,12 +106,20 @@ void run(mt_tier* tp) {
   }
 }
 
+void new_epoch(mt_tier& t) {
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.issuer.epoch.fetch_add(1, std::memory_order_release);
+}
+
 }  // namespace
 
 bool issuer_start(mt_tier& t, char* err, size_t err_bytes) {
   Issuer& is = t.issuer;
-  is.posted.reset(new std::atomic<uint8_t>[size_t(t.n_layer)]);
+  is.posted.reset(new std::atomic<uint64_t>[size_t(t.n_layer)]);
   for (int32_t l = 0; l < t.n_layer; l++) is.posted[l].store(0);
+#if MT_DEBUG_ASSERTS_ENABLED
+  if (const char* lag = std::getenv("MOETIER_DEBUG_ISSUER_LAG_US")) is.debug_lag_us = std::atoi(lag);
+#endif
   try {
     is.thread = std::thread(run, &t);
   } catch (const std::exception& e) {
@@ -117,7 +143,7 @@ void issuer_stop(mt_tier& t) {
 
 void issuer_post(mt_tier& t, int32_t layer) {
   Issuer& is = t.issuer;
-  is.posted[layer].store(1, std::memory_order_release);
+  is.posted[layer].store(is.epoch.load(std::memory_order_acquire), std::memory_order_release);
   is.seq.fetch_add(1, std::memory_order_release);
   t.counters.boundaries_posted.fetch_add(1, std::memory_order_relaxed);
 }
@@ -126,11 +152,14 @@ void issuer_flush(mt_tier& t) {
   Issuer& is = t.issuer;
   if (!is.thread.joinable()) return;
   for (int32_t l = 0; l < t.n_layer; l++)
-    if (is.posted[l].exchange(0, std::memory_order_acq_rel) != 0) handle(t, l);
+    if (const uint64_t epoch = is.posted[l].exchange(0, std::memory_order_acq_rel)) handle(t, l, epoch, false);
+  new_epoch(t);
 }
 
-void issuer_kick_if_pending(mt_tier& t) {
-  if (t.issuer.thread.joinable() && busy(t)) issuer_kick(t);
+void issuer_eval_begins(mt_tier& t) {
+  if (!t.issuer.thread.joinable()) return;
+  new_epoch(t);
+  if (busy(t)) issuer_kick(t);
 }
 
 void issuer_kick(mt_tier& t) {

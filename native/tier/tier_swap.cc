@@ -314,9 +314,16 @@ int mt_tier_request_swap(mt_tier* tier, int32_t layer, int32_t victim, int32_t n
   return MT_TIER_STARTED;
 }
 
-void mt_tier_flush(mt_tier* tier) { issuer_flush(*tier); }
+void mt_tier_flush(mt_tier* tier) {
+  issuer_flush(*tier);
+  // No layer computes: every landed upload becomes resident now, before a poll reports it. The
+  // engine frees a reported newcomer's host copy, and a layer's own promotion skips a busy lock,
+  // so a newcomer reported but not promoted would run from the container (lazily) meanwhile.
+  std::lock_guard<std::mutex> lock(tier->mu);
+  tier_settle_layer(*tier, -1, false, true);
+}
 
-void mt_tier_kick(mt_tier* tier) { issuer_kick_if_pending(*tier); }
+void mt_tier_kick(mt_tier* tier) { issuer_eval_begins(*tier); }
 
 void mt_tier_poll(mt_tier* tier, mt_tier_upload* uploads, int32_t* n_uploads, mt_tier_eviction* evictions,
                   int32_t* n_evictions, mt_tier_read* reads, int32_t* n_reads) {

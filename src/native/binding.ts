@@ -321,6 +321,8 @@ export interface NativeTierStats {
   slotsSpare?: number;
   /** Swaps the tier's issuer thread issued after their layer's boundary (cpu backend; 0 on the fake, which issues inline). */
   swapsIssuedByIssuer?: number;
+  /** Boundary posts the issuer reached only after their eval's poll or the next eval's start: nothing issued then (the layer's next boundary issues). */
+  issuerStalePosts?: number;
   /** Layer boundaries the eval thread handed to the issuer (swaps queued or uploads in flight there). */
   boundariesPosted?: number;
   /** Misses read from the model file into scratch for their call (streamFile), their bytes, and reads before a run that failed. */

@@ -136,8 +136,14 @@ export class TierPlacement {
   get inflightBytes(): number {
     return this.queue.state.inflightBytes;
   }
-  get inflightTransfers(): number {
-    return this.queue.state.inflightTransfers;
+  /**
+   * Swaps the gate has not retired: uploads in flight and swaps it holds queued. While any, a step's
+   * poll may have an eviction to report (a queued swap is issued at its layer's boundary, and the
+   * poll's flush issues the boundaries the issuer has not reached).
+   */
+  get swapsOutstanding(): number {
+    const g = this.queue.state;
+    return g.inflightTransfers + g.swapsQueued;
   }
 
   get replanEnabled(): boolean {

@@ -3,10 +3,11 @@
  * stages are this class's methods:
  *
  *   evaluate   the layer-compute actor (src/actors/layer-compute): routes and per-layer timing
+ *   observe    prefill (before its poll): its counts per layer (replan: the layers the hook did
+ *              not deliver, whose victims the poll then reports)
  *   settle     prefill: the stats mark first; the tier's poll, counted; settled uploads retire
  *   rebuild    host copies: a newcomer's freed, a victim's built (int8-rebuild actor)
- *   observe    prefill: its counts per layer (replan: the layers the hook did not deliver);
- *              decode: the token's routes
+ *   observe    decode: the token's routes
  *   decide     decode: the policy's tick
  *   issue      its swaps through the upload queue to the tier
  *   batch      every observerBatchSteps decode steps (and the prefill at once): MoE time, route
@@ -170,9 +171,10 @@ export class TierRequest {
       };
     }
     const report = await this.compute.evaluate(step);
+    if (report.phase === 'prefill') this.observePrefill(report);
     const poll = this.settleStep(report);
     this.rebuildAfter(poll);
-    this.observe(report);
+    if (report.phase !== 'prefill') this.placement.observeRoutes(report.routes, report.nTokens);
     this.issue(this.decide(report));
     this.calibrate(this.batch(report, poll));
   }
@@ -186,10 +188,14 @@ export class TierRequest {
     return poll;
   }
 
-  /** Observe: the step's routes into the placement's policy. */
-  private observe(report: LayerStepReport): void {
-    if (report.phase === 'prefill') this.placement.observePrefill(report.routes, report.nTokens);
-    else this.placement.observeRoutes(report.routes, report.nTokens);
+  /**
+   * Observe a prefill: its routes into the placement's policy, before its poll. The layers the hook
+   * did not deliver (its queue was full) are replanned here, and their swaps start at once: their
+   * victims are in the poll that follows, so their host copies are built before the first decode step.
+   */
+  private observePrefill(report: LayerStepReport): void {
+    if (this.placement.replanEnabled) this.pollEarly(); // uploads landed so far leave the gate's room
+    this.placement.observePrefill(report.routes, report.nTokens);
   }
 
   /** Decide: the policy's tick after a decode step (a prefill's replan was decided during its eval). */
@@ -276,11 +282,13 @@ export class TierRequest {
    * block for reuse. final: the request's last poll (in finish) has nothing more to fail it with.
    */
   private settle(final: boolean): TierPoll {
-    // Uploads are only reported for swaps, and every swap the tier was asked for is in flight in
-    // the upload queue until its report comes: none in flight, nothing to poll (~10 us saved a
-    // step); a tier that reads its misses from the file reports them (and its fills) every step.
+    // Uploads are only reported for swaps, and every swap the tier was asked for is queued or in
+    // flight at the gate until its report comes: none, nothing to poll (~10 us saved a step); a
+    // tier that reads its misses from the file reports them (and its fills) every step. A queued
+    // swap counts: its boundary may have passed with the issuer not there yet, and the poll's
+    // flush issues it now, so its victim is reported (and its host copy built) before the next step.
     const late =
-      final || this.placement.inflightTransfers > 0 || this.port.readsMisses
+      final || this.placement.swapsOutstanding > 0 || this.port.readsMisses
         ? this.placement.settle(this.port.poll())
         : nothingSettled;
     const early = this.early;

@@ -35,7 +35,7 @@ describe('placement against a fake tier port', () => {
       expect([4, 5]).toContain(r.newcomer);
       expect([0, 1]).toContain(r.victim);
     }
-    expect(placement.inflightTransfers).toBe(port.requests.length);
+    expect(placement.swapsOutstanding).toBe(port.requests.length); // the fake gate queues none: all in flight
     // The policy's next view is the tier's: the newcomer (incoming) counts as resident.
     const first = port.requests[0];
     expect(port.state(first.layer, first.newcomer)).toBe(ExpertState.incoming);
@@ -45,11 +45,11 @@ describe('placement against a fake tier port', () => {
     const { port, placement } = setup({ inflightTransfersMax: 1 });
     expect(port.gateLimits).toEqual({ inflightBytesMax: 512 * 2 ** 20, inflightTransfersMax: 1, queueDepthMax: 4096 });
     routeUntil(port, placement, 1);
-    expect(placement.inflightTransfers).toBe(port.inFlight.size);
+    expect(placement.swapsOutstanding).toBe(port.inFlight.size);
     const first = port.requests[0];
     port.land(first.taskId, true);
     placement.settle(port.poll());
-    expect(placement.inflightTransfers).toBe(port.inFlight.size);
+    expect(placement.swapsOutstanding).toBe(port.inFlight.size);
     placement.tune(undefined, { inflightBytesMax: 4000 });
     expect(port.gateLimits).toEqual({ inflightBytesMax: 4000, inflightTransfersMax: 1, queueDepthMax: 4096 });
     placement.endRequest();
