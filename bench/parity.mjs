@@ -46,6 +46,8 @@ const models = [
   // GLM-4.5's layers (issue 30): partial rotary, q/k/v biases, sigmoid routing with a selection bias, x2.5, an ungated shared expert.
   { preset: 'tiny', arch: 'glm4moe', quant: 'q8_0' },
   { preset: 'small', arch: 'glm4moe', quant: 'q8_0' },
+  // GLM-4.5's leading dense layer (issue 30): layer 0 a plain FFN of 4x the expert width, no router, no experts.
+  { preset: 'tiny-dense', arch: 'glm4moe', quant: 'q8_0' },
   // gpt-oss's layers (issue 30, experts in Q8_0, not MXFP4): attention sinks, a sliding window of 8 on the
   // even layers, q/k/v/o biases, YaRN x32, the router bias, softmax over the top-k logits, expert biases, swiglu_oai.
   { preset: 'tiny', arch: 'gpt-oss', quant: 'q8_0' },

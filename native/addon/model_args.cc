@@ -100,6 +100,14 @@ bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err) {
             ReadBool(o, "normTopK", &hp->norm_top_k, err) && ReadBool(o, "attnBias", &hp->attn_bias, err) &&
             ReadBool(o, "sharedExpert", &hp->shared_expert, err) && ReadBool(o, "tiedOutput", &hp->tied_output, err);
   if (ok) ok = ReadRouting(o, hp, err);
+  // Leading dense layers (optional; absent: every layer MoE).
+  if (ok && !o.Get("denseLayers").IsUndefined()) {
+    Napi::Value d = o.Get("denseLayers");
+    if (!d.IsObject()) return *err = "hparams.denseLayers: expected { count, nFf }", false;
+    Napi::Object dense = d.As<Napi::Object>();
+    ok = ReadInt(dense, "count", &hp->n_layer_dense_lead, err) && ReadInt(dense, "nFf", &hp->n_ff, err);
+    if (!ok) *err = "denseLayers." + *err;
+  }
   if (!ok) *err = "hparams." + *err;
   return ok;
 }

@@ -89,7 +89,9 @@ bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slot
   Napi::Object opts = v.As<Napi::Object>();
   Napi::Value slots = opts.Get("slotsPerLayer");
   if (!slots.IsArray())
-    return *err = "options.slotsPerLayer: expected an array of " + std::to_string(hp.n_layer) + " integers", false;
+    return *err = "options.slotsPerLayer: expected an array of " + std::to_string(mt_moe_layers(&hp)) +
+                  " integers (one per MoE layer)",
+           false;
   Napi::Array a = slots.As<Napi::Array>();
   for (uint32_t i = 0; i < a.Length(); i++) {
     Napi::Value n = a.Get(i);
@@ -130,9 +132,9 @@ bool ReadOptions(Napi::Value v, const mt_hparams& hp, std::vector<int32_t>* slot
   if (!TypedArg(host, napi_uint8_array, &host_data, &host_len))
     return *err = "options.hostCopies: expected a Uint8Array", false;
   if (!TypedArg(offsets, napi_int32_array, &offset_data, &offsets_len) ||
-      offsets_len != size_t(hp.n_layer) * size_t(hp.n_expert))
+      offsets_len != size_t(mt_moe_layers(&hp)) * size_t(hp.n_expert))
     return *err = "options.hostCopyOffsets: expected an Int32Array of nLayer x nExpert = " +
-                  std::to_string(size_t(hp.n_layer) * size_t(hp.n_expert)) + " offsets",
+                  std::to_string(size_t(mt_moe_layers(&hp)) * size_t(hp.n_expert)) + " offsets",
            false;
   o->host = host_data, o->host_bytes = host_len, o->host_offsets = offset_data;
   return true;
@@ -157,7 +159,7 @@ Napi::Value CreateTier(const Napi::CallbackInfo& info) {
   if (tier == nullptr) return Throw(env, mtjs::kTierFailed, std::string("createTier: ") + err);
   auto state = std::make_shared<TierState>();
   state->tier = tier, state->model = ctx->model, state->backend = backend, state->ctx = ctx;
-  state->n_layer = hp.n_layer, state->n_expert = hp.n_expert;
+  state->n_layer = mt_moe_layers(&hp), state->n_expert = hp.n_expert;
   if (o.host != nullptr) {
     Napi::Object opts = info[2].As<Napi::Object>();
     state->host_ref = Napi::Reference<Napi::Value>::New(opts.Get("hostCopies"), 1);
@@ -628,7 +630,7 @@ Napi::Value RequantizeExpertToQ8(const Napi::CallbackInfo& info) {
   if (model->file->closed) return Throw(env, mtjs::kFreed, "requantizeExpertToQ8: the model's file was unmapped");
   const mt_hparams& hp = *mt_model_hparams(model->model);
   int32_t layer = 0, expert = 0;
-  if (!ArgInt(info, 1, "requantizeExpertToQ8: layer", 0, hp.n_layer - 1, &layer) ||
+  if (!ArgInt(info, 1, "requantizeExpertToQ8: layer", 0, mt_moe_layers(&hp) - 1, &layer) ||
       !ArgInt(info, 2, "requantizeExpertToQ8: expert", 0, hp.n_expert - 1, &expert))
     return env.Undefined();
   uint8_t* dst = nullptr;

@@ -62,6 +62,7 @@ struct LayerWeights {
   const float *o_bias = nullptr, *sinks = nullptr, *router_bias = nullptr;
   const float *gate_bias = nullptr, *up_bias = nullptr, *down_bias = nullptr;
   bool windowed = false;  // sliding-window attention on this layer (hp.sliding_window)
+  bool dense = false;     // a leading dense layer: shexp_* hold its FFN, no router or experts
 };
 
 // One expert's work in a layer: its slots [first, first + count) are token rows routed to it.
@@ -162,6 +163,8 @@ struct Pass {
   const mt_model* m = nullptr;
   const LayerWeights* L = nullptr;
   int32_t layer = 0, n = 0;
+  int32_t moe = -1;            // the layer's index among the MoE layers (routes, stats, the source), -1: dense
+  bool combine_dense = false;  // the outputs waiting in slot_down are a dense FFN's (one per row)
   const int32_t* tokens = nullptr;
   const int32_t* pos = nullptr;    // [n]: row r's position in its sequence
   const int32_t* kv_at = nullptr;  // [n]: the cache row of row r's sequence's position 0
@@ -175,15 +178,15 @@ struct Pass {
   int32_t predict_k = 0, predict_ahead = 0;
   int32_t wave_begin = 0, wave_end = 0;    // the runs the matrix phases compute now: all of them, or
                                            // those whose weights are in memory (the rest are being read)
-  int32_t* routes = nullptr;               // [n][nLayer][nExpertUsed] for this chunk, or null
-  const int32_t* forced_routes = nullptr;  // [n][nLayer][nExpertUsed]: run these instead of the top-k, or null
+  int32_t* routes = nullptr;               // [n][nMoeLayer][nExpertUsed] for this chunk, or null
+  const int32_t* forced_routes = nullptr;  // [n][nMoeLayer][nExpertUsed]: run these instead of the top-k, or null
   int32_t* logit_rows = nullptr;           // [n_logit]: the chunk's rows that get logits, increasing
   int32_t n_logit = 0;
   float* logits = nullptr;             // [n_logit][nVocab]
   std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim
   // Where routed experts come from and step timing (forward_steps.cc); both null: the plain path.
   const mt_expert_source* experts = nullptr;
-  double* layer_stats = nullptr;  // [nLayer][MT_LAYER_STATS_FIELDS] for the whole eval
+  double* layer_stats = nullptr;  // [nMoeLayer][MT_LAYER_STATS_FIELDS] for the whole eval
   bool first_chunk = true;
   int64_t layer_start_ns = 0, moe_start_ns = 0;
   int64_t device_ns[2] = {0, 0};  // this chunk's remote runs on the device (remote_wait); 0: none

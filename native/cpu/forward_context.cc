@@ -37,7 +37,7 @@ void layout(mt_context* c, Carver& a) {
   const mt_hparams& hp = m.hp;
   const size_t R = size_t(c->rows_max), E = size_t(hp.n_embd), K = size_t(hp.n_expert_used);
   const size_t Q = size_t(hp.n_head) * size_t(hp.head_dim), KV = size_t(hp.n_head_kv) * size_t(hp.head_dim);
-  const size_t routed = R * K, slots = routed + (hp.shared_expert ? R : 0);
+  const size_t routed = R * K, slots = routed + (hp.shared_expert || hp.n_layer_dense_lead > 0 ? R : 0);
   const size_t cache_rows = size_t(c->n_seq) * size_t(c->n_ctx);
   c->k_cache = a.take<float>(size_t(hp.n_layer) * cache_rows * KV);
   c->v_cache = a.take<float>(size_t(hp.n_layer) * cache_rows * KV);
@@ -72,7 +72,8 @@ void layout(mt_context* c, Carver& a) {
   c->row_slot = a.take<int32_t>(routed);
   c->slot_row = a.take<int32_t>(slots);
   c->expert_count = a.take<int32_t>(size_t(hp.n_expert));
-  c->n_ff_max = std::max<int64_t>(hp.n_ff_exp, hp.shared_expert ? hp.n_ff_shexp : 0);
+  c->n_ff_max =
+      std::max<int64_t>({hp.n_ff_exp, hp.shared_expert ? hp.n_ff_shexp : 0, hp.n_layer_dense_lead > 0 ? hp.n_ff : 0});
   c->slot_act = a.take<uint8_t>(
       routed * act_row_max(m, hp.n_embd, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.gate.first; }));
   c->slot_gate = a.take<float>(slots * size_t(c->n_ff_max));
@@ -81,8 +82,9 @@ void layout(mt_context* c, Carver& a) {
       a.take<uint8_t>(routed * act_row_max(m, hp.n_ff_exp, [](const mt::LayerWeights& L) -> const mt::Matrix& {
                         return L.down.first;
                       }));
+  // The shared expert's, or a dense layer's (its FFN is one more such run).
   c->shexp_act_down = a.take<uint8_t>(
-      R * act_row_max(m, hp.n_ff_shexp, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.shexp_down; }));
+      R * act_row_max(m, c->n_ff_max, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.shexp_down; }));
   c->slot_down = a.take<float>(slots * E);
   c->scores = a.take<float>(size_t(c->n_threads) * size_t(c->n_ctx));
 }

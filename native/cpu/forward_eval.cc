@@ -60,18 +60,20 @@ void predict_layer(Pass& p, int32_t target, int32_t k, int32_t* ids) {
 
 // At a layer's start in a one-token eval: the eval's predictions (mt_eval_args.predicted) and the
 // expert source's one-layer-ahead guess (mt_expert_source.predicted, for its prefetch).
+// MoE layers only (a dense layer makes none, and has no router to predict); indexes are MoE layers'.
 void predict_routes(Pass& p) {
-  const int32_t n_layer = p.m->hp.n_layer;
+  const int32_t n_moe = mt_moe_layers(&p.m->hp), dense = p.m->hp.n_layer_dense_lead;
+  if (p.moe < 0) return;
   if (p.predicted != nullptr) {
-    const int32_t from = p.layer == 0 ? 0 : p.layer + p.predict_ahead, to = p.layer + p.predict_ahead;
-    for (int32_t t = from; t <= to && t < n_layer; t++)
-      predict_layer(p, t, p.predict_k, p.predicted + size_t(t) * size_t(p.predict_k));
+    const int32_t from = p.moe == 0 ? 0 : p.moe + p.predict_ahead, to = p.moe + p.predict_ahead;
+    for (int32_t t = from; t <= to && t < n_moe; t++)
+      predict_layer(p, dense + t, p.predict_k, p.predicted + size_t(t) * size_t(p.predict_k));
   }
   const mt_expert_source* s = p.experts;
-  if (s != nullptr && s->predicted != nullptr && s->predict_k > 0 && p.layer + 1 < n_layer) {
+  if (s != nullptr && s->predicted != nullptr && s->predict_k > 0 && p.moe + 1 < n_moe) {
     const int32_t k = s->predict_k < p.m->hp.n_expert ? s->predict_k : p.m->hp.n_expert;
-    predict_layer(p, p.layer + 1, k, p.c->pred_ids.data());
-    s->predicted(s->self, p.layer + 1, p.c->pred_ids.data(), k);
+    predict_layer(p, dense + p.moe + 1, k, p.c->pred_ids.data());
+    s->predicted(s->self, p.moe + 1, p.c->pred_ids.data(), k);
   }
 }
 
@@ -259,9 +261,10 @@ bool check_logits_finite(const float* logits, int32_t rows, int32_t n_vocab, int
 // a bad id would index past the expert tables, so it is refused before anything runs.
 bool check_forced_routes(const mt_hparams& hp, const mt_eval_args& a, char* err, size_t err_bytes) {
   const int32_t K = hp.n_expert_used;
-  const size_t need = size_t(a.n_tokens) * size_t(hp.n_layer) * size_t(K);
+  const size_t n_moe = size_t(mt_moe_layers(&hp));
+  const size_t need = size_t(a.n_tokens) * n_moe * size_t(K);
   if (a.forced_routes_len < need)
-    return std::snprintf(err, err_bytes, "forcedRoutes: expected %zu ids (tokens x nLayer x nExpertUsed, got %zu)",
+    return std::snprintf(err, err_bytes, "forcedRoutes: expected %zu ids (tokens x MoE layers x nExpertUsed, got %zu)",
                          need, a.forced_routes_len),
            false;
   for (size_t at = 0; at < need; at += size_t(K)) {
@@ -270,7 +273,7 @@ bool check_forced_routes(const mt_hparams& hp, const mt_eval_args& a, char* err,
       bool repeated = false;
       for (int32_t j = 0; j < k; j++) repeated = repeated || ids[j] == ids[k];
       if (ids[k] < 0 || ids[k] >= hp.n_expert || repeated) {
-        const size_t row = at / size_t(K) / size_t(hp.n_layer), layer = at / size_t(K) % size_t(hp.n_layer);
+        const size_t row = at / size_t(K) / n_moe, layer = at / size_t(K) % n_moe;
         return std::snprintf(
                    err, err_bytes,
                    "forcedRoutes: row %zu layer %zu: expected %d distinct expert ids in [0, %d) (got %d at rank %d)",
@@ -340,15 +343,17 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
   if ((a.logits == nullptr && logits_need > 0) || a.logits_len < logits_need)
     return std::snprintf(err, err_bytes, "logits: expected room for %zu floats (got %zu)", logits_need, a.logits_len),
            false;
-  const size_t routes_need = size_t(a.n_tokens) * size_t(hp.n_layer) * size_t(hp.n_expert_used);
+  const size_t n_moe = size_t(mt_moe_layers(&hp));
+  const size_t routes_need = size_t(a.n_tokens) * n_moe * size_t(hp.n_expert_used);
   if (a.routes != nullptr && a.routes_len < routes_need)
-    return std::snprintf(err, err_bytes, "routes: expected room for %zu ids (tokens x nLayer x nExpertUsed, got %zu)",
-                         routes_need, a.routes_len),
+    return std::snprintf(err, err_bytes,
+                         "routes: expected room for %zu ids (tokens x MoE layers x nExpertUsed, got %zu)", routes_need,
+                         a.routes_len),
            false;
-  const size_t stats_need = size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS;
+  const size_t stats_need = n_moe * MT_LAYER_STATS_FIELDS;
   if (a.layer_stats != nullptr && a.layer_stats_len < stats_need)
-    return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (nLayer x %d, got %zu)", stats_need,
-                         MT_LAYER_STATS_FIELDS, a.layer_stats_len),
+    return std::snprintf(err, err_bytes, "layerStats: expected room for %zu numbers (MoE layers x %d, got %zu)",
+                         stats_need, MT_LAYER_STATS_FIELDS, a.layer_stats_len),
            false;
   if (a.predicted != nullptr &&
       (a.n_tokens != 1 || a.predict_k < 1 || a.predict_k > hp.n_expert || a.predict_ahead < 0 || a.predict_ahead > 1))
@@ -357,9 +362,9 @@ bool check_args(const mt_context& c, const mt_eval_args& a, char* err, size_t er
                          "tokens, predictK %d, ahead %d)",
                          hp.n_expert, a.n_tokens, a.predict_k, a.predict_ahead),
            false;
-  if (a.predicted != nullptr && a.predicted_len < size_t(hp.n_layer) * size_t(a.predict_k))
-    return std::snprintf(err, err_bytes, "predicted: expected room for %zu ids (nLayer x predictK, got %zu)",
-                         size_t(hp.n_layer) * size_t(a.predict_k), a.predicted_len),
+  if (a.predicted != nullptr && a.predicted_len < n_moe * size_t(a.predict_k))
+    return std::snprintf(err, err_bytes, "predicted: expected room for %zu ids (MoE layers x predictK, got %zu)",
+                         n_moe * size_t(a.predict_k), a.predicted_len),
            false;
   if (a.forced_routes != nullptr && !check_forced_routes(hp, a, err, err_bytes)) return false;
   if (a.experts != nullptr && a.experts->model != c.model)
@@ -392,7 +397,7 @@ void init_pass(Pass& p, mt_context* ctx, const mt_eval_args* args, int32_t row0,
   p.logit_rows = ctx->logit_local + local0;
   p.tokens = args->tokens + row0;
   p.x = x;
-  const size_t row_ids = size_t(row0) * size_t(hp.n_layer) * size_t(hp.n_expert_used);
+  const size_t row_ids = size_t(row0) * size_t(mt_moe_layers(&hp)) * size_t(hp.n_expert_used);
   p.routes = args->routes ? args->routes + row_ids : nullptr;
   p.forced_routes = args->forced_routes ? args->forced_routes + row_ids : nullptr;
   p.predicted = args->predicted, p.predict_k = args->predict_k, p.predict_ahead = args->predict_ahead;
@@ -401,7 +406,10 @@ void init_pass(Pass& p, mt_context* ctx, const mt_eval_args* args, int32_t row0,
 bool run_layer(Pass& p, int32_t l, char* err, size_t err_bytes) {
   p.layer = l;
   p.L = &p.m->layers[size_t(l)];
-  const bool stepped = p.experts != nullptr || p.layer_stats != nullptr;
+  p.moe = p.L->dense ? -1 : l - p.m->hp.n_layer_dense_lead;
+  // A dense layer is no step of the expert source's and has no stats row: its time falls before
+  // the first MoE layer's start.
+  const bool stepped = (p.experts != nullptr || p.layer_stats != nullptr) && p.moe >= 0;
   if (stepped) step_layer_begin(p);
   attention_layer(p);
   if (stepped) step_moe_begin(p);
@@ -491,7 +499,7 @@ extern "C" int mt_eval(mt_context* ctx, const mt_eval_args* args, char* err, siz
   if (!check_args(*ctx, *args, err, err_bytes)) return -1;
   const mt_hparams& hp = ctx->model->hp;
   if (args->layer_stats != nullptr)
-    std::memset(args->layer_stats, 0, size_t(hp.n_layer) * MT_LAYER_STATS_FIELDS * sizeof(double));
+    std::memset(args->layer_stats, 0, size_t(mt_moe_layers(&hp)) * MT_LAYER_STATS_FIELDS * sizeof(double));
   // With an expert source a prompt longer than a chunk runs in groups, layer by layer.
   const int32_t step = args->experts != nullptr ? ctx->group_rows_max : ctx->rows_max;
   for (int32_t row0 = 0; row0 < args->n_tokens; row0 += step) {

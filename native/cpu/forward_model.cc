@@ -185,6 +185,9 @@ bool check_hparams(const mt_hparams& hp, Builder& b) {
     return b.fail("hparams.nExpertUsed", "1..min(nExpert, 64)");
   if (!in(hp.n_ff_exp, 1, big)) return b.fail("hparams.nFfExp", "1..2^20");
   if (hp.shared_expert && !in(hp.n_ff_shexp, 1, big)) return b.fail("hparams.nFfShexp", "1..2^20 with a shared expert");
+  if (!in(hp.n_layer_dense_lead, 0, hp.n_layer - 1))
+    return b.fail("hparams.nLayerDenseLead", "0..nLayer - 1 (at least one layer with experts)");
+  if (hp.n_layer_dense_lead > 0 && !in(hp.n_ff, 1, big)) return b.fail("hparams.nFf", "1..2^20 with dense layers");
   if (!(hp.rms_eps >= 0 && std::isfinite(hp.rms_eps))) return b.fail("hparams.rmsEps", "a finite number >= 0");
   if (!(hp.rope_base > 0 && std::isfinite(hp.rope_base))) return b.fail("hparams.ropeBase", "a finite number > 0");
   if (!in(hp.qk_norm, MT_QK_NORM_NONE, MT_QK_NORM_FULL)) return b.fail("hparams.qkNorm", "none, head or full");
@@ -210,6 +213,17 @@ bool check_hparams(const mt_hparams& hp, Builder& b) {
   return true;
 }
 
+// A leading dense layer's FFN: computed as an ungated shared expert with no routed ones beside it.
+bool build_dense_ffn(const mt_hparams& hp, const std::string& p, Builder& b, mt::LayerWeights* L) {
+  L->dense = true;
+  if (!(b.matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff, &L->shexp_gate) &&
+        b.matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff, &L->shexp_up) &&
+        b.matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd, &L->shexp_down)))
+    return false;
+  if (L->shexp_up.type != L->shexp_gate.type) return b.fail(p + "ffn_up.weight", "the type of ffn_gate");
+  return true;
+}
+
 bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* L) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t q_dim = int64_t(hp.n_head) * hp.head_dim, kv_dim = int64_t(hp.n_head_kv) * hp.head_dim;
@@ -230,8 +244,9 @@ bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* 
          b.vector(p + "attn_k_norm.weight", head ? hp.head_dim : kv_dim, &L->k_norm);
   }
   const char* ffn_norm = hp.ffn_norm_post_attention ? "post_attention_norm.weight" : "ffn_norm.weight";
-  ok = ok && b.vector(p + ffn_norm, hp.n_embd, &L->ffn_norm) &&
-       b.matrix(p + "ffn_gate_inp.weight", hp.n_embd, hp.n_expert, &L->router) &&
+  ok = ok && b.vector(p + ffn_norm, hp.n_embd, &L->ffn_norm);
+  if (l < hp.n_layer_dense_lead) return ok && build_dense_ffn(hp, p, b, L);
+  ok = ok && b.matrix(p + "ffn_gate_inp.weight", hp.n_embd, hp.n_expert, &L->router) &&
        (!hp.router_bias || b.vector(p + "ffn_gate_inp.bias", hp.n_expert, &L->router_bias)) &&
        (!hp.expert_bias || b.vector(p + "exp_probs_b.bias", hp.n_expert, &L->exp_probs_b)) &&
        b.experts(p + "ffn_gate_exps.weight", hp.n_embd, hp.n_ff_exp, hp.n_expert, &L->gate) &&
@@ -304,8 +319,8 @@ mt_matrix_desc desc_of(const mt::Matrix& m) { return mt_matrix_desc{m.data, m.ty
 }  // namespace
 
 extern "C" int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_experts* out) {
-  if (layer < 0 || layer >= model->hp.n_layer) return -1;
-  const mt::LayerWeights& L = model->layers[size_t(layer)];
+  if (layer < 0 || layer >= mt_moe_layers(&model->hp)) return -1;
+  const mt::LayerWeights& L = model->layers[size_t(model->hp.n_layer_dense_lead + layer)];
   *out = mt_layer_experts{desc_of(L.gate.first), desc_of(L.up.first), desc_of(L.down.first),
                           L.gate.expert_bytes,   L.up.expert_bytes,   L.down.expert_bytes};
   return 0;

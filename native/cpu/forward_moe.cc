@@ -46,11 +46,13 @@ void ffn_norm_phase(void* arg, int ith, int nth) {
     const bool shared = L.shexp_gate.data != nullptr;
     const Matrix* readers[3] = {&L.router, &L.gate.first, shared ? &L.shexp_gate : nullptr};
     for (int i = 0; i < 3; i++) {
-      if (readers[i] == nullptr || readers[i]->type == done[0] || readers[i]->type == done[1]) continue;
+      if (readers[i] == nullptr || readers[i]->data == nullptr || readers[i]->type == done[0] ||
+          readers[i]->type == done[1])
+        continue;  // none (a dense layer has no router or experts), or prepared already
       const int32_t t = done[i] = readers[i]->type;
       mt_act_prepare(t, h, E, c.act_h[t] + size_t(r) * mt_act_row_bytes(t, E));
     }
-    // The shared expert's weight: its sigmoid gate (qwen2moe), or 1 (glm4moe's is ungated).
+    // The shared expert's weight: its sigmoid gate (qwen2moe), or 1 (glm4moe's is ungated; a dense FFN).
     if (shared) c.shexp_weight[r] = L.shexp_gate_inp != nullptr ? sigmoid(dot(L.shexp_gate_inp, h, E)) : 1.0f;
   }
 }
@@ -85,7 +87,7 @@ void route_phase(void* arg, int ith, int nth) {
       for (int32_t i = 0; i < hp.n_expert; i++) probs[i] += p.L->router_bias[i];
     expert_probabilities(hp, probs);
     if (p.forced_routes != nullptr)
-      std::memcpy(ids, p.forced_routes + (r * hp.n_layer + p.layer) * K, size_t(K) * sizeof(int32_t));
+      std::memcpy(ids, p.forced_routes + (r * mt_moe_layers(&hp) + p.moe) * K, size_t(K) * sizeof(int32_t));
     else
       top_k(selection_scores(hp, *p.L, probs, c.router_sel + r * hp.n_expert), hp.n_expert, K, ids);
     if (hp.gating == MT_GATING_SOFTMAX_WEIGHT) {  // gpt-oss: softmax over the chosen k's logits
@@ -95,7 +97,8 @@ void route_phase(void* arg, int ith, int nth) {
     } else {
       route_weights(hp, probs, ids, p.forced_routes != nullptr, c.route_w + r * K);
     }
-    if (p.routes != nullptr) std::memcpy(p.routes + (r * hp.n_layer + p.layer) * K, ids, size_t(K) * sizeof(int32_t));
+    if (p.routes != nullptr)
+      std::memcpy(p.routes + (r * mt_moe_layers(&hp) + p.moe) * K, ids, size_t(K) * sizeof(int32_t));
   }
 }
 
@@ -254,12 +257,17 @@ void combine_row(const Pass& p, int32_t r) {
   const mt_hparams& hp = p.m->hp;
   const int64_t E = hp.n_embd;
   const int32_t K = hp.n_expert_used;
+  float* x = p.x + r * E;
+  if (p.combine_dense) {  // a dense layer's FFN: slot r, added as it is
+    const float* y = c.slot_down + size_t(r) * size_t(E);
+    for (int64_t i = 0; i < E; i++) x[i] += y[i];
+    return;
+  }
   float* sum = c.proj + r * E;
   std::memset(sum, 0, size_t(E) * sizeof(float));
   for (int32_t k = 0; k < K; k++)
     axpy(c.route_w[r * K + k], c.slot_down + size_t(c.row_slot[r * K + k]) * size_t(E), sum, E);
   if (hp.shared_expert) axpy(c.shexp_weight[r], c.slot_down + size_t(p.n * K + r) * size_t(E), sum, E);
-  float* x = p.x + r * E;
   for (int64_t i = 0; i < E; i++) x[i] += sum[i];
 }
 
@@ -295,7 +303,24 @@ const float* selection_scores(const mt_hparams& hp, const LayerWeights& L, const
   return sel;
 }
 
+// A leading dense layer's FFN (no router, no experts): one run over every row, slots [0, n).
+void dense_layer(Pass& p) {
+  mt_context& c = *p.c;
+  const LayerWeights& L = *p.L;
+  run_phase(p, ffn_norm_phase, p.n > 1);
+  const size_t down_stride = mt_act_row_bytes(L.shexp_down.type, L.shexp_down.cols);
+  c.runs[0] = ExpertRun{
+      -1, 0, p.n, L.shexp_gate, L.shexp_up, L.shexp_down, c.act_h[L.shexp_gate.type], c.shexp_act_down, down_stride};
+  c.gate_up_segs[0] = Segment{L.shexp_gate.rows, L.shexp_gate.cols * (p.n + 2)};
+  c.down_segs[0] = Segment{L.shexp_down.rows, L.shexp_down.cols * (p.n + 2)};
+  p.n_runs = p.n_local = 1;
+  compute_wave(p, 0, 1);
+  p.combine_pending = p.combine_dense = true;
+}
+
 bool moe_layer(Pass& p, char* err, size_t err_bytes) {
+  if (p.L->dense) return dense_layer(p), true;
+  p.combine_dense = false;
   const bool rows_parallel = p.n > 1;
   run_phase(p, ffn_norm_phase, rows_parallel);
   run_phase(p, router_phase, true);

@@ -27,7 +27,7 @@ namespace {
 
 int64_t stamp(const Pass& p, uint64_t work_bytes) {
   const mt_expert_source* s = p.experts;
-  return s != nullptr ? s->stamp(s->self, p.layer, work_bytes) : mt_monotonic_ns();
+  return s != nullptr ? s->stamp(s->self, p.moe, work_bytes) : mt_monotonic_ns();
 }
 
 uint64_t matrix_bytes(const Matrix& m) { return m.data != nullptr ? uint64_t(m.rows) * m.row_bytes : 0; }
@@ -78,7 +78,7 @@ void move_run(mt_context& c, int32_t i, int32_t at) {
 void step_layer_begin(Pass& p) {
   p.layer_hits = p.layer_misses = 0;
   p.layer_start_ns = stamp(p, 0);
-  if (p.experts != nullptr) p.experts->layer_begin(p.experts->self, p.layer);
+  if (p.experts != nullptr) p.experts->layer_begin(p.experts->self, p.moe);
 }
 
 void step_moe_begin(Pass& p) { p.moe_start_ns = stamp(p, attention_work_bytes(p)); }
@@ -92,7 +92,7 @@ bool step_bind_runs(Pass& p, int32_t* n_ready, char* err, size_t err_bytes) {
     c.bindings[size_t(n)] = mt_expert_binding{run.expert, run.count, nullptr, nullptr, nullptr, run.gate.type, 0, 0, 0};
     n++;
   }
-  if (s->bind(s->self, p.layer, c.bindings.data(), n, err, err_bytes) != 0) return false;
+  if (s->bind(s->self, p.moe, c.bindings.data(), n, err, err_bytes) != 0) return false;
   p.n_bound = n;
   for (int32_t i = 0; i < p.n_runs; i++) c.run_binding[size_t(i)] = i < n ? i : -1;
   int32_t ready = 0;  // stable partition: runs whose weights are in memory first, the pending after
@@ -126,7 +126,7 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
     std::snprintf(
         err, err_bytes,
         "expert source: bind marked %d run(s) of layer %d remote, but the source has no remote_start / remote_wait",
-        p.n_runs - p.n_local, p.layer);
+        p.n_runs - p.n_local, p.moe);
     return false;
   }
   // A device computes Down (silu(Gate x) * (Up x)) only: gpt-oss's biases and clamped SwiGLU are the host's.
@@ -134,7 +134,7 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
     std::snprintf(err, err_bytes,
                   "expert source: %d run(s) of layer %d bound to the device, whose expert kernels have no "
                   "per-expert biases or swiglu_oai (gpt-oss): use the cpu expert backend",
-                  p.n_runs - p.n_local, p.layer);
+                  p.n_runs - p.n_local, p.moe);
     return false;
   }
   int32_t n = 0;
@@ -143,7 +143,7 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
     c.remote_runs[size_t(n++)] = mt_remote_run{c.run_binding[size_t(i)], run.count, c.slot_row + run.first,
                                                c.slot_down + size_t(run.first) * size_t(E)};
   }
-  if (s->remote_start(s->self, p.layer, c.h, c.remote_runs.data(), n, err, err_bytes) != 0) return false;
+  if (s->remote_start(s->self, p.moe, c.h, c.remote_runs.data(), n, err, err_bytes) != 0) return false;
   p.remote_started = true;
   return true;
 }
@@ -151,7 +151,7 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes) {
 bool step_remote_wait(Pass& p, char* err, size_t err_bytes) {
   if (!p.remote_started) return true;
   p.remote_started = false;
-  return p.experts->remote_wait(p.experts->self, p.layer, p.device_ns, err, err_bytes) == 0;
+  return p.experts->remote_wait(p.experts->self, p.moe, p.device_ns, err, err_bytes) == 0;
 }
 
 bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_bytes) {
@@ -159,7 +159,7 @@ bool step_await_runs(Pass& p, int32_t from, int32_t* to, char* err, size_t err_b
   mt_context& c = *p.c;
   int32_t* landed = c.expert_count;  // free after group_slots: [nExpert] >= the pending runs
   int32_t n_landed = 0;
-  if (s->await(s->self, p.layer, c.bindings.data(), p.n_bound, landed, &n_landed, err, err_bytes) != 0) return false;
+  if (s->await(s->self, p.moe, c.bindings.data(), p.n_bound, landed, &n_landed, err, err_bytes) != 0) return false;
   int32_t next = from;
   for (int32_t k = 0; k < n_landed; k++) {
     for (int32_t i = next; i < p.n_local; i++) {
@@ -179,11 +179,11 @@ void step_layer_end(Pass& p) {
   const int64_t device_start = p.device_ns[0], device_end = p.device_ns[1];
   p.device_ns[0] = p.device_ns[1] = 0;  // the next chunk's or layer's own remote_wait sets them
   if (p.experts != nullptr)
-    p.experts->layer_end(p.experts->self, p.layer);
+    p.experts->layer_end(p.experts->self, p.moe);
   else
     p.layer_misses = int64_t(p.n) * p.m->hp.n_expert_used;  // nothing is resident
   if (p.layer_stats == nullptr) return;
-  double* s = p.layer_stats + size_t(p.layer) * MT_LAYER_STATS_FIELDS;
+  double* s = p.layer_stats + size_t(p.moe) * MT_LAYER_STATS_FIELDS;
   // Over several chunks: the first start, the last end, and moeEnd - moeStart = their MoE time.
   const double moe_before = p.first_chunk ? 0.0 : s[3] - s[2];
   if (p.first_chunk) s[0] = double(p.layer_start_ns);

@@ -52,6 +52,13 @@ typedef struct mt_hparams {
   int32_t router_bias;     /* 1: blk.l.ffn_gate_inp.bias [n_expert] is added to the router's logits */
   int32_t expert_ffn_bias; /* 1: ffn_{gate,up}_exps.bias [n_ff_exp, n_expert], ffn_down_exps.bias [n_embd, n_expert] */
   int32_t expert_act;      /* enum mt_expert_act */
+  /* Leading dense layers (glm4moe, deepseek2; zeros: every layer MoE). Layers l < n_layer_dense_lead
+   * have a plain FFN (blk.l.ffn_gate / ffn_up [n_ff, n_embd], ffn_down [n_embd, n_ff], SiLU-gated) and
+   * no router or experts. Everything indexed by layer for the experts (routes, forced routes,
+   * predictions, layer stats, the expert source's calls, mt_model_layer_experts) counts the MoE
+   * layers only: MoE layer m is layer n_layer_dense_lead + m. */
+  int32_t n_layer_dense_lead;
+  int32_t n_ff; /* the dense layers' FFN width */
 } mt_hparams;
 
 /* SOFTMAX_WEIGHT (gpt-oss): the top k of the raw logits, weighted by the softmax over those k. */
@@ -175,7 +182,10 @@ void mt_model_free(mt_model* model);
 /* Bytes of the dense tensors the model holds in its own memory (0 without a dense fd). */
 uint64_t mt_model_owned_dense_bytes(const mt_model* model);
 const mt_hparams* mt_model_hparams(const mt_model* model);
-/* Layer `layer`'s routed experts as mapped: 0, or -1 when layer is out of range. */
+/* The layers with experts: n_layer - n_layer_dense_lead (routes, layer stats and the tier count these). */
+static inline int32_t mt_moe_layers(const mt_hparams* hp) { return hp->n_layer - hp->n_layer_dense_lead; }
+/* MoE layer `layer`'s routed experts as mapped (model layer n_layer_dense_lead + layer): 0, or -1
+ * when layer is out of range. */
 int mt_model_layer_experts(const mt_model* model, int32_t layer, mt_layer_experts* out);
 
 /* Bounds of mt_context_create's arguments (checked there and by mt_context_bytes). */
@@ -212,7 +222,7 @@ typedef struct mt_eval_args {
   float* logits;     /* n_vocab floats, or n_tokens * n_vocab with all_logits */
   size_t logits_len; /* floats available at logits */
   int32_t all_logits;
-  int32_t* routes; /* NULL, or n_tokens * n_layer * n_expert_used ids [row][layer][rank] */
+  int32_t* routes; /* NULL, or n_tokens * mt_moe_layers * n_expert_used ids [row][MoE layer][rank] */
   size_t routes_len;
   const mt_expert_source* experts; /* NULL (every expert from the container), or where they come from */
   double* layer_stats;             /* NULL, or n_layer * MT_LAYER_STATS_FIELDS (above) */

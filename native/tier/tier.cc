@@ -53,9 +53,10 @@ mt_layer_experts layer_experts(const mt_model* m, int32_t layer) {
 
 bool check_options(const mt_model* m, const mt_tier_options& o, char* err, size_t err_bytes) {
   const mt_hparams& hp = *mt_model_hparams(m);
-  if (o.n_layer != hp.n_layer || o.slots_per_layer == nullptr)
+  const int32_t n_moe = mt_moe_layers(&hp);  // the tier's layers: those with experts
+  if (o.n_layer != n_moe || o.slots_per_layer == nullptr)
     return fail(err, err_bytes,
-                "slotsPerLayer: expected " + std::to_string(hp.n_layer) + " counts (one per layer), got " +
+                "slotsPerLayer: expected " + std::to_string(n_moe) + " counts (one per layer), got " +
                     std::to_string(o.slots_per_layer == nullptr ? 0 : o.n_layer));
   for (int32_t l = 0; l < o.n_layer; l++)
     if (o.slots_per_layer[l] < 0 || o.slots_per_layer[l] > hp.n_expert)
@@ -109,7 +110,7 @@ extern "C" {
 
 uint64_t mt_tier_host_copy_bytes(const mt_model* m) {
   uint64_t bytes = 0;
-  for (int32_t l = 0; l < mt_model_hparams(m)->n_layer; l++) {
+  for (int32_t l = 0; l < mt_moe_layers(mt_model_hparams(m)); l++) {
     const mt_layer_experts e = layer_experts(m, l);
     uint64_t layer_bytes = 0;
     // A Q8_0 gate beside another up / down type would make a Q8_0 copy look like the container's
@@ -155,15 +156,16 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   mt_backend_stats st{};
   mt_backend_stats_get(backend, &st);
   const mt_hparams& hp = *mt_model_hparams(model);
+  const int32_t n_moe = mt_moe_layers(&hp);  // the tier's layers: those with experts (mt_forward.h)
   std::unique_ptr<mt_tier> t(new (std::nothrow) mt_tier());
   if (!t) return fail(err, err_bytes, "createTier: out of memory"), nullptr;
   t->model = model, t->backend = backend, t->virtual_clock = st.virtual_clock != 0;
-  t->n_layer = hp.n_layer, t->n_expert = hp.n_expert;
+  t->n_layer = n_moe, t->n_expert = hp.n_expert;
   t->host_copy_bytes = mt_tier_host_copy_bytes(model);
   t->host = o->host, t->host_bytes = o->host_bytes, t->host_offsets = o->host_offsets;
   uint64_t slot_bytes = 0;
   int32_t total = 0;
-  for (int32_t l = 0; l < hp.n_layer; l++) {
+  for (int32_t l = 0; l < n_moe; l++) {
     t->experts.push_back(layer_experts(model, l));
     slot_bytes = std::max<uint64_t>(slot_bytes, expert_bytes(*t, l));
     total += o->slots_per_layer[l];
@@ -171,34 +173,34 @@ mt_tier* mt_tier_create(const mt_model* model, mt_backend* backend, const mt_tie
   t->slot_bytes = slot_bytes;
   std::vector<int32_t> ids;
   if (!tier_reserve_slots(*t, total, &ids, err, err_bytes)) return nullptr;
-  t->layer_slots.resize(size_t(hp.n_layer));
-  for (int32_t l = 0, next = 0; l < hp.n_layer; l++)
+  t->layer_slots.resize(size_t(n_moe));
+  for (int32_t l = 0, next = 0; l < n_moe; l++)
     for (int32_t i = 0; i < o->slots_per_layer[l]; i++, next++) {
       t->layer_slots[size_t(l)].push_back(ids[size_t(next)]);
       t->slot_layer[size_t(ids[size_t(next)])] = l;
     }
-  const size_t experts = size_t(hp.n_layer) * size_t(hp.n_expert);
+  const size_t experts = size_t(n_moe) * size_t(hp.n_expert);
   t->residency.reset(new std::atomic<int32_t>[experts]);
   for (size_t i = 0; i < experts; i++) t->residency[i].store(-1);
-  t->pending_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
-  t->flight_n.reset(new std::atomic<int32_t>[size_t(hp.n_layer)]);
-  for (int32_t l = 0; l < hp.n_layer; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
+  t->pending_n.reset(new std::atomic<int32_t>[size_t(n_moe)]);
+  t->flight_n.reset(new std::atomic<int32_t>[size_t(n_moe)]);
+  for (int32_t l = 0; l < n_moe; l++) t->pending_n[l].store(0), t->flight_n[l].store(0);
   t->expert_state.assign(experts, kExpertNone);
   t->prefetch.prefetched.reset(new std::atomic<uint8_t>[experts]);
   t->prefetch.observed.reset(new std::atomic<uint8_t>[experts]);
   for (size_t i = 0; i < experts; i++) t->prefetch.prefetched[i].store(0), t->prefetch.observed[i].store(0);
-  t->prefetch.by_layer.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * kPrefetchOutcomes]);
-  for (size_t i = 0; i < size_t(hp.n_layer) * kPrefetchOutcomes; i++) t->prefetch.by_layer[i].store(0);
+  t->prefetch.by_layer.reset(new std::atomic<uint64_t>[size_t(n_moe) * kPrefetchOutcomes]);
+  for (size_t i = 0; i < size_t(n_moe) * kPrefetchOutcomes; i++) t->prefetch.by_layer[i].store(0);
   t->prefetch.queue.reserve(MT_TIER_PREFETCH_QUEUE_MAX);
-  t->reads.path_calls.reset(new std::atomic<uint64_t>[size_t(hp.n_layer) * 2]);
-  for (size_t i = 0; i < size_t(hp.n_layer) * 2; i++) t->reads.path_calls[i].store(0);
+  t->reads.path_calls.reset(new std::atomic<uint64_t>[size_t(n_moe) * 2]);
+  for (size_t i = 0; i < size_t(n_moe) * 2; i++) t->reads.path_calls[i].store(0);
   t->routed_now.assign(size_t(hp.n_expert), 0);  // admit before run's and the prefetch's marks
   t->policy.eligible.assign(size_t(hp.n_expert), 0);
   t->policy.kept_misses.assign(size_t(hp.n_expert), 0);
   t->policy.count.assign(experts, 0);
   t->policy.stamp.assign(experts, 0);
   t->no_victims.assign(size_t(hp.n_expert), 1);
-  t->pending.resize(size_t(hp.n_layer));
+  t->pending.resize(size_t(n_moe));
   for (auto& q : t->pending) q.reserve(size_t(hp.n_expert));
   t->victim_slots.assign(size_t(hp.n_expert), -1);
   // Reserved in full: the issuer and the eval thread never allocate (a first touch of fresh

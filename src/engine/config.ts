@@ -15,7 +15,7 @@ import { InvalidOptionError } from '../core/errors.js';
 import { limits } from '../core/limits.js';
 import type { LoadedModel } from '../model/load.js';
 import { modelIdentity } from '../model/identity.js';
-import type { HParams } from '../model/types.js';
+import { moeLayers, type HParams } from '../model/types.js';
 import type { NativeBinding } from '../native/binding.js';
 import { EVAL_CHUNK_ROWS, IO_QUEUE_DEPTH_DEFAULT } from '../native/constants.js';
 import { defaultHeatPath } from './heat-file.js';
@@ -351,7 +351,7 @@ function memoryPlanOf(
       ioBounceBytes(expertBytes, prefillBufferBytes > 0, deviceSlotsPerLayer === undefined) +
       (deviceSlotsPerLayer !== undefined ? devicePinnedBytes(native, hp, nCtx) : 0),
     expertBytes: expertContainerBytes(model.file, hp),
-    nLayer: hp.nLayer,
+    nLayer: moeLayers(hp),
     nExpert: hp.nExpert,
     nExpertUsed: hp.nExpertUsed,
     // A prefill chunk (up to EVAL_CHUNK_ROWS rows) may read every expert of a layer it routes to.
@@ -360,8 +360,8 @@ function memoryPlanOf(
   };
   const plan = planMemory(input);
   if (plan.slotsPerLayer >= 1) return plan;
-  const minimum = plan.budgetBytes - plan.unusedBytes - plan.parts.slots + hp.nLayer * plan.slotStrideBytes;
-  throw new MemoryBudgetError(budgetBytes, minimum, { ...plan.parts, slots: hp.nLayer * plan.slotStrideBytes });
+  const minimum = plan.budgetBytes - plan.unusedBytes - plan.parts.slots + moeLayers(hp) * plan.slotStrideBytes;
+  throw new MemoryBudgetError(budgetBytes, minimum, { ...plan.parts, slots: moeLayers(hp) * plan.slotStrideBytes });
 }
 
 /** The configuration as plain JSON (moetier run --json's `config`): Infinity as null, one slot count where every layer has the same. */

@@ -16,7 +16,7 @@ import { checkWritableOutput } from '../core/output-file.js';
 import { InvalidOptionError, LimitExceededError, RequestAbortedError, UnsupportedModelError } from '../core/errors.js';
 import { applyChatTemplate, hasChatTemplate, type ChatMessage } from '../model/chat-template.js';
 import { limits } from '../core/limits.js';
-import type { HParams } from '../model/types.js';
+import { firstMoeLayer, moeLayers, type HParams } from '../model/types.js';
 import type { Tokenizer } from '../model/tokenizer/index.js';
 import { loadNative, type NativeBinding, type NativeContextHandle } from '../native/binding.js';
 import type { Observable } from 'rxjs';
@@ -265,7 +265,7 @@ class NativeEngine implements Engine {
   /** gen_ai.request.model of this engine's requests. */
   /** The expert geometry a route trace's header carries (replay prices the trace from it). */
   private traceGeometry(): TraceGeometry | undefined {
-    const gate = this.model.file.tensors.get('blk.0.ffn_gate_exps.weight');
+    const gate = this.model.file.tensors.get(`blk.${firstMoeLayer(this.hparams)}.ffn_gate_exps.weight`);
     return gate ? { hidden: this.hparams.nEmbd, expertFfn: this.hparams.nFfExp, expertType: gate.type } : undefined;
   }
 
@@ -761,7 +761,7 @@ class RouteBuffer {
   routes = new Int32Array(0);
   constructor(private readonly hp: HParams) {}
   evalOptions(nTokens: number): { routes: Int32Array } {
-    const need = nTokens * this.hp.nLayer * this.hp.nExpertUsed;
+    const need = nTokens * moeLayers(this.hp) * this.hp.nExpertUsed;
     if (this.routes.length !== need) this.routes = new Int32Array(need);
     return { routes: this.routes };
   }

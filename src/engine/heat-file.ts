@@ -13,7 +13,7 @@ import { limits } from '../core/limits.js';
 import { withFileLock } from '../core/file-lock.js';
 import { checkInputFile } from '../core/input-file.js';
 import { checkOutputPath, ensureDir, tempPathBeside } from '../core/output-file.js';
-import type { HParams } from '../model/types.js';
+import { moeLayers, type HParams } from '../model/types.js';
 
 export const HEAT_FILE_VERSION = 1;
 
@@ -33,19 +33,19 @@ export function defaultHeatPath(identity: string): string {
   return path.join(cacheDir(), 'heat', `${identity}.heat.json`);
 }
 
-export function emptyHeat(hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>): HeatFile {
+export function emptyHeat(hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert' | 'denseLayers'>): HeatFile {
   return {
     version: HEAT_FILE_VERSION,
     arch: hp.arch,
-    layers: hp.nLayer,
+    layers: moeLayers(hp),
     experts: hp.nExpert,
     routedPairs: 0,
-    counts: Array.from({ length: hp.nLayer }, () => new Array<number>(hp.nExpert).fill(0)),
+    counts: Array.from({ length: moeLayers(hp) }, () => new Array<number>(hp.nExpert).fill(0)),
   };
 }
 
 /** Reads a heat file for this model; undefined when it does not exist. A file for another geometry is refused. */
-type HeatShape = Pick<HParams, 'nLayer' | 'nExpert'> & { arch: string | undefined };
+type HeatShape = Pick<HParams, 'nLayer' | 'nExpert' | 'denseLayers'> & { arch: string | undefined };
 
 export function readHeatFile(file: string, hp: HeatShape): HeatFile | undefined {
   if (!existsSync(file)) return undefined;
@@ -82,16 +82,16 @@ function checkHeat(file: string, parsed: unknown, hp: HeatShape): HeatFile {
   if (heat.version !== HEAT_FILE_VERSION) fail('version', `${HEAT_FILE_VERSION}`);
   if (hp.arch !== undefined && heat.arch !== hp.arch) fail('arch', `"${hp.arch}" (this model's architecture)`);
   if (typeof heat.arch !== 'string') fail('arch', 'a string');
-  if (heat.layers !== hp.nLayer || heat.experts !== hp.nExpert) {
+  if (heat.layers !== moeLayers(hp) || heat.experts !== hp.nExpert) {
     throw new InvalidOptionError(
       'heat',
-      `a version-${HEAT_FILE_VERSION} heat file for ${hp.nLayer} layers x ${hp.nExpert} experts`,
+      `a version-${HEAT_FILE_VERSION} heat file for ${moeLayers(hp)} layers x ${hp.nExpert} experts`,
       file,
     );
   }
   if (!count(heat.routedPairs)) fail('routedPairs', 'an integer >= 0');
   const counts = heat.counts;
-  if (!Array.isArray(counts) || counts.length !== hp.nLayer) fail('counts', `${hp.nLayer} rows`);
+  if (!Array.isArray(counts) || counts.length !== moeLayers(hp)) fail('counts', `${moeLayers(hp)} rows`);
   (counts as unknown[]).forEach((row, l) => {
     if (!Array.isArray(row) || row.length !== hp.nExpert || !row.every(count))
       fail(`counts[${l}]`, `${hp.nExpert} integers >= 0`);
@@ -127,7 +127,7 @@ export function writeHeatFile(file: string, heat: HeatFile): void {
  */
 export function mergeIntoHeatFile(
   file: string,
-  hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert'>,
+  hp: Pick<HParams, 'arch' | 'nLayer' | 'nExpert' | 'denseLayers'>,
   routes: readonly (readonly (readonly number[])[])[],
 ): boolean {
   ensureDir(path.dirname(file), 'heat');

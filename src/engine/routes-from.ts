@@ -18,7 +18,7 @@
 import { createHash } from 'node:crypto';
 import { checkInputFile } from '../core/input-file.js';
 import { InvalidOptionError, RouteTraceMismatchError, type RouteShape } from '../core/errors.js';
-import type { HParams } from '../model/types.js';
+import { moeLayers, type HParams } from '../model/types.js';
 import { traceLimits } from '../routes/jsonl.js';
 import { readTraces } from '../routes/load.js';
 import { TraceFormatError } from '../routes/errors.js';
@@ -55,7 +55,7 @@ export class RouteTraceSource {
   ) {}
 
   /** Reads and checks a trace for a model of this shape; throws before anything runs. */
-  static load(file: string, hp: Pick<HParams, 'nLayer' | 'nExpert' | 'nExpertUsed'>): RouteTraceSource {
+  static load(file: string, hp: Pick<HParams, 'nLayer' | 'nExpert' | 'nExpertUsed' | 'denseLayers'>): RouteTraceSource {
     if (typeof file !== 'string' || file.length === 0)
       throw new InvalidOptionError('routesFrom', 'a route trace file path', file);
     checkTraceFile(file);
@@ -69,9 +69,9 @@ export class RouteTraceSource {
         return traceLimits.expertsMax;
       },
     });
-    const model: RouteShape = { layers: hp.nLayer, experts: hp.nExpert, topK: hp.nExpertUsed };
+    const model: RouteShape = { layers: moeLayers(hp), experts: hp.nExpert, topK: hp.nExpertUsed };
     for (const t of traces) checkShape(file, t, model, headerless);
-    const rowIds = hp.nLayer * hp.nExpertUsed;
+    const rowIds = moeLayers(hp) * hp.nExpertUsed;
     const rows = traces.map((t) => ({ prefill: flatten(t.prefill, rowIds), decode: flatten(t.decode, rowIds) }));
     const hash = createHash('sha256');
     for (const r of rows)

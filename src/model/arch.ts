@@ -46,8 +46,18 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
         { name: p + 'attn_k_norm.weight', dims: [kvDim], role: 'norm' },
       );
     }
+    specs.push({ name: p + `${hp.ffnNorm ?? 'ffn_norm'}.weight`, dims: [hp.nEmbd], role: 'norm' });
+    if (l < (hp.denseLayers?.count ?? 0)) {
+      // A leading dense layer: a plain FFN, no router, no experts, no shared expert.
+      const nFf = hp.denseLayers!.nFf;
+      specs.push(
+        { name: p + 'ffn_gate.weight', dims: [hp.nEmbd, nFf], role: 'matrix' },
+        { name: p + 'ffn_up.weight', dims: [hp.nEmbd, nFf], role: 'matrix' },
+        { name: p + 'ffn_down.weight', dims: [nFf, hp.nEmbd], role: 'matrix' },
+      );
+      continue;
+    }
     specs.push(
-      { name: p + `${hp.ffnNorm ?? 'ffn_norm'}.weight`, dims: [hp.nEmbd], role: 'norm' },
       { name: p + 'ffn_gate_inp.weight', dims: [hp.nEmbd, hp.nExpert], role: 'router' },
       ...(hp.routerBias ? [{ name: p + 'ffn_gate_inp.bias', dims: [hp.nExpert], role: 'bias' as const }] : []),
       ...(hp.expertBias ? [{ name: p + 'exp_probs_b.bias', dims: [hp.nExpert], role: 'bias' as const }] : []),

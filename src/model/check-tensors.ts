@@ -62,7 +62,7 @@ export function checkTensors(file: GgufFile, hp: HParams): void {
  * a slice of one [.., .., nExpert] tensor, so that layout is refused by name, with the way out.
  */
 function refuseSplitExperts(file: GgufFile, hp: HParams): void {
-  for (let l = 0; l < hp.nLayer; l++) {
+  for (let l = hp.denseLayers?.count ?? 0; l < hp.nLayer; l++) {
     if (file.tensors.has(`blk.${l}.ffn_gate_exps.weight`)) continue;
     for (const part of ['gate', 'up', 'down']) {
       const name = `blk.${l}.ffn_${part}.0.weight`;

@@ -122,7 +122,7 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     ...readRope(file, arch, headDim, dim('context_length')),
     tiedOutput: !file.tensors.has('output.weight'),
     ...flags,
-    ...(arch === 'glm4moe' ? glm4moeParams(file, k) : {}),
+    ...(arch === 'glm4moe' ? glm4moeParams(file, k, nLayer) : {}),
     ...(arch === 'gpt-oss' ? gptOssParams(file, k) : {}),
   };
 }
@@ -146,6 +146,16 @@ function gptOssParams(file: GgufFile, k: (name: string) => string): Partial<HPar
   return { ...ARCH_EXTRAS['gpt-oss'], slidingWindow: { window, period } };
 }
 
+/**
+ * leading_dense_block_count (default 0): layers below it have a plain FFN of feed_forward_length
+ * (llama.cpp's n_ff) and no experts; at least one layer must keep its experts.
+ */
+function denseLayers(file: GgufFile, k: (name: string) => string, nLayer: number): Partial<HParams> {
+  const count = metaUint(file, k('leading_dense_block_count'), { max: nLayer - 1, fallback: 0 });
+  if (count === 0) return {};
+  return { denseLayers: { count, nFf: layerUniform(file, k('feed_forward_length'), nLayer) } };
+}
+
 /** nextn_predict_layers: the trailing blocks of block_count that are MTP heads (skipped, as llama.cpp does). */
 function nextnLayers(file: GgufFile, k: (name: string) => string, blocks: number): number {
   return metaUint(file, k('nextn_predict_layers'), { max: blocks - 1, fallback: 0 });
@@ -155,22 +165,16 @@ function nextnLayers(file: GgufFile, k: (name: string) => string, blocks: number
  * What a glm4moe file says of itself (llama.cpp's llama_model_glm4_moe::load_arch_hparams): its
  * routing (sigmoid unless expert_gating_func says softmax, the exp_probs_b selection bias,
  * expert_weights_norm, expert_weights_scale, expert groups), qk norm when its tensors exist, the
- * ungated shared expert and post_attention_norm. Leading dense layers are not computed yet: refused.
+ * ungated shared expert, post_attention_norm and its leading dense layers.
  */
-function glm4moeParams(file: GgufFile, k: (name: string) => string): Partial<HParams> {
-  const dense = metaUint(file, k('leading_dense_block_count'), { fallback: 0 });
-  if (dense > 0)
-    throw new UnsupportedModelError(
-      file.path,
-      `key ${k('leading_dense_block_count')}`,
-      `0 (layers with a dense FFN instead of experts are not implemented yet), got ${dense}`,
-    );
+function glm4moeParams(file: GgufFile, k: (name: string) => string, nLayer: number): Partial<HParams> {
   const gatingFunc = metaUint(file, k('expert_gating_func'), { max: 2, fallback: 0 });
   const scale = metaFloat(file, k('expert_weights_scale'), { fallback: 0 });
   const groups = metaUint(file, k('expert_group_count'), { fallback: 0 });
   const groupsUsed = metaUint(file, k('expert_group_used_count'), { fallback: 0 });
   return {
     ...ARCH_EXTRAS.glm4moe,
+    ...denseLayers(file, k, nLayer),
     qkNorm: file.tensors.has('blk.0.attn_q_norm.weight') ? 'head' : 'none',
     normTopK: metaBool(file, k('expert_weights_norm'), false),
     gating: gatingFunc === 1 ? 'softmax' : 'sigmoid', // 0 (none) is forced to sigmoid, as llama.cpp does

@@ -112,6 +112,14 @@ export interface HParams {
   nFfExp: number;
   /** Shared-expert FFN width (qwen2moe); 0 when the arch has none. */
   nFfShexp: number;
+  /**
+   * Leading dense layers (leading_dense_block_count > 0: GLM-4.5, DeepSeek-V2-Lite): layers l < count
+   * have a plain SiLU-gated FFN of width nFf (blk.l.ffn_gate / ffn_up / ffn_down) and no router or
+   * experts. Absent: every layer has experts. Whatever is indexed by layer for the experts (routes,
+   * heat, the tier's slots, traces, layer stats) counts the MoE layers only: moeLayers(hp) of them,
+   * MoE layer m being layer firstMoeLayer(hp) + m.
+   */
+  denseLayers?: { count: number; nFf: number };
   rmsEps: number;
   ropeBase: number;
   /** 'norm': rotate adjacent pairs (x[2i], x[2i+1]); 'neox': rotate (x[i], x[i + ropeDims/2]). */
@@ -164,4 +172,14 @@ export interface HParams {
   expertAct?: 'silu' | 'swiglu_oai';
   /** No output.weight: the LM head reuses token_embd. */
   tiedOutput: boolean;
+}
+
+/** The layers with experts (the tier's, the routes' and the heat's layer count). */
+export function moeLayers(hp: Pick<HParams, 'nLayer' | 'denseLayers'>): number {
+  return hp.nLayer - (hp.denseLayers?.count ?? 0);
+}
+
+/** The model layer of MoE layer 0 (leading dense layers come first). */
+export function firstMoeLayer(hp: Pick<HParams, 'denseLayers'>): number {
+  return hp.denseLayers?.count ?? 0;
 }

@@ -6,7 +6,7 @@
  * returns every row's logits and routed experts.
  */
 import { InvalidOptionError, LimitExceededError } from '../core/errors.js';
-import type { HParams } from '../model/types.js';
+import { firstMoeLayer, type HParams } from '../model/types.js';
 import { matVec, rmsNorm, rotateHead, sigmoid, silu, softmax, swigluOai } from './math.js';
 import { ropeTable } from '../model/rope.js';
 import { route } from './routing.js';
@@ -17,14 +17,14 @@ export type { ReferenceWeights } from './weights.js';
 export interface ReferenceEval {
   /** logits[row] [nVocab] */
   logits: Float32Array[];
-  /** routes[row][layer] = expert ids in router rank order */
+  /** routes[row][moeLayer] = expert ids in router rank order (the MoE layers only: moeLayers in types.ts) */
   routes: number[][][];
 }
 
 export interface ReferenceSession {
   readonly position: number;
   /**
-   * forcedRoutes[row][layer]: the experts each row runs instead of the router's top-k (a trace's routing,
+   * forcedRoutes[row][moeLayer]: the experts each row runs instead of the router's top-k (a trace's routing,
    * EngineOptions.routesFrom), weighted by the router's probabilities renormalised over them (routing.ts).
    */
   eval(tokens: number[], forcedRoutes?: readonly (readonly (readonly number[])[])[]): ReferenceEval;
@@ -51,9 +51,11 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     // x [nEmbd] = row `token` of token_embd [nEmbd, nVocab]
     const x = w.get('token_embd.weight').slice(token * hp.nEmbd, (token + 1) * hp.nEmbd);
     const routes: number[][] = [];
+    const dense = firstMoeLayer(hp);
     for (let layer = 0; layer < hp.nLayer; layer++) {
       attention(x, layer, pos);
-      routes.push(moe(x, layer, forced?.[layer]));
+      if (layer < dense) denseFfn(x, layer);
+      else routes.push(moe(x, layer, forced?.[layer - dense]));
     }
     const h = rmsNorm(x, w.get('output_norm.weight'), hp.rmsEps);
     const head = hp.tiedOutput ? 'token_embd.weight' : 'output.weight';
@@ -171,6 +173,14 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     }
     addInPlace(x, sum);
     return chosen;
+  }
+
+  /** A leading dense layer: x += Down (silu(Gate h) * (Up h)), h = rmsnorm(x), the FFN of nFf. */
+  function denseFfn(x: Float32Array, layer: number): void {
+    const p = `blk.${layer}.`;
+    const h = rmsNorm(x, w.get(p + `${hp.ffnNorm ?? 'ffn_norm'}.weight`), hp.rmsEps);
+    const y = expertFfn(h, p + 'ffn_gate.weight', p + 'ffn_up.weight', p + 'ffn_down.weight', hp.denseLayers!.nFf, 0);
+    addInPlace(x, y);
   }
 
   /** Down [nEmbd, nFf] @ (silu(Gate [nFf, nEmbd] @ h) * (Up [nFf, nEmbd] @ h)); expert e's rows start at e * nFf. */

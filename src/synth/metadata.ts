@@ -2,7 +2,8 @@
  * GGUF metadata of a synthetic model: the keys llama.cpp's loader reads for qwen3moe,
  * qwen2moe, olmoe and llama (Mixtral), and the tokenizer.
  * feed_forward_length is the expert FFN width for every arch: olmoe and llama size their
- * expert tensors from it, qwen*moe read expert_feed_forward_length (written too).
+ * expert tensors from it, qwen*moe read expert_feed_forward_length (written too); with leading
+ * dense layers (glm4moe) it is theirs, as llama.cpp reads it (n_ff).
  */
 import type { GgufTypedValue } from '../model/gguf/values.js';
 import type { HParams } from '../model/types.js';
@@ -24,7 +25,7 @@ export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Met
     [`${a}.context_length`, u32(hp.nCtxTrain)],
     [`${a}.embedding_length`, u32(hp.nEmbd)],
     [`${a}.block_count`, u32(hp.nLayer)],
-    [`${a}.feed_forward_length`, u32(hp.nFfExp)],
+    [`${a}.feed_forward_length`, u32(hp.denseLayers?.nFf ?? hp.nFfExp)], // the dense layers' width where there are some
     [`${a}.attention.head_count`, u32(hp.nHead)],
     [`${a}.attention.head_count_kv`, u32(hp.nHeadKv)],
     [`${a}.attention.key_length`, u32(hp.headDim)],
@@ -61,7 +62,7 @@ function glm4moeKeys(hp: HParams): Metadata {
   const a = hp.arch;
   return [
     [`${a}.expert_shared_count`, u32(hp.nFfShexp / hp.nFfExp)],
-    [`${a}.leading_dense_block_count`, u32(0)],
+    [`${a}.leading_dense_block_count`, u32(hp.denseLayers?.count ?? 0)],
     [`${a}.nextn_predict_layers`, u32(0)],
     [`${a}.expert_weights_norm`, { type: 'bool', value: hp.normTopK }],
     [`${a}.expert_weights_scale`, f32(hp.expertWeightsScale ?? 1)],

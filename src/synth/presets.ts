@@ -10,13 +10,23 @@
  * All matrix widths (dims[0]) are multiples of 32, as Q8_0 / Q4_0 rows need (and of 256 in the
  * real shapes, as the k-quants need).
  */
+import { InvalidOptionError } from '../core/errors.js';
 import { ARCH_EXTRAS, ARCH_FLAGS } from '../model/arch.js';
 import type { Arch, HParams } from '../model/types.js';
 
-export type PresetName = 'tiny' | 'tiny-yarn' | 'small' | 'medium' | 'olmoe-1b-7b' | 'qwen3-30b-a3b' | 'gpt-oss-20b';
+export type PresetName =
+  | 'tiny'
+  | 'tiny-yarn'
+  | 'tiny-dense'
+  | 'small'
+  | 'medium'
+  | 'olmoe-1b-7b'
+  | 'qwen3-30b-a3b'
+  | 'gpt-oss-20b';
 export const PRESET_NAMES: readonly PresetName[] = [
   'tiny',
   'tiny-yarn',
+  'tiny-dense',
   'small',
   'medium',
   'olmoe-1b-7b',
@@ -46,7 +56,15 @@ export interface PresetShape {
   rope?: Pick<HParams, 'ropeDims' | 'ropeScaling'>;
   /** gpt-oss's sliding window (default 8, short enough for parity's prompts to cross; the real files' is 128). */
   slidingWindow?: number;
+  /**
+   * Leading dense layers (HParams.denseLayers): the first `count` layers have a plain FFN of nFf and no
+   * experts. Only the archs whose files declare them (glm4moe) take it; gen-model refuses the others.
+   */
+  denseLayers?: { count: number; nFf: number };
 }
+
+/** The archs whose llama.cpp loader reads leading_dense_block_count. */
+export const DENSE_LAYER_ARCHS: readonly Arch[] = ['glm4moe'];
 
 /** The tiny preset's shape (tiny-yarn shares it). */
 const TINY: PresetShape = {
@@ -67,6 +85,9 @@ export const PRESETS: Record<PresetName, PresetShape> = {
   tiny: TINY,
   // tiny with YaRN-scaled RoPE (x4 from a 64-token original context, as Qwen3's long-context files
   // declare): the rotation llama.cpp computes for such a file (src/model/rope.ts), checked by npm run parity.
+  // tiny as GLM-4.5 is laid out: glm4moe, whose first layer is dense (GLM-4.5-Air has 1, GLM-4.5 3)
+  // with an FFN 4x the expert width; checked against llama.cpp by npm run parity.
+  'tiny-dense': { ...TINY, arch: 'glm4moe', denseLayers: { count: 1, nFf: 128 } },
   'tiny-yarn': {
     ...TINY,
     rope: {
@@ -209,6 +230,7 @@ export function presetHParams(preset: PresetName, arch: Arch): HParams {
     // and scales its routed weights (GLM-4.5's routed_scaling_factor 2.5; Air's is 1).
     ...(arch === 'glm4moe' ? { ropeDims: s.headDim / 2, expertWeightsScale: 2.5 } : {}),
     ...(arch === 'gpt-oss' ? { ...GPT_OSS, slidingWindow: { window: s.slidingWindow ?? 8, period: 2 } } : {}),
+    ...(s.denseLayers ? { denseLayers: denseFor(preset, arch, s.denseLayers) } : {}),
   };
 }
 
@@ -223,3 +245,14 @@ const GPT_OSS: Partial<HParams> = {
   ropeScaling: { type: 'yarn', factor: 32, origContext: 4096, attnFactor: 1, betaFast: 32, betaSlow: 1 },
   slidingWindow: { window: 8, period: 2 },
 };
+
+/** A preset's dense layers for an arch that has them; another arch is refused by name. */
+function denseFor(preset: PresetName, arch: Arch, dense: NonNullable<PresetShape['denseLayers']>) {
+  if (!DENSE_LAYER_ARCHS.includes(arch))
+    throw new InvalidOptionError(
+      'arch',
+      `one whose files declare leading dense layers (${DENSE_LAYER_ARCHS.join(', ')}) for preset ${preset}`,
+      arch,
+    );
+  return dense;
+}

@@ -72,6 +72,8 @@ export function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
       return uniform(downStd(hp, hp.nFfExp, PLANT.expertShare, plant.embedNorm));
     case 'ffn_down_shexp.weight':
       return uniform(downStd(hp, hp.nFfShexp, PLANT.sharedExpertShare, plant.embedNorm));
+    case 'ffn_down.weight': // a leading dense layer's FFN: as much as the routed experts together
+      return uniform(downStd(hp, hp.denseLayers!.nFf, PLANT.expertShare, plant.embedNorm));
     case 'attn_q.bias':
     case 'attn_k.bias':
     case 'attn_v.bias':

@@ -45,7 +45,7 @@ export async function inspectMain(argv: string[], out: (text: string) => void): 
     else {
       const hp = model.hparams;
       out(
-        `${path}: ${hp.arch}, ${hp.nLayer} layers, ${hp.nExpert} experts (top-${hp.nExpertUsed}), hidden ${hp.nEmbd}, vocabulary ${hp.nVocab}, ${report.tensors} tensors (${Object.entries(
+        `${path}: ${hp.arch}, ${hp.nLayer} layers${hp.denseLayers ? ` (the first ${hp.denseLayers.count} dense)` : ''}, ${hp.nExpert} experts (top-${hp.nExpertUsed}), hidden ${hp.nEmbd}, vocabulary ${hp.nVocab}, ${report.tensors} tensors (${Object.entries(
           types,
         )
           .map(([t, n]) => `${n} ${t}`)

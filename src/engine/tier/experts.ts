@@ -5,14 +5,14 @@
  *   ffn_gate_exps [nEmbd, nFfExp, nExpert] -> expert e: bytes [e * per, (e + 1) * per)
  */
 import { UnsupportedModelError } from '../../core/errors.js';
-import type { GgufFile, HParams } from '../../model/types.js';
+import { firstMoeLayer, moeLayers, type GgufFile, type HParams } from '../../model/types.js';
 
 const parts = ['ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps'] as const;
 
-/** The byte lengths of one expert's three container slices at a layer (gate, up, down). */
-export function expertPartBytes(file: GgufFile, hp: Pick<HParams, 'nExpert'>, layer: number): number[] {
+/** The byte lengths of one expert's three container slices at MoE layer `layer` (gate, up, down). */
+export function expertPartBytes(file: GgufFile, hp: Pick<HParams, 'nExpert' | 'denseLayers'>, layer: number): number[] {
   return parts.map((part) => {
-    const name = `blk.${layer}.${part}.weight`;
+    const name = `blk.${firstMoeLayer(hp) + layer}.${part}.weight`;
     const t = file.tensors.get(name);
     if (!t) throw new UnsupportedModelError(file.path, name, 'an expert tensor (the tier needs a MoE layer)');
     return t.byteLength / hp.nExpert;
@@ -24,9 +24,9 @@ export function expertPartBytes(file: GgufFile, hp: Pick<HParams, 'nExpert'>, la
  * some layers' experts another type (llama-quantize's Q4_K_M: a Q6_K ffn_down where use_more_bits
  * holds), so layers differ; every slot takes the largest, as the native tier sizes them.
  */
-export function expertContainerBytes(file: GgufFile, hp: Pick<HParams, 'nExpert' | 'nLayer'>): number {
+export function expertContainerBytes(file: GgufFile, hp: Pick<HParams, 'nExpert' | 'nLayer' | 'denseLayers'>): number {
   let bytes = 0;
-  for (let l = 0; l < hp.nLayer; l++)
+  for (let l = 0; l < moeLayers(hp); l++)
     bytes = Math.max(
       bytes,
       expertPartBytes(file, hp, l).reduce((s, v) => s + v, 0),
@@ -34,14 +34,15 @@ export function expertContainerBytes(file: GgufFile, hp: Pick<HParams, 'nExpert'
   return bytes;
 }
 
-/** Where expert `expert` of `layer` starts in the file: its gate slice (the first its copy reads). */
-export function expertFileOffset(file: GgufFile, hp: Pick<HParams, 'nExpert'>, layer: number, expert: number): number {
-  const t = file.tensors.get(`blk.${layer}.${parts[0]}.weight`);
-  if (!t)
-    throw new UnsupportedModelError(
-      file.path,
-      `blk.${layer}.${parts[0]}.weight`,
-      'an expert tensor (the tier needs a MoE layer)',
-    );
+/** Where expert `expert` of MoE layer `layer` starts in the file: its gate slice (the first its copy reads). */
+export function expertFileOffset(
+  file: GgufFile,
+  hp: Pick<HParams, 'nExpert' | 'denseLayers'>,
+  layer: number,
+  expert: number,
+): number {
+  const name = `blk.${firstMoeLayer(hp) + layer}.${parts[0]}.weight`;
+  const t = file.tensors.get(name);
+  if (!t) throw new UnsupportedModelError(file.path, name, 'an expert tensor (the tier needs a MoE layer)');
   return t.offset + expert * (t.byteLength / hp.nExpert);
 }

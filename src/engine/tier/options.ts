@@ -6,7 +6,7 @@
  *   neither              -> no tier: evaluation is exactly the foundation's path
  */
 import { InvalidOptionError } from '../../core/errors.js';
-import type { HParams } from '../../model/types.js';
+import { moeLayers, type HParams } from '../../model/types.js';
 import { lfruDefaults, type LfruParams } from '../../tiers/policies/lfru.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import { resolvePrefillReplan, type PrefillReplanConfig, type PrefillReplanOptions } from './replan-options.js';
@@ -114,7 +114,7 @@ export function wantsTier(o: TierOptions): boolean {
 /** defaultHeat: asked for only when the options leave the heat file to its default (it reads the model's first MiB for its identity). */
 export function resolveTierConfig(
   o: TierOptions,
-  hp: Pick<HParams, 'nLayer' | 'nExpert'>,
+  hp: Pick<HParams, 'nLayer' | 'nExpert' | 'denseLayers'>,
   defaultHeat: () => string,
 ): TierConfig {
   const backend = o.backend ?? 'cpu';
@@ -186,7 +186,7 @@ export function resolveTierConfig(
     throw new InvalidOptionError('heat', 'a file path or false', heat);
   const config: TierConfig = {
     backend,
-    slotsPerLayer: new Array<number>(hp.nLayer).fill(perLayer),
+    slotsPerLayer: new Array<number>(moeLayers(hp)).fill(perLayer),
     heat,
     fake: validateFake(o.fake ?? {}),
     disk: validateDisk(o.disk ?? {}),

@@ -10,7 +10,7 @@
  */
 import { checkOutputPath, writeFileAtomic } from '../../core/output-file.js';
 import path from 'node:path';
-import type { HParams } from '../../model/types.js';
+import { moeLayers, type HParams } from '../../model/types.js';
 import type { TraceGeometry } from '../../routes/types.js';
 import { formatTraceJsonl } from '../../routes/jsonl.js';
 import type { RouteStep } from '../../routes/types.js';
@@ -25,17 +25,18 @@ interface RoutedChunk {
 export class RouteLog {
   private readonly chunks: Record<'prefill' | 'decode', RoutedChunk[]> = { prefill: [], decode: [] };
 
-  constructor(private readonly hp: Pick<HParams, 'nLayer' | 'nExpert' | 'nExpertUsed'>) {}
+  constructor(private readonly hp: Pick<HParams, 'nLayer' | 'nExpert' | 'nExpertUsed' | 'denseLayers'>) {}
 
   /** routes: [nTokens][nLayer][k] as evaluation wrote them (at least); tokens: the ids evaluated. */
   add(phase: 'prefill' | 'decode', routes: Int32Array, tokens: Int32Array): void {
-    const n = tokens.length * this.hp.nLayer * this.hp.nExpertUsed;
+    const n = tokens.length * moeLayers(this.hp) * this.hp.nExpertUsed;
     this.chunks[phase].push({ tokens: tokens.slice(), routes: routes.slice(0, n) });
   }
 
   /** The steps of one phase, numbered from 0, with [layer][k] expert lists. */
   steps(phase: 'prefill' | 'decode'): RouteStep[] {
-    const { nLayer, nExpertUsed: k } = this.hp;
+    const { nExpertUsed: k } = this.hp;
+    const nLayer = moeLayers(this.hp);
     const out: RouteStep[] = [];
     for (const c of this.chunks[phase]) {
       for (let t = 0; t < c.tokens.length; t++) {
@@ -58,7 +59,8 @@ export class RouteLog {
    * Written whole through a temporary beside `file`, never over one of `inputs` (the engine's files).
    */
   write(file: string, model: string, prompt?: string, geometry?: TraceGeometry, inputs: readonly string[] = []): void {
-    const { nLayer, nExpert, nExpertUsed } = this.hp;
+    const { nExpert, nExpertUsed } = this.hp;
+    const nLayer = moeLayers(this.hp);
     const header = {
       model: path.basename(model),
       layers: nLayer,

@@ -13,6 +13,7 @@
  * as the tier needs them), and the host-copy arena covers all but one expert per layer (the
  * least a tune may shrink to); both are address space until used.
  */
+import { firstMoeLayer, moeLayers } from '../../model/types.js';
 import { ExpertReadError } from '../../core/errors.js';
 import type { UploadQueueLimits } from '../../actors/upload-queue/messages.js';
 import { ExpertState, type NativeBinding, type NativeContextHandle } from '../../native/binding.js';
@@ -58,7 +59,7 @@ export class EngineTier {
     readonly rebuild: Int8RebuildActor | undefined,
     /** Owns the native eval calls of the requests; publishes each step's routing and timing. */
     readonly compute: LayerComputeActor,
-    readonly tracing: TierTracing = tierTracing(config.backend, model.hparams.nLayer),
+    readonly tracing: TierTracing = tierTracing(config.backend, moeLayers(model.hparams)),
   ) {}
 
   static async create(
@@ -73,7 +74,7 @@ export class EngineTier {
     // arena behind for the collector: ~6 MB an open).
     const heat = config.heat === false ? undefined : readHeatFile(config.heat, hp);
     const containerBytes = expertContainerBytes(model.file, hp);
-    const budgetBytes = hp.nLayer * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
+    const budgetBytes = moeLayers(hp) * hp.nExpert * Math.ceil(containerBytes / SLOT_ALIGN_BYTES) * SLOT_ALIGN_BYTES;
     // Tests only (fault-injection.ts): a slot transfer or a streamed read that fails on purpose.
     const faults = armedTierFaults();
     const transferFault =
@@ -120,16 +121,16 @@ export class EngineTier {
         ...host,
         ...stream,
       });
-      port = new NativeTierPort(native, handle, hp.nLayer, hp.nExpert, config.slotsPerLayer, config.readsFile);
+      port = new NativeTierPort(native, handle, moeLayers(hp), hp.nExpert, config.slotsPerLayer, config.readsFile);
       const start = heat ? 'heat' : 'ids';
       const residency = startResidency(
         start,
-        hp.nLayer,
+        moeLayers(hp),
         hp.nExpert,
         { scope: 'layer', slots: config.slotsPerLayer[0] },
         heat?.counts,
       );
-      for (let l = 0; l < hp.nLayer; l++) await warmLayer(port, model, l, residentIds(residency, l));
+      for (let l = 0; l < moeLayers(hp); l++) await warmLayer(port, model, l, residentIds(residency, l));
       port.resetStats();
       // Every expert without a slot gets a host copy, built in the background.
       rebuild?.send({ kind: 'evicted', experts: nonResident(port) });
@@ -146,7 +147,7 @@ export class EngineTier {
         hp.nExpertUsed,
         { policy: config.placementPolicy, dlfu: config.dlfu },
       );
-      const compute = new LayerComputeActor(native, context, { nLayer: hp.nLayer, k: hp.nExpertUsed });
+      const compute = new LayerComputeActor(native, context, { nLayer: moeLayers(hp), k: hp.nExpertUsed });
       return new EngineTier(port, backend, placement, model, config, start, rebuild, compute);
     } catch (err) {
       await rebuild?.close();
@@ -320,7 +321,10 @@ async function warmLayer(port: TierPort, model: LoadedModel, layer: number, expe
  * (mt_tier_host_copy_bytes): its misses are computed from the container's own bytes.
  */
 function wantsHostCopies(model: LoadedModel): boolean {
-  return ['gate', 'up', 'down'].every((m) => model.file.tensors.get(`blk.0.ffn_${m}_exps.weight`)?.type === 'Q4_0');
+  const first = firstMoeLayer(model.hparams);
+  return ['gate', 'up', 'down'].every(
+    (m) => model.file.tensors.get(`blk.${first}.ffn_${m}_exps.weight`)?.type === 'Q4_0',
+  );
 }
 
 /**
@@ -329,8 +333,8 @@ function wantsHostCopies(model: LoadedModel): boolean {
  */
 function createRebuildActor(model: LoadedModel, copyBytes: number): Int8RebuildActor {
   const hp = model.hparams;
-  const nonResidentMax = hp.nLayer * (hp.nExpert - 1);
-  return new Int8RebuildActor(model.pin, hp.nLayer, hp.nExpert, nonResidentMax + rebuildSlackBlocks, copyBytes);
+  const nonResidentMax = moeLayers(hp) * (hp.nExpert - 1);
+  return new Int8RebuildActor(model.pin, moeLayers(hp), hp.nExpert, nonResidentMax + rebuildSlackBlocks, copyBytes);
 }
 
 const rebuildSlackBlocks = 16;
