@@ -14,6 +14,24 @@ const LLAMA3_LIKE = (digits: string) =>
   CONTRACTIONS_CI +
   String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}${digits}| ?[^${WS}\p{L}\p{N}]+[\r\n]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
 
+/**
+ * gpt-4o (o200k, gpt-oss's o200k_harmony) as llama.cpp runs it, which is not tiktoken's o200k.
+ * llama.cpp rewrites o200k's letter classes as lookaheads,
+ *   [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+  ->  ((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+
+ * and, having no fast path for it, runs std::regex on "collapsed" text (unicode.cpp
+ * unicode_regex_split: each code point >= 128 becomes one byte for its category, 0xD2 for any
+ * letter). So a non-ASCII letter is both "not a-z" and "not A-Z" ("aÉ" is one piece, two in
+ * tiktoken), and a combining mark is no letter ("e\u0301t" -> "e", "\u0301t"). The same lookaheads
+ * over JavaScript's \p{L} give those pieces; white space stays Unicode White_Space, which is what
+ * the collapsed \s means (ASCII \t-\r and space; every other White_Space code point becomes 0x0B).
+ */
+const NOT_LOWER_LETTER = String.raw`(?:(?=\p{L})[^a-z])`;
+const NOT_UPPER_LETTER = String.raw`(?:(?=\p{L})[^A-Z])`;
+const GPT4O =
+  String.raw`[^\r\n\p{L}\p{N}]?${NOT_LOWER_LETTER}*${NOT_UPPER_LETTER}+${CONTRACTIONS_CI}?` +
+  String.raw`|[^\r\n\p{L}\p{N}]?${NOT_LOWER_LETTER}+${NOT_UPPER_LETTER}*${CONTRACTIONS_CI}?` +
+  String.raw`|\p{N}{1,3}| ?[^${WS}\p{L}\p{N}]+[\r\n/]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
+
 /** Pre-tokenizer name -> its regexes, applied in order. */
 const PRE_TOKENIZERS: Record<string, string[]> = {
   default: [String.raw`[\p{P}\$\+<=>\^~\|]+`, GPT2, String.raw`\p{N}+`, '[0-9][0-9][0-9]'],
@@ -23,6 +41,7 @@ const PRE_TOKENIZERS: Record<string, string[]> = {
   olmo: [GPT2 + `|${WS}+`],
   qwen2: [LLAMA3_LIKE('')],
   'llama-bpe': [LLAMA3_LIKE('{1,3}')],
+  'gpt-4o': [GPT4O],
 };
 
 export const PRE_TOKENIZER_NAMES = Object.keys(PRE_TOKENIZERS);

