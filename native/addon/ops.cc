@@ -77,7 +77,7 @@ bool ArgTypeCols(const Napi::CallbackInfo& info, const char* verb, int64_t type,
     Throw(info.Env(), true,
           std::string(verb) +
               ": typeId: expected one of 0 (F32), 1 (F16), 2 (Q4_0), 6 (Q5_0), 7 (Q5_1), 8 (Q8_0), 10..14 "
-              "(Q2_K..Q6_K), 20 (IQ4_NL), 23 (IQ4_XS), 30 (BF16), got " +
+              "(Q2_K..Q6_K), 20 (IQ4_NL), 23 (IQ4_XS), 30 (BF16), 39 (MXFP4), got " +
               std::to_string(type));
     return false;
   }

@@ -24,8 +24,8 @@ constexpr int32_t kChunkRowsMax = MT_EVAL_CHUNK_ROWS;
 constexpr int32_t kGroupRowsMax = 8 * MT_EVAL_CHUNK_ROWS;
 // Expert groups a routing may have (mt_hparams.expert_groups; DeepSeek-V3 has 8).
 constexpr int32_t kExpertGroupsMax = 64;
-// Type ids index small tables (BF16 = 30 is the largest we support).
-constexpr int kTypeIds = 31;
+// Type ids index small tables (MXFP4 = 39 is the largest we support).
+constexpr int kTypeIds = MT_MXFP4 + 1;
 
 // A weight matrix W [rows, cols] in the mapping: rows of row_bytes bytes each.
 struct Matrix {

@@ -24,7 +24,7 @@ using mt::Matrix;
 
 bool is_float_type(int32_t t) { return t == MT_F32 || t == MT_F16 || t == MT_BF16; }
 bool is_block_type(int32_t t) {
-  return t == MT_Q8_0 || t == MT_Q4_0 || t == MT_Q5_0 || t == MT_Q5_1 || t == MT_IQ4_NL ||
+  return t == MT_Q8_0 || t == MT_Q4_0 || t == MT_Q5_0 || t == MT_Q5_1 || t == MT_IQ4_NL || t == MT_MXFP4 ||
          (t >= MT_Q2_K && t <= MT_Q6_K) || t == MT_IQ4_XS;
 }
 int64_t block_elements(int32_t t) { return (t >= MT_Q2_K && t <= MT_Q6_K) || t == MT_IQ4_XS ? 256 : 32; }

@@ -16,8 +16,8 @@ namespace {
 // Deterministic, small inputs: every type, tails of 1 and 7 rows, whole and partial groups of 8
 // blocks (1, 3, 9, 17 blocks), for float types element tails past the 32 lanes, and for the
 // k-quants 1, 3 and 9 super-blocks (9: a lane of the 8 used twice).
-const int kTypes[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0,   MT_Q5_1,
-                      MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_IQ4_NL, MT_IQ4_XS};
+const int kTypes[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0,   MT_Q5_0,   MT_Q5_1, MT_Q2_K,
+                      MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_IQ4_NL, MT_IQ4_XS, MT_MXFP4};
 const int64_t kCols[] = {32, 96, 288, 544, 7, 45, 256, 768, 2304};
 const int64_t kRows = 7;
 const int64_t kBatch = 5;
@@ -68,6 +68,11 @@ void fill_weights(int type, int64_t rows, int64_t cols, std::vector<uint8_t>* w,
         std::memcpy(p, &scale_f16, 2);
         for (int i = 0; i < MT_QK / 2; i++) p[2 + i] = (uint8_t)next(seed);
         p += MT_Q4_0_BYTES;
+        break;
+      case MT_MXFP4:  // e: 2^-10 .. 2^5 mostly, an eighth of the blocks the subnormal 2^-128 / 2^-127
+        p[0] = (uint8_t)(next(seed) % 8 == 0 ? next(seed) % 2 : 118 + next(seed) % 16);
+        for (int i = 0; i < MT_QK / 2; i++) p[1 + i] = (uint8_t)next(seed);
+        p += MT_MXFP4_BYTES;
         break;
       case MT_Q5_0:
       case MT_Q5_1: {  // any qh and nibbles; d (and Q5_1's m) a finite f16

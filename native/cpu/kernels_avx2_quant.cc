@@ -1,5 +1,5 @@
-// The AVX2 quantised kernels (Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL weights x prepared 8-bit activation groups), in the
-// canonical order (kernels_internal.h) through the drivers of kernels_simd_quant.h.
+// The AVX2 quantised kernels (Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, MXFP4 weights x prepared 8-bit activation groups),
+// in the canonical order (kernels_internal.h) through the drivers of kernels_simd_quant.h.
 //
 // Per 32-element block the integer dot ends as 8 int32 lanes, lane j = elements 4j..4j+3:
 //   Q8_0: maddubs(|w|, sign(q_x, w)) -> int16 pairs -> madd(1) -> int32 lanes (no offset)
@@ -7,7 +7,7 @@
 //         removed from the block sum as 8 * sum(q_x) (|pair| <= 2 * 15 * 127: no saturation).
 //   Q5_0 / Q5_1: maddubs(code 0..31, q_x), as Q4_0; Q5_0 removes 16 * sum(q_x), Q5_1 keeps the
 //         unsigned sum and adds its min term m_w d_x sum(q_x) by a second fma (kernels_internal.h).
-//   IQ4_NL: the nibbles through the table (vpshufb) -> signed bytes, then as Q8_0.
+//   IQ4_NL / MXFP4: the nibbles through the type's table (vpshufb) -> signed bytes, then as Q8_0.
 // Block sums are exact integers, so a Q4_0 row and its exact Q8_0 copy (q = nibble - 8, the same
 // d) give the same bits (the tier computes a missed 4-bit expert from its int8 copy).
 #include <immintrin.h>
@@ -28,6 +28,7 @@ struct Q8Avx2 {
   static constexpr int kBlockBytes = MT_Q8_0_BYTES;
   static constexpr int kOffsetShift = -1;
   static constexpr int kMinAt = -1;
+  static constexpr bool kScaleE8M0 = false;
   struct Weight {
     __m256i abs, sign;
   };
@@ -52,6 +53,7 @@ struct Q4Avx2 {
   static constexpr int kBlockBytes = MT_Q4_0_BYTES;
   static constexpr int kOffsetShift = 3;  // nibble = q + 8
   static constexpr int kMinAt = -1;
+  static constexpr bool kScaleE8M0 = false;
   typedef __m256i Weight;
   static Weight weight(const uint8_t* blk) { return nibbles_at(blk + 2); }
   static __m256i lanes(const Weight& u, __m256i qx) { return madd_pairs(_mm256_maddubs_epi16(u, qx)); }
@@ -77,6 +79,7 @@ struct Q5Avx2 {
   static constexpr int kOffsetShift = kType == MT_Q5_1 ? -1 : 4;  // Q5_0: code = q + 16
   static constexpr int kMinAt = kType == MT_Q5_1 ? 2 : -1;
   static constexpr int kQhAt = kType == MT_Q5_1 ? 4 : 2;
+  static constexpr bool kScaleE8M0 = false;
   typedef __m256i Weight;
   static Weight weight(const uint8_t* blk) {
     return _mm256_or_si256(nibbles_at(blk + kQhAt + 4), q5_high_bits(blk + kQhAt));
@@ -84,17 +87,21 @@ struct Q5Avx2 {
   static __m256i lanes(const Weight& u, __m256i qx) { return madd_pairs(_mm256_maddubs_epi16(u, qx)); }
 };
 
-// IQ4_NL: the nibbles in element order (as Q4_0) looked up in the table, the 16 values in both
-// 128-bit halves (vpshufb indexes within a half) -> the signed weights, dotted as Q8_0's
-// (|v| <= 127, so |v| is an unsigned byte and maddubs pairs stay <= 2 * 127 * 127).
-struct IQ4NLAvx2 {
-  static constexpr int kBlockBytes = MT_IQ4_NL_BYTES;
+// IQ4_NL / MXFP4: the nibbles in element order (as Q4_0; after IQ4_NL's f16 d or MXFP4's E8M0 byte)
+// looked up in the type's table, the 16 values in both 128-bit halves (vpshufb indexes within a
+// half) -> the signed weights, dotted as Q8_0's (|v| <= 127, so |v| is an unsigned byte and maddubs
+// pairs stay <= 2 * 127 * 127).
+template <int kType>
+struct TableAvx2 {
+  static constexpr bool kMx = kType == MT_MXFP4;
+  static constexpr int kBlockBytes = kMx ? MT_MXFP4_BYTES : MT_IQ4_NL_BYTES;
   static constexpr int kOffsetShift = -1;
   static constexpr int kMinAt = -1;
+  static constexpr bool kScaleE8M0 = kMx;
   typedef Q8Avx2::Weight Weight;
   static Weight weight(const uint8_t* blk) {
-    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)mt_iq4nl_values));
-    const __m256i w = _mm256_shuffle_epi8(table, nibbles_at(blk + 2));
+    const __m128i values = _mm_loadu_si128((const __m128i*)(kMx ? mt_mxfp4_values : mt_iq4nl_values));
+    const __m256i w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(values), nibbles_at(blk + (kMx ? 1 : 2)));
     return {_mm256_sign_epi8(w, w), w};
   }
   static __m256i lanes(const Weight& w, __m256i qx) { return Q8Avx2::lanes(w, qx); }
@@ -117,7 +124,9 @@ void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* ac
     case MT_Q5_1:
       return quant_matvec<Q5Avx2<MT_Q5_1>>(w, cols, a, y, r0, r1);
     case MT_IQ4_NL:
-      return quant_matvec<IQ4NLAvx2>(w, cols, a, y, r0, r1);
+      return quant_matvec<TableAvx2<MT_IQ4_NL>>(w, cols, a, y, r0, r1);
+    case MT_MXFP4:
+      return quant_matvec<TableAvx2<MT_MXFP4>>(w, cols, a, y, r0, r1);
     default:
       return quant_matvec<Q8Avx2>(w, cols, a, y, r0, r1);
   }
@@ -135,7 +144,9 @@ void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* ac
     case MT_Q5_1:
       return quant_matmul<Q5Avx2<MT_Q5_1>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
     case MT_IQ4_NL:
-      return quant_matmul<IQ4NLAvx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
+      return quant_matmul<TableAvx2<MT_IQ4_NL>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
+    case MT_MXFP4:
+      return quant_matmul<TableAvx2<MT_MXFP4>, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
     default:
       return quant_matmul<Q8Avx2, kTileRows>(w, cols, x, n, Y, ldy, r0, r1);
   }

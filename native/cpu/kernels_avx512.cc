@@ -8,7 +8,7 @@
 //     drivers of kernels_simd_quant.h, matmul through the zmm pairs of kernels_avx512_pairs.h. Q8_0 weights are made unsigned with w ^ 0x80 = w + 128, Q4_0
 //     nibbles are unsigned already (n = q + 8); the offset leaves each block's exact integer sum
 //     as 128 * sum(q_x) or 8 * sum(q_x), so a Q4_0 block and its Q8_0 copy agree bit for bit.
-//   IQ4_NL: as Q8_0, the nibbles looked up (vpshufb) in the table stored as v ^ 0x80 = v + 128.
+//   IQ4_NL / MXFP4: as Q8_0, the nibbles looked up (vpshufb) in the type's table stored as v ^ 0x80 = v + 128.
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -34,6 +34,7 @@ struct Q8Vnni {
   static constexpr int kBlockBytes = MT_Q8_0_BYTES;
   static constexpr int kOffsetShift = 7;  // w ^ 0x80 = w + 128
   static constexpr int kMinAt = -1;
+  static constexpr bool kScaleE8M0 = false;
   typedef __m256i Weight;
   static Weight weight(const uint8_t* blk) {
     return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(blk + 2)), _mm256_set1_epi8((char)0x80));
@@ -49,36 +50,46 @@ struct Q4Vnni {
   static constexpr int kBlockBytes = MT_Q4_0_BYTES;
   static constexpr int kOffsetShift = 3;  // nibble = q + 8
   static constexpr int kMinAt = -1;
+  static constexpr bool kScaleE8M0 = false;
   typedef __m256i Weight;
-  static Weight weight(const uint8_t* blk) {
-    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(blk + 2)));
+  static Weight weight(const uint8_t* blk) { return nibbles(blk + 2); }
+  static __m256i lanes(const Weight& u, __m256i qx) { return dpbusd(u, qx); }
+  static __m512i weight_both(const uint8_t* blk) { return nibbles_both(blk + 2); }
+  // The 16 bytes at qs -> 32 nibbles in element order; _both: that twice, one per 256-bit half.
+  static __m256i nibbles(const uint8_t* qs) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)qs));
     return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
   }
-  static __m256i lanes(const Weight& u, __m256i qx) { return dpbusd(u, qx); }
-  static __m512i weight_both(const uint8_t* blk) {
-    return nibbles512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(blk + 2))));
+  static __m512i nibbles_both(const uint8_t* qs) {
+    return nibbles512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)qs)));
   }
   static __m512i nibbles512(__m512i x) {
     return _mm512_and_si512(_mm512_srlv_epi64(x, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0f));
   }
 };
 
-// IQ4_NL: the table's values + 128 (unsigned bytes 1..241), indexed by the nibbles in element
-// order; the + 128 comes off as Q8_0's does.
-struct IQ4NLVnni {
-  static constexpr int kBlockBytes = MT_IQ4_NL_BYTES;
+// IQ4_NL / MXFP4: the type's table values + 128 (unsigned bytes: IQ4_NL 1..241, MXFP4 116..140),
+// indexed by the nibbles in element order (after IQ4_NL's f16 d or MXFP4's E8M0 byte); the + 128
+// comes off as Q8_0's does.
+template <int kType>
+struct TableVnni {
+  static constexpr bool kMx = kType == MT_MXFP4;
+  static constexpr int kBlockBytes = kMx ? MT_MXFP4_BYTES : MT_IQ4_NL_BYTES;
+  static constexpr int kQsAt = kMx ? 1 : 2;
   static constexpr int kOffsetShift = 7;
   static constexpr int kMinAt = -1;
+  static constexpr bool kScaleE8M0 = kMx;
   typedef __m256i Weight;
   static __m128i table() {
-    return _mm_xor_si128(_mm_loadu_si128((const __m128i*)mt_iq4nl_values), _mm_set1_epi8((char)0x80));
+    const __m128i values = _mm_loadu_si128((const __m128i*)(kMx ? mt_mxfp4_values : mt_iq4nl_values));
+    return _mm_xor_si128(values, _mm_set1_epi8((char)0x80));
   }
   static Weight weight(const uint8_t* blk) {
-    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table()), Q4Vnni::weight(blk));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table()), Q4Vnni::nibbles(blk + kQsAt));
   }
   static __m256i lanes(const Weight& u, __m256i qx) { return dpbusd(u, qx); }
   static __m512i weight_both(const uint8_t* blk) {
-    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table()), Q4Vnni::weight_both(blk));
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(table()), Q4Vnni::nibbles_both(blk + kQsAt));
   }
 };
 
@@ -148,7 +159,8 @@ void mt_matvec_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
   const uint8_t* w = (const uint8_t*)W;
   if (wtype == MT_Q4_0) return quant_matvec<Q4Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
   if (wtype == MT_Q8_0) return quant_matvec<Q8Vnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
-  if (wtype == MT_IQ4_NL) return quant_matvec<IQ4NLVnni>(w, cols, (const mt_act_group*)act, y, r0, r1);
+  if (wtype == MT_IQ4_NL) return quant_matvec<TableVnni<MT_IQ4_NL>>(w, cols, (const mt_act_group*)act, y, r0, r1);
+  if (wtype == MT_MXFP4) return quant_matvec<TableVnni<MT_MXFP4>>(w, cols, (const mt_act_group*)act, y, r0, r1);
   if (mt_is_kquant(wtype)) return mt_matvec_kquant_avx512(wtype, W, cols, act, y, r0, r1);
   if (mt_is_quant(wtype)) return mt_matvec_quant_avx2(wtype, W, cols, act, y, r0, r1);  // Q5_0 / Q5_1
   size_t row_bytes = mt_row_bytes(wtype, cols);
@@ -162,7 +174,10 @@ void mt_matmul_rows_avx512(int wtype, const void* W, int64_t cols, const void* a
   const uint8_t* a = (const uint8_t*)acts;
   if (wtype == MT_Q4_0) return quant_matmul2<Q4Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
   if (wtype == MT_Q8_0) return quant_matmul2<Q8Vnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
-  if (wtype == MT_IQ4_NL) return quant_matmul2<IQ4NLVnni, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
+  if (wtype == MT_IQ4_NL)
+    return quant_matmul2<TableVnni<MT_IQ4_NL>, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
+  if (wtype == MT_MXFP4)
+    return quant_matmul2<TableVnni<MT_MXFP4>, kTileRows, kTilePairs>(w, cols, a, n, Y, ldy, r0, r1);
   if (mt_is_kquant(wtype)) return mt_matmul_kquant_avx512(wtype, W, cols, acts, n, Y, ldy, r0, r1);
   if (mt_is_quant(wtype)) return mt_matmul_quant_avx2(wtype, W, cols, acts, n, Y, ldy, r0, r1);  // Q5_0 / Q5_1
   size_t row_bytes = mt_row_bytes(wtype, cols);

@@ -6,7 +6,7 @@
 // per call into a paired layout (PairGroup) so a pair's block is one load. (Pairs of weight rows
 // against one activation, for matvec, measured slower than kernels_simd_quant.h's ymm rows.)
 // Include inside the AVX-512 file's target region and anonymous namespace, after
-// kernels_simd_quant.h (which supplies finish_row and group_scales). K as there, plus
+// kernels_simd_quant.h (which supplies finish_row and block_scales). K as there, plus
 // K::weight_both(blk) -> zmm [blk | blk].
 #pragma once
 
@@ -99,7 +99,7 @@ void pair_tile(const uint8_t* w, size_t row_bytes, const PairGroup* const* pg, c
       const uint8_t* blk0 = w + r * row_bytes + g * kGroupBytes;
       __m512i wv[MT_ACT_GROUP_BLOCKS];
       for (int j = 0; j < MT_ACT_GROUP_BLOCKS; j++) wv[j] = K::weight_both(blk0 + j * K::kBlockBytes);
-      const __m256 dw8 = group_scales<K::kBlockBytes>(blk0);
+      const __m256 dw8 = block_scales<K>(blk0);
       const __m512 dw = join256(dw8, dw8);
       for (int p = 0; p < P; p++) {
         const PairGroup& x = pg[p][g];

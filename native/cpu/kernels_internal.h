@@ -9,7 +9,7 @@
 #include <string.h>
 #include "mt_kernels.h"
 
-#define MT_QK 32  // elements per Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL block
+#define MT_QK 32  // elements per Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 block
 
 // Weight blocks as stored in GGUF (bytes, not structs: rows are only 2-byte aligned).
 //   Q8_0: f16 d | int8 q[32]                      34 bytes, value = q * d
@@ -21,15 +21,23 @@
 //   Q5_1: f16 d | f16 m | uint8 qh[4] | nib[16]   24 bytes, value = (nib | hbit << 4) * d + m
 //   IQ4_NL: f16 d | uint8 nib[16]                 18 bytes, nibbles as Q4_0, value = d * mt_iq4nl_values[nib]
 //                                                  (ggml's block_iq4_nl and kvalues_iq4nl)
+//   MXFP4: uint8 e | uint8 nib[16]                17 bytes, nibbles as Q4_0, value = mt_e8m0_half(e) *
+//                                                  mt_mxfp4_values[nib] (ggml's block_mxfp4, kvalues_mxfp4:
+//                                                  E2M1 codes doubled, so the scale is half the E8M0 one)
 #define MT_Q8_0_BYTES 34
 #define MT_Q4_0_BYTES 18
 #define MT_Q5_0_BYTES 22
 #define MT_Q5_1_BYTES 24
 #define MT_IQ4_NL_BYTES 18
+#define MT_MXFP4_BYTES 17
 
 // The non-linear 4-bit table of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl): signed, |v| <= 127 and
 // never 0, so |v| fits an unsigned byte and v + 128 one too (the SIMD paths use both forms).
 static const int8_t mt_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// MXFP4's codes: 2 x the E2M1 values (sign bit 3, then 0, 0.5, 1, 1.5, 2, 3, 4, 6), so integers,
+// |v| <= 12 (v + 128 is an unsigned byte, as for the IQ4 table).
+static const int8_t mt_mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 // One summation order for every path (the "canonical order"), so that a result never depends
 // on the CPU that computed it. Every fused multiply-add below is one rounding (fmaf / vfmadd);
@@ -41,6 +49,8 @@ static const int8_t mt_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, 
 //     y = mt_reduce8(lane) + 0.0f.
 //   Q5_0: as Q4_0, with q_w = (nib | hbit << 4) - 16 (|isum| <= 32 * 16 * 127).
 //   IQ4_NL: as Q8_0, with q_w = mt_iq4nl_values[nib] (|isum| <= 32 * 127 * 127).
+//   MXFP4: as Q8_0, with q_w = mt_mxfp4_values[nib] (|isum| <= 32 * 12 * 127) and d_w = mt_e8m0_half(e),
+//     a power of two (d_w * d_x is exact unless it leaves the normal range).
 //   Q5_1 (y = sum_b d_w d_x sum_i u_w q_x + m_w d_x sum_i q_x, u_w = nib | hbit << 4 in 0..31):
 //     isum[b] = sum_i u_w q_x, exact in int32 (|isum| <= 32 * 31 * 127);
 //     lane[b % 8] = fma(d_w[b] * d_x[b], (float)isum[b], lane[b % 8]);
@@ -80,7 +90,7 @@ static inline float mt_reduce_float_lanes(const float* lane) {
   return mt_reduce8(s8) + 0.0f;
 }
 
-// A prepared activation row for Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL weights: x[i] ~= d * q[i], |q| <= 127, in groups of
+// A prepared activation row for Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 weights: x[i] ~= d * q[i], |q| <= 127, in groups of
 // 8 blocks laid out by field, so a SIMD path reads 8 scales or 8 sums with one load:
 //   group g: d[8] (f32 holding an f16 value) | sum[8] = sum(q) of each block | q[8][32].
 // A short last group is zero-filled. sum lets unsigned-times-signed dot products (VNNI, Q4_0 / Q5_0
@@ -127,6 +137,10 @@ static inline float mt_bits_f32(uint32_t u) {
   return f;
 }
 
+// MXFP4's scale: 2^(e - 128) as an f32 (ggml's GGML_E8M0_TO_FP32_HALF): exponent field e - 1 for
+// e >= 2; e = 0 and 1 are the subnormals 2^-128 and 2^-127 (0x00200000 << e). e = 255 gives 2^127.
+static inline float mt_e8m0_half(uint8_t e) { return mt_bits_f32(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23); }
+
 // IEEE half -> float without F16C (subnormals, inf and nan included).
 static inline float mt_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
@@ -162,7 +176,8 @@ static inline float mt_bf16_to_f32(uint16_t h) { return mt_bits_f32((uint32_t)h 
 
 // The 32-element block types, whose activations are mt_act_group rows (k-quants: mt_is_kquant).
 static inline int mt_is_quant(int type) {
-  return type == MT_Q8_0 || type == MT_Q4_0 || type == MT_Q5_0 || type == MT_Q5_1 || type == MT_IQ4_NL;
+  return type == MT_Q8_0 || type == MT_Q4_0 || type == MT_Q5_0 || type == MT_Q5_1 || type == MT_IQ4_NL ||
+         type == MT_MXFP4;
 }
 
 // Q5_0 / Q5_1: the unsigned 5-bit code 0..31 of element e (0..31) of one block; the f16 d is
@@ -195,7 +210,7 @@ extern "C" {
 MT_DECLARE_PATH(scalar)
 MT_DECLARE_PATH(avx2)
 MT_DECLARE_PATH(avx512)
-// The AVX2 path's Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL kernels (kernels_avx2_quant.cc), same contract as
+// The AVX2 path's Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 kernels (kernels_avx2_quant.cc), same contract as
 // above. The AVX-512 path calls them for Q5_0 / Q5_1 too (an AVX-512 CPU has AVX2).
 void mt_matvec_quant_avx2(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
 void mt_matmul_quant_avx2(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,

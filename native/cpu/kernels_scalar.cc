@@ -57,15 +57,30 @@ int32_t isum_iq4_nl(const uint8_t* blk, const int8_t* qx) {
   return isum;
 }
 
+int32_t isum_mxfp4(const uint8_t* blk, const int8_t* qx) {
+  const uint8_t* nib = blk + 1;
+  int32_t isum = 0;
+  for (int j = 0; j < MT_QK / 2; j++) {
+    isum += (int32_t)mt_mxfp4_values[nib[j] & 0x0f] * qx[j];
+    isum += (int32_t)mt_mxfp4_values[nib[j] >> 4] * qx[j + MT_QK / 2];
+  }
+  return isum;
+}
+
+// The block's scale d_w: an f16 at byte 0, or MXFP4's E8M0 byte.
+float scale_f16(const uint8_t* blk) { return mt_f16_to_f32(mt_load_u16(blk)); }
+float scale_e8m0(const uint8_t* blk) { return mt_e8m0_half(blk[0]); }
+
 // kMin: the block has an f16 min m_w at byte 2 (Q5_1), added as fma(m_w * d_x, sum_x, lane).
-template <int kBlockBytes, int32_t (*Isum)(const uint8_t*, const int8_t*), bool kMin = false>
+template <int kBlockBytes, int32_t (*Isum)(const uint8_t*, const int8_t*), bool kMin = false,
+          float (*Scale)(const uint8_t*) = scale_f16>
 float dot_quant(const uint8_t* w, const mt_act_group* a, int64_t cols) {
   float lane[MT_QUANT_LANES] = {0};
   for (int64_t b = 0; b < cols / MT_QK; b++) {
     const mt_act_group& g = a[b / MT_ACT_GROUP_BLOCKS];
     const int j = (int)(b % MT_ACT_GROUP_BLOCKS);
     const uint8_t* blk = w + b * kBlockBytes;
-    const float scale = mt_f16_to_f32(mt_load_u16(blk)) * g.d[j];
+    const float scale = Scale(blk) * g.d[j];
     lane[b % MT_QUANT_LANES] = fmaf(scale, (float)Isum(blk, g.q[j]), lane[b % MT_QUANT_LANES]);
     if (kMin) {
       const float mscale = mt_f16_to_f32(mt_load_u16(blk + 2)) * g.d[j];
@@ -129,6 +144,8 @@ float dot_row(int wtype, const uint8_t* w, int64_t cols, const void* act) {
       return dot_quant<MT_Q5_1_BYTES, isum_q5_1, true>(w, a, cols);
     case MT_IQ4_NL:
       return dot_quant<MT_IQ4_NL_BYTES, isum_iq4_nl>(w, a, cols);
+    case MT_MXFP4:
+      return dot_quant<MT_MXFP4_BYTES, isum_mxfp4, false, scale_e8m0>(w, a, cols);
     case MT_Q2_K:
       return dot_kquant<MT_Q2_K>(w, (const mt_act_k*)act, cols);
     case MT_Q3_K:

@@ -8,6 +8,7 @@
 //   K::kBlockBytes, K::Weight K::weight(const uint8_t* blk), __m256i K::lanes(const K::Weight&, __m256i q_x).
 //   K::kMinAt: the byte offset of the block's f16 min m_w (Q5_1), or -1 (no min). With a min, each
 //   block then adds lane[j] = fma(m_w[j] * d_x[j], (float)sum_x[j], lane[j]) after its scale fma.
+//   K::kScaleE8M0: the block's scale d_w is MXFP4's E8M0 byte at 0 (mt_e8m0_half), else an f16 at 0.
 // Per group of 8 blocks the 8 lane vectors are reduced to 8 exact block sums at once (hadd
 // tree), the offset is removed in integers with the blocks' activation sums, and one fma adds
 // the group into the row's 8 float lanes: lane[j] = fma(d_w[j] * d_x[j], isum[j], lane[j]).
@@ -52,6 +53,29 @@ inline __m256 group_scales(const uint8_t* blk0) {
   return _mm256_cvtph_ps(v);
 }
 
+// MXFP4: the E8M0 bytes of 8 consecutive blocks as f32 2^(e - 128), mt_e8m0_half lane by lane:
+// exponent field e - 1 where e >= 2, else the subnormal 0x00200000 << e.
+template <int kBlockBytes>
+inline __m256 group_scales_e8m0(const uint8_t* blk0) {
+  const __m256i e =
+      _mm256_setr_epi32(blk0[0], blk0[kBlockBytes], blk0[2 * kBlockBytes], blk0[3 * kBlockBytes], blk0[4 * kBlockBytes],
+                        blk0[5 * kBlockBytes], blk0[6 * kBlockBytes], blk0[7 * kBlockBytes]);
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  const __m256i is_normal = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1));
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(subnormal, normal, is_normal));
+}
+
+// d_w of 8 consecutive blocks, and of one block.
+template <class K>
+inline __m256 block_scales(const uint8_t* blk0) {
+  return K::kScaleE8M0 ? group_scales_e8m0<K::kBlockBytes>(blk0) : group_scales<K::kBlockBytes>(blk0);
+}
+template <class K>
+inline float block_scale(const uint8_t* blk) {
+  return K::kScaleE8M0 ? mt_e8m0_half(blk[0]) : _cvtsh_ss(mt_load_u16(blk));
+}
+
 template <class K>
 inline __m256i remove_offset(__m256i isum, __m256i act_sums) {
   return K::kOffsetShift < 0 ? isum : _mm256_sub_epi32(isum, _mm256_slli_epi32(act_sums, K::kOffsetShift));
@@ -80,7 +104,7 @@ template <class K>
 inline __m256 group_fma(const uint8_t* blk0, const mt_act_group& g, __m256 acc) {
   typename K::Weight wb[MT_ACT_GROUP_BLOCKS];
   for (int j = 0; j < MT_ACT_GROUP_BLOCKS; j++) wb[j] = K::weight(blk0 + j * K::kBlockBytes);
-  return group_fma<K>(wb, group_scales<K::kBlockBytes>(blk0), group_mins<K>(blk0), g, acc);
+  return group_fma<K>(wb, block_scales<K>(blk0), group_mins<K>(blk0), g, acc);
 }
 
 // mt_reduce_quant_lanes in registers: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) + 0.
@@ -101,7 +125,7 @@ inline float finish_row(__m256 acc, const uint8_t* blk0, const mt_act_group& g, 
     const uint8_t* blk = blk0 + j * K::kBlockBytes;
     const int32_t lanes_sum = hsum_epi32(K::lanes(K::weight(blk), _mm256_loadu_si256((const __m256i*)g.q[j])));
     const int32_t isum = K::kOffsetShift < 0 ? lanes_sum : lanes_sum - (g.sum[j] << K::kOffsetShift);
-    lane[j] = fmaf(_cvtsh_ss(mt_load_u16(blk)) * g.d[j], (float)isum, lane[j]);
+    lane[j] = fmaf(block_scale<K>(blk) * g.d[j], (float)isum, lane[j]);
     if (K::kMinAt >= 0)
       lane[j] = fmaf(_cvtsh_ss(mt_load_u16(blk + (K::kMinAt < 0 ? 0 : K::kMinAt))) * g.d[j], (float)g.sum[j], lane[j]);
   }
@@ -168,7 +192,7 @@ void quant_tile(const uint8_t* w, size_t row_bytes, const mt_act_group* const* a
       const uint8_t* blk0 = w + r * row_bytes + g * kGroupBytes;
       typename K::Weight wb[MT_ACT_GROUP_BLOCKS];
       for (int j = 0; j < MT_ACT_GROUP_BLOCKS; j++) wb[j] = K::weight(blk0 + j * K::kBlockBytes);
-      const __m256 dw = group_scales<K::kBlockBytes>(blk0), mw = group_mins<K>(blk0);
+      const __m256 dw = block_scales<K>(blk0), mw = group_mins<K>(blk0);
       for (int k = 0; k < A; k++) acc[r][k] = group_fma<K>(wb, dw, mw, a[k][g], acc[r][k]);
     }
   }

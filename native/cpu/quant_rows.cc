@@ -30,6 +30,8 @@ size_t mt_row_bytes(int type, int64_t cols) {
       return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_Q5_1_BYTES;
     case MT_IQ4_NL:
       return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_IQ4_NL_BYTES;
+    case MT_MXFP4:
+      return cols % MT_QK ? 0 : (size_t)(cols / MT_QK) * MT_MXFP4_BYTES;
     case MT_Q2_K:
     case MT_Q3_K:
     case MT_Q4_K:
@@ -42,8 +44,8 @@ size_t mt_row_bytes(int type, int64_t cols) {
   }
 }
 
-// Float weights read an f32 copy of x; Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL weights read 8-bit blocks in
-// groups (mt_act_group); k-quants and IQ4_XS read one Q8_K block (mt_act_k) per 256 elements.
+// Float weights read an f32 copy of x; Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 weights read 8-bit blocks
+// in groups (mt_act_group); k-quants and IQ4_XS read one Q8_K block (mt_act_k) per 256 elements.
 size_t mt_act_row_bytes(int wtype, int64_t cols) {
   if (!mt_type_supported(wtype) || cols < 0) return 0;
   if (mt_is_kquant(wtype)) return cols % MT_QK_K ? 0 : (size_t)(cols / MT_QK_K) * sizeof(mt_act_k);
@@ -191,6 +193,20 @@ static void dequant_iq4_nl(const uint8_t* row, int64_t cols, float* out) {
   }
 }
 
+// MXFP4: mt_e8m0_half(e) * table[nibble] (ggml's dequantize_row_mxfp4; the product of a power of two
+// and a small integer, exact unless it leaves the normal range).
+static void dequant_mxfp4(const uint8_t* row, int64_t cols, float* out) {
+  for (int64_t b = 0; b < cols / MT_QK; b++) {
+    const uint8_t* blk = row + b * MT_MXFP4_BYTES;
+    const float d = mt_e8m0_half(blk[0]);
+    float* o = out + b * MT_QK;
+    for (int j = 0; j < MT_QK / 2; j++) {
+      o[j] = (float)mt_mxfp4_values[blk[1 + j] & 0x0f] * d;
+      o[j + MT_QK / 2] = (float)mt_mxfp4_values[blk[1 + j] >> 4] * d;
+    }
+  }
+}
+
 // value = d sc q - dmin m (Q2_K, Q4_K, Q5_K) or d sc q (Q3_K, Q6_K, IQ4_XS): (d * sc) * q - (dmin * m), each product
 // rounded on its own (as ggml's dequantize_row_q*_K, whose d * sc is one float).
 static void dequant_kquant(int type, const uint8_t* row, int64_t cols, float* out) {
@@ -232,6 +248,9 @@ void mt_dequant_row(int type, const void* row, int64_t cols, float* out) {
       break;
     case MT_IQ4_NL:
       dequant_iq4_nl(p, cols, out);
+      break;
+    case MT_MXFP4:
+      dequant_mxfp4(p, cols, out);
       break;
     default:
       if (mt_is_kquant(type)) dequant_kquant(type, p, cols, out);

@@ -1,7 +1,8 @@
 // Rows of f32 -> a tensor type: the writer's half of the types (gen-model), byte for byte what
 // src/model/quant.ts and quant-k.ts write for the same finite floats (ggml's quantize_row_*_ref).
 // Every float operation is one f32 rounding in the TypeScript's order (-ffp-contract=off), so the
-// bytes do not depend on the compiler or the CPU. The k-quants are in quantize_kquant.cc.
+// bytes do not depend on the compiler or the CPU. The k-quants are in quantize_kquant.cc, MXFP4 in
+// quantize_mxfp4.cc.
 // Not matched: NaN and inf inputs (the TypeScript turns them into its own codes; gen-model's
 // weights are finite).
 #include <math.h>
@@ -209,6 +210,9 @@ void quantize_row(const mt_kquant_searches* searches, int type, const float* x, 
       return;
     case MT_IQ4_XS:
       for (int64_t b = 0; b < cols / MT_QK_K; b++) block_iq4_xs(x + b * MT_QK_K, out + b * MT_IQ4_XS_BYTES);
+      return;
+    case MT_MXFP4:
+      for (int64_t b = 0; b < cols / MT_QK; b++) mt_quantize_block_mxfp4(x + b * MT_QK, out + b * MT_MXFP4_BYTES);
       return;
     default:
       mt_quantize_row_kquant(searches, type, x, cols, out, scratch);

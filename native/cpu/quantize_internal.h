@@ -1,5 +1,5 @@
-// Shared by the quantiser files only (not part of the C ABI): quantize.cc, quantize_kquant.cc
-// and the AVX2 / AVX-512 searches (kernels_avx2_quantize.cc, kernels_avx512_quantize.cc).
+// Shared by the quantiser files only (not part of the C ABI): quantize.cc, quantize_kquant.cc,
+// quantize_mxfp4.cc and the AVX2 / AVX-512 searches (kernels_avx2_quantize.cc, kernels_avx512_quantize.cc).
 #pragma once
 #include <stdint.h>
 
@@ -32,3 +32,6 @@ typedef struct {
 // One row of `cols` (a multiple of 256) elements to Q2_K..Q6_K, as src/model/quant-k.ts writes it.
 void mt_quantize_row_kquant(const mt_kquant_searches* searches, int type, const float* x, int64_t cols, uint8_t* out,
                             mt_kquant_scratch* scratch);
+
+// One 32-element block to MXFP4 (17 bytes), as src/model/quant-mxfp4.ts writes it.
+void mt_quantize_block_mxfp4(const float* x, uint8_t* out);

@@ -1,13 +1,13 @@
 /*
  * moetier CPU kernels: the C ABI between the forward pass and the matrix code.
  *
- * Weights stay in their container type (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, Q2_K..Q6_K, IQ4_XS;
- * type ids and block layouts as in GGML).
+ * Weights stay in their container type (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, MXFP4, Q2_K..Q6_K,
+ * IQ4_XS; type ids and block layouts as in GGML).
  * A weight matrix W [rows, cols] is `rows` rows of `cols` elements, each row
  * mt_row_bytes(type, cols) bytes, rows contiguous (ggml order: dims = [cols, rows]).
  *
  * Activations are prepared once per op (quantised to 8-bit blocks for the integer dot
- * products: 32-element blocks for Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL, 256-element Q8_K blocks for the
+ * products: 32-element blocks for Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4, 256-element Q8_K blocks for the
  * k-quants and IQ4_XS)
  * and then read by every thread.
  * Row-range entry points let the caller split rows across its thread pool.
@@ -34,7 +34,8 @@ enum mt_type {
   MT_Q6_K = 14,   /* 256-element super-blocks */
   MT_IQ4_NL = 20, /* 32-element blocks of 4-bit indices into a non-linear table */
   MT_IQ4_XS = 23, /* 256-element super-blocks of the same table, 6-bit sub-block scales */
-  MT_BF16 = 30
+  MT_BF16 = 30,
+  MT_MXFP4 = 39 /* 32-element blocks: an E8M0 exponent and 4-bit E2M1 codes (gpt-oss's experts) */
 };
 
 /* Instruction-set paths, chosen at run time; every path computes the same op. */
@@ -68,8 +69,8 @@ void mt_matmul_rows(int wtype, const void* W, int64_t cols, const void* acts, in
 void mt_dequant_row(int type, const void* row, int64_t cols, float* out);
 
 /* Quantise rows x [rows, cols] of finite floats into out (rows * mt_row_bytes(type, cols) bytes):
- * ggml's reference quantisers (quantize_row_*_ref, no importance matrix; IQ4_NL / IQ4_XS: moetier's
- * own encoders, src/model/quant-iq4.ts), the same bytes as src/model/quant.ts writes. Returns 0, -1 for
+ * ggml's reference quantisers (quantize_row_*_ref, no importance matrix; IQ4_NL / IQ4_XS / MXFP4: moetier's
+ * own encoders, src/model/quant-iq4.ts, quant-mxfp4.ts), the same bytes as src/model/quant.ts writes. Returns 0, -1 for
  * an unsupported type or a partial block, -2 when
  * its scratch (k-quants: 6 bytes per column) cannot be allocated. */
 int mt_quantize_rows(int type, const float* x, int64_t rows, int64_t cols, void* out);

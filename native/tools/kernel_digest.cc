@@ -46,6 +46,9 @@ std::vector<uint8_t> weights(int type, int64_t rows, int64_t cols, uint32_t* see
       for (size_t b = 0; b < w.size(); b += k.bytes)
         for (int at : k.at)
           if (at >= 0) w[b + at + 1] = (uint8_t)((w[b + at + 1] & 0x80) | (0x14 + next(seed) % 5));
+  // MXFP4 (any nibbles): E8M0 e for 2^-10 .. 2^5, one block in 8 the subnormal 2^-128 or 2^-127.
+  if (type == MT_MXFP4)
+    for (size_t b = 0; b < w.size(); b += 17) w[b] = (uint8_t)(next(seed) % 8 == 0 ? w[b] % 2 : 118 + w[b] % 16);
   return w;
 }
 
@@ -56,8 +59,8 @@ uint64_t fnv1a(uint64_t h, const void* p, size_t n) {
 }
 
 uint64_t digest_path() {
-  const int types[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0, MT_Q5_0,   MT_Q5_1,
-                       MT_Q2_K, MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_IQ4_NL, MT_IQ4_XS};
+  const int types[] = {MT_F32,  MT_F16,  MT_BF16, MT_Q8_0, MT_Q4_0,   MT_Q5_0,   MT_Q5_1, MT_Q2_K,
+                       MT_Q3_K, MT_Q4_K, MT_Q5_K, MT_Q6_K, MT_IQ4_NL, MT_IQ4_XS, MT_MXFP4};
   const int64_t cols_list[] = {32, 96, 256, 288, 768, 544, 7, 45, 2304};
   const int64_t rows = 13, n = 9;
   uint64_t h = 1469598103934665603ull;

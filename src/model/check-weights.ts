@@ -5,7 +5,8 @@
  * view, and past it (a model bigger than the view) the file in 64 MiB chunks.
  *   F32 / F16 / BF16: every element (exponent all ones);
  *   block types: each block's f16 scales (d, and dmin / m where the type has one; the integer
- *   quants and the k-quants' 4- to 8-bit sub-block scales are finite by construction).
+ *   quants and the k-quants' 4- to 8-bit sub-block scales are finite by construction); MXFP4: each
+ *   block's E8M0 exponent, bad when 0xFF (the MX format's NaN; ggml_validate_row_data refuses it).
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { GGML_BLOCK, type GgmlTypeName, type GgufFile, type TensorInfo } from './types.js';
@@ -109,6 +110,7 @@ function valueTest(view: DataView, type: GgmlTypeName): (at: number) => boolean 
 }
 
 function blockScaleTest(view: DataView, type: GgmlTypeName): (at: number) => boolean {
+  if (type === 'MXFP4') return (at) => view.getUint8(at) === 0xff;
   const offsets = BLOCK_F16_SCALES[type];
   if (offsets === undefined) throw new Error(`check-weights: no f16 scale offsets for block type ${type}`); // a new type must be added above
   return (at) => offsets.some((o) => (view.getUint16(at + o, true) & 0x7c00) === 0x7c00);

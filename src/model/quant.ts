@@ -14,12 +14,13 @@
  *   Q5_1  [d: f16][m: f16][qh: u32][16 bytes]  as Q5_0, value = q * d + m
  * Q5_0 / Q5_1 are here because llama-quantize falls back to them (from Q4_K / Q5_K) for rows
  * that are not a multiple of 256 elements (quant-mix.ts). The k-quants are in quant-k.ts, IQ4_NL and
- * IQ4_XS in quant-iq4.ts.
+ * IQ4_XS in quant-iq4.ts, MXFP4 in quant-mxfp4.ts.
  */
 import { assert } from '../core/assert.js';
 import { F16_TABLE, bf16ToF32, f32ToBf16, f32ToF16 } from './f16.js';
 import { dequantIq4NlRow, dequantIq4XsRow, quantizeIq4NlBlock, quantizeIq4XsBlock } from './quant-iq4.js';
 import { dequantKRow, quantizeKRow } from './quant-k.js';
+import { dequantMxfp4Row, quantizeMxfp4Block } from './quant-mxfp4.js';
 import { signedAbsMax } from './quant-block.js';
 import { GGML_BLOCK, type GgmlTypeName } from './types.js';
 
@@ -76,6 +77,8 @@ export function dequantizeRow(
       return dequantIq4NlRow(bytes, offset, cols, out, outOffset);
     case 'IQ4_XS':
       return dequantIq4XsRow(bytes, offset, cols, out, outOffset);
+    case 'MXFP4':
+      return dequantMxfp4Row(bytes, offset, cols, out, outOffset);
   }
 }
 
@@ -192,6 +195,9 @@ export function quantizeRow(
       break;
     case 'IQ4_XS':
       for (let b = 0; b < cols / 256; b++) quantizeIq4XsBlock(src, srcOffset + b * 256, dst, dstOffset + b * 136);
+      break;
+    case 'MXFP4':
+      for (let b = 0; b < cols / QK; b++) quantizeMxfp4Block(src, srcOffset + b * QK, dst, dstOffset + b * 17);
       break;
   }
   return size;

@@ -25,6 +25,7 @@ export const GGML_TYPE = {
   IQ4_NL: 20,
   IQ4_XS: 23,
   BF16: 30,
+  MXFP4: 39,
 } as const;
 export type GgmlTypeName = keyof typeof GGML_TYPE;
 
@@ -46,6 +47,7 @@ export const GGML_BLOCK: Record<GgmlTypeName, { elements: number; bytes: number 
   // the non-linear 4-bit table of ggml's kvalues_iq4nl (layouts in quant-iq4.ts)
   IQ4_NL: { elements: 32, bytes: 18 }, // d, 16 bytes of table indices (as Q4_0's nibbles)
   IQ4_XS: { elements: 256, bytes: 136 }, // d, scales_h, scales_l[4], qs[128]
+  MXFP4: { elements: 32, bytes: 17 }, // E8M0 exponent, 16 bytes of E2M1 codes (layout in quant-mxfp4.ts)
 };
 
 export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama' | 'glm4moe' | 'gpt-oss';

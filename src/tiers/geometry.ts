@@ -113,6 +113,8 @@ const ggmlQuants: Record<string, Quant> = {
   // ggml's block_iq4_nl / block_iq4_xs (llama-quantize's fallback for rows not a multiple of 256).
   IQ4_NL: { name: 'IQ4_NL', blockElements: 32, blockBytes: 18 },
   IQ4_XS: { name: 'IQ4_XS', blockElements: 256, blockBytes: 136 },
+  // ggml's block_mxfp4 (gpt-oss's experts).
+  MXFP4: { name: 'MXFP4', blockElements: 32, blockBytes: 17 },
 };
 
 /**

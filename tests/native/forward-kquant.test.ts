@@ -51,6 +51,9 @@ describe('native forward with k-quant experts', () => {
     ['IQ4_NL', 'IQ4_NL'],
     ['IQ4_XS', 'IQ4_XS'],
     ['IQ4_XS', 'IQ4_NL'],
+    // MXFP4 (gpt-oss's experts: an E8M0 power-of-two scale, Q8_0-style activations), alone and beside a k-quant.
+    ['MXFP4', 'MXFP4'],
+    ['Q4_K', 'MXFP4'],
   ];
   it.each(cases)('gate/up %s, down %s: the same bits on every path, close to the F32 twin', (gateUp, down) => {
     const { kquant, f32 } = kquantModels(gateUp, down);

@@ -6,7 +6,7 @@
  * F32 and F16 weights, real top-k routing: every route equal, logits within 1e-4 of the
  * reference (largest |native - reference| / largest |reference logit|; f32 vs f64 sums only).
  *
- * Q8_0 / Q4_0 / IQ4_NL weights: the kernels also quantise activations to 8 bits, which moves these
+ * Q8_0 / Q4_0 / IQ4_NL / MXFP4 weights: the kernels also quantise activations to 8 bits, which moves these
  * 64-wide models' logits by 2-4 %. That noise is relative, so no router scale separates a
  * near-tie from it: about 1 in 20 (row, layer) top-k choices flips on these random models, and
  * a flipped row changes every later row through the KV cache. So the quantised cases route to
@@ -26,6 +26,7 @@ const cases: Array<{ arch: Arch; type: GgmlTypeName; tiedOutput?: boolean }> = [
   { arch: 'olmoe', type: 'F16' },
   { arch: 'qwen3moe', type: 'Q4_0' },
   { arch: 'olmoe', type: 'IQ4_NL' }, // llama-quantize's fallback type (src/model/quant-iq4.ts writes it)
+  { arch: 'gpt-oss', type: 'MXFP4' }, // gpt-oss's expert type, here in every matrix (src/model/quant-mxfp4.ts writes it)
   { arch: 'llama', type: 'Q8_0', tiedOutput: true },
   { arch: 'qwen3moe', type: 'F32' },
   { arch: 'qwen2moe', type: 'F32' },
@@ -37,7 +38,7 @@ const opened: MappedModel[] = [];
 afterAll(() => opened.forEach((m) => m.close()));
 
 function open(arch: Arch, type: GgmlTypeName, tiedOutput = false, seed = 3): MappedModel {
-  const allExperts = type === 'Q8_0' || type === 'Q4_0' || type === 'IQ4_NL';
+  const allExperts = type === 'Q8_0' || type === 'Q4_0' || type === 'IQ4_NL' || type === 'MXFP4';
   const m = mapModel(tinyHParams(arch, { tiedOutput, ...(allExperts ? { nExpertUsed: 8 } : {}) }), {
     type,
     seed,

@@ -39,7 +39,7 @@ describe('kernel verbs refuse bad input', () => {
   });
 
   it('cols not a multiple of the block size', () => {
-    for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0, 6, 7, GGML_TYPE.IQ4_NL]) {
+    for (const type of [GGML_TYPE.Q8_0, GGML_TYPE.Q4_0, 6, 7, GGML_TYPE.IQ4_NL, GGML_TYPE.MXFP4]) {
       // 6, 7: Q5_0, Q5_1
       expect(() => native.matvec(type, w, 3, 48, new Float32Array(48), y)).toThrow(/cols: expected a multiple of 32/);
       expect(() => native.dequantRow(type, w, 31, new Float32Array(31))).toThrow(/multiple of 32/);

@@ -1,5 +1,5 @@
 /**
- * Models with k-quant (or Q5_0 / Q5_1, IQ4_NL / IQ4_XS) experts for the native tests: random valid super-blocks (gate / up in one
+ * Models with k-quant (or Q5_0 / Q5_1, IQ4_NL / IQ4_XS, MXFP4) experts for the native tests: random valid super-blocks (gate / up in one
  * k-quant, down in another, as llama.cpp's Q4_K_M files mix them), every other tensor F32, and an
  * F32 twin holding the experts' exact dequantisation (dequantRow, which kernels-kquant.test.ts
  * checks against the block layouts). Built here so they need no k-quant writer on the TS side.
@@ -30,8 +30,11 @@ const KQ = {
   // its random 6-bit sub-block scales - 32 (mean magnitude ~ 16).
   IQ4_NL: { id: 20, bytes: 18, scales: [0], d: 0.0625 / 56, minScale: 0 },
   IQ4_XS: { id: 23, bytes: 136, scales: [0], d: 0.0625 / (56 * 16), minScale: 0 },
+  // MXFP4 (mean |value| 4.5): no f16 scale; its E8M0 byte (byte 0) holds 2^round(log2 d), d ~ 2^-6.
+  MXFP4: { id: 39, bytes: 17, scales: [], d: 0.0625 / 4.5, minScale: 0 },
 } as const;
-const blockElements = (type: KName): number => (type === 'Q5_0' || type === 'Q5_1' || type === 'IQ4_NL' ? 32 : 256);
+const blockElements = (type: KName): number =>
+  type === 'Q5_0' || type === 'Q5_1' || type === 'IQ4_NL' || type === 'MXFP4' ? 32 : 256;
 export type KName = keyof typeof KQ;
 
 /** A normal f16 near v (mantissa truncated), of v's sign. */
@@ -48,6 +51,7 @@ function randomBlocks(type: KName, rows: number, cols: number, seed: number): Ui
   const out = new Uint8Array(((rows * cols) / blockElements(type)) * bytes);
   for (let i = 0; i < out.length; i++) out[i] = Math.floor(next() * 256);
   const bits = [f16Bits(d), f16Bits(d * minScale)];
+  if (type === 'MXFP4') for (let b = 0; b < out.length; b += bytes) out[b] = 128 + Math.round(Math.log2(d));
   for (let b = 0; b < out.length; b += bytes)
     scales.forEach((at, k) => {
       out[b + at] = bits[k] & 0xff;

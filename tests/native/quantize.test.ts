@@ -34,6 +34,7 @@ const TYPES: GgmlTypeName[] = [
   'Q6_K',
   'IQ4_NL',
   'IQ4_XS',
+  'MXFP4',
 ];
 
 afterEach(() => {
@@ -115,6 +116,29 @@ describe('native quantizeRows', () => {
     }
   });
 
+  it("MXFP4: the TypeScript's bytes at the exponent's edges on every path", () => {
+    // Blocks of 32: subnormal, near 2^-126, huge; the largest |x| at 1.5 * 2^k, just past it and at
+    // 2^k; elements on the midpoints between table values (ties go to the first of equals).
+    const scales = [1e-40, 3e-39, 1.2e-38, 1e30, 1, 1, 1, 1];
+    const x = new Float32Array(32 * scales.length);
+    const rng = new Rng(8, 'mxfp4-edges');
+    scales.forEach((s, b) => {
+      for (let j = 0; j < 32; j++) x[32 * b + j] = rng.normal() * s;
+    });
+    x[32 * 4] = 1.5 * 2 ** 3;
+    x[32 * 5] = Math.fround(1.5 * 2 ** 3 * (1 + 2 ** -20));
+    x[32 * 6] = -(2 ** 3);
+    for (let j = 0; j < 32; j++) x[32 * 7 + j] = ((j % 8) + 0.5) * (j % 2 ? -0.25 : 0.25);
+    const want = reference('MXFP4', x, 32);
+    for (const isa of PATHS) {
+      native.isaSet(isa);
+      const got = new Uint8Array(want.length);
+      verbs.quantizeRows(GGML_TYPE.MXFP4, x, scales.length, 32, got);
+      expect({ isa, firstDifference: firstDifference(got, want) }).toEqual({ isa, firstDifference: -1 });
+    }
+    expect(want[0]).toBe(0); // the subnormal block: e = 0
+  });
+
   it('refuses a type that cannot hold the rows, and arrays of the wrong size, naming the argument', () => {
     const x = new Float32Array(100);
     expect(() => verbs.quantizeRows(GGML_TYPE.Q4_K, x, 1, 100, new Uint8Array(1000))).toThrow(
@@ -162,7 +186,7 @@ describe('native synthUniformAsync', () => {
     const jsRng = new Rng(9, 'blk.0.ffn_up_exps.weight');
     jsRng.fillUniform(floats, sd);
     const after = jsRng.uniform(); // where the stream goes on after the tensor
-    for (const type of ['Q8_0', 'Q4_0', 'IQ4_NL'] as const) {
+    for (const type of ['Q8_0', 'Q4_0', 'IQ4_NL', 'MXFP4'] as const) {
       const want = reference(type, floats, cols);
       for (const threads of [1, 2]) {
         const rng = new Rng(9, 'blk.0.ffn_up_exps.weight');

@@ -1,7 +1,7 @@
 /**
  * The expert tier with k-quant experts (gate / up Q4_K, down Q6_K; kquant-helpers.ts), with
- * Q5_0 / Q5_1 experts (gate / up Q5_0, down Q5_1) and with IQ4_XS / IQ4_NL experts: host copies are
- * for Q4_0 containers only (there are no exact int8 host copies of a k-quant, Q5_1 or IQ4 expert), so
+ * Q5_0 / Q5_1 experts (gate / up Q5_0, down Q5_1), with IQ4_XS / IQ4_NL and with MXFP4 experts: host copies
+ * are for Q4_0 containers only (no exact int8 host copies of a k-quant, Q5_1, IQ4 or MXFP4 expert are made), so
  * the tier offers none (hostCopy bytes 0) and every
  * miss is computed from the container's bytes in the container's types: tokens and logits at
  * budgets 0, 3 and 8 of 8 slots are byte-identical to no tier, on every kernel path this CPU has.
@@ -62,6 +62,7 @@ describe('tier with k-quant experts: results do not depend on placement', () => 
     ['Q4_K', 'Q6_K'],
     ['Q5_0', 'Q5_1'],
     ['IQ4_XS', 'IQ4_NL'],
+    ['MXFP4', 'MXFP4'],
   ];
   for (const isa of isas)
     for (const [gateUp, down] of pairs) {

@@ -78,7 +78,6 @@ export const GGML_TYPE_NAMES_OTHER: Record<number, string> = {
   29: 'IQ1_M',
   34: 'TQ1_0',
   35: 'TQ2_0',
-  39: 'MXFP4',
 };
 
 /**

@@ -56,6 +56,7 @@ describe('GGUF writer and reader', () => {
       { name: 'q4k', type: 'Q4_K' as const, dims: [256, 1, 3], data: () => bytesOf(3 * 144, 10) },
       { name: 'q5k', type: 'Q5_K' as const, dims: [256], data: () => bytesOf(176, 11) },
       { name: 'q6k', type: 'Q6_K' as const, dims: [768, 2], data: () => bytesOf(6 * 210, 12) },
+      { name: 'mxfp4', type: 'MXFP4' as const, dims: [64, 3, 2], data: () => bytesOf(12 * 17, 13) },
     ];
     await writeGguf(path, metadata, tensors, { onProgress: (written) => progress.push(written) });
     const bytes = new Uint8Array(await readFile(path));
@@ -272,12 +273,13 @@ describe('GGUF reader refusals', () => {
     expect(one([4], 0, 8).message).toMatch(/multiple of the alignment 32, got 8/);
     expect(one([4], 0, 0, 70).message).toMatch(/tensor w: expected 16 bytes of data from byte 64 inside the file/);
     expect(one([4], 77, 0).message).toMatch(/known ggml type id, got 77/);
-    const supported = 'F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16';
+    const supported = 'F32, F16, Q4_0, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16, MXFP4';
     for (const [id, name] of [
       [16, 'IQ2_XXS'],
       [21, 'IQ3_S'],
       [3, 'Q4_1'],
       [15, 'Q8_K'],
+      [35, 'TQ2_0'],
     ] as const) {
       const refused = one([256], id, 0, 2048);
       expect(refused).toBeInstanceOf(UnsupportedModelError);

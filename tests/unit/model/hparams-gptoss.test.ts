@@ -4,7 +4,8 @@
  * rope scaling) gives gen-model's hyper-parameters back, with the layer llama.cpp fixes for the arch
  * (sinks, q/k/v/o biases, router bias, softmax over the top-k logits, expert biases, swiglu_oai);
  * the window's period defaults to 2 and is read when present; a missing window and a separate SWA
- * rope base are refused by name; MXFP4 experts (ggml type 39) are refused naming the tensor and type.
+ * rope base are refused by name; MXFP4 experts (ggml type 39) are read, a type moetier does not read
+ * (Q4_1) is refused naming the tensor and type.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -78,16 +79,18 @@ describe('readHParams: gpt-oss', () => {
     expect(String(swa)).toMatch(/key gpt-oss\.rope\.freq_base_swa: expected rope\.freq_base 150000/);
   });
 
-  it('refuses MXFP4 experts (ggml type 39) naming the tensor and the type', async () => {
+  it('reads MXFP4 experts (ggml type 39); refuses Q4_1 ones (type 3) naming the tensor and the type', async () => {
     const { bytes, path } = await bytesOf();
     // The tensor info after the name "blk.0.ffn_up_exps.weight": n_dims u32, 3 dims u64, then the type u32.
     const name = new TextEncoder().encode('blk.0.ffn_up_exps.weight');
     const at = Buffer.from(bytes).indexOf(Buffer.from(name)) + name.length + 4 + 3 * 8;
     const view = new DataView(bytes.buffer, bytes.byteOffset);
     expect(view.getUint32(at, true)).toBe(8); // Q8_0: the field found
-    view.setUint32(at, 39, true);
+    view.setUint32(at, 39, true); // 17 bytes a block where Q8_0 has 34: a smaller tensor, still inside the file
+    expect(parseGguf(bytes, path).tensors.get('blk.0.ffn_up_exps.weight')!.type).toBe('MXFP4');
+    view.setUint32(at, 3, true);
     const refused = await refusal(async () => parseGguf(bytes, path));
     expect(refused).toBeInstanceOf(UnsupportedModelError);
-    expect(String(refused)).toMatch(/tensor blk\.0\.ffn_up_exps\.weight: .*got MXFP4 \(ggml type 39\)/);
+    expect(String(refused)).toMatch(/tensor blk\.0\.ffn_up_exps\.weight: .*got Q4_1 \(ggml type 3\)/);
   });
 });
