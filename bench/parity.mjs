@@ -48,6 +48,11 @@ const models = [
   { preset: 'small', arch: 'glm4moe', quant: 'q8_0' },
   // GLM-4.5's leading dense layer (issue 30): layer 0 a plain FFN of 4x the expert width, no router, no experts.
   { preset: 'tiny-dense', arch: 'glm4moe', quant: 'q8_0' },
+  // DeepSeek-V2 / V3's layers (issue 30): latent attention (K_b absorbed into the query, one cached row of
+  // latent + roped key), a leading dense layer, two ungated shared experts; tiny without q-LoRA and with
+  // V2-Lite's softmax routing, small with q-LoRA and V3's sigmoid routing, selection bias, x2.5 and groups.
+  { preset: 'tiny', arch: 'deepseek2', quant: 'q8_0' },
+  { preset: 'small', arch: 'deepseek2', quant: 'q8_0' },
   // gpt-oss's layers (issue 30, experts in Q8_0, not MXFP4): attention sinks, a sliding window of 8 on the
   // even layers, q/k/v/o biases, YaRN x32, the router bias, softmax over the top-k logits, expert biases, swiglu_oai.
   { preset: 'tiny', arch: 'gpt-oss', quant: 'q8_0' },

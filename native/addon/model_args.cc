@@ -108,6 +108,16 @@ bool ReadHParams(Napi::Value v, mt_hparams* hp, std::string* err) {
     ok = ReadInt(dense, "count", &hp->n_layer_dense_lead, err) && ReadInt(dense, "nFf", &hp->n_ff, err);
     if (!ok) *err = "denseLayers." + *err;
   }
+  // Multi-head latent attention (deepseek2; optional) and the scores' scale.
+  if (ok && !o.Get("mla").IsUndefined()) {
+    Napi::Value v = o.Get("mla");
+    if (!v.IsObject()) return *err = "hparams.mla: expected { qLora, kvLora, nope, vHead }", false;
+    Napi::Object mla = v.As<Napi::Object>();
+    ok = ReadInt(mla, "qLora", &hp->mla_q_lora, err) && ReadInt(mla, "kvLora", &hp->mla_kv_lora, err) &&
+         ReadInt(mla, "nope", &hp->mla_nope, err) && ReadInt(mla, "vHead", &hp->mla_v_head, err);
+    if (!ok) *err = "mla." + *err;
+  }
+  if (ok && !o.Get("attnScale").IsUndefined()) ok = ReadNumber(o, "attnScale", &hp->attn_scale, err);
   if (!ok) *err = "hparams." + *err;
   return ok;
 }

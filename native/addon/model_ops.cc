@@ -101,7 +101,7 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
         info.Env(),
         "attention(q [nHead*hd], keys [nKv*nHeadKv*hd], values, nHead, nHeadKv, headDim, nKv, out [nHead*hd])");
   std::vector<float> scores(static_cast<size_t>(n_kv));
-  mt::attention_heads(q, k, v, int32_t(heads), int32_t(kv_heads), int32_t(dim), int32_t(n_kv), 0, int32_t(heads),
+  mt::attention_heads(q, k, v, int32_t(heads), int32_t(kv_heads), int32_t(dim), int32_t(n_kv), 0, int32_t(heads), 0.0f,
                       scores.data(), out);
   return info.Env().Undefined();
 }

@@ -63,6 +63,10 @@ struct LayerWeights {
   const float *gate_bias = nullptr, *up_bias = nullptr, *down_bias = nullptr;
   bool windowed = false;  // sliding-window attention on this layer (hp.sliding_window)
   bool dense = false;     // a leading dense layer: shexp_* hold its FFN, no router or experts
+  // MLA (hp.mla_kv_lora > 0): q is attn_q or attn_q_a, k is attn_kv_a_mqa, v unused.
+  const float *q_a_norm = nullptr, *kv_a_norm = nullptr;
+  Matrix q_b;
+  Experts k_b, v_b;  // one matrix per head: K_b [kv_lora x nope], V_b [v_head x kv_lora]
 };
 
 // One expert's work in a layer: its slots [first, first + count) are token rows routed to it.
@@ -152,6 +156,13 @@ struct mt_context {
   uint8_t* shexp_act_down = nullptr;                 // shared slots, prepared for ffn_down_shexp
   float* slot_down = nullptr;                        // [slots][nEmbd]
   float* scores = nullptr;                           // [n_threads][nCtx] attention scratch
+  // MLA (hp.mla_kv_lora > 0; null otherwise), per chunk row:
+  float* mla_q = nullptr;           // [nHead * (nope + rope)]: the query as projected
+  float* mla_qa = nullptr;          // [qLora]: attn_q_a h, then normed (q-LoRA files)
+  uint8_t* mla_act_qa = nullptr;    // the normed qa prepared for attn_q_b
+  uint8_t* mla_act_head = nullptr;  // [nHead] prepared q_nope (for K_b) or latent output (for V_b), per head
+  size_t mla_act_head_bytes = 0;    // one head's prepared row
+  float* mla_o = nullptr;           // [nHead * vHead]: the heads' outputs, attn_output's input
   int64_t n_ff_max = 0;
 };
 
@@ -279,5 +290,17 @@ bool step_remote_start(Pass& p, char* err, size_t err_bytes);
 bool step_remote_wait(Pass& p, char* err, size_t err_bytes);
 void step_layer_end(Pass& p);
 void combine_row(const Pass& p, int32_t r);
+
+// forward_attention.cc: the attention half of a layer, and the phases MLA shares with it.
+void attention_layer(Pass& p);
+size_t layer_cache_row(const mt_context& c, int32_t layer);  // the layer's first cache row
+void attn_norm_phase(void* arg, int ith, int nth);
+void attention_phase(void* arg, int ith, int nth);
+void attn_prep_phase(void* arg, int ith, int nth);
+void attn_out_phase(void* arg, int ith, int nth);
+// forward_mla.cc: deepseek2's multi-head latent attention in place of the middle phases.
+void mla_attention_layer(Pass& p);
+// forward_eval.cc: a one-token eval's route predictions at a MoE layer's start (attn_norm_phase).
+void predict_routes(Pass& p);
 
 }  // namespace mt

@@ -32,6 +32,26 @@ size_t act_row_max(const mt_model& m, int64_t cols, Pick pick) {
   return most;
 }
 
+// MLA's per-row buffers (forward.h): the projected query, q-LoRA's rank, each head's prepared input
+// of K_b (q_nope) or V_b (its latent output), the heads' outputs.
+void layout_mla(mt_context* c, Carver& a) {
+  const mt_model& m = *c->model;
+  const mt_hparams& hp = m.hp;
+  const size_t R = size_t(c->rows_max), H = size_t(hp.n_head);
+  c->mla_q = a.take<float>(R * H * size_t(hp.mla_nope + hp.rope_dims));
+  if (hp.mla_q_lora > 0) {
+    c->mla_qa = a.take<float>(R * size_t(hp.mla_q_lora));
+    c->mla_act_qa = a.take<uint8_t>(
+        R * act_row_max(m, hp.mla_q_lora, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.q_b; }));
+  }
+  c->mla_act_head_bytes = std::max(
+      act_row_max(m, hp.mla_nope, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.k_b.first; }),
+      act_row_max(m, hp.mla_kv_lora, [](const mt::LayerWeights& L) -> const mt::Matrix& { return L.v_b.first; }));
+  c->mla_act_head_bytes = (c->mla_act_head_bytes + 63) / 64 * 64;
+  c->mla_act_head = a.take<uint8_t>(R * H * c->mla_act_head_bytes);
+  c->mla_o = a.take<float>(R * H * size_t(hp.mla_v_head));
+}
+
 void layout(mt_context* c, Carver& a) {
   const mt_model& m = *c->model;
   const mt_hparams& hp = m.hp;
@@ -40,7 +60,8 @@ void layout(mt_context* c, Carver& a) {
   const size_t routed = R * K, slots = routed + (hp.shared_expert || hp.n_layer_dense_lead > 0 ? R : 0);
   const size_t cache_rows = size_t(c->n_seq) * size_t(c->n_ctx);
   c->k_cache = a.take<float>(size_t(hp.n_layer) * cache_rows * KV);
-  c->v_cache = a.take<float>(size_t(hp.n_layer) * cache_rows * KV);
+  // MLA: the value is a view of the cached row (its latent): no V cache.
+  c->v_cache = hp.mla_kv_lora > 0 ? c->k_cache : a.take<float>(size_t(hp.n_layer) * cache_rows * KV);
   c->row_pos = a.take<int32_t>(size_t(c->group_rows_max));
   c->row_kv = a.take<int32_t>(size_t(c->group_rows_max));
   c->logit_local = a.take<int32_t>(size_t(c->group_rows_max));
@@ -60,6 +81,7 @@ void layout(mt_context* c, Carver& a) {
     for (const mt::Matrix* w : {&L.q, &L.k, &L.v, &L.router, &L.gate.first, &L.shexp_gate})
       if (w->data != nullptr) reads_h[w->type] = true;
   }
+  if (hp.mla_kv_lora > 0) layout_mla(c, a);
   for (int t = 0; t < mt::kTypeIds; t++)
     c->act_h[t] = reads_h[t] ? a.take<uint8_t>(R * mt_act_row_bytes(t, hp.n_embd)) : nullptr;
   c->act_attn = a.take<uint8_t>(
@@ -122,7 +144,8 @@ extern "C" int mt_context_bytes(const mt_model* model, int32_t n_ctx, int32_t n_
   Carver measure;
   layout(&c, measure);
   const mt_hparams& hp = model->hp;
-  *kv_bytes = 2 * size_t(hp.n_layer) * size_t(n_seq) * size_t(n_ctx) * size_t(hp.n_head_kv) * size_t(hp.head_dim) *
+  const size_t caches = hp.mla_kv_lora > 0 ? 1 : 2;  // MLA keeps no V cache
+  *kv_bytes = caches * size_t(hp.n_layer) * size_t(n_seq) * size_t(n_ctx) * size_t(hp.n_head_kv) * size_t(hp.head_dim) *
               sizeof(float);
   *scratch_bytes = measure.offset + 64 - *kv_bytes;
   return 0;

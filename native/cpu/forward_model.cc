@@ -66,6 +66,19 @@ class Builder {
     return out->first.data != nullptr;
   }
 
+  // n matrices [rows, cols] of the dense weights (MLA's per-head K_b / V_b), ggml dims [cols, rows, n]:
+  // owned like any dense matrix (not the tier's, as experts are).
+  bool heads(const std::string& name, int64_t cols, int64_t rows, int64_t n, Experts* out) {
+    const int64_t want[3] = {cols, rows, n};
+    const mt_tensor_desc* d = find(name, want, 3);
+    if (d == nullptr || !check_type(name, d->type, cols)) return false;
+    out->first = Matrix{nullptr, d->type, rows, cols, mt_row_bytes(d->type, cols)};
+    out->expert_bytes = out->first.row_bytes * size_t(rows);
+    const size_t bytes = out->expert_bytes * size_t(n);
+    out->first.data = dense(name, extent(name, d, out->first.row_bytes, rows * n), bytes);
+    return out->first.data != nullptr;
+  }
+
   // A 1-D tensor [len] of F32 / F16 / BF16, copied to an owned f32 array.
   bool vector(const std::string& name, int64_t len, const float** out) { return vectors(name, len, 1, out); }
 
@@ -188,6 +201,11 @@ bool check_hparams(const mt_hparams& hp, Builder& b) {
   if (!in(hp.n_layer_dense_lead, 0, hp.n_layer - 1))
     return b.fail("hparams.nLayerDenseLead", "0..nLayer - 1 (at least one layer with experts)");
   if (hp.n_layer_dense_lead > 0 && !in(hp.n_ff, 1, big)) return b.fail("hparams.nFf", "1..2^20 with dense layers");
+  if (hp.mla_kv_lora != 0 && (!in(hp.mla_kv_lora, 1, big) || !in(hp.mla_nope, 1, big) || !in(hp.mla_v_head, 1, big) ||
+                              !in(hp.mla_q_lora, 0, big) || hp.n_head_kv != 1 || hp.rope_dims < 2 ||
+                              hp.head_dim != hp.mla_kv_lora + hp.rope_dims))
+    return b.fail("hparams.mla", "kvLora, nope, vHead >= 1, qLora >= 0, nHeadKv 1 and headDim = kvLora + ropeDims");
+  if (!(hp.attn_scale >= 0 && std::isfinite(hp.attn_scale))) return b.fail("hparams.attnScale", "a finite number >= 0");
   if (!(hp.rms_eps >= 0 && std::isfinite(hp.rms_eps))) return b.fail("hparams.rmsEps", "a finite number >= 0");
   if (!(hp.rope_base > 0 && std::isfinite(hp.rope_base))) return b.fail("hparams.ropeBase", "a finite number > 0");
   if (!in(hp.qk_norm, MT_QK_NORM_NONE, MT_QK_NORM_FULL)) return b.fail("hparams.qkNorm", "none, head or full");
@@ -224,14 +242,32 @@ bool build_dense_ffn(const mt_hparams& hp, const std::string& p, Builder& b, mt:
   return true;
 }
 
+// deepseek2's attention (MLA): the query (attn_q, or attn_q_a, its norm and attn_q_b), the latent and
+// shared key (attn_kv_a_mqa, the latent's norm), per head K_b and V_b, attn_output.
+bool build_mla(const mt_hparams& hp, const std::string& p, Builder& b, mt::LayerWeights* L) {
+  const int64_t q_dim = int64_t(hp.n_head) * (hp.mla_nope + hp.rope_dims);
+  const bool query = hp.mla_q_lora > 0 ? b.matrix(p + "attn_q_a.weight", hp.n_embd, hp.mla_q_lora, &L->q) &&
+                                             b.vector(p + "attn_q_a_norm.weight", hp.mla_q_lora, &L->q_a_norm) &&
+                                             b.matrix(p + "attn_q_b.weight", hp.mla_q_lora, q_dim, &L->q_b)
+                                       : b.matrix(p + "attn_q.weight", hp.n_embd, q_dim, &L->q);
+  return query && b.matrix(p + "attn_kv_a_mqa.weight", hp.n_embd, hp.head_dim, &L->k) &&
+         b.vector(p + "attn_kv_a_norm.weight", hp.mla_kv_lora, &L->kv_a_norm) &&
+         b.heads(p + "attn_k_b.weight", hp.mla_nope, hp.mla_kv_lora, hp.n_head, &L->k_b) &&
+         b.heads(p + "attn_v_b.weight", hp.mla_kv_lora, hp.mla_v_head, hp.n_head, &L->v_b) &&
+         b.matrix(p + "attn_output.weight", int64_t(hp.n_head) * hp.mla_v_head, hp.n_embd, &L->o);
+}
+
 bool build_layer(const mt_hparams& hp, int32_t l, Builder& b, mt::LayerWeights* L) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t q_dim = int64_t(hp.n_head) * hp.head_dim, kv_dim = int64_t(hp.n_head_kv) * hp.head_dim;
-  bool ok = b.vector(p + "attn_norm.weight", hp.n_embd, &L->attn_norm) &&
-            b.matrix(p + "attn_q.weight", hp.n_embd, q_dim, &L->q) &&
-            b.matrix(p + "attn_k.weight", hp.n_embd, kv_dim, &L->k) &&
-            b.matrix(p + "attn_v.weight", hp.n_embd, kv_dim, &L->v) &&
-            b.matrix(p + "attn_output.weight", q_dim, hp.n_embd, &L->o);
+  bool ok = b.vector(p + "attn_norm.weight", hp.n_embd, &L->attn_norm);
+  if (ok && hp.mla_kv_lora > 0)
+    ok = build_mla(hp, p, b, L);
+  else
+    ok = ok && b.matrix(p + "attn_q.weight", hp.n_embd, q_dim, &L->q) &&
+         b.matrix(p + "attn_k.weight", hp.n_embd, kv_dim, &L->k) &&
+         b.matrix(p + "attn_v.weight", hp.n_embd, kv_dim, &L->v) &&
+         b.matrix(p + "attn_output.weight", q_dim, hp.n_embd, &L->o);
   if (ok && hp.attn_bias)
     ok = b.vector(p + "attn_q.bias", q_dim, &L->q_bias) && b.vector(p + "attn_k.bias", kv_dim, &L->k_bias) &&
          b.vector(p + "attn_v.bias", kv_dim, &L->v_bias);

@@ -23,10 +23,10 @@ void attention_head(const float* q, const float* k, const float* v, int64_t kv_s
 }
 
 void attention_heads(const float* q, const float* k_cache, const float* v_cache, int32_t n_head, int32_t n_head_kv,
-                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float* scores, float* out,
-                     const float* sinks) {
+                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float scale_or_0, float* scores,
+                     float* out, const float* sinks) {
   const int64_t kv_dim = int64_t(n_head_kv) * head_dim, group = n_head / n_head_kv;
-  const float scale = float(1.0 / std::sqrt(double(head_dim)));
+  const float scale = scale_or_0 != 0.0f ? scale_or_0 : float(1.0 / std::sqrt(double(head_dim)));
   for (int32_t h = h0; h < h1; h++) {
     const int64_t kv_off = (h / group) * head_dim;
     attention_head(q + int64_t(h) * head_dim, k_cache + kv_off, v_cache + kv_off, kv_dim, n_kv, head_dim, scale, scores,

@@ -59,6 +59,13 @@ typedef struct mt_hparams {
    * layers only: MoE layer m is layer n_layer_dense_lead + m. */
   int32_t n_layer_dense_lead;
   int32_t n_ff; /* the dense layers' FFN width */
+  /* Multi-head latent attention (deepseek2; mla_kv_lora 0: none). head_dim is the cached row,
+   * mla_kv_lora + rope_dims (the normed latent c and the shared roped key k_pe), n_head_kv 1, no V
+   * cache. A head's query: q (mla_nope + rope_dims) from attn_q, or attn_q_b rmsnorm(attn_q_a h) when
+   * mla_q_lora > 0; scored as [K_b q_nope | roped q_pe] against the cached rows; its output
+   * V_b (the softmax-weighted latents), mla_v_head wide, into attn_output. */
+  int32_t mla_q_lora, mla_kv_lora, mla_nope, mla_v_head;
+  double attn_scale; /* the scores' scale; 0: 1 / sqrt(head_dim) */
 } mt_hparams;
 
 /* SOFTMAX_WEIGHT (gpt-oss): the top k of the raw logits, weighted by the softmax over those k. */

@@ -31,8 +31,9 @@ void top_k(const float* p, int32_t n, int32_t k, int32_t* ids);
 // Query heads [h0, h1) of one row with grouped KV heads: head h reads KV head h / (n_head / n_head_kv).
 // q, out [n_head * head_dim]; the cache holds n_kv positions of kv_dim = n_head_kv * head_dim floats.
 // sinks [n_head] (gpt-oss), or null: head h's sink logit joins its softmax's denominator, unscaled.
+// scale: the scores' (0: 1 / sqrt(head_dim); MLA's is its query head's, not the cached row's).
 void attention_heads(const float* q, const float* k_cache, const float* v_cache, int32_t n_head, int32_t n_head_kv,
-                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float* scores, float* out,
+                     int32_t head_dim, int32_t n_kv, int32_t h0, int32_t h1, float scale, float* scores, float* out,
                      const float* sinks = nullptr);
 
 }  // namespace mt

@@ -2,7 +2,7 @@
  * Which tensors an architecture needs, with the dims its hyper-parameters imply (ggml order).
  * One list for the validator, the synthetic writer, the native desc and the test fixtures.
  */
-import type { HParams } from './types.js';
+import { attnOutDim, type HParams } from './types.js';
 
 /** norm / bias: 1-D f32; router: f32 matrix; matrix and experts: stored in the model's quant type. */
 export type TensorRole = 'norm' | 'bias' | 'router' | 'matrix' | 'experts';
@@ -19,13 +19,15 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
   const kvDim = hp.nHeadKv * hp.headDim;
   for (let l = 0; l < hp.nLayer; l++) {
     const p = `blk.${l}.`;
-    specs.push(
-      { name: p + 'attn_norm.weight', dims: [hp.nEmbd], role: 'norm' },
-      { name: p + 'attn_q.weight', dims: [hp.nEmbd, qDim], role: 'matrix' },
-      { name: p + 'attn_k.weight', dims: [hp.nEmbd, kvDim], role: 'matrix' },
-      { name: p + 'attn_v.weight', dims: [hp.nEmbd, kvDim], role: 'matrix' },
-      { name: p + 'attn_output.weight', dims: [qDim, hp.nEmbd], role: 'matrix' },
-    );
+    specs.push({ name: p + 'attn_norm.weight', dims: [hp.nEmbd], role: 'norm' });
+    if (hp.mla) specs.push(...mlaTensors(hp, p));
+    else
+      specs.push(
+        { name: p + 'attn_q.weight', dims: [hp.nEmbd, qDim], role: 'matrix' },
+        { name: p + 'attn_k.weight', dims: [hp.nEmbd, kvDim], role: 'matrix' },
+        { name: p + 'attn_v.weight', dims: [hp.nEmbd, kvDim], role: 'matrix' },
+      );
+    specs.push({ name: p + 'attn_output.weight', dims: [attnOutDim(hp), hp.nEmbd], role: 'matrix' });
     if (hp.attnOutBias) specs.push({ name: p + 'attn_output.bias', dims: [hp.nEmbd], role: 'bias' });
     if (hp.attnSinks) specs.push({ name: p + 'attn_sinks.weight', dims: [hp.nHead], role: 'bias' });
     if (hp.attnBias) {
@@ -89,6 +91,33 @@ export function expectedTensors(hp: HParams): TensorSpec[] {
   return specs;
 }
 
+/**
+ * deepseek2's attention (MLA, as convert_hf_to_gguf.py writes it since 2025: attn_k_b / attn_v_b split):
+ * the query from attn_q (q_lora_rank 0: V2-Lite, Moonlight) or attn_q_a, its norm and attn_q_b; the
+ * latent and shared roped key from attn_kv_a_mqa, the latent's norm; per head K_b [kvLora x nope] and
+ * V_b [vHead x kvLora], one matrix per head.
+ */
+function mlaTensors(hp: HParams, p: string): TensorSpec[] {
+  const { qLora, kvLora, nope, vHead } = hp.mla!;
+  const rope = hp.ropeDims ?? 0;
+  const qDim = hp.nHead * (nope + rope);
+  const query: TensorSpec[] =
+    qLora > 0
+      ? [
+          { name: p + 'attn_q_a.weight', dims: [hp.nEmbd, qLora], role: 'matrix' },
+          { name: p + 'attn_q_a_norm.weight', dims: [qLora], role: 'norm' },
+          { name: p + 'attn_q_b.weight', dims: [qLora, qDim], role: 'matrix' },
+        ]
+      : [{ name: p + 'attn_q.weight', dims: [hp.nEmbd, qDim], role: 'matrix' }];
+  return [
+    ...query,
+    { name: p + 'attn_kv_a_mqa.weight', dims: [hp.nEmbd, kvLora + rope], role: 'matrix' },
+    { name: p + 'attn_kv_a_norm.weight', dims: [kvLora], role: 'norm' },
+    { name: p + 'attn_k_b.weight', dims: [nope, kvLora, hp.nHead], role: 'matrix' },
+    { name: p + 'attn_v_b.weight', dims: [kvLora, vHead, hp.nHead], role: 'matrix' },
+  ];
+}
+
 /** The flags of each architecture (docs/FORWARD.md's table). */
 export const ARCH_FLAGS = {
   qwen3moe: { ropeType: 'neox', qkNorm: 'head', normTopK: true, attnBias: false, sharedExpert: false },
@@ -100,6 +129,9 @@ export const ARCH_FLAGS = {
   glm4moe: { ropeType: 'neox', qkNorm: 'none', normTopK: true, attnBias: true, sharedExpert: true },
   // gpt-oss: q/k/v (and output) biases; its sinks, window, router and experts are ARCH_EXTRAS'.
   'gpt-oss': { ropeType: 'neox', qkNorm: 'none', normTopK: false, attnBias: true, sharedExpert: false },
+  // DeepSeek-V2 / V3-shaped files: MLA (HParams.mla), ungated shared experts, NORM rotation of the
+  // rope dims; routing, renormalisation, scale, groups and leading dense layers from the file.
+  deepseek2: { ropeType: 'norm', qkNorm: 'none', normTopK: false, attnBias: false, sharedExpert: true },
 } as const satisfies Record<
   HParams['arch'],
   Pick<HParams, 'ropeType' | 'qkNorm' | 'normTopK' | 'attnBias' | 'sharedExpert'>
@@ -111,6 +143,7 @@ export const ARCH_FLAGS = {
  */
 export const ARCH_EXTRAS: Partial<Record<HParams['arch'], Partial<HParams>>> = {
   glm4moe: { gating: 'sigmoid', expertBias: true, sharedExpertGate: false, ffnNorm: 'post_attention_norm' },
+  deepseek2: { sharedExpertGate: false },
   // llama.cpp's llama_model_openai_moe: fixed, not read from the file (its sliding window is: hparams.ts).
   'gpt-oss': {
     gating: 'softmax_weight',

@@ -45,7 +45,7 @@ import { GgufFormatError, UnsupportedModelError } from '../core/errors.js';
 import { ARCH_EXTRAS, ARCH_FLAGS } from './arch.js';
 import { checkTensors, significantDims } from './check-tensors.js';
 import { metaBool, metaFloat, metaString, metaUint } from './gguf/metadata.js';
-import type { Arch, GgufFile, HParams } from './types.js';
+import type { Arch, GgufFile, HParams, RopeScaling } from './types.js';
 
 const SUPPORTED_ARCHS = Object.keys(ARCH_FLAGS) as Arch[];
 
@@ -93,7 +93,8 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     );
   }
   // glm4moe's block_count counts its NextN (MTP) blocks too, which llama.cpp's decoder never runs.
-  const nLayer = dim('block_count') - (arch === 'glm4moe' ? nextnLayers(file, k, dim('block_count')) : 0);
+  const nLayer =
+    dim('block_count') - (arch === 'glm4moe' || arch === 'deepseek2' ? nextnLayers(file, k, dim('block_count')) : 0);
   const perLayer = (name: string, fallback?: number): number => layerUniform(file, k(name), nLayer, fallback);
   const nEmbd = dim('embedding_length');
   const nHead = perLayer('attention.head_count');
@@ -123,6 +124,7 @@ function readKeys(file: GgufFile, arch: Arch): HParams {
     tiedOutput: !file.tensors.has('output.weight'),
     ...flags,
     ...(arch === 'glm4moe' ? glm4moeParams(file, k, nLayer) : {}),
+    ...(arch === 'deepseek2' ? deepseek2Params(file, k, nLayer, headDim) : {}),
     ...(arch === 'gpt-oss' ? gptOssParams(file, k) : {}),
   };
 }
@@ -154,6 +156,79 @@ function denseLayers(file: GgufFile, k: (name: string) => string, nLayer: number
   const count = metaUint(file, k('leading_dense_block_count'), { max: nLayer - 1, fallback: 0 });
   if (count === 0) return {};
   return { denseLayers: { count, nFf: layerUniform(file, k('feed_forward_length'), nLayer) } };
+}
+
+/**
+ * What a deepseek2 file says of itself (llama.cpp's llama_model_deepseek2::load_arch_hparams and graph):
+ * its attention (MLA: the latent's and q-LoRA's ranks, the nope / rope split of a query head, the value
+ * head; files from before the attn_k_b / attn_v_b split are refused), leading dense layers, routing
+ * (expert_gating_func: none means softmax, as llama.cpp takes it; the exp_probs_b selection bias when its
+ * tensor exists; expert_weights_norm; scale; groups), the ungated shared experts, and the scores' scale
+ * (mscale^2 / sqrt(nope + rope), mscale from YaRN's log multiplier).
+ */
+function deepseek2Params(
+  file: GgufFile,
+  k: (name: string) => string,
+  nLayer: number,
+  headDim: number,
+): Partial<HParams> {
+  const dim = (name: string, fallback?: number): number => metaUint(file, k(name), { min: 1, max: DIM_MAX, fallback });
+  for (const name of ['attention.temperature_scale', 'attention.temperature_length'])
+    if (file.metadata.has(k(name)))
+      throw new UnsupportedModelError(
+        file.path,
+        `key ${k(name)}`,
+        'none (attention temperature tuning is not computed)',
+      );
+  if (!file.metadata.has(k('attention.key_length_mla')) || !file.metadata.has(k('attention.value_length_mla')))
+    throw new UnsupportedModelError(
+      file.path,
+      `key ${k('attention.key_length_mla')}`,
+      'an MLA file (attn_k_b / attn_v_b, key_length_mla and value_length_mla): files with attn_kv_b, from converters before 2025, are not read; reconvert with a current convert_hf_to_gguf.py',
+    );
+  const kMla = dim('attention.key_length_mla');
+  const vHead = dim('attention.value_length_mla');
+  const kvLora = dim('attention.kv_lora_rank');
+  const rope = metaUint(file, k('rope.dimension_count'), { min: 2, max: DIM_MAX, fallback: headDim });
+  if (kvLora + rope !== headDim || kMla <= rope)
+    throw new GgufFormatError(
+      file.path,
+      `key ${k('attention.key_length')}`,
+      `kv_lora_rank ${kvLora} + rope.dimension_count ${rope} (the cached latent and shared key), with key_length_mla ${kMla} > rope, got ${headDim}`,
+    );
+  const first = metaUint(file, k('leading_dense_block_count'), { max: nLayer - 1, fallback: 0 });
+  // The graph decides per layer by the tensor (is_lite = wq != null): so does moetier.
+  const qLora = file.tensors.has('blk.0.attn_q.weight') ? 0 : dim('attention.q_lora_rank');
+  const gatingFunc = metaUint(file, k('expert_gating_func'), { max: 2, fallback: 0 });
+  const scale = metaFloat(file, k('expert_weights_scale'), { fallback: 0 });
+  const groups = metaUint(file, k('expert_group_count'), { fallback: 0 });
+  const groupsUsed = metaUint(file, k('expert_group_used_count'), { fallback: 0 });
+  const mscale = deepseek2Mscale(readRope(file, 'deepseek2', headDim, dim('context_length')).ropeScaling);
+  return {
+    ...ARCH_EXTRAS.deepseek2,
+    ...denseLayers(file, k, nLayer),
+    mla: { qLora, kvLora, nope: kMla - rope, vHead },
+    attnScale: (mscale * mscale) / Math.sqrt(kMla),
+    normTopK: metaBool(file, k('expert_weights_norm'), false),
+    gating: gatingFunc === 2 ? 'sigmoid' : 'softmax',
+    ...(file.tensors.has(`blk.${first}.exp_probs_b.bias`) ? { expertBias: true } : {}),
+    ...(scale !== 0 && scale !== 1 ? { expertWeightsScale: scale } : {}),
+    ...(groups > 1 ? { expertGroups: { count: groups, used: groupsUsed } } : {}),
+  };
+}
+
+/**
+ * deepseek2's mscale as its graph computes it (kq_scale = mscale^2 / sqrt(key_length_mla)): the
+ * attention factor llama_context gives the rope (YaRN's magnitude cancelled, or left as
+ * 1 + 0.1 ln f without a log multiplier), times 1 + 0.1 ln f back, times 1 + 0.1 M ln f.
+ */
+function deepseek2Mscale(s: RopeScaling | undefined): number {
+  if (!s) return 1;
+  const lnF = Math.log(s.factor);
+  const mscale1 = s.factor <= 1 ? 1 : 1 + 0.1 * lnF;
+  const contextFactor =
+    s.type === 'yarn' ? ((s.yarnLogMul ? 1 : mscale1) / (1 + 0.1 * lnF)) * s.attnFactor : s.attnFactor;
+  return contextFactor * (1 + 0.1 * lnF) * (1 + 0.1 * (s.yarnLogMul ?? 0) * lnF);
 }
 
 /** nextn_predict_layers: the trailing blocks of block_count that are MTP heads (skipped, as llama.cpp does). */
@@ -204,8 +279,9 @@ function readRope(
         `an even integer in [2, head dim ${headDim}], got ${String(dims)}`,
       );
     // llama.cpp's qwen2moe, qwen3moe, olmoe and llama graphs assert n_rot == n_embd_head; glm4moe
-    // rotates the first rope.dimension_count dims of each head (partial rotary, HParams.ropeDims).
-    if (dims !== headDim && arch === 'glm4moe') out.ropeDims = dims;
+    // rotates the first rope.dimension_count dims of each head (partial rotary, HParams.ropeDims);
+    // deepseek2's are its query's and shared key's rope part (MLA).
+    if (dims !== headDim && (arch === 'glm4moe' || arch === 'deepseek2')) out.ropeDims = dims;
     else if (dims !== headDim)
       throw new UnsupportedModelError(
         file.path,
@@ -239,6 +315,8 @@ function readRope(
       betaFast: 32,
       betaSlow: 1,
     };
+    const logMul = arch === 'deepseek2' ? metaFloat(file, key('rope.scaling.yarn_log_multiplier'), { fallback: 0 }) : 0;
+    if (type === 'yarn' && logMul !== 0) out.ropeScaling.yarnLogMul = logMul / 0.1;
   }
   return out;
 }
@@ -287,8 +365,8 @@ function ffnWidths(
     );
   }
   if (!ARCH_FLAGS[arch].sharedExpert) return { nFfExp, nFfShexp: 0 };
-  // glm4moe: expert_shared_count shared experts of the routed width, one FFN (llama.cpp sizes it so).
-  if (arch === 'glm4moe')
+  // glm4moe, deepseek2: expert_shared_count shared experts of the routed width, one FFN (llama.cpp sizes it so).
+  if (arch === 'glm4moe' || arch === 'deepseek2')
     return { nFfExp, nFfShexp: nFfExp * metaUint(file, k('expert_shared_count'), { min: 1, max: 64 }) };
   const nFfShexp = file.metadata.has(k('expert_shared_feed_forward_length'))
     ? dim('expert_shared_feed_forward_length')
@@ -334,14 +412,15 @@ function checkConsistency(file: GgufFile, hp: HParams): void {
   checkRope(file);
   // llama.cpp defaults value_length to embedding_length / head_count, not to key_length.
   const valueLength = file.metadata.get(`${hp.arch}.attention.value_length`) ?? Math.floor(hp.nEmbd / hp.nHead);
-  if (valueLength !== hp.headDim) {
+  // MLA (deepseek2): the value is the cached latent, kv_lora_rank wide.
+  if (valueLength !== (hp.mla ? hp.mla.kvLora : hp.headDim)) {
     const shown = file.metadata.has(`${hp.arch}.attention.value_length`)
       ? String(valueLength)
       : `${String(valueLength)} (the default, embedding_length / head_count)`;
     throw new UnsupportedModelError(
       file.path,
       k('attention.value_length'),
-      `the key length ${hp.headDim}, got ${shown}`,
+      `${hp.mla ? `kv_lora_rank ${hp.mla.kvLora} (MLA's value is the latent)` : `the key length ${hp.headDim}`}, got ${shown}`,
     );
   }
   if (hp.nExpertUsed > hp.nExpert)

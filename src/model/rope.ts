@@ -39,9 +39,11 @@ export function ropeTable(hp: Pick<HParams, 'headDim' | 'ropeBase' | 'ropeDims' 
     const r = s?.type === 'yarn' ? 1 - Math.min(1, Math.max(0, (i - lo) / Math.max(0.001, hi - lo))) : 0;
     invFreq[i] = base * (freqScale * (1 - r) + r);
   }
+  // deepseek2 with a YaRN log multiplier: llama.cpp cancels YaRN's magnitude on cos / sin and puts
+  // mscale^2 into the scores' scale (HParams.attnScale) instead.
   const magnitude = !s
     ? 1
-    : s.type === 'yarn' && s.factor > 1
+    : s.type === 'yarn' && s.factor > 1 && !s.yarnLogMul
       ? s.attnFactor * (1 + 0.1 * Math.log(s.factor))
       : s.attnFactor;
   return { dims, invFreq, magnitude };

@@ -50,7 +50,7 @@ export const GGML_BLOCK: Record<GgmlTypeName, { elements: number; bytes: number 
   MXFP4: { elements: 32, bytes: 17 }, // E8M0 exponent, 16 bytes of E2M1 codes (layout in quant-mxfp4.ts)
 };
 
-export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama' | 'glm4moe' | 'gpt-oss';
+export type Arch = 'qwen3moe' | 'qwen2moe' | 'olmoe' | 'llama' | 'glm4moe' | 'gpt-oss' | 'deepseek2';
 
 export interface TensorInfo {
   name: string;
@@ -94,6 +94,12 @@ export interface RopeScaling {
   /** llama.cpp's yarn_beta_fast / yarn_beta_slow defaults (32, 1): not read from the file for these archs. */
   betaFast: number;
   betaSlow: number;
+  /**
+   * deepseek2's rope.scaling.yarn_log_multiplier / 0.1 (mscale_all_dim; llama.cpp divides what the
+   * converter wrote by 0.1): set, YaRN's magnitude leaves cos / sin (only attnFactor stays) and goes
+   * into the attention's scale instead (HParams.attnScale).
+   */
+  yarnLogMul?: number;
 }
 
 /**
@@ -122,6 +128,15 @@ export interface HParams {
    * MoE layer m being layer firstMoeLayer(hp) + m.
    */
   denseLayers?: { count: number; nFf: number };
+  /**
+   * Multi-head latent attention (deepseek2; docs/FORWARD.md): the cache keeps one row per token of the
+   * latent c (kvLora, normed) and the shared roped key k_pe (ropeDims): headDim = kvLora + ropeDims,
+   * nHeadKv = 1. Each head's query is [K_b q_nope | roped q_pe] (nope + ropeDims from Wq h, or
+   * Wq_b rmsnorm(Wq_a h) with qLora > 0); its output V_b (softmax-weighted latents) of vHead, into Wo.
+   */
+  mla?: { qLora: number; kvLora: number; nope: number; vHead: number };
+  /** The attention scores' scale (deepseek2: mscale^2 / sqrt(nope + ropeDims), mscale 1 without YaRN); absent: 1 / sqrt(headDim). */
+  attnScale?: number;
   rmsEps: number;
   ropeBase: number;
   /** 'norm': rotate adjacent pairs (x[2i], x[2i+1]); 'neox': rotate (x[i], x[i + ropeDims/2]). */
@@ -184,4 +199,9 @@ export function moeLayers(hp: Pick<HParams, 'nLayer' | 'denseLayers'>): number {
 /** The model layer of MoE layer 0 (leading dense layers come first). */
 export function firstMoeLayer(hp: Pick<HParams, 'denseLayers'>): number {
   return hp.denseLayers?.count ?? 0;
+}
+
+/** The width of the attention's output, attn_output's input: nHead value heads (MLA's vHead, else headDim). */
+export function attnOutDim(hp: Pick<HParams, 'nHead' | 'headDim' | 'mla'>): number {
+  return hp.nHead * (hp.mla ? hp.mla.vHead : hp.headDim);
 }

@@ -64,6 +64,7 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
 
   /** x += Wo attention(rmsnorm(x)) with this row's k, v appended to the cache at pos. */
   function attention(x: Float32Array, layer: number, pos: number): void {
+    if (hp.mla) return latentAttention(x, layer, pos);
     const p = `blk.${layer}.`;
     const qDim = hp.nHead * hp.headDim;
     const h = rmsNorm(x, w.get(p + 'attn_norm.weight'), hp.rmsEps);
@@ -113,6 +114,69 @@ export function createReferenceSession(weights: ReferenceWeights, nCtx: number):
     const y = matVec(w.get(p + 'attn_output.weight'), hp.nEmbd, qDim, out);
     if (hp.attnOutBias) addInPlace(y, w.get(p + 'attn_output.bias'));
     addInPlace(x, y);
+  }
+
+  /**
+   * Multi-head latent attention (deepseek2), written out as the multi-head attention it equals: the cache
+   * keeps [c | k_pe] per position (c = rmsnorm(the latent), k_pe roped, shared by every head); head h's
+   * key is [K_b[h]^T c | k_pe] and its value V_b[h] c, its query [q_nope | roped q_pe] from Wq h or
+   * Wq_b rmsnorm(Wq_a h). (The native pass multiplies K_b into the query instead: the same sums, reordered.)
+   */
+  function latentAttention(x: Float32Array, layer: number, pos: number): void {
+    const p = `blk.${layer}.`;
+    const { qLora, kvLora, nope, vHead } = hp.mla!;
+    const rope = rotation.dims;
+    const kMla = nope + rope;
+    const h = rmsNorm(x, w.get(p + 'attn_norm.weight'), hp.rmsEps);
+    const q =
+      qLora > 0
+        ? matVec(
+            w.get(p + 'attn_q_b.weight'),
+            hp.nHead * kMla,
+            qLora,
+            rmsNorm(
+              matVec(w.get(p + 'attn_q_a.weight'), qLora, hp.nEmbd, h),
+              w.get(p + 'attn_q_a_norm.weight'),
+              hp.rmsEps,
+            ),
+          )
+        : matVec(w.get(p + 'attn_q.weight'), hp.nHead * kMla, hp.nEmbd, h);
+    const ckr = matVec(w.get(p + 'attn_kv_a_mqa.weight'), kvLora + rope, hp.nEmbd, h);
+    const row = new Float32Array(kvLora + rope);
+    row.set(rmsNorm(ckr.subarray(0, kvLora), w.get(p + 'attn_kv_a_norm.weight'), hp.rmsEps));
+    row.set(ckr.subarray(kvLora), kvLora);
+    rotateHead(row, kvLora, rotation, pos, hp.ropeType);
+    for (let head = 0; head < hp.nHead; head++) rotateHead(q, head * kMla + nope, rotation, pos, hp.ropeType);
+    keys[layer].set(row, pos * kvDim);
+    const kB = w.get(p + 'attn_k_b.weight'); // [nHead][kvLora][nope]
+    const vB = w.get(p + 'attn_v_b.weight'); // [nHead][vHead][kvLora]
+    const scale = hp.attnScale ?? 1 / Math.sqrt(kMla);
+    const out = new Float32Array(hp.nHead * vHead);
+    const scores = new Float32Array(pos + 1);
+    for (let head = 0; head < hp.nHead; head++) {
+      const qh = q.subarray(head * kMla, (head + 1) * kMla);
+      for (let j = 0; j <= pos; j++) {
+        const c = keys[layer].subarray(j * kvDim, j * kvDim + kvLora);
+        let dot = 0;
+        for (let d = 0; d < nope; d++) {
+          let kd = 0; // (K_b[h]^T c)[d]
+          for (let i = 0; i < kvLora; i++) kd += kB[(head * kvLora + i) * nope + d] * c[i];
+          dot += qh[d] * kd;
+        }
+        for (let d = 0; d < rope; d++) dot += qh[nope + d] * keys[layer][j * kvDim + kvLora + d];
+        scores[j] = dot * scale;
+      }
+      softmax(scores);
+      for (let j = 0; j <= pos; j++) {
+        const c = keys[layer].subarray(j * kvDim, j * kvDim + kvLora);
+        for (let e = 0; e < vHead; e++) {
+          let v = 0; // (V_b[h] c)[e]
+          for (let i = 0; i < kvLora; i++) v += vB[(head * vHead + e) * kvLora + i] * c[i];
+          out[head * vHead + e] += scores[j] * v;
+        }
+      }
+    }
+    addInPlace(x, matVec(w.get(p + 'attn_output.weight'), hp.nEmbd, hp.nHead * vHead, out));
   }
 
   /** llama.cpp's set_swa_pattern(period): layer l is windowed iff period is 0 or l % period < period - 1. */

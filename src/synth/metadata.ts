@@ -29,7 +29,7 @@ export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Met
     [`${a}.attention.head_count`, u32(hp.nHead)],
     [`${a}.attention.head_count_kv`, u32(hp.nHeadKv)],
     [`${a}.attention.key_length`, u32(hp.headDim)],
-    [`${a}.attention.value_length`, u32(hp.headDim)],
+    [`${a}.attention.value_length`, u32(hp.mla?.kvLora ?? hp.headDim)], // MLA: the latent
     [`${a}.attention.layer_norm_rms_epsilon`, f32(hp.rmsEps)],
     [`${a}.rope.freq_base`, f32(hp.ropeBase)],
     [`${a}.rope.dimension_count`, u32(hp.ropeDims ?? hp.headDim)],
@@ -46,6 +46,7 @@ export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Met
       [`${a}.rope.scaling.attn_factor`, f32(s.attnFactor)],
     );
   if (hp.arch === 'glm4moe') meta.push(...glm4moeKeys(hp));
+  else if (hp.arch === 'deepseek2') meta.push(...deepseek2Keys(hp));
   else if (hp.arch === 'gpt-oss' && hp.slidingWindow) {
     // conversion/gpt_oss.py writes the window; llama.cpp's period defaults to 2.
     meta.push([`${a}.attention.sliding_window`, u32(hp.slidingWindow.window)]);
@@ -55,6 +56,27 @@ export function synthMetadata(hp: HParams, vocab: SynthVocab, name: string): Met
   // Only qwen2moe: llama would then expect Granite-style shared-expert tensors.
   else if (hp.sharedExpert) meta.push([`${a}.expert_shared_feed_forward_length`, u32(hp.nFfShexp)]);
   return meta.concat(tokenizerMetadata(vocab));
+}
+
+/** The keys llama.cpp's deepseek2 loader reads, as convert_hf_to_gguf.py writes them (MLA split). */
+function deepseek2Keys(hp: HParams): Metadata {
+  const a = hp.arch;
+  const { qLora, kvLora, nope, vHead } = hp.mla!;
+  const meta: Metadata = [
+    [`${a}.attention.q_lora_rank`, u32(qLora)],
+    [`${a}.attention.kv_lora_rank`, u32(kvLora)],
+    [`${a}.attention.key_length_mla`, u32(nope + (hp.ropeDims ?? 0))],
+    [`${a}.attention.value_length_mla`, u32(vHead)],
+    [`${a}.expert_shared_count`, u32(hp.nFfShexp / hp.nFfExp)],
+    [`${a}.leading_dense_block_count`, u32(hp.denseLayers?.count ?? 0)],
+    [`${a}.expert_weights_scale`, f32(hp.expertWeightsScale ?? 1)],
+    [`${a}.expert_gating_func`, u32(hp.gating === 'sigmoid' ? 2 : 1)],
+    [`${a}.expert_group_count`, u32(hp.expertGroups?.count ?? 1)],
+    [`${a}.expert_group_used_count`, u32(hp.expertGroups?.used ?? 1)],
+  ];
+  // The converter writes expert_weights_norm only when norm_topk_prob is true.
+  if (hp.normTopK) meta.push([`${a}.expert_weights_norm`, { type: 'bool', value: true }]);
+  return meta;
 }
 
 /** The keys llama.cpp's glm4moe loader reads, as convert_hf_to_gguf.py writes them for GLM-4.5. */

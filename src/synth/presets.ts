@@ -33,7 +33,7 @@ export const PRESET_NAMES: readonly PresetName[] = [
   'qwen3-30b-a3b',
   'gpt-oss-20b',
 ];
-export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama', 'glm4moe', 'gpt-oss'];
+export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama', 'glm4moe', 'gpt-oss', 'deepseek2'];
 
 export interface PresetShape {
   nEmbd: number;
@@ -64,7 +64,7 @@ export interface PresetShape {
 }
 
 /** The archs whose llama.cpp loader reads leading_dense_block_count. */
-export const DENSE_LAYER_ARCHS: readonly Arch[] = ['glm4moe'];
+export const DENSE_LAYER_ARCHS: readonly Arch[] = ['glm4moe', 'deepseek2'];
 
 /** The tiny preset's shape (tiny-yarn shares it). */
 const TINY: PresetShape = {
@@ -83,11 +83,11 @@ const TINY: PresetShape = {
 
 export const PRESETS: Record<PresetName, PresetShape> = {
   tiny: TINY,
-  // tiny with YaRN-scaled RoPE (x4 from a 64-token original context, as Qwen3's long-context files
-  // declare): the rotation llama.cpp computes for such a file (src/model/rope.ts), checked by npm run parity.
   // tiny as GLM-4.5 is laid out: glm4moe, whose first layer is dense (GLM-4.5-Air has 1, GLM-4.5 3)
   // with an FFN 4x the expert width; checked against llama.cpp by npm run parity.
   'tiny-dense': { ...TINY, arch: 'glm4moe', denseLayers: { count: 1, nFf: 128 } },
+  // tiny with YaRN-scaled RoPE (x4 from a 64-token original context, as Qwen3's long-context files
+  // declare): the rotation llama.cpp computes for such a file (src/model/rope.ts), checked by npm run parity.
   'tiny-yarn': {
     ...TINY,
     rope: {
@@ -231,6 +231,40 @@ export function presetHParams(preset: PresetName, arch: Arch): HParams {
     ...(arch === 'glm4moe' ? { ropeDims: s.headDim / 2, expertWeightsScale: 2.5 } : {}),
     ...(arch === 'gpt-oss' ? { ...GPT_OSS, slidingWindow: { window: s.slidingWindow ?? 8, period: 2 } } : {}),
     ...(s.denseLayers ? { denseLayers: denseFor(preset, arch, s.denseLayers) } : {}),
+    ...(arch === 'deepseek2' ? deepseek2Shape(s) : {}),
+  };
+}
+
+/**
+ * deepseek2 as its files are laid out, scaled to the preset: latent attention (a latent of 4 head
+ * dims, a shared roped key of one head dim, query heads of 2 + 1 head dims, values of 2; q-LoRA of
+ * half the width past the tiny preset, as V3-shaped files have), one leading dense layer of 4x the
+ * expert width and two shared experts (V2-Lite's), and V2-Lite's routing (softmax, no
+ * renormalisation) on tiny, V3's (sigmoid with the selection bias, renormalised, x2.5, 4 groups
+ * of which 2) past it.
+ */
+function deepseek2Shape(s: PresetShape): Partial<HParams> {
+  const rope = s.headDim;
+  const kvLora = 4 * s.headDim;
+  const tiny = s.nEmbd <= 64;
+  const nope = 2 * s.headDim;
+  return {
+    headDim: kvLora + rope,
+    nHeadKv: 1,
+    ropeDims: rope,
+    mla: { qLora: tiny ? 0 : s.nEmbd / 2, kvLora, nope, vHead: 2 * s.headDim },
+    attnScale: 1 / Math.sqrt(nope + rope),
+    nFfShexp: 2 * s.nFfExp,
+    denseLayers: s.denseLayers ?? { count: 1, nFf: 4 * s.nFfExp },
+    ...(tiny
+      ? { gating: 'softmax' as const, normTopK: false }
+      : {
+          gating: 'sigmoid' as const,
+          expertBias: true,
+          normTopK: true,
+          expertWeightsScale: 2.5,
+          ...(s.nExpert % 4 === 0 && s.nExpertUsed <= s.nExpert / 2 ? { expertGroups: { count: 4, used: 2 } } : {}),
+        }),
   };
 }
 

@@ -10,7 +10,7 @@
  */
 import { expectedTensors, type TensorSpec } from '../model/arch.js';
 import { quantizeRow, rowBytes } from '../model/quant.js';
-import type { GgmlTypeName, HParams } from '../model/types.js';
+import { attnOutDim, type GgmlTypeName, type HParams } from '../model/types.js';
 import type { PlantedModel } from './planted.js';
 import { PLANT } from './presets.js';
 import { Rng } from './prng.js';
@@ -65,7 +65,7 @@ export function rowFiller(spec: TensorSpec, plant: PlantedModel): RowFill {
     case 'ffn_gate_inp.weight':
       return (e, out) => plant.routerRow(Number(layered![1]), e, rng, out);
     case 'attn_output.weight': {
-      const sd = (PLANT.attentionShare * plant.embedNorm) / Math.sqrt(hp.nHead * hp.headDim * hp.nEmbd);
+      const sd = (PLANT.attentionShare * plant.embedNorm) / Math.sqrt(attnOutDim(hp) * hp.nEmbd);
       return (r, out) => plant.attentionOutputRow(Number(layered![1]), r, sd, rng, out);
     }
     case 'ffn_down_exps.weight':

@@ -68,10 +68,12 @@ const DEFAULTED: Record<Arch, string[]> = {
   glm4moe: ['rope.freq_base', 'leading_dense_block_count', 'nextn_predict_layers', 'expert_gating_func'],
   // llama.cpp's openai_moe never reads feed_forward_length (its experts are expert_feed_forward_length wide).
   'gpt-oss': ['feed_forward_length'],
+  // Tiny deepseek2 has V2-Lite's softmax routing, no q-LoRA, groups or scale.
+  deepseek2: ['rope.freq_base', 'expert_gating_func', 'expert_weights_scale'],
 };
 
 describe("real-file layouts generate the synthetic model's tokens", () => {
-  for (const arch of ['olmoe', 'qwen2moe', 'qwen3moe', 'llama', 'glm4moe', 'gpt-oss'] as Arch[]) {
+  for (const arch of ['olmoe', 'qwen2moe', 'qwen3moe', 'llama', 'glm4moe', 'gpt-oss', 'deepseek2'] as Arch[]) {
     it(`${arch}: the converter's keys, then every optional key absent`, async () => {
       const model = tinySynth(arch);
       const full = path.join(dir, `${arch}-full.gguf`);

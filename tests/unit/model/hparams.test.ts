@@ -95,13 +95,13 @@ describe('readHParams', () => {
   it('refuse another architecture, listing the supported ones', async () => {
     const hp = tinyHp('qwen3moe');
     const file = await build(
-      withKey(hparamKeys(hp), 'general.architecture', { type: 'string', value: 'deepseek2' }),
+      withKey(hparamKeys(hp), 'general.architecture', { type: 'string', value: 'qwen3next' }),
       modelTensors(hp),
     );
     const e = refusal(file);
     expect(e).toBeInstanceOf(UnsupportedModelError);
     expect(e.message).toMatch(
-      /key general.architecture: expected one of qwen3moe, qwen2moe, olmoe, llama, glm4moe, gpt-oss .*got "deepseek2"/,
+      /key general.architecture: expected one of qwen3moe, qwen2moe, olmoe, llama, glm4moe, gpt-oss, deepseek2 .*got "qwen3next"/,
     );
   });
 
