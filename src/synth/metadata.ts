@@ -7,7 +7,7 @@
  */
 import type { GgufTypedValue } from '../model/gguf/values.js';
 import type { HParams } from '../model/types.js';
-import { CHATML_TEMPLATE, type SynthVocab } from './vocab.js';
+import type { SynthVocab } from './vocab.js';
 
 export type Metadata = Array<[string, GgufTypedValue]>;
 
@@ -104,12 +104,12 @@ function tokenizerMetadata(vocab: SynthVocab): Metadata {
   ];
   if (vocab.model === 'gpt2') {
     meta.push(
-      ['tokenizer.ggml.pre', str('qwen2')],
+      ['tokenizer.ggml.pre', str(vocab.pre)],
       ['tokenizer.ggml.merges', { type: 'array', itemType: 'string', values: vocab.merges }],
-      ['tokenizer.ggml.padding_token_id', u32(vocab.eosId)],
+      ['tokenizer.ggml.padding_token_id', u32(vocab.padId)],
       ['tokenizer.ggml.add_bos_token', bool(false)],
-      ['tokenizer.chat_template', str(CHATML_TEMPLATE)],
     );
+    if (vocab.chatTemplate !== undefined) meta.push(['tokenizer.chat_template', str(vocab.chatTemplate)]);
   } else {
     meta.push(
       ['tokenizer.ggml.scores', { type: 'array', itemType: 'f32', values: Float32Array.from(vocab.scores) }],

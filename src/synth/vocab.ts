@@ -1,10 +1,16 @@
 /**
  * The synthetic vocabulary and its tokenizer metadata.
  *
- * gpt2 (qwen3moe, qwen2moe, olmoe): [256 byte tokens in byte order][<|endoftext|> <|im_start|> <|im_end|>]
- *   then "Ġ"-prefixed pieces. A word w adds "Ġw1", "Ġw1w2", ... "Ġw" with one merge per piece
- *   ("Ġ w1", "Ġw1 w2", ...): only Ġ-prefixed multi-character tokens exist, so exactly one merge
- *   applies at each step and every known word becomes one token.
+ * gpt2, ChatML (qwen3moe, qwen2moe, olmoe, glm4moe): [256 byte tokens in byte order]
+ *   [<|endoftext|> <|im_start|> <|im_end|>] then "Ġ"-prefixed pieces; pre-tokenizer qwen2.
+ * gpt2, Harmony (gpt-oss): [256 byte tokens][<|startoftext|> <|endoftext|> <|return|>] then the
+ *   pieces, then Harmony's markers last (<|constrain|> ... <|call|>), o200k_harmony's order; pre-
+ *   tokenizer gpt-4o, bos <|startoftext|>, eos <|return|>, padding <|endoftext|>, as gpt-oss files
+ *   declare them. The three in ChatML's places keep every word at its ChatML id, and so its planted
+ *   vectors (planted.ts seeds them by id).
+ * gpt2 pieces: a word w adds "Ġw1", "Ġw1w2", ... "Ġw" with one merge per piece ("Ġ w1",
+ *   "Ġw1 w2", ...): only Ġ-prefixed multi-character tokens exist, so exactly one merge applies at
+ *   each step and every known word becomes one token.
  * llama (SentencePiece): [<unk> <s> </s>][<0x00>..<0xFF>][▁ a..z] then "▁"-prefixed pieces,
  *   scored by length so longer pieces win.
  * Words: the preset's real topic words, the function words, then seeded pseudo-words dealt
@@ -12,9 +18,12 @@
  */
 import { assert } from '../core/assert.js';
 import { Rng } from './prng.js';
+import { HARMONY_TEMPLATE } from './harmony-template.js';
 import { FUNCTION_WORDS, TOPICS } from './topics.js';
 
 export type TokenizerModel = 'gpt2' | 'llama';
+/** The chat format a gpt2 vocabulary's special tokens and template are for. */
+export type ChatFormat = 'chatml' | 'harmony';
 
 /** llama.cpp token types. */
 export const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, unused: 5, byte: 6 } as const;
@@ -29,6 +38,12 @@ export interface SynthVocab {
   merges: string[];
   bosId: number;
   eosId: number;
+  /** gpt2 only: tokenizer.ggml.padding_token_id. */
+  padId: number;
+  /** gpt2 only: tokenizer.ggml.pre. */
+  pre: string;
+  /** gpt2 only: tokenizer.chat_template. */
+  chatTemplate: string | undefined;
   /** Topic of each token; -1 for bytes, control tokens, prefixes and function words. */
   topicOf: Int32Array;
   /** Each topic's word tokens in cycle order (real words first). */
@@ -102,10 +117,28 @@ class Builder {
   }
 }
 
-function baseTokens(model: TokenizerModel): { b: Builder; bosId: number; eosId: number } {
+/** gpt-oss's named special tokens, in o200k_harmony's order (its reserved ones left out). */
+export const HARMONY_SPECIALS = [
+  '<|startoftext|>',
+  '<|endoftext|>',
+  '<|return|>',
+  '<|constrain|>',
+  '<|channel|>',
+  '<|start|>',
+  '<|end|>',
+  '<|message|>',
+  '<|call|>',
+];
+
+function baseTokens(model: TokenizerModel, chat: ChatFormat): { b: Builder; bosId: number; eosId: number } {
   if (model === 'gpt2') {
     const b = new Builder(model, GPT2_SPACE);
     for (const ch of gpt2ByteToUnicode()) b.add(ch, TOKEN_TYPE.normal);
+    if (chat === 'harmony') {
+      // Bos, padding and eos where ChatML has its three; the markers come last (buildVocab).
+      for (const text of HARMONY_SPECIALS.slice(0, 3)) b.add(text, TOKEN_TYPE.control);
+      return { b, bosId: b.index.get('<|startoftext|>')!, eosId: b.index.get('<|return|>')! };
+    }
     const eos = b.add('<|endoftext|>', TOKEN_TYPE.control);
     b.add('<|im_start|>', TOKEN_TYPE.control);
     b.add('<|im_end|>', TOKEN_TYPE.control);
@@ -133,30 +166,57 @@ function pseudoWord(rng: Rng): string {
   return word;
 }
 
-export function buildVocab(model: TokenizerModel, nVocab: number, nTopics: number, seed: number): SynthVocab {
+export function buildVocab(
+  model: TokenizerModel,
+  nVocab: number,
+  nTopics: number,
+  seed: number,
+  chat: ChatFormat = 'chatml',
+): SynthVocab {
   assert(nTopics >= 1 && nTopics <= TOPICS.length, `1..${TOPICS.length} topics, got ${nTopics}`);
-  const { b, bosId, eosId } = baseTokens(model);
+  assert(model === 'gpt2' || chat === 'chatml', 'a SentencePiece vocabulary has no chat format');
+  const { b, bosId, eosId } = baseTokens(model, chat);
+  // Harmony's markers take the last ids, as in o200k_harmony: the words fill the rows before them.
+  const markers = chat === 'harmony' ? HARMONY_SPECIALS.slice(3) : [];
+  const wordsEnd = nVocab - markers.length;
   for (let t = 0; t < nTopics; t++) for (const word of TOPICS[t].words) b.addWord(word, t);
   for (const word of FUNCTION_WORDS) b.addWord(word, -1);
   assert(
-    b.tokens.length <= nVocab,
+    b.tokens.length <= wordsEnd,
     `vocabulary of ${nVocab} cannot hold the ${b.tokens.length} tokens of the real words`,
   );
+  fillPseudoWords(b, wordsEnd, nTopics, seed);
+  if (chat === 'harmony') {
+    for (const text of markers) b.add(text, TOKEN_TYPE.control);
+    const padId = b.index.get('<|endoftext|>')!;
+    return finish(b, nTopics, { bosId, eosId, padId, pre: 'gpt-4o', chatTemplate: HARMONY_TEMPLATE });
+  }
+  return finish(b, nTopics, {
+    bosId,
+    eosId,
+    padId: eosId,
+    pre: 'qwen2',
+    chatTemplate: model === 'gpt2' ? CHATML_TEMPLATE : undefined,
+  });
+}
 
+/** Seeded pseudo-words dealt round-robin to the topics until the vocabulary has `end` tokens. */
+function fillPseudoWords(b: Builder, end: number, nTopics: number, seed: number): void {
   const rng = new Rng(seed, 'pseudo-words');
   let dealt = 0;
-  for (let tries = 0; tries < 64 * nVocab && b.tokens.length < nVocab; tries++) {
+  for (let tries = 0; tries < 64 * end && b.tokens.length < end; tries++) {
     const word = pseudoWord(rng);
-    if (b.wordToken.has(word) || b.cost(word) > nVocab - b.tokens.length) continue;
+    if (b.wordToken.has(word) || b.cost(word) > end - b.tokens.length) continue;
     b.addWord(word, dealt++ % nTopics);
   }
   // Practically never: pad with unused tokens rather than loop without end.
-  for (let i = 0; b.tokens.length < nVocab; i++)
-    b.add(model === 'gpt2' ? `<|unused_${i}|>` : `<unused_${i}>`, TOKEN_TYPE.unused);
-  return finish(b, nTopics, bosId, eosId);
+  for (let i = 0; b.tokens.length < end; i++)
+    b.add(b.model === 'gpt2' ? `<|unused_${i}|>` : `<unused_${i}>`, TOKEN_TYPE.unused);
 }
 
-function finish(b: Builder, nTopics: number, bosId: number, eosId: number): SynthVocab {
+type Specials = Pick<SynthVocab, 'bosId' | 'eosId' | 'padId' | 'pre' | 'chatTemplate'>;
+
+function finish(b: Builder, nTopics: number, specials: Specials): SynthVocab {
   const n = b.tokens.length;
   const topicOf = new Int32Array(n).fill(-1);
   const cycles: number[][] = Array.from({ length: nTopics }, () => []);
@@ -176,8 +236,7 @@ function finish(b: Builder, nTopics: number, bosId: number, eosId: number): Synt
     types: b.types,
     scores: b.scores,
     merges: b.merges,
-    bosId,
-    eosId,
+    ...specials,
     topicOf,
     cycles,
     pred,

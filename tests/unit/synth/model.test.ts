@@ -70,9 +70,10 @@ describe.each(ARCHS)('tiny %s', (arch) => {
     expect(m.get('tokenizer.ggml.tokens')).toEqual(model.vocab.tokens);
     expect(m.get('tokenizer.ggml.add_bos_token')).toBe(arch === 'llama');
     if (arch !== 'llama') {
-      expect(m.get('tokenizer.ggml.pre')).toBe('qwen2');
+      // gpt-oss: o200k_harmony's pre-tokenizer and Harmony's template (src/synth/vocab.ts).
+      expect(m.get('tokenizer.ggml.pre')).toBe(arch === 'gpt-oss' ? 'gpt-4o' : 'qwen2');
       expect(m.get('tokenizer.ggml.merges')).toEqual(model.vocab.merges);
-      expect(String(m.get('tokenizer.chat_template'))).toContain('<|im_start|>');
+      expect(String(m.get('tokenizer.chat_template'))).toContain(arch === 'gpt-oss' ? '<|start|>' : '<|im_start|>');
     } else {
       expect((m.get('tokenizer.ggml.scores') as number[]).length).toBe(PRESETS.tiny.nVocab);
     }
@@ -95,7 +96,8 @@ describe.each(ARCHS)('tiny %s', (arch) => {
       expect(tokenizer.encode(text)).toEqual([...bos, ...words]);
       expect(tokenizer.decode(words, { special: false }).trim()).toBe(prompt.words.join(' '));
     }
-    if (arch !== 'llama') expect(tokenizer.eogIds.has(model.vocab.tokens.indexOf('<|im_end|>'))).toBe(true);
+    const end = arch === 'gpt-oss' ? '<|return|>' : '<|im_end|>';
+    if (arch !== 'llama') expect(tokenizer.eogIds.has(model.vocab.tokens.indexOf(end))).toBe(true);
   });
 });
 

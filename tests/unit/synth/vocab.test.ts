@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { DEMO_PROMPT, PARITY_PROMPTS, promptText } from '../../../src/synth/prompts.js';
 import { PRESETS } from '../../../src/synth/presets.js';
 import { FUNCTION_WORDS, TOPICS } from '../../../src/synth/topics.js';
-import { TOKEN_TYPE, buildVocab, gpt2ByteToUnicode, type SynthVocab } from '../../../src/synth/vocab.js';
+import { HARMONY_TEMPLATE } from '../../../src/synth/harmony-template.js';
+import {
+  CHATML_TEMPLATE,
+  HARMONY_SPECIALS,
+  TOKEN_TYPE,
+  buildVocab,
+  gpt2ByteToUnicode,
+  type SynthVocab,
+} from '../../../src/synth/vocab.js';
 
 /** Byte-level BPE as llama.cpp applies it to one pre-token: lowest-rank merge first. */
 function bpe(vocab: SynthVocab, piece: string): string[] {
@@ -92,6 +100,37 @@ describe('gpt2 vocabulary', () => {
   it('is deterministic for a seed and differs across seeds', () => {
     expect(buildVocab('gpt2', 2048, 4, 1).tokens).toEqual(vocab.tokens);
     expect(buildVocab('gpt2', 2048, 4, 2).tokens).not.toEqual(vocab.tokens);
+  });
+});
+
+describe('gpt2 vocabulary for Harmony (gpt-oss)', () => {
+  const vocab = buildVocab('gpt2', PRESETS.tiny.nVocab, PRESETS.tiny.nTopics, 1, 'harmony');
+  const chatml = buildVocab('gpt2', PRESETS.tiny.nVocab, PRESETS.tiny.nTopics, 1);
+
+  it("has the bytes, bos / padding / eos where ChatML's three are, the words, then Harmony's markers last", () => {
+    const n = PRESETS.tiny.nVocab;
+    expect(vocab.tokens.length).toBe(n);
+    expect(vocab.tokens.slice(0, 256)).toEqual(gpt2ByteToUnicode());
+    expect(vocab.tokens.slice(256, 259)).toEqual(['<|startoftext|>', '<|endoftext|>', '<|return|>']);
+    expect(vocab.tokens.slice(n - 6)).toEqual(HARMONY_SPECIALS.slice(3));
+    for (const t of HARMONY_SPECIALS) expect(vocab.types[vocab.tokens.indexOf(t)], t).toBe(TOKEN_TYPE.control);
+    expect(vocab.tokens).not.toContain('<|im_start|>');
+    const id = (t: string) => vocab.tokens.indexOf(t);
+    expect([vocab.bosId, vocab.eosId, vocab.padId]).toEqual([
+      id('<|startoftext|>'),
+      id('<|return|>'),
+      id('<|endoftext|>'),
+    ]);
+    expect([vocab.pre, vocab.chatTemplate]).toEqual(['gpt-4o', HARMONY_TEMPLATE]);
+    expect([chatml.pre, chatml.chatTemplate, chatml.padId]).toEqual(['qwen2', CHATML_TEMPLATE, chatml.eosId]);
+    expect(new Set(vocab.tokens).size).toBe(vocab.tokens.length);
+  });
+
+  it('turns every word into its one token by BPE, each at its ChatML id (the planted vectors are seeded by id)', () => {
+    for (const [word, id] of vocab.wordToken) expect(bpe(vocab, 'Ġ' + word)).toEqual([vocab.tokens[id]]);
+    expect(vocab.tokens.slice(259, PRESETS.tiny.nVocab - 6)).toEqual(chatml.tokens.slice(259, PRESETS.tiny.nVocab - 6));
+    for (const t of TOPICS.slice(0, PRESETS.tiny.nTopics))
+      for (const w of t.words) expect(vocab.wordToken.get(w)).toBe(chatml.wordToken.get(w));
   });
 });
 
