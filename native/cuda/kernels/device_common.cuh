@@ -34,7 +34,8 @@ enum Type {
   Q6_K = 14,
   IQ4_NL = 20,
   IQ4_XS = 23,
-  BF16 = 30
+  BF16 = 30,
+  MXFP4 = 39
 };
 
 // Prepared activations (kernels_internal.h): Q8_0 groups of 8 blocks of 32 and Q8_K blocks of 256,
@@ -61,6 +62,16 @@ __device__ __forceinline__ int load_i32_bytes(const uint8_t* p) {
 __device__ __forceinline__ int iq4nl_value(int i) {
   const int8_t v[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
   return v[i & 15];
+}
+
+// MXFP4: code i (0..15) of ggml's kvalues_mxfp4 (mt_mxfp4_values), and the block scale 2^(e - 128)
+// of its E8M0 byte as mt_e8m0_half gives it (f32 exponent field e - 1, or the subnormal 0x00200000 << e).
+__device__ __forceinline__ int mxfp4_value(int i) {
+  const int8_t v[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  return v[i & 15];
+}
+__device__ __forceinline__ float e8m0_half(uint8_t e) {
+  return __int_as_float((int)(e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23));
 }
 
 // Four small signed values packed into one int for __dp4a.

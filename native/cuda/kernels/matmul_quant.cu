@@ -33,6 +33,9 @@ bool matmul_quant32(int type, const MatmulArgs& a, cudaStream_t s) {
     case IQ4_NL:
       launch<IQ4_NL>(a, s);
       return true;
+    case MXFP4:
+      launch<MXFP4>(a, s);
+      return true;
     default:
       return false;
   }

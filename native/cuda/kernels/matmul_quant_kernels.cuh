@@ -1,4 +1,4 @@
-// Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL weights against Q8_0 activation groups. Lane l of a warp decodes
+// Q8_0 / Q4_0 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 weights against Q8_0 activation groups. Lane l of a warp decodes
 // block 32 c + l of the row into 32 signed codes (four per int, for __dp4a); the CPU's lane
 // b % 8 accumulators then live in lanes 0..7, each taking its four blocks of the chunk in order
 // through shuffles, which is the canonical order exactly.
@@ -10,13 +10,13 @@ namespace mtc {
 namespace q32 {
 
 struct Block32 {
-  int q[8];    // codes of elements 4i .. 4i + 3 (Q5_1: unsigned 0..31, else signed; IQ4_NL: table values)
-  float d, m;  // scale and, for Q5_1, min
+  int q[8];    // codes of elements 4i .. 4i + 3 (Q5_1: unsigned 0..31, else signed; IQ4_NL, MXFP4: table values)
+  float d, m;  // scale (MXFP4: 2^(e - 128) from its E8M0 byte) and, for Q5_1, min
 };
 
 template <int T>
 __device__ __forceinline__ void decode32(const uint8_t* blk, Block32& o) {
-  o.d = f16_at(blk);
+  o.d = T == MXFP4 ? e8m0_half(blk[0]) : f16_at(blk);
   o.m = 0.0f;
   if (T == Q8_0) {
     for (int i = 0; i < 8; i++) o.q[i] = load_i32_bytes(blk + 2 + 4 * i);
@@ -33,6 +33,14 @@ __device__ __forceinline__ void decode32(const uint8_t* blk, Block32& o) {
       o.q[i] = pack4(iq4nl_value(b[0]), iq4nl_value(b[1]), iq4nl_value(b[2]), iq4nl_value(b[3]));
       o.q[i + 4] =
           pack4(iq4nl_value(b[0] >> 4), iq4nl_value(b[1] >> 4), iq4nl_value(b[2] >> 4), iq4nl_value(b[3] >> 4));
+    }
+  } else if (T == MXFP4) {  // nibbles as Q4_0's after the E8M0 byte, each through the table
+    const uint8_t* qs = blk + 1;
+    for (int i = 0; i < 4; i++) {
+      const uint8_t* b = qs + 4 * i;
+      o.q[i] = pack4(mxfp4_value(b[0]), mxfp4_value(b[1]), mxfp4_value(b[2]), mxfp4_value(b[3]));
+      o.q[i + 4] =
+          pack4(mxfp4_value(b[0] >> 4), mxfp4_value(b[1] >> 4), mxfp4_value(b[2] >> 4), mxfp4_value(b[3] >> 4));
     }
   } else {  // Q5_0, Q5_1: nibble | 5th bit from qh (little-endian uint32)
     const int qh_at = T == Q5_1 ? 4 : 2;
@@ -54,7 +62,7 @@ __device__ __forceinline__ void decode32(const uint8_t* blk, Block32& o) {
 
 template <int T>
 __host__ __device__ constexpr int bytes32() {
-  return T == Q8_0 ? 34 : T == Q4_0 || T == IQ4_NL ? 18 : T == Q5_0 ? 22 : 24;
+  return T == Q8_0 ? 34 : T == Q4_0 || T == IQ4_NL ? 18 : T == MXFP4 ? 17 : T == Q5_0 ? 22 : 24;
 }
 
 // Row r's dot with NR activation rows starting at i0, in lanes 0..7's accumulators acc[].

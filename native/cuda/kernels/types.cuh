@@ -11,7 +11,7 @@ namespace mtc {
 // How a weight type wants its activations: f32 as they are, Q8_0 groups, or Q8_K blocks.
 enum ActKind { kActF32 = 0, kActQ8 = 1, kActQ8K = 2, kActNone = -1 };
 
-inline bool is_quant32(int t) { return t == Q8_0 || t == Q4_0 || t == Q5_0 || t == Q5_1 || t == IQ4_NL; }
+inline bool is_quant32(int t) { return t == Q8_0 || t == Q4_0 || t == Q5_0 || t == Q5_1 || t == IQ4_NL || t == MXFP4; }
 inline bool is_kquant(int t) { return (t >= Q2_K && t <= Q6_K) || t == IQ4_XS; }
 inline bool is_float(int t) { return t == F32 || t == F16 || t == BF16; }
 inline bool type_known(int t) { return is_quant32(t) || is_kquant(t) || is_float(t); }
@@ -36,6 +36,8 @@ inline int block_bytes(int t) {
     case Q4_0:
     case IQ4_NL:
       return 18;
+    case MXFP4:
+      return 17;
     case Q5_0:
       return 22;
     case Q5_1:

@@ -106,8 +106,8 @@ CaseResult run_case(const mt_cuda_runtime& rt, const mtcheck::Shape& s, int coun
 }
 
 std::vector<mtcheck::Shape> shapes() {
-  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K,   MT_Q4_K,
-                       MT_Q5_K, MT_Q6_K, MT_F32,  MT_F16,  MT_BF16, MT_IQ4_NL, MT_IQ4_XS};
+  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K,   MT_Q3_K,   MT_Q4_K, MT_Q5_K,
+                       MT_Q6_K, MT_F32,  MT_F16,  MT_BF16, MT_IQ4_NL, MT_IQ4_XS, MT_MXFP4};
   std::vector<mtcheck::Shape> out;
   for (int t : types) out.push_back({t, t, t, 512, 768});
   out.push_back({MT_Q4_K, MT_Q4_K, MT_Q6_K, 512, 768});  // a Q4_K_M expert

@@ -52,6 +52,8 @@ void fill_matrix(int type, uint8_t* w, int64_t rows, int64_t cols, uint32_t* see
     if (k) {
       put_u16(blk + mt_kquant_d_at(type), small_f16(seed));
       if (mt_kquant_has_min(type)) put_u16(blk + mt_kquant_dmin_at(type), small_f16(seed));
+    } else if (type == MT_MXFP4) {
+      blk[0] = (uint8_t)(118 + next(seed) % 5);  // E8M0: 2^-10 .. 2^-6, as small_f16's magnitudes
     } else {
       put_u16(blk, small_f16(seed));
       if (type == MT_Q5_1) put_u16(blk + 2, small_f16(seed));
@@ -120,6 +122,8 @@ const char* type_name(int type) {
       return "iq4_nl";
     case MT_IQ4_XS:
       return "iq4_xs";
+    case MT_MXFP4:
+      return "mxfp4";
     default:
       return "unknown";
   }

@@ -104,6 +104,9 @@ void emu_matmul(int type, const mtc::MatmulArgs& a) {
     case MT_IQ4_XS:
       emu_matmul_type<MT_IQ4_XS>(a);
       break;
+    case MT_MXFP4:
+      emu_matmul_type<MT_MXFP4>(a);
+      break;
     case MT_F32:
       emu_matmul_type<MT_F32>(a);
       break;
@@ -174,8 +177,8 @@ bool run_expert(const mtcheck::Shape& s, int count, uint32_t seed) {
 }  // namespace
 
 int main() {
-  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K, MT_Q3_K,   MT_Q4_K,
-                       MT_Q5_K, MT_Q6_K, MT_F32,  MT_F16,  MT_BF16, MT_IQ4_NL, MT_IQ4_XS};
+  const int types[] = {MT_Q8_0, MT_Q4_0, MT_Q5_0, MT_Q5_1, MT_Q2_K,   MT_Q3_K,   MT_Q4_K, MT_Q5_K,
+                       MT_Q6_K, MT_F32,  MT_F16,  MT_BF16, MT_IQ4_NL, MT_IQ4_XS, MT_MXFP4};
   bool all = true;
   uint32_t seed = 12345;
   for (int t : types)
@@ -187,6 +190,9 @@ int main() {
   // An old llama-quantize Q2_K file's expert on rows not a multiple of 256 (IQ4_NL), and IQ4_XS.
   all = run_expert({MT_IQ4_NL, MT_IQ4_NL, MT_IQ4_NL, 96, 64}, 3, seed += 7919) && all;
   all = run_expert({MT_IQ4_XS, MT_IQ4_XS, MT_IQ4_NL, 256, 256}, 2, seed += 7919) && all;
+  // gpt-oss's MXFP4 experts (odd row bytes: 17 per block), and one beside a Q8_0 down.
+  all = run_expert({MT_MXFP4, MT_MXFP4, MT_MXFP4, 96, 64}, 3, seed += 7919) && all;
+  all = run_expert({MT_MXFP4, MT_MXFP4, MT_Q8_0, 288, 160}, 2, seed += 7919) && all;
   printf("emu: %s\n", all ? "pass" : "fail");
   return all ? 0 : 1;
 }
