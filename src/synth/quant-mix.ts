@@ -10,6 +10,9 @@
  * tensor_type_fallback. Each rule below names the function it comes from. Not modelled: the
  * Falcon and 70B special cases (no such synthetic model) and user overrides (--tensor-type, --pure).
  * One rule is older llama.cpp's instead: Q2_K and Q3_K fall back to IQ4_NL (see FALLBACK).
+ *
+ * mxfp4: llama-quantize's LLAMA_FTYPE_MOSTLY_MXFP4_MOE, the type of gpt-oss's published files: the
+ * 3-D expert matrices MXFP4, every other matrix it quantises Q8_0 (see mxfp4MoeType).
  */
 import { assert } from '../core/assert.js';
 import type { TensorSpec } from '../model/arch.js';
@@ -17,7 +20,7 @@ import { GGML_BLOCK, type GgmlTypeName, type HParams } from '../model/types.js';
 
 export type PlainQuantName = 'q8_0' | 'q4_0' | 'f16' | 'bf16' | 'f32';
 export type KMixName = 'q2_k' | 'q3_k_m' | 'q4_k_m' | 'q5_k_m' | 'q6_k' | 'iq4_xs';
-export type QuantName = PlainQuantName | KMixName;
+export type QuantName = PlainQuantName | KMixName | 'mxfp4';
 
 export const PLAIN_QUANT_TYPE: Record<PlainQuantName, GgmlTypeName> = {
   q8_0: 'Q8_0',
@@ -30,6 +33,7 @@ export const K_MIX_NAMES: readonly KMixName[] = ['q2_k', 'q3_k_m', 'q4_k_m', 'q5
 export const QUANT_NAMES: readonly QuantName[] = [
   ...(Object.keys(PLAIN_QUANT_TYPE) as PlainQuantName[]),
   ...K_MIX_NAMES,
+  'mxfp4',
 ];
 
 /** llama_ftype_get_default_type: the type of every tensor no rule changes. */
@@ -66,6 +70,7 @@ export function isKMix(quant: QuantName): quant is KMixName {
 
 /** The type `spec` is written as under `quant`. */
 export function tensorQuantType(quant: QuantName, spec: TensorSpec, hp: HParams): GgmlTypeName {
+  if (quant === 'mxfp4') return mxfp4MoeType(spec);
   if (!isKMix(quant)) return spec.role === 'matrix' || spec.role === 'experts' ? PLAIN_QUANT_TYPE[quant] : 'F32';
   if (!allowsQuantization(spec)) return 'F32';
   return fallback(mixType(quant, spec, hp), spec.dims[0]);
@@ -83,6 +88,22 @@ function allowsQuantization(spec: TensorSpec): boolean {
     !spec.name.includes('_norm.weight') &&
     !spec.name.includes('ffn_gate_inp.weight')
   );
+}
+
+/**
+ * LLAMA_FTYPE_MOSTLY_MXFP4_MOE (llama_tensor_get_type_impl): of the tensors it quantises
+ * (tensor_allows_quantization), those with ne[2] > 1 (the experts' gate / up / down) MXFP4, the others
+ * Q8_0, output.weight (and a tied token_embd) too. Norms, the router, biases and the sinks stay F32.
+ * Every preset's rows are a multiple of 32 (MXFP4's block), so no fallback is reached.
+ */
+function mxfp4MoeType(spec: TensorSpec): GgmlTypeName {
+  if (!allowsQuantization(spec)) return 'F32';
+  const type = spec.dims.length === 3 && spec.dims[2] > 1 ? 'MXFP4' : 'Q8_0';
+  assert(
+    spec.dims[0] % GGML_BLOCK[type].elements === 0,
+    `quant-mix: ${spec.name}: ${spec.dims[0]} columns for ${type}`,
+  );
+  return type;
 }
 
 /** llama_tensor_get_type_impl's use_more_bits: the first and last eighth of the layers and every third between. */

@@ -26,6 +26,8 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} (--ou
                are not a multiple of 256, as all of tiny's, fall back as llama-quantize does: Q2_K, Q3_K ->
                IQ4_NL (older llama.cpp; today Q4_0), Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL;
                IQ4_NL / IQ4_XS by moetier's own encoders, not llama-quantize's search)
+               mxfp4: llama-quantize's MXFP4_MOE, as gpt-oss's published files: expert matrices MXFP4 (moetier's
+               own encoder), the other matrices Q8_0, norms, router, biases F32
   --seed S     integer seed; same seed, same bytes (default ${SYNTH_DEFAULTS.seed})
   --routing R  realistic: routing with a real model's statistics (spread over the experts, reuse from a
                slowly drifting context; see moetier routes stats); planted: each prompt's decode locks into

@@ -58,7 +58,7 @@ function logits(file: GgufFile, tokens: number[]): Float32Array[] {
 
 beforeAll(async () => {
   vocab = buildVocab('gpt2', hp.nVocab, 4, 1);
-  for (const quant of ['f32', 'q8_0', 'q4_0', ...K_MIX_NAMES] as const) files.set(quant, await write(quant));
+  for (const quant of ['f32', 'q8_0', 'q4_0', 'mxfp4', ...K_MIX_NAMES] as const) files.set(quant, await write(quant));
 }, 120_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -68,8 +68,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  * peak logits (~12 sd above the rest): a k-quant's fitted scale shrinks or stretches a row a
  * little, which moves large logits in proportion. Measured (deterministic): q8_0 0.0093 / 0.067,
  * q4_0 0.146 / 1.13, q6_k 0.033 / 0.27, q5_k_m 0.050 / 0.38, q4_k_m 0.092 / 0.65,
- * q3_k_m 0.201 / 1.49, q2_k 0.388 / 2.83, iq4_xs (moetier's IQ4_XS encoder) 0.100 / 0.73. Bounds: those
- * plus ~25 %.
+ * q3_k_m 0.201 / 1.49, q2_k 0.388 / 2.83, iq4_xs (moetier's IQ4_XS encoder) 0.100 / 0.73, mxfp4 (MXFP4
+ * experts by moetier's encoder, the other matrices Q8_0) 0.036 / 0.26. Bounds: those plus ~25 %.
  */
 const TOLERANCE: Record<string, [number, number]> = {
   q8_0: [0.012, 0.085],
@@ -80,6 +80,7 @@ const TOLERANCE: Record<string, [number, number]> = {
   q3_k_m: [0.25, 1.9],
   q2_k: [0.49, 3.5],
   iq4_xs: [0.13, 0.92],
+  mxfp4: [0.046, 0.33],
 };
 
 describe('reference forward pass on k-quant files', () => {
@@ -92,9 +93,10 @@ describe('reference forward pass on k-quant files', () => {
     expect(types('q3_k_m')).toEqual(['F32', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K']);
     expect(types('q2_k')).toEqual(['F32', 'Q2_K', 'Q3_K', 'Q6_K']);
     expect(types('iq4_xs')).toEqual(['F32', 'IQ4_XS', 'Q6_K']); // 2 layers: no Q5_K ffn_down below n_layer / 8
+    expect(types('mxfp4')).toEqual(['F32', 'MXFP4', 'Q8_0']); // MXFP4_MOE: experts MXFP4, the other matrices Q8_0
   });
 
-  for (const mix of ['q8_0', 'q4_0', ...K_MIX_NAMES] as const) {
+  for (const mix of ['q8_0', 'q4_0', 'mxfp4', ...K_MIX_NAMES] as const) {
     const [rmsMax, maxMax] = TOLERANCE[mix];
     it(`${mix}: logits within rms ${rmsMax} / max ${maxMax} sd of the F32 file's, the same top-1 where F32's margin is >= 1`, () => {
       const tokens = DEMO_PROMPT.words.map((w) => vocab.wordToken.get(w)!);

@@ -88,6 +88,24 @@ describe('moetier gen-model', () => {
     }
   });
 
+  it("writes mxfp4 (llama-quantize's MXFP4_MOE) on tiny gpt-oss: MXFP4 experts, Q8_0 matrices, F32 biases and sinks", async () => {
+    const out = join(dir, 'mxfp4.gguf');
+    expect(
+      await genModel(['--preset', 'tiny', '--arch', 'gpt-oss', '--quant', 'mxfp4', '--out', out], collector()),
+    ).toBe(0);
+    const file = parseGguf(new Uint8Array(readFileSync(out)), out);
+    const type = (name: string): string => file.tensors.get(name)!.type;
+    expect(['gate', 'up', 'down'].map((m) => type(`blk.1.ffn_${m}_exps.weight`))).toEqual(['MXFP4', 'MXFP4', 'MXFP4']);
+    expect(['blk.0.attn_q.weight', 'blk.0.attn_output.weight', 'token_embd.weight', 'output.weight'].map(type)).toEqual(
+      ['Q8_0', 'Q8_0', 'Q8_0', 'Q8_0'],
+    );
+    expect(
+      ['blk.0.ffn_gate_exps.bias', 'blk.0.attn_sinks.weight', 'blk.0.ffn_gate_inp.weight', 'blk.0.attn_q.bias'].map(
+        type,
+      ),
+    ).toEqual(['F32', 'F32', 'F32', 'F32']);
+  });
+
   it('refuses bad options with an InvalidOptionError naming the option', async () => {
     const out = join(dir, 'bad.gguf');
     const cases: Array<[string[], string]> = [

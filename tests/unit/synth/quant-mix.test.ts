@@ -216,3 +216,25 @@ describe('tiny preset (4 layers, 8 experts, rows of 64 and 32: fallbacks)', () =
     expect(tensorQuantType('q4_k_m', { name: 'blk.1.attn_q.weight', dims: [48, 64], role: 'matrix' }, hp)).toBe('F16');
   });
 });
+
+describe("mxfp4 (llama-quantize's LLAMA_FTYPE_MOSTLY_MXFP4_MOE)", () => {
+  for (const [preset, arch] of [
+    ['tiny', 'gpt-oss'],
+    ['gpt-oss-20b', 'gpt-oss'],
+    ['tiny', 'qwen3moe'],
+    ['small', 'qwen2moe'],
+  ] as const) {
+    it(`${preset} ${arch}: the 3-D expert matrices MXFP4, other matrices Q8_0 (output too), 1-D, biases, router F32`, () => {
+      const hp = presetHParams(preset, arch);
+      const types = new Map(expectedTensors(hp).map((spec) => [spec.name, tensorQuantType('mxfp4', spec, hp)]));
+      for (const [name, type] of types) {
+        const kind = kindOf(name);
+        const want =
+          kind === 'f32' || name.endsWith('attn_sinks.weight') ? 'F32' : /_exps\.weight$/.test(name) ? 'MXFP4' : 'Q8_0';
+        expect([name, type]).toEqual([name, want]);
+      }
+      expect(types.get('blk.0.ffn_down_exps.weight')).toBe('MXFP4');
+      expect(types.get('output.weight') ?? 'Q8_0').toBe('Q8_0'); // a tied output has no output.weight
+    });
+  }
+});

@@ -54,6 +54,16 @@ describe('the native writer', () => {
     }
   });
 
+  it("writes the TypeScript reference's bytes: tiny gpt-oss at mxfp4 (MXFP4 experts, Q8_0 matrices, F32 biases)", async () => {
+    const model = buildSynthModel({ preset: 'tiny', arch: 'gpt-oss', quant: 'mxfp4', seed: 2 });
+    expect(new Set(model.tensors.map((t) => t.type))).toEqual(new Set(['MXFP4', 'Q8_0', 'F32']));
+    const ts = join(dir, 'tiny-gpt-oss-mxfp4-ts.gguf'),
+      fast = join(dir, 'tiny-gpt-oss-mxfp4-native.gguf');
+    await writeGguf(ts, model.metadata, model.tensors, { alignment: 32 });
+    await writeGguf(fast, model.metadata, nativeTensorSources(model.plant, model.tensors, writer()), { alignment: 32 });
+    expect(Buffer.compare(readFileSync(ts), readFileSync(fast))).toBe(0);
+  });
+
   it("makes the TypeScript reference's tensors: small (512 wide) in real Q4_K / Q6_K / Q5_K rows, each kind of filler", async () => {
     const names = [
       'blk.0.ffn_gate_exps.weight',
@@ -140,6 +150,8 @@ describe('the real-model presets', () => {
       gb(planned('olmoe-1b-7b', 'q4_k_m')),
     ]).toEqual([18.6, 7.4, 4.2]);
     expect(gb(planned('gpt-oss-20b', 'q4_0'))).toBe(11.8);
+    // MXFP4_MOE: 768 experts of 3 x 2880 x 2880 at 17 / 32 bytes a weight (10.2 GB) and the rest Q8_0.
+    expect(gb(planned('gpt-oss-20b', 'mxfp4'))).toBe(12.1);
   });
 });
 
