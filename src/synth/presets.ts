@@ -22,7 +22,9 @@ export type PresetName =
   | 'medium'
   | 'olmoe-1b-7b'
   | 'qwen3-30b-a3b'
-  | 'gpt-oss-20b';
+  | 'gpt-oss-20b'
+  | 'deepseek-v2-lite'
+  | 'glm-4.5-air';
 export const PRESET_NAMES: readonly PresetName[] = [
   'tiny',
   'tiny-yarn',
@@ -32,6 +34,8 @@ export const PRESET_NAMES: readonly PresetName[] = [
   'olmoe-1b-7b',
   'qwen3-30b-a3b',
   'gpt-oss-20b',
+  'deepseek-v2-lite',
+  'glm-4.5-air',
 ];
 export const ARCHS: readonly Arch[] = ['qwen3moe', 'qwen2moe', 'olmoe', 'llama', 'glm4moe', 'gpt-oss', 'deepseek2'];
 
@@ -61,6 +65,8 @@ export interface PresetShape {
    * experts. Only the archs whose files declare them (glm4moe) take it; gen-model refuses the others.
    */
   denseLayers?: { count: number; nFf: number };
+  /** A real file's own values past what the shape implies (deepseek2's latent attention dims), applied last. */
+  hparams?: Partial<HParams>;
 }
 
 /** The archs whose llama.cpp loader reads leading_dense_block_count. */
@@ -168,6 +174,53 @@ export const PRESETS: Record<PresetName, PresetShape> = {
     arch: 'gpt-oss',
     slidingWindow: 128,
   },
+  // DeepSeek-V2-Lite's geometry (its config.json): 27 layers, the first dense (an FFN of 10944), then
+  // 64 experts of 1408, top-6, two shared experts; 16 heads of latent attention (a latent of 512, a
+  // roped key of 64, query heads of 128 + 64, values of 128, no q-LoRA), its 102400-row vocabulary,
+  // softmax routing without renormalisation. Not its YaRN x40 (the synthetic context is short).
+  // q4_0: 8.7 GB.
+  'deepseek-v2-lite': {
+    nEmbd: 2048,
+    nLayer: 27,
+    nExpert: 64,
+    nExpertUsed: 6,
+    nFfExp: 1408,
+    nFfShexp: 2816,
+    nHead: 16,
+    nHeadKv: 1,
+    headDim: 128,
+    nVocab: 102400,
+    nTopics: 16,
+    arch: 'deepseek2',
+    denseLayers: { count: 1, nFf: 10944 },
+    hparams: {
+      headDim: 576,
+      ropeDims: 64,
+      mla: { qLora: 0, kvLora: 512, nope: 128, vHead: 128 },
+      attnScale: 1 / Math.sqrt(192),
+      gating: 'softmax',
+      normTopK: false,
+    },
+  },
+  // GLM-4.5-Air's geometry (its config.json): 46 layers (its NextN block left out), the first dense
+  // (an FFN of 10944), then 128 experts of 1408, top-8, one shared expert; 96 query / 8 KV heads of 128
+  // with half of each rotated; a 151552-row vocabulary. q4_0: about 62 GB (more than this machine's disk).
+  'glm-4.5-air': {
+    nEmbd: 4096,
+    nLayer: 46,
+    nExpert: 128,
+    nExpertUsed: 8,
+    nFfExp: 1408,
+    nFfShexp: 1408,
+    nHead: 96,
+    nHeadKv: 8,
+    headDim: 128,
+    nVocab: 151552,
+    nTopics: 16,
+    arch: 'glm4moe',
+    denseLayers: { count: 1, nFf: 10944 },
+    hparams: { expertWeightsScale: 1 }, // Air's routed_scaling_factor (GLM-4.5's is 2.5)
+  },
 };
 
 /** A preset's own architecture (PresetShape.arch), or undefined for a name that is not a preset or has none. */
@@ -232,6 +285,7 @@ export function presetHParams(preset: PresetName, arch: Arch): HParams {
     ...(arch === 'gpt-oss' ? { ...GPT_OSS, slidingWindow: { window: s.slidingWindow ?? 8, period: 2 } } : {}),
     ...(s.denseLayers ? { denseLayers: denseFor(preset, arch, s.denseLayers) } : {}),
     ...(arch === 'deepseek2' ? deepseek2Shape(s) : {}),
+    ...(arch === s.arch ? s.hparams : {}),
   };
 }
 
