@@ -8,11 +8,34 @@
 // U+0085 is one, U+FEFF is not), not JavaScript's \s (which has U+FEFF and lacks U+0085).
 const WS = String.raw`\p{White_Space}`;
 const NOT_WS = String.raw`\P{White_Space}`;
+/**
+ * The letters, numbers and punctuation that Unicode 16.0 and 17.0 assigned: llama.cpp's category
+ * tables (unicode-data.cpp) are Unicode 15.1's, so to it these are unassigned code points, while the
+ * JavaScript engine's \p{...} (Node 20.20: Unicode 17) knows them. Taken out of \p{L}, \p{N} and
+ * \p{P} below ("x\u{13aff}'re": llama.cpp cuts "x", "\u{13aff}'", "re"). Found by comparing every
+ * code point's category in the two tables; none differs otherwise. An engine with older tables
+ * already has them unassigned.
+ */
+const NEWER_THAN_LLAMA_CPP = [
+  String.raw`\u{88f}\u{c5c}\u{cdc}\u{1b4e}-\u{1b4f}\u{1b7f}\u{1c89}-\u{1c8a}\u{a7cb}-\u{a7cf}\u{a7d2}\u{a7d4}`,
+  String.raw`\u{a7da}-\u{a7dc}\u{a7f1}\u{105c0}-\u{105f3}\u{10940}-\u{10959}\u{10d40}-\u{10d65}\u{10d6e}-\u{10d85}`,
+  String.raw`\u{10ec2}-\u{10ec7}\u{10ed0}\u{11380}-\u{11389}\u{1138b}\u{1138e}\u{11390}-\u{113b5}\u{113b7}\u{113d1}`,
+  String.raw`\u{113d3}-\u{113d5}\u{113d7}-\u{113d8}\u{116d0}-\u{116e3}\u{11bc0}-\u{11be1}\u{11bf0}-\u{11bf9}`,
+  String.raw`\u{11db0}-\u{11ddb}\u{11de0}-\u{11de9}\u{13460}-\u{143fa}\u{16100}-\u{1611d}\u{16130}-\u{16139}`,
+  String.raw`\u{16d40}-\u{16d79}\u{16ea0}-\u{16eb8}\u{16ebb}-\u{16ed3}\u{16ff2}-\u{16ff6}\u{187f8}-\u{187ff}\u{18cff}`,
+  String.raw`\u{18d09}-\u{18d1e}\u{18d80}-\u{18df2}\u{1ccf0}-\u{1ccf9}\u{1e5d0}-\u{1e5ed}\u{1e5f0}-\u{1e5fa}\u{1e5ff}`,
+  String.raw`\u{1e6c0}-\u{1e6de}\u{1e6e0}-\u{1e6e2}\u{1e6e4}-\u{1e6e5}\u{1e6e7}-\u{1e6ed}\u{1e6f0}-\u{1e6f4}`,
+  String.raw`\u{1e6fe}-\u{1e6ff}\u{2b73a}-\u{2b73f}\u{2cea2}-\u{2cead}\u{323b0}-\u{33479}`,
+].join('');
+// Classes in the regexes' v (unicodeSets) mode, which subtracts one set from another.
+const L = String.raw`[\p{L}--[${NEWER_THAN_LLAMA_CPP}]]`;
+const N = String.raw`[\p{N}--[${NEWER_THAN_LLAMA_CPP}]]`;
+const P = String.raw`[\p{P}--[${NEWER_THAN_LLAMA_CPP}]]`;
 const CONTRACTIONS_CI = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])";
-const GPT2 = String.raw`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^${WS}\p{L}\p{N}]+|${WS}+(?!${NOT_WS})`;
+const GPT2 = String.raw`'s|'t|'re|'ve|'m|'ll|'d| ?${L}+| ?${N}+| ?[^${WS}${L}${N}]+|${WS}+(?!${NOT_WS})`;
 const LLAMA3_LIKE = (digits: string) =>
   CONTRACTIONS_CI +
-  String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}${digits}| ?[^${WS}\p{L}\p{N}]+[\r\n]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
+  String.raw`|[^\r\n${L}${N}]?${L}+|${N}${digits}| ?[^${WS}${L}${N}]+[\r\n]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
 
 /**
  * gpt-4o (o200k, gpt-oss's o200k_harmony) as llama.cpp runs it, which is not tiktoken's o200k.
@@ -22,19 +45,20 @@ const LLAMA3_LIKE = (digits: string) =>
  * unicode_regex_split: each code point >= 128 becomes one byte for its category, 0xD2 for any
  * letter). So a non-ASCII letter is both "not a-z" and "not A-Z" ("aÉ" is one piece, two in
  * tiktoken), and a combining mark is no letter ("e\u0301t" -> "e", "\u0301t"). The same lookaheads
- * over JavaScript's \p{L} give those pieces; white space stays Unicode White_Space, which is what
- * the collapsed \s means (ASCII \t-\r and space; every other White_Space code point becomes 0x0B).
+ * over L (\p{L} as llama.cpp's tables have it) give those pieces; white space stays Unicode
+ * White_Space, which is what the collapsed \s means (ASCII \t-\r and space; every other White_Space
+ * code point becomes 0x0B).
  */
-const NOT_LOWER_LETTER = String.raw`(?:(?=\p{L})[^a-z])`;
-const NOT_UPPER_LETTER = String.raw`(?:(?=\p{L})[^A-Z])`;
+const NOT_LOWER_LETTER = String.raw`(?:(?=${L})[^a-z])`;
+const NOT_UPPER_LETTER = String.raw`(?:(?=${L})[^A-Z])`;
 const GPT4O =
-  String.raw`[^\r\n\p{L}\p{N}]?${NOT_LOWER_LETTER}*${NOT_UPPER_LETTER}+${CONTRACTIONS_CI}?` +
-  String.raw`|[^\r\n\p{L}\p{N}]?${NOT_LOWER_LETTER}+${NOT_UPPER_LETTER}*${CONTRACTIONS_CI}?` +
-  String.raw`|\p{N}{1,3}| ?[^${WS}\p{L}\p{N}]+[\r\n/]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
+  String.raw`[^\r\n${L}${N}]?${NOT_LOWER_LETTER}*${NOT_UPPER_LETTER}+${CONTRACTIONS_CI}?` +
+  String.raw`|[^\r\n${L}${N}]?${NOT_LOWER_LETTER}+${NOT_UPPER_LETTER}*${CONTRACTIONS_CI}?` +
+  String.raw`|${N}{1,3}| ?[^${WS}${L}${N}]+[\r\n\/]*|${WS}*[\r\n]+|${WS}+(?!${NOT_WS})|${WS}+`;
 
 /** Pre-tokenizer name -> its regexes, applied in order. */
 const PRE_TOKENIZERS: Record<string, string[]> = {
-  default: [String.raw`[\p{P}\$\+<=>\^~\|]+`, GPT2, String.raw`\p{N}+`, '[0-9][0-9][0-9]'],
+  default: [String.raw`[${P}\$\+<=>\^~\|]+`, GPT2, String.raw`${N}+`, '[0-9][0-9][0-9]'],
   // llama.cpp's hand-written gpt2 splitter also takes lone whitespace as a piece.
   gpt2: [GPT2 + `|${WS}+`],
   'gpt-2': [GPT2 + `|${WS}+`],
@@ -51,7 +75,7 @@ export type PreTokenizer = (text: string) => string[];
 export function preTokenizer(name: string): PreTokenizer | undefined {
   const sources = PRE_TOKENIZERS[name];
   if (sources === undefined) return undefined;
-  const regexes = sources.map((s) => new RegExp(s, 'gu'));
+  const regexes = sources.map((s) => new RegExp(s, 'gv'));
   return (text) => {
     let fragments = [text];
     for (const re of regexes) fragments = fragments.flatMap((f) => splitKeepingGaps(f, re));
