@@ -57,6 +57,9 @@ const models = [
   // even layers, q/k/v/o biases, YaRN x32, the router bias, softmax over the top-k logits, expert biases, swiglu_oai.
   { preset: 'tiny', arch: 'gpt-oss', quant: 'q8_0' },
   { preset: 'small', arch: 'gpt-oss', quant: 'q8_0' },
+  // gpt-oss as published (issue 30): MXFP4 experts (llama-quantize's MXFP4_MOE: the other matrices Q8_0).
+  { preset: 'tiny', arch: 'gpt-oss', quant: 'mxfp4' },
+  { preset: 'small', arch: 'gpt-oss', quant: 'mxfp4' },
 ];
 const seed = 1;
 const contextTokens = 512;
