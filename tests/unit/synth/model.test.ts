@@ -62,7 +62,8 @@ describe.each(ARCHS)('tiny %s', (arch) => {
     expect(m.get(`${arch}.context_length`)).toBe(arch === 'gpt-oss' ? 131072 : 4096);
     // glm4moe rotates half of each head (partial rotary, as GLM-4.5's converter writes it).
     expect(m.get(`${arch}.rope.dimension_count`)).toBe(arch === 'glm4moe' ? 8 : 16);
-    expect(m.get(`${arch}.feed_forward_length`)).toBe(PRESETS.tiny.nFfExp);
+    // deepseek2's is its leading dense layer's width (4 x the expert width).
+    expect(m.get(`${arch}.feed_forward_length`)).toBe(PRESETS.tiny.nFfExp * (arch === 'deepseek2' ? 4 : 1));
     expect(m.get(`${arch}.expert_shared_feed_forward_length`)).toBe(
       arch === 'qwen2moe' ? PRESETS.tiny.nFfShexp : undefined,
     );
