@@ -9,7 +9,7 @@ describe('bench/profile.mjs', () => {
   it('names only phase functions the native forward pass defines, each in one category', async () => {
     // @ts-expect-error plain .mjs bench module without declarations
     const { PHASES } = (await import('../../bench/profile.mjs')) as { PHASES: Record<string, string[]> };
-    const source = ['forward_eval.cc', 'forward_moe.cc']
+    const source = ['forward_eval.cc', 'forward_attention.cc', 'forward_mla.cc', 'forward_moe.cc']
       .map((f) => readFileSync(new URL(`../../native/cpu/${f}`, import.meta.url), 'utf8'))
       .join('\n');
     const all = Object.values(PHASES).flat();
