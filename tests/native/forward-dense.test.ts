@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createReferenceSession } from '../../src/reference/forward.js';
 import { moeLayers } from '../../src/model/types.js';
 import { tinyHParams } from '../fixtures/random-model.js';
-import { mapModel, native, relativeError, type MappedModel } from './forward-helpers.js';
+import { expectReferenceLogits, mapModel, native, relativeError, type MappedModel } from './forward-helpers.js';
 
 const opened: MappedModel[] = [];
 afterAll(() => opened.forEach((m) => m.close()));
@@ -23,31 +23,13 @@ describe('leading dense layers: native forward vs reference', () => {
       const hp = tinyHParams('glm4moe', { nLayer, ropeDims: 8, nFfShexp: 32, denseLayers: { count, nFf: 96 } });
       const m = mapModel(hp, { type: 'F32', seed: 11, routerScale: 8 });
       opened.push(m);
-      const ctx = native.createContext(m.handle, { nCtx: 16, threads: 2 });
-      onTestFinished(() => native.freeContext(ctx));
-      const reference = createReferenceSession(m.model, 16);
-      const perRow = moeLayers(hp) * hp.nExpertUsed;
-      const prompt = [5, 17, 3, 90, 42, 0];
-      const logits = new Float32Array(prompt.length * hp.nVocab);
-      const routes = new Int32Array(prompt.length * perRow);
-      native.evalSync(ctx, Int32Array.from(prompt), 0, logits, { allLogits: true, routes });
-      const expected = reference.eval(prompt);
-      prompt.forEach((_, r) => {
-        expect(expected.routes[r]).toHaveLength(nLayer - count);
-        expect(Array.from(routes.subarray(r * perRow, (r + 1) * perRow))).toEqual(expected.routes[r].flat());
-        expect(relativeError(logits.subarray(r * hp.nVocab, (r + 1) * hp.nVocab), expected.logits[r])).toBeLessThan(
-          1e-4,
-        );
+      expect(moeLayers(hp)).toBe(nLayer - count);
+      await expectReferenceLogits(m, {
+        prompt: [5, 17, 3, 90, 42, 0],
+        steps: [7, 64, 95],
+        tolerance: 1e-4,
+        routes: true,
       });
-      let pos = prompt.length;
-      for (const token of [7, 64, 95]) {
-        const row = new Float32Array(hp.nVocab);
-        const rowRoutes = new Int32Array(perRow);
-        await native.evalAsync(ctx, Int32Array.of(token), pos++, row, { routes: rowRoutes });
-        const step = reference.eval([token]);
-        expect(Array.from(rowRoutes)).toEqual(step.routes[0].flat());
-        expect(relativeError(row, step.logits[0])).toBeLessThan(1e-4);
-      }
     });
   }
 

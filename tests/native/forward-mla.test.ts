@@ -6,11 +6,10 @@
  * decode steps, without and with q-LoRA, with a leading dense layer, on F32 and Q8_0 weights (the
  * per-head K_b / V_b quantised); the cache keeps one row of kvLora + rope per token and layer.
  */
-import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
-import { createReferenceSession } from '../../src/reference/forward.js';
-import { moeLayers, type HParams } from '../../src/model/types.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { HParams } from '../../src/model/types.js';
 import { tinyHParams } from '../fixtures/random-model.js';
-import { mapModel, native, relativeError, type MappedModel } from './forward-helpers.js';
+import { expectReferenceLogits, mapModel, native, type MappedModel } from './forward-helpers.js';
 
 const opened: MappedModel[] = [];
 afterAll(() => opened.forEach((m) => m.close()));
@@ -56,31 +55,8 @@ describe('MLA: native forward vs reference', () => {
     it(`${name}: the same routes, logits within ${tolerance}`, async () => {
       const m = mapModel(hp, { type, seed: 21, routerScale: type === 'F32' ? 8 : 1 });
       opened.push(m);
-      const ctx = native.createContext(m.handle, { nCtx: 16, threads: 2 });
-      onTestFinished(() => native.freeContext(ctx));
-      const reference = createReferenceSession(m.model, 16);
-      const perRow = moeLayers(hp) * hp.nExpertUsed;
       const prompt = [5, 17, 3, 90, 42, 0, 11];
-      const logits = new Float32Array(prompt.length * hp.nVocab);
-      const routes = new Int32Array(prompt.length * perRow);
-      native.evalSync(ctx, Int32Array.from(prompt), 0, logits, { allLogits: true, routes });
-      const expected = reference.eval(prompt);
-      prompt.forEach((_, r) => {
-        if (type === 'F32')
-          expect(Array.from(routes.subarray(r * perRow, (r + 1) * perRow))).toEqual(expected.routes[r].flat());
-        expect(relativeError(logits.subarray(r * hp.nVocab, (r + 1) * hp.nVocab), expected.logits[r])).toBeLessThan(
-          tolerance,
-        );
-      });
-      let pos = prompt.length;
-      for (const token of [7, 64, 95]) {
-        const row = new Float32Array(hp.nVocab);
-        const rowRoutes = new Int32Array(perRow);
-        await native.evalAsync(ctx, Int32Array.of(token), pos++, row, { routes: rowRoutes });
-        const step = reference.eval([token]);
-        if (type === 'F32') expect(Array.from(rowRoutes)).toEqual(step.routes[0].flat());
-        expect(relativeError(row, step.logits[0])).toBeLessThan(tolerance);
-      }
+      await expectReferenceLogits(m, { prompt, steps: [7, 64, 95], tolerance, routes: type === 'F32' });
     });
   }
 
