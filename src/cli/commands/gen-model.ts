@@ -19,7 +19,10 @@ const usage = `usage: moetier gen-model --preset ${PRESET_NAMES.join('|')} (--ou
   --preset P   model shape: tiny (~0.6 MB at q8_0, tests), small (~120 MB, demo), medium (~2 GB, benchmarks);
                real models' shapes: olmoe-1b-7b (OLMoE-1B-7B: 16 layers x 64 experts, top-8; 7.4 GB at q8_0,
                4.2 GB at q4_k_m), qwen3-30b-a3b (Qwen3-30B-A3B: 48 x 128, top-8; 18.6 GB at q4_k_m, minutes
-               on the native quantiser; the free disk space is checked first)
+               on the native quantiser; the free disk space is checked first), gpt-oss-20b (24 x 32, top-4;
+               11.8 GB at q4_0), deepseek-v2-lite (27 layers, the first dense, 64 experts, top-6, latent
+               attention; 8.85 GB at q4_0), glm-4.5-air (46 layers, the first dense, 128 experts, top-8;
+               about 62 GB at q4_0); tiny-yarn (YaRN x4), tiny-dense (glm4moe, layer 0 dense)
   --arch A     ${ARCHS.join(' | ')} (default: the preset's own, olmoe for olmoe-1b-7b, else ${SYNTH_DEFAULTS.arch})
   --quant Q    ${QUANT_NAMES.join(' | ')} (default ${SYNTH_DEFAULTS.quant})
                q*_k*, iq4_xs: llama-quantize's per-tensor mix for that ftype (norms and router F32; rows that
