@@ -8,7 +8,10 @@
  * Checks:
  *  - dequantRow gives exactly this file's decoder, in f32 steps ((d sc) q - dmin m, as ggml).
  *  - every path's matvec and matmul give the scalar path's bits (the canonical order of
- *    native/cpu/kernels_internal.h), with 1..9 rows, 1, 3, 9 and 17 super-blocks, n = 1, 3, 8, 11.
+ *    native/cpu/kernels_internal.h), with 1..9 rows, 1, 3, 9 and 17 super-blocks, n = 1, 3, 8, 11;
+ *    and the SIMD drivers' edges: matvec in groups of 8 rows (16, 17 rows and short last groups),
+ *    matmul in tiles of 8 activation rows (every short tile, n = 1..8, 9, 16) and in passes
+ *    of tiles (160 rows of one super-block).
  *  - the result is close to the f64 dot of the dequantised weights with the f32 x:
  *    activations are quantised per 256 elements to Q8_K (d = max|x| / 127 as f32, q = round(x / d)),
  *    which moves each x_i by e_i <= d / 2 (times 1 + 1e-5 for the rounding of 1 / d), so
@@ -240,6 +243,33 @@ describe.each(KTYPES)('%s', (type) => {
               ).toBe(true);
             }
           }
+        }
+      }
+    },
+  );
+
+  it.each(PATHS.map((isa) => [native.isaName(isa), isa] as const))(
+    "path %s: the drivers' row groups, activation tiles and passes give the scalar bits",
+    (_name, isa) => {
+      const cases: [rows: number, cols: number, ns: number[]][] = [
+        [16, 768, [1, 2, 4, 5, 6, 7, 9, 16]],
+        [17, 256, [1, 160]],
+        [8, 2304, [2, 8]],
+      ];
+      for (const [rows, cols, ns] of cases) {
+        const w = randomBlocks(type, rows, cols, 11 * rows + cols);
+        for (const n of ns) {
+          const x = randomX(n * cols, 5 * n + cols);
+          const ref = matmulOn(ISA.scalar, K[type].id, w, rows, cols, x, n);
+          expect(sameBits(matmulOn(isa, K[type].id, w, rows, cols, x, n), ref), `matmul rows=${rows} n=${n}`).toBe(
+            true,
+          );
+          if (n > 2) continue;
+          // Rows 3..rows as a matrix of their own: 13 / 14 / 5 rows, a short last group of 8.
+          const rowBytes = (cols / 256) * K[type].bytes;
+          const tail = w.subarray(3 * rowBytes);
+          const y = matvecOn(isa, K[type].id, tail, rows - 3, cols, x.subarray(0, cols));
+          expect(sameBits(y, ref.subarray(3, rows)), `matvec rows 3..${rows} cols=${cols}`).toBe(true);
         }
       }
     },
