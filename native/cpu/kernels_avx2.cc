@@ -3,7 +3,7 @@
 //   F32 / F16 / BF16: widen to f32, FMA into 4 x 8 = 32 lanes (the canonical order).
 //   Q2_K .. Q6_K: kernels_avx2_kquant.cc.
 //   Q8_0 / Q4_0: kernels_avx2_quant.cc (integer block dots; a Q4_0 row and its Q8_0 copy agree
-//   bit for bit). Activation prepare for them is here.
+//   bit for bit). Activation prepare for them is here, and the k-quants' Q8_K one.
 // Float matmul keeps one weight row in L1 and runs it against 2 activation rows at once.
 #include <immintrin.h>
 #include <float.h>
@@ -106,11 +106,66 @@ void mt_matmul_rows_avx2(int wtype, const void* W, int64_t cols, const void* act
   }
 }
 
+// The Q8_K quantiser of quant_rows.cc (mt_act_prepare_kquant), 256 elements at a time with its exact
+// output: max |x| is exact in any order, d = max / 127 and 1 / d are the same scalar operations,
+// q = x * (1 / d) rounded to nearest even (vroundps, as the scalar's 1.5 * 2^23 trick for |v| < 2^22)
+// and clamped to +-127, bsum the integer sums of 16. A block with a NaN or inf: d = NaN, q and bsum 0.
+static void act_prepare_kquant_avx2(const float* x, int64_t cols, mt_act_k* out) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (int64_t b = 0; b < cols / MT_QK_K; b++) {
+    const float* xb = x + b * MT_QK_K;
+    mt_act_k& a = out[b];
+    memset(a.pad, 0, sizeof a.pad);
+    __m256 amax = _mm256_setzero_ps(), nonfinite = _mm256_setzero_ps();
+    for (int k = 0; k < MT_QK_K / 8; k++) {
+      const __m256 v = _mm256_and_ps(_mm256_loadu_ps(xb + 8 * k), abs_mask);
+      amax = _mm256_max_ps(amax, v);
+      nonfinite = _mm256_or_ps(nonfinite, _mm256_cmp_ps(v, _mm256_set1_ps(FLT_MAX), _CMP_NLE_UQ));  // NaN or inf
+    }
+    if (_mm256_movemask_ps(nonfinite) != 0) {
+      memset(a.q, 0, sizeof a.q);
+      memset(a.bsum, 0, sizeof a.bsum);
+      a.d = NAN;
+      continue;
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const __m256 inv = _mm256_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    __m256i sub[MT_QK_K_SUBS];  // the int32 sums of each 16 elements, 8 lanes apiece
+    for (int k = 0; k < MT_QK_K / 32; k++) {
+      __m256i q[4];
+      for (int i = 0; i < 4; i++) {
+        const __m256 r = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(xb + 32 * k + 8 * i), inv),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        q[i] =
+            _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+      }
+      sub[2 * k] = _mm256_add_epi32(q[0], q[1]);
+      sub[2 * k + 1] = _mm256_add_epi32(q[2], q[3]);
+      // int32 -> int8: packs interleave 128-bit lanes; the permute restores element order.
+      __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+      p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256((__m256i*)(a.q + 32 * k), p);
+    }
+    for (int h = 0; h < 2; h++) {  // sub-blocks 8h..8h+7: their 8 lanes summed, one int32 each
+      const __m256i* p = sub + 8 * h;
+      const __m256i t = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+      const __m256i u = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+      const __m256i s = _mm256_add_epi32(_mm256_blend_epi32(t, u, 0xf0), _mm256_permute2x128_si256(t, u, 0x21));
+      _mm_storeu_si128((__m128i*)(a.bsum + 8 * h),
+                       _mm_packs_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
+    }
+    a.d = d;
+  }
+}
+
 // The scalar quantiser's exact output (same products x * (1 / d), round to nearest even,
 // clamp to +-127, d rounded to f16 by F16C), 32 elements at a time. Decode prepares an
 // activation for every matvec.
 void mt_act_prepare_avx2(int wtype, const float* x, int64_t cols, void* act) {
-  if (mt_is_kquant(wtype)) return mt_act_prepare_kquant(x, cols, (mt_act_k*)act);  // shared scalar Q8_K
+  if (mt_is_kquant(wtype)) return act_prepare_kquant_avx2(x, cols, (mt_act_k*)act);
   if (!mt_is_quant(wtype)) {
     memcpy(act, x, (size_t)cols * sizeof(float));
     return;

@@ -222,7 +222,7 @@ void mt_matmul_kquant_avx2(int wtype, const void* W, int64_t cols, const void* a
 void mt_matvec_kquant_avx512(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0, int64_t r1);
 void mt_matmul_kquant_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                              int64_t r0, int64_t r1);
-// The Q8_K activation quantiser (quant_rows.cc): one scalar implementation for every path.
+// The Q8_K activation quantiser (quant_rows.cc): the scalar path's (the SIMD paths' copy gives its bytes).
 void mt_act_prepare_kquant(const float* x, int64_t cols, mt_act_k* act);
 #ifdef __cplusplus
 }

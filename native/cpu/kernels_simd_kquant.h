@@ -181,7 +181,6 @@ void kquant_matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t 
     const int64_t t1 = t0 + pass_tiles < tiles ? t0 + pass_tiles : tiles;
     for (int64_t r = r0; r < r1; r++) {
       const uint8_t* w = W + r * row_bytes;
-      for (int64_t i = 8 * t0 * MT_QUANT_LANES; i < 8 * t1 * MT_QUANT_LANES; i++) lanes[i] = 0.0f;
       for (int64_t b = 0; b < nb; b++) {
         const uint8_t* blk = w + b * kBytes;
         B<kType> k;
@@ -194,13 +193,14 @@ void kquant_matmul(const uint8_t* W, int64_t cols, const uint8_t* acts, int64_t 
           tile_sums_n<kType, B>(n - 8 * t, k, a + 8 * t * nb + b, nb, &isum, &msum);
           float* L = lanes + 8 * (t * MT_QUANT_LANES + b % MT_QUANT_LANES);
           const __m256 d_x = _mm256_loadu_ps(dx + 8 * (t * nb + b));
-          _mm256_storeu_ps(
-              L, fma_rows8<kType>(_mm256_loadu_ps(L), _mm256_mul_ps(d_w, d_x), isum, _mm256_mul_ps(dmin_w, d_x), msum));
+          const __m256 prev = b < MT_QUANT_LANES ? _mm256_setzero_ps() : _mm256_loadu_ps(L);  // lanes start at +0
+          _mm256_storeu_ps(L, fma_rows8<kType>(prev, _mm256_mul_ps(d_w, d_x), isum, _mm256_mul_ps(dmin_w, d_x), msum));
         }
       }
       for (int64_t t = t0; t < t1; t++) {
         __m256 L[MT_QUANT_LANES];
-        for (int l = 0; l < MT_QUANT_LANES; l++) L[l] = _mm256_loadu_ps(lanes + 8 * (t * MT_QUANT_LANES + l));
+        for (int l = 0; l < MT_QUANT_LANES; l++)  // a lane no block reached (nb < 8) is +0
+          L[l] = l < nb ? _mm256_loadu_ps(lanes + 8 * (t * MT_QUANT_LANES + l)) : _mm256_setzero_ps();
         float out[8];
         _mm256_storeu_ps(out, reduce_lanes8(L));
         for (int64_t i = 0; i < 8 && 8 * t + i < n; i++) Y[(8 * t + i) * ldy + r] = out[i];

@@ -99,7 +99,8 @@ static void quantise_q8(const float* x, int64_t cols, mt_act_group* out) {
 
 // x [cols] -> Q8_K blocks of 256 (mt_act_k): d = max|x| / 127 kept as f32, q = round(x * (1 / d)),
 // bsum per 16. The error per element is at most d / 2 (the tolerance the k-quant tests derive).
-// Every path calls this one (prepare is O(cols), a matvec O(rows cols)), so all agree by construction.
+// The scalar path's; the AVX2 / AVX-512 paths run kernels_avx2.cc's copy, which gives these bytes (a prefill
+// prepares every row for every matrix type it meets, so the scalar loop was ~8 % of one).
 void mt_act_prepare_kquant(const float* x, int64_t cols, mt_act_k* out) {
   const int64_t nb = cols / MT_QK_K;
   memset(out, 0, (size_t)nb * sizeof(mt_act_k));
@@ -109,8 +110,9 @@ void mt_act_prepare_kquant(const float* x, int64_t cols, mt_act_k* out) {
     float amax = 0.0f;
     bool finite = true;
     for (int i = 0; i < MT_QK_K; i++) {
-      amax = fmaxf(amax, fabsf(xb[i]));
-      finite = finite && fabsf(xb[i]) <= FLT_MAX;
+      const float v = fabsf(xb[i]);
+      amax = v > amax ? v : amax;  // fmaxf's result on the finite blocks that use it, without a libm call
+      finite = finite && v <= FLT_MAX;
     }
     if (!finite) {
       a.d = NAN;

@@ -288,11 +288,13 @@ describe.each(KTYPES)('%s', (type) => {
 });
 
 describe('k-quant activations', () => {
-  it('an all-zero row and a large-magnitude row agree across paths', () => {
+  it('an all-zero row, a large-magnitude row and a row of exact ties agree across paths', () => {
     const cols = 512;
     for (const type of KTYPES) {
       const w = randomBlocks(type, 4, cols, 17);
-      for (const x of [new Float32Array(cols), randomX(cols, 4).map((v) => v * 1e30)]) {
+      // d = max|x| / 127 = 1 exactly: every other element is a tie (k + 0.5), rounded to even.
+      const ties = Float32Array.from({ length: cols }, (_, i) => (i % 256 === 0 ? 127 : (i % 254) - 126.5));
+      for (const x of [new Float32Array(cols), randomX(cols, 4).map((v) => v * 1e30), ties]) {
         const ref = matvecOn(ISA.scalar, K[type].id, w, 4, cols, x);
         for (const isa of PATHS)
           expect(sameBits(matvecOn(isa, K[type].id, w, 4, cols, x), ref), `${type} ${native.isaName(isa)}`).toBe(true);
