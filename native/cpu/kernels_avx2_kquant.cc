@@ -43,21 +43,24 @@ struct Avx2Block {
     }
   }
 
-  __m256i isum(const mt_act_k& x) const {
+  typedef const mt_act_k* Act;
+  static Act act(const mt_act_k& x) { return &x; }
+
+  __m256i isum(Act x) const {
     __m256i acc = _mm256_setzero_si256();
     for (int j = 0; j < 8; j++) {
-      const __m256i q = _mm256_loadu_si256((const __m256i*)(x.q + 32 * j));
+      const __m256i q = _mm256_loadu_si256((const __m256i*)(x->q + 32 * j));
       const __m256i p16 = kType == MT_IQ4_XS
                               ? _mm256_maddubs_epi16(_mm256_sign_epi8(u[j], u[j]), _mm256_sign_epi8(q, u[j]))
                               : _mm256_maddubs_epi16(u[j], q);
       acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p16, s[j]));
     }
     if (kquant_offset<kType>() != 0)
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(c16, _mm256_loadu_si256((const __m256i*)x.bsum)));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(c16, _mm256_loadu_si256((const __m256i*)x->bsum)));
     return acc;
   }
 
-  __m256i msum(const mt_act_k& x) const { return _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i*)x.bsum)); }
+  __m256i msum(Act x) const { return _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i*)x->bsum)); }
 };
 
 }  // namespace

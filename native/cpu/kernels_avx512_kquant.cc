@@ -35,10 +35,15 @@ inline __m512i per_lane(uint32_t l0, uint32_t l1, uint32_t l2, uint32_t l3) {
 }
 inline uint32_t words(uint32_t w) { return w | w << 16; }
 
-template <int kType>
+// kPaired (the matvec's Q4_K / Q5_K): zmm p = 2c + h holds the 32-element sub-blocks 4c + h and
+// 4c + 2 + h, the low (h = 0) or high (h = 1) nibbles of the 64 code bytes at 64c, which one load
+// gives; the activation block is permuted to match once per 8 weight rows (act()). Otherwise zmm c
+// holds elements 64c..64c+63 in order.
+template <int kType, bool kPaired>
 struct Avx512Block {
-  __m512i u[4];  // codes, zmm c = elements 64c..64c+63
-  __m512i s[4];  // s[c]: int16 [sc[4c] x 8 | sc[4c+1] x 8 | sc[4c+2] x 8 | sc[4c+3] x 8]
+  static constexpr bool kPairs = kPaired && (kType == MT_Q4_K || kType == MT_Q5_K);
+  __m512i u[4];  // codes
+  __m512i s[4];  // the int16 scale of each code pair: zmm c in order, [sc[4c] x 8 | .. | sc[4c+3] x 8]
   __m256i m16;   // the mins as int16, one per 16 elements (types with a min)
   __m256i c16;   // -off * sc as int16, one per 16 elements (offset types)
 
@@ -51,22 +56,36 @@ struct Avx512Block {
       decode_joined(blk);
   }
 
+  // The 32-element sub-blocks in the two halves of zmm c: (2c, 2c + 1), or paired (see the top).
+  static constexpr int sub_lo(int c) { return kPairs ? 4 * (c / 2) + c % 2 : 2 * c; }
+  static constexpr int sub_hi(int c) { return kPairs ? 4 * (c / 2) + c % 2 + 2 : 2 * c + 1; }
+
   void decode_k45(const uint8_t* blk) {
     const uint8_t* qs = blk + (kType == MT_Q4_K ? 16 : 48);
-    const __m512i half_shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4), lo4 = _mm512_set1_epi8(0x0f);
-    for (int c = 0; c < 4; c++) u[c] = _mm512_and_si512(_mm512_srlv_epi64(broadcast256(qs + 32 * c), half_shift), lo4);
-    if (kType == MT_Q5_K) {  // bit 2c (first half) or 2c + 1 (second half) of qh[l]: + 16
+    const __m512i lo4 = _mm512_set1_epi8(0x0f);
+    if (kPairs) {
+      for (int c = 0; c < 2; c++) {
+        const __m512i v = _mm512_loadu_si512((const void*)(qs + 64 * c));
+        u[2 * c] = _mm512_and_si512(v, lo4);
+        u[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
+      }
+    } else {  // the 32 bytes of chunk c in both halves, the second shifted to its high nibbles
+      const __m512i half_shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+      for (int c = 0; c < 4; c++)
+        u[c] = _mm512_and_si512(_mm512_srlv_epi64(broadcast256(qs + 32 * c), half_shift), lo4);
+    }
+    if (kType == MT_Q5_K) {  // bit j of qh[l] for sub-block j: + 16
       const __m512i qh = broadcast256(blk + 16);
       for (int c = 0; c < 4; c++) {
-        const __m512i bit = join(_mm256_set1_epi8((char)(1 << (2 * c))), _mm256_set1_epi8((char)(1 << (2 * c + 1))));
+        const __m512i bit = join(_mm256_set1_epi8((char)(1 << sub_lo(c))), _mm256_set1_epi8((char)(1 << sub_hi(c))));
         u[c] = _mm512_mask_add_epi8(u[c], _mm512_test_epi8_mask(qh, bit), u[c], _mm512_set1_epi8(16));
       }
     }
-    // Bytes [sc0..sc7, m0..m7] in every 128-bit lane: s[c] takes byte 2c (lanes 0-1) and 2c + 1
-    // (lanes 2-3) zero-extended to every word; m16 word k is byte 8 + k / 2.
+    // Bytes [sc0..sc7, m0..m7] in every 128-bit lane: s[c] takes byte sub_lo(c) (lanes 0-1) and
+    // sub_hi(c) (lanes 2-3) zero-extended to every word; m16 word k is byte 8 + k / 2.
     const __m512i sm = _mm512_broadcast_i32x4(k4_scale_bytes(blk));
     for (int c = 0; c < 4; c++) {
-      const uint32_t lo = words(0x8000 | (2 * c)), hi = words(0x8000 | (2 * c + 1));
+      const uint32_t lo = words(0x8000 | sub_lo(c)), hi = words(0x8000 | sub_hi(c));
       s[c] = _mm512_shuffle_epi8(sm, per_lane(lo, lo, hi, hi));
     }
     m16 = _mm256_shuffle_epi8(_mm512_castsi512_si256(sm),
@@ -112,10 +131,27 @@ struct Avx512Block {
           _mm512_permutexvar_epi16(per_lane(words(4 * c), words(4 * c + 1), words(4 * c + 2), words(4 * c + 3)), all);
   }
 
-  __m256i isum(const mt_act_k& x) const {
+  struct Act {
+    __m512i q[4];  // the codes in u's order
+    __m256i bsum;
+  };
+  static Act act(const mt_act_k& x) {
+    Act a;
+    for (int c = 0; c < 4; c++) a.q[c] = _mm512_loadu_si512((const void*)(x.q + 64 * c));
+    if (kPairs)  // [half h of zmm 2c' | half h of zmm 2c' + 1] for zmm 2c' + h
+      for (int c = 0; c < 4; c += 2) {
+        const __m512i lo = a.q[c], hi = a.q[c + 1];
+        a.q[c] = _mm512_shuffle_i64x2(lo, hi, 0x44);
+        a.q[c + 1] = _mm512_shuffle_i64x2(lo, hi, 0xee);
+      }
+    a.bsum = _mm256_loadu_si256((const __m256i*)x.bsum);
+    return a;
+  }
+
+  __m256i isum(const Act& x) const {
     __m512i acc = _mm512_setzero_si512();
     for (int c = 0; c < 4; c++) {
-      const __m512i q = _mm512_loadu_si512((const void*)(x.q + 64 * c));
+      const __m512i q = x.q[c];
       __m512i p16;
       if (kType == MT_IQ4_XS) {
         const __m512i sq = _mm512_mask_sub_epi8(q, _mm512_movepi8_mask(u[c]), _mm512_setzero_si512(), q);
@@ -126,12 +162,17 @@ struct Avx512Block {
       acc = _mm512_dpwssd_epi32(acc, p16, s[c]);
     }
     __m256i a8 = _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
-    if (kquant_offset<kType>() != 0) a8 = _mm256_dpwssd_epi32(a8, c16, _mm256_loadu_si256((const __m256i*)x.bsum));
+    if (kquant_offset<kType>() != 0) a8 = _mm256_dpwssd_epi32(a8, c16, x.bsum);
     return a8;
   }
 
-  __m256i msum(const mt_act_k& x) const { return _mm256_madd_epi16(m16, _mm256_loadu_si256((const __m256i*)x.bsum)); }
+  __m256i msum(const Act& x) const { return _mm256_madd_epi16(m16, x.bsum); }
 };
+
+template <int kType>
+using Avx512VecBlock = Avx512Block<kType, true>;
+template <int kType>
+using Avx512MatBlock = Avx512Block<kType, false>;
 
 }  // namespace
 
@@ -139,12 +180,12 @@ extern "C" {
 
 void mt_matvec_kquant_avx512(int wtype, const void* W, int64_t cols, const void* act, float* y, int64_t r0,
                              int64_t r1) {
-  kquant_matvec_any<Avx512Block>(wtype, W, cols, act, y, r0, r1);
+  kquant_matvec_any<Avx512VecBlock>(wtype, W, cols, act, y, r0, r1);
 }
 
 void mt_matmul_kquant_avx512(int wtype, const void* W, int64_t cols, const void* acts, int64_t n, float* Y, int64_t ldy,
                              int64_t r0, int64_t r1) {
-  kquant_matmul_any<Avx512Block>(wtype, W, cols, acts, n, Y, ldy, r0, r1);
+  kquant_matmul_any<Avx512MatBlock>(wtype, W, cols, acts, n, Y, ldy, r0, r1);
 }
 
 }  // extern "C"

@@ -3,10 +3,12 @@
 // inside a file's `#pragma GCC target` region and anonymous namespace, after kernels_kquant_ymm.h
 // (kernels_simd_quant.h says why).
 //
-// The includer defines a decoded super-block B<kType> (its own register form):
+// The includer defines a decoded super-block B<kType> (its own register form) and the form B::Act
+// of an activation block that it reads:
 //   void B::decode(const uint8_t* blk);
-//   __m256i B::isum(const mt_act_k& x) const;  8 int32 lanes summing to the block's exact isum
-//   __m256i B::msum(const mt_act_k& x) const;  8 int32 lanes summing to its exact msum (with a min)
+//   static B::Act B::act(const mt_act_k& x);  once per activation block (matvec: for 8 weight rows)
+//   __m256i B::isum(const B::Act& x) const;  8 int32 lanes summing to the block's exact isum
+//   __m256i B::msum(const B::Act& x) const;  8 int32 lanes summing to its exact msum (with a min)
 // (The includers' vpmaddubsw pairs never saturate: codes |u| <= 63, or IQ4_XS's |u| <= 127 with the
 // sign moved onto the activation, times |q| <= 127, twice, is below 2^15.)
 // Integer sums are exact in any order; only the float steps fix the bits, and those run here, one
@@ -89,7 +91,8 @@ void kquant_matvec_rows(const uint8_t* W, int64_t nb, const mt_act_k* a, float* 
         for (int p = 0; p < kKquantRows * kBytes; p += 64)
           _mm_prefetch((const char*)(ahead + b * kKquantRows * kBytes + p), _MM_HINT_T0);
       }
-      const mt_act_k& x = a[b];
+      const mt_act_k& xb = a[b];
+      const typename B<kType>::Act x = B<kType>::act(xb);
       __m256i p[kKquantRows], m[kKquantRows];
       for (int i = 0; i < kKquantRows; i++) {
         B<kType> k;
@@ -97,7 +100,7 @@ void kquant_matvec_rows(const uint8_t* W, int64_t nb, const mt_act_k* a, float* 
         p[i] = k.isum(x);
         if (kquant_has_min<kType>()) m[i] = k.msum(x);
       }
-      const __m256 dx = _mm256_set1_ps(x.d);
+      const __m256 dx = _mm256_set1_ps(xb.d);
       const size_t at = (size_t)b * kBytes;
       const __m256 dw = _mm256_mul_ps(f16_rows8(row, at + mt_kquant_d_at(kType)), dx);
       const __m256 dm = kquant_has_min<kType>() ? _mm256_mul_ps(f16_rows8(row, at + mt_kquant_dmin_at(kType)), dx) : dx;
@@ -125,8 +128,13 @@ template <int kType, int T, template <int> class B>
 inline void tile_sums(const B<kType>& k, const mt_act_k* x, int64_t nb, __m256i* isum, __m256i* msum) {
   __m256i p[8], m[8];
   for (int i = 0; i < 8; i++) {
-    p[i] = i < T ? k.isum(x[i * nb]) : _mm256_setzero_si256();
-    if (kquant_has_min<kType>()) m[i] = i < T ? k.msum(x[i * nb]) : _mm256_setzero_si256();
+    if (i >= T) {
+      p[i] = m[i] = _mm256_setzero_si256();
+      continue;
+    }
+    const typename B<kType>::Act xi = B<kType>::act(x[i * nb]);
+    p[i] = k.isum(xi);
+    if (kquant_has_min<kType>()) m[i] = k.msum(xi);
   }
   *isum = reduce_rows8(p);
   if (kquant_has_min<kType>()) *msum = reduce_rows8(m);
