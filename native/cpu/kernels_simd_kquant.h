@@ -31,6 +31,12 @@ inline __m256i reduce_rows8(const __m256i* p) {
   return _mm256_add_epi32(_mm256_blend_epi32(a, b, 0xf0), _mm256_permute2x128_si256(a, b, 0x21));
 }
 
+// reduce_rows8 for 4 rows: lane i < 4 = the sum of p[i]'s lanes, lanes 4..7 zero.
+inline __m256i reduce_rows4(const __m256i* p) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  return _mm256_zextsi128_si256(_mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1)));
+}
+
 // mt_reduce_quant_lanes for 8 rows at once: ((L0 + L4) + (L2 + L6)) + ((L1 + L5) + (L3 + L7)) + 0.
 inline __m256 reduce_lanes8(const __m256* L) {
   const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(L[0], L[4]), _mm256_add_ps(L[2], L[6])),
@@ -123,7 +129,7 @@ void kquant_matvec(const uint8_t* W, int64_t cols, const mt_act_k* a, float* y, 
 }
 
 // T activation rows (T <= 8, rows nb blocks apart) against one decoded block: their isums (and
-// msums) reduced into lane i = row i; lanes T..7 are zero.
+// msums) reduced into lane i = row i; lanes T..7 are zero (a tile of up to 4 rows reduces 4).
 template <int kType, int T, template <int> class B>
 inline void tile_sums(const B<kType>& k, const mt_act_k* x, int64_t nb, __m256i* isum, __m256i* msum) {
   __m256i p[8], m[8];
@@ -136,8 +142,8 @@ inline void tile_sums(const B<kType>& k, const mt_act_k* x, int64_t nb, __m256i*
     p[i] = k.isum(xi);
     if (kquant_has_min<kType>()) m[i] = k.msum(xi);
   }
-  *isum = reduce_rows8(p);
-  if (kquant_has_min<kType>()) *msum = reduce_rows8(m);
+  *isum = T <= 4 ? reduce_rows4(p) : reduce_rows8(p);
+  if (kquant_has_min<kType>()) *msum = T <= 4 ? reduce_rows4(m) : reduce_rows8(m);
 }
 
 template <int kType, template <int> class B>
