@@ -145,7 +145,7 @@ struct mt_context {
   std::vector<mt_expert_binding> bindings;  // [nExpert]: the routed runs as an expert source binds them
   std::vector<int32_t> run_binding;         // [runs]: the binding of runs[i] after the ready-first reorder, -1: shared
   std::vector<mt_remote_run> remote_runs;   // [nExpert]: the runs the source computes (device residents)
-  // Route prediction of a one-token eval (forward_eval.cc predict_routes): h, its prepared row, router scores.
+  // Route prediction of a one-token eval (forward_attention.cc predict_routes): h, its prepared row, router scores.
   std::vector<float> pred_h, pred_scores, pred_sel;
   std::vector<uint8_t> pred_act;
   std::vector<int32_t> pred_ids;                     // [nExpert]: the source's one-layer-ahead guess
@@ -300,7 +300,5 @@ void attn_prep_phase(void* arg, int ith, int nth);
 void attn_out_phase(void* arg, int ith, int nth);
 // forward_mla.cc: deepseek2's multi-head latent attention in place of the middle phases.
 void mla_attention_layer(Pass& p);
-// forward_eval.cc: a one-token eval's route predictions at a MoE layer's start (attn_norm_phase).
-void predict_routes(Pass& p);
 
 }  // namespace mt

@@ -18,6 +18,49 @@ namespace {
 
 Pass& pass_of(void* arg) { return *static_cast<Pass*>(arg); }
 
+// Layer `target`'s router on the residual stream now (one row: the stream entering p.layer):
+// rmsnorm with target's ffn_norm, the router's scores, their top k into ids. Scratch of its own:
+// nothing the layer's compute reads is touched.
+void predict_layer(Pass& p, int32_t target, int32_t k, int32_t* ids) {
+  mt_context& c = *p.c;
+  const LayerWeights& L = p.m->layers[size_t(target)];
+  const int64_t E = p.m->hp.n_embd;
+  const Matrix& w = L.router;
+  rms_norm(p.x, L.ffn_norm, E, p.m->hp.rms_eps, c.pred_h.data());
+  mt_act_prepare(w.type, c.pred_h.data(), E, c.pred_act.data());
+  mt_matvec_rows(w.type, w.data, w.cols, c.pred_act.data(), c.pred_scores.data(), 0, w.rows);
+  if (L.router_bias != nullptr)
+    for (int64_t i = 0; i < w.rows; i++) c.pred_scores[size_t(i)] += L.router_bias[i];
+  // The experts the routing would choose: softmax and sigmoid keep the logits' order, a selection
+  // bias or expert groups do not (route_phase's rule, forward_moe.cc).
+  const mt_hparams& hp = p.m->hp;
+  const float* scores = c.pred_scores.data();
+  if (L.exp_probs_b != nullptr || hp.expert_groups > 1) {
+    expert_probabilities(hp, c.pred_scores.data());
+    scores = selection_scores(hp, L, c.pred_scores.data(), c.pred_sel.data());
+  }
+  top_k(scores, int32_t(w.rows), k, ids);
+}
+
+// At a layer's start in a one-token eval: the eval's predictions (mt_eval_args.predicted) and the
+// expert source's one-layer-ahead guess (mt_expert_source.predicted, for its prefetch).
+// MoE layers only (a dense layer makes none, and has no router to predict); indexes are MoE layers'.
+void predict_routes(Pass& p) {
+  const int32_t n_moe = mt_moe_layers(&p.m->hp), dense = p.m->hp.n_layer_dense_lead;
+  if (p.moe < 0) return;
+  if (p.predicted != nullptr) {
+    const int32_t from = p.moe == 0 ? 0 : p.moe + p.predict_ahead, to = p.moe + p.predict_ahead;
+    for (int32_t t = from; t <= to && t < n_moe; t++)
+      predict_layer(p, dense + t, p.predict_k, p.predicted + size_t(t) * size_t(p.predict_k));
+  }
+  const mt_expert_source* s = p.experts;
+  if (s != nullptr && s->predicted != nullptr && s->predict_k > 0 && p.moe + 1 < n_moe) {
+    const int32_t k = s->predict_k < p.m->hp.n_expert ? s->predict_k : p.m->hp.n_expert;
+    predict_layer(p, dense + p.moe + 1, k, p.c->pred_ids.data());
+    s->predicted(s->self, p.moe + 1, p.c->pred_ids.data(), k);
+  }
+}
+
 }  // namespace
 
 // [x += moe of the previous layer]; [the layer's routes predicted]; h = rmsnorm(x, attn_norm),
