@@ -300,6 +300,17 @@ Napi::Value PoolIsStragglerWait(const Napi::CallbackInfo& info) {
                             mt_pool_is_straggler_wait(budget_us * 1000, waited_us * 1000, woke ? 1 : 0) != 0);
 }
 
+// poolIsStragglerTail(budgetUs, tailUs, ownUs) -> boolean (see mt_pool_is_straggler_tail)
+Napi::Value PoolIsStragglerTail(const Napi::CallbackInfo& info) {
+  int64_t budget_us, tail_us, own_us;
+  if (!ArgInt(info, 0, "poolIsStragglerTail", "budgetUs", 0, 100000000, &budget_us) ||
+      !ArgInt(info, 1, "poolIsStragglerTail", "tailUs", 0, 100000000, &tail_us) ||
+      !ArgInt(info, 2, "poolIsStragglerTail", "ownUs", 0, 100000000, &own_us))
+    return info.Env().Undefined();
+  return Napi::Boolean::New(info.Env(),
+                            mt_pool_is_straggler_tail(budget_us * 1000, tail_us * 1000, own_us * 1000) != 0);
+}
+
 Napi::Value MeasureReadBandwidth(const Napi::CallbackInfo& info) {
   int64_t bytes, threads;
   // At most half the RAM: the buffer is touched in full, and overcommit would not save us.
@@ -345,5 +356,6 @@ void RegisterOps(Napi::Env env, Napi::Object exports) {
   exports.Set("poolMatmul", Napi::Function::New(env, PoolMatmul));
   exports.Set("poolCheck", Napi::Function::New(env, PoolCheck));
   exports.Set("poolIsStragglerWait", Napi::Function::New(env, PoolIsStragglerWait));
+  exports.Set("poolIsStragglerTail", Napi::Function::New(env, PoolIsStragglerTail));
   exports.Set("measureReadBandwidth", Napi::Function::New(env, MeasureReadBandwidth));
 }

@@ -13,6 +13,7 @@
 #include <vector>
 #include "mt_forward.h"
 #include "mt_kernels.h"
+#include "mt_pool.h"
 
 namespace mt {
 
@@ -193,8 +194,10 @@ struct Pass {
   const int32_t* forced_routes = nullptr;  // [n][nMoeLayer][nExpertUsed]: run these instead of the top-k, or null
   int32_t* logit_rows = nullptr;           // [n_logit]: the chunk's rows that get logits, increasing
   int32_t n_logit = 0;
-  float* logits = nullptr;             // [n_logit][nVocab]
-  std::atomic<int32_t> next_piece{0};  // matrix phases: the next piece of work to claim
+  float* logits = nullptr;  // [n_logit][nVocab]
+  // The phase run_phase runs now: pieces [0, phase_pieces) of phase_fn, claimed by the pool's threads.
+  void (*phase_fn)(void*, int, int) = nullptr;
+  int phase_pieces = 1;
   // Where routed experts come from and step timing (forward_steps.cc); both null: the plain path.
   const mt_expert_source* experts = nullptr;
   double* layer_stats = nullptr;  // [nMoeLayer][MT_LAYER_STATS_FIELDS] for the whole eval
@@ -218,16 +221,16 @@ inline void project(const Matrix& w, const uint8_t* acts, int32_t n, float* y, i
     mt_matmul_rows(w.type, w.data, w.cols, acts, n, y, ldy, r0, r1);
 }
 
-// Piece ith of nth of the segments' total cost, visited as row ranges (segment, r0, r1).
+// Piece `piece` of `pieces` of the segments' total cost, visited as row ranges (segment, r0, r1).
 // Boundaries fall on multiples of kRowGrain rows; both neighbours compute the same boundary,
 // so the pieces cover every row exactly once.
 constexpr int64_t kRowGrain = 8;
 
 template <class Visit>
-void for_my_rows(const Segment* segs, int n_segs, int ith, int nth, Visit&& visit) {
+void for_piece_rows(const Segment* segs, int n_segs, int piece, int pieces, Visit&& visit) {
   int64_t total = 0;
   for (int s = 0; s < n_segs; s++) total += segs[s].rows * segs[s].cost_per_row;
-  const int64_t lo = total * ith / nth, hi = total * (ith + 1) / nth;
+  const int64_t lo = total * piece / pieces, hi = total * (piece + 1) / pieces;
   int64_t start = 0;
   for (int s = 0; s < n_segs; s++) {
     const Segment& g = segs[s];
@@ -245,25 +248,28 @@ void for_my_rows(const Segment* segs, int n_segs, int ith, int nth, Visit&& visi
   }
 }
 
-// Matrix phases cut their cost into kPiecesPerThread pieces per thread, claimed in turn: a
-// thread that starts late or is preempted (two shared cores) leaves its pieces to the others.
-// A row's result does not depend on who computes it, so outputs stay identical.
+// A phase is fn(arg = the Pass, piece, pieces): it computes piece `piece` of `pieces` (a share of
+// rows, heads or matrix cost), whichever thread runs it; a row's result does not depend on who
+// computes it, so outputs stay identical. On the pool the pieces are claimed in turn
+// (mt_pool_for): a thread that starts late or is preempted (two shared cores) leaves its pieces
+// to the others, and the caller waits for the pieces, never for a thread that has not started.
+// kPiecesPerThread pieces per thread balance the tail; a phase with scratch per piece (attention's
+// scores, one row per thread) takes one piece per thread, so at most n_threads pieces exist.
 constexpr int kPiecesPerThread = 4;
+enum class Pieces { kPerThreadFour, kOnePerThread };
 
-template <class Visit>
-void for_claimed_rows(Pass& p, const Segment* segs, int n_segs, int nth, Visit&& visit) {
-  const int pieces = nth == 1 ? 1 : nth * kPiecesPerThread;
-  for (int piece; (piece = p.next_piece.fetch_add(1, std::memory_order_relaxed)) < pieces;)
-    for_my_rows(segs, n_segs, piece, pieces, visit);
+inline void run_phase_piece(void* arg, int64_t piece, int) {
+  Pass& p = *static_cast<Pass*>(arg);
+  p.phase_fn(arg, int(piece), p.phase_pieces);
 }
 
 // Runs a phase over the pool, or on the caller when it is one row of cheap work.
-inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel) {
-  p.next_piece.store(0, std::memory_order_relaxed);  // published to the workers by mt_pool_run
-  if (parallel && p.c->n_threads > 1)
-    mt_pool_run(p.c->pool, fn, &p);
-  else
-    fn(&p, 0, 1);
+inline void run_phase(Pass& p, void (*fn)(void*, int, int), bool parallel, Pieces split = Pieces::kPerThreadFour) {
+  const int threads = p.c->n_threads;
+  if (!parallel || threads == 1) return fn(&p, 0, 1);
+  p.phase_fn = fn;
+  p.phase_pieces = split == Pieces::kOnePerThread ? threads : threads * kPiecesPerThread;
+  mt_pool_for(p.c->pool, p.phase_pieces, run_phase_piece, &p);  // publishes phase_fn / phase_pieces
 }
 
 // forward_moe.cc: the MoE half of a layer, and the deferred x += moe of a row. false: an

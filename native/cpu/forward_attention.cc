@@ -85,14 +85,14 @@ void attn_norm_phase(void* arg, int ith, int nth) {
 }
 
 // q [n, qDim], k, v [n, kvDim] = W h. [pool]
-void qkv_phase(void* arg, int, int nth) {
+void qkv_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const Matrix* w[3] = {&p.L->q, &p.L->k, &p.L->v};
   float* y[3] = {c.q, c.k, c.v};
   Segment segs[3];
   for (int s = 0; s < 3; s++) segs[s] = Segment{w[s]->rows, w[s]->cols * (p.n + 2)};
-  for_claimed_rows(p, segs, 3, nth, [&](int s, int64_t r0, int64_t r1) {
+  for_piece_rows(segs, 3, piece, nth, [&](int s, int64_t r0, int64_t r1) {
     project(*w[s], c.act_h[w[s]->type], p.n, y[s], w[s]->rows, r0, r1);
   });
 }
@@ -147,7 +147,7 @@ void attention_phase(void* arg, int ith, int nth) {
   const mt_hparams& hp = p.m->hp;
   const int64_t Q = int64_t(hp.n_head) * hp.head_dim, KV = int64_t(hp.n_head_kv) * hp.head_dim;
   const size_t layer_at = layer_cache_row(c, p.layer);
-  float* scores = c.scores + size_t(ith) * size_t(c.n_ctx);
+  float* scores = c.scores + size_t(ith) * size_t(c.n_ctx);  // one piece per thread: ith < n_threads
   auto heads = [&](int64_t r, int64_t h0, int64_t h1) {
     // Keys [first, pos]: all, or on a sliding-window layer the last sliding_window of them.
     const int32_t first = p.L->windowed ? std::max(0, p.pos[r] + 1 - hp.sliding_window) : 0;
@@ -181,12 +181,12 @@ void attn_prep_phase(void* arg, int ith, int nth) {
 }
 
 // proj [n, nEmbd] = Wo attn; added to x by the MoE half's first phase. [pool]
-void attn_out_phase(void* arg, int, int nth) {
+void attn_out_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& o = p.L->o;
   const Segment seg{o.rows, o.cols * (p.n + 2)};
-  for_claimed_rows(p, &seg, 1, nth,
-                   [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
+  for_piece_rows(&seg, 1, piece, nth,
+                 [&](int, int64_t r0, int64_t r1) { project(o, p.c->act_attn, p.n, p.c->proj, o.rows, r0, r1); });
 }
 
 void attention_layer(Pass& p) {
@@ -195,7 +195,7 @@ void attention_layer(Pass& p) {
   run_phase(p, attn_norm_phase, rows_parallel);
   run_phase(p, qkv_phase, true);
   run_phase(p, qk_post_phase, rows_parallel);
-  run_phase(p, attention_phase, true);
+  run_phase(p, attention_phase, true, Pieces::kOnePerThread);  // its scores scratch is one row per thread
   run_phase(p, attn_prep_phase, rows_parallel);
   run_phase(p, attn_out_phase, true);
 }

@@ -51,14 +51,13 @@ void output_norm_phase(void* arg, int ith, int nth) {
 }
 
 // logits [n_logit, nVocab] = Wout h. [pool]
-void output_phase(void* arg, int, int nth) {
+void output_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& w = p.m->output;
   const int32_t rows = p.n_logit;
   const Segment seg{w.rows, w.cols * (rows + 2)};
-  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) {
-    project(w, p.c->act_h[w.type], rows, p.logits, w.rows, r0, r1);
-  });
+  for_piece_rows(&seg, 1, piece, nth,
+                 [&](int, int64_t r0, int64_t r1) { project(w, p.c->act_h[w.type], rows, p.logits, w.rows, r0, r1); });
 }
 
 // A NaN or inf logit means the weights or the activations overflowed: sampling from it would give

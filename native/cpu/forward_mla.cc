@@ -27,14 +27,14 @@ Pass& pass_of(void* arg) { return *static_cast<Pass*>(arg); }
 int64_t query_dim(const mt_hparams& hp) { return hp.mla_nope + hp.rope_dims; }
 
 // q (or q-LoRA's qa) and ckr = W h. [pool]
-void mla_proj_phase(void* arg, int, int nth) {
+void mla_proj_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const Matrix* w[2] = {&p.L->q, &p.L->k};
   float* y[2] = {p.m->hp.mla_q_lora > 0 ? c.mla_qa : c.mla_q, c.k};
   Segment segs[2];
   for (int s = 0; s < 2; s++) segs[s] = Segment{w[s]->rows, w[s]->cols * (p.n + 2)};
-  for_claimed_rows(p, segs, 2, nth, [&](int s, int64_t r0, int64_t r1) {
+  for_piece_rows(segs, 2, piece, nth, [&](int s, int64_t r0, int64_t r1) {
     project(*w[s], c.act_h[w[s]->type], p.n, y[s], w[s]->rows, r0, r1);
   });
 }
@@ -56,12 +56,12 @@ void mla_qa_norm_phase(void* arg, int ith, int nth) {
 }
 
 // q = Wq_b (normed qa). [pool]
-void mla_qb_phase(void* arg, int, int nth) {
+void mla_qb_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& w = p.L->q_b;
   const Segment seg{w.rows, w.cols * (p.n + 2)};
-  for_claimed_rows(p, &seg, 1, nth,
-                   [&](int, int64_t r0, int64_t r1) { project(w, p.c->mla_act_qa, p.n, p.c->mla_q, w.rows, r0, r1); });
+  for_piece_rows(&seg, 1, piece, nth,
+                 [&](int, int64_t r0, int64_t r1) { project(w, p.c->mla_act_qa, p.n, p.c->mla_q, w.rows, r0, r1); });
 }
 
 // The cache row [rmsnorm(latent) | roped k_pe] at the row's position; each head's roped q_pe
@@ -140,7 +140,7 @@ void mla_attention_layer(Pass& p) {
   }
   run_phase(p, mla_post_phase, rows_parallel);
   run_phase(p, mla_absorb_phase, heads_parallel);
-  run_phase(p, attention_phase, true);
+  run_phase(p, attention_phase, true, Pieces::kOnePerThread);  // its scores scratch is one row per thread
   run_phase(p, mla_values_phase, heads_parallel);
   run_phase(p, attn_prep_phase, rows_parallel);
   run_phase(p, attn_out_phase, true);

@@ -57,11 +57,11 @@ void ffn_norm_phase(void* arg, int ith, int nth) {
   }
 }
 
-void router_phase(void* arg, int, int nth) {
+void router_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   const Matrix& w = p.L->router;
   const Segment seg{w.rows, w.cols * (p.n + 2)};
-  for_claimed_rows(p, &seg, 1, nth, [&](int, int64_t r0, int64_t r1) {
+  for_piece_rows(&seg, 1, piece, nth, [&](int, int64_t r0, int64_t r1) {
     project(w, p.c->act_h[w.type], p.n, p.c->router, w.rows, r0, r1);
   });
 }
@@ -178,29 +178,29 @@ void gather_phase(void* arg, int ith, int nth) {
 }
 
 // slot_gate [slot, :] = silu(Gate_e h) * (Up_e h), rows of the wave's runs split over the pool. [pool]
-void gate_up_phase(void* arg, int, int nth) {
+void gate_up_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t ld = c.n_ff_max;
-  for_claimed_rows(p, c.gate_up_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth,
-                   [&](int i, int64_t r0, int64_t r1) {
-                     const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
-                     float* g = c.slot_gate + size_t(run.first) * size_t(ld);
-                     float* u = c.slot_up + size_t(run.first) * size_t(ld);
-                     project(run.gate, run.acts, run.count, g, ld, r0, r1);
-                     project(run.up, run.acts, run.count, u, ld, r0, r1);
-                     for (int32_t j = 0; j < run.count; j++) {
-                       float *gj = g + j * ld + r0, *uj = u + j * ld + r0;
-                       if (run.gate_bias != nullptr) {
-                         for (int64_t i = 0; i < r1 - r0; i++) gj[i] += run.gate_bias[r0 + i];
-                         for (int64_t i = 0; i < r1 - r0; i++) uj[i] += run.up_bias[r0 + i];
-                       }
-                       if (p.m->hp.expert_act == MT_EXPERT_ACT_SWIGLU_OAI)
-                         swiglu_oai(gj, uj, r1 - r0);
-                       else
-                         swiglu(gj, uj, r1 - r0);
+  for_piece_rows(c.gate_up_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, piece, nth,
+                 [&](int i, int64_t r0, int64_t r1) {
+                   const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
+                   float* g = c.slot_gate + size_t(run.first) * size_t(ld);
+                   float* u = c.slot_up + size_t(run.first) * size_t(ld);
+                   project(run.gate, run.acts, run.count, g, ld, r0, r1);
+                   project(run.up, run.acts, run.count, u, ld, r0, r1);
+                   for (int32_t j = 0; j < run.count; j++) {
+                     float *gj = g + j * ld + r0, *uj = u + j * ld + r0;
+                     if (run.gate_bias != nullptr) {
+                       for (int64_t i = 0; i < r1 - r0; i++) gj[i] += run.gate_bias[r0 + i];
+                       for (int64_t i = 0; i < r1 - r0; i++) uj[i] += run.up_bias[r0 + i];
                      }
-                   });
+                     if (p.m->hp.expert_act == MT_EXPERT_ACT_SWIGLU_OAI)
+                       swiglu_oai(gj, uj, r1 - r0);
+                     else
+                       swiglu(gj, uj, r1 - r0);
+                   }
+                 });
 }
 
 // The wave's slots' silu(g) * u prepared for their run's Down matrix. [rows over the wave's slots]
@@ -224,18 +224,18 @@ void down_prep_phase(void* arg, int ith, int nth) {
 }
 
 // slot_down [slot, nEmbd] = Down_e (silu(g) * u). [pool]
-void down_phase(void* arg, int, int nth) {
+void down_phase(void* arg, int piece, int nth) {
   Pass& p = pass_of(arg);
   mt_context& c = *p.c;
   const int64_t E = p.m->hp.n_embd;
-  for_claimed_rows(p, c.down_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, nth,
-                   [&](int i, int64_t r0, int64_t r1) {
-                     const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
-                     float* y = c.slot_down + size_t(run.first) * size_t(E);
-                     project(run.down, run.acts_down, run.count, y, E, r0, r1);
-                     for (int32_t j = 0; run.down_bias != nullptr && j < run.count; j++)
-                       for (int64_t i = r0; i < r1; i++) y[j * E + i] += run.down_bias[i];
-                   });
+  for_piece_rows(c.down_segs.data() + p.wave_begin, p.wave_end - p.wave_begin, piece, nth,
+                 [&](int i, int64_t r0, int64_t r1) {
+                   const ExpertRun& run = c.runs[size_t(p.wave_begin + i)];
+                   float* y = c.slot_down + size_t(run.first) * size_t(E);
+                   project(run.down, run.acts_down, run.count, y, E, r0, r1);
+                   for (int32_t j = 0; run.down_bias != nullptr && j < run.count; j++)
+                     for (int64_t i = r0; i < r1; i++) y[j * E + i] += run.down_bias[i];
+                 });
 }
 
 // The matrix phases over runs [begin, end).

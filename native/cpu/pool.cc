@@ -17,10 +17,17 @@
 //
 // Spinning only pays while every thread has a core. On a shared machine a spinning worker
 // gets preempted, and a run job then waits a scheduler slice for it (measured on 2 busy
-// cores: 5x slower than sleeping). So the caller times how long it waited for the others
-// after its own share; a wait longer than the spin budget (at most 100 us) means a worker was not running,
-// and the pool sleeps instead of spinning for the next kBackoffJobs jobs. A job that found a
-// worker asleep (idle past its spin) also waits for its wake-up, and is allowed that.
+// cores: 5x slower than sleeping). So the caller times its wait for the others after its own
+// share, in two parts: until every worker had started the job, and after. A worker that
+// started more than the spin budget (at most 100 us) late was not running; one that started
+// in time but kept the caller waiting past the budget and twice the caller's own share was
+// preempted inside it (the pieces of a phase cost alike, so finishing its last one takes no
+// longer than the caller's share). Either way the pool sleeps instead of spinning for the
+// next kBackoffJobs jobs. A job that found a worker asleep (idle past its spin) also waits for
+// its wake-up, and is allowed that.
+//   The wait for a worker still inside its last piece is work, not a straggler: counting all
+// of it (as this pool once did) called every large phase's tail a straggler, and on 2 quiet
+// cores a quarter of a decode's jobs then paid a futex wake-up (2T decode 1.3x 1T).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -72,6 +79,7 @@ struct mt_pool {
   std::atomic<run_fn> fn{nullptr};  // run jobs
   std::atomic<void*> arg{nullptr};
   std::atomic<int> pending{0};
+  std::atomic<int> started{0};  // workers that entered the open run job
 
   std::atomic<for_fn> ffn{nullptr};  // for jobs
   std::atomic<void*> farg{nullptr};
@@ -141,6 +149,7 @@ void worker_main(mt_pool* p, int ith) {
       claim_chunks(p, ith);
     } else if ((job >> 1) > last_run) {
       last_run = job >> 1;
+      p->started.fetch_add(1, std::memory_order_relaxed);
       p->fn.load(std::memory_order_relaxed)(p->arg.load(std::memory_order_relaxed), ith, p->n_threads);
       const int before = p->pending.fetch_sub(1, std::memory_order_release);
       MT_ASSERT(before > 0, "each worker runs a run job once: the pending counter never goes below 0");
@@ -160,25 +169,32 @@ bool publish(mt_pool* p, bool run) {
   return true;
 }
 
-// Wait until done() after the caller's own share; back off spinning after a straggler.
-// A job that had to wake a sleeping worker also waits for the wake-up: the first job after an
-// idle gap (between two evaluations, JavaScript ran for longer than the spin) is allowed
-// kWakeAllowanceNs more before it counts, or every such gap would stop the spinning for the
-// next kBackoffJobs jobs; a wake-up that takes longer than that found no free core (a busy
-// machine), and backs off like a straggler.
-template <typename Done>
-void wait_rest(mt_pool* p, bool woke, Done done) {
-  int64_t budget_ns = std::min(spin_ns(p), kStragglerBudgetMaxNs);
-  int64_t wait_start = now_ns();
+// Wait until done() after the caller's own share (own_ns); back off spinning after a straggler
+// (mt_pool_is_straggler_wait on the wait until every worker had started, mt_pool_is_straggler_tail
+// on the rest). A job that had to wake a sleeping worker also waits for the wake-up: the first job
+// after an idle gap (between two evaluations, JavaScript ran for longer than the spin) is allowed
+// kWakeAllowanceNs more before it counts, or every such gap would stop the spinning for the next
+// kBackoffJobs jobs; a wake-up that takes longer than that found no free core (a busy machine), and
+// backs off like a straggler.
+template <typename Done, typename Started>
+void wait_rest(mt_pool* p, bool woke, int64_t own_ns, Done done, Started all_started) {
+  const int64_t budget_ns = std::min(spin_ns(p), kStragglerBudgetMaxNs);
+  const int64_t wait_start = now_ns();
+  int64_t start_wait_ns = all_started() ? 0 : -1;
   for (uint32_t i = 1; !done(); i++) {
     cpu_relax();
-    if ((i & 63) == 0 && now_ns() - wait_start > budget_ns) std::this_thread::yield();
+    if ((i & 63) != 0) continue;
+    const int64_t waited = now_ns() - wait_start;
+    if (start_wait_ns < 0 && all_started()) start_wait_ns = waited;
+    if (waited > budget_ns) std::this_thread::yield();
   }
-  int64_t waited_ns = now_ns() - wait_start;
+  const int64_t waited_ns = now_ns() - wait_start;
+  if (start_wait_ns < 0) start_wait_ns = waited_ns;  // started and finished between two looks
   int backoff = p->backoff_jobs.load(std::memory_order_relaxed);
   if (backoff > 0) {
     p->backoff_jobs.store(backoff - 1, std::memory_order_relaxed);
-  } else if (mt_pool_is_straggler_wait(budget_ns, waited_ns, woke ? 1 : 0)) {
+  } else if (mt_pool_is_straggler_wait(budget_ns, start_wait_ns, woke ? 1 : 0) ||
+             mt_pool_is_straggler_tail(budget_ns, waited_ns - start_wait_ns, own_ns)) {
     p->straggler_jobs.fetch_add(1, std::memory_order_relaxed);
     p->backoff_jobs.store(kBackoffJobs, std::memory_order_relaxed);
   }
@@ -221,6 +237,11 @@ int mt_pool_is_straggler_wait(int64_t budget_ns, int64_t waited_ns, int woke) {
   return waited_ns > budget_ns + (woke ? kWakeAllowanceNs : 0) && waited_ns > kStragglerMinNs;
 }
 
+int mt_pool_is_straggler_tail(int64_t budget_ns, int64_t tail_ns, int64_t own_ns) {
+  if (budget_ns <= 0) return 0;
+  return tail_ns > budget_ns + 2 * own_ns && tail_ns > kStragglerMinNs;
+}
+
 void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
   if (p->n_threads == 1) {
     fn(arg, 0, 1);
@@ -231,9 +252,14 @@ void mt_pool_run(mt_pool* p, void (*fn)(void*, int, int), void* arg) {
   p->fn.store(fn, std::memory_order_relaxed);
   p->arg.store(arg, std::memory_order_relaxed);
   p->pending.store(p->n_threads - 1, std::memory_order_relaxed);
+  p->started.store(0, std::memory_order_relaxed);
   bool woke = publish(p, true);
+  const int64_t own_start = now_ns();
   fn(arg, 0, p->n_threads);
-  wait_rest(p, woke, [p] { return p->pending.load(std::memory_order_acquire) == 0; });
+  const int workers = p->n_threads - 1;
+  wait_rest(
+      p, woke, now_ns() - own_start, [p] { return p->pending.load(std::memory_order_acquire) == 0; },
+      [p, workers] { return p->started.load(std::memory_order_relaxed) == workers; });
 }
 
 void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), void* arg) {
@@ -255,8 +281,12 @@ void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), 
   p->for_id++;
   p->claim.store((uint64_t)p->for_id << 32, std::memory_order_release);
   bool woke = publish(p, false);
+  const int64_t own_start = now_ns();
   claim_chunks(p, 0);
-  wait_rest(p, woke, [p, n_chunks] { return p->chunks_done.load(std::memory_order_acquire) == n_chunks; });
+  // A worker that has not started takes no chunk and is not waited for: only the tail counts.
+  wait_rest(
+      p, woke, now_ns() - own_start,
+      [p, n_chunks] { return p->chunks_done.load(std::memory_order_acquire) == n_chunks; }, [] { return true; });
 }
 
 }  // extern "C"

@@ -22,14 +22,18 @@ void mt_pool_for(mt_pool* pool, int64_t n_chunks, void (*fn)(void* arg, int64_t 
  * 0 sleeps at once: every job then pays a futex wake-up per worker. */
 void mt_pool_set_spin_us(mt_pool* pool, int spin_us);
 int mt_pool_spin_us(const mt_pool* pool);
-/* Jobs after which the caller found a worker had not been running (it waited past the spin
- * budget); each one switches the pool to sleeping for the next 256 jobs (see pool.cc). */
+/* Jobs after which the caller found a worker had not been running (it started past the spin
+ * budget, or was preempted inside its share); each one switches the pool to sleeping for the next 256 jobs (see pool.cc). */
 int64_t mt_pool_straggler_jobs(const mt_pool* pool);
 /* The caller's verdict after waiting waited_ns for the other threads under a spin budget of
  * budget_ns (0: not spinning): 1 if that wait means a worker was not running. woke != 0: the
  * job had to wake a sleeping worker, which is allowed a futex wake-up more (see pool.cc).
  * Pure, so its thresholds are tested without timing anything. */
 int mt_pool_is_straggler_wait(int64_t budget_ns, int64_t waited_ns, int woke);
+/* The verdict on the rest of the wait, tail_ns after every worker had started: 1 if a worker
+ * was preempted inside its share (the wait passed the budget and twice the caller's own share
+ * own_ns, which takes at least as long as a worker's last piece). Pure, like the one above. */
+int mt_pool_is_straggler_tail(int64_t budget_ns, int64_t tail_ns, int64_t own_ns);
 /* 500 us covers the idle gap between two decode evaluations (the token's JavaScript and two
  * thread hand-offs, ~100-200 us measured), so the workers are still spinning when the next
  * token's first job comes: on 2 cores, 2 threads, small preset, 8-13 % faster per token than

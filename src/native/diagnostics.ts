@@ -158,6 +158,12 @@ export interface NativeDiagnostics extends NativeIoVerbs {
    * under a spin budget of `budgetUs` means a worker was not running; `woke`: the job woke a sleeper.
    */
   poolIsStragglerWait(budgetUs: number, waitedUs: number, woke?: boolean): boolean;
+  /**
+   * The pool's verdict on the wait after every worker had started (tailUs), given the caller's own
+   * share (ownUs): true if a worker was preempted inside its share (past the budget and twice
+   * the caller's share); pure.
+   */
+  poolIsStragglerTail(budgetUs: number, tailUs: number, ownUs: number): boolean;
   /** Streaming read bandwidth (GB/s, 1e9 B/s) over a fresh `bytes` buffer with `threads` threads; blocks ~0.3 s (benches). */
   measureReadBandwidth(bytes: number, threads: number): number;
   /** Same as evalAsync on the calling thread (benchmarks, worker threads). */

@@ -137,6 +137,21 @@ describe('native pool', () => {
     expect(() => native.poolIsStragglerWait(-1, 0)).toThrow(/budgetUs/);
   });
 
+  it("calls a worker still inside its last piece working, and one held past twice the caller's share preempted", () => {
+    // The wait after every worker had started: a phase's pieces cost alike, so a worker's last
+    // piece takes no longer than the caller's own share; only past the budget and twice that
+    // share was the worker not running (pure, no timing).
+    const preempted = (budgetUs: number, tailUs: number, ownUs: number) =>
+      native.poolIsStragglerTail(budgetUs, tailUs, ownUs);
+    expect(preempted(100, 150, 400)).toBe(false); // the last piece of a large phase: work
+    expect(preempted(100, 900, 400)).toBe(false);
+    expect(preempted(100, 901, 400)).toBe(true); // past budget + 2 x own
+    expect(preempted(100, 101, 0)).toBe(true); // the caller had no share: past the budget is late
+    expect(preempted(20, 45, 0)).toBe(false); // below the 50 us floor
+    expect(preempted(0, 5000, 0)).toBe(false); // not spinning
+    expect(() => native.poolIsStragglerTail(100, -1, 0)).toThrow(/tailUs/);
+  });
+
   it('backs off when a woken worker is late past its allowance', () => {
     // The caller is idle 2 ms before each job (the worker is asleep when it comes) and the worker
     // then takes 2 ms more: far past budget + allowance however busy the machine, so it counts.
