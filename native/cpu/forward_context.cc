@@ -188,6 +188,11 @@ extern "C" mt_context* mt_context_create(const mt_model* model, int32_t n_ctx, i
   Carver carve;
   carve.base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(c->arena.get()) + 63) / 64 * 64);
   layout(c.get(), carve);
+  // Every eval writes the scratch after the caches: faulting its pages in now keeps those faults
+  // (about 4,100 pages on the medium preset) out of the first prompt's time. The caches stay
+  // untouched until their positions are used.
+  uint8_t* scratch = reinterpret_cast<uint8_t*>(c->row_pos);
+  std::memset(scratch, 0, size_t(carve.base + carve.offset - scratch));
   c->pool = mt_pool_create(n_threads);
   if (c->pool == nullptr) {
     std::snprintf(err, err_bytes, "threads: could not start a pool of %d threads", n_threads);

@@ -6,10 +6,12 @@
  *                         memory budget's rules against resident / slotsPerLayer / backend
  *   resolveEngineConfig   with the model: the memory plan (a budget: the disk tier's slots, or a
  *                         device's host side), the tier's options (src/engine/tier/options.ts
- *                         resolveTierConfig), the heat file's place, prefetch without a tier
+ *                         resolveTierConfig), the heat file's place, prefetch without a tier,
+ *                         whether the file is preloaded (it fits the memory available)
  *
  * `engine.config` is the result (moetier run --verbose prints it, --json carries it).
  */
+import { availableMemoryBytes } from '../core/available-memory.js';
 import { checkNotInput } from '../core/output-file.js';
 import { InvalidOptionError } from '../core/errors.js';
 import { limits } from '../core/limits.js';
@@ -45,6 +47,8 @@ export interface EngineOptionsChecked {
   onDevice: boolean;
   /** The model's dense weights are read into its own memory (the disk tier, or any budget). */
   readsFromDisk: boolean;
+  /** options.preloadModel as given (undefined: decided with the file's size, resolveEngineConfig). */
+  preloadModel: boolean | undefined;
 }
 
 /** The engine as it runs: every option resolved, every rule applied. */
@@ -62,6 +66,8 @@ export interface EngineConfig {
   memoryPlan: MemoryPlan | undefined;
   /** The expert tier's configuration; undefined: no tier. */
   tier: TierConfig | undefined;
+  /** The whole model file is faulted into memory when the engine opens (see EngineOptions.preloadModel). */
+  preloadModel: boolean;
 }
 
 export function checkEngineOptions(
@@ -73,6 +79,7 @@ export function checkEngineOptions(
     memoryBudgetBytes?: number;
     parallel?: number;
     batchTokensMax?: number;
+    preloadModel?: boolean;
   },
 ): EngineOptionsChecked {
   // The library boundary: JavaScript callers can pass anything (null gave an untyped TypeError).
@@ -125,6 +132,7 @@ export function checkEngineOptions(
         options.readsFile,
       );
   }
+  const readsFromDisk = options.backend === 'disk' || budget !== undefined;
   return {
     threads,
     contextTokens,
@@ -134,8 +142,22 @@ export function checkEngineOptions(
     idleMs,
     memoryBudgetBytes: budget,
     onDevice,
-    readsFromDisk: options.backend === 'disk' || budget !== undefined,
+    readsFromDisk,
+    preloadModel: checkPreload(options.preloadModel, readsFromDisk),
   };
+}
+
+/** preloadModel: a boolean, and never where the engine reads the file on purpose (the disk tier, a budget). */
+function checkPreload(preload: unknown, readsFromDisk: boolean): boolean | undefined {
+  if (preload === undefined) return undefined;
+  if (typeof preload !== 'boolean') throw new InvalidOptionError('preloadModel', 'a boolean', preload);
+  if (preload && readsFromDisk)
+    throw new InvalidOptionError(
+      'preloadModel',
+      'false or unset with memoryBudgetBytes or backend "disk" (their experts are read from the file when routed, not held in memory)',
+      preload,
+    );
+  return preload;
 }
 
 /** parallel and batchTokensMax against their limits (src/core/limits.ts). */
@@ -241,6 +263,8 @@ export function resolveEngineConfig(
     idleMs: checked.idleMs,
     memoryPlan: plan,
     tier,
+    preloadModel:
+      checked.preloadModel ?? (!checked.readsFromDisk && model.pin.identity.size <= BigInt(availableMemoryBytes())),
   };
 }
 

@@ -13,7 +13,13 @@
  * also reports its routing (and, natively, per-layer timing), which feeds the placement.
  */
 import { checkWritableOutput } from '../core/output-file.js';
-import { InvalidOptionError, LimitExceededError, RequestAbortedError, UnsupportedModelError } from '../core/errors.js';
+import {
+  InvalidOptionError,
+  LimitExceededError,
+  NativeError,
+  RequestAbortedError,
+  UnsupportedModelError,
+} from '../core/errors.js';
 import { applyChatTemplate, hasChatTemplate, type ChatMessage } from '../model/chat-template.js';
 import { limits } from '../core/limits.js';
 import { firstMoeLayer, moeLayers, type HParams } from '../model/types.js';
@@ -77,6 +83,15 @@ export interface EngineOptions extends TierOptions {
   parallel?: number;
   /** Rows one batched step evaluates at most: decode rows first, then prompt chunks (default 256). */
   batchTokensMax?: number;
+  /**
+   * Fault every page of the model file into memory when the engine opens, off the event loop, as
+   * llama.cpp's mmap does (MAP_POPULATE): the first requests then pay no page fault per page of
+   * weights they touch first (a fresh engine's first prompt ran at half speed). Default: true when
+   * the engine reads the model through the page cache (no memoryBudgetBytes, no disk backend) and
+   * the file fits the memory available (src/core/available-memory.ts); true is refused beside a
+   * budget or the disk backend, which read experts from the file on purpose.
+   */
+  preloadModel?: boolean;
   /** Requests allowed to wait behind the running ones (default 64). */
   requestQueueDepthMax?: number;
   /** A request whose consumer asks for no next token for this long is cancelled (default 60 000 ms). */
@@ -176,6 +191,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     const routes =
       options.routesFrom === undefined ? undefined : RouteTraceSource.load(options.routesFrom, model.hparams);
     const config = resolveEngineConfig(native, model, options, basics, routes?.digest);
+    if (config.preloadModel) await preload(native, model);
     context = native.createContext(model.nativeModel, {
       nCtx: config.contextTokens,
       threads: config.threads,
@@ -188,6 +204,15 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     native.freeModel(model.nativeModel);
     native.unmapFile(model.mapping);
     throw err;
+  }
+}
+
+/** options.preloadModel: the mapping faulted in; a read error of the file is the open's error, typed. */
+async function preload(native: NativeBinding, model: LoadedModel): Promise<void> {
+  try {
+    await native.populateMapping(model.mapping);
+  } catch (err) {
+    throw new NativeError(`${model.path}: preloading the model file failed: ${(err as Error).message}`, { cause: err });
   }
 }
 

@@ -696,6 +696,13 @@ export interface NativeBinding extends NativeBackendVerbs, NativeTierVerbs, Nati
     options?: { access?: 'normal' | 'random' },
   ): { handle: MappedFileHandle; buffer: ArrayBuffer; size: number; fd: number; guarded: boolean };
   unmapFile(handle: MappedFileHandle): void;
+  /**
+   * Every page of the mapping faulted in now, off the event loop (MADV_POPULATE_READ, or a read per
+   * page on a kernel without it): the first requests then pay no page fault per page of weights they
+   * touch first. Resolves with the bytes populated (fewer than the mapping's when memory ran short:
+   * those pages come in when used), the time taken and the method; a read error rejects (code MT_IO).
+   */
+  populateMapping(handle: MappedFileHandle): Promise<{ bytes: number; ms: number; method: 'populate-read' | 'touch' }>;
   /** Reads past the end of the truncated file that the SIGBUS guard answered with zeros: non-zero, the mapping is no longer the file. */
   mappedFaults(handle: MappedFileHandle): number;
 

@@ -50,4 +50,26 @@ describe('mappedResidency and dropFileCache', () => {
     }
     expect(() => native.dropFileCache(path.join(dir, 'missing'))).toThrow(/ENOENT|No such file/);
   });
+
+  it('populateMapping brings the whole file in off the event loop, and holds the mapping until it settles', async () => {
+    const file = path.join(dir, 'p.bin');
+    writeFileSync(file, Buffer.alloc(300 * 4096 + 123, 3));
+    native.dropFileCache(file);
+    const { handle, size } = native.mapFile(file, { access: 'random' });
+    try {
+      expect(native.mappedResidency(handle).resident).toBeLessThanOrEqual(4);
+      const pending = native.populateMapping(handle);
+      // The worker counts as a reader: the mapping cannot be pulled from under it.
+      expect(() => native.unmapFile(handle)).toThrow(/still read/);
+      const done = await pending;
+      expect(done.bytes).toBe(size);
+      expect(['populate-read', 'touch']).toContain(done.method);
+      expect(done.ms).toBeGreaterThanOrEqual(0);
+      const after = native.mappedResidency(handle);
+      expect(after.resident).toBe(after.pages);
+    } finally {
+      native.unmapFile(handle);
+    }
+    await expect(native.populateMapping(handle)).rejects.toThrow(/already unmapped/);
+  });
 });

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
 import { configSummary, formatConfig } from '../../engine/config.js';
 import { autoBudget, formatBytes, parseByteSize, type MemoryPlan } from '../../engine/memory-plan.js';
 import { InvalidOptionError, RequestAbortedError } from '../../core/errors.js';
+import { availableMemoryBytes } from '../../core/available-memory.js';
 import { limits } from '../../core/limits.js';
 import { checkOutputPath } from '../../core/output-file.js';
 import { openEngine, type Engine, type EngineOptions } from '../../engine/engine.js';
@@ -224,10 +224,11 @@ async function runWith(a: Args, signal: AbortSignal): Promise<number> {
 export function memoryOptions(a: Args): Partial<EngineOptions> {
   const text = a.string('memory-budget');
   if (text === undefined) return {};
-  // auto: of the memory available to this process (a cgroup's limit counts: Node reads it).
-  const constrained = process.constrainedMemory?.() ?? 0;
-  const available = constrained > 0 ? Math.min(os.freemem(), constrained) : os.freemem();
-  return { memoryBudgetBytes: text === 'auto' ? autoBudget(available) : parseByteSize(a.flag('memory-budget'), text) };
+  // auto: of the memory available to this process (a cgroup's limit counts).
+  return {
+    memoryBudgetBytes:
+      text === 'auto' ? autoBudget(availableMemoryBytes()) : parseByteSize(a.flag('memory-budget'), text),
+  };
 }
 
 /** The plan, one part a line (--verbose). */
