@@ -289,6 +289,16 @@ Napi::Value PoolCheck(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// poolForStress(pool, jobs, maxChunks) -> the jobs in which a chunk ran other than once (see mt_pool_for_stress)
+Napi::Value PoolForStress(const Napi::CallbackInfo& info) {
+  int64_t jobs, max_chunks;
+  mt_pool* pool = ArgPool(info, "poolForStress");
+  if (pool == nullptr || !ArgInt(info, 1, "poolForStress", "jobs", 1, 10000000, &jobs) ||
+      !ArgInt(info, 2, "poolForStress", "maxChunks", 2, 4096, &max_chunks))
+    return info.Env().Undefined();
+  return Napi::Number::New(info.Env(), double(mt_pool_for_stress(pool, jobs, max_chunks)));
+}
+
 // poolIsStragglerWait(budgetUs, waitedUs, woke) -> boolean (see mt_pool_is_straggler_wait)
 Napi::Value PoolIsStragglerWait(const Napi::CallbackInfo& info) {
   int64_t budget_us, waited_us;
@@ -355,6 +365,7 @@ void RegisterOps(Napi::Env env, Napi::Object exports) {
   exports.Set("poolMatvec", Napi::Function::New(env, PoolMatvec));
   exports.Set("poolMatmul", Napi::Function::New(env, PoolMatmul));
   exports.Set("poolCheck", Napi::Function::New(env, PoolCheck));
+  exports.Set("poolForStress", Napi::Function::New(env, PoolForStress));
   exports.Set("poolIsStragglerWait", Napi::Function::New(env, PoolIsStragglerWait));
   exports.Set("poolIsStragglerTail", Napi::Function::New(env, PoolIsStragglerTail));
   exports.Set("measureReadBandwidth", Napi::Function::New(env, MeasureReadBandwidth));

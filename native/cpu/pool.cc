@@ -11,9 +11,15 @@
 //     (asleep, or preempted on a busy machine) finds nothing left and skips the job.
 //     caller: fn, arg, n_chunks; claim = (id, 0); job = FOR(g); gen = g; claim chunks; wait done == n_chunks
 //     worker: claim = CAS (id, c) -> (id, c + 1) while c < n_chunks; fn(c); done++
-//   A successful CAS on (id, c) proves job id was still open, so the fn / arg / n_chunks
-//   the worker read after loading (id, c) were job id's (they are only rewritten after
-//   every chunk of id is claimed and done).
+//   Before it rewrites fn / arg / n_chunks for a new job, the caller closes the old one's
+//   claim word: (old id, kChunkMask), which no chunk index passes. A worker late in the old
+//   job may read the old claim and then the new n_chunks (larger than the old one's claims):
+//   its CAS on (old id, c) then fails, as the closed word is visible to it by then (n_chunks
+//   is stored with release after the close, and loaded with acquire). Without the close that
+//   CAS succeeded, ran the new job's fn on a chunk outside its claim, and counted a chunk done
+//   that the new job then never reached (its caller waited for ever). A successful CAS on
+//   (id, c) therefore proves job id was open, so the fn / arg / n_chunks the worker read were
+//   job id's.
 //
 // Spinning only pays while every thread has a core. On a shared machine a spinning worker
 // gets preempted, and a run job then waits a scheduler slice for it (measured on 2 busy
@@ -32,6 +38,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -87,6 +94,10 @@ struct mt_pool {
   std::atomic<uint64_t> claim{0};  // (for_id << 32) | next chunk
   std::atomic<int64_t> chunks_done{0};
   uint32_t for_id = 0;  // caller only
+  // Debug build: MOETIER_DEBUG_POOL_HANDOVER_US widens the hand-over from one for job to the next, as
+  // preempted threads would: a worker sleeps this long between loading the claim word and the job's
+  // fields, the caller 4x as long between writing a new job's fields and opening its claim word.
+  int debug_handover_us = 0;
 
   // Sleep path. sleepers and gen are seq_cst on both sides (Dekker): either the
   // caller sees a sleeper and notifies under the mutex, or the sleeper sees the new gen.
@@ -124,9 +135,11 @@ uint64_t wait_for_job(mt_pool* p, uint64_t seen) {
 void claim_chunks(mt_pool* p, int ith) {
   uint64_t c = p->claim.load(std::memory_order_acquire);
   const uint64_t id = c >> 32;
+  if (p->debug_handover_us > 0 && ith != 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(p->debug_handover_us));
   for_fn fn = p->ffn.load(std::memory_order_relaxed);
   void* arg = p->farg.load(std::memory_order_relaxed);
-  const int64_t n = p->n_chunks.load(std::memory_order_relaxed);
+  const int64_t n = p->n_chunks.load(std::memory_order_acquire);  // a new n: the old job's close is seen
   while ((c >> 32) == id && (int64_t)(c & kChunkMask) < n) {
     if (!p->claim.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     fn(arg, (int64_t)(c & kChunkMask), ith);
@@ -208,6 +221,9 @@ mt_pool* mt_pool_create(int n_threads) {
   if (n_threads < 1 || n_threads > MT_POOL_THREADS_MAX) return nullptr;
   mt_pool* p = new mt_pool();
   p->n_threads = n_threads;
+#if MT_DEBUG_ASSERTS_ENABLED
+  if (const char* us = std::getenv("MOETIER_DEBUG_POOL_HANDOVER_US")) p->debug_handover_us = std::atoi(us);
+#endif
   p->workers.reserve(n_threads - 1);
   for (int i = 1; i < n_threads; i++) p->workers.emplace_back(worker_main, p, i);
   return p;
@@ -274,10 +290,13 @@ void mt_pool_for(mt_pool* p, int64_t n_chunks, void (*fn)(void*, int64_t, int), 
     for (int64_t c = 0; c < n_chunks; c++) fn(arg, c, 0);
     return;
   }
+  // Close the last job's claim word before its fields change (see the header).
+  p->claim.store(((uint64_t)p->for_id << 32) | kChunkMask, std::memory_order_relaxed);
   p->ffn.store(fn, std::memory_order_relaxed);
   p->farg.store(arg, std::memory_order_relaxed);
-  p->n_chunks.store(n_chunks, std::memory_order_relaxed);
+  p->n_chunks.store(n_chunks, std::memory_order_release);
   p->chunks_done.store(0, std::memory_order_relaxed);
+  if (p->debug_handover_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(4 * p->debug_handover_us));
   p->for_id++;
   p->claim.store((uint64_t)p->for_id << 32, std::memory_order_release);
   bool woke = publish(p, false);

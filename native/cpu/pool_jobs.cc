@@ -2,6 +2,7 @@
 // read-bandwidth probe. The forward pass splits its own ops the same way.
 #include <atomic>
 #include <chrono>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -83,6 +84,21 @@ void run_read(void* arg, int ith, int nth) {
   r->sink.fetch_add(s, std::memory_order_relaxed);  // keeps the loads alive
 }
 
+// A for job of n chunks that counts each chunk's runs (and runs past n).
+struct StressJob {
+  std::atomic<int32_t>* runs;
+  int64_t n;
+  std::atomic<int64_t> out_of_range{0};
+};
+
+void run_stress_chunk(void* arg, int64_t chunk, int) {
+  StressJob* s = (StressJob*)arg;
+  if (chunk < 0 || chunk >= s->n)
+    s->out_of_range.fetch_add(1, std::memory_order_relaxed);
+  else
+    s->runs[chunk].fetch_add(1, std::memory_order_relaxed);
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -129,6 +145,23 @@ int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* run
   delete[] per_job;
   delete[] per_chunk;
   return c.bad_nth.load() ? -1 : 0;
+}
+
+int64_t mt_pool_for_stress(mt_pool* pool, int64_t jobs, int64_t max_chunks) {
+  std::vector<std::atomic<int32_t>> runs((size_t)max_chunks);
+  int64_t bad = 0;
+  for (int64_t j = 0; j < jobs; j++) {
+    // Small and large jobs in turn: a worker late in a small one meets a larger one's n_chunks.
+    StressJob s;
+    s.n = j % 2 == 0 ? 2 : max_chunks;
+    s.runs = runs.data();
+    for (int64_t c = 0; c < s.n; c++) runs[(size_t)c].store(0, std::memory_order_relaxed);
+    mt_pool_for(pool, s.n, run_stress_chunk, &s);
+    bool ok = s.out_of_range.load() == 0;
+    for (int64_t c = 0; c < s.n; c++) ok = ok && runs[(size_t)c].load() == 1;
+    bad += ok ? 0 : 1;
+  }
+  return bad;
 }
 
 double mt_read_bandwidth_gbs(size_t bytes, int threads) {

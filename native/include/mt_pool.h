@@ -56,6 +56,10 @@ void mt_pool_matmul(mt_pool* pool, int wtype, const void* W, int64_t rows, int64
  * adds 1 to chunk_runs[chunk] (for_chunks entries) and, when a worker (ith > 0) ran it,
  * to *chunks_on_workers. caller_gap_us > 0: the caller sleeps that long before each job (an
  * idle gap, as between two evaluations). Returns 0, or -1 if a job saw a wrong nth. */
+/* jobs mt_pool_for jobs back to back, of 2 and max_chunks chunks in turn, each chunk counting its
+ * runs: returns the jobs in which a chunk ran other than once (0: each ran once). Stresses the
+ * hand-over from one for job to the next (pool.cc: the claim word's close). */
+int64_t mt_pool_for_stress(mt_pool* pool, int64_t jobs, int64_t max_chunks);
 int mt_pool_check(mt_pool* pool, int64_t jobs, int worker_delay_us, int64_t* runs_per_thread, int64_t* threads_per_job,
                   int64_t for_chunks, int64_t* chunk_runs, int64_t* chunks_on_workers, int caller_gap_us);
 /* Rows x [rows, cols] quantised as mt_quantize_rows does, rows split over the pool's threads

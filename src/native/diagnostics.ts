@@ -159,6 +159,11 @@ export interface NativeDiagnostics extends NativeIoVerbs {
    */
   poolIsStragglerWait(budgetUs: number, waitedUs: number, woke?: boolean): boolean;
   /**
+   * `jobs` chunked jobs back to back, of 2 and maxChunks chunks in turn: the jobs in which a chunk
+   * ran other than once (0 when the hand-over from one job to the next is right).
+   */
+  poolForStress(pool: NativePoolHandle, jobs: number, maxChunks: number): number;
+  /**
    * The pool's verdict on the wait after every worker had started (tailUs), given the caller's own
    * share (ownUs): true if a worker was preempted inside its share (past the budget and twice
    * the caller's share); pure.

@@ -59,6 +59,28 @@ describe('native pool', () => {
     expect(r.runsPerThread).toEqual([20, 20]);
   });
 
+  it('hands one chunked job over to the next: no worker late in the last claims a chunk of the new one', () => {
+    // Jobs of 2 and 16 chunks in turn: a worker that read a 2-chunk job's claim word and then the
+    // next job's 16 could claim chunk 2 under the old job's id before the new word was written (a
+    // caller preempted there), run it twice and count a chunk the new job never reached: its caller
+    // then waited for ever (seen once in 600 decode tokens). The claim word is closed first.
+    const pool = native.createPool(2);
+    expect(native.poolForStress(pool, 20_000, 16)).toBe(0);
+    native.freePool(pool);
+    if (process.env.MOETIER_EXPECT_DEBUG_ASSERTS !== '1') return;
+    // Debug build: every hand-over widened (worker 200 us between the claim word and the fields,
+    // caller 800 us before it opens the new word), so the old order fails within a few jobs (the
+    // chunk count assertion aborts this fork).
+    process.env.MOETIER_DEBUG_POOL_HANDOVER_US = '200';
+    try {
+      const slow = native.createPool(2);
+      expect(native.poolForStress(slow, 200, 16)).toBe(0);
+      native.freePool(slow);
+    } finally {
+      delete process.env.MOETIER_DEBUG_POOL_HANDOVER_US;
+    }
+  });
+
   it('runs a one-thread pool on the caller alone', () => {
     expectEveryJobOnEveryThread(1, 100, 10);
   });
