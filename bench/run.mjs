@@ -19,7 +19,7 @@ const usage = `usage: npm run bench -- <${Object.keys(benches).join('|')}> [opti
 
 Results of a run go to bench/results/local/ (git-ignored); --update-results writes the committed
 bench/results/<name>.json and the bench/README.md table.
-Other benches run directly: node bench/<parity|replan|kernels|threads|forward-smoke|overlap|disk-probe|disk-uploads|predict|routing|agreement>.mjs --help`;
+Other benches run directly: node bench/<builds|parity|replan|kernels|threads|forward-smoke|overlap|disk-probe|disk-uploads|predict|routing|agreement>.mjs --help`;
 
 const [name, ...rest] = process.argv.slice(2);
 if (name === '--help' || name === '-h') {
