@@ -170,9 +170,8 @@ Napi::Value MappedResidency(const Napi::CallbackInfo& info) {
 // kernel the read of each page faults it in ('touch'). The read pass is kept after a populate too:
 // on the VMs this project runs on, the first read of each freshly mapped page still cost ~1.7 us
 // below the guest (no fault counted; one read per page of a 1.16 GB file took 450-520 ms, a second
-// pass 7 ms), which a fresh engine's first
-// prompt paid at half speed. The mapping counts as used until it settles, so unmapFile cannot
-// pull it from under the worker. A read error rejects (code MT_IO); running short of memory stops
+// pass 7 ms), which a fresh engine's first prompt paid at half speed. The mapping counts as used
+// until it settles, so unmapFile cannot pull it from under the worker. A read error rejects (code MT_IO); running short of memory stops
 // early and resolves with the bytes populated so far (the rest come in when used).
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
