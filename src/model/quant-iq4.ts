@@ -12,7 +12,7 @@
  * moetier's own encoders, not ggml's scale searches: see fitBlock and quantizeIq4XsBlock.
  */
 import { F16_TABLE, f32ToF16 } from './f16.js';
-import { signedAbsMax } from './quant-block.js';
+import { nearestTableIndex, signedAbsMax } from './quant-block.js';
 
 /** ggml's kvalues_iq4nl. */
 export const IQ4_TABLE: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
@@ -61,20 +61,6 @@ export function dequantIq4XsRow(
   }
 }
 
-/** The index of the table value nearest t (the first of equals), |t - v| in f32. */
-function nearestIndex(t: number): number {
-  let best = 0;
-  let bestErr = Math.abs(f(t - IQ4_TABLE[0]));
-  for (let k = 1; k < 16; k++) {
-    const err = Math.abs(f(t - IQ4_TABLE[k]));
-    if (err < bestErr) {
-      bestErr = err;
-      best = k;
-    }
-  }
-  return best;
-}
-
 /**
  * The fit of one 32-element block to the table: d0 = max / -127 (max: the signed element of
  * largest |x|, the first of equals) puts it on the table's -127; each x takes the nearest table
@@ -89,7 +75,7 @@ function fitBlock(src: Float32Array, s: number, idx: Uint8Array, at: number): nu
   let sumqx = 0,
     sumq2 = 0;
   for (let j = 0; j < QK; j++) {
-    idx[at + j] = nearestIndex(f(src[s + j] * id));
+    idx[at + j] = nearestTableIndex(IQ4_TABLE, f(src[s + j] * id));
     const v = IQ4_TABLE[idx[at + j]];
     sumqx = f(sumqx + f(v * src[s + j]));
     sumq2 = f(sumq2 + v * v);
@@ -137,8 +123,8 @@ export function quantizeIq4XsBlock(src: Float32Array, s: number, dst: Uint8Array
     const dl = f(d * l);
     const inv = dl !== 0 ? f(1 / dl) : 0;
     for (let k = 0; k < 16; k++) {
-      const lo = nearestIndex(f(src[s + 32 * j + k] * inv));
-      const hi = nearestIndex(f(src[s + 32 * j + k + 16] * inv));
+      const lo = nearestTableIndex(IQ4_TABLE, f(src[s + 32 * j + k] * inv));
+      const hi = nearestTableIndex(IQ4_TABLE, f(src[s + 32 * j + k + 16] * inv));
       dst[o + 8 + 16 * j + k] = lo | (hi << 4);
     }
   }

@@ -10,6 +10,8 @@
  * The writer is moetier's own encoder (quantizeMxfp4Block), native/cpu/quantize_mxfp4.cc its twin.
  */
 
+import { nearestTableIndex } from './quant-block.js';
+
 /** ggml's kvalues_mxfp4. */
 export const MXFP4_TABLE: readonly number[] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
@@ -63,15 +65,7 @@ function fitExponent(src: Float32Array, s: number, e: number, idx: Uint8Array): 
   let err = 0;
   for (let j = 0; j < QK; j++) {
     const t = f(src[s + j] * inv); // exact in double, then one rounding to f32
-    let best = 0;
-    let bestErr = Math.abs(f(t - MXFP4_TABLE[0]));
-    for (let k = 1; k < 16; k++) {
-      const dk = Math.abs(f(t - MXFP4_TABLE[k]));
-      if (dk < bestErr) {
-        bestErr = dk;
-        best = k;
-      }
-    }
+    const best = nearestTableIndex(MXFP4_TABLE, t);
     idx[j] = best;
     const diff = f(t - MXFP4_TABLE[best]);
     err = f(err + f(diff * diff));
